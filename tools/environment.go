@@ -1,0 +1,114 @@
+package tools
+
+import (
+	"strconv"
+	"sync"
+)
+
+// RefIDKey is the key every environment object carries: a stable id the model
+// and cited_summarize use to cite it.
+const RefIDKey = "_REF_ID"
+
+// Environment holds the results of a run's tools, grouped as Elysia does:
+// tool name → result name → list of entries. It is safe for concurrent use;
+// a zero Environment is empty and ready.
+type Environment struct {
+	// mu guards entries and order.
+	mu      sync.Mutex
+	entries map[string]map[string][]EnvEntry
+	order   []envKey
+}
+
+type envKey struct{ tool, name string }
+
+// EnvEntry is one result stored in the environment.
+type EnvEntry struct {
+	Objects  []map[string]any `json:"objects"`
+	Metadata map[string]any   `json:"metadata"`
+}
+
+// Add stores objects under tool and name, tags each with a _REF_ID of the form
+// <tool>_<name>_<n>_<i> (n counts earlier entries under the same key), and
+// returns the tagged objects. The input maps are copied, not modified.
+func (e *Environment) Add(tool, name string, objects []map[string]any, metadata map[string]any) []map[string]any {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.entries == nil {
+		e.entries = make(map[string]map[string][]EnvEntry)
+	}
+	byName := e.entries[tool]
+	if byName == nil {
+		byName = make(map[string][]EnvEntry)
+		e.entries[tool] = byName
+	}
+	if _, seen := byName[name]; !seen {
+		e.order = append(e.order, envKey{tool, name})
+	}
+	n := len(byName[name])
+	tagged := make([]map[string]any, len(objects))
+	for i, obj := range objects {
+		c := make(map[string]any, len(obj)+1)
+		for k, v := range obj {
+			c[k] = v
+		}
+		c[RefIDKey] = refID(tool, name, n, i)
+		tagged[i] = c
+	}
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	byName[name] = append(byName[name], EnvEntry{Objects: tagged, Metadata: metadata})
+	return tagged
+}
+
+func refID(tool, name string, n, i int) string {
+	return tool + "_" + name + "_" + strconv.Itoa(n) + "_" + strconv.Itoa(i)
+}
+
+// Empty reports whether the environment holds no result.
+func (e *Environment) Empty() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.order) == 0
+}
+
+// Has reports whether the environment holds a result under tool and name.
+func (e *Environment) Has(tool, name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.entries[tool][name]) > 0
+}
+
+// Snapshot returns a deep-enough copy of the environment in Elysia's JSON
+// shape: {tool: {name: [{objects, metadata}]}}. Objects themselves are shared
+// and must not be modified.
+func (e *Environment) Snapshot() map[string]map[string][]EnvEntry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]map[string][]EnvEntry, len(e.entries))
+	for tool, byName := range e.entries {
+		m := make(map[string][]EnvEntry, len(byName))
+		for name, list := range byName {
+			m[name] = append([]EnvEntry(nil), list...)
+		}
+		out[tool] = m
+	}
+	return out
+}
+
+// Restore replaces the environment's contents with a snapshot (as returned by
+// Snapshot, or decoded from storage).
+func (e *Environment) Restore(s map[string]map[string][]EnvEntry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.entries = make(map[string]map[string][]EnvEntry, len(s))
+	e.order = e.order[:0]
+	for tool, byName := range s {
+		m := make(map[string][]EnvEntry, len(byName))
+		for name, list := range byName {
+			m[name] = append([]EnvEntry(nil), list...)
+			e.order = append(e.order, envKey{tool, name})
+		}
+		e.entries[tool] = m
+	}
+}
