@@ -1,0 +1,64 @@
+package tools
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Envelope is one event as it goes over the wire (SSE data line, WebSocket
+// message) and into a conversation's saved event log: DESIGN.md, "HTTP API".
+type Envelope struct {
+	Type           EventType       `json:"type"`
+	ID             string          `json:"id"`
+	UserID         string          `json:"user_id"`
+	ConversationID string          `json:"conversation_id"`
+	QueryID        string          `json:"query_id"`
+	Payload        json.RawMessage `json:"payload"`
+}
+
+// idPrefix gives each event type the prefix of its envelope id, as Elysia's
+// frontend expects ("sta-…", "res-…").
+var idPrefix = map[EventType]string{
+	EventStatus:           "sta",
+	EventText:             "tex",
+	EventResult:           "res",
+	EventSelfHealingError: "err",
+	EventTreeUpdate:       "tre",
+	EventWarning:          "war",
+	EventTitle:            "tit",
+	EventError:            "err",
+	EventCompleted:        "com",
+}
+
+// NewEnvelope wraps ev for the given user, conversation and query, with a
+// fresh random id. A nil payload becomes {}.
+func NewEnvelope(ev Event, userID, conversationID, queryID string) (Envelope, error) {
+	payload := []byte("{}")
+	if ev.Payload != nil {
+		b, err := json.Marshal(ev.Payload)
+		if err != nil {
+			return Envelope{}, err
+		}
+		payload = b
+	}
+	prefix := idPrefix[ev.Type]
+	if prefix == "" {
+		prefix = "evt"
+	}
+	return Envelope{
+		Type:           ev.Type,
+		ID:             prefix + "-" + NewID(),
+		UserID:         userID,
+		ConversationID: conversationID,
+		QueryID:        queryID,
+		Payload:        payload,
+	}, nil
+}
+
+// NewID returns 16 random hex characters, for query and event ids.
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
