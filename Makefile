@@ -1,0 +1,63 @@
+# Elysia-Go. `make run` serves the default mcp.json; `make test` runs every
+# test, installing what the integration tests need on a fresh machine.
+
+GO        ?= go
+ADDR      ?= 127.0.0.1:8000
+CONFIG    ?= mcp.json
+BENCHCOUNT ?= 10
+FUZZTIME  ?= 10s
+
+# The binaries are built once per run; the tests use them through these.
+export ELYSIA_TODO_MCP := $(CURDIR)/bin/todo-mcp
+export ELYSIA_BIN      := $(CURDIR)/bin/elysia
+
+# Fuzz targets run briefly by `make test` (package:Target).
+FUZZ := ./mcpgateway:FuzzParse ./tools:FuzzValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody
+
+.PHONY: all build run test test-short test-deps fuzz bench lint clean
+
+all: build
+
+build:
+	$(GO) build -o bin/todo-mcp ./cmd/todo-mcp
+	$(GO) build -o bin/elysia ./cmd/elysia
+
+run: build
+	@echo "Elysia-Go: open http://$(ADDR)/tree/me/first in a browser"
+	./bin/elysia serve --addr $(ADDR) --config $(CONFIG)
+
+test-deps:
+	./scripts/test-deps.sh
+
+# Every test, race detector on, against real MCP servers, a real SQLite file,
+# a throwaway PostgreSQL cluster and headless Chromium.
+test: build test-deps
+	@set -e; pgdir=$$(mktemp -d /tmp/elysia-pg.XXXXXX); \
+	trap './scripts/postgres-test.sh stop '"$$pgdir"' >/dev/null 2>&1 || true' EXIT; \
+	eval "$$(./scripts/postgres-test.sh start $$pgdir)"; \
+	$(GO) test -race -timeout 15m ./...
+	@$(MAKE) --no-print-directory fuzz
+
+test-short:
+	$(GO) test -short ./...
+
+fuzz:
+	@set -e; for f in $(FUZZ); do \
+		pkg=$${f%%:*}; target=$${f##*:}; \
+		echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+# Benchmarks compare like with like in one run; summarised with benchstat.
+bench: build test-deps
+	@mkdir -p bench
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -timeout 60m ./mcpgateway/ ./tree/ ./web/ ./discovery/ | tee bench/latest.txt
+	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bench/latest.txt
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+clean:
+	rm -rf bin bench
