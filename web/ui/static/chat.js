@@ -1,0 +1,350 @@
+// chat.js: the chat log (one turn per query, one element per event) and the
+// two transports that carry events: the WebSocket /ws/query, and the SSE
+// stream of POST /query/<user>/<conversation> read with fetch.
+import { api, getKey } from "./api.js";
+import { h, markdown, table, jsonBlock, prettyJSON } from "./render.js";
+
+const SUGGESTIONS = ["What tools do you have?", "List my todos", "Add a todo \"Buy milk\" with priority 2"];
+
+export class ChatView {
+  // el is #chat. hooks: onTreeUpdate(payload), onTitle(text), onSuggestion(text).
+  constructor(el, hooks = {}) {
+    this.el = el;
+    this.hooks = hooks;
+    this.seen = new Set();
+    this.turns = new Map(); // query_id → {el, events}
+    this.clear();
+  }
+
+  clear() {
+    this.seen.clear();
+    this.turns.clear();
+    this.el.replaceChildren(this.emptyState());
+  }
+
+  emptyState() {
+    return h("div", { class: "empty-state" },
+      h("p", { class: "empty-title" }, "Ask a question to start."),
+      h("p", { class: "muted" }, "Elysia walks the decision tree on the left and calls MCP tools to answer."),
+      h("div", { class: "suggestions" }, SUGGESTIONS.map((s) => h("button", {
+        type: "button", class: "suggestion", onclick: () => this.hooks.onSuggestion && this.hooks.onSuggestion(s),
+      }, s))));
+  }
+
+  nearBottom() {
+    return this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 80;
+  }
+
+  scroll(force) {
+    if (force || this.stick) this.el.scrollTop = this.el.scrollHeight;
+  }
+
+  turn(queryID) {
+    const key = queryID || "_";
+    let t = this.turns.get(key);
+    if (!t) {
+      this.el.querySelector(".empty-state")?.remove();
+      const body = h("div", { class: "turn-events" });
+      const el = h("section", { class: "turn", dataset: { queryId: key } }, body);
+      this.el.append(el);
+      t = { el, body, started: 0 };
+      this.turns.set(key, t);
+    }
+    return t;
+  }
+
+  // addQuery shows the user's query as the head of its turn.
+  addQuery(text, queryID, { live = false } = {}) {
+    const t = this.turn(queryID);
+    if (t.el.querySelector(".user-query")) return;
+    t.el.prepend(h("div", { class: "user-query", dataset: { type: "query" } }, h("div", { class: "bubble" }, text)));
+    if (live) {
+      t.started = performance.now();
+      t.el.classList.add("active");
+      t.el.append(h("div", { class: "progress", "aria-hidden": "true" }, h("span", { class: "spinner" }), h("span", { class: "progress-text" }, "Thinking…")));
+    }
+    this.scroll(true);
+  }
+
+  endTurn(queryID) {
+    const t = this.turns.get(queryID || "_");
+    if (!t) return;
+    t.el.classList.remove("active");
+    t.el.querySelector(".progress")?.remove();
+  }
+
+  note(queryID, cls, text) {
+    const t = this.turn(queryID);
+    t.body.append(h("div", { class: `note ${cls}`, dataset: { type: "client" } }, text));
+    this.scroll();
+  }
+
+  // handle renders one event envelope. It returns false for a duplicate
+  // (same id seen before), which happens when a replay and a live stream
+  // overlap after a reconnect.
+  handle(env, { replay = false } = {}) {
+    if (!env || typeof env !== "object" || !env.type) return false;
+    if (env.type === "heartbeat" || env.type === "ping") return false;
+    if (env.id) {
+      if (this.seen.has(env.id)) return false;
+      this.seen.add(env.id);
+    }
+    this.stick = replay || this.nearBottom();
+    const p = env.payload && typeof env.payload === "object" ? env.payload : {};
+    const t = this.turn(env.query_id);
+    const el = this.render(env.type, p, t, replay);
+    if (el) {
+      el.dataset.type = env.type;
+      if (env.id) el.dataset.id = env.id;
+      t.body.append(el);
+    }
+    if (env.type === "status" && p.text) {
+      const pt = t.el.querySelector(".progress-text");
+      if (pt) pt.textContent = p.text;
+    }
+    if (env.type === "completed") this.endTurn(env.query_id);
+    this.scroll();
+    return true;
+  }
+
+  render(type, p, t, replay) {
+    switch (type) {
+      case "status":
+        return h("div", { class: "status" }, p.text ?? "");
+      case "tree_update": {
+        if (this.hooks.onTreeUpdate) this.hooks.onTreeUpdate(p);
+        const el = h("div", { class: "decision" },
+          h("span", { class: "decision-path" }, "🧭 ", p.node ? h("code", null, p.node) : null, p.node ? " → " : "", h("code", { class: "chosen" }, p.decision ?? "?")));
+        if (p.reasoning) el.append(h("span", { class: "reasoning-text" }, p.reasoning));
+        return el;
+      }
+      case "result":
+        return this.result(p);
+      case "self_healing_error":
+        return h("div", { class: "note warning" },
+          h("strong", null, "Retrying after an error: "), p.error_message ?? "",
+          p.feedback ? h("div", { class: "feedback" }, p.feedback) : null);
+      case "warning":
+        return h("div", { class: "note warning" }, "⚠ ", p.text ?? p.message ?? p.warning ?? prettyJSON(p));
+      case "error":
+        return h("div", { class: "note error" }, "✖ ", p.text ?? p.error ?? p.message ?? p.error_message ?? prettyJSON(p));
+      case "text": {
+        const objs = Array.isArray(p.objects) ? p.objects : [];
+        const text = objs.map((o) => (o && typeof o === "object" ? o.text ?? "" : String(o ?? ""))).filter(Boolean).join("\n\n") || p.text || "";
+        const bubble = h("div", { class: "answer" });
+        bubble.innerHTML = markdown(text);
+        return bubble;
+      }
+      case "title": {
+        const title = p.title ?? p.text ?? (Array.isArray(p.objects) && p.objects[0] ? p.objects[0].title ?? p.objects[0].text : "");
+        if (title && this.hooks.onTitle) this.hooks.onTitle(String(title));
+        return null;
+      }
+      case "completed": {
+        const ms = !replay && t.started ? performance.now() - t.started : 0;
+        return h("div", { class: "done" }, ms ? `done in ${(ms / 1000).toFixed(1)} s` : "done");
+      }
+      default:
+        return h("div", { class: "note" }, h("code", null, type), jsonBlock(p));
+    }
+  }
+
+  result(p) {
+    const meta = p.metadata && typeof p.metadata === "object" ? p.metadata : {};
+    const objs = Array.isArray(p.objects) ? p.objects : [];
+    const chips = Object.entries(meta)
+      .filter(([, v]) => v !== null && typeof v !== "object" && v !== "")
+      .map(([k, v]) => h("span", { class: "chip" }, `${k}: ${v}`));
+    const head = h("summary", null, h("span", { class: "result-kind" }, p.type || "result"), ` ${objs.length} object${objs.length === 1 ? "" : "s"} `, chips);
+    let body;
+    if (p.type === "document" || p.type === "text") {
+      body = h("div", { class: "documents" }, objs.map((o) => {
+        const d = h("div", { class: "document" });
+        const text = o && typeof o === "object" ? o.content ?? o.text ?? "" : String(o);
+        if (o && o.title) d.append(h("div", { class: "doc-title" }, o.title));
+        const md = h("div", { class: "doc-body" });
+        md.innerHTML = markdown(typeof text === "string" ? text : prettyJSON(text));
+        d.append(md);
+        if (o && o._REF_ID) d.append(h("div", { class: "ref" }, o._REF_ID));
+        return d;
+      }));
+    } else {
+      body = objs.length ? table(objs) : jsonBlock(p);
+    }
+    return h("details", { class: "result", open: objs.length <= 25 }, head, body);
+  }
+}
+
+// readSSE parses a text/event-stream body and calls onEvent for each data
+// message (several data: lines join with "\n"; comments are skipped).
+export async function readSSE(body, onEvent) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  const sep = /\r?\n\r?\n|\r\r/;
+  const flush = (block) => {
+    const data = [];
+    for (const line of block.split(/\r?\n|\r/)) {
+      if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    if (!data.length) return;
+    const text = data.join("\n");
+    try {
+      const v = JSON.parse(text);
+      for (const env of Array.isArray(v) ? v : [v]) onEvent(env);
+    } catch {
+      // A non-JSON message is not ours to show.
+    }
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    for (let m = sep.exec(buf); m; m = sep.exec(buf)) {
+      flush(buf.slice(0, m.index));
+      buf = buf.slice(m.index + m[0].length);
+    }
+  }
+  if (buf.trim()) flush(buf);
+}
+
+// Transport sends queries over the WebSocket when it can and over SSE when
+// it cannot. Events from either go to onEvent; onState reports
+// "ws" | "sse" | "connecting" | "reconnecting" | "offline".
+export class Transport {
+  constructor({ user, conversation, onEvent, onState, onDrop }) {
+    this.user = user;
+    this.conversation = conversation;
+    this.onEvent = onEvent;
+    this.onState = onState || (() => {});
+    this.onDrop = onDrop || (() => {});
+    this.ws = null;
+    this.wsReady = null;
+    this.wsFailedAt = 0;
+    this.wsKey = null;
+    this.mode = "offline";
+    this.sseAbort = null;
+  }
+
+  setState(s) {
+    this.mode = s;
+    this.onState(s);
+  }
+
+  // resetWS forgets a failed WebSocket (after a new key) so the next query
+  // tries it again.
+  resetWS() {
+    this.wsFailedAt = 0;
+    if (this.ws && this.wsKey !== getKey()) this.ws.close(1000, "new key");
+  }
+
+  wsURL() {
+    return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/query";
+  }
+
+  connectWS(timeoutMs = 4000) {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN && this.wsKey === getKey()) return Promise.resolve(true);
+    if (this.wsReady) return this.wsReady;
+    if (typeof WebSocket === "undefined" || Date.now() - this.wsFailedAt < 60000) return Promise.resolve(false);
+    this.wsReady = new Promise((resolve) => {
+      let ws;
+      const key = getKey();
+      try {
+        ws = key ? new WebSocket(this.wsURL(), ["bearer." + key]) : new WebSocket(this.wsURL());
+      } catch {
+        this.wsFailedAt = Date.now();
+        resolve(false);
+        return;
+      }
+      let opened = false;
+      const timer = setTimeout(() => {
+        if (!opened) {
+          ws.close();
+          this.wsFailedAt = Date.now();
+          resolve(false);
+        }
+      }, timeoutMs);
+      ws.addEventListener("open", () => {
+        opened = true;
+        clearTimeout(timer);
+        this.ws = ws;
+        this.wsKey = key;
+        this.setState("ws");
+        resolve(true);
+      });
+      ws.addEventListener("message", (ev) => {
+        let v;
+        try {
+          v = JSON.parse(typeof ev.data === "string" ? ev.data : "");
+        } catch {
+          return;
+        }
+        for (const env of Array.isArray(v) ? v : [v]) this.onEvent(env);
+      });
+      ws.addEventListener("close", (ev) => {
+        clearTimeout(timer);
+        if (!opened) {
+          this.wsFailedAt = Date.now();
+          resolve(false);
+          return;
+        }
+        if (this.ws === ws) this.ws = null;
+        if (this.mode === "ws") this.setState("offline");
+        this.onDrop(ev);
+      });
+    }).finally(() => {
+      this.wsReady = null;
+    });
+    return this.wsReady;
+  }
+
+  // send starts a query. It resolves once the request is on its way over the
+  // WebSocket, or once the SSE stream has ended; it returns the transport used.
+  async send(query, queryID) {
+    this.setState("connecting");
+    if (await this.connectWS()) {
+      try {
+        this.ws.send(JSON.stringify({ user_id: this.user, conversation_id: this.conversation, query_id: queryID, query }));
+        this.setState("ws");
+        return "ws";
+      } catch {
+        // Closed between open and send: fall through to SSE.
+      }
+    }
+    await this.sendSSE(query, queryID);
+    return "sse";
+  }
+
+  async sendSSE(query, queryID) {
+    this.sseAbort = new AbortController();
+    this.setState("sse");
+    try {
+      const res = await api(`/query/${encodeURIComponent(this.user)}/${encodeURIComponent(this.conversation)}`, {
+        method: "POST", body: { query, query_id: queryID }, accept: "text/event-stream", signal: this.sseAbort.signal,
+      });
+      const ctype = res.headers.get("Content-Type") || "";
+      if (!res.ok || !ctype.includes("text/event-stream") || !res.body) {
+        let msg = `${res.status} ${res.statusText}`.trim();
+        try {
+          const data = await res.json();
+          if (data && data.error) msg = data.error;
+        } catch {
+          // Not JSON: keep the status line.
+        }
+        this.onEvent({ type: "error", id: "client-" + queryID + "-http", query_id: queryID, payload: { text: msg, client: true } });
+        return;
+      }
+      await readSSE(res.body, this.onEvent);
+    } catch (err) {
+      if (err && err.name === "AbortError") return;
+      this.onEvent({ type: "error", id: "client-" + queryID + "-net", query_id: queryID, payload: { text: "connection lost: " + (err && err.message ? err.message : err), client: true, dropped: true } });
+    } finally {
+      this.sseAbort = null;
+      if (this.mode === "sse") this.setState("offline");
+    }
+  }
+
+  close() {
+    if (this.sseAbort) this.sseAbort.abort();
+    if (this.ws) this.ws.close(1000, "page closed");
+  }
+}

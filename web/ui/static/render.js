@@ -1,0 +1,310 @@
+// render.js: small DOM helpers and the renderers shared by the chat and the
+// tool panel: safe markdown, tables of objects, JSON, MCP tool results.
+
+// h builds an element: h("div", {class: "x", dataset: {type: "t"}}, child, "text").
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") el.className = v;
+      else if (k === "dataset") Object.assign(el.dataset, v);
+      else if (k === "text") el.textContent = v;
+      else if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+      else if (v === true) el.setAttribute(k, "");
+      else el.setAttribute(k, String(v));
+    }
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+export function escapeHTML(s) {
+  return String(s)
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
+}
+
+// safeHref allows web, mail and same-site links only; anything else
+// (javascript:, data:, vbscript:) is dropped.
+function safeHref(url) {
+  const u = url.trim();
+  if (/^(https?:|mailto:)/i.test(u)) return u;
+  if (/^[/#?]/.test(u) && !u.startsWith("//")) return u;
+  return "";
+}
+
+// inline renders one line of already-escaped text: code spans first (kept
+// verbatim), then links, bold and italics.
+function inline(escaped) {
+  const codes = [];
+  let s = escaped.replace(/`([^`]+)`/g, (_, code) => {
+    codes.push(code);
+    return `\u0000${codes.length - 1}\u0000`;
+  });
+  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (m, text, url) => {
+    // url was escaped with the rest; &amp; is fine inside an attribute.
+    const href = safeHref(url.replace(/&amp;/g, "&"));
+    if (!href) return text;
+    return `<a href="${escapeHTML(href)}" target="_blank" rel="noopener noreferrer">${text}</a>`;
+  });
+  s = s.replace(/(^|[\s(])((?:https?:\/\/)[^\s<)]+)/g, (m, pre, url) => {
+    const href = url.replace(/&amp;/g, "&");
+    return `${pre}<a href="${escapeHTML(href)}" target="_blank" rel="noopener noreferrer">${url}</a>`;
+  });
+  s = s.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
+  s = s.replace(/__([^_]+)__/g, "<strong>$1</strong>");
+  s = s.replace(/(^|[^*\w])\*([^*\s][^*]*?)\*(?!\w)/g, "$1<em>$2</em>");
+  s = s.replace(/\u0000(\d+)\u0000/g, (_, i) => `<code>${codes[Number(i)]}</code>`);
+  return s;
+}
+
+// markdown renders a safe subset of Markdown to HTML. The input is escaped
+// first, so no tag from the text survives; only the tags made here exist.
+export function markdown(src) {
+  const lines = escapeHTML(src ?? "").replace(/\r\n?/g, "\n").split("\n");
+  const out = [];
+  let para = [];
+  let list = null; // {tag, items}
+  const flushPara = () => {
+    if (para.length) out.push(`<p>${para.map(inline).join("<br>")}</p>`);
+    para = [];
+  };
+  const flushList = () => {
+    if (list) out.push(`<${list.tag}>${list.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${list.tag}>`);
+    list = null;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = line.match(/^\s*```\s*([\w+-]*)\s*$/);
+    if (fence) {
+      flushPara();
+      flushList();
+      const code = [];
+      i++;
+      while (i < lines.length && !/^\s*```\s*$/.test(lines[i])) code.push(lines[i++]);
+      const lang = fence[1] ? ` data-lang="${fence[1]}"` : "";
+      out.push(`<pre${lang}><code>${code.join("\n")}</code></pre>`);
+      continue;
+    }
+    if (/^\s*$/.test(line)) {
+      flushPara();
+      flushList();
+      continue;
+    }
+    const heading = line.match(/^(#{1,6})\s+(.*)$/);
+    if (heading) {
+      flushPara();
+      flushList();
+      const level = Math.min(6, heading[1].length + 2);
+      out.push(`<h${level}>${inline(heading[2])}</h${level}>`);
+      continue;
+    }
+    const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
+    const numbered = line.match(/^\s*\d+[.)]\s+(.*)$/);
+    if (bullet || numbered) {
+      flushPara();
+      const tag = bullet ? "ul" : "ol";
+      if (list && list.tag !== tag) flushList();
+      if (!list) list = { tag, items: [] };
+      list.items.push((bullet || numbered)[1]);
+      continue;
+    }
+    const quote = line.match(/^&gt;\s?(.*)$/);
+    if (quote) {
+      flushPara();
+      flushList();
+      out.push(`<blockquote>${inline(quote[1])}</blockquote>`);
+      continue;
+    }
+    if (list && /^\s{2,}\S/.test(line)) {
+      list.items[list.items.length - 1] += " " + line.trim();
+      continue;
+    }
+    flushList();
+    para.push(line);
+  }
+  flushPara();
+  flushList();
+  return out.join("");
+}
+
+export function compactJSON(v) {
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
+}
+
+export function prettyJSON(v) {
+  try {
+    return JSON.stringify(v, null, 2);
+  } catch {
+    return String(v);
+  }
+}
+
+export function jsonBlock(v, cls = "json") {
+  return h("pre", { class: cls }, h("code", null, prettyJSON(v)));
+}
+
+function cell(v) {
+  if (v === null || v === undefined) return h("td", { class: "null" }, "—");
+  if (typeof v === "object") {
+    const s = compactJSON(v);
+    return h("td", { class: "nested", title: s.length > 120 ? prettyJSON(v) : undefined }, h("code", null, s.length > 300 ? s.slice(0, 300) + "…" : s));
+  }
+  if (typeof v === "boolean") return h("td", { class: "bool" }, v ? "true" : "false");
+  if (typeof v === "number") return h("td", { class: "num" }, String(v));
+  return h("td", null, String(v));
+}
+
+const MAX_ROWS = 200;
+
+// table renders an array of objects: the columns are the union of their keys
+// in first-seen order, with _REF_ID last and small.
+export function table(objects) {
+  const rows = Array.isArray(objects) ? objects : [];
+  const cols = [];
+  const seen = new Set();
+  for (const o of rows) {
+    if (o && typeof o === "object" && !Array.isArray(o)) {
+      for (const k of Object.keys(o)) if (!seen.has(k)) seen.add(k), cols.push(k);
+    } else if (!seen.has("value")) {
+      seen.add("value");
+      cols.push("value");
+    }
+  }
+  const ref = cols.indexOf("_REF_ID");
+  if (ref >= 0) cols.push(cols.splice(ref, 1)[0]);
+  const head = h("tr", null, cols.map((c) => h("th", { scope: "col", class: c === "_REF_ID" ? "ref" : undefined }, c)));
+  const body = rows.slice(0, MAX_ROWS).map((o) => {
+    const isObj = o && typeof o === "object" && !Array.isArray(o);
+    return h("tr", null, cols.map((c) => {
+      const v = isObj ? o[c] : c === "value" ? o : undefined;
+      if (c === "_REF_ID") return h("td", { class: "ref" }, v === undefined ? "" : String(v));
+      return cell(v);
+    }));
+  });
+  const wrap = h("div", { class: "table-wrap" }, h("table", { class: "data" }, h("thead", null, head), h("tbody", null, body)));
+  if (rows.length > MAX_ROWS) wrap.append(h("div", { class: "muted small" }, `${rows.length - MAX_ROWS} more rows not shown`));
+  return wrap;
+}
+
+function isArrayOfObjects(v) {
+  return Array.isArray(v) && v.length > 0 && v.every((o) => o && typeof o === "object" && !Array.isArray(o));
+}
+
+// structured renders structured content: a table when it is (or holds) a
+// list of objects, pretty JSON otherwise.
+export function structured(v) {
+  if (isArrayOfObjects(v)) return table(v);
+  if (v && typeof v === "object" && !Array.isArray(v)) {
+    const keys = Object.keys(v);
+    const listKey = keys.find((k) => isArrayOfObjects(v[k]));
+    if (listKey) {
+      const rest = {};
+      for (const k of keys) if (k !== listKey) rest[k] = v[k];
+      return h("div", { class: "structured" },
+        h("div", { class: "muted small" }, listKey),
+        table(v[listKey]),
+        Object.keys(rest).length ? jsonBlock(rest) : null);
+    }
+    if (keys.length && keys.every((k) => v[k] === null || typeof v[k] !== "object")) {
+      return table([v]);
+    }
+  }
+  return jsonBlock(v);
+}
+
+function textContent(text) {
+  const t = String(text ?? "");
+  const trimmed = t.trim();
+  if ((trimmed.startsWith("{") && trimmed.endsWith("}")) || (trimmed.startsWith("[") && trimmed.endsWith("]"))) {
+    try {
+      return structured(JSON.parse(trimmed));
+    } catch {
+      // Not JSON after all: show as text.
+    }
+  }
+  return h("pre", { class: "text-content" }, t);
+}
+
+function mediaSrc(item) {
+  const mime = item.mimeType || item.mime_type || "application/octet-stream";
+  const data = item.data || item.blob || "";
+  if (/^data:/.test(data)) return data;
+  return `data:${mime};base64,${data}`;
+}
+
+// contentItem renders one MCP content item (text, image, audio, resource,
+// resource_link); anything unknown becomes JSON.
+export function contentItem(item) {
+  if (item === null || typeof item !== "object") return textContent(item);
+  switch (item.type) {
+    case "text":
+      return textContent(item.text);
+    case "image":
+      return h("img", { class: "content-image", src: mediaSrc(item), alt: item.alt || "image result" });
+    case "audio":
+      return h("audio", { controls: true, src: mediaSrc(item) });
+    case "resource": {
+      const r = item.resource || {};
+      const box = h("div", { class: "resource" }, h("div", { class: "muted small" }, "resource ", h("code", null, r.uri || "")));
+      if (typeof r.text === "string") box.append(textContent(r.text));
+      else if (r.blob && /^image\//.test(r.mimeType || "")) box.append(h("img", { class: "content-image", src: mediaSrc(r), alt: r.uri || "resource" }));
+      else if (r.blob) box.append(h("div", { class: "muted small" }, `${r.mimeType || "binary"} (${r.blob.length} base64 chars)`));
+      return box;
+    }
+    case "resource_link":
+      return h("div", { class: "resource" }, "🔗 ", h("code", null, item.uri || ""), item.name ? " " + item.name : "", item.description ? h("div", { class: "muted small" }, item.description) : null);
+    default:
+      return jsonBlock(item);
+  }
+}
+
+// toolResult renders {is_error, content, structured} from an execute call.
+export function toolResult(result) {
+  const box = h("div", { class: "tool-output" + (result && result.is_error ? " is-error" : "") });
+  if (!result || typeof result !== "object") {
+    box.append(jsonBlock(result));
+    return box;
+  }
+  if (result.is_error) box.append(h("div", { class: "note error" }, "The tool reported an error"));
+  const content = Array.isArray(result.content) ? result.content : [];
+  const hasStructured = result.structured !== undefined && result.structured !== null;
+  for (const item of content) {
+    // Servers often repeat structured content as a JSON text item: skip it.
+    if (hasStructured && item && item.type === "text" && sameJSON(item.text, result.structured)) continue;
+    box.append(contentItem(item));
+  }
+  if (hasStructured) box.append(h("div", { class: "muted small" }, "structured"), structured(result.structured));
+  if (!content.length && !hasStructured) box.append(h("div", { class: "muted" }, "(empty result)"));
+  return box;
+}
+
+function sameJSON(text, value) {
+  try {
+    return compactJSON(JSON.parse(text)) === compactJSON(value);
+  } catch {
+    return false;
+  }
+}
+
+export function relativeTime(iso) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return "";
+  const s = Math.round((Date.now() - t) / 1000);
+  if (s < 45) return "just now";
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  if (s < 86400 * 7) return `${Math.round(s / 86400)} d ago`;
+  return new Date(t).toLocaleDateString();
+}

@@ -1,0 +1,228 @@
+// tree.js: the decision tree as a collapsible list, gateway state badges,
+// and the path the agent took highlighted from tree_update events.
+import { h } from "./render.js";
+
+export function isGateway(id) {
+  return typeof id === "string" && id.startsWith("mcp_");
+}
+
+const STATE_LABEL = {
+  idle: "idle",
+  connecting: "connecting",
+  connected: "connected",
+  degraded: "degraded",
+  failed: "failed",
+  disabled: "disabled",
+};
+
+export class TreeView {
+  // container is #tree; onGateway(id) is called when a gateway is opened.
+  constructor(container, { onGateway } = {}) {
+    this.el = container;
+    this.onGateway = onGateway || (() => {});
+    this.tree = null;
+    this.treeKey = "";
+    this.servers = new Map(); // tool_name → server
+    this.collapsed = new Set();
+    this.expanded = new Set(); // leaves whose description is open
+    this.path = new Set(); // ids on the chosen path
+    this.reasoning = new Map(); // decision id → reasoning
+    this.current = ""; // last decision
+    this.selected = "";
+  }
+
+  // setTree re-renders only when the tree JSON changed; it returns whether
+  // it did.
+  setTree(tree) {
+    const key = JSON.stringify(tree ?? null);
+    if (key === this.treeKey) return false;
+    this.treeKey = key;
+    this.tree = tree;
+    this.render();
+    return true;
+  }
+
+  setError(message) {
+    if (this.tree) {
+      this.el.dataset.stale = "true";
+      this.el.title = message;
+      return;
+    }
+    this.el.replaceChildren(h("div", { class: "note error" }, message));
+  }
+
+  // setServers stores /api/servers and refreshes the badges in place.
+  setServers(list) {
+    this.servers = new Map();
+    for (const s of list || []) if (s && s.tool_name) this.servers.set(s.tool_name, s);
+    for (const node of this.el.querySelectorAll(".node[data-gateway]")) {
+      const old = node.querySelector(":scope > .row .badge");
+      const badge = this.badge(node.dataset.id);
+      if (old) old.replaceWith(badge);
+    }
+    delete this.el.dataset.stale;
+  }
+
+  server(id) {
+    return this.servers.get(id) || null;
+  }
+
+  badge(id) {
+    const s = this.servers.get(id);
+    if (!s) return h("span", { class: "badge state-unknown", title: "no server status" }, "…");
+    const circuit = s.circuit && s.circuit.state ? s.circuit.state : "";
+    let state = s.state || "unknown";
+    let label = STATE_LABEL[state] || state;
+    if (circuit === "open") label = "circuit open";
+    else if (circuit === "half-open" || circuit === "half_open") label += " · trial";
+    if (state === "connected" && s.tool_count !== undefined) label += ` · ${s.tool_count}`;
+    const title = [
+      `${s.name} (${s.transport || "?"}): ${state}`,
+      s.tool_count !== undefined ? `${s.tool_count} tools` : "",
+      circuit ? `circuit ${circuit}${s.circuit.retry_at ? " until " + s.circuit.retry_at : ""}` : "",
+      s.last_error ? `last error: ${s.last_error}` : "",
+    ].filter(Boolean).join("\n");
+    return h("span", { class: `badge state-${circuit === "open" ? "failed" : state}`, title, dataset: { state } }, label);
+  }
+
+  render() {
+    const root = this.tree;
+    if (!root || typeof root !== "object") {
+      this.el.replaceChildren(h("div", { class: "muted" }, "No tree."));
+      return;
+    }
+    const focusedID = document.activeElement && this.el.contains(document.activeElement)
+      ? document.activeElement.closest(".node")?.dataset.id : null;
+    this.el.replaceChildren(h("ul", { class: "tree-root" }, this.node(root, 0)));
+    this.applyHighlight();
+    if (focusedID) this.el.querySelector(`.node[data-id="${CSS.escape(focusedID)}"] > .row .label`)?.focus();
+  }
+
+  node(n, depth) {
+    const id = String(n.id ?? "");
+    const options = n.options && typeof n.options === "object" ? Object.values(n.options) : [];
+    const isBranch = n.branch === true || options.length > 0;
+    const gw = !isBranch && isGateway(id);
+    const collapsed = isBranch && this.collapsed.has(id);
+    const open = this.expanded.has(id);
+    const desc = n.description || "";
+    const li = h("li", {
+      class: `node ${isBranch ? "branch" : "tool"}${gw ? " gateway" : ""}${this.selected === id ? " selected" : ""}`,
+      dataset: { id },
+    });
+    if (gw) li.dataset.gateway = "true";
+    const twisty = isBranch
+      ? h("button", {
+        type: "button", class: "twisty", "aria-expanded": String(!collapsed),
+        "aria-label": `${collapsed ? "Expand" : "Collapse"} ${n.name || id}`,
+        onclick: () => this.toggle(id),
+      }, collapsed ? "▸" : "▾")
+      : h("span", { class: "twisty-space" });
+    const label = h("button", {
+      type: "button", class: "label", title: desc || undefined,
+      "aria-expanded": isBranch ? undefined : String(open),
+      onclick: () => {
+        if (isBranch) this.toggle(id);
+        else if (gw) {
+          this.selected = id;
+          for (const el of this.el.querySelectorAll(".node.selected")) el.classList.remove("selected");
+          li.classList.add("selected");
+          this.onGateway(id);
+        } else this.toggleDesc(id);
+      },
+    },
+    h("span", { class: "icon", "aria-hidden": "true" }, isBranch ? "📁" : gw ? "🔌" : "🔧"),
+    h("span", { class: "name" }, n.name || id),
+    n.name && n.name.toLowerCase().replace(/ /g, "_") !== id ? h("span", { class: "id" }, id) : null);
+    const row = h("div", { class: "row" }, twisty, label, gw ? this.badge(id) : null);
+    if (gw) {
+      row.append(h("button", {
+        type: "button", class: "info icon-button", "aria-label": `Describe ${id}`, "aria-expanded": String(open),
+        onclick: () => this.toggleDesc(id),
+      }, "ⓘ"));
+    }
+    li.append(row);
+    const detail = [];
+    if (isBranch && depth === 0 && n.instruction) detail.push(h("div", { class: "instruction" }, n.instruction));
+    else if (isBranch && desc) detail.push(h("div", { class: "desc" }, desc));
+    if (!isBranch && open && desc) detail.push(h("div", { class: "desc" }, desc));
+    if (!isBranch && open && n.instruction) detail.push(h("div", { class: "instruction" }, n.instruction));
+    if (detail.length && !collapsed) li.append(...detail);
+    li.append(h("div", { class: "reasoning", hidden: true }));
+    if (isBranch && !collapsed) {
+      li.append(h("ul", { class: "children", role: "group" }, options.map((o) => this.node(o, depth + 1))));
+    }
+    return li;
+  }
+
+  toggle(id) {
+    if (this.collapsed.has(id)) this.collapsed.delete(id);
+    else this.collapsed.add(id);
+    this.render();
+  }
+
+  toggleDesc(id) {
+    if (this.expanded.has(id)) this.expanded.delete(id);
+    else this.expanded.add(id);
+    this.render();
+  }
+
+  // highlight records one tree_update: {node, decision, reasoning, reset}.
+  highlight(p) {
+    if (!p || typeof p !== "object") return;
+    if (p.reset) {
+      this.path.clear();
+      this.reasoning.clear();
+    }
+    if (p.node) this.path.add(String(p.node));
+    if (p.decision) {
+      const d = String(p.decision);
+      this.path.add(d);
+      this.current = d;
+      if (p.reasoning) this.reasoning.set(d, String(p.reasoning));
+      // A chosen option inside a collapsed branch is worth showing.
+      let changed = false;
+      for (const id of this.ancestors(d)) if (this.collapsed.delete(id)) changed = true;
+      if (changed) {
+        this.render();
+        return;
+      }
+    }
+    this.applyHighlight();
+  }
+
+  clearHighlight() {
+    this.path.clear();
+    this.reasoning.clear();
+    this.current = "";
+    this.applyHighlight();
+  }
+
+  ancestors(id) {
+    const out = [];
+    const walk = (n, trail) => {
+      if (!n || typeof n !== "object") return false;
+      if (n.id === id) {
+        out.push(...trail);
+        return true;
+      }
+      const opts = n.options && typeof n.options === "object" ? Object.values(n.options) : [];
+      return opts.some((o) => walk(o, [...trail, n.id]));
+    };
+    walk(this.tree, []);
+    return out;
+  }
+
+  applyHighlight() {
+    for (const el of this.el.querySelectorAll(".node")) {
+      const id = el.dataset.id;
+      el.classList.toggle("on-path", this.path.has(id));
+      el.classList.toggle("current", this.current === id);
+      const r = el.querySelector(":scope > .reasoning");
+      if (!r) continue;
+      const text = this.reasoning.get(id);
+      r.hidden = !text;
+      r.textContent = text ? "💭 " + text : "";
+    }
+  }
+}

@@ -1,0 +1,211 @@
+package ui
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// importRE finds the relative module imports of a .js file.
+var importRE = regexp.MustCompile(`(?m)^\s*import\s[^;]*?from\s+"(\./[^"]+)"`)
+
+func TestAssetsExist(t *testing.T) {
+	fsys := FS()
+	for _, name := range []string{IndexName, "app.js", "style.css"} {
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			t.Fatalf("read %s: %v", name, err)
+		}
+		if len(b) == 0 {
+			t.Errorf("%s is empty", name)
+		}
+	}
+	// Every module an asset imports is embedded too.
+	for _, name := range jsFiles(t) {
+		b, _ := fs.ReadFile(fsys, name)
+		for _, m := range importRE.FindAllStringSubmatch(string(b), -1) {
+			dep := strings.TrimPrefix(m[1], "./")
+			if _, err := fs.Stat(fsys, dep); err != nil {
+				t.Errorf("%s imports %s, which is not embedded", name, m[1])
+			}
+		}
+	}
+	if got := string(Index()); !strings.HasPrefix(got, "<!doctype html>") {
+		t.Errorf("Index() does not start with a doctype: %.40q", got)
+	}
+}
+
+func TestIndexReferencesAssets(t *testing.T) {
+	page := string(Index())
+	for _, want := range []string{
+		`<script type="module" src="/ui/app.js"></script>`,
+		`<link rel="stylesheet" href="/ui/style.css">`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("index.html lacks %s", want)
+		}
+	}
+	// The ids the browser tests rely on are in the shell (the rest are made
+	// by the scripts and documented at the top of app.js).
+	for _, id := range []string{
+		"tree", "servers-status", "tool-panel", "list-tools", "tool-list", "tool-form",
+		"tool-result", "query-input", "query-send", "chat", "conversations",
+		"new-conversation", "api-key", "api-key-save",
+	} {
+		if !strings.Contains(page, `id="`+id+`"`) {
+			t.Errorf("index.html lacks id %q", id)
+		}
+	}
+	if !strings.Contains(page, `aria-live="polite"`) {
+		t.Error("index.html has no aria-live region")
+	}
+}
+
+// TestNoExternalURLs keeps the UI self-contained: the machine it runs on may
+// have no internet, so nothing may come from a CDN or a font service.
+func TestNoExternalURLs(t *testing.T) {
+	fsys := FS()
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		low := strings.ToLower(string(b))
+		for _, bad := range []string{"http://", "https://", "//cdn", "@import url("} {
+			if i := strings.Index(low, bad); i >= 0 {
+				t.Errorf("%s contains %q at byte %d", name, bad, i)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJSParses runs node --check on every module. Node treats .js outside a
+// "type": "module" package as CommonJS, so the files are copied as .mjs.
+func TestJSParses(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not on PATH")
+		}
+		t.Skip("node is not on PATH")
+	}
+	dir := t.TempDir()
+	for _, name := range jsFiles(t) {
+		b, err := fs.ReadFile(FS(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, strings.TrimSuffix(name, ".js")+".mjs")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(t.Context(), node, "--check", path).CombinedOutput()
+		if err != nil {
+			t.Errorf("node --check %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// TestMarkdownEscapes runs the answer renderer under node: HTML in a model's
+// answer must come out as text, and only safe links may survive.
+func TestMarkdownEscapes(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not on PATH")
+		}
+		t.Skip("node is not on PATH")
+	}
+	dir := t.TempDir()
+	b, err := fs.ReadFile(FS(), "render.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "render.mjs"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import { markdown } from "./render.mjs";
+const cases = [
+  ["<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"],
+  ["**bold** and ` + "`<b>`" + `", "<strong>bold</strong> and <code>&lt;b&gt;</code>"],
+  ["[x](javascript:alert)", "<p>x</p>"],
+  ["- a\n- b", "<ul><li>a</li><li>b</li></ul>"],
+  ["` + "```" + `\n<script>\n` + "```" + `", "<pre><code>&lt;script&gt;</code></pre>"],
+];
+let failed = 0;
+for (const [src, want] of cases) {
+  const got = markdown(src);
+  if (!got.includes(want)) { console.log("markdown(" + JSON.stringify(src) + ") = " + got + ", want it to contain " + want); failed++; }
+  if (/<script|onerror=[^&]/i.test(got.replace(/&lt;[^&]*&gt;/g, ""))) { console.log("unsafe output: " + got); failed++; }
+}
+process.exit(failed ? 1 : 0);
+`
+	path := filepath.Join(dir, "check.mjs")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(t.Context(), node, path).CombinedOutput(); err != nil {
+		t.Errorf("markdown check: %v\n%s", err, out)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	srv := httptest.NewServer(Handler())
+	defer srv.Close()
+	tests := []struct {
+		path       string
+		wantStatus int
+		wantType   string
+	}{
+		{"/ui/app.js", http.StatusOK, "javascript"},
+		{"/ui/style.css", http.StatusOK, "text/css"},
+		{"/ui/index.html", http.StatusNotFound, ""},
+		{"/ui/", http.StatusNotFound, ""},
+		{"/ui/missing.js", http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+tt.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d", res.StatusCode, tt.wantStatus)
+			}
+			if got := res.Header.Get("Content-Type"); !strings.Contains(got, tt.wantType) {
+				t.Errorf("Content-Type = %q, want it to contain %q", got, tt.wantType)
+			}
+		})
+	}
+}
+
+func jsFiles(t *testing.T) []string {
+	t.Helper()
+	names, err := fs.Glob(FS(), "*.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == 0 {
+		t.Fatal("no .js files embedded")
+	}
+	return names
+}
