@@ -1,6 +1,12 @@
 package mcpgateway
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"time"
+)
 
 // Transport names as they appear in Config.Transport after parsing. Aliases
 // in mcp.json ("streamable_http", "streamableHttp", ...) are normalised to
@@ -17,6 +23,9 @@ type Config struct {
 	File string
 	// Servers keep the order they have in the file.
 	Servers []ServerConfig
+	// Inputs are the top-level "inputs" in file order (a server's own
+	// inputs stay with the server that declares them).
+	Inputs []Input
 	// Warnings are non-fatal findings (unknown keys, ...), each naming the
 	// file, line and column.
 	Warnings []string
@@ -65,13 +74,15 @@ type ServerConfig struct {
 	// Eager connects at start-up instead of on first use.
 	Eager bool `json:"eager,omitempty"`
 
-	// Templates holds, for every field that used ${env:} or ${input:}, the
-	// text as written in the file (key: "command", "args[0]", "env.TOKEN",
-	// "url", "headers.Authorization", "cwd"). It is what a user is shown
-	// instead of the substituted value.
+	// Templates holds, for every field that used ${env:}, ${input:} or
+	// ${workspaceFolder}, or whose relative path was resolved against the
+	// mcp.json folder, the text as written in the file (key: "command",
+	// "args[0]", "env.TOKEN", "url", "headers.Authorization", "cwd"). It is
+	// what a user is shown instead of the substituted value (see Display).
 	Templates map[string]string `json:"-"`
-	// Secrets are the substituted values and the values of Env and Headers.
-	// Mask replaces each with "***".
+	// Secrets are the values substituted for ${env:} and ${input:} and the
+	// values of Env and Headers, without duplicates or empty strings,
+	// longest first. Mask replaces each with "***".
 	Secrets []string `json:"-"`
 	// Unresolved, when not empty, says why the server cannot run (an
 	// ${input:} or ${env:} with no value); the gateway reports it as failed
@@ -80,4 +91,155 @@ type ServerConfig struct {
 
 	// Line and Column locate the server's entry in the file, for errors.
 	Line, Column int `json:"-"`
+}
+
+// Default timeouts, used when ConnectTimeout or CallTimeout is zero. Servers
+// started through npx need the long stdio connect timeout; the seeds use 5 s
+// for remote servers.
+const (
+	DefaultStdioConnectTimeout  = 30 * time.Second
+	DefaultRemoteConnectTimeout = 5 * time.Second
+	DefaultCallTimeout          = 60 * time.Second
+)
+
+// maxTimeout bounds connect_timeout and call_timeout so that seconds always
+// fit a time.Duration.
+const maxTimeout = 24 * time.Hour
+
+// Timeouts returns the connect and call timeouts with the defaults applied:
+// this is the one place the defaults are chosen.
+func (s ServerConfig) Timeouts() (connect, call time.Duration) {
+	connect, call = s.ConnectTimeout, s.CallTimeout
+	if connect <= 0 {
+		connect = DefaultRemoteConnectTimeout
+		if s.Transport == TransportStdio {
+			connect = DefaultStdioConnectTimeout
+		}
+	}
+	if call <= 0 {
+		call = DefaultCallTimeout
+	}
+	return connect, call
+}
+
+// applyDefaults fills the zero timeouts, so that what Parse returns, what
+// /api/servers shows and what Equal compares are the values in force.
+func (s *ServerConfig) applyDefaults() {
+	s.ConnectTimeout, s.CallTimeout = s.Timeouts()
+}
+
+// Validate checks a Config built in code the way Parse checks a file:
+// transports, commands and urls, globs, timeouts, duplicate names and tool
+// names that collide. It returns nil or one *ConfigError per problem joined
+// with errors.Join; positions come from each server's Line and Column.
+func (c *Config) Validate() error {
+	var errs []error
+	for i := range c.Servers {
+		s := &c.Servers[i]
+		for _, p := range s.problems() {
+			errs = append(errs, &ConfigError{File: c.File, Line: s.Line, Column: s.Column, Server: s.Name, Msg: p.msg})
+		}
+	}
+	for _, e := range c.crossCheck() {
+		errs = append(errs, e)
+	}
+	return joinErrors(errs)
+}
+
+// problem is a finding about one field of a server ("" for the server).
+type problem struct {
+	field, msg string
+}
+
+// problems checks one server on its own. Parse maps each field to the
+// position it was read from.
+func (s *ServerConfig) problems() []problem {
+	var ps []problem
+	if s.Name == "" {
+		ps = append(ps, problem{"name", "missing server name"})
+	}
+	switch s.Transport {
+	case TransportStdio:
+		if s.Command == "" {
+			ps = append(ps, problem{"", "missing command (a stdio server needs command or server_script_path)"})
+		}
+	case TransportHTTP, TransportSSE:
+		if s.URL == "" {
+			ps = append(ps, problem{"", fmt.Sprintf("missing url (an %s server needs one)", s.Transport)})
+		} else if s.Unresolved == "" {
+			if msg := checkURL(s.URL); msg != "" {
+				ps = append(ps, problem{"url", fmt.Sprintf("invalid url %q: %s", s.Display().URL, msg)})
+			}
+		}
+	default:
+		ps = append(ps, problem{"type", fmt.Sprintf("unknown type %q (want stdio, http or sse)", s.Transport)})
+	}
+	for _, list := range []struct {
+		name  string
+		globs []string
+	}{{"allow", s.Allow}, {"deny", s.Deny}} {
+		for i, g := range list.globs {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				ps = append(ps, problem{fmt.Sprintf("tools.%s[%d]", list.name, i),
+					fmt.Sprintf("bad tools.%s pattern %q (want a name or a path.Match glob)", list.name, g)})
+			}
+		}
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{"connect_timeout", s.ConnectTimeout}, {"call_timeout", s.CallTimeout}} {
+		if t.d < 0 || t.d > maxTimeout {
+			ps = append(ps, problem{t.name, fmt.Sprintf("%s must be a number of seconds > 0 and <= %d", t.name, int(maxTimeout.Seconds()))})
+		}
+	}
+	return ps
+}
+
+// checkURL returns why u is not an http(s) URL with a host, or "".
+func checkURL(u string) string {
+	parsed, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return "not a url"
+	case parsed.Scheme != "http" && parsed.Scheme != "https":
+		return "want an http:// or https:// url"
+	case parsed.Host == "":
+		return "missing host"
+	}
+	return ""
+}
+
+// crossCheck finds problems between servers: the same name twice (possible
+// in the list shape and in code) and tool names that collide after clean-up.
+func (c *Config) crossCheck() []*ConfigError {
+	var errs []*ConfigError
+	byName := make(map[string]*ServerConfig)
+	byTool := make(map[string]*ServerConfig)
+	for i := range c.Servers {
+		s := &c.Servers[i]
+		if first, ok := byName[s.Name]; ok {
+			errs = append(errs, &ConfigError{File: c.File, Line: s.Line, Column: s.Column, Server: s.Name,
+				Msg: fmt.Sprintf("server name given twice (first at %d:%d)", first.Line, first.Column)})
+			continue
+		}
+		byName[s.Name] = s
+		tool := ToolName(s.Name)
+		if first, ok := byTool[tool]; ok {
+			errs = append(errs, &ConfigError{File: c.File, Line: s.Line, Column: s.Column, Server: s.Name,
+				Msg: fmt.Sprintf("tool name %q collides with server %q at %d:%d; rename one", tool, first.Name, first.Line, first.Column)})
+			continue
+		}
+		byTool[tool] = s
+	}
+	return errs
+}
+
+// joinErrors is errors.Join that returns the error itself when there is
+// only one, so that errors.As and a plain %v read naturally.
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
 }

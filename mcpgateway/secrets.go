@@ -1,0 +1,183 @@
+package mcpgateway
+
+import (
+	"cmp"
+	"log/slog"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// masked is what a secret is replaced with.
+const masked = "***"
+
+// minMaskLen is the shortest secret masked inside other text. Replacing a
+// one- to three-character value ("1", "on", "dev") everywhere it occurs
+// would mangle every message while hiding nothing worth hiding, so shorter
+// secrets are masked only when they are the whole text.
+const minMaskLen = 4
+
+// Mask returns text with every secret of s replaced by "***", longest
+// first so that a secret containing another is hidden whole. Secrets of at
+// least four bytes are replaced wherever they occur, also in their URL
+// query-escaped form; shorter ones only when they are the whole text
+// (surrounding white space aside). Mask is safe for concurrent use.
+func (s ServerConfig) Mask(text string) string {
+	if len(s.Secrets) == 0 || text == "" {
+		return text
+	}
+	trimmed := strings.TrimSpace(text)
+	secrets := slices.Clone(s.Secrets)
+	slices.SortStableFunc(secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	var pairs []string
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		if sec == trimmed {
+			return masked
+		}
+		if len(sec) < minMaskLen {
+			continue
+		}
+		pairs = append(pairs, sec, masked)
+		if esc := url.QueryEscape(sec); esc != sec {
+			pairs = append(pairs, esc, masked)
+		}
+	}
+	if len(pairs) == 0 {
+		return text
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// DisplayConfig is the part of a server's config that /api/servers and the
+// CLI show: templates instead of substituted values, secrets masked, and
+// env and headers as key → "***". Its JSON keys match the appendix of
+// DESIGN.md, so a response can embed it.
+type DisplayConfig struct {
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Display returns what may be shown of s to a user: each field as written
+// in mcp.json when it had a template (so "./bin/todo-mcp", not the
+// resolved path, and "${input:token}", not the token), otherwise its value,
+// always passed through Mask; Env and Headers values are all "***".
+func (s ServerConfig) Display() DisplayConfig {
+	show := func(key, val string) string {
+		if t, ok := s.Templates[key]; ok {
+			val = t
+		}
+		return s.Mask(val)
+	}
+	d := DisplayConfig{
+		Command: show("command", s.Command),
+		Cwd:     show("cwd", s.Cwd),
+		URL:     show("url", s.URL),
+		Env:     maskedMap(s.Env),
+		Headers: maskedMap(s.Headers),
+	}
+	for i, a := range s.Args {
+		d.Args = append(d.Args, show("args["+strconv.Itoa(i)+"]", a))
+	}
+	return d
+}
+
+// maskedMap returns m's keys with every value "***", or nil.
+func maskedMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = masked
+	}
+	return out
+}
+
+// LogValue implements slog.LogValuer: a ServerConfig logged with slog shows
+// its name, transport, the displayed command, args, cwd and url, the keys
+// of env and headers with "***" values, and why it is unresolved — never a
+// secret.
+func (s ServerConfig) LogValue() slog.Value {
+	d := s.Display()
+	attrs := []slog.Attr{slog.String("name", s.Name), slog.String("transport", s.Transport)}
+	if !s.Enabled {
+		attrs = append(attrs, slog.Bool("enabled", false))
+	}
+	for _, f := range []struct{ key, val string }{{"command", d.Command}, {"cwd", d.Cwd}, {"url", d.URL}} {
+		if f.val != "" {
+			attrs = append(attrs, slog.String(f.key, f.val))
+		}
+	}
+	if len(d.Args) > 0 {
+		attrs = append(attrs, slog.Any("args", d.Args))
+	}
+	for _, m := range []struct {
+		key  string
+		vals map[string]string
+	}{{"env", d.Env}, {"headers", d.Headers}} {
+		if len(m.vals) == 0 {
+			continue
+		}
+		var group []slog.Attr
+		for _, k := range slices.Sorted(maps.Keys(m.vals)) {
+			group = append(group, slog.String(k, masked))
+		}
+		attrs = append(attrs, slog.Attr{Key: m.key, Value: slog.GroupValue(group...)})
+	}
+	if s.Unresolved != "" {
+		attrs = append(attrs, slog.String("unresolved", s.Mask(s.Unresolved)))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Equal reports whether s and o configure the same server, so a reload
+// can keep the running gateway. Line and Column are ignored (adding a
+// server above another does not change it); nil and empty slices and maps
+// are equal.
+func (s ServerConfig) Equal(o ServerConfig) bool {
+	return s.Name == o.Name && s.Description == o.Description && s.Transport == o.Transport &&
+		s.Command == o.Command && slices.Equal(s.Args, o.Args) && maps.Equal(s.Env, o.Env) &&
+		s.Cwd == o.Cwd && s.URL == o.URL && maps.Equal(s.Headers, o.Headers) &&
+		s.Enabled == o.Enabled && s.Branch == o.Branch &&
+		slices.Equal(s.Allow, o.Allow) && slices.Equal(s.Deny, o.Deny) &&
+		s.ConnectTimeout == o.ConnectTimeout && s.CallTimeout == o.CallTimeout && s.Eager == o.Eager &&
+		maps.Equal(s.Templates, o.Templates) && slices.Equal(s.Secrets, o.Secrets) &&
+		s.Unresolved == o.Unresolved
+}
+
+// inheritedEnv is what a stdio child takes from the service's environment:
+// the MCP TypeScript SDK's default list, and nothing else, so the service's
+// own secrets (OPENAI_API_KEY, ELYSIA_API_KEYS, ...) never reach a child.
+var inheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR"}
+
+// ChildEnv returns the environment of cfg's stdio child as KEY=VALUE
+// pairs sorted by key: HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG and
+// TMPDIR as lookup finds them, overridden and extended by cfg.Env. A nil
+// lookup means os.LookupEnv.
+func ChildEnv(cfg ServerConfig, lookup func(string) (string, bool)) []string {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	env := make(map[string]string, len(inheritedEnv)+len(cfg.Env))
+	for _, k := range inheritedEnv {
+		if v, ok := lookup(k); ok {
+			env[k] = v
+		}
+	}
+	maps.Copy(env, cfg.Env)
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
