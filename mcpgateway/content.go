@@ -1,0 +1,157 @@
+package mcpgateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// budget hands out OutputCap bytes across a result's content items, so that
+// neither the model's text nor the objects stored and shown exceed it.
+type budget struct{ left int }
+
+// take returns s cut to what is left of the budget, and whether it was cut.
+func (b *budget) take(s string) (string, bool) {
+	if len(s) <= b.left {
+		b.left -= len(s)
+		return s, false
+	}
+	cut := b.left
+	// Do not split a UTF-8 sequence.
+	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	b.left = 0
+	return s[:cut], true
+}
+
+// convert turns an MCP tools/call result into a CallResult capped at limit
+// bytes, with notes saying what was cut.
+func convert(res *mcp.CallToolResult, limit int) *CallResult {
+	out := &CallResult{IsError: res.IsError, Content: make([]map[string]any, 0, len(res.Content))}
+	b := &budget{left: limit}
+	var text strings.Builder
+	total := 0
+	for _, c := range res.Content {
+		item, line, size := convertItem(c, b)
+		total += size
+		out.Content = append(out.Content, item)
+		if line != "" {
+			if text.Len() > 0 {
+				text.WriteByte('\n')
+			}
+			text.WriteString(line)
+		}
+	}
+	if raw := structured(res); raw != nil {
+		total += len(raw)
+		if s, cut := b.take(string(raw)); cut {
+			out.Structured = map[string]any{"truncated": true, "size": len(raw), "prefix": s}
+		} else {
+			out.Structured = json.RawMessage(raw)
+		}
+		if text.Len() == 0 {
+			text.Write(raw)
+		}
+	}
+	llm := text.String()
+	if len(llm) > limit || b.left == 0 && total > limit {
+		shown := min(len(llm), limit)
+		llm = llm[:shown] + fmt.Sprintf("\n[output truncated: %d bytes, showing first %d]", max(total, len(llm)), shown)
+	}
+	out.llmText = llm
+	return out
+}
+
+// structured returns the structured content as JSON, or nil.
+func structured(res *mcp.CallToolResult) []byte {
+	if len(res.RawStructuredContent) > 0 && string(res.RawStructuredContent) != "null" {
+		return res.RawStructuredContent
+	}
+	if res.StructuredContent == nil {
+		return nil
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// convertItem returns one content item as a map, the line the model sees for
+// it, and its size before capping.
+func convertItem(c mcp.Content, b *budget) (map[string]any, string, int) {
+	switch v := c.(type) {
+	case mcp.TextContent:
+		s, cut := b.take(v.Text)
+		item := map[string]any{"type": "text", "text": s}
+		if cut {
+			item["truncated"] = true
+			item["size"] = len(v.Text)
+		}
+		return item, v.Text, len(v.Text)
+	case mcp.ImageContent:
+		return binaryItem("image", v.MIMEType, v.Data, b), fmt.Sprintf("[image %s, %d bytes base64]", v.MIMEType, len(v.Data)), len(v.Data)
+	case mcp.AudioContent:
+		return binaryItem("audio", v.MIMEType, v.Data, b), fmt.Sprintf("[audio %s, %d bytes base64]", v.MIMEType, len(v.Data)), len(v.Data)
+	case mcp.ResourceLink:
+		item := map[string]any{"type": "resource_link", "uri": v.URI, "name": v.Name, "description": v.Description, "mime_type": v.MIMEType}
+		return item, fmt.Sprintf("[resource link %s: %s]", v.Name, v.URI), len(v.URI)
+	case mcp.EmbeddedResource:
+		switch r := v.Resource.(type) {
+		case mcp.TextResourceContents:
+			s, cut := b.take(r.Text)
+			item := map[string]any{"type": "resource", "uri": r.URI, "mime_type": r.MIMEType, "text": s}
+			if cut {
+				item["truncated"] = true
+			}
+			return item, fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text), len(r.Text)
+		case mcp.BlobResourceContents:
+			item := binaryItem("resource", r.MIMEType, r.Blob, b)
+			item["uri"] = r.URI
+			return item, fmt.Sprintf("[resource %s, %s, %d bytes base64]", r.URI, r.MIMEType, len(r.Blob)), len(r.Blob)
+		}
+	}
+	raw, _ := json.Marshal(c)
+	s, _ := b.take(string(raw))
+	return map[string]any{"type": "unknown", "raw": s}, s, len(raw)
+}
+
+// binaryItem keeps base64 data whole or not at all: a cut image is useless.
+func binaryItem(kind, mime, data string, b *budget) map[string]any {
+	item := map[string]any{"type": kind, "mime_type": mime}
+	if len(data) <= b.left {
+		b.left -= len(data)
+		item["data"] = data
+	} else {
+		item["truncated"] = true
+		item["size"] = len(data)
+	}
+	return item
+}
+
+// objects returns the content items for the environment and the UI, plus
+// the structured content as one more object.
+func (r *CallResult) objects() []map[string]any {
+	objs := append([]map[string]any(nil), r.Content...)
+	if r.Structured != nil {
+		objs = append(objs, map[string]any{"type": "structured", "structured": r.Structured})
+	}
+	return objs
+}
+
+// resultType picks the frontend payload type: "document" for text only,
+// "table" otherwise.
+func resultType(r *CallResult) string {
+	if r.Structured != nil {
+		return "table"
+	}
+	for _, c := range r.Content {
+		if c["type"] != "text" {
+			return "table"
+		}
+	}
+	return "document"
+}

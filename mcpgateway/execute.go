@@ -1,0 +1,289 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// CallResult is the outcome of one tools/call, in the shape of the
+// POST /api/servers/:name/execute body: content items as maps (text, image
+// {mime_type, data}, audio, resource, resource_link), capped at OutputCap.
+type CallResult struct {
+	IsError    bool             `json:"is_error"`
+	Content    []map[string]any `json:"content"`
+	Structured any              `json:"structured"`
+
+	// llmText is the text the model sees, capped, with a note on what was cut.
+	llmText string
+}
+
+// Text returns what the model sees of the result: every text item, a line per
+// image, audio or resource, and the structured content, capped at OutputCap
+// with a note saying what was cut.
+func (r *CallResult) Text() string { return r.llmText }
+
+// callStats is the failure accounting of execute, kept in one place so that
+// a circuit breaker can read it. Guarded by Gateway.mu.
+type callStats struct {
+	calls       int64
+	failures    int64 // transport failures, timeouts and isError results
+	consecutive int64 // transport failures and timeouts in a row
+}
+
+type outcome int
+
+const (
+	outcomeSuccess   outcome = iota
+	outcomeToolError         // the server ran the tool and reported isError
+	outcomeTransport         // transport failure or timeout
+)
+
+// record is the one place execute outcomes are counted.
+func (g *Gateway) record(o outcome) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stats.calls++
+	switch o {
+	case outcomeSuccess:
+		g.stats.consecutive = 0
+	case outcomeToolError:
+		g.stats.failures++
+		g.stats.consecutive = 0
+	case outcomeTransport:
+		g.stats.failures++
+		g.stats.consecutive++
+	}
+}
+
+// Execute calls tool with inputs. The inputs are validated against the
+// tool's input schema before anything is sent: a failure is an
+// *tools.ArgumentError (errors.As), an unknown tool an *UnknownToolError
+// (errors.Is tools.ErrUnknownTool). An isError result is a *CallResult with
+// IsError set and a nil error. The call is bounded by the server's
+// call_timeout; cancelling ctx cancels it on the server.
+func (g *Gateway) Execute(ctx context.Context, tool string, inputs map[string]any) (*CallResult, error) {
+	ts, err := g.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sch, ok := ts.schema[tool]
+	if !ok {
+		return nil, &UnknownToolError{Server: g.cfg.Name, Tool: tool, Available: ts.names, Closest: closest(tool, ts.names)}
+	}
+	if err := sch.Validate(tool, inputs); err != nil {
+		var ae *tools.ArgumentError
+		if errors.As(err, &ae) {
+			return nil, err
+		}
+		return nil, g.serverErr("call "+tool, err)
+	}
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	res, err := g.call(ctx, tool, inputs)
+	if err != nil {
+		// A session the server forgot (HTTP 404) or that died before the
+		// request went out is replaced once, at once.
+		if errors.Is(err, errRetry) && ctx.Err() == nil {
+			res, err = g.call(ctx, tool, inputs)
+		}
+	}
+	if err != nil {
+		g.record(outcomeTransport)
+		return nil, g.callErr(ctx, "call "+tool, errors.Unwrap(err))
+	}
+	out := convert(res, g.opts.OutputCap)
+	if res.IsError {
+		g.record(outcomeToolError)
+	} else {
+		g.record(outcomeSuccess)
+	}
+	return out, nil
+}
+
+// errRetry marks a call error after which a fresh session may safely retry.
+var errRetry = errors.New("retry on a new session")
+
+type retryable struct{ err error }
+
+func (r retryable) Error() string        { return r.err.Error() }
+func (r retryable) Unwrap() error        { return r.err }
+func (r retryable) Is(target error) bool { return target == errRetry }
+
+type plain struct{ err error }
+
+func (p plain) Error() string { return p.err.Error() }
+func (p plain) Unwrap() error { return p.err }
+
+// call sends one tools/call on the current session.
+func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+	s, err := g.session(ctx)
+	if err != nil {
+		return nil, plain{err}
+	}
+	_, timeout := g.cfg.Timeouts()
+	cctx, cancel := g.callCtx(ctx, timeout)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = inputs
+	res, err := s.client.CallTool(cctx, req)
+	if err == nil {
+		return res, nil
+	}
+	if isSessionGone(err) {
+		s.markDead(err)
+		g.retireIfDead(s)
+		// A 404 means the server never ran the request.
+		if sentNothing(err) {
+			return nil, retryable{err}
+		}
+	}
+	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
+	}
+	return nil, plain{err}
+}
+
+// sentNothing reports whether err proves the request never reached a server
+// that could run it: the HTTP session was unknown (404), or writing to the
+// child's stdin failed.
+func sentNothing(err error) bool {
+	return errors.Is(err, mcptransport.ErrSessionTerminated) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
+}
+
+// retireIfDead drops s as the current session right away, so the next call
+// connects without waiting for the session watcher.
+func (g *Gateway) retireIfDead(s *session) {
+	g.mu.Lock()
+	if g.sess == s && s.isDead() {
+		g.sess = nil
+		g.state = StateIdle
+	}
+	g.mu.Unlock()
+}
+
+// closest returns the name nearest to want by edit distance, or "" when
+// nothing is within half of want's length.
+func closest(want string, names []string) string {
+	best, bestD := "", len(want)/2+1
+	lw := strings.ToLower(want)
+	for _, n := range names {
+		if d := levenshtein(lw, strings.ToLower(n)); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// Run dispatches on the action input. Failures the model can act on (unknown
+// action or tool, bad tool_inputs, an isError result, an unavailable server)
+// are error Results; only a done ctx is returned as an error.
+func (g *Gateway) Run(ctx context.Context, call tools.Call, _ tools.Emitter) (tools.Result, error) {
+	action, _ := call.Args["action"].(string)
+	if action == "" {
+		action = "list"
+	}
+	switch action {
+	case "list":
+		infos, err := g.List(ctx)
+		if err != nil {
+			return g.failure(ctx, err)
+		}
+		return g.listResult(infos), nil
+	case "execute":
+		return g.runExecute(ctx, call.Args)
+	default:
+		return tools.ErrorResult(fmt.Sprintf("unknown action %q for %s", action, g.toolName),
+			`use action "list" to see the tools, or "execute" with tool_name and tool_inputs`), nil
+	}
+}
+
+func (g *Gateway) runExecute(ctx context.Context, args map[string]any) (tools.Result, error) {
+	name, _ := args["tool_name"].(string)
+	if name == "" {
+		return tools.ErrorResult("tool_name is required when action is execute",
+			`call with action "list" first, then give tool_name`), nil
+	}
+	var inputs map[string]any
+	switch v := args["tool_inputs"].(type) {
+	case nil:
+	case map[string]any:
+		inputs = v
+	case string:
+		// Some models send the object as a JSON string.
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.UseNumber()
+		if err := dec.Decode(&inputs); err != nil {
+			return tools.ErrorResult("tool_inputs must be an object", "give tool_inputs as a JSON object"), nil
+		}
+	default:
+		return tools.ErrorResult("tool_inputs must be an object", "give tool_inputs as a JSON object"), nil
+	}
+	res, err := g.Execute(ctx, name, inputs)
+	if err != nil {
+		return g.failure(ctx, err)
+	}
+	meta := map[string]any{"server": g.cfg.Name, "action": "execute", "tool": name}
+	if res.IsError {
+		r := tools.ErrorResult(fmt.Sprintf("tool %s on server %s returned an error", name, g.cfg.Name), res.llmText)
+		r.Metadata = meta
+		return r, nil
+	}
+	return tools.Result{Name: name, Type: resultType(res), Objects: res.objects(), Metadata: meta, LLMText: res.llmText}, nil
+}
+
+// failure turns an error into a self-healing Result, or returns it when the
+// caller's ctx is done.
+func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) {
+	if ctx.Err() != nil {
+		return tools.Result{}, ctx.Err()
+	}
+	var ae *tools.ArgumentError
+	var ut *UnknownToolError
+	switch {
+	case errors.As(err, &ae):
+		return tools.ErrorResult("invalid tool_inputs for "+ae.Tool, ae.Feedback()), nil
+	case errors.As(err, &ut):
+		fb := "available tools: " + strings.Join(ut.Available, ", ")
+		if ut.Closest != "" {
+			fb = fmt.Sprintf("did you mean %q? ", ut.Closest) + fb
+		}
+		return tools.ErrorResult(fmt.Sprintf("unknown tool %q on server %q", ut.Tool, ut.Server), fb), nil
+	default:
+		return tools.ErrorResult(g.mask(err.Error()),
+			"the server could not be reached; try again later or use another option"), nil
+	}
+}

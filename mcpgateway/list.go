@@ -1,0 +1,268 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sync/atomic"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// ToolInfo is one tool of the server as listed, after allow/deny.
+type ToolInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// InputSchema is the tool's inputSchema exactly as the server sent it.
+	InputSchema json.RawMessage `json:"inputs"`
+	// OutputSchema is the tool's outputSchema, nil when the server gave none.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+}
+
+// toolSet is one listing: immutable once built, replaced as a whole.
+type toolSet struct {
+	infos  []ToolInfo
+	names  []string
+	schema map[string]*tools.Schema // by tool name; compile errors kept inside
+}
+
+// rawTool is the part of a listed tool the gateway reads; everything else is
+// ignored, and the schemas stay raw.
+type rawTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+}
+
+// List returns the server's tools (after allow/deny), from the cache when it
+// is fresh, else by listing them, connecting first if needed. The returned
+// slice is shared: callers must not modify it.
+func (g *Gateway) List(ctx context.Context) ([]ToolInfo, error) {
+	ts, err := g.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ts.infos, nil
+}
+
+// tools returns the cached tool set, refreshing it when stale. Concurrent
+// callers share one listing.
+func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
+	for {
+		g.mu.Lock()
+		if g.cache != nil && !g.stale && g.sess != nil && !g.sess.isDead() {
+			ts := g.cache
+			g.mu.Unlock()
+			return ts, nil
+		}
+		f := g.listing
+		if f == nil {
+			f = &flight{done: make(chan struct{})}
+			g.listing = f
+			g.mu.Unlock()
+			g.fetchTools(ctx, f)
+		} else {
+			g.mu.Unlock()
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if f.err != nil {
+			if errors.Is(f.err, context.Canceled) && ctx.Err() == nil && g.lifetime.Err() == nil {
+				continue // another caller's listing was cancelled; ours goes on
+			}
+			return nil, f.err
+		}
+		g.mu.Lock()
+		ts := g.cache
+		g.mu.Unlock()
+		if ts != nil {
+			return ts, nil
+		}
+	}
+}
+
+// fetchTools lists the tools on the current session and publishes them. It
+// runs on the first caller's goroutine, bounded by that caller's ctx and the
+// call timeout; waiters whose ctx is still alive retry if it fails on ctx.
+func (g *Gateway) fetchTools(ctx context.Context, f *flight) {
+	var ts *toolSet
+	s, err := g.session(ctx)
+	if err == nil {
+		_, timeout := g.cfg.Timeouts()
+		cctx, cancel := g.callCtx(ctx, timeout)
+		var raw []rawTool
+		raw, err = g.listRaw(cctx, s)
+		cancel()
+		if err != nil {
+			if isSessionGone(err) {
+				s.markDead(err)
+			}
+			err = g.callErr(ctx, "list", err)
+		} else {
+			ts = g.buildToolSet(raw)
+		}
+	}
+	g.mu.Lock()
+	g.listing = nil
+	if ts != nil {
+		g.cache = ts
+		g.stale = false
+	}
+	g.mu.Unlock()
+	f.err = err
+	close(f.done)
+}
+
+var listID atomic.Int64
+
+// listRaw sends tools/list through the client's transport, following
+// nextCursor, and keeps each tool's schemas as raw JSON: mcp-go's typed
+// mcp.Tool drops $schema and the composition keywords.
+func (g *Gateway) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
+	t := s.client.GetTransport()
+	version := s.client.ProtocolVersion()
+	var out []rawTool
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page > 1000 {
+			return nil, fmt.Errorf("tools/list: more than 1000 pages")
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		var header map[string][]string
+		if mcp.IsModernProtocol(version) {
+			// The 2026-07-28 core carries the protocol in every request.
+			params["_meta"] = map[string]any{
+				mcp.MetaKeyProtocolVersion:    version,
+				mcp.MetaKeyClientInfo:         clientInfo,
+				mcp.MetaKeyClientCapabilities: mcp.ClientCapabilities{},
+			}
+			encoded, _ := json.Marshal(params)
+			header = map[string][]string{}
+			for k, v := range mcp.StandardHeaders(version, mcp.MethodToolsList, encoded) {
+				header[k] = []string{v}
+			}
+		}
+		resp, err := t.SendRequest(ctx, mcptransport.JSONRPCRequest{
+			JSONRPC: mcp.JSONRPC_VERSION,
+			ID:      mcp.NewRequestId(fmt.Sprintf("elysia-list-%d", listID.Add(1))),
+			Method:  string(mcp.MethodToolsList),
+			Params:  params,
+			Header:  header,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("tools/list: %w", resp.Error.AsError())
+		}
+		var result struct {
+			Tools      []rawTool `json:"tools"`
+			NextCursor string    `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(resp.Result, &result); err != nil {
+			return nil, fmt.Errorf("tools/list: decode result: %w", err)
+		}
+		out = append(out, result.Tools...)
+		if result.NextCursor == "" || seen[result.NextCursor] {
+			return out, nil
+		}
+		seen[result.NextCursor] = true
+		cursor = result.NextCursor
+	}
+}
+
+// buildToolSet filters raw by allow/deny and compiles each input schema once.
+func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
+	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw))}
+	for _, rt := range raw {
+		if rt.Name == "" || !g.allowed(rt.Name) {
+			continue
+		}
+		if _, dup := ts.schema[rt.Name]; dup {
+			continue
+		}
+		info := ToolInfo{Name: rt.Name, Description: rt.Description, InputSchema: rt.InputSchema}
+		if len(info.InputSchema) == 0 || string(info.InputSchema) == "null" {
+			info.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		if len(rt.OutputSchema) > 0 && string(rt.OutputSchema) != "null" {
+			info.OutputSchema = rt.OutputSchema
+		}
+		sch, err := tools.CompileSchema(info.InputSchema)
+		if err != nil {
+			g.logger.Warn("tool has an invalid input schema", "tool", rt.Name, "err", err)
+		}
+		ts.schema[rt.Name] = sch
+		ts.infos = append(ts.infos, info)
+		ts.names = append(ts.names, rt.Name)
+	}
+	return ts
+}
+
+// allowed applies cfg.Allow and cfg.Deny (path.Match globs; deny wins).
+func (g *Gateway) allowed(name string) bool {
+	for _, p := range g.cfg.Deny {
+		if ok, _ := path.Match(p, name); ok {
+			return false
+		}
+	}
+	if len(g.cfg.Allow) == 0 {
+		return true
+	}
+	for _, p := range g.cfg.Allow {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// toolsChanged handles notifications/tools/list_changed from s: the cache is
+// marked stale and refreshed in the background, owned by the gateway.
+func (g *Gateway) toolsChanged(s *session) {
+	g.mu.Lock()
+	if g.closed || g.sess != s {
+		g.mu.Unlock()
+		return
+	}
+	g.stale = true
+	g.wg.Add(1)
+	g.mu.Unlock()
+	go func() {
+		defer g.wg.Done()
+		if _, err := g.tools(g.lifetime); err != nil {
+			g.logger.Warn("refresh tools after list_changed", "err", err)
+		}
+	}()
+}
+
+// listResult is the tools.Result of the list action.
+func (g *Gateway) listResult(infos []ToolInfo) tools.Result {
+	objs := make([]map[string]any, 0, len(infos))
+	for _, ti := range infos {
+		o := map[string]any{"name": ti.Name, "description": ti.Description, "inputs": ti.InputSchema}
+		if ti.OutputSchema != nil {
+			o["output_schema"] = ti.OutputSchema
+		}
+		objs = append(objs, o)
+	}
+	return tools.Result{
+		Name:     "list",
+		Type:     "table",
+		Objects:  objs,
+		Metadata: map[string]any{"server": g.cfg.Name, "action": "list", "state": string(g.Status().State)},
+	}
+}

@@ -1,0 +1,87 @@
+package mcpgateway
+
+import (
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Options tunes a [Gateway]. A nil *Options means the defaults; New copies
+// the struct, so changing it afterwards has no effect. Every zero value means
+// the documented default, so tests set only what they shorten.
+type Options struct {
+	// Logger receives the gateway's lifecycle logs, scoped with
+	// "gateway"=<server name>. Nil means a discard logger.
+	Logger *slog.Logger
+
+	// OutputCap bounds, in bytes, the text an execute gives the model
+	// (Result.LLMText) and the content kept in Result.Objects and
+	// CallResult.Content. Zero means 64 KiB.
+	OutputCap int
+
+	// CloseGrace bounds how long closing a stdio server waits: stdin is
+	// closed first, the process group gets SIGTERM after half the grace and
+	// SIGKILL after the whole grace. Zero means 2 s.
+	CloseGrace time.Duration
+
+	// CrashLoopDeaths sessions dying within CrashLoopWindow put the server in
+	// back-off (state failed) for CrashBackoff; a single death is replaced at
+	// once on the next call. Zeros mean 3 deaths, 30 s and 30 s.
+	CrashLoopDeaths int
+	CrashLoopWindow time.Duration
+	CrashBackoff    time.Duration
+
+	// LookupEnv reads the service's environment for the allow-list a stdio
+	// child inherits (see ChildEnv). Nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+
+	// OnProcessStart, when set, is called with the pid of every stdio child
+	// the gateway starts, after it started. It must not block. Tests use it
+	// to count spawns.
+	OnProcessStart func(pid int)
+
+	// Now returns the current time for back-off bookkeeping. Nil means
+	// time.Now. Tests inject a clock.
+	Now func() time.Time
+}
+
+const (
+	defaultOutputCap       = 64 << 10
+	defaultCloseGrace      = 2 * time.Second
+	defaultCrashLoopDeaths = 3
+	defaultCrashLoopWindow = 30 * time.Second
+	defaultCrashBackoff    = 30 * time.Second
+)
+
+// withDefaults returns a copy of o (nil allowed) with every zero field set.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.OutputCap <= 0 {
+		c.OutputCap = defaultOutputCap
+	}
+	if c.CloseGrace <= 0 {
+		c.CloseGrace = defaultCloseGrace
+	}
+	if c.CrashLoopDeaths <= 0 {
+		c.CrashLoopDeaths = defaultCrashLoopDeaths
+	}
+	if c.CrashLoopWindow <= 0 {
+		c.CrashLoopWindow = defaultCrashLoopWindow
+	}
+	if c.CrashBackoff <= 0 {
+		c.CrashBackoff = defaultCrashBackoff
+	}
+	if c.LookupEnv == nil {
+		c.LookupEnv = os.LookupEnv
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}

@@ -1,0 +1,16 @@
+//go:build unix && !linux
+
+package mcpgateway
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+func setProcAttr(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+
+func signalGroup(pid int, sig syscall.Signal) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, sig)
+	}
+}

@@ -1,0 +1,80 @@
+package mcpgateway
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// ErrClosed is returned by a Gateway's methods after Close, and by calls that
+// were in flight when Close ran.
+var ErrClosed = errors.New("gateway closed")
+
+// ErrUnavailable is matched (with errors.Is) by errors saying a server cannot
+// be used right now: disabled, unresolved config, or in back-off after a
+// crash loop.
+var ErrUnavailable = errors.New("server unavailable")
+
+// ServerError is an error of one MCP server: its message names the server and
+// the operation ("server \"todo\": connect: ..."), with the server's secrets
+// masked. It unwraps to the underlying error, so errors.Is still matches
+// ErrClosed, ErrUnavailable or context errors.
+type ServerError struct {
+	Server string
+	// Op is what failed: "connect", "list", "call create_todo", ...
+	Op string
+	// Err is the underlying error.
+	Err error
+	msg string
+}
+
+func (e *ServerError) Error() string { return e.msg }
+
+// Unwrap returns the underlying error.
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// UnknownToolError reports an execute of a tool the server does not have (or
+// that allow/deny filters out). It matches tools.ErrUnknownTool.
+type UnknownToolError struct {
+	Server string
+	Tool   string
+	// Available lists the tools that can be called, in the server's order.
+	Available []string
+	// Closest is the available name nearest to Tool (edit distance); "" when
+	// none is close.
+	Closest string
+}
+
+func (e *UnknownToolError) Error() string {
+	msg := fmt.Sprintf("server %q has no tool %q", e.Server, e.Tool)
+	if e.Closest != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", e.Closest)
+	}
+	return msg + "; available: " + strings.Join(e.Available, ", ")
+}
+
+// Is reports whether target is tools.ErrUnknownTool.
+func (e *UnknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
+
+// serverErr wraps err for operation op, masking the server's secrets.
+// Wrapping an error that already names this server only masks it again.
+func (g *Gateway) serverErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *ServerError
+	if errors.As(err, &se) && se.Server == g.cfg.Name {
+		return err
+	}
+	return &ServerError{
+		Server: g.cfg.Name,
+		Op:     op,
+		Err:    err,
+		msg:    g.mask(fmt.Sprintf("server %q: %s: %v", g.cfg.Name, op, err)),
+	}
+}
+
+// mask replaces the server's secrets in s with "***".
+func (g *Gateway) mask(s string) string { return g.cfg.Mask(s) }

@@ -1,0 +1,163 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// session is one live connection to the server: an initialized mcp-go client
+// and, for stdio, the child process. It is shared by every concurrent call of
+// its gateway; the gateway replaces it when it dies.
+//
+// A session's goroutines (the transport's readers, the stderr drain) belong
+// to it: close ends them and waits, bounded by the gateway's CloseGrace.
+type session struct {
+	client      *mcpclient.Client
+	transport   string // what is actually in use: stdio, http or sse
+	protocol    string // negotiated protocol version
+	listChanged bool   // the server announces notifications/tools/list_changed
+
+	// cancel ends the session's ctx (derived from the gateway's lifetime), which
+	// owns HTTP streams.
+	cancel     context.CancelFunc
+	httpClient *http.Client // nil for stdio
+	proc       *process     // nil for http and sse
+
+	// dead is closed once the session is known to be unusable.
+	dead     chan struct{}
+	deadOnce sync.Once
+	deadErr  error // written before dead is closed
+
+	closeOnce sync.Once
+}
+
+func newSession() *session { return &session{dead: make(chan struct{})} }
+
+// markDead records why the session is unusable; only the first reason is kept.
+func (s *session) markDead(err error) {
+	s.deadOnce.Do(func() {
+		s.deadErr = err
+		close(s.dead)
+	})
+}
+
+func (s *session) isDead() bool {
+	select {
+	case <-s.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// pid returns the stdio child's pid, or 0.
+func (s *session) pid() int {
+	if s == nil || s.proc == nil {
+		return 0
+	}
+	return s.proc.pid
+}
+
+// close ends the session: for stdio, stdin is closed, the process group gets
+// SIGTERM after grace/2 and SIGKILL after grace, and the child is reaped. It
+// is idempotent and bounded.
+func (s *session) close(grace time.Duration) {
+	s.closeOnce.Do(func() {
+		s.markDead(ErrClosed)
+		done := make(chan struct{})
+		if s.client != nil {
+			go func() {
+				defer close(done)
+				_ = s.client.Close()
+			}()
+		} else {
+			close(done)
+		}
+		if s.proc != nil {
+			s.proc.stop(done, grace)
+		} else {
+			timer := time.NewTimer(grace)
+			select {
+			case <-done:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+		<-done
+		if s.httpClient != nil {
+			s.httpClient.CloseIdleConnections()
+		}
+	})
+}
+
+// process is a stdio child started by the gateway. Its stderr goes to a pipe
+// the gateway reads, not to mcp-go: the end of that stream tells the gateway
+// the child is gone (mcp-go gives no hook for it), and its last lines go into
+// error messages.
+type process struct {
+	pid     int
+	stderrR *os.File
+	stderrW *os.File
+	ring    *stderrRing
+	// exited is closed when the child's stderr reaches EOF: the child and
+	// everything it started have exited or closed it.
+	exited chan struct{}
+}
+
+// startDrain starts reading stderr; called once the child has started, after
+// the parent's copy of the write end is closed. wg owns the goroutine.
+func (p *process) startDrain(wg *sync.WaitGroup) {
+	_ = p.stderrW.Close()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(p.exited)
+		p.ring.drain(p.stderrR)
+	}()
+}
+
+// stop waits for the client's Close (done) to reap the child, signalling the
+// process group on the way, then stops the stderr drain.
+func (p *process) stop(done <-chan struct{}, grace time.Duration) {
+	timer := time.NewTimer(grace / 2)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		signalGroup(p.pid, syscall.SIGTERM)
+		timer.Reset(grace - grace/2)
+		select {
+		case <-done:
+		case <-timer.C:
+			signalGroup(p.pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	// Whatever the child started in its group goes too.
+	signalGroup(p.pid, syscall.SIGKILL)
+	_ = p.stderrR.Close()
+}
+
+// isSessionGone reports whether err means the session can no longer be used:
+// the stdio child exited, or the HTTP server forgot the session.
+func isSessionGone(err error) bool {
+	return errors.Is(err, mcptransport.ErrTransportClosed) ||
+		errors.Is(err, mcptransport.ErrSessionTerminated) ||
+		errors.Is(err, os.ErrClosed) ||
+		errors.Is(err, syscall.EPIPE)
+}
+
+// clientInfo is what the gateway says it is in the handshake.
+var clientInfo = mcp.Implementation{Name: "elysia-go", Version: "0.1.0"}

@@ -1,0 +1,78 @@
+package mcpgateway
+
+import "time"
+
+// State is where a gateway stands, as /api/servers shows it.
+type State string
+
+// Gateway states. Closed is internal: a closed gateway is no longer listed.
+const (
+	StateIdle       State = "idle"       // no session; the next call connects
+	StateConnecting State = "connecting" // a connect attempt is running
+	StateConnected  State = "connected"  // a session is up
+	StateDegraded   State = "degraded"   // a session is up but recent calls failed
+	StateFailed     State = "failed"     // unresolved config, or back-off after a crash loop
+	StateDisabled   State = "disabled"   // "enabled": false in mcp.json
+	StateClosed     State = "closed"
+)
+
+// Status is a snapshot of a gateway for GET /api/servers. Secrets are masked.
+type Status struct {
+	Name      string        `json:"name"`
+	ToolName  string        `json:"tool_name"`
+	Transport string        `json:"transport"`
+	Enabled   bool          `json:"enabled"`
+	State     State         `json:"state"`
+	ToolCount int           `json:"tool_count"`
+	Tools     []string      `json:"tools"`
+	LastError string        `json:"last_error"`
+	Circuit   CircuitStatus `json:"circuit"`
+	Calls     int64         `json:"calls"`
+	Failures  int64         `json:"failures"`
+	// RetryAt is when a failed server is tried again; nil unless in back-off.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// PID is the stdio child's process id; 0 when none runs.
+	PID int `json:"pid,omitempty"`
+}
+
+// CircuitStatus is the circuit breaker's state. Until the breaker lands it is
+// always closed.
+type CircuitStatus struct {
+	State   string     `json:"state"`
+	RetryAt *time.Time `json:"retry_at"`
+}
+
+// Status returns a snapshot of the gateway. It does no I/O.
+func (g *Gateway) Status() Status {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := Status{
+		Name:      g.cfg.Name,
+		ToolName:  g.toolName,
+		Transport: g.cfg.Transport,
+		Enabled:   g.cfg.Enabled,
+		State:     g.state,
+		Tools:     []string{},
+		LastError: g.lastErr,
+		Circuit:   CircuitStatus{State: "closed"},
+		Calls:     g.stats.calls,
+		Failures:  g.stats.failures,
+		PID:       g.sess.pid(),
+	}
+	if g.cache != nil {
+		st.Tools = append(st.Tools, g.cache.names...)
+		st.ToolCount = len(st.Tools)
+	}
+	if st.State == StateConnected && g.stats.consecutive > 0 {
+		st.State = StateDegraded
+	}
+	if st.State == StateFailed && !g.retryAt.IsZero() {
+		if g.opts.Now().Before(g.retryAt) {
+			t := g.retryAt
+			st.RetryAt = &t
+		} else {
+			st.State = StateIdle
+		}
+	}
+	return st
+}

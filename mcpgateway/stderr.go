@@ -1,0 +1,84 @@
+package mcpgateway
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"sync"
+)
+
+// stderrLines is how many of a stdio child's last stderr lines are kept for
+// error messages.
+const stderrLines = 50
+
+// maxStderrLine bounds one kept line; longer lines are cut.
+const maxStderrLine = 1024
+
+// stderrRing keeps the last lines a stdio child wrote to stderr, masked. It
+// is safe for concurrent use.
+type stderrRing struct {
+	mask func(string) string
+
+	// mu guards lines and next.
+	mu    sync.Mutex
+	lines []string
+	next  int
+}
+
+func newStderrRing(mask func(string) string) *stderrRing {
+	return &stderrRing{mask: mask, lines: make([]string, 0, stderrLines)}
+}
+
+func (r *stderrRing) add(line string) {
+	line = strings.TrimRight(line, "\r\n")
+	if len(line) > maxStderrLine {
+		line = line[:maxStderrLine] + "..."
+	}
+	line = r.mask(line)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.lines) < stderrLines {
+		r.lines = append(r.lines, line)
+		return
+	}
+	r.lines[r.next] = line
+	r.next = (r.next + 1) % stderrLines
+}
+
+// last returns up to n of the most recent lines, oldest first.
+func (r *stderrRing) last(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := make([]string, 0, len(r.lines))
+	all = append(all, r.lines[r.next:]...)
+	all = append(all, r.lines[:r.next]...)
+	if len(all) > n {
+		all = all[len(all)-n:]
+	}
+	return all
+}
+
+// tail formats the last few lines for an error message: "" when there are
+// none, else "; stderr: a | b | c".
+func (r *stderrRing) tail() string {
+	lines := r.last(5)
+	if len(lines) == 0 {
+		return ""
+	}
+	return "; stderr: " + strings.Join(lines, " | ")
+}
+
+// drain reads src line by line into the ring until it ends or fails. The
+// caller owns src and closes it to stop drain early.
+func (r *stderrRing) drain(src io.Reader) {
+	br := bufio.NewReaderSize(src, 4096)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			r.add(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}

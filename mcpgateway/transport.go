@@ -1,0 +1,208 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// dial starts a session with the server. The transport is started with a ctx
+// derived from the gateway's lifetime (never the caller's: the session
+// outlives the call that opened it); hsCtx bounds only the handshake.
+func (g *Gateway) dial(hsCtx context.Context) (*session, error) {
+	switch g.cfg.Transport {
+	case TransportStdio:
+		return g.dialStdio(hsCtx)
+	case TransportSSE:
+		return g.dialSSE(hsCtx)
+	default:
+		return g.dialHTTP(hsCtx)
+	}
+}
+
+// dialStdio spawns the configured command. The exec.Cmd is built here, not by
+// mcp-go: the child gets only ChildEnv (never the service's secrets), its own
+// process group, and a stderr pipe the gateway reads.
+func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
+	cfg := g.cfg
+	if _, err := exec.LookPath(cfg.Command); err != nil {
+		return nil, fmt.Errorf("command %q not found: %w", cfg.Command, errors.Unwrap(err))
+	}
+	if cfg.Cwd != "" {
+		if _, err := os.Stat(cfg.Cwd); err != nil {
+			return nil, fmt.Errorf("cwd: %w", err)
+		}
+	}
+	s := newSession()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &process{stderrR: r, stderrW: w, ring: newStderrRing(g.mask), exited: make(chan struct{})}
+	var built *exec.Cmd // set by cmdFunc, which mcp-go calls inside Start
+	cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(command, args...)
+		cmd.Dir = cfg.Cwd
+		cmd.Env = ChildEnv(cfg, g.opts.LookupEnv)
+		cmd.Stderr = w
+		setProcAttr(cmd)
+		built = cmd
+		return cmd, nil
+	}
+	t := mcptransport.NewStdioWithOptions(cfg.Command, nil, cfg.Args,
+		mcptransport.WithCommandFunc(cmdFunc),
+		mcptransport.WithCommandLogger(g.logger))
+	ctx, cancel := context.WithCancel(g.lifetime)
+	s.cancel = cancel
+	s.transport = TransportStdio
+	client := mcpclient.NewClient(t)
+	if err := client.Start(ctx); err != nil {
+		cancel()
+		_ = r.Close()
+		_ = w.Close()
+		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
+	}
+	s.client = client
+	if built != nil && built.Process != nil {
+		p.pid = built.Process.Pid
+	}
+	s.proc = p
+	p.startDrain(&g.wg)
+	if g.opts.OnProcessStart != nil {
+		g.opts.OnProcessStart(p.pid)
+	}
+	// The child's death ends its stderr; the session dies with it.
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		select {
+		case <-p.exited:
+			s.markDead(fmt.Errorf("process exited%s", p.ring.tail()))
+		case <-s.dead:
+		}
+	}()
+	if err := g.handshake(hsCtx, s); err != nil {
+		s.close(g.opts.CloseGrace)
+		return nil, fmt.Errorf("%w%s", err, p.ring.tail())
+	}
+	return s, nil
+}
+
+// dialHTTP connects over Streamable HTTP, falling back to SSE when the
+// server answers the handshake's POST with a 4xx, as pre-2025-03-26 servers
+// do (mcp-go reports that as ErrLegacySSEServer but does not fall back).
+//
+// The standalone GET stream that carries list_changed from a legacy server
+// needs mcp-go's continuous listening, which pins the legacy protocol. So the
+// first connection negotiates freely; when it lands on a legacy version and
+// the server announces list_changed, the gateway reconnects with listening on
+// and remembers to do so from then on.
+func (g *Gateway) dialHTTP(hsCtx context.Context) (*session, error) {
+	g.mu.Lock()
+	listen := g.httpListen
+	g.mu.Unlock()
+	s, err := g.dialStreamable(hsCtx, listen)
+	if errors.Is(err, mcptransport.ErrLegacySSEServer) {
+		g.logger.Info("server answered like an SSE server; falling back to SSE")
+		return g.dialSSE(hsCtx)
+	}
+	if err != nil || listen || !s.listChanged || mcp.IsModernProtocol(s.protocol) {
+		return s, err
+	}
+	s.close(g.opts.CloseGrace)
+	g.mu.Lock()
+	g.httpListen = true
+	g.mu.Unlock()
+	return g.dialStreamable(hsCtx, true)
+}
+
+func (g *Gateway) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
+	s := newSession()
+	s.transport = TransportHTTP
+	s.httpClient = newHTTPClient()
+	opts := []mcptransport.StreamableHTTPCOption{
+		mcptransport.WithHTTPBasicClient(s.httpClient),
+		mcptransport.WithHTTPLogger(g.logger),
+	}
+	if len(g.cfg.Headers) > 0 {
+		opts = append(opts, mcptransport.WithHTTPHeaders(g.cfg.Headers))
+	}
+	if listen {
+		opts = append(opts, mcptransport.WithContinuousListening())
+	}
+	t, err := mcptransport.NewStreamableHTTP(g.cfg.URL, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return g.startRemote(hsCtx, s, mcpclient.NewClient(t))
+}
+
+func (g *Gateway) dialSSE(hsCtx context.Context) (*session, error) {
+	s := newSession()
+	s.transport = TransportSSE
+	s.httpClient = newHTTPClient()
+	connect, _ := g.cfg.Timeouts()
+	opts := []mcptransport.ClientOption{
+		mcptransport.WithHTTPClient(s.httpClient),
+		mcptransport.WithSSELogger(g.logger),
+		mcptransport.WithEndpointTimeout(connect),
+	}
+	if len(g.cfg.Headers) > 0 {
+		opts = append(opts, mcptransport.WithHeaders(g.cfg.Headers))
+	}
+	t, err := mcptransport.NewSSE(g.cfg.URL, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return g.startRemote(hsCtx, s, mcpclient.NewClient(t))
+}
+
+func (g *Gateway) startRemote(hsCtx context.Context, s *session, client *mcpclient.Client) (*session, error) {
+	ctx, cancel := context.WithCancel(g.lifetime)
+	s.cancel = cancel
+	s.client = client
+	client.OnConnectionLost(func(err error) { s.markDead(fmt.Errorf("connection lost: %w", err)) })
+	if err := client.Start(ctx); err != nil {
+		s.close(g.opts.CloseGrace)
+		return nil, err
+	}
+	if err := g.handshake(hsCtx, s); err != nil {
+		s.close(g.opts.CloseGrace)
+		return nil, err
+	}
+	return s, nil
+}
+
+// handshake initializes the client and subscribes to list_changed.
+func (g *Gateway) handshake(ctx context.Context, s *session) error {
+	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			g.toolsChanged(s)
+		}
+	})
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = clientInfo
+	res, err := s.client.Initialize(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("initialize: %w (no answer to the handshake)", ctx.Err())
+		}
+		return fmt.Errorf("initialize: %w", err)
+	}
+	s.protocol = res.ProtocolVersion
+	s.listChanged = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	return nil
+}
+
+// newHTTPClient returns a client with its own connection pool, so closing a
+// session closes its idle connections and leaves no goroutine behind.
+func newHTTPClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
