@@ -1,0 +1,173 @@
+package tree
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// Store persists conversations. cmd adapts the store package to it.
+//
+// Load returns the saved state of a conversation, with ok false (and a nil
+// error) when none is saved. Save stores the state, replacing the previous
+// one, and appends events (one query's envelopes, in order; nil after a tree
+// change) to the conversation's event log. The Manager calls Save after every
+// query, before the query's completed event is emitted. Both are called from
+// many goroutines at once, for different conversations.
+type Store interface {
+	Load(ctx context.Context, userID, conversationID string) (state ConversationState, ok bool, err error)
+	Save(ctx context.Context, state ConversationState, events []tools.Envelope) error
+}
+
+// StoreLister is implemented by Stores that can list a user's conversations.
+type StoreLister interface {
+	List(ctx context.Context, userID string) ([]ConversationInfo, error)
+}
+
+// StoreDeleter is implemented by Stores that can delete a conversation.
+type StoreDeleter interface {
+	Delete(ctx context.Context, userID, conversationID string) error
+}
+
+// ConversationState is what is saved of a conversation: enough to rebuild it
+// after a restart, with its tree rebuilt from InitMode and Ops onto the
+// gateways configured then.
+type ConversationState struct {
+	UserID         string                                 `json:"user_id"`
+	ConversationID string                                 `json:"conversation_id"`
+	Title          string                                 `json:"title"`
+	InitMode       InitMode                               `json:"init_mode"`
+	Ops            []Op                                   `json:"ops"`
+	History        []Message                              `json:"history"`
+	Environment    map[string]map[string][]tools.EnvEntry `json:"environment"`
+	UpdatedAt      time.Time                              `json:"updated_at"`
+}
+
+// ConversationInfo is one entry of a user's conversation list.
+type ConversationInfo struct {
+	ConversationID string    `json:"conversation_id"`
+	Title          string    `json:"title"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// Conversation is one conversation of one user: its tree (shared with the
+// Manager's default until changed), history and environment. It is created
+// by [Manager.Conversation] and safe for concurrent use; [Conversation.Run]
+// runs one query at a time.
+type Conversation struct {
+	m      *Manager
+	userID string
+	id     string
+	sem    chan struct{} // holds a token while a query runs
+	env    tools.Environment
+
+	// mode, tree (nil: the Manager's default for mode) and ops are guarded
+	// by m.mu.
+	mode InitMode
+	tree *Tree
+	ops  []Op
+
+	// mu guards title, history, queries and updated.
+	mu      sync.Mutex
+	title   string
+	history []Message
+	queries int
+	updated time.Time
+}
+
+func newConversation(m *Manager, userID, id string, mode InitMode) *Conversation {
+	return &Conversation{m: m, userID: userID, id: id, mode: mode, sem: make(chan struct{}, 1)}
+}
+
+// restoreLocked loads a saved state; m.mu is held.
+func (c *Conversation) restoreLocked(st ConversationState) {
+	if mode, err := ParseInitMode(string(st.InitMode)); err == nil {
+		c.mode = mode
+	}
+	if len(st.Ops) > 0 {
+		c.ops = slices.Clone(st.Ops)
+		c.tree = c.m.replayLocked(c.mode, c.ops)
+	}
+	c.title = st.Title
+	c.history = slices.Clone(st.History)
+	c.queries = len(st.History) / 2
+	c.updated = st.UpdatedAt
+	if len(st.Environment) > 0 {
+		c.env.Restore(st.Environment)
+	}
+}
+
+// UserID returns the id of the conversation's user.
+func (c *Conversation) UserID() string { return c.userID }
+
+// ID returns the conversation's id.
+func (c *Conversation) ID() string { return c.id }
+
+// Tree returns the tree the conversation's next query runs on. It is shared
+// and must not be changed; use [Manager.Apply].
+func (c *Conversation) Tree() *Tree { return c.m.treeOf(c) }
+
+// Mode returns the conversation's init mode.
+func (c *Conversation) Mode() InitMode {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	return c.mode
+}
+
+// History returns a copy of the conversation's history.
+func (c *Conversation) History() []Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.history)
+}
+
+// Info returns the conversation's list entry.
+func (c *Conversation) Info() ConversationInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ConversationInfo{ConversationID: c.id, Title: c.title, UpdatedAt: c.updated}
+}
+
+// State returns the conversation's state, as saved.
+func (c *Conversation) State() ConversationState {
+	c.m.mu.Lock()
+	mode, ops := c.mode, slices.Clone(c.ops)
+	c.m.mu.Unlock()
+	if ops == nil {
+		ops = []Op{}
+	}
+	c.mu.Lock()
+	st := ConversationState{UserID: c.userID, ConversationID: c.id, Title: c.title,
+		InitMode: mode, Ops: ops, History: slices.Clone(c.history), UpdatedAt: c.updated}
+	c.mu.Unlock()
+	if st.History == nil {
+		st.History = []Message{}
+	}
+	st.Environment = c.env.Snapshot()
+	return st
+}
+
+// makeTitle derives a conversation title from its first query: the first
+// line, whitespace collapsed, cut at a word boundary near 60 characters.
+func makeTitle(query string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(query), "\n")
+	t := strings.Join(strings.Fields(line), " ")
+	const max = 60
+	if utf8.RuneCountInString(t) <= max {
+		if t == "" {
+			return "New conversation"
+		}
+		return t
+	}
+	r := []rune(t)[:max]
+	cut := string(r)
+	if i := strings.LastIndexByte(cut, ' '); i > max/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,.;:") + "…"
+}

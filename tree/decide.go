@@ -1,0 +1,222 @@
+package tree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// errNoValidChoice ends a decision whose answers all failed; the run then
+// ends with a forced text answer.
+var errNoValidChoice = errors.New("no valid option chosen")
+
+const forcedInstruction = "You must now answer the user by calling text_response. Write the best " +
+	"answer you can from the environment and the tasks completed; if the task could not be " +
+	"finished, say briefly why."
+
+// decision is a validated choice at a node.
+type decision struct {
+	opt       *option
+	args      map[string]any
+	reasoning string
+}
+
+// decide asks the model to choose one of node's available options,
+// re-asking with feedback up to MaxRetries times.
+func (r *run) decide(ctx context.Context, node *Node) (decision, error) {
+	avail, unavail := splitOptions(node, &r.c.env)
+	if len(avail) == 0 {
+		return decision{}, errNoValidChoice
+	}
+	msgs, err := messages(node.instruction, r.decisionContext(node, avail, unavail))
+	if err != nil {
+		return decision{}, fmt.Errorf("decision context: %w", err)
+	}
+	fns := functions(avail)
+	for attempt := 0; attempt <= r.opts.MaxRetries; attempt++ {
+		resp, err := r.generate(ctx, msgs, fns)
+		if err != nil {
+			return decision{}, err
+		}
+		ch, perr := readChoice(resp)
+		var d decision
+		if perr == nil {
+			d, perr = resolve(ch, avail, unavail)
+		}
+		if perr == nil {
+			return d, nil
+		}
+		r.logger.Debug("decision rejected", "node", node.id, "attempt", attempt+1, "err", perr)
+		msgs = append(msgs,
+			llms.TextParts(llms.ChatMessageTypeAI, describe(ch)),
+			llms.TextParts(llms.ChatMessageTypeHuman, "Your answer could not be used: "+perr.Error()+
+				". Call exactly one of these functions: "+names(avail)+"."))
+	}
+	return decision{}, errNoValidChoice
+}
+
+// generate calls the model with the model timeout. Its errors end the run.
+func (r *run) generate(ctx context.Context, msgs []llms.MessageContent, fns []llms.Tool) (*llms.ContentResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, r.opts.ModelTimeout)
+	defer cancel()
+	resp, err := r.model.GenerateContent(mctx, msgs, llms.WithTools(fns))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("decision model: %w", err)
+	}
+	return resp, nil
+}
+
+func (r *run) decisionContext(node *Node, avail []optionInfo, unavail []unavailableInfo) *decisionContext {
+	return &decisionContext{
+		UserPrompt:          r.query,
+		ConversationHistory: r.history,
+		Node:                nodeInfo{ID: node.id, Instruction: node.instruction},
+		AvailableOptions:    avail,
+		UnavailableOptions:  unavail,
+		Environment:         r.c.env.Snapshot(),
+		TasksCompleted:      r.tasks,
+		PreviousErrors:      r.errs,
+		TreeCount:           fmt.Sprintf("%d/%d", r.pass, r.opts.RecursionLimit),
+	}
+}
+
+// resolve checks a choice against the node's options and fills defaults.
+func resolve(ch choice, avail []optionInfo, unavail []unavailableInfo) (decision, error) {
+	i := slices.IndexFunc(avail, func(a optionInfo) bool { return a.Name == ch.name })
+	if i < 0 {
+		for _, u := range unavail {
+			if u.Name == ch.name {
+				return decision{}, fmt.Errorf("option %q is unavailable: %s", ch.name, u.Reason)
+			}
+		}
+		return decision{}, fmt.Errorf("%q is not an option here: %w", ch.name, tools.ErrUnknownTool)
+	}
+	o := avail[i].opt
+	d := decision{opt: o, reasoning: ch.reasoning}
+	if o.isBranch() {
+		return d, nil
+	}
+	d.args = withDefaults(o.tool.Inputs(), ch.args)
+	for _, in := range o.tool.Inputs() {
+		v, ok := d.args[in.Name]
+		if !ok || v == nil {
+			if in.Required {
+				return decision{}, fmt.Errorf("%s needs the input %q", ch.name, in.Name)
+			}
+			continue
+		}
+		if s, isString := v.(string); isString && len(in.Enum) > 0 && !slices.Contains(in.Enum, s) {
+			return decision{}, fmt.Errorf("input %q of %s must be one of %s, not %q",
+				in.Name, ch.name, strings.Join(in.Enum, ", "), s)
+		}
+	}
+	return d, nil
+}
+
+// withDefaults returns args plus the default of every input left out.
+// Object and array defaults are copied, so tools cannot change them.
+func withDefaults(inputs []tools.Input, args map[string]any) map[string]any {
+	out := make(map[string]any, len(inputs))
+	maps.Copy(out, args)
+	for _, in := range inputs {
+		if _, ok := out[in.Name]; ok || in.Default == nil {
+			continue
+		}
+		switch d := in.Default.(type) {
+		case map[string]any:
+			out[in.Name] = maps.Clone(d)
+		case []any:
+			out[in.Name] = slices.Clone(d)
+		default:
+			out[in.Name] = d
+		}
+	}
+	return out
+}
+
+// describe restates a rejected answer for the retry's conversation.
+func describe(ch choice) string {
+	if ch.name == "" {
+		return "(no function call)"
+	}
+	args, _ := json.Marshal(ch.args)
+	return fmt.Sprintf("I call %s with %s.", ch.name, args)
+}
+
+func names(avail []optionInfo) string {
+	n := make([]string, len(avail))
+	for i, a := range avail {
+		n[i] = a.Name
+	}
+	return strings.Join(n, ", ")
+}
+
+// forcedAnswer ends the run with a text answer: the model is asked once
+// more with only text_response offered; if that fails, a plain summary of
+// what was done is the answer.
+func (r *run) forcedAnswer(ctx context.Context, reason string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.logger.Debug("forcing a text answer", "reason", reason)
+	tr := tools.TextResponse()
+	avail := []optionInfo{{Name: tr.Name(), Description: tr.Description(), End: true, Inputs: tr.Inputs()}}
+	node := &Node{id: r.tree.root.id, instruction: forcedInstruction + " Reason: " + reason + "."}
+	text := ""
+	msgs, err := messages(node.instruction, r.decisionContext(node, avail, []unavailableInfo{}))
+	if err == nil {
+		var resp *llms.ContentResponse
+		resp, err = r.generate(ctx, msgs, functions(avail))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			ch, perr := readChoice(resp)
+			switch {
+			case perr == nil && ch.name == tr.Name():
+				text, _ = ch.args["text"].(string)
+			case errors.Is(perr, errNoDecision):
+				text = resp.Choices[0].Content // a plain-text answer
+			}
+		}
+	}
+	if err != nil {
+		r.logger.Warn("forced text answer falls back to a summary", "err", err)
+	}
+	if strings.TrimSpace(text) == "" {
+		text = r.fallbackText(reason)
+	}
+	r.emit(tools.NewText(strings.TrimSpace(text)))
+	return nil
+}
+
+// fallbackText says what happened when no model answer could be had.
+func (r *run) fallbackText(reason string) string {
+	var b strings.Builder
+	b.WriteString("I could not complete this request: " + reason + ".")
+	if len(r.tasks) > 0 {
+		b.WriteString(" Steps taken:")
+		for _, t := range r.tasks {
+			status := t.Result
+			if t.Error {
+				status = "failed: " + t.Result
+			}
+			fmt.Fprintf(&b, "\n- %s: %s", t.Tool, status)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,19 @@
+package tree
+
+import "errors"
+
+// ErrBusy is returned by [Conversation.Run] when another query of the same
+// conversation is still running after [Options.QueryWait]. web maps it to 409.
+var ErrBusy = errors.New("conversation is busy with another query")
+
+// ErrNotFound is matched by errors about a branch, tool or conversation that
+// does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrExists is matched by errors about adding a tool or branch whose name is
+// already taken in the tree.
+var ErrExists = errors.New("already exists")
+
+// ErrInvalid is matched by errors about an operation that is not allowed,
+// such as removing the root or an unknown init mode.
+var ErrInvalid = errors.New("invalid operation")

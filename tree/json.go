@@ -1,0 +1,88 @@
+package tree
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MarshalJSON renders the tree as Elysia's frontend expects it: every node and
+// option as {"name", "id", "description", "instruction", "reasoning",
+// "branch", "options"} in that order, options keyed by id in tree order.
+//
+// A tool followed by chained tools is rendered from its sub-node, as Elysia
+// does: its name and id are the sub-node's ("Base.query", "base.query"), its
+// branch is false, and its options are the chained tools.
+func (t *Tree) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(256 + 256*len(t.root.options))
+	writeNode(&b, t.root.id, "", t.root.instruction, true, t.root.options)
+	return b.Bytes(), nil
+}
+
+func writeNode(b *bytes.Buffer, id, description, instruction string, branch bool, options []*option) {
+	b.WriteString(`{"name":`)
+	writeString(b, displayName(id))
+	b.WriteString(`,"id":`)
+	writeString(b, id)
+	b.WriteString(`,"description":`)
+	writeString(b, description)
+	b.WriteString(`,"instruction":`)
+	writeString(b, instruction)
+	b.WriteString(`,"reasoning":"","branch":`)
+	if branch {
+		b.WriteString("true")
+	} else {
+		b.WriteString("false")
+	}
+	b.WriteString(`,"options":{`)
+	for i, o := range options {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(b, o.id)
+		b.WriteByte(':')
+		if o.next == nil {
+			writeNode(b, o.id, o.description(), "", false, nil)
+			continue
+		}
+		writeNode(b, o.next.id, o.description(), o.next.instruction, o.isBranch(), o.next.options)
+	}
+	b.WriteString("}}")
+}
+
+// writeString writes s as a JSON string.
+func writeString(b *bytes.Buffer, s string) {
+	if isPlain(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	enc, _ := json.Marshal(s) // a string always marshals
+	b.Write(enc)
+}
+
+// isPlain reports whether s needs no escaping in JSON (encoding/json also
+// escapes <, > and &).
+func isPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// displayName is Elysia's node name: Python's str.capitalize of the id (first
+// letter upper case, the rest lower case) with "_" turned into spaces.
+func displayName(id string) string {
+	r, size := utf8.DecodeRuneInString(id)
+	if size == 0 {
+		return ""
+	}
+	return string(unicode.ToTitle(r)) + strings.ReplaceAll(strings.ToLower(id[size:]), "_", " ")
+}

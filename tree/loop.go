@@ -1,0 +1,347 @@
+package tree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// maxSteps bounds the decisions within one pass (descending branches and
+// chained tools), whatever the shape of the tree.
+const maxSteps = 64
+
+// Run answers one query: it walks the conversation's tree, asking model to
+// choose an option at each node, runs the chosen tools and streams every
+// event to emit as an envelope for this user, conversation and queryID (a
+// missing queryID is generated).
+//
+// emit is called from the calling goroutine and from the tools' Emit calls,
+// never concurrently, in event order; it must not block for long. A run
+// emits a title event on the conversation's first query, and ends with
+// exactly one text answer (a forced one when the recursion limit is reached
+// or the model keeps choosing no valid option), then saves the conversation
+// (Options.Store) and emits completed.
+//
+// Failures the model can act on go back to it as self-healing errors. The
+// error returned is for failures it cannot act on: ErrBusy (nothing was
+// emitted) when the previous query of the conversation is still running
+// after Options.QueryWait; a model (provider) or tool error, after which
+// an error event and completed are emitted; or ctx's error, after which
+// nothing more is emitted.
+func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID string, emit func(tools.Envelope)) error {
+	if model == nil {
+		return fmt.Errorf("run with a nil model: %w", ErrInvalid)
+	}
+	if queryID == "" {
+		queryID = tools.NewID()
+	}
+	if emit == nil {
+		emit = func(tools.Envelope) {}
+	}
+	if err := c.acquire(ctx); err != nil {
+		return err
+	}
+	defer func() { <-c.sem }()
+	r := c.newRun(model, query, queryID, emit)
+	return r.finish(ctx, r.loop(ctx))
+}
+
+// acquire takes the conversation's query token, waiting up to QueryWait.
+func (c *Conversation) acquire(ctx context.Context) error {
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(c.m.opts.QueryWait)
+	defer t.Stop()
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("conversation %s/%s: %w", c.userID, c.id, ErrBusy)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the state of one query. It is owned by the goroutine in Run; only
+// emit may be called from tools' goroutines.
+type run struct {
+	c       *Conversation
+	opts    *Options
+	logger  *slog.Logger
+	model   llms.Model
+	tree    *Tree
+	query   string
+	queryID string
+	title   string // non-empty on the first query
+	index   int    // the query's index in the conversation (tree_index)
+	history []Message
+	tasks   []Task
+	errs    []PreviousError
+	pass    int
+	emitter tools.Emitter
+
+	emitFn func(tools.Envelope)
+	// mu guards events and texts; it is held across emitFn so that events
+	// keep their order.
+	mu     sync.Mutex
+	events []tools.Envelope
+	texts  []string
+}
+
+func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func(tools.Envelope)) *run {
+	r := &run{c: c, opts: &c.m.opts, model: model, tree: c.m.treeOf(c), query: query,
+		queryID: queryID, emitFn: emit, tasks: []Task{}, errs: []PreviousError{}}
+	r.logger = c.m.logger.With("user", c.userID, "conversation", c.id, "query_id", queryID)
+	r.emitter = tools.EmitterFunc(func(_ context.Context, ev tools.Event) { r.emit(ev) })
+	c.mu.Lock()
+	if c.title == "" {
+		c.title = makeTitle(query)
+		r.title = c.title
+	}
+	r.index = c.queries
+	h := c.history
+	if len(h) > 20 {
+		h = h[len(h)-20:]
+	}
+	r.history = append([]Message{}, h...)
+	c.mu.Unlock()
+	return r
+}
+
+// emit wraps ev in an envelope, records it and passes it on.
+func (r *run) emit(ev tools.Event) {
+	env, err := tools.NewEnvelope(ev, r.c.userID, r.c.id, r.queryID)
+	if err != nil {
+		r.logger.Warn("dropping an event whose payload does not marshal", "type", ev.Type, "err", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.record(env, ev)
+	r.emitFn(env)
+}
+
+func (r *run) record(env tools.Envelope, ev tools.Event) {
+	r.events = append(r.events, env)
+	if p, ok := ev.Payload.(tools.TextPayload); ok && ev.Type == tools.EventText {
+		for _, o := range p.Objects {
+			if t, _ := o["text"].(string); t != "" {
+				r.texts = append(r.texts, t)
+			}
+		}
+	}
+}
+
+func (r *run) textCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.texts)
+}
+
+// loop runs the passes of the query until a tool ends it.
+func (r *run) loop(ctx context.Context) error {
+	if r.title != "" {
+		r.emit(tools.Event{Type: tools.EventTitle, Payload: map[string]any{"title": r.title}})
+	}
+	for r.pass = 1; r.pass <= r.opts.RecursionLimit; r.pass++ {
+		if done, err := r.onePass(ctx); err != nil || done {
+			return err
+		}
+	}
+	r.pass = r.opts.RecursionLimit
+	return r.forcedAnswer(ctx, fmt.Sprintf("the recursion limit of %d passes was reached", r.opts.RecursionLimit))
+}
+
+// onePass walks from the root to a tool and runs it; done reports that the
+// run has ended.
+func (r *run) onePass(ctx context.Context) (done bool, err error) {
+	node := r.tree.root
+	for range maxSteps {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if done, err := r.autoRun(ctx, node); err != nil || done {
+			return done, err
+		}
+		d, err := r.decide(ctx, node)
+		if errors.Is(err, errNoValidChoice) {
+			return true, r.forcedAnswer(ctx, "no valid option was chosen at node "+node.id)
+		}
+		if err != nil {
+			return false, err
+		}
+		if d.opt.isBranch() {
+			r.treeUpdate(node, d, false)
+			node = d.opt.next
+			continue
+		}
+		next := d.opt.next
+		r.treeUpdate(node, d, next == nil || d.opt.tool.EndsRun())
+		ok, ended, err := r.runTool(ctx, d.opt.tool, d.args)
+		if err != nil || ended {
+			return ended, err
+		}
+		if !ok || next == nil {
+			return false, nil
+		}
+		node = next
+	}
+	return false, nil
+}
+
+// autoRun runs the node's tools that ask to run without a decision.
+func (r *run) autoRun(ctx context.Context, node *Node) (done bool, err error) {
+	for _, o := range node.options {
+		ar, ok := o.tool.(tools.AutoRunner)
+		if !ok || !ar.AutoRun(&r.c.env) {
+			continue
+		}
+		if a, ok := o.tool.(tools.Availability); ok {
+			if avail, _ := a.Available(&r.c.env); !avail {
+				continue
+			}
+		}
+		r.treeUpdate(node, decision{opt: o, reasoning: "Running " + o.id + " automatically."}, o.next == nil)
+		_, ended, err := r.runTool(ctx, o.tool, withDefaults(o.tool.Inputs(), nil))
+		if err != nil || ended {
+			return ended, err
+		}
+	}
+	return false, nil
+}
+
+func (r *run) treeUpdate(node *Node, d decision, reset bool) {
+	r.emit(tools.Event{Type: tools.EventTreeUpdate, Payload: tools.TreeUpdatePayload{
+		Node: node.id, TreeIndex: r.index, Decision: d.opt.id, Reasoning: d.reasoning, Reset: reset}})
+}
+
+// runTool runs one tool with the step timeout. ok reports a successful
+// result; ended that the tool ended the run with an answer.
+func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any) (ok, ended bool, err error) {
+	name := tool.Name()
+	if sl, isLiner := tool.(tools.StatusLiner); isLiner {
+		if s := sl.StatusLine(args); s != "" {
+			r.emit(tools.NewStatus(s))
+		}
+	}
+	before := r.textCount()
+	tctx, cancel := context.WithTimeout(ctx, r.opts.StepTimeout)
+	start := time.Now()
+	res, err := tool.Run(tctx, tools.Call{Args: args, Query: r.query, Env: &r.c.env, RequestID: r.queryID,
+		UserID: r.c.userID, ConversationID: r.c.id}, r.emitter)
+	timedOut := tctx.Err() != nil && ctx.Err() == nil
+	cancel()
+	r.logger.Debug("tool run", "tool", name, "duration", time.Since(start), "is_error", res.IsError, "err", err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, false, ctx.Err()
+		}
+		if !timedOut {
+			return false, false, fmt.Errorf("run tool %s: %w", name, err)
+		}
+		res = tools.ErrorResult(fmt.Sprintf("%s timed out after %s", name, r.opts.StepTimeout),
+			"try a smaller request, or choose another option")
+	}
+	if res.IsError {
+		r.emit(tools.Event{Type: tools.EventSelfHealingError, Payload: tools.SelfHealingErrorPayload{
+			Feedback: res.Feedback, ErrorMessage: res.Error}})
+		r.errs = append(r.errs, PreviousError{Tool: name, ErrorMessage: res.Error, Feedback: res.Feedback})
+		r.tasks = append(r.tasks, Task{Tool: name, Inputs: args, Result: res.Error, Error: true})
+		return false, false, nil
+	}
+	if len(res.Objects) > 0 {
+		rname, typ, md := res.Name, res.Type, res.Metadata
+		if rname == "" {
+			rname = name
+		}
+		if typ == "" {
+			typ = "table"
+		}
+		if md == nil {
+			md = map[string]any{}
+		}
+		tagged := r.c.env.Add(name, rname, res.Objects, md)
+		r.emit(tools.Event{Type: tools.EventResult, Payload: tools.ResultPayload{Type: typ, Objects: tagged, Metadata: md}})
+	}
+	r.tasks = append(r.tasks, Task{Tool: name, Inputs: args, Result: summary(res), Error: false})
+	if !tool.EndsRun() {
+		return true, false, nil
+	}
+	if r.textCount() == before {
+		return true, true, r.forcedAnswer(ctx, name+" ended the run without an answer")
+	}
+	return true, true, nil
+}
+
+// summary is what tasks_completed says about a successful result.
+func summary(res tools.Result) string {
+	if res.LLMText != "" {
+		return res.LLMText
+	}
+	if n := len(res.Objects); n > 0 {
+		return fmt.Sprintf("returned %d objects (see the environment)", n)
+	}
+	return "done"
+}
+
+// finish records the query in the conversation, saves it and emits
+// completed; see Run for what each outcome emits.
+func (r *run) finish(ctx context.Context, runErr error) error {
+	if runErr != nil && ctx.Err() != nil {
+		r.commit()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := r.c.m.save(sctx, r.c, r.snapshotEvents()); err != nil {
+			r.logger.Warn("saving a cancelled query", "err", err)
+		}
+		return runErr
+	}
+	if runErr != nil {
+		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: runErr.Error()}})
+	}
+	r.commit()
+	completed, _ := tools.NewEnvelope(tools.Event{Type: tools.EventCompleted}, r.c.userID, r.c.id, r.queryID)
+	events := append(r.snapshotEvents(), completed)
+	saveErr := r.c.m.save(ctx, r.c, events)
+	if saveErr != nil {
+		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: "the conversation could not be saved"}})
+	}
+	r.mu.Lock()
+	r.events = append(r.events, completed)
+	r.emitFn(completed)
+	r.mu.Unlock()
+	return errors.Join(runErr, saveErr)
+}
+
+func (r *run) snapshotEvents() []tools.Envelope {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]tools.Envelope(nil), r.events...)
+}
+
+// commit adds the query and its answer to the conversation's history.
+func (r *run) commit() {
+	r.mu.Lock()
+	answer := strings.Join(r.texts, "\n\n")
+	r.mu.Unlock()
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.history = append(c.history, Message{Role: "user", Content: r.query})
+	if answer != "" {
+		c.history = append(c.history, Message{Role: "assistant", Content: answer})
+	}
+	c.queries++
+	c.updated = time.Now().UTC()
+}

@@ -1,0 +1,346 @@
+package tree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// recorder collects envelopes; it is safe for concurrent use.
+type recorder struct {
+	mu  sync.Mutex
+	evs []tools.Envelope
+}
+
+func (r *recorder) emit(e tools.Envelope) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, e)
+}
+
+func (r *recorder) types() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var s []string
+	for _, e := range r.evs {
+		s = append(s, string(e.Type))
+	}
+	return strings.Join(s, " ")
+}
+
+func (r *recorder) payloads(typ tools.EventType) []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, e := range r.evs {
+		if e.Type == typ {
+			var m map[string]any
+			_ = json.Unmarshal(e.Payload, &m)
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func answerOf(r *recorder) string {
+	ps := r.payloads(tools.EventText)
+	if len(ps) != 1 {
+		return ""
+	}
+	obj := ps[len(ps)-1]["objects"].([]any)[0].(map[string]any)
+	return obj["text"].(string)
+}
+
+func newTestManager(t *testing.T, opts *Options) (*Manager, *Conversation) {
+	t.Helper()
+	m := NewManager(opts)
+	m.SetTools([]Placement{{Tool: gateway("todo")}})
+	c, err := m.Conversation(t.Context(), "alice", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, c
+}
+
+func TestRunListExecuteAnswer(t *testing.T) {
+	store := newMemStore()
+	_, c := newTestManager(t, &Options{Store: store})
+	model := script(
+		step{call: "mcp_todo", args: `{"action":"list"}`, content: "Listing the todo tools."},
+		step{call: "mcp_todo", args: `{"action":"execute","tool_name":"create_todo","tool_inputs":{"title":"Buy milk"}}`},
+		step{call: "text_response", args: `{"text":"Added 'Buy milk'."}`},
+	)
+	var rec recorder
+	if err := c.Run(t.Context(), model, "create a todo titled \"Buy milk\"", "q1", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	want := "title tree_update status result tree_update status result tree_update status text completed"
+	if got := rec.types(); got != want {
+		t.Errorf("events:\n got %s\nwant %s", got, want)
+	}
+	if got := answerOf(&rec); got != "Added 'Buy milk'." {
+		t.Errorf("answer = %q", got)
+	}
+	res := rec.payloads(tools.EventResult)
+	if ref := res[0]["objects"].([]any)[0].(map[string]any)["_REF_ID"]; ref != "mcp_todo_list_0_0" {
+		t.Errorf("first result _REF_ID = %v", ref)
+	}
+	tu := rec.payloads(tools.EventTreeUpdate)[0]
+	if tu["node"] != "base" || tu["decision"] != "mcp_todo" || tu["reasoning"] != "Listing the todo tools." || tu["reset"] != true {
+		t.Errorf("tree_update = %v", tu)
+	}
+	// The second decision saw the first result and task.
+	var dc map[string]any
+	if err := json.Unmarshal([]byte(model.prompts[1]), &dc); err != nil {
+		t.Fatal(err)
+	}
+	if dc["tree_count"] != "2/5" || len(dc["tasks_completed"].([]any)) != 1 {
+		t.Errorf("second decision context: tree_count %v, tasks %v", dc["tree_count"], dc["tasks_completed"])
+	}
+	if h := c.History(); len(h) != 2 || h[1].Content != "Added 'Buy milk'." {
+		t.Errorf("history = %v", h)
+	}
+	// A second query gets the history and no title.
+	var rec2 recorder
+	model2 := script(step{call: "cited_summarize", args: `{"text":"You have [mcp_todo_create_todo_0_0]."}`})
+	if err := c.Run(t.Context(), model2, "what did I add?", "", rec2.emit); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rec2.types(), "title") {
+		t.Error("second query emitted a title")
+	}
+	if !strings.Contains(model2.prompts[0], `"conversation_history":[{"role":"user"`) {
+		t.Errorf("history not in the decision context: %.300s", model2.prompts[0])
+	}
+}
+
+func TestDecisionContextKeyOrder(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	model := script(step{call: "text_response", args: `{"text":"hi"}`})
+	if err := c.Run(t.Context(), model, "hello", "q", nil); err != nil {
+		t.Fatal(err)
+	}
+	p := model.prompts[0]
+	keys := []string{"user_prompt", "conversation_history", "node", "available_options", "unavailable_options",
+		"environment", "tasks_completed", "previous_errors", "tree_count"}
+	last := -1
+	for _, k := range keys {
+		i := strings.Index(p, `"`+k+`":`)
+		if i <= last {
+			t.Fatalf("key %s out of order in %s", k, p)
+		}
+		last = i
+	}
+	for _, frag := range []string{
+		`"unavailable_options":[{"name":"cited_summarize","reason":"no results in the environment yet"}]`,
+		`"environment":{}`, `"tasks_completed":[]`, `"previous_errors":[]`, `"tree_count":"1/5"`,
+		`"inputs":{"action":{"type":"string","description":"list or execute","default":"list","enum":["list","execute"],"required":false},"tool_name"`,
+	} {
+		if !strings.Contains(p, frag) {
+			t.Errorf("decision context lacks %s:\n%s", frag, p)
+		}
+	}
+	if got := strings.Join(model.offered[0], ","); got != "text_response,mcp_todo" {
+		t.Errorf("functions offered = %s", got)
+	}
+}
+
+func TestRunMissingToolForcesAnswer(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	bad := step{call: "mcp_nope", args: `{}`}
+	model := script(bad, bad, bad, bad, step{call: "text_response", args: `{"text":"Sorry."}`})
+	var rec recorder
+	if err := c.Run(t.Context(), model, "do it", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if model.callCount() != 5 {
+		t.Errorf("model calls = %d, want 1 + 3 retries + 1 forced", model.callCount())
+	}
+	if got := strings.Join(model.offered[4], ","); got != "text_response" {
+		t.Errorf("forced answer offered %s", got)
+	}
+	if got := answerOf(&rec); got != "Sorry." {
+		t.Errorf("answer = %q", got)
+	}
+	if got := rec.types(); got != "title text completed" {
+		t.Errorf("events = %s", got)
+	}
+}
+
+func TestRunRetryRecovers(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	model := script(
+		step{call: "mcp_nope"},
+		step{call: "mcp_todo", args: `{"action":`}, // invalid JSON
+		step{call: "mcp_todo", args: `{"action":"delete"}`},
+		step{call: "text_response", args: `{"text":"ok"}`},
+	)
+	var rec recorder
+	if err := c.Run(t.Context(), model, "q", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got := answerOf(&rec); got != "ok" {
+		t.Errorf("answer = %q", got)
+	}
+}
+
+func TestRunSelfHealing(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	model := script(
+		step{call: "mcp_todo", args: `{"action":"execute","tool_name":"create_todo","tool_inputs":{}}`},
+		step{call: "mcp_todo", args: `{"action":"execute","tool_name":"create_todo","tool_inputs":{"title":"x"}}`},
+		step{call: "text_response", args: `{"text":"done"}`},
+	)
+	var rec recorder
+	if err := c.Run(t.Context(), model, "q", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	she := rec.payloads(tools.EventSelfHealingError)
+	if len(she) != 1 || she[0]["feedback"] != "missing property 'title'" {
+		t.Fatalf("self-healing events = %v", she)
+	}
+	if !strings.Contains(model.prompts[1], `"previous_errors":[{"tool":"mcp_todo","error_message":"invalid tool_inputs for create_todo","feedback":"missing property 'title'"}]`) {
+		t.Errorf("previous error not fed back:\n%s", model.prompts[1])
+	}
+}
+
+func TestRunRecursionLimit(t *testing.T) {
+	_, c := newTestManager(t, &Options{RecursionLimit: 3})
+	model := script()
+	model.last = &step{call: "mcp_todo", args: `{}`}
+	var rec recorder
+	if err := c.Run(t.Context(), model, "loop", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	// 3 passes, then a forced call that answers with the wrong function
+	// falls back to a summary text.
+	if model.callCount() != 4 {
+		t.Errorf("model calls = %d, want 4", model.callCount())
+	}
+	if got := answerOf(&rec); !strings.Contains(got, "recursion limit of 3") {
+		t.Errorf("answer = %q", got)
+	}
+}
+
+func TestRunProviderError(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	boom := errors.New("503 from provider")
+	var rec recorder
+	err := c.Run(t.Context(), script(step{err: boom}), "q", "q", rec.emit)
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := rec.types(); got != "title error completed" {
+		t.Errorf("events = %s", got)
+	}
+}
+
+func TestRunSaveBeforeCompleted(t *testing.T) {
+	store := newMemStore()
+	_, c := newTestManager(t, &Options{Store: store})
+	var rec recorder
+	var typesAtSave string
+	store.onSave = func() { typesAtSave = rec.types() }
+	if err := c.Run(t.Context(), script(step{call: "text_response", args: `{"text":"hi"}`}), "hello there", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if typesAtSave != "title tree_update status text" {
+		t.Errorf("events emitted when saved = %q", typesAtSave)
+	}
+	saved := store.events["alice/c1"]
+	if n := len(saved); n != 5 || saved[n-1].Type != tools.EventCompleted {
+		t.Errorf("saved events = %d, last %v", n, saved[len(saved)-1].Type)
+	}
+	st, ok, _ := store.Load(t.Context(), "alice", "c1")
+	if !ok || st.Title != "hello there" || len(st.History) != 2 {
+		t.Errorf("saved state = %+v", st)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	model := script(step{call: "mcp_todo", args: `{}`})
+	model.block = make(chan struct{})
+	model.entered = make(chan struct{}, 1)
+	var rec recorder
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, model, "q", "q", rec.emit) }()
+	<-model.entered
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v", err)
+	}
+	if strings.Contains(rec.types(), "completed") {
+		t.Errorf("events after cancel = %s", rec.types())
+	}
+}
+
+func TestRunBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := newTestManager(t, nil)
+		model := script(step{call: "text_response", args: `{"text":"first"}`})
+		model.block = make(chan struct{})
+		go func() { _ = c.Run(t.Context(), model, "first", "q1", nil) }()
+		synctest.Wait()
+		start := time.Now()
+		err := c.Run(t.Context(), script(), "second", "q2", nil)
+		if !errors.Is(err, ErrBusy) {
+			t.Errorf("err = %v, want ErrBusy", err)
+		}
+		if waited := time.Since(start); waited != 30*time.Second {
+			t.Errorf("waited %v, want 30s", waited)
+		}
+		// A query that arrives while the first finishes within the wait runs.
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Run(t.Context(), script(step{call: "text_response", args: `{"text":"2"}`}), "third", "q3", nil)
+		}()
+		time.Sleep(10 * time.Second) // fake time inside the bubble
+		close(model.block)
+		if err := <-done; err != nil {
+			t.Errorf("third query: %v", err)
+		}
+	})
+}
+
+func TestRunEmptyModeForcedAnswer(t *testing.T) {
+	m := NewManager(&Options{DefaultMode: Empty})
+	c, _ := m.Conversation(t.Context(), "u", "c")
+	var rec recorder
+	if err := c.Run(t.Context(), script(step{content: "Nothing to do."}), "hi", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got := answerOf(&rec); got != "Nothing to do." {
+		t.Errorf("answer = %q", got)
+	}
+}
+
+func TestRunBranchAndChain(t *testing.T) {
+	m := NewManager(&Options{DefaultMode: MultiBranch})
+	m.SetTools([]Placement{{Tool: gateway("todo")}})
+	c, _ := m.Conversation(t.Context(), "u", "c")
+	if _, err := m.Apply(t.Context(), "u", "c", Op{Kind: OpAddTool, ToolName: "text_response", BranchID: "mcp", FromToolIDs: []string{"mcp_todo"}}); !errors.Is(err, ErrExists) {
+		t.Fatalf("adding a tool twice: %v", err)
+	}
+	model := script(
+		step{call: "mcp", content: "Using MCP."},
+		step{call: "mcp_todo", args: `{}`},
+		step{call: "text_response", args: `{"text":"listed"}`},
+	)
+	var rec recorder
+	if err := c.Run(t.Context(), model, "list", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	tus := rec.payloads(tools.EventTreeUpdate)
+	if len(tus) != 3 || tus[0]["decision"] != "mcp" || tus[0]["reset"] != false || tus[1]["node"] != "mcp" {
+		t.Errorf("tree updates = %v", tus)
+	}
+}

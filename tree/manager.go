@@ -1,0 +1,353 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// Placement puts a gateway (any tools.Tool) on a branch of every tree.
+type Placement struct {
+	Tool tools.Tool
+	// Branch is the node to place the tool on. Empty means the root, or the
+	// "mcp" branch in [MultiBranch] trees. A branch that does not exist is
+	// created under the root, with a warning.
+	Branch string
+}
+
+// Options configure a [Manager]. A nil *Options means all defaults.
+type Options struct {
+	// DefaultMode is the init mode of new conversations. Zero: [OneBranch].
+	DefaultMode InitMode
+	// RecursionLimit bounds the passes through the tree per query. Zero: 5.
+	RecursionLimit int
+	// MaxRetries is how often a decision is re-asked after an answer that
+	// names no available option or has bad arguments. Zero: 3; negative: 0.
+	MaxRetries int
+	// QueryWait is how long a query waits for the conversation's previous
+	// query to finish before failing with [ErrBusy]. Zero: 30 s.
+	QueryWait time.Duration
+	// StepTimeout bounds one tool run. Zero: 2 minutes.
+	StepTimeout time.Duration
+	// ModelTimeout bounds one model call. Zero: 2 minutes.
+	ModelTimeout time.Duration
+	// Store loads and saves conversations. Nil: memory only.
+	Store Store
+	// Logger receives warnings and per-step debug logs. Nil: discarded.
+	Logger *slog.Logger
+}
+
+// Manager owns the gateway placements, the default tree of each init mode
+// (immutable, shared by every conversation that has not changed its tree),
+// the registry of tools that can be added by name, and the conversations,
+// keyed by user and conversation id.
+//
+// A Manager is safe for concurrent use. Lock order: Manager.mu before any
+// Conversation's mu; neither is held across I/O, a model or tool call, or an
+// emit.
+type Manager struct {
+	opts   Options
+	logger *slog.Logger
+
+	// mu guards placements, registry, defaults, convs, and the mode, tree
+	// and ops of every Conversation.
+	mu         sync.Mutex
+	placements []Placement
+	registry   map[string]tools.Tool
+	defaults   map[InitMode]*Tree
+	convs      map[convKey]*Conversation
+}
+
+type convKey struct{ user, conv string }
+
+// NewManager returns a Manager with the built-in tools and no gateway. It does
+// no I/O; call [Manager.SetTools] to place gateways.
+func NewManager(opts *Options) *Manager {
+	m := &Manager{convs: map[convKey]*Conversation{}}
+	if opts != nil {
+		m.opts = *opts
+	}
+	o := &m.opts
+	if mode, err := ParseInitMode(string(o.DefaultMode)); err == nil {
+		o.DefaultMode = mode
+	} else {
+		o.DefaultMode = OneBranch
+	}
+	if o.RecursionLimit <= 0 {
+		o.RecursionLimit = 5
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = 3
+	} else if o.MaxRetries < 0 {
+		o.MaxRetries = 0
+	}
+	if o.QueryWait <= 0 {
+		o.QueryWait = 30 * time.Second
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 2 * time.Minute
+	}
+	if o.ModelTimeout <= 0 {
+		o.ModelTimeout = 2 * time.Minute
+	}
+	m.logger = o.Logger
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
+	m.mu.Lock()
+	m.rebuildLocked(nil)
+	m.mu.Unlock()
+	return m
+}
+
+// SetTools replaces the gateway placements, in config file order: new
+// gateways are added to every tree, gone ones removed, changed ones (a new
+// Tool value under the same name) replaced. Default trees are rebuilt; every
+// conversation that changed its tree gets the new default with its ops
+// replayed. Runs in flight keep the tree they started with.
+func (m *Manager) SetTools(placements []Placement) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rebuildLocked(slices.Clone(placements))
+}
+
+func (m *Manager) rebuildLocked(placements []Placement) {
+	m.placements = placements
+	m.registry = map[string]tools.Tool{
+		tools.TextResponseName:   tools.TextResponse(),
+		tools.CitedSummarizeName: tools.CitedSummarize(),
+	}
+	for _, p := range placements {
+		if p.Tool != nil {
+			m.registry[p.Tool.Name()] = p.Tool
+		}
+	}
+	m.defaults = make(map[InitMode]*Tree, 3)
+	for _, mode := range []InitMode{OneBranch, MultiBranch, Empty} {
+		t, _ := New(mode, m.logger) // known modes never fail
+		for _, p := range placements {
+			if p.Tool == nil {
+				continue
+			}
+			branch := p.Branch
+			if branch == "" && mode == MultiBranch {
+				branch = MCPBranchID
+			}
+			t.place(p.Tool, branch, true)
+		}
+		m.defaults[mode] = t
+	}
+	for _, c := range m.convs {
+		if len(c.ops) > 0 {
+			c.tree = m.replayLocked(c.mode, c.ops)
+		}
+	}
+}
+
+// replayLocked applies ops to a copy of mode's default tree; ops that no
+// longer apply (a tool that is gone) are skipped.
+func (m *Manager) replayLocked(mode InitMode, ops []Op) *Tree {
+	t := m.defaults[mode].Clone()
+	for _, op := range ops {
+		if err := op.apply(t, m.registry); err != nil {
+			m.logger.Debug("skipping tree op on replay", "op", op.Kind, "err", err)
+		}
+	}
+	return t
+}
+
+// DefaultTree returns the shared default tree of mode ("" means the
+// Manager's default mode). The tree must not be changed.
+func (m *Manager) DefaultTree(mode InitMode) (*Tree, error) {
+	mode, err := m.mode(mode)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.defaults[mode], nil
+}
+
+func (m *Manager) mode(mode InitMode) (InitMode, error) {
+	if mode == "" {
+		return m.opts.DefaultMode, nil
+	}
+	return ParseInitMode(string(mode))
+}
+
+// AvailableTools lists the tools that can be added to a tree by name: the
+// built-ins, then the gateways in placement order.
+func (m *Manager) AvailableTools() []ToolInfo {
+	m.mu.Lock()
+	ts := []tools.Tool{m.registry[tools.TextResponseName], m.registry[tools.CitedSummarizeName]}
+	for _, p := range m.placements {
+		if p.Tool != nil {
+			ts = append(ts, p.Tool)
+		}
+	}
+	m.mu.Unlock()
+	out := make([]ToolInfo, 0, len(ts))
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if !seen[t.Name()] {
+			seen[t.Name()] = true
+			out = append(out, toolInfo(t))
+		}
+	}
+	return out
+}
+
+// Conversation returns the conversation (userID, conversationID), creating
+// it with the default tree, or loading it from the Store on first touch.
+func (m *Manager) Conversation(ctx context.Context, userID, conversationID string) (*Conversation, error) {
+	k := convKey{userID, conversationID}
+	m.mu.Lock()
+	c := m.convs[k]
+	m.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	var st ConversationState
+	var found bool
+	if m.opts.Store != nil {
+		var err error
+		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
+		if err != nil {
+			return nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.convs[k]; c != nil {
+		return c, nil // another caller got there first
+	}
+	c = newConversation(m, userID, conversationID, m.opts.DefaultMode)
+	if found {
+		c.restoreLocked(st)
+	}
+	m.convs[k] = c
+	return c, nil
+}
+
+// InitConversation (re)initialises a conversation's tree with mode, dropping
+// the ops applied to it; its history and environment stay.
+func (m *Manager) InitConversation(ctx context.Context, userID, conversationID string, mode InitMode) (*Conversation, error) {
+	mode, err := m.mode(mode)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.Conversation(ctx, userID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	c.mode, c.tree, c.ops = mode, nil, nil
+	m.mu.Unlock()
+	return c, m.save(ctx, c, nil)
+}
+
+// Apply performs op on the conversation's tree: the first change gives the
+// conversation its own copy of the tree (copy on write). It returns the new
+// tree, which must not be changed, and saves the conversation.
+func (m *Manager) Apply(ctx context.Context, userID, conversationID string, op Op) (*Tree, error) {
+	c, err := m.Conversation(ctx, userID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	base := c.tree
+	if base == nil {
+		base = m.defaults[c.mode]
+	}
+	t := base.Clone()
+	if err := op.apply(t, m.registry); err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	c.tree = t
+	c.ops = append(slices.Clip(c.ops), op)
+	m.mu.Unlock()
+	return t, m.save(ctx, c, nil)
+}
+
+// Conversations lists a user's conversations, in memory and in the Store
+// (when it implements [StoreLister]), most recently updated first.
+func (m *Manager) Conversations(ctx context.Context, userID string) ([]ConversationInfo, error) {
+	byID := map[string]ConversationInfo{}
+	if l, ok := m.opts.Store.(StoreLister); ok {
+		list, err := l.List(ctx, userID)
+		if err != nil {
+			return nil, fmt.Errorf("list conversations of %s: %w", userID, err)
+		}
+		for _, ci := range list {
+			byID[ci.ConversationID] = ci
+		}
+	}
+	m.mu.Lock()
+	var mine []*Conversation
+	for k, c := range m.convs {
+		if k.user == userID {
+			mine = append(mine, c)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range mine {
+		ci := c.Info()
+		if old, ok := byID[ci.ConversationID]; !ok || ci.UpdatedAt.After(old.UpdatedAt) || ci.Title != "" {
+			byID[ci.ConversationID] = ci
+		}
+	}
+	out := make([]ConversationInfo, 0, len(byID))
+	for _, ci := range byID {
+		out = append(out, ci)
+	}
+	slices.SortFunc(out, func(a, b ConversationInfo) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ConversationID, b.ConversationID)
+	})
+	return out, nil
+}
+
+// Delete forgets a conversation, and deletes it from the Store when it
+// implements [StoreDeleter]. A run in flight finishes on its own.
+func (m *Manager) Delete(ctx context.Context, userID, conversationID string) error {
+	m.mu.Lock()
+	delete(m.convs, convKey{userID, conversationID})
+	m.mu.Unlock()
+	if d, ok := m.opts.Store.(StoreDeleter); ok {
+		if err := d.Delete(ctx, userID, conversationID); err != nil {
+			return fmt.Errorf("delete conversation %s/%s: %w", userID, conversationID, err)
+		}
+	}
+	return nil
+}
+
+// treeOf returns the tree c runs on now.
+func (m *Manager) treeOf(c *Conversation) *Tree {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c.tree != nil {
+		return c.tree
+	}
+	return m.defaults[c.mode]
+}
+
+// save writes c's state (and a query's events) to the Store, if any.
+func (m *Manager) save(ctx context.Context, c *Conversation, events []tools.Envelope) error {
+	if m.opts.Store == nil {
+		return nil
+	}
+	st := c.State()
+	if err := m.opts.Store.Save(ctx, st, events); err != nil {
+		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
+	}
+	return nil
+}
