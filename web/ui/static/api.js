@@ -66,6 +66,8 @@ export function promptForKey(message) {
       setKey(key);
       dismissed = false;
       done(key);
+      // Listeners refresh what failed without a key and reopen the WebSocket.
+      window.dispatchEvent(new CustomEvent("elysia-key"));
     };
     const onCancel = (ev) => {
       ev.preventDefault();

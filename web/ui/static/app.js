@@ -128,9 +128,9 @@ class App {
     });
     $("api-key-button").addEventListener("click", async () => {
       resetDismissed();
-      const key = await promptForKey(getKey() ? "Replace the stored API key." : "Enter an API key for this server.");
-      if (key) this.afterNewKey();
+      await promptForKey(getKey() ? "Replace the stored API key." : "Enter an API key for this server.");
     });
+    window.addEventListener("elysia-key", () => this.afterNewKey());
     $("sidebar-toggle").addEventListener("click", () => {
       const open = document.body.classList.toggle("sidebar-open");
       $("sidebar-toggle").setAttribute("aria-expanded", String(open));
@@ -144,7 +144,8 @@ class App {
 
   afterNewKey() {
     this.transport.resetWS();
-    this.pollNow();
+    this.serversKey = "";
+    this.pollServers();
     this.loadConversations();
   }
 
