@@ -75,7 +75,13 @@ class App {
     this.running = null; // {queryID, transport, errorTimer, watchdog}
     this.title = "";
 
-    this.treeView = new TreeView($("tree"), { onGateway: (id) => this.toolPanel.open(id) });
+    this.treeView = new TreeView($("tree"), {
+      onGateway: (id) => {
+        // On narrow screens the sidebar would cover the panel.
+        document.body.classList.remove("sidebar-open");
+        this.toolPanel.open(id);
+      },
+    });
     this.toolPanel = new ToolPanel({ treeView: this.treeView, onServersChanged: () => this.pollServers() });
     this.chat = new ChatView($("chat"), {
       onTreeUpdate: (p) => this.treeView.highlight(p),
