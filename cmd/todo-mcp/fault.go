@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// defaultFaultSize is the size of the fault tool's "big" answer: 10 MiB.
+const defaultFaultSize = 10 << 20
+
+// maxFaultSize bounds the "big" answer so a typo cannot exhaust memory.
+const maxFaultSize = 1 << 30
+
+// faultExitCode is the exit status of the fault tool's "crash" mode.
+const faultExitCode = 3
+
+// faultTool describes the fault tool, registered only with --fault-tools so
+// that other packages' resilience tests can make a real server misbehave.
+func faultTool() mcp.Tool {
+	return mcp.NewTool("fault",
+		mcp.WithDescription("For tests only: misbehave on purpose. mode crash exits the server process mid-call (status 3); hang blocks until the call is cancelled; big returns a text of size bytes (default 10 MiB)."),
+		inputSchema(json.RawMessage(`{"type": "object", "properties": {
+			"mode": {"type": "string", "enum": ["crash", "hang", "big"], "description": "How to misbehave."},
+			"size": {"type": "integer", "minimum": 0, "maximum": 1073741824, "description": "Bytes of text for mode big (default 10485760)."}},
+			"required": ["mode"], "additionalProperties": false}`)),
+		annotations("Fault injection (tests)", false, true, false),
+	)
+}
+
+// faultHandler implements the fault tool; exit ends the process (nil means os.Exit).
+func faultHandler(exit func(int)) mcpserver.ToolHandlerFunc {
+	if exit == nil {
+		exit = os.Exit
+	}
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, err := parseArgs(req)
+		if err != nil {
+			return argResult(err), nil
+		}
+		var mode *string
+		var size *int64
+		if err := firstErr(a.str("mode", true, &mode), a.integer("size", 0, maxFaultSize, &size)); err != nil {
+			return argResult(err), nil
+		}
+		switch deref(mode) {
+		case "crash":
+			exit(faultExitCode)
+			// Reached only when a test replaced exit.
+			return mcp.NewToolResultError("crash: exit was called"), nil
+		case "hang":
+			<-ctx.Done()
+			return nil, fmt.Errorf("hang: %w", context.Cause(ctx))
+		case "big":
+			n := int64(defaultFaultSize)
+			if size != nil {
+				n = *size
+			}
+			return mcp.NewToolResultText(strings.Repeat("x", int(n))), nil
+		default:
+			return argResult(&argError{Field: "mode", Msg: fmt.Sprintf("must be crash, hang or big, not %q", deref(mode))}), nil
+		}
+	}
+}
