@@ -2,8 +2,8 @@ package mcpgateway
 
 import (
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
