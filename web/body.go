@@ -1,0 +1,114 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// DefaultMaxBodyBytes is the largest request body accepted when
+// Options.MaxBodyBytes is zero.
+const DefaultMaxBodyBytes = 1 << 20
+
+// errTooLarge answers a body over the limit.
+var errTooLarge = &requestError{http.StatusRequestEntityTooLarge, "request body too large (limit 1 MiB)"}
+
+// readBody reads the whole request body, at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, tooLarge(limit)
+		}
+		return nil, badRequest("read request body: " + err.Error())
+	}
+	return b, nil
+}
+
+func tooLarge(limit int64) error {
+	if limit == DefaultMaxBodyBytes {
+		return errTooLarge
+	}
+	return &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large (limit %d bytes)", limit)}
+}
+
+// decodeJSON decodes body, a JSON object, into dst, and checks that each
+// of required is present and, for strings, not empty. optional says whether
+// an empty body is allowed (and leaves dst as it is). Errors are 400s
+// saying what was wrong and where.
+func decodeJSON(body []byte, dst any, optional bool, required ...string) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional && len(required) == 0 {
+			return nil
+		}
+		return badRequest("missing JSON body")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return badRequest(describeJSONError(err))
+	}
+	if fields == nil {
+		return badRequest("invalid JSON body: want an object, found null")
+	}
+	for _, name := range required {
+		raw, ok := fields[name]
+		if !ok || string(raw) == "null" {
+			return badRequest(fmt.Sprintf("missing field %q", name))
+		}
+		if string(raw) == `""` {
+			return badRequest(fmt.Sprintf("field %q must not be empty", name))
+		}
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(dst); err != nil {
+		return badRequest(describeJSONError(err))
+	}
+	return nil
+}
+
+// describeJSONError turns an encoding/json error into a message for the
+// client.
+func describeJSONError(err error) string {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		msg := strings.TrimSuffix(se.Error(), " JSON input")
+		if strings.HasPrefix(se.Error(), "unexpected end of JSON input") {
+			msg = "unexpected end of input"
+		}
+		return fmt.Sprintf("invalid JSON body: %s at offset %d", msg, se.Offset)
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		if te.Field == "" {
+			return fmt.Sprintf("invalid JSON body: want an object, found %s", te.Value)
+		}
+		return fmt.Sprintf("invalid JSON body: field %q must be %s, found %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "invalid JSON body: unexpected end of input"
+	}
+	return "invalid JSON body: " + err.Error()
+}
+
+// jsonKind names a Go kind as its JSON type.
+func jsonKind(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int", "int64", "float64", "uint", "int32", "float32":
+		return "a number"
+	}
+	return "of another type"
+}

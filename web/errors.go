@@ -1,0 +1,118 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// ErrNotFound is matched by errors about a user, conversation, tree node,
+// tool or server that does not exist. It maps to 404.
+var ErrNotFound = errors.New("not found")
+
+// ErrBusy is matched by the error a Runner returns when another query of the
+// same conversation is still running. It maps to 409 (or an error event once
+// a stream has started).
+var ErrBusy = errors.New("conversation busy")
+
+// ErrInvalidInput is matched by errors about a request that is well formed
+// but cannot be carried out (an unknown initialisation mode, a duplicate
+// branch id). It maps to 422.
+var ErrInvalidInput = errors.New("invalid input")
+
+// ErrUnavailable is matched by errors about a dependency that is temporarily
+// unavailable (a server whose circuit is open). It maps to 503.
+var ErrUnavailable = errors.New("unavailable")
+
+// requestError is an error web itself finds in a request (bad JSON, a
+// missing field, a missing key); its message is shown to the client as is.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &requestError{http.StatusBadRequest, msg} }
+
+// errUnauthorized is the answer to a missing or unknown API key.
+var errUnauthorized = &requestError{http.StatusUnauthorized, "missing or invalid API key"}
+
+// statusOf maps an error to its HTTP status. It is the one place where
+// errors become status codes.
+func statusOf(err error) int {
+	var re *requestError
+	switch {
+	case errors.As(err, &re):
+		return re.status
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrBusy):
+		return http.StatusConflict
+	case errors.Is(err, tools.ErrInvalidArguments),
+		errors.Is(err, tools.ErrUnknownTool),
+		errors.Is(err, ErrInvalidInput):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	case errors.Is(err, context.Canceled):
+		return 499 // client closed request, as nginx logs it; nobody reads the body
+	}
+	return http.StatusInternalServerError
+}
+
+// publicMessage returns what the client is told about err with the given
+// status: the error's own text below 500, a generic message with the
+// request id from 500 up (the detail goes to the log).
+func publicMessage(ctx context.Context, status int, err error) string {
+	if status < 500 {
+		return err.Error()
+	}
+	generic := "internal error"
+	switch status {
+	case http.StatusBadGateway:
+		generic = "MCP server failure"
+	case http.StatusServiceUnavailable:
+		generic = "service unavailable"
+	case http.StatusGatewayTimeout:
+		generic = "timed out"
+	}
+	return generic + " (request id " + RequestID(ctx) + ")"
+}
+
+// fail answers a JSON request with err mapped to its status and message,
+// merged with the extra fields of the route's body (so a failed tree request
+// still carries "tree": {}). 5xx details are logged here, once.
+func (s *Server) fail(c *gin.Context, err error, extra gin.H) {
+	s.failStatus(c, statusOf(err), err, extra)
+}
+
+// failServer is fail for the MCP server routes, where an unclassified error
+// is a failure of the server behind the gateway (502), not of this service.
+func (s *Server) failServer(c *gin.Context, err error, extra gin.H) {
+	status := statusOf(err)
+	if status == http.StatusInternalServerError {
+		status = http.StatusBadGateway
+	}
+	s.failStatus(c, status, err, extra)
+}
+
+func (s *Server) failStatus(c *gin.Context, status int, err error, extra gin.H) {
+	ctx := c.Request.Context()
+	if status >= 500 {
+		s.logger.ErrorContext(ctx, "request failed", slog.Int("status", status), slog.String("route", c.FullPath()), slog.Any("err", err))
+	}
+	body := gin.H{}
+	for k, v := range extra {
+		body[k] = v
+	}
+	body["error"] = publicMessage(ctx, status, err)
+	c.AbortWithStatusJSON(status, body)
+}

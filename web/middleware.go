@@ -1,0 +1,127 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// requestIDHeader carries the request id in both directions.
+const requestIDHeader = "X-Request-ID"
+
+// keyRequestID is the slog key of the request id.
+const keyRequestID = "request_id"
+
+// ctxKey is the type of the context keys of this package.
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// RequestID returns the request id stored in ctx by the server's middleware,
+// or "" when there is none. Adapters pass it on (tools.Call.RequestID) so a
+// tool call's log lines can be matched with its request.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// validRequestID reports whether a client-supplied request id may be reused:
+// 1 to 128 characters from [A-Za-z0-9._:-], so it is safe in logs and
+// headers.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		ok := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' ||
+			b == '.' || b == '_' || b == '-' || b == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// requestIDMiddleware takes the request id from X-Request-ID when valid,
+// generates one otherwise, sets it on the response and puts it in the
+// request's context.
+func requestIDMiddleware(c *gin.Context) {
+	id := c.GetHeader(requestIDHeader)
+	if !validRequestID(id) {
+		id = tools.NewID()
+	}
+	c.Header(requestIDHeader, id)
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestIDKey, id))
+	c.Next()
+}
+
+// accessLog logs one line per request, after it is served. The
+// Authorization header and query strings are never logged.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	s.logger.InfoContext(c.Request.Context(), "http request",
+		slog.String("method", c.Request.Method),
+		slog.String("route", routeOf(c)),
+		slog.String("path", c.Request.URL.Path),
+		slog.Int("status", c.Writer.Status()),
+		slog.Duration("duration", time.Since(start)),
+	)
+}
+
+// recovery turns a handler panic into a 500 with the request id, and logs
+// it. http.ErrAbortHandler is re-panicked, as net/http expects.
+func (s *Server) recovery(c *gin.Context) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if r == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+			panic(r)
+		}
+		err := fmt.Errorf("panic: %v", r)
+		if c.Writer.Written() {
+			s.logger.ErrorContext(c.Request.Context(), "handler panicked after writing", slog.Any("err", err))
+			c.Abort()
+			return
+		}
+		s.failStatus(c, http.StatusInternalServerError, err, nil)
+	}()
+	c.Next()
+}
+
+// routeOf is the route pattern of a request, for logs and metric labels;
+// requests that match no route share one label.
+func routeOf(c *gin.Context) string {
+	if r := c.FullPath(); r != "" {
+		return r
+	}
+	return "unmatched"
+}
+
+// ctxHandler adds the request id found in the record's context to every log
+// record.
+type ctxHandler struct{ slog.Handler }
+
+func (h ctxHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String(keyRequestID, id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h ctxHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return ctxHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h ctxHandler) WithGroup(name string) slog.Handler {
+	return ctxHandler{h.Handler.WithGroup(name)}
+}

@@ -1,0 +1,125 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// emptyObject is sent for "tree" and "config" when a request fails, as
+// Elysia does.
+var emptyObject = struct{}{}
+
+// getTree serves GET /tree/:user_id/:conversation_id: the web UI page for a
+// browser, the conversation's tree as JSON otherwise.
+func (s *Server) getTree(c *gin.Context) {
+	c.Header("Vary", "Accept")
+	if s.assets != nil && prefersHTML(c.GetHeader("Accept")) {
+		s.servePage(c)
+		return
+	}
+	user, conv := c.Param("user_id"), c.Param("conversation_id")
+	if !s.authorizeUser(c, user) {
+		return
+	}
+	tree, err := s.deps.Trees.TreeJSON(c.Request.Context(), user, conv)
+	if err != nil {
+		s.fail(c, err, gin.H{"conversation_id": conv, "tree": emptyObject})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"conversation_id": conv, "tree": tree, "error": ""})
+}
+
+// initTreeBody is the body of POST /init/tree; low_memory is accepted and
+// ignored (DESIGN.md).
+type initTreeBody struct {
+	LowMemory            bool   `json:"low_memory"`
+	BranchInitialisation string `json:"branch_initialisation"`
+}
+
+// initTree serves POST /init/tree/:user_id/:conversation_id.
+func (s *Server) initTree(c *gin.Context) {
+	conv := c.Param("conversation_id")
+	extra := gin.H{"conversation_id": conv, "tree": emptyObject}
+	var body initTreeBody
+	if err := s.decode(c, &body, true); err != nil {
+		s.fail(c, err, extra)
+		return
+	}
+	tree, err := s.deps.Trees.InitTree(c.Request.Context(), c.Param("user_id"), conv, body.BranchInitialisation)
+	if err != nil {
+		s.fail(c, err, extra)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"conversation_id": conv, "tree": tree, "error": ""})
+}
+
+// initUser serves POST /init/user/:user_id.
+func (s *Server) initUser(c *gin.Context) {
+	existed, config, err := s.deps.Users.InitUser(c.Request.Context(), c.Param("user_id"))
+	if err != nil {
+		s.fail(c, err, gin.H{"user_exists": false, "config": emptyObject})
+		return
+	}
+	if config == nil {
+		config = emptyObject
+	}
+	c.JSON(http.StatusOK, gin.H{"error": "", "user_exists": existed, "config": config})
+}
+
+// availableTools serves GET /tools/available.
+func (s *Server) availableTools(c *gin.Context) {
+	c.Header("Cache-Control", "no-cache")
+	list, err := s.deps.Catalog.AvailableTools(c.Request.Context())
+	if err != nil {
+		s.fail(c, err, gin.H{"tools": emptyObject})
+		return
+	}
+	if list == nil {
+		list = emptyObject
+	}
+	c.JSON(http.StatusOK, gin.H{"error": "", "tools": list})
+}
+
+// treeOp serves POST /tools/:user_id/<kind>.
+func (s *Server) treeOp(kind TreeOpKind) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		extra := gin.H{"tree": emptyObject}
+		var op TreeOp
+		var required []string
+		switch kind {
+		case OpAddTool, OpRemoveTool:
+			required = []string{"tool_name"}
+		}
+		if err := s.decode(c, &op, false, required...); err != nil {
+			s.fail(c, err, extra)
+			return
+		}
+		op.Kind = kind
+		if kind == OpAddBranch || kind == OpRemoveBranch {
+			if op.ID == "" {
+				op.ID = op.BranchID
+			}
+			if op.ID == "" {
+				s.fail(c, badRequest(`missing field "id" (the branch id)`), extra)
+				return
+			}
+		}
+		tree, err := s.deps.Trees.ApplyOp(c.Request.Context(), c.Param("user_id"), op)
+		if err != nil {
+			s.fail(c, err, extra)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"error": "", "tree": tree})
+	}
+}
+
+// decode reads the request body (at most the configured limit) and decodes
+// it into dst; see decodeJSON.
+func (s *Server) decode(c *gin.Context, dst any, optional bool, required ...string) error {
+	body, err := readBody(c.Writer, c.Request, s.maxBody)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, dst, optional, required...)
+}

@@ -1,0 +1,188 @@
+package web
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultHeartbeat is the idle interval after which a stream gets a
+// heartbeat when Options.Heartbeat is zero.
+const DefaultHeartbeat = 15 * time.Second
+
+// Deps are the services the routes need. Every field is required: New
+// panics when one is nil.
+type Deps struct {
+	Trees         Trees
+	Catalog       Catalog
+	Runner        Runner
+	Conversations Conversations
+	Users         Users
+	Servers       Servers
+}
+
+// Options configures a Server. A nil *Options means the defaults; New copies
+// it, so later changes have no effect.
+type Options struct {
+	// Logger receives the access log and the details of failed requests;
+	// each record gets the request id. Nil means a discard logger.
+	Logger *slog.Logger
+	// Keys maps API keys to user ids ("*" for an admin key), as returned by
+	// ParseKeys or LoadKeysFile. Nil or empty means no authentication: every
+	// route is open (see CheckBind). The map is copied.
+	Keys map[string]string
+	// Registry receives the HTTP metrics and is served on /metrics. Nil
+	// means a private registry holding only the HTTP metrics.
+	Registry *prometheus.Registry
+	// Ready reports whether the service can take traffic, for /readyz; its
+	// error is logged, never shown. Nil means always ready.
+	Ready func(ctx context.Context) error
+	// Assets holds the web UI's files (index.html, app.js, style.css) at its
+	// root; they are served under /ui/, and index.html for a browser's GET
+	// /tree/:user_id/:conversation_id. Nil means no UI: those requests get
+	// JSON.
+	Assets fs.FS
+	// Heartbeat is the idle interval after which streams get a heartbeat
+	// (an SSE comment, a WebSocket ping). Zero means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// MaxBodyBytes limits request bodies and WebSocket messages. Zero means
+	// DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int64
+	// WebSocketOrigins lists the extra origins (host patterns, as in
+	// path.Match) allowed to open a WebSocket; the service's own origin is
+	// always allowed. Nil means only the service's own.
+	WebSocketOrigins []string
+}
+
+// Server is the HTTP API. It holds no per-request state and is safe for
+// concurrent use; it starts no goroutines of its own (streams run on their
+// request's goroutine and end with it).
+type Server struct {
+	deps      Deps
+	logger    *slog.Logger
+	keys      keyring
+	registry  *prometheus.Registry
+	ready     func(ctx context.Context) error
+	assets    fs.FS
+	heartbeat time.Duration
+	maxBody   int64
+	origins   []string
+	engine    *gin.Engine
+}
+
+// New returns a Server for deps. It panics if a dependency is nil, which is
+// a programming error. It does no I/O.
+func New(deps Deps, opts *Options) *Server {
+	switch {
+	case deps.Trees == nil:
+		panic("web.New: nil Deps.Trees")
+	case deps.Catalog == nil:
+		panic("web.New: nil Deps.Catalog")
+	case deps.Runner == nil:
+		panic("web.New: nil Deps.Runner")
+	case deps.Conversations == nil:
+		panic("web.New: nil Deps.Conversations")
+	case deps.Users == nil:
+		panic("web.New: nil Deps.Users")
+	case deps.Servers == nil:
+		panic("web.New: nil Deps.Servers")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{
+		deps:      deps,
+		logger:    slog.New(ctxHandler{o.Logger.Handler()}).With("component", "web"),
+		keys:      newKeyring(o.Keys),
+		registry:  o.Registry,
+		ready:     o.Ready,
+		assets:    o.Assets,
+		heartbeat: o.Heartbeat,
+		maxBody:   o.MaxBodyBytes,
+		origins:   append([]string(nil), o.WebSocketOrigins...),
+	}
+	s.engine = s.routes(newHTTPMetrics(o.Registry))
+	return s
+}
+
+// Handler returns the http.Handler serving every route. It is the same
+// handler on every call.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// routes builds the gin engine.
+func (s *Server) routes(m *httpMetrics) *gin.Engine {
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.Use(requestIDMiddleware, m.middleware, s.accessLog, s.recovery)
+	e.NoRoute(func(c *gin.Context) {
+		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
+	})
+	e.NoMethod(func(c *gin.Context) {
+		s.fail(c, &requestError{http.StatusMethodNotAllowed, "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path}, nil)
+	})
+
+	// Open routes.
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/ui/*filepath", s.uiAsset)
+	e.HEAD("/ui/*filepath", s.uiAsset)
+	// The page shell is open; its JSON needs the user's key (checked inside).
+	e.GET("/tree/:user_id/:conversation_id", s.getTree)
+
+	e.GET("/metrics", s.requireAdmin, metricsHandler(s.registry))
+
+	e.POST("/init/user/:user_id", s.requireUser, s.initUser)
+	e.POST("/init/tree/:user_id/:conversation_id", s.requireUser, s.initTree)
+	e.GET("/tools/available", s.requireKey, s.availableTools)
+	for _, kind := range []TreeOpKind{OpAddTool, OpRemoveTool, OpAddBranch, OpRemoveBranch} {
+		e.POST("/tools/:user_id/"+string(kind), s.requireUser, s.treeOp(kind))
+	}
+
+	e.POST("/query/:user_id/:conversation_id", s.requireUser, s.querySSE)
+	// Each WebSocket message is checked against the key's user.
+	e.GET("/ws/query", s.requireKey, s.queryWS)
+
+	e.GET("/conversations/:user_id", s.requireUser, s.listConversations)
+	e.GET("/conversations/:user_id/:conversation_id", s.requireUser, s.getConversation)
+	e.DELETE("/conversations/:user_id/:conversation_id", s.requireUser, s.deleteConversation)
+
+	e.GET("/api/servers", s.requireKey, s.listServers)
+	e.POST("/api/servers/:name/list", s.requireKey, s.serverList)
+	e.POST("/api/servers/:name/execute", s.requireKey, s.serverExecute)
+	return e
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"error": "", "status": "ok"})
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	if s.ready != nil {
+		if err := s.ready(c.Request.Context()); err != nil {
+			s.logger.WarnContext(c.Request.Context(), "not ready", slog.Any("err", err))
+			c.JSON(http.StatusServiceUnavailable, gin.H{"error": "not ready", "status": "not_ready"})
+			return
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"error": "", "status": "ready"})
+}

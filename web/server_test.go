@@ -1,0 +1,317 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.TestMode)
+	os.Exit(m.Run())
+}
+
+// testRequestID is sent with every test request so 5xx bodies are stable.
+const testRequestID = "test-req-1"
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type harness struct {
+	srv    *Server
+	runner *fakeRunner
+	trees  *fakeTrees
+	reg    *prometheus.Registry
+	logs   *syncBuffer
+}
+
+var testAssets = fstest.MapFS{
+	"index.html": {Data: []byte("<!doctype html><title>Elysia</title><script src=\"/ui/app.js\"></script>")},
+	"app.js":     {Data: []byte("console.log('elysia');\n")},
+	"style.css":  {Data: []byte("body{}\n")},
+}
+
+// newHarness returns a Server over fresh fakes. opts may be nil; its
+// Logger, Registry and Assets are filled in when unset.
+func newHarness(t *testing.T, opts *Options) *harness {
+	t.Helper()
+	h := &harness{runner: newFakeRunner(), trees: &fakeTrees{}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if o.Registry == nil {
+		o.Registry = h.reg
+	}
+	if o.Assets == nil {
+		o.Assets = testAssets
+	}
+	h.srv = New(Deps{
+		Trees: h.trees, Catalog: h.trees, Runner: h.runner,
+		Conversations: &fakeStore{}, Users: &fakeStore{}, Servers: fakeServers{},
+	}, &o)
+	return h
+}
+
+// do serves one request through the handler. headers are name, value
+// pairs.
+func (h *harness) do(t *testing.T, method, path, body string, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequestWithContext(t.Context(), method, path, r)
+	req.Header.Set(requestIDHeader, testRequestID)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.srv.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+// checkGolden compares a JSON response's status and body with
+// testdata/<name>.golden, or rewrites it with -update.
+func checkGolden(t *testing.T, name string, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	var body any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("response is not JSON: %v\n%s", err, rec.Body.String())
+	}
+	got, err := json.MarshalIndent(map[string]any{"status": rec.Code, "body": body}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s: response differs from golden file\ngot:\n%s\nwant:\n%s", name, got, want)
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	big := `{"query": "` + strings.Repeat("x", DefaultMaxBodyBytes) + `"}`
+	tests := []struct {
+		name, method, path, body string
+		wantStatus               int
+	}{
+		{"tree_get", "GET", "/tree/alice/c1", "", 200},
+		{"tree_get_internal_error", "GET", "/tree/alice/boom", "", 500},
+		{"init_user", "POST", "/init/user/alice", "", 200},
+		{"init_tree", "POST", "/init/tree/alice/c1", `{"low_memory": true, "branch_initialisation": "multi_branch"}`, 200},
+		{"init_tree_no_body", "POST", "/init/tree/alice/c1", "", 200},
+		{"init_tree_bad_mode", "POST", "/init/tree/alice/c1", `{"branch_initialisation": "two_branch"}`, 422},
+		{"init_tree_bad_json", "POST", "/init/tree/alice/c1", `{"low_memory": false, "bra`, 400},
+		{"init_tree_wrong_type", "POST", "/init/tree/alice/c1", `{"low_memory": "yes"}`, 400},
+		{"tools_available", "GET", "/tools/available", "", 200},
+		{"tools_add", "POST", "/tools/alice/add", `{"tool_name": "mcp_todo", "branch_id": "base", "from_tool_ids": []}`, 200},
+		{"tools_add_missing_tool_name", "POST", "/tools/alice/add", `{"branch_id": "base"}`, 400},
+		{"tools_add_unknown_tool", "POST", "/tools/alice/add", `{"tool_name": "nope", "branch_id": "base"}`, 422},
+		{"tools_add_no_body", "POST", "/tools/alice/add", "", 400},
+		{"tools_remove", "POST", "/tools/alice/remove", `{"tool_name": "mcp_todo", "branch_id": "base"}`, 200},
+		{"tools_add_branch", "POST", "/tools/alice/add_branch", `{"id": "search", "instruction": "Pick a search tool.", "description": "Searching", "from_branch_id": "base"}`, 200},
+		{"tools_add_branch_missing_id", "POST", "/tools/alice/add_branch", `{"instruction": "x"}`, 400},
+		{"tools_remove_branch", "POST", "/tools/alice/remove_branch", `{"id": "search"}`, 200},
+		{"tools_remove_branch_missing", "POST", "/tools/alice/remove_branch", `{"id": "missing"}`, 404},
+		{"conversations_list", "GET", "/conversations/alice", "", 200},
+		{"conversations_list_empty", "GET", "/conversations/nobody", "", 200},
+		{"conversation_get", "GET", "/conversations/alice/c1", "", 200},
+		{"conversation_get_missing", "GET", "/conversations/alice/c9", "", 404},
+		{"conversation_delete", "DELETE", "/conversations/alice/c1", "", 200},
+		{"conversation_delete_missing", "DELETE", "/conversations/alice/c9", "", 404},
+		{"servers", "GET", "/api/servers", "", 200},
+		{"server_list", "POST", "/api/servers/todo/list", "", 200},
+		{"server_list_by_tool_name", "POST", "/api/servers/mcp_todo/list", "", 200},
+		{"server_list_unknown", "POST", "/api/servers/nope/list", "", 404},
+		{"server_list_failure", "POST", "/api/servers/broken/list", "", 502},
+		{"server_execute", "POST", "/api/servers/todo/execute", `{"tool_name": "create_todo", "tool_inputs": {"title": "Buy milk", "priority": 2}}`, 200},
+		{"server_execute_invalid_args", "POST", "/api/servers/todo/execute", `{"tool_name": "create_todo", "tool_inputs": {"priority": 9}}`, 422},
+		{"server_execute_unknown_tool", "POST", "/api/servers/todo/execute", `{"tool_name": "create_tood"}`, 422},
+		{"server_execute_unknown_server", "POST", "/api/servers/nope/execute", `{"tool_name": "create_todo"}`, 404},
+		{"server_execute_missing_tool_name", "POST", "/api/servers/todo/execute", `{"tool_inputs": {}}`, 400},
+		{"server_execute_inputs_not_object", "POST", "/api/servers/todo/execute", `{"tool_name": "create_todo", "tool_inputs": [1]}`, 400},
+		{"query_missing_query", "POST", "/query/alice/c1", `{"query_id": "q1"}`, 400},
+		{"query_empty_query", "POST", "/query/alice/c1", `{"query": ""}`, 400},
+		{"query_bad_json", "POST", "/query/alice/c1", `{"query": "hi", "query_id"`, 400},
+		{"query_not_object", "POST", "/query/alice/c1", `["hi"]`, 400},
+		{"query_trailing_data", "POST", "/query/alice/c1", `{"query": "hi"} x`, 400},
+		{"query_busy", "POST", "/query/alice/c1", `{"query": "busy"}`, 409},
+		{"query_too_large", "POST", "/query/alice/c1", big, 413},
+		{"healthz", "GET", "/healthz", "", 200},
+		{"readyz", "GET", "/readyz", "", 200},
+		{"no_route", "GET", "/nope", "", 404},
+		{"method_not_allowed", "PUT", "/healthz", "", 405},
+	}
+	h := newHarness(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := h.do(t, tt.method, tt.path, tt.body)
+			if rec.Code != tt.wantStatus {
+				t.Errorf("status = %d, want %d; body %s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			if got := rec.Header().Get("Content-Type"); !strings.HasPrefix(got, "application/json") {
+				t.Errorf("Content-Type = %q, want JSON", got)
+			}
+			checkGolden(t, tt.name, rec)
+		})
+	}
+}
+
+func TestTreeOpDecoded(t *testing.T) {
+	h := newHarness(t, nil)
+	rec := h.do(t, "POST", "/tools/alice/add", `{"tool_name": "mcp_todo", "branch_id": "base", "from_tool_ids": ["a"], "conversation_id": "c2"}`)
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	got := h.trees.lastOp()
+	if got.Kind != OpAddTool || got.ToolName != "mcp_todo" || got.BranchID != "base" || got.ConversationID != "c2" || len(got.FromToolIDs) != 1 {
+		t.Errorf("op = %+v", got)
+	}
+	// remove_branch takes Elysia's "id", or "branch_id" as a fallback.
+	h.do(t, "POST", "/tools/alice/remove_branch", `{"branch_id": "search"}`)
+	if got := h.trees.lastOp(); got.Kind != OpRemoveBranch || got.ID != "search" {
+		t.Errorf("op = %+v", got)
+	}
+}
+
+func TestInternalErrorDetailOnlyInLog(t *testing.T) {
+	h := newHarness(t, nil)
+	rec := h.do(t, "GET", "/tree/alice/boom", "")
+	if strings.Contains(rec.Body.String(), "secret detail") {
+		t.Errorf("5xx body leaks the detail: %s", rec.Body)
+	}
+	if !strings.Contains(rec.Body.String(), testRequestID) {
+		t.Errorf("5xx body lacks the request id: %s", rec.Body)
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, "secret detail") || !strings.Contains(logs, `"request_id":"`+testRequestID+`"`) {
+		t.Errorf("log lacks the detail or the request id:\n%s", logs)
+	}
+}
+
+func TestReadyzNotReady(t *testing.T) {
+	h := newHarness(t, &Options{Ready: func(context.Context) error { return errors.New("store: dial tcp: refused") }})
+	rec := h.do(t, "GET", "/readyz", "")
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status = %d", rec.Code)
+	}
+	checkGolden(t, "readyz_not_ready", rec)
+}
+
+func TestRequestID(t *testing.T) {
+	h := newHarness(t, nil)
+	rec := h.do(t, "GET", "/healthz", "")
+	if got := rec.Header().Get(requestIDHeader); got != testRequestID {
+		t.Errorf("X-Request-ID = %q, want the request's %q", got, testRequestID)
+	}
+	for _, bad := range []string{"", "has space", strings.Repeat("a", 200), "new\nline"} {
+		rec := h.do(t, "GET", "/healthz", "", requestIDHeader, bad)
+		got := rec.Header().Get(requestIDHeader)
+		if got == bad || !validRequestID(got) {
+			t.Errorf("X-Request-ID for %q = %q, want a generated id", bad, got)
+		}
+	}
+	if !strings.Contains(h.logs.String(), `"request_id":"`+testRequestID+`"`) {
+		t.Errorf("access log lacks the request id")
+	}
+}
+
+func TestUIPage(t *testing.T) {
+	h := newHarness(t, nil)
+	const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	rec := h.do(t, "GET", "/tree/alice/c1", "", "Accept", browser)
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("browser GET /tree: %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	if rec.Header().Get("Vary") != "Accept" {
+		t.Errorf("Vary = %q, want Accept", rec.Header().Get("Vary"))
+	}
+	rec = h.do(t, "GET", "/tree/alice/c1", "", "Accept", "*/*")
+	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") || rec.Header().Get("Vary") != "Accept" {
+		t.Errorf("fetch GET /tree: %q, Vary %q", rec.Header().Get("Content-Type"), rec.Header().Get("Vary"))
+	}
+	for path, want := range map[string]string{"/ui/app.js": "javascript", "/ui/style.css": "text/css", "/ui/": "text/html", "/ui/index.html": "text/html"} {
+		rec := h.do(t, "GET", path, "")
+		if rec.Code != 200 || !strings.Contains(rec.Header().Get("Content-Type"), want) {
+			t.Errorf("GET %s: %d %q, want 200 %s", path, rec.Code, rec.Header().Get("Content-Type"), want)
+		}
+	}
+	if rec := h.do(t, "GET", "/ui/missing.js", ""); rec.Code != 404 {
+		t.Errorf("GET /ui/missing.js: %d, want 404", rec.Code)
+	}
+}
+
+func TestPrefersHTML(t *testing.T) {
+	tests := map[string]bool{
+		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8": true,
+		"*/*":                               false,
+		"":                                  false,
+		"application/json":                  false,
+		"application/json, text/html":       false,
+		"text/html;q=0.5, application/json": false,
+		"TEXT/HTML":                         true,
+	}
+	for accept, want := range tests {
+		if got := prefersHTML(accept); got != want {
+			t.Errorf("prefersHTML(%q) = %v, want %v", accept, got, want)
+		}
+	}
+}
+
+func TestNewPanicsOnNilDependency(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("New with a nil dependency did not panic")
+		}
+	}()
+	New(Deps{}, nil)
+}

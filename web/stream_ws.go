@@ -1,0 +1,173 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// minPingTimeout bounds how long a WebSocket ping waits for its pong.
+const minPingTimeout = 5 * time.Second
+
+// queryWS serves GET /ws/query, Elysia's query WebSocket. Each text message
+// {"user_id", "conversation_id", "query_id", "query"} starts a query; its
+// envelopes come back as text messages, and several queries may run at once
+// over one socket. A message for a user the key may not act for gets an
+// error event. After each idle heartbeat interval the server sends a ping.
+// Closing the socket cancels every query running on it.
+func (s *Server) queryWS(c *gin.Context) {
+	principal := c.GetString(principalKey)
+	opts := &websocket.AcceptOptions{OriginPatterns: s.origins}
+	if _, proto := wsProtocolKey(c.Request); proto != "" {
+		opts.Subprotocols = []string{proto}
+	}
+	conn, err := websocket.Accept(c.Writer, c.Request, opts)
+	if err != nil {
+		// Accept has answered the request already.
+		s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
+		return
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(s.maxBody)
+
+	// The socket's lifetime is this handler's: ctx ends when the reader
+	// fails (the client closed) or the handler returns.
+	ctx, cancel := context.WithCancel(c.Request.Context())
+	defer cancel()
+	ws := &wsSession{s: s, conn: conn, principal: principal, out: make(chan tools.Envelope, runBuffer)}
+	ws.wg.Go(func() { ws.writeLoop(ctx, cancel) })
+	ws.readLoop(ctx)
+	cancel()
+	ws.wg.Wait()
+	conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// wsSession is one WebSocket connection. The handler's goroutine reads;
+// writeLoop owns every write; each query runs on its own goroutine. All are
+// tracked by wg and end with the handler.
+type wsSession struct {
+	s         *Server
+	conn      *websocket.Conn
+	principal string
+	out       chan tools.Envelope
+	wg        sync.WaitGroup
+}
+
+// send queues env for the writer; it gives up when the socket is gone.
+func (ws *wsSession) send(ctx context.Context, env tools.Envelope) {
+	select {
+	case ws.out <- env:
+	case <-ctx.Done():
+	}
+}
+
+// readLoop reads query messages until the socket fails or ctx ends.
+func (ws *wsSession) readLoop(ctx context.Context) {
+	for {
+		typ, data, err := ws.conn.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) && ctx.Err() == nil {
+				ws.s.logger.DebugContext(ctx, "websocket read ended", slog.Any("err", err))
+			}
+			return
+		}
+		if typ != websocket.MessageText {
+			ws.send(ctx, errorEnvelope("want a text message holding JSON", "", "", ""))
+			continue
+		}
+		var m wsMessage
+		if err := decodeJSON(data, &m, false, "user_id", "conversation_id", "query"); err != nil {
+			ws.send(ctx, errorEnvelope(wsText(err.Error()), m.UserID, m.ConversationID, m.QueryID))
+			continue
+		}
+		if !mayActFor(ws.principal, m.UserID) {
+			ws.send(ctx, errorEnvelope(forbidden(m.UserID).Error(), m.UserID, m.ConversationID, m.QueryID))
+			continue
+		}
+		if m.QueryID == "" {
+			m.QueryID = tools.NewID()
+		}
+		ws.wg.Go(func() { ws.runQuery(ctx, m) })
+	}
+}
+
+// wsText rewords body-decoding errors for a WebSocket message.
+func wsText(msg string) string {
+	const prefix = "invalid JSON body"
+	if len(msg) >= len(prefix) && msg[:len(prefix)] == prefix {
+		return "invalid JSON message" + msg[len(prefix):]
+	}
+	if msg == "missing JSON body" {
+		return "empty message"
+	}
+	return msg
+}
+
+// runQuery runs one query of the socket and forwards its envelopes.
+func (ws *wsSession) runQuery(ctx context.Context, m wsMessage) {
+	r := ws.s.startRun(ctx, m.UserID, m.ConversationID, m.QueryID, m.Query)
+	sentError := false
+	for {
+		select {
+		case env := <-r.events:
+			sentError = sentError || env.Type == tools.EventError
+			ws.send(ctx, env)
+		case err := <-r.done:
+			for drained := false; !drained; {
+				select {
+				case env := <-r.events:
+					sentError = sentError || env.Type == tools.EventError
+					ws.send(ctx, env)
+				default:
+					drained = true
+				}
+			}
+			if err != nil && !sentError {
+				if env, ok := ws.s.runErrorEnvelope(ctx, err, m.UserID, m.ConversationID, m.QueryID); ok {
+					ws.send(ctx, env)
+				}
+			}
+			return
+		}
+	}
+}
+
+// writeLoop writes queued envelopes, and pings after each idle heartbeat
+// interval. A failed write or ping ends the session.
+func (ws *wsSession) writeLoop(ctx context.Context, cancel context.CancelFunc) {
+	timer := time.NewTimer(ws.s.heartbeat)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case env := <-ws.out:
+			b, err := json.Marshal(env)
+			if err == nil {
+				err = ws.conn.Write(ctx, websocket.MessageText, b)
+			}
+			if err != nil {
+				cancel()
+				return
+			}
+		case <-timer.C:
+			pctx, pcancel := context.WithTimeout(ctx, max(2*ws.s.heartbeat, minPingTimeout))
+			err := ws.conn.Ping(pctx)
+			pcancel()
+			if err != nil {
+				cancel()
+				return
+			}
+		}
+		timer.Reset(ws.s.heartbeat)
+	}
+}
