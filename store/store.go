@@ -1,0 +1,262 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+)
+
+// DefaultSQLitePath is where [Open] puts the SQLite database when given an
+// empty data source name. It is relative to the working directory.
+const DefaultSQLitePath = "data/elysia.db"
+
+// sqlitePragmas are set on every SQLite connection: WAL so readers never wait
+// for the writer, a busy timeout so concurrent writers queue instead of
+// failing with SQLITE_BUSY, foreign keys so events go with their
+// conversation, and immediate transactions so a transaction that reads then
+// writes never fails to upgrade its lock (which busy_timeout cannot retry).
+const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+
+// dialect is the SQL flavour a Store speaks.
+type dialect int
+
+const (
+	dialectSQLite dialect = iota
+	dialectPostgres
+)
+
+// Options configures [Open]. A nil *Options means the defaults.
+type Options struct {
+	// Logger receives lifecycle messages (database opened, schema migrated).
+	// Nil means a logger that discards everything.
+	Logger *slog.Logger
+}
+
+// Store is a handle on the database of users and conversations. It is safe
+// for concurrent use by many goroutines, and by several processes on one
+// PostgreSQL database. The caller owns it and must call [Store.Close].
+type Store struct {
+	db      *sql.DB
+	dialect dialect
+	logger  *slog.Logger
+	// where names the database in errors and logs, without any password.
+	where string
+
+	// locks serialises conversations in process for SQLite; see Lock.
+	locks keyedMutex
+
+	// lockWait, when set (by tests), replaces defaultLockWait.
+	lockWait time.Duration
+	// clock, when set (by tests), replaces time.Now.
+	clock func() time.Time
+	// beforeEvent, when set (by tests), runs before each event of SaveQuery
+	// is written; an error aborts the transaction there.
+	beforeEvent func(i int) error
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+
+	// mu guards pgLocks, the PostgreSQL locks held, which Close releases.
+	mu      sync.Mutex
+	pgLocks map[*pgLock]struct{}
+}
+
+// Open connects to the database named by dsn, creates or migrates its
+// schema, and returns a Store ready for use.
+//
+// The data source name selects the backend:
+//   - "" is the SQLite file [DefaultSQLitePath], whose folder is created;
+//   - "postgres://..." or "postgresql://..." is PostgreSQL (any pgx
+//     connection URL, including runtime parameters such as search_path);
+//   - "sqlite://PATH", a "file:" URI, or any other string without "://" is a
+//     SQLite file at that path (folders are created), and ":memory:" is a
+//     private in-memory database.
+//
+// ctx bounds connecting and migrating only; the Store outlives it. Two
+// processes may open the same PostgreSQL database at once: migrations run
+// under an advisory lock. A nil opts means the defaults.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	d, driverDSN, where, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dialect: d, logger: o.Logger.With("store", where), where: where}
+	driver := "sqlite"
+	if d == dialectPostgres {
+		driver = "pgx"
+	}
+	s.db, err = sql.Open(driver, driverDSN)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", where, err)
+	}
+	switch {
+	case d == dialectPostgres:
+		// Each held Lock pins a connection, so the pool is not capped here:
+		// a cap could leave saves waiting for connections that only the
+		// lock holders' saves would free. PostgreSQL's max_connections is
+		// the real bound.
+		s.db.SetMaxIdleConns(8)
+		s.db.SetConnMaxIdleTime(5 * time.Minute)
+	case strings.Contains(driverDSN, ":memory:") || strings.Contains(driverDSN, "mode=memory"):
+		// Every connection to ":memory:" is a different database.
+		s.db.SetMaxOpenConns(1)
+	}
+	if err := s.db.PingContext(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", where, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("migrate schema of %s: %w", where, err)
+	}
+	s.logger.InfoContext(ctx, "store opened")
+	return s, nil
+}
+
+// Close closes the database. PostgreSQL locks still held are released
+// (their sessions end); calling their unlock functions afterwards does
+// nothing. Close may be called more than once and concurrently; later calls
+// return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed.Store(true)
+		s.mu.Unlock()
+		s.releasePGLocks()
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
+
+// Ping checks that the database answers, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s: %w", s.where, err)
+	}
+	return nil
+}
+
+// check returns ErrClosed after Close, and an error when an id is empty.
+func (s *Store) check(ids ...string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	for _, id := range ids {
+		if id == "" {
+			return errors.New("empty user or conversation id")
+		}
+	}
+	return nil
+}
+
+// q rewrites a query written with ? placeholders for the Store's dialect.
+func (s *Store) q(query string) string {
+	if s.dialect != dialectPostgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// parseDSN returns the backend, the DSN to give its driver, and a name for
+// the database that is safe to log. It creates the SQLite file's folder.
+func parseDSN(dsn string) (d dialect, driverDSN, where string, err error) {
+	dsn = strings.TrimSpace(dsn)
+	lower := strings.ToLower(dsn)
+	switch {
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return 0, "", "", errors.New("invalid PostgreSQL URL") // the URL may hold a password
+		}
+		return dialectPostgres, dsn, "postgres://" + u.Host + u.Path, nil
+	case dsn == "":
+		return sqliteDSN(DefaultSQLitePath)
+	case strings.HasPrefix(lower, "sqlite://"):
+		return sqliteDSN(dsn[len("sqlite://"):])
+	case strings.HasPrefix(lower, "sqlite:"):
+		return sqliteDSN(dsn[len("sqlite:"):])
+	case strings.HasPrefix(lower, "file:"):
+		return sqliteURI(dsn)
+	case strings.Contains(dsn, "://"):
+		scheme, _, _ := strings.Cut(dsn, "://")
+		return 0, "", "", fmt.Errorf("unsupported database URL scheme %q (want postgres://, sqlite:// or a file path)", scheme)
+	default:
+		return sqliteDSN(dsn)
+	}
+}
+
+// sqliteDSN builds the driver DSN for a SQLite file path.
+func sqliteDSN(path string) (dialect, string, string, error) {
+	if path == "" {
+		return 0, "", "", errors.New("empty SQLite path")
+	}
+	if path == ":memory:" {
+		return dialectSQLite, "file::memory:?" + sqlitePragmas, "sqlite::memory:", nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return 0, "", "", fmt.Errorf("create folder of SQLite database: %w", err)
+	}
+	escaped := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path)
+	return dialectSQLite, "file:" + escaped + "?" + sqlitePragmas, "sqlite:" + path, nil
+}
+
+// sqliteURI adds the store's pragmas to a "file:" URI, before the URI's own
+// parameters so that those win, and creates the file's folder.
+func sqliteURI(uri string) (dialect, string, string, error) {
+	base, query, _ := strings.Cut(uri, "?")
+	path := base[len("file:"):]
+	if strings.HasPrefix(path, "//") { // file://host/path: only an empty or local host is valid
+		rest := path[2:]
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			path = rest[i:]
+		}
+	}
+	if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	if path != "" && path != ":memory:" && !strings.Contains(query, "mode=memory") {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return 0, "", "", fmt.Errorf("create folder of SQLite database: %w", err)
+		}
+	}
+	driverDSN := base + "?" + sqlitePragmas
+	if query != "" {
+		driverDSN += "&" + query
+	}
+	return dialectSQLite, driverDSN, "sqlite:" + path, nil
+}

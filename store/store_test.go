@@ -1,0 +1,267 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+)
+
+// newDSN returns the data source name of a fresh, empty database that is
+// removed when the test ends.
+type newDSN func(t *testing.T) string
+
+// backends are the databases every behaviour runs against.
+var backends = []struct {
+	name string
+	dsn  newDSN
+}{
+	{"sqlite", sqliteTestDSN},
+	{"postgres", postgresTestDSN},
+}
+
+// behaviours is the suite run against each backend.
+var behaviours = []struct {
+	name string
+	run  func(t *testing.T, dsn newDSN)
+}{
+	{"round trip", testRoundTrip},
+	{"large blobs", testLargeBlobs},
+	{"users", testUsers},
+	{"save conversation keeps query state", testSaveConversationKeepsQueryState},
+	{"save query is atomic", testSaveQueryAtomic},
+	{"events in order", testEventsInOrder},
+	{"list newest first", testListNewestFirst},
+	{"delete", testDelete},
+	{"user isolation", testUserIsolation},
+	{"invalid input", testInvalidInput},
+	{"closed store", testClosedStore},
+	{"migration is idempotent", testMigrationIdempotent},
+	{"concurrent save query", testConcurrentSaveQuery},
+	{"two replicas share data", testReplicasShareData},
+	{"lock serialises", testLockSerialises},
+	{"lock honours ctx", testLockHonoursCtx},
+	{"lock keys are independent", testLockKeysIndependent},
+	{"lock across replicas", testLockAcrossReplicas},
+}
+
+func TestStore(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range behaviours {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.run(t, b.dsn)
+				})
+			}
+		})
+	}
+}
+
+func sqliteTestDSN(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "elysia.db")
+}
+
+// postgresTestDSN creates a schema of its own in the database named by
+// ELYSIA_TEST_POSTGRES_URL, drops it when t ends, and returns a URL whose
+// search_path is that schema.
+func postgresTestDSN(t *testing.T) string {
+	t.Helper()
+	testenv.Integration(t)
+	base := os.Getenv("ELYSIA_TEST_POSTGRES_URL")
+	if base == "" {
+		testenv.Missing(t, "ELYSIA_TEST_POSTGRES_URL is not set (run scripts/postgres-test.sh)")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "test_" + hex.EncodeToString(b[:])
+	if _, err := admin.ExecContext(t.Context(), "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema in ELYSIA_TEST_POSTGRES_URL database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openStore opens dsn and closes the store when t ends.
+func openStore(t *testing.T, dsn string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// fakeClock returns a clock that moves one second forward at every reading.
+func fakeClock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(time.Second)
+		return t
+	}
+}
+
+func testMigrationIdempotent(t *testing.T, newDSN newDSN) {
+	dsn := newDSN(t)
+	// Two replicas starting at once, then a restart.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(t.Context(), dsn, nil)
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("concurrent Open: %v", err)
+	}
+	s := openStore(t, dsn)
+	var n, v int
+	if err := s.db.QueryRowContext(t.Context(), "SELECT COUNT(*), MAX(version) FROM schema_version").Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(migrations) || v != len(migrations) {
+		t.Errorf("schema_version has %d rows, max %d; want %d and %d", n, v, len(migrations), len(migrations))
+	}
+}
+
+func testClosedStore(t *testing.T, newDSN newDSN) {
+	s, err := Open(t.Context(), newDSN(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	ctx := t.Context()
+	if _, err := s.EnsureUser(ctx, "alice"); !errors.Is(err, ErrClosed) {
+		t.Errorf("EnsureUser after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := s.GetConversation(ctx, "alice", "c1"); !errors.Is(err, ErrClosed) {
+		t.Errorf("GetConversation after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := s.Lock(ctx, "alice", "c1"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Lock after Close: got %v, want ErrClosed", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Ping after Close: got %v, want ErrClosed", err)
+	}
+}
+
+func TestOpenUnreachablePostgres(t *testing.T) {
+	port := testenv.FreePort(t)
+	dsn := fmt.Sprintf("postgres://elysia:s3cret@127.0.0.1:%d/elysia?sslmode=disable&connect_timeout=5", port)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := Open(ctx, dsn, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a PostgreSQL that is not there succeeded")
+	}
+	msg := err.Error()
+	want := fmt.Sprintf("connect to postgres://127.0.0.1:%d/elysia", port)
+	if !strings.Contains(msg, want) {
+		t.Errorf("error %q does not contain %q", msg, want)
+	}
+	if strings.Contains(msg, "s3cret") {
+		t.Errorf("error %q shows the password", msg)
+	}
+}
+
+func TestOpenDSN(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, dsn string
+		file      string // the SQLite file Open must create
+	}{
+		{"path", filepath.Join(dir, "a", "x.db"), filepath.Join(dir, "a", "x.db")},
+		{"sqlite URL", "sqlite://" + filepath.Join(dir, "b", "x.db"), filepath.Join(dir, "b", "x.db")},
+		{"file URI", "file:" + filepath.Join(dir, "c", "x.db") + "?cache=private", filepath.Join(dir, "c", "x.db")},
+		{"memory", ":memory:", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openStore(t, tc.dsn)
+			if _, err := s.EnsureUser(t.Context(), "alice"); err != nil {
+				t.Fatalf("EnsureUser: %v", err)
+			}
+			if tc.file != "" {
+				if _, err := os.Stat(tc.file); err != nil {
+					t.Errorf("database file: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenDefaultPath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := openStore(t, "")
+	if _, err := s.EnsureUser(t.Context(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(DefaultSQLitePath); err != nil {
+		t.Errorf("default database: %v", err)
+	}
+	var mode string
+	if err := s.db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+}
+
+func TestOpenUnsupportedScheme(t *testing.T) {
+	_, err := Open(t.Context(), "mysql://root@127.0.0.1/elysia", nil)
+	if err == nil || !strings.Contains(err.Error(), `unsupported database URL scheme "mysql"`) {
+		t.Errorf("Open(mysql://...) error = %v, want unsupported scheme", err)
+	}
+}
