@@ -107,6 +107,10 @@ func parseDecision(text string) (choice, error) {
 	return choice{}, errNoDecision
 }
 
+// maxObjectTries bounds the '{' positions tried, so that hostile output full
+// of braces costs linear, not quadratic, time.
+const maxObjectTries = 32
+
 // candidates returns the JSON values found in text: fenced blocks first,
 // then every object that starts at a '{' and decodes.
 func candidates(text string) []any {
@@ -131,10 +135,12 @@ func candidates(text string) []any {
 		}
 		rest = body[j+3:]
 	}
-	for i := 0; i < len(text); i++ {
+	tries := 0
+	for i := 0; i < len(text) && tries < maxObjectTries; i++ {
 		if text[i] != '{' {
 			continue
 		}
+		tries++
 		dec := json.NewDecoder(strings.NewReader(text[i:]))
 		dec.UseNumber()
 		var v map[string]any

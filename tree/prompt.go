@@ -176,7 +176,7 @@ func inputSchema(in []tools.Input) map[string]any {
 
 // messages builds the system and human messages of a decision.
 func messages(instruction string, dc *decisionContext) ([]llms.MessageContent, error) {
-	human, err := json.Marshal(dc)
+	human, err := dc.encode()
 	if err != nil {
 		return nil, err
 	}
@@ -184,4 +184,79 @@ func messages(instruction string, dc *decisionContext) ([]llms.MessageContent, e
 		llms.TextParts(llms.ChatMessageTypeSystem, instruction+systemRules),
 		llms.TextParts(llms.ChatMessageTypeHuman, string(human)),
 	}, nil
+}
+
+// encode writes the context in the contract's key order. It is what
+// json.Marshal would write, built by hand because encoding/json re-compacts
+// the output of every option's inputs Marshaler, which dominated a decision
+// step with many options.
+func (dc *decisionContext) encode() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(512 + 512*len(dc.AvailableOptions))
+	b.WriteString(`{"user_prompt":`)
+	writeString(&b, dc.UserPrompt)
+	b.WriteString(`,"conversation_history":`)
+	if err := writeJSON(&b, dc.ConversationHistory); err != nil {
+		return nil, err
+	}
+	b.WriteString(`,"node":{"id":`)
+	writeString(&b, dc.Node.ID)
+	b.WriteString(`,"instruction":`)
+	writeString(&b, dc.Node.Instruction)
+	b.WriteString(`},"available_options":[`)
+	for i, o := range dc.AvailableOptions {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"name":`)
+		writeString(&b, o.Name)
+		b.WriteString(`,"description":`)
+		writeString(&b, o.Description)
+		b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `,"inputs":`)
+		in, err := o.Inputs.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		b.Write(in)
+		b.WriteByte('}')
+	}
+	b.WriteString(`],"unavailable_options":`)
+	if err := writeJSON(&b, dc.UnavailableOptions); err != nil {
+		return nil, err
+	}
+	b.WriteString(`,"environment":`)
+	if err := writeJSON(&b, dc.Environment); err != nil {
+		return nil, err
+	}
+	b.WriteString(`,"tasks_completed":`)
+	if err := writeJSON(&b, dc.TasksCompleted); err != nil {
+		return nil, err
+	}
+	b.WriteString(`,"previous_errors":`)
+	if err := writeJSON(&b, dc.PreviousErrors); err != nil {
+		return nil, err
+	}
+	b.WriteString(`,"tree_count":`)
+	writeString(&b, dc.TreeCount)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// writeJSON appends v marshalled; nil slices and maps become [] and {}.
+func writeJSON(b *bytes.Buffer, v any) error {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	switch string(out) {
+	case "null":
+		switch v.(type) {
+		case map[string]map[string][]tools.EnvEntry:
+			out = []byte("{}")
+		default:
+			out = []byte("[]")
+		}
+	}
+	b.Write(out)
+	return nil
 }

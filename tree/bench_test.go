@@ -1,0 +1,70 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// instantModel answers every decision at once with the same tool call, so
+// benchmarks measure the tree's own work.
+type instantModel struct{ resp *llms.ContentResponse }
+
+func (m instantModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
+	return m.resp, nil
+}
+
+func (m instantModel) Call(context.Context, string, ...llms.CallOption) (string, error) {
+	return "", nil
+}
+
+func gateways(n int) []Placement {
+	ps := make([]Placement, n)
+	for i := range ps {
+		ps[i] = Placement{Tool: gateway(fmt.Sprintf("server_%02d", i))}
+	}
+	return ps
+}
+
+// BenchmarkDecisionStep measures one decision at a root holding 50
+// gateways: options, decision context JSON, function schemas, parsing and
+// validation of the answer.
+func BenchmarkDecisionStep(b *testing.B) {
+	m := NewManager(nil)
+	m.SetTools(gateways(50))
+	c, _ := m.Conversation(context.Background(), "u", "c")
+	c.env.Add("mcp_server_00", "list", []map[string]any{{"name": "create_todo", "description": "Create a todo"}}, nil)
+	model := instantModel{resp: &llms.ContentResponse{Choices: []*llms.ContentChoice{{
+		Content: "Listing.",
+		ToolCalls: []llms.ToolCall{{FunctionCall: &llms.FunctionCall{
+			Name: "mcp_server_42", Arguments: `{"action":"execute","tool_name":"create_todo","tool_inputs":{"title":"x"}}`}}},
+	}}}}
+	r := c.newRun(model, "create a todo titled x", "q", nil)
+	r.pass = 1
+	root := r.tree.Root()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := r.decide(context.Background(), root)
+		if err != nil || d.opt.id != "mcp_server_42" {
+			b.Fatal(d.opt, err)
+		}
+	}
+}
+
+// BenchmarkTreeJSON measures building a default tree with 100 gateways and
+// rendering its JSON.
+func BenchmarkTreeJSON(b *testing.B) {
+	ps := gateways(100)
+	b.ReportAllocs()
+	for b.Loop() {
+		t, _ := New(OneBranch, nil)
+		for _, p := range ps {
+			t.place(p.Tool, p.Branch, true)
+		}
+		if _, err := t.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

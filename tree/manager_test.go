@@ -1,0 +1,188 @@
+package tree
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func ids(tr *Tree, node string) string {
+	n, ok := tr.Node(node)
+	if !ok {
+		return "<no node " + node + ">"
+	}
+	return strings.Join(n.OptionIDs(), ",")
+}
+
+func TestManagerSetToolsReachesEveryTree(t *testing.T) {
+	ctx := t.Context()
+	m := NewManager(nil)
+	a, b := gateway("a"), gateway("b")
+	m.SetTools([]Placement{{Tool: a}, {Tool: b}})
+	shared, _ := m.Conversation(ctx, "u", "shared")
+	if _, err := m.Apply(ctx, "u", "own", Op{Kind: OpAddBranch, BranchID: "extra", Description: "Extra", Root: true}); err != nil {
+		t.Fatal(err)
+	}
+	own, _ := m.Conversation(ctx, "u", "own")
+	if got := ids(own.Tree(), "base"); got != "text_response,cited_summarize,mcp_a,mcp_b,extra" {
+		t.Fatalf("own tree = %s", got)
+	}
+
+	// Add c, remove a, replace b (new value, same name), keeping file order.
+	b2, c := gateway("b"), gateway("c")
+	m.SetTools([]Placement{{Tool: c}, {Tool: b2}})
+	if got := ids(shared.Tree(), "base"); got != "text_response,cited_summarize,mcp_c,mcp_b" {
+		t.Errorf("shared tree = %s", got)
+	}
+	if got := ids(own.Tree(), "base"); got != "text_response,cited_summarize,mcp_c,mcp_b,extra" {
+		t.Errorf("own tree = %s", got)
+	}
+	for _, tr := range []*Tree{shared.Tree(), own.Tree()} {
+		if got, _ := tr.Tool("mcp_b"); got != b2 {
+			t.Error("mcp_b was not replaced by the new value")
+		}
+	}
+	if got := len(m.AvailableTools()); got != 4 {
+		t.Errorf("available tools = %d, want 4", got)
+	}
+	// A gateway on a configured branch, created when missing.
+	m.SetTools([]Placement{{Tool: c, Branch: "servers"}})
+	if got := ids(shared.Tree(), "servers"); got != "mcp_c" {
+		t.Errorf("servers branch = %s", got)
+	}
+}
+
+func TestManagerCopyOnWrite(t *testing.T) {
+	ctx := t.Context()
+	m := NewManager(nil)
+	m.SetTools([]Placement{{Tool: gateway("todo")}})
+	c1, _ := m.Conversation(ctx, "u", "c1")
+	c2, _ := m.Conversation(ctx, "u", "c2")
+	if c1.Tree() != c2.Tree() {
+		t.Fatal("fresh conversations do not share the default tree")
+	}
+	if _, err := m.Apply(ctx, "u", "c1", Op{Kind: OpRemoveTool, ToolName: "mcp_todo"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c1.Tree().Tool("mcp_todo"); ok {
+		t.Error("c1 still has mcp_todo")
+	}
+	if _, ok := c2.Tree().Tool("mcp_todo"); !ok {
+		t.Error("c2 lost mcp_todo: the change leaked")
+	}
+	def, _ := m.DefaultTree("")
+	if _, ok := def.Tool("mcp_todo"); !ok || c2.Tree() != def {
+		t.Error("the default tree changed")
+	}
+	if _, err := m.Apply(ctx, "u", "c1", Op{Kind: OpAddTool, ToolName: "mcp_missing"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("adding an unknown tool: %v", err)
+	}
+	if _, err := m.Apply(ctx, "u", "c1", Op{Kind: OpAddTool, ToolName: "mcp_todo", BranchID: "base"}); err != nil {
+		t.Error(err)
+	}
+	if got := ids(c1.Tree(), "base"); got != "text_response,cited_summarize,mcp_todo" {
+		t.Errorf("c1 = %s", got)
+	}
+	// Re-initialising drops the ops and goes back to the shared tree.
+	c1, err := m.InitConversation(ctx, "u", "c1", MultiBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb, _ := m.DefaultTree(MultiBranch); c1.Tree() != mb {
+		t.Error("init did not share the multi_branch default")
+	}
+}
+
+func TestManagerPersistence(t *testing.T) {
+	ctx := t.Context()
+	store := newMemStore()
+	m := NewManager(&Options{Store: store})
+	m.SetTools([]Placement{{Tool: gateway("todo")}})
+	if _, err := m.Apply(ctx, "u", "c", Op{Kind: OpAddTool, ToolName: "text_response", FromToolIDs: []string{"mcp_todo"}, Root: true}); !errors.Is(err, ErrExists) {
+		t.Fatalf("duplicate add: %v", err)
+	}
+	if _, err := m.Apply(ctx, "u", "c", Op{Kind: OpAddBranch, BranchID: "more", Root: true}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := m.Conversation(ctx, "u", "c")
+	if err := c.Run(ctx, script(step{call: "mcp_todo", args: `{}`}, step{call: "text_response", args: `{"text":"hi"}`}), "first", "q", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart: a new Manager on the same store.
+	m2 := NewManager(&Options{Store: store})
+	m2.SetTools([]Placement{{Tool: gateway("todo")}})
+	c2, err := m2.Conversation(ctx, "u", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(c2.Tree(), "base"); got != "text_response,cited_summarize,mcp_todo,more" {
+		t.Errorf("restored tree = %s", got)
+	}
+	if h := c2.History(); len(h) != 2 || h[1].Content != "hi" {
+		t.Errorf("restored history = %v", h)
+	}
+	if c2.env.Empty() {
+		t.Error("restored environment is empty")
+	}
+	list, err := m2.Conversations(ctx, "u")
+	if err != nil || len(list) != 1 || list[0].Title != "first" {
+		t.Errorf("list = %v, %v", list, err)
+	}
+	if err := m2.Delete(ctx, "u", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := m2.Conversations(ctx, "u"); len(list) != 0 {
+		t.Errorf("after delete: %v", list)
+	}
+}
+
+func TestManagerConcurrentUse(t *testing.T) {
+	ctx := t.Context()
+	m := NewManager(nil)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			conv := fmt.Sprintf("c%d", i%3)
+			for j := range 20 {
+				m.SetTools([]Placement{{Tool: gateway(fmt.Sprint("g", j%4))}})
+				_, _ = m.Apply(ctx, "u", conv, Op{Kind: OpAddBranch, BranchID: fmt.Sprint("b", i, j), Root: true})
+				c, _ := m.Conversation(ctx, "u", conv)
+				_ = c.Run(ctx, script(step{call: "text_response", args: `{"text":"x"}`}), "q", "", nil)
+				_, _ = c.Tree().MarshalJSON()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestIdleConversationMemory checks that idle conversations share the
+// default tree and stay small.
+func TestIdleConversationMemory(t *testing.T) {
+	ctx := t.Context()
+	m := NewManager(nil)
+	var ps []Placement
+	for i := range 20 {
+		ps = append(ps, Placement{Tool: gateway(fmt.Sprint("server", i))})
+	}
+	m.SetTools(ps)
+	const n = 2000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		c, _ := m.Conversation(ctx, "u", fmt.Sprint("c", i))
+		_ = c.Tree()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(m)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	t.Logf("%d bytes per idle conversation", per)
+	if per > 20<<10 {
+		t.Errorf("%d bytes per idle conversation, want < 20 KiB", per)
+	}
+}
