@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -196,13 +197,38 @@ func (d *treeDecoder) value(depth int) (*jnode, *offsetError) {
 	return n, nil
 }
 
+// lineIndex converts byte offsets to positions in O(log lines), and counts
+// columns from the previous answer when it can, since offsets mostly come
+// in file order (a minified file is one long line).
+type lineIndex struct {
+	data   []byte
+	starts []int // offset of the first byte of each line
+
+	lastLine, lastOff, lastCol int
+}
+
+func newLineIndex(data []byte) *lineIndex {
+	li := &lineIndex{data: data, starts: []int{0}}
+	for i, c := range data {
+		if c == '\n' {
+			li.starts = append(li.starts, i+1)
+		}
+	}
+	return li
+}
+
 // position converts a byte offset to a 1-based line and a 1-based column
 // counted in characters.
-func position(data []byte, off int) (line, col int) {
-	off = min(max(off, 0), len(data))
-	before := data[:off]
-	start := bytes.LastIndexByte(before, '\n') + 1
-	return bytes.Count(before, []byte{'\n'}) + 1, utf8.RuneCount(before[start:]) + 1
+func (li *lineIndex) position(off int) (line, col int) {
+	off = min(max(off, 0), len(li.data))
+	line, _ = slices.BinarySearch(li.starts, off+1) // first start > off
+	from, col := li.starts[line-1], 1
+	if line == li.lastLine && off >= li.lastOff {
+		from, col = li.lastOff, li.lastCol
+	}
+	col += utf8.RuneCount(li.data[from:off])
+	li.lastLine, li.lastOff, li.lastCol = line, off, col
+	return line, col
 }
 
 // stripJSONC blanks out // and /* */ comments and trailing commas with

@@ -87,10 +87,10 @@ func Parse(file string, data []byte, opts *LoadOptions) (*Config, error) {
 	p := &parser{file: file, opts: o, cfg: &Config{File: file},
 		inputs: make(map[string]Input), inputVals: make(map[string]inputValue)}
 	root, oerrs := decodeTree(data)
-	p.data = stripJSONC(data)
+	p.lines = newLineIndex(data)
 	for _, e := range oerrs {
 		if e.first >= 0 {
-			line, col := position(p.data, e.first)
+			line, col := p.lines.position(e.first)
 			e.msg += fmt.Sprintf(" (first at %d:%d)", line, col)
 		}
 		p.errAt(e.off, "", "%s", e.msg)
@@ -100,7 +100,9 @@ func Parse(file string, data []byte, opts *LoadOptions) (*Config, error) {
 	}
 	p.addMCPURL()
 	for _, e := range p.cfg.crossCheck() {
-		p.errs = append(p.errs, e)
+		if len(p.errs) < maxProblems {
+			p.errs = append(p.errs, e)
+		}
 	}
 	for _, w := range p.cfg.Warnings {
 		o.Logger.Warn("mcp.json warning", "warning", w)
@@ -117,7 +119,7 @@ func Parse(file string, data []byte, opts *LoadOptions) (*Config, error) {
 // parser holds the state of one Parse call.
 type parser struct {
 	file      string
-	data      []byte // the data positions refer to
+	lines     *lineIndex
 	opts      LoadOptions
 	cfg       *Config
 	errs      []error
@@ -125,15 +127,39 @@ type parser struct {
 	inputVals map[string]inputValue // values of top-level inputs, once found
 }
 
+// maxProblems bounds the errors and the warnings reported for one file:
+// past that the operator learns nothing more, and a pathological file
+// would cost time.
+const maxProblems = 50
+
 func (p *parser) errAt(off int, server, format string, args ...any) {
-	line, col := position(p.data, off)
-	p.errs = append(p.errs, &ConfigError{File: p.file, Line: line, Column: col, Server: server, Msg: fmt.Sprintf(format, args...)})
+	if len(p.errs) > maxProblems {
+		return
+	}
+	line, col := p.lines.position(off)
+	e := &ConfigError{File: p.file, Line: line, Column: col, Server: server, Msg: fmt.Sprintf(format, args...)}
+	switch {
+	case len(p.errs) < maxProblems:
+		p.errs = append(p.errs, e)
+	case len(p.errs) == maxProblems:
+		e.Server, e.Msg = "", "too many errors"
+		p.errs = append(p.errs, e)
+	}
 }
 
 func (p *parser) warnAt(off int, server, format string, args ...any) {
-	line, col := position(p.data, off)
+	if len(p.cfg.Warnings) > maxProblems {
+		return
+	}
+	line, col := p.lines.position(off)
 	e := &ConfigError{File: p.file, Line: line, Column: col, Server: server, Msg: fmt.Sprintf(format, args...)}
-	p.cfg.Warnings = append(p.cfg.Warnings, e.Error())
+	switch {
+	case len(p.cfg.Warnings) < maxProblems:
+		p.cfg.Warnings = append(p.cfg.Warnings, e.Error())
+	case len(p.cfg.Warnings) == maxProblems:
+		e.Server, e.Msg = "", "too many warnings"
+		p.cfg.Warnings = append(p.cfg.Warnings, e.Error())
+	}
 }
 
 // is reports whether n has kind k, recording "<what> must be <k>" if not.
@@ -215,7 +241,7 @@ func (p *parser) server(name string, off int, obj *jnode, inList bool) {
 		p.errAt(off, "", "server name is empty")
 		return
 	}
-	line, col := position(p.data, off)
+	line, col := p.lines.position(off)
 	sp := &serverParse{p: p, name: name, fieldOff: map[string]int{"": off}, local: map[string]Input{}, localVals: map[string]inputValue{}}
 	sp.s = ServerConfig{Name: name, Enabled: true, Line: line, Column: col}
 	nerr := len(p.errs)
@@ -237,6 +263,9 @@ func (p *parser) server(name string, off int, obj *jnode, inList bool) {
 	}
 	for _, m := range obj.members {
 		sp.member(m, inList)
+	}
+	if len(p.errs) > nerr { // a wrong field would only cause more noise
+		return
 	}
 	sp.finish()
 	if len(p.errs) > nerr {

@@ -1,0 +1,197 @@
+package mcpgateway
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestInputEnvVar(t *testing.T) {
+	for id, want := range map[string]string{
+		"api_token": "ELYSIA_INPUT_API_TOKEN",
+		"api-token": "ELYSIA_INPUT_API_TOKEN",
+		"gh.pat2":   "ELYSIA_INPUT_GH_PAT2",
+		"Token":     "ELYSIA_INPUT_TOKEN",
+	} {
+		if got := InputEnvVar(id); got != want {
+			t.Errorf("InputEnvVar(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// resolved is the part of a ServerConfig substitution decides.
+type resolved struct {
+	Command    string
+	Args       []string
+	Env        map[string]string
+	URL        string
+	Headers    map[string]string
+	Templates  map[string]string
+	Secrets    []string
+	Unresolved string
+}
+
+func TestSubstitution(t *testing.T) {
+	const inputs = `"inputs": [{"type": "promptString", "id": "api_token", "password": true}, {"type": "pickString", "id": "region", "default": "eu"}]`
+	tests := []struct {
+		name string
+		src  string
+		env  map[string]string
+		want resolved
+	}{
+		{
+			name: "env in every field",
+			src:  `{"servers": {"a": {"command": "${env:BIN}", "args": ["--key=${env:KEY}"], "env": {"K": "${env:KEY}"}}}}`,
+			env:  map[string]string{"BIN": "/opt/srv", "KEY": "s3cret-key"},
+			want: resolved{
+				Command: "/opt/srv", Args: []string{"--key=s3cret-key"}, Env: map[string]string{"K": "s3cret-key"},
+				Templates: map[string]string{"command": "${env:BIN}", "args[0]": "--key=${env:KEY}", "env.K": "${env:KEY}"},
+				Secrets:   []string{"s3cret-key", "/opt/srv"},
+			},
+		},
+		{
+			name: "input from ELYSIA_INPUT_",
+			src:  `{` + inputs + `, "servers": {"a": {"url": "https://h/${input:region}", "headers": {"Authorization": "Bearer ${input:api_token}"}}}}`,
+			env:  map[string]string{"ELYSIA_INPUT_API_TOKEN": "tok-123456", "ELYSIA_INPUT_REGION": "us"},
+			want: resolved{
+				URL: "https://h/us", Headers: map[string]string{"Authorization": "Bearer tok-123456"},
+				Templates: map[string]string{"url": "https://h/${input:region}", "headers.Authorization": "Bearer ${input:api_token}"},
+				Secrets:   []string{"Bearer tok-123456", "tok-123456", "us"},
+			},
+		},
+		{
+			name: "input default",
+			src:  `{` + inputs + `, "servers": {"a": {"url": "https://h/${input:region}"}}}`,
+			want: resolved{URL: "https://h/eu", Templates: map[string]string{"url": "https://h/${input:region}"}, Secrets: []string{"eu"}},
+		},
+		{
+			name: "missing input",
+			src:  `{` + inputs + `, "servers": {"a": {"command": "x", "env": {"T": "${input:api_token}"}}}}`,
+			want: resolved{
+				Command: "x", Env: map[string]string{"T": ""}, Templates: map[string]string{"env.T": "${input:api_token}"},
+				Unresolved: `input "api_token" has no value: set ELYSIA_INPUT_API_TOKEN`,
+			},
+		},
+		{
+			name: "missing env",
+			src:  `{"servers": {"a": {"command": "x", "args": ["${env:NOPE}", "${env:NOPE2}"]}}}`,
+			want: resolved{
+				Command: "x", Args: []string{"", ""}, Templates: map[string]string{"args[0]": "${env:NOPE}", "args[1]": "${env:NOPE2}"},
+				Unresolved: "environment variable NOPE is not set (used as ${env:NOPE}); environment variable NOPE2 is not set (used as ${env:NOPE2})",
+			},
+		},
+		{
+			name: "server's own inputs",
+			src: `{"inputs": [{"type": "promptString", "id": "t"}], "servers": [
+				{"name": "a", "url": "http://h/${input:t}", "inputs": [{"type": "promptString", "id": "t", "default": "local"}]}]}`,
+			want: resolved{URL: "http://h/local", Templates: map[string]string{"url": "http://h/${input:t}"}, Secrets: []string{"local"}},
+		},
+		{
+			name: "undeclared input from env",
+			src:  `{"servers": {"a": {"url": "http://h/${input:loose}"}}}`,
+			env:  map[string]string{"ELYSIA_INPUT_LOOSE": "v4lue"},
+			want: resolved{URL: "http://h/v4lue", Templates: map[string]string{"url": "http://h/${input:loose}"}, Secrets: []string{"v4lue"}},
+		},
+		{
+			name: "workspaceFolder is not a secret",
+			src:  `{"servers": {"a": {"command": "x", "args": ["${workspaceFolder}/data"]}}}`,
+			want: resolved{Command: "x", Args: []string{"/base/data"}, Templates: map[string]string{"args[0]": "${workspaceFolder}/data"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := parseOK(t, tt.src, tt.env).Servers[0]
+			got := resolved{s.Command, s.Args, s.Env, s.URL, s.Headers, s.Templates, s.Secrets, s.Unresolved}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Parse(%s) mismatch (-want +got):\n%s", tt.src, diff)
+			}
+		})
+	}
+}
+
+func TestPrompt(t *testing.T) {
+	src := `{"inputs": [{"type": "promptString", "id": "tok", "description": "Token", "password": true},
+		{"type": "promptString", "id": "off"}, {"type": "promptString", "id": "broken"}],
+	"servers": {
+		"off": {"command": "x", "enabled": false, "env": {"T": "${input:off}"}},
+		"a": {"command": "x", "env": {"T": "${input:tok}"}},
+		"b": {"command": "y", "env": {"T": "${input:tok}"}},
+		"c": {"command": "z", "env": {"T": "${input:broken}"}}}}`
+	var mu sync.Mutex
+	var asked []Input
+	prompt := func(in Input) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, in)
+		if in.ID == "broken" {
+			return "", errors.New("no terminal")
+		}
+		return "typed-" + in.ID, nil
+	}
+	cfg, err := Parse("mcp.json", []byte(src), &LoadOptions{LookupEnv: envMap(nil), Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Input{{Type: "promptString", ID: "tok", Description: "Token", Password: true}, {Type: "promptString", ID: "broken"}}
+	if diff := cmp.Diff(want, asked); diff != "" {
+		t.Errorf("prompted inputs (-want +got):\n%s", diff)
+	}
+	for i, want := range []string{"", "typed-tok", "typed-tok", ""} {
+		if got := cfg.Servers[i].Env["T"]; got != want {
+			t.Errorf("server %s: T = %q, want %q", cfg.Servers[i].Name, got, want)
+		}
+	}
+	if got := cfg.Servers[0].Unresolved; !strings.Contains(got, "ELYSIA_INPUT_OFF") {
+		t.Errorf("disabled server Unresolved = %q, want it to name ELYSIA_INPUT_OFF", got)
+	}
+	if got, want := cfg.Servers[3].Unresolved, `input "broken" has no value: prompt: no terminal (or set ELYSIA_INPUT_BROKEN)`; got != want {
+		t.Errorf("Unresolved = %q, want %q", got, want)
+	}
+}
+
+func TestMCPURL(t *testing.T) {
+	tests := []struct {
+		name      string
+		src       string
+		env       map[string]string
+		wantNames []string
+		wantWarn  string
+	}{
+		{"unset", `{"servers": {"a": {"command": "x"}}}`, nil, []string{"a"}, ""},
+		{"empty", `{"servers": {"a": {"command": "x"}}}`, map[string]string{"MCP_URL": ""}, []string{"a"}, ""},
+		{"added last", `{"servers": {"a": {"command": "x"}}}`, map[string]string{"MCP_URL": "http://localhost:8000/mcp"},
+			[]string{"a", "mcp_server"}, ""},
+		{"file wins", `{"servers": {"mcp-server": {"command": "x"}}}`, map[string]string{"MCP_URL": "http://localhost:8000/mcp"},
+			[]string{"mcp-server"}, `mcp.json:1:14: server "mcp-server": MCP_URL ignored: the file already has this server`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := parseOK(t, tt.src, tt.env)
+			var names []string
+			for _, s := range cfg.Servers {
+				names = append(names, s.Name)
+			}
+			if diff := cmp.Diff(tt.wantNames, names); diff != "" {
+				t.Errorf("servers (-want +got):\n%s", diff)
+			}
+			if got := strings.Join(cfg.Warnings, "\n"); got != tt.wantWarn {
+				t.Errorf("warnings = %q, want %q", got, tt.wantWarn)
+			}
+		})
+	}
+	cfg := parseOK(t, `[]`, map[string]string{"MCP_URL": "https://h/mcp?key=abcd1234"})
+	want := ServerConfig{Name: "mcp_server", Transport: TransportHTTP, URL: "https://h/mcp?key=abcd1234", Enabled: true,
+		ConnectTimeout: DefaultRemoteConnectTimeout, CallTimeout: DefaultCallTimeout,
+		Templates: map[string]string{"url": "${env:MCP_URL}"}, Secrets: []string{"https://h/mcp?key=abcd1234"}}
+	if diff := cmp.Diff(want, cfg.Servers[0]); diff != "" {
+		t.Errorf("MCP_URL server (-want +got):\n%s", diff)
+	}
+	_, err := Parse("mcp.json", []byte(`[]`), &LoadOptions{LookupEnv: envMap(map[string]string{"MCP_URL": "localhost:8000"})})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("invalid MCP_URL: error %v, want ErrInvalidConfig", err)
+	}
+}
