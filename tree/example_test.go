@@ -11,8 +11,10 @@ import (
 // echo is a minimal tools.Tool standing in for an MCP gateway.
 type echo struct{}
 
-func (echo) Name() string          { return "mcp_echo" }
-func (echo) Description() string   { return "MCP server 'echo' (stdio) - provides access to multiple tools" }
+func (echo) Name() string { return "mcp_echo" }
+func (echo) Description() string {
+	return "MCP server 'echo' (stdio) - provides access to multiple tools"
+}
 func (echo) Inputs() []tools.Input { return nil }
 func (echo) EndsRun() bool         { return false }
 func (echo) Run(context.Context, tools.Call, tools.Emitter) (tools.Result, error) {

@@ -299,9 +299,10 @@ func (m *Manager) Conversations(ctx context.Context, userID string) ([]Conversat
 	m.mu.Unlock()
 	for _, c := range mine {
 		ci := c.Info()
-		if old, ok := byID[ci.ConversationID]; !ok || ci.UpdatedAt.After(old.UpdatedAt) || ci.Title != "" {
-			byID[ci.ConversationID] = ci
+		if old, ok := byID[ci.ConversationID]; ok && ci.UpdatedAt.IsZero() {
+			ci = old // touched but not yet queried in this process
 		}
+		byID[ci.ConversationID] = ci
 	}
 	out := make([]ConversationInfo, 0, len(byID))
 	for _, ci := range byID {
