@@ -149,6 +149,7 @@ stop_cluster() {
 	local dir=$1
 	[ -f "$dir/data/postmaster.pid" ] || return 0
 	bin=$(bindir) || die "no pg_ctl under /usr/lib/postgresql/*/bin"
+	as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1 || return 0 # a stale pid file
 	as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >&2 ||
 		log "pg_ctl stop failed; see $dir/postgres.log"
 }

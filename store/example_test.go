@@ -1,0 +1,59 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/elysia-go/elysia/store"
+)
+
+// A query's conversation state and its events are saved together, under the
+// conversation's lock, and read back after a restart.
+func Example() {
+	dir, err := os.MkdirTemp("", "elysia-store-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	s, err := store.Open(ctx, filepath.Join(dir, "elysia.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	unlock, err := s.Lock(ctx, "alice", "c1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c := &store.Conversation{UserID: "alice", ID: "c1", Title: "Groceries", History: json.RawMessage(`["add milk"]`)}
+	events := []json.RawMessage{
+		json.RawMessage(`{"type": "text", "query_id": "q1", "payload": {}}`),
+		json.RawMessage(`{"type": "completed", "query_id": "q1", "payload": {}}`),
+	}
+	if err := s.SaveQuery(ctx, c, "q1", events); err != nil {
+		log.Fatal(err)
+	}
+	unlock()
+	s.Close()
+
+	// After a restart.
+	s, err = store.Open(ctx, filepath.Join(dir, "elysia.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.GetConversation(ctx, "alice", "c1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	saved, err := s.Events(ctx, "alice", "c1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got.Title, string(got.History), len(saved), "events")
+	// Output: Groceries ["add milk"] 2 events
+}
