@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 )
 
 // LoadOptions configures Load and Parse. A nil *LoadOptions means the
@@ -194,12 +191,17 @@ func (p *parser) top(root *jnode) {
 		case "inputs":
 		case "servers", "mcpServers":
 			found = true
-			if m.val.kind == jArray && m.key == "servers" {
+			switch {
+			case m.val.kind == jArray && m.key == "servers":
 				p.serverList(m.val)
-			} else if p.is(m.val, jObject, "", m.key+" must be an object of servers or an array and it") {
+			case m.val.kind == jObject:
 				for _, s := range m.val.members {
 					p.server(s.key, s.keyOff, s.val, false)
 				}
+			case m.key == "servers":
+				p.errAt(m.val.off, "", "servers must be an object or an array, got %s", m.val.kind)
+			default:
+				p.errAt(m.val.off, "", "mcpServers must be an object, got %s", m.val.kind)
 			}
 		default:
 			p.warnAt(m.keyOff, "", "unknown key %q ignored", m.key)
@@ -382,30 +384,4 @@ func (sp *serverParse) member(m jmember, inList bool) {
 	default:
 		p.warnAt(m.keyOff, name, "unknown key %q ignored", m.key)
 	}
-}
-
-// normalTransport maps the accepted spellings to the Transport constants;
-// anything else is returned as is for problems() to report.
-func normalTransport(t string) string {
-	switch strings.ToLower(t) {
-	case "stdio":
-		return TransportStdio
-	case "http", "streamable_http", "streamable-http", "streamablehttp":
-		return TransportHTTP
-	case "sse":
-		return TransportSSE
-	}
-	return t
-}
-
-// seconds reads a timeout: a JSON number of seconds, > 0, at most a day.
-func seconds(n *jnode) (time.Duration, bool) {
-	if n.kind != jNumber {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(n.str, 64)
-	if err != nil || f <= 0 || f > maxTimeout.Seconds() {
-		return 0, false
-	}
-	return max(time.Duration(f*float64(time.Second)), time.Millisecond), true
 }

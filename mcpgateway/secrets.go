@@ -59,10 +59,13 @@ func (s ServerConfig) Mask(text string) string {
 // env and headers as key → "***". Its JSON keys match the appendix of
 // DESIGN.md, so a response can embed it.
 type DisplayConfig struct {
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	URL     string            `json:"url,omitempty"`
+	// Command, Args and Cwd are a stdio server's, as written in mcp.json.
+	Command string   `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	// URL is an http or sse server's, as written in mcp.json.
+	URL string `json:"url,omitempty"`
+	// Env and Headers map each configured name to "***"; nil when empty.
 	Env     map[string]string `json:"env,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // stringMap reads "env" or "headers": an object of strings. Numbers and
@@ -250,4 +252,30 @@ func (p *parser) addMCPURL() {
 		return
 	}
 	p.cfg.Servers = append(p.cfg.Servers, s)
+}
+
+// normalTransport maps the accepted spellings to the Transport constants;
+// anything else is returned as is for problems() to report.
+func normalTransport(t string) string {
+	switch strings.ToLower(t) {
+	case "stdio":
+		return TransportStdio
+	case "http", "streamable_http", "streamable-http", "streamablehttp":
+		return TransportHTTP
+	case "sse":
+		return TransportSSE
+	}
+	return t
+}
+
+// seconds reads a timeout: a JSON number of seconds, > 0, at most a day.
+func seconds(n *jnode) (time.Duration, bool) {
+	if n.kind != jNumber {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(n.str, 64)
+	if err != nil || f <= 0 || f > maxTimeout.Seconds() {
+		return 0, false
+	}
+	return max(time.Duration(f*float64(time.Second)), time.Millisecond), true
 }
