@@ -18,8 +18,8 @@ import (
 
 // postgresStore opens a store on ELYSIA_TEST_POSTGRES_URL inside a fresh
 // schema (through search_path), dropped when t ends, so tests never see each
-// other's rows.
-func postgresStore(t *testing.T) *sqlStore {
+// other's rows. It also returns the URL that selects that schema.
+func postgresStore(t *testing.T) (*sqlStore, string) {
 	t.Helper()
 	base := os.Getenv("ELYSIA_TEST_POSTGRES_URL")
 	if base == "" {
@@ -53,7 +53,7 @@ func postgresStore(t *testing.T) *sqlStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st, u.String()
 }
 
 func TestStores(t *testing.T) {
@@ -69,7 +69,10 @@ func TestStores(t *testing.T) {
 			t.Cleanup(func() { st.Close() })
 			return st
 		}},
-		{"postgres", postgresStore},
+		{"postgres", func(t *testing.T) *sqlStore {
+			st, _ := postgresStore(t)
+			return st
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.open(t)

@@ -35,14 +35,16 @@ func newTestClient(t *testing.T, opts *serverOptions) *mcpclient.Client {
 // initialize starts c and performs the MCP handshake.
 func initialize(t *testing.T, c *mcpclient.Client) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
+	// The transport lives as long as the test: the SSE stream ends with the
+	// ctx given to Start.
+	if err := c.Start(t.Context()); err != nil {
 		t.Fatalf("start client: %v", err)
 	}
 	var req mcp.InitializeRequest
 	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	req.Params.ClientInfo = mcp.Implementation{Name: "todo-mcp-test", Version: "1"}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	if _, err := c.Initialize(ctx, req); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
