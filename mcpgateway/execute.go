@@ -72,6 +72,15 @@ func (g *Gateway) record(o outcome) {
 // IsError set and a nil error. The call is bounded by the server's
 // call_timeout; cancelling ctx cancels it on the server.
 func (g *Gateway) Execute(ctx context.Context, tool string, inputs map[string]any) (*CallResult, error) {
+	if err := g.enter("call " + tool); err != nil {
+		return nil, err
+	}
+	defer g.leave()
+	return g.execute(ctx, tool, inputs)
+}
+
+// execute is Execute for a call already admitted by enter.
+func (g *Gateway) execute(ctx context.Context, tool string, inputs map[string]any) (*CallResult, error) {
 	ts, err := g.tools(ctx)
 	if err != nil {
 		return nil, err
@@ -216,13 +225,17 @@ func (g *Gateway) Run(ctx context.Context, call tools.Call, _ tools.Emitter) (to
 	if action == "" {
 		action = "list"
 	}
+	if err := g.enter(action); err != nil {
+		return g.failure(ctx, err)
+	}
+	defer g.leave()
 	switch action {
 	case "list":
-		infos, err := g.List(ctx)
+		ts, err := g.tools(ctx)
 		if err != nil {
 			return g.failure(ctx, err)
 		}
-		return g.listResult(infos), nil
+		return g.listResult(ts.infos), nil
 	case "execute":
 		return g.runExecute(ctx, call.Args)
 	default:
@@ -252,7 +265,7 @@ func (g *Gateway) runExecute(ctx context.Context, args map[string]any) (tools.Re
 	default:
 		return tools.ErrorResult("tool_inputs must be an object", "give tool_inputs as a JSON object"), nil
 	}
-	res, err := g.Execute(ctx, name, inputs)
+	res, err := g.execute(ctx, name, inputs)
 	if err != nil {
 		return g.failure(ctx, err)
 	}
@@ -282,6 +295,9 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 			fb = fmt.Sprintf("did you mean %q? ", ut.Closest) + fb
 		}
 		return tools.ErrorResult(fmt.Sprintf("unknown tool %q on server %q", ut.Tool, ut.Server), fb), nil
+	case errors.Is(err, ErrDraining):
+		return tools.ErrorResult(g.mask(err.Error()),
+			"the server's configuration is changing; list its tools again in a moment"), nil
 	default:
 		return tools.ErrorResult(g.mask(err.Error()),
 			"the server could not be reached; try again later or use another option"), nil

@@ -56,6 +56,9 @@ type Gateway struct {
 	stats      callStats
 	closed     bool
 	closeDone  chan struct{}
+	draining   bool          // Drain was called: enter admits nothing
+	inflight   int           // calls admitted by enter and not yet left
+	drained    chan struct{} // closed when inflight drops to 0 while draining
 }
 
 // flight is one operation shared by concurrent callers: they wait for done,
@@ -143,8 +146,14 @@ func (g *Gateway) StatusLine(args map[string]any) string {
 }
 
 // Available reports false, with the reason, while the server cannot be used:
-// disabled, unresolved config, or in back-off after a crash loop.
+// disabled, unresolved config, draining, or in back-off after a crash loop.
 func (g *Gateway) Available(*tools.Environment) (bool, string) {
+	g.mu.Lock()
+	draining := g.draining && !g.closed
+	g.mu.Unlock()
+	if draining {
+		return false, g.serverErr("unavailable", ErrDraining).Error()
+	}
 	if err := g.unavailable(); err != nil {
 		return false, err.Error()
 	}

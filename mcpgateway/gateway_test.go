@@ -23,15 +23,20 @@ const composedSchema = `{"$schema":"https://json-schema.org/draft/2020-12/schema
 
 // fakeServer is an in-process MCP server over Streamable HTTP on 127.0.0.1.
 type fakeServer struct {
-	srv   *mcpserver.MCPServer
-	http  *httptest.Server
-	mu    sync.Mutex
-	calls int
+	srv  *mcpserver.MCPServer
+	http *httptest.Server
+	// held receives a value each time the hold tool starts; hold answers
+	// once release is closed.
+	held    chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
 	t.Helper()
-	f := &fakeServer{srv: mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(true))}
+	f := &fakeServer{srv: mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(true)),
+		held: make(chan struct{}, 16), release: make(chan struct{})}
 	f.srv.AddTool(mcp.NewToolWithRawSchema("compose", "a tool with a composed schema", json.RawMessage(composedSchema)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			f.mu.Lock()
@@ -55,6 +60,15 @@ func newFakeServer(t *testing.T) *fakeServer {
 	f.srv.AddTool(mcp.NewTool("slow"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
+	})
+	f.srv.AddTool(mcp.NewTool("hold"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		f.held <- struct{}{}
+		select {
+		case <-f.release:
+			return mcp.NewToolResultText("released"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	})
 	f.http = httptest.NewServer(mcpserver.NewStreamableHTTPServer(f.srv))
 	t.Cleanup(f.http.Close)
@@ -119,7 +133,7 @@ func TestListKeepsRawSchemaAndExecuteEnforcesIt(t *testing.T) {
 	if string(got) != composedSchema {
 		t.Fatalf("schema not kept byte for byte:\n got %s\nwant %s", got, composedSchema)
 	}
-	if !strings.Contains(g.Description(), ". Tools: big, compose, echo, fail, slow") {
+	if !strings.Contains(g.Description(), ". Tools: big, compose, echo, fail, hold, slow") {
 		t.Errorf("Description after list = %q", g.Description())
 	}
 
@@ -156,7 +170,7 @@ func TestRunErrorsAreSelfHealing(t *testing.T) {
 	}{
 		{"unknown action", map[string]any{"action": "delete"}, `unknown action "delete"`, "list"},
 		{"missing tool_name", map[string]any{"action": "execute"}, "tool_name is required", "list"},
-		{"unknown tool", map[string]any{"action": "execute", "tool_name": "ecko"}, `unknown tool "ecko" on server "fake"`, `did you mean "echo"? available tools: big, compose, echo, fail, slow`},
+		{"unknown tool", map[string]any{"action": "execute", "tool_name": "ecko"}, `unknown tool "ecko" on server "fake"`, `did you mean "echo"? available tools: big, compose, echo, fail, hold, slow`},
 		{"bad inputs", map[string]any{"action": "execute", "tool_name": "echo", "tool_inputs": map[string]any{}}, "invalid tool_inputs for echo", "missing property 'message'"},
 		{"isError", map[string]any{"action": "execute", "tool_name": "fail"}, "returned an error", "it broke"},
 	}

@@ -44,6 +44,10 @@ type rawTool struct {
 // is fresh, else by listing them, connecting first if needed. The returned
 // slice is shared: callers must not modify it.
 func (g *Gateway) List(ctx context.Context) ([]ToolInfo, error) {
+	if err := g.enter("list"); err != nil {
+		return nil, err
+	}
+	defer g.leave()
 	ts, err := g.tools(ctx)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,18 @@ import (
 // were in flight when Close ran.
 var ErrClosed = errors.New("gateway closed")
 
+// ErrDraining is matched (with errors.Is) by the error of a call made while
+// the gateway drains before being replaced or removed (see Gateway.Drain).
+// It also matches ErrClosed: to the caller the gateway is going away.
+var ErrDraining error = drainingError{}
+
+type drainingError struct{}
+
+func (drainingError) Error() string { return "server is being replaced or removed" }
+
+// Is reports whether target is ErrClosed.
+func (drainingError) Is(target error) bool { return target == ErrClosed }
+
 // ErrUnavailable is matched (with errors.Is) by errors saying a server cannot
 // be used right now: disabled, unresolved config, or in back-off after a
 // crash loop.
