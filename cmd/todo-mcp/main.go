@@ -166,6 +166,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdin io.Reader
 	}()
 	logger.Info("database ready", "db", where)
 	srv := newMCPServer(st, &serverOptions{Logger: logger, FaultTools: cfg.FaultTools})
+	if cfg.Garbage && (cfg.HTTPAddr != "" || cfg.SSEAddr != "") {
+		logger.Warn("--fault-garbage applies to stdio only; ignored")
+	}
 	switch {
 	case cfg.HTTPAddr != "":
 		return serveHTTP(ctx, logger, srv, cfg.HTTPAddr, false, cfg.ShutdownWait)
