@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// newFlags returns a flag set that reports errors instead of exiting, with
+// the --config flag every command takes.
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("elysia "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "mcp.json", "the mcp.json file")
+	return fs, config
+}
+
+// parseFlags parses args and turns flag errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &exitError{code: exitOK, err: err}
+		}
+		return usageErr("%v", err)
+	}
+	return nil
+}
+
+// loadConfig reads mcp.json for a command. At start-up, with a terminal on
+// stdin, inputs without an ELYSIA_INPUT_<ID> variable are asked for (without
+// echo for passwords). A bad file is a usage error (exit 2).
+func loadConfig(path string, interactive bool) (*mcpgateway.Config, error) {
+	opts := &mcpgateway.LoadOptions{}
+	if interactive && term.IsTerminal(int(os.Stdin.Fd())) {
+		opts.Prompt = promptTerminal
+	}
+	cfg, err := mcpgateway.Load(path, opts)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return cfg, nil
+}
+
+// promptTerminal asks the operator for one input on the terminal.
+func promptTerminal(in mcpgateway.Input) (string, error) {
+	label := in.Description
+	if label == "" {
+		label = in.ID
+	}
+	fmt.Fprintf(os.Stderr, "%s (%s): ", label, mcpgateway.InputEnvVar(in.ID))
+	if in.Password {
+		b, err := term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(os.Stderr)
+		return string(b), err
+	}
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// cmdConfigCheck validates an mcp.json: exit 0 with a summary, or 2 with the
+// error (file:line:col and what is wrong).
+func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("config check", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	path := *config
+	if fs.NArg() > 1 {
+		return usageErr("config check: want at most one FILE")
+	}
+	if fs.NArg() == 1 {
+		path = fs.Arg(0)
+	}
+	cfg, err := loadConfig(path, false)
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", path, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		fmt.Fprintf(stdout, "  %-20s %-6s %s%s\n", s.Name, s.Transport, mcpgateway.ToolName(s.Name), serverNote(s))
+	}
+	return nil
+}
+
+func serverNote(s mcpgateway.ServerConfig) string {
+	switch {
+	case !s.Enabled:
+		return "  (disabled)"
+	case s.Unresolved != "":
+		return "  (cannot run: " + s.Unresolved + ")"
+	}
+	return ""
+}

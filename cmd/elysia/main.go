@@ -1,0 +1,113 @@
+// Command elysia is the Elysia-Go service and its command line:
+//
+//	elysia serve [--addr 127.0.0.1:8000] [--config mcp.json]
+//	elysia query [--json] "..."
+//	elysia tree
+//	elysia mcp list [SERVER]
+//	elysia mcp call SERVER TOOL 'JSON'
+//	elysia config check [FILE]
+//
+// Exit codes: 0 success, 1 a tool or server failure, 2 usage or config error.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes (DESIGN.md, "Commands a user runs").
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// exitError carries the exit code a command wants.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func failure(err error) error { return &exitError{code: exitFailure, err: err} }
+
+const usage = `usage: elysia <command> [flags]
+
+commands:
+  serve                     serve the HTTP API and web UI
+  query [--json] "..."      run the agent on one query in the terminal
+  tree                      print the decision tree with the configured gateways
+  mcp list [SERVER]         summarise every server, or list one server's tools
+  mcp call SERVER TOOL JSON execute one tool of a server
+  config check [FILE]       validate an mcp.json
+
+every command takes --config FILE (default ./mcp.json)
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "elysia:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailure
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageErr("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
+	case "query":
+		return cmdQuery(ctx, args[1:], stdout, stderr)
+	case "tree":
+		return cmdTree(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		if len(args) < 2 {
+			return usageErr("mcp: want list or call")
+		}
+		switch args[1] {
+		case "list":
+			return cmdMCPList(ctx, args[2:], stdout, stderr)
+		case "call":
+			return cmdMCPCall(ctx, args[2:], stdout, stderr)
+		}
+		return usageErr("mcp: unknown subcommand %q (want list or call)", args[1])
+	case "config":
+		if len(args) < 2 || args[1] != "check" {
+			return usageErr("config: want check")
+		}
+		return cmdConfigCheck(ctx, args[2:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageErr("unknown command %q", args[0])
+}

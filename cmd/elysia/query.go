@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// cmdQuery runs the agent on one query in the terminal, printing each event
+// as it arrives (--json: the wire envelopes, one per line).
+func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("query", stderr)
+	asJSON := fs.Bool("json", false, "print the event envelopes as JSON lines")
+	user := fs.String("user", "cli", "user id")
+	conv := fs.String("conversation", "", "conversation id; with --db the conversation is saved and can be continued (default: a new one)")
+	dsn := fs.String("db", "-", "database to save the conversation in (default: none)")
+	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	query := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if query == "" {
+		return usageErr(`query: want the query text, e.g. elysia query "list my todos"`)
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	a, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true})
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	convID := *conv
+	if convID == "" {
+		convID = tools.NewID()
+	}
+	c, err := a.trees.Conversation(ctx, *user, convID)
+	if err != nil {
+		return failure(err)
+	}
+	p := &eventPrinter{w: stdout, json: *asJSON}
+	if err := c.Run(ctx, a.model, query, tools.NewID(), p.print); err != nil {
+		return failure(err)
+	}
+	if p.failed {
+		return failure(fmt.Errorf("the run ended with an error"))
+	}
+	return nil
+}
+
+// eventPrinter writes events for a person (or as JSON lines).
+type eventPrinter struct {
+	w      io.Writer
+	json   bool
+	failed bool
+}
+
+func (p *eventPrinter) print(env tools.Envelope) {
+	if env.Type == tools.EventError {
+		p.failed = true
+	}
+	if p.json {
+		b, err := json.Marshal(env)
+		if err != nil {
+			slog.Error("marshal event", "err", err)
+			return
+		}
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	var pl map[string]any
+	_ = json.Unmarshal(env.Payload, &pl)
+	switch env.Type {
+	case tools.EventStatus:
+		fmt.Fprintf(p.w, "… %v\n", pl["text"])
+	case tools.EventTreeUpdate:
+		line := fmt.Sprintf("→ %v: %v", pl["node"], pl["decision"])
+		if r, _ := pl["reasoning"].(string); r != "" {
+			line += " (" + r + ")"
+		}
+		fmt.Fprintln(p.w, line)
+	case tools.EventResult:
+		objs, _ := pl["objects"].([]any)
+		fmt.Fprintf(p.w, "▦ %v result: %d object(s)\n", pl["type"], len(objs))
+		for i, o := range objs {
+			if i == 5 {
+				fmt.Fprintf(p.w, "    … %d more\n", len(objs)-5)
+				break
+			}
+			b, _ := json.Marshal(o)
+			fmt.Fprintf(p.w, "    %s\n", truncate(string(b), 200))
+		}
+	case tools.EventSelfHealingError:
+		fmt.Fprintf(p.w, "! %v: %v\n", pl["error_message"], pl["feedback"])
+	case tools.EventWarning:
+		fmt.Fprintf(p.w, "warning: %v\n", pl["text"])
+	case tools.EventError:
+		fmt.Fprintf(p.w, "error: %v\n", pl["text"])
+	case tools.EventText:
+		objs, _ := pl["objects"].([]any)
+		for _, o := range objs {
+			if m, ok := o.(map[string]any); ok {
+				fmt.Fprintf(p.w, "\n%v\n", m["text"])
+			}
+		}
+	case tools.EventTitle, tools.EventCompleted:
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/tmc/langchaingo/llms"
+	"golang.org/x/term"
+
+	"github.com/elysia-go/elysia/discovery"
+	"github.com/elysia-go/elysia/llm"
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/store"
+	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/ui"
+)
+
+// shutdownGrace bounds how long running requests and streams get to finish
+// once the service is asked to stop.
+const shutdownGrace = 10 * time.Second
+
+// cmdServe runs the HTTP service until ctx ends (SIGINT or SIGTERM).
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("serve", stderr)
+	addr := fs.String("addr", "127.0.0.1:8000", "address to listen on")
+	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL (default ./data/elysia.db; env ELYSIA_DATABASE_URL)")
+	allowUnauth := fs.Bool("allow-unauthenticated", false, "allow binding a non-loopback address without API keys")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("serve: unexpected argument %q", fs.Arg(0))
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(logger)
+
+	keys, err := apiKeys()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if err := web.CheckBind(*addr, len(keys) > 0, *allowUnauth); err != nil {
+		return usageErr("%v", err)
+	}
+
+	app, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true})
+	if err != nil {
+		return err
+	}
+	defer app.close()
+	if err := app.disc.Watch(); err != nil {
+		logger.Warn("not watching the config file; edits need a restart", "err", err)
+	}
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := web.New(app.deps(), &web.Options{
+		Logger:   logger,
+		Keys:     keys,
+		Registry: registry,
+		Assets:   ui.FS(),
+		Ready:    app.ready,
+	})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return failure(fmt.Errorf("listen on %s: %w", *addr, err))
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/tree/me/first",
+		"model", app.info.String(), "config", *config, "auth", len(keys) > 0)
+	fmt.Fprintf(stdout, "Elysia-Go is serving on http://%s/tree/me/first\n", ln.Addr())
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return failure(fmt.Errorf("serve: %w", err))
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown: closing the remaining connections", "err", err)
+		_ = hs.Close()
+	}
+	<-errc
+	return nil
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErr("--log-level: %v", err)
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// apiKeys reads ELYSIA_API_KEYS or ELYSIA_API_KEYS_FILE.
+func apiKeys() (map[string]string, error) {
+	if v := os.Getenv("ELYSIA_API_KEYS"); v != "" {
+		keys, err := web.ParseKeys(v)
+		if err != nil {
+			return nil, fmt.Errorf("ELYSIA_API_KEYS: %w", err)
+		}
+		return keys, nil
+	}
+	if p := os.Getenv("ELYSIA_API_KEYS_FILE"); p != "" {
+		return web.LoadKeysFile(p)
+	}
+	return nil, nil
+}
+
+// appConfig says how to assemble the service's parts.
+type appConfig struct {
+	configPath  string
+	dsn         string // "" → ./data/elysia.db; "-" → no store (memory only)
+	logger      *slog.Logger
+	interactive bool // ask the terminal for inputs at start-up
+}
+
+// app is the assembled service: model, store, trees and gateways.
+type app struct {
+	logger *slog.Logger
+	model  llms.Model
+	info   llm.Info
+	store  *store.Store
+	trees  *tree.Manager
+	disc   *discovery.Discovery
+}
+
+// newApp assembles the service. A bad mcp.json is a usage error (exit 2).
+func newApp(ctx context.Context, c appConfig) (*app, error) {
+	model, info, err := llm.FromEnv(ctx, os.LookupEnv, nil)
+	if err != nil {
+		return nil, usageErr("model: %v", err)
+	}
+	a := &app{logger: c.logger, model: model, info: info}
+	var ts tree.Store
+	if c.dsn != "-" {
+		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger}); err != nil {
+			return nil, failure(fmt.Errorf("open the database: %w", err))
+		}
+		ts = treeStore{a.store}
+	}
+	a.trees = tree.NewManager(&tree.Options{Store: ts, Logger: c.logger})
+	load := &mcpgateway.LoadOptions{Logger: c.logger}
+	if c.interactive && term.IsTerminal(int(os.Stdin.Fd())) {
+		load.Prompt = promptTerminal
+	}
+	a.disc = discovery.New(c.configPath, a.trees, &discovery.Options{
+		Logger:  c.logger,
+		Load:    load,
+		Gateway: &mcpgateway.Options{Logger: c.logger},
+	})
+	if err := a.disc.Load(ctx); err != nil {
+		a.close()
+		if errors.Is(err, mcpgateway.ErrInvalidConfig) {
+			return nil, &exitError{code: exitUsage, err: err}
+		}
+		return nil, failure(err)
+	}
+	return a, nil
+}
+
+func (a *app) deps() web.Deps {
+	s := &service{trees: a.trees, store: a.store, disc: a.disc, model: a.model, info: a.info, queryWait: 30 * time.Second}
+	return web.Deps{Trees: s, Catalog: s, Runner: s, Conversations: s, Users: s, Servers: serversAPI{s}}
+}
+
+// ready reports whether the service can take traffic: the database answers.
+func (a *app) ready(ctx context.Context) error {
+	if a.store == nil {
+		return nil
+	}
+	return a.store.Ping(ctx)
+}
+
+// close ends every gateway (and their processes) and closes the store.
+func (a *app) close() {
+	if a.disc != nil {
+		if err := a.disc.Close(); err != nil {
+			a.logger.Warn("closing gateways", "err", err)
+		}
+	}
+	if a.store != nil {
+		if err := a.store.Close(); err != nil {
+			a.logger.Warn("closing the database", "err", err)
+		}
+	}
+}

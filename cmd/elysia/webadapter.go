@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/elysia-go/elysia/discovery"
+	"github.com/elysia-go/elysia/llm"
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/store"
+	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
+)
+
+// service joins the tree manager, the store, discovery and the model into
+// the small interfaces the web package declares.
+type service struct {
+	trees *tree.Manager
+	store *store.Store // nil: memory only
+	disc  *discovery.Discovery
+	model llms.Model
+	info  llm.Info
+	// queryWait bounds how long a query waits for the conversation's lock.
+	queryWait time.Duration
+}
+
+var (
+	_ web.Trees         = (*service)(nil)
+	_ web.Catalog       = (*service)(nil)
+	_ web.Runner        = (*service)(nil)
+	_ web.Conversations = (*service)(nil)
+	_ web.Users         = (*service)(nil)
+	_ web.Servers       = serversAPI{}
+)
+
+// webErr maps the tree package's sentinels onto the web package's, keeping
+// the message.
+func webErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tree.ErrBusy):
+		return fmt.Errorf("%w: %w", web.ErrBusy, err)
+	case errors.Is(err, tree.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %w", web.ErrNotFound, err)
+	case errors.Is(err, tree.ErrInvalid), errors.Is(err, tree.ErrExists):
+		return fmt.Errorf("%w: %w", web.ErrInvalidInput, err)
+	}
+	return err
+}
+
+func marshalTree(t *tree.Tree) (json.RawMessage, error) {
+	return json.Marshal(t)
+}
+
+func (s *service) TreeJSON(ctx context.Context, userID, convID string) (json.RawMessage, error) {
+	c, err := s.trees.Conversation(ctx, userID, convID)
+	if err != nil {
+		return nil, webErr(err)
+	}
+	return marshalTree(c.Tree())
+}
+
+func (s *service) InitTree(ctx context.Context, userID, convID, mode string) (json.RawMessage, error) {
+	m, err := tree.ParseInitMode(mode)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", web.ErrInvalidInput, err)
+	}
+	c, err := s.trees.InitConversation(ctx, userID, convID, m)
+	if err != nil {
+		return nil, webErr(err)
+	}
+	return marshalTree(c.Tree())
+}
+
+var opKinds = map[web.TreeOpKind]tree.OpKind{
+	web.OpAddTool:      tree.OpAddTool,
+	web.OpRemoveTool:   tree.OpRemoveTool,
+	web.OpAddBranch:    tree.OpAddBranch,
+	web.OpRemoveBranch: tree.OpRemoveBranch,
+}
+
+// ApplyOp applies op to one conversation, or, without a conversation id, to
+// every conversation of the user (Elysia's per-user tool changes); it
+// returns the last tree changed, or a fresh default tree with the op applied
+// when the user has no conversation yet.
+func (s *service) ApplyOp(ctx context.Context, userID string, op web.TreeOp) (json.RawMessage, error) {
+	kind, ok := opKinds[op.Kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown tree operation %q", web.ErrInvalidInput, op.Kind)
+	}
+	top := tree.Op{
+		Kind: kind, ToolName: op.ToolName, BranchID: op.BranchID, FromToolIDs: op.FromToolIDs,
+		Root: op.Root, Description: op.Description, Instruction: op.Instruction, FromBranchID: op.FromBranchID,
+	}
+	if kind == tree.OpAddBranch || kind == tree.OpRemoveBranch {
+		if op.ID != "" {
+			top.BranchID = op.ID
+		}
+	}
+	convs := []string{op.ConversationID}
+	if op.ConversationID == "" {
+		infos, err := s.trees.Conversations(ctx, userID)
+		if err != nil {
+			return nil, webErr(err)
+		}
+		convs = convs[:0]
+		for _, ci := range infos {
+			convs = append(convs, ci.ConversationID)
+		}
+	}
+	if len(convs) == 0 {
+		t, err := s.trees.Preview(top)
+		if err != nil {
+			return nil, webErr(err)
+		}
+		return marshalTree(t)
+	}
+	var last *tree.Tree
+	for _, id := range convs {
+		t, err := s.trees.Apply(ctx, userID, id, top)
+		if err != nil {
+			return nil, webErr(err)
+		}
+		last = t
+	}
+	return marshalTree(last)
+}
+
+func (s *service) AvailableTools(context.Context) (any, error) {
+	out := map[string]tree.ToolInfo{}
+	for _, ti := range s.trees.AvailableTools() {
+		out[ti.Name] = ti
+	}
+	return out, nil
+}
+
+// RunQuery runs one query. With a shared database the conversation is also
+// locked across replicas for the run.
+func (s *service) RunQuery(ctx context.Context, userID, convID, queryID, query string, emit func(tools.Envelope)) error {
+	if s.store != nil {
+		lockCtx, cancel := context.WithTimeout(ctx, s.queryWait)
+		unlock, err := s.store.Lock(lockCtx, userID, convID)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: conversation %q is busy with another query: %w", web.ErrBusy, convID, err)
+		}
+		defer unlock()
+		s.trees.Forget(userID, convID) // reload what another replica may have saved
+	}
+	c, err := s.trees.Conversation(ctx, userID, convID)
+	if err != nil {
+		return webErr(err)
+	}
+	return webErr(c.Run(ctx, s.model, query, queryID, emit))
+}
+
+func (s *service) List(ctx context.Context, userID string) (any, error) {
+	list, err := s.trees.Conversations(ctx, userID)
+	if err != nil {
+		return nil, webErr(err)
+	}
+	if list == nil {
+		list = []tree.ConversationInfo{}
+	}
+	return list, nil
+}
+
+// savedConversation is the body of GET /conversations/:user/:conv.
+type savedConversation struct {
+	ConversationID string              `json:"conversation_id"`
+	Title          string              `json:"title"`
+	InitMode       string              `json:"init_mode"`
+	History        []tree.Message      `json:"history"`
+	Tree           json.RawMessage     `json:"tree"`
+	Events         []json.RawMessage   `json:"events"`
+	UpdatedAt      any                 `json:"updated_at"`
+	Environment    any                 `json:"environment"`
+	Queries        []map[string]string `json:"queries"`
+}
+
+func (s *service) Get(ctx context.Context, userID, convID string) (any, error) {
+	if s.store != nil {
+		s.trees.Forget(userID, convID) // read what any replica saved last
+	}
+	c, ok, err := s.trees.Existing(ctx, userID, convID)
+	if err != nil {
+		return nil, webErr(err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: conversation %q of user %q", web.ErrNotFound, convID, userID)
+	}
+	st := c.State()
+	out := savedConversation{
+		ConversationID: convID, Title: st.Title, InitMode: string(st.InitMode),
+		History: nonNil(st.History), UpdatedAt: st.UpdatedAt, Environment: st.Environment,
+		Events: []json.RawMessage{}, Queries: []map[string]string{},
+	}
+	if out.Tree, err = marshalTree(c.Tree()); err != nil {
+		return nil, err
+	}
+	if s.store != nil {
+		evs, err := s.store.Events(ctx, userID, convID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		for _, e := range evs {
+			out.Events = append(out.Events, e.Envelope)
+		}
+	}
+	return out, nil
+}
+
+func (s *service) Delete(ctx context.Context, userID, convID string) error {
+	return webErr(s.trees.Delete(ctx, userID, convID))
+}
+
+func (s *service) InitUser(ctx context.Context, userID string) (bool, any, error) {
+	existed := false
+	if s.store != nil {
+		var err error
+		if existed, err = s.store.EnsureUser(ctx, userID); err != nil {
+			return false, nil, err
+		}
+	}
+	cfg := map[string]any{
+		"model":                 s.info,
+		"branch_initialisation": string(tree.OneBranch),
+		"config_file":           s.disc.Path(),
+	}
+	return existed, cfg, nil
+}
+
+// serverEntry is one server of GET /api/servers: the gateway's status plus
+// its configuration with secrets masked.
+type serverEntry struct {
+	mcpgateway.Status
+	Description string            `json:"description,omitempty"`
+	Branch      string            `json:"branch,omitempty"`
+	Command     string            `json:"command,omitempty"`
+	Args        []string          `json:"args,omitempty"`
+	Cwd         string            `json:"cwd,omitempty"`
+	URL         string            `json:"url,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Unresolved  string            `json:"unresolved,omitempty"`
+}
+
+// serversAPI is the web.Servers view of the service (its List lists a
+// server's tools, not a user's conversations).
+type serversAPI struct{ s *service }
+
+func (a serversAPI) Servers(context.Context) (web.ServersStatus, error) {
+	s := a.s
+	gws := s.disc.Gateways()
+	entries := make([]serverEntry, 0, len(gws))
+	for _, g := range gws {
+		cfg := g.Config()
+		d := cfg.Display()
+		entries = append(entries, serverEntry{
+			Status: g.Status(), Description: cfg.Description, Branch: cfg.Branch,
+			Command: d.Command, Args: d.Args, Cwd: d.Cwd, URL: d.URL, Env: d.Env, Headers: d.Headers,
+			Unresolved: cfg.Unresolved,
+		})
+	}
+	st := web.ServersStatus{ConfigFile: s.disc.Path(), Servers: entries}
+	if err := s.disc.ConfigError(); err != nil {
+		st.ConfigError = err.Error()
+	}
+	return st, nil
+}
+
+func (s *service) gateway(name string) (*mcpgateway.Gateway, error) {
+	g, ok := s.disc.Gateway(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: no MCP server %q", web.ErrNotFound, name)
+	}
+	return g, nil
+}
+
+func (a serversAPI) List(ctx context.Context, name string) (any, error) {
+	g, err := a.s.gateway(name)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := g.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"server": g.Config().Name, "tools": infos}, nil
+}
+
+func (a serversAPI) Execute(ctx context.Context, name, tool string, inputs map[string]any) (any, error) {
+	g, err := a.s.gateway(name)
+	if err != nil {
+		return nil, err
+	}
+	return g.Execute(ctx, tool, inputs)
+}

@@ -1,0 +1,318 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tree"
+)
+
+// Sink receives the gateways to place in every tree, in file order, each
+// time the set changes. SetTools must be safe for concurrent use with the
+// trees' readers; it is called by one goroutine at a time.
+type Sink interface {
+	SetTools(placements []tree.Placement)
+}
+
+// Options configures a Discovery. The zero value is usable.
+type Options struct {
+	// Logger receives lifecycle and reload messages. Nil discards them.
+	Logger *slog.Logger
+	// Load is passed to mcpgateway.Load on every (re)load. Nil means defaults;
+	// a Prompt set here is used for the first load only (never on a reload).
+	Load *mcpgateway.LoadOptions
+	// Gateway is passed to every mcpgateway.New. Nil means defaults.
+	Gateway *mcpgateway.Options
+	// Debounce is the quiet period after a file event before reloading.
+	// Zero means 100 ms.
+	Debounce time.Duration
+	// DrainGrace bounds how long a removed or replaced gateway's in-flight
+	// calls may run before it is closed. Zero means 10 s.
+	DrainGrace time.Duration
+	// OnReload, when set, is called after every reload attempt with its
+	// error (nil on success). It must not block.
+	OnReload func(err error)
+}
+
+// Discovery owns the gateways built from one mcp.json file. Create it with
+// New, then call Load once and Watch to follow the file; Close ends the
+// watcher and every gateway. All methods are safe for concurrent use.
+type Discovery struct {
+	path   string
+	sink   Sink
+	opts   Options
+	logger *slog.Logger
+
+	// lifetime is the discovery's own context: it outlives Load's caller and
+	// owns the watcher and the background closing of gateways. It is created
+	// in New and cancelled in Close.
+	lifetime context.Context //nolint:containedctx // component lifetime, see comment
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	reloadMu sync.Mutex // serialises Load and Reload
+
+	// answers are the inputs the operator typed at start-up, reused on
+	// reloads (which never prompt). Guarded by reloadMu.
+	answers map[string]string
+
+	// mu guards cfg, configErr, gateways, closed.
+	mu        sync.Mutex
+	cfg       *mcpgateway.Config
+	configErr error
+	gateways  []*mcpgateway.Gateway
+	closed    bool
+}
+
+// New returns a Discovery for the mcp.json at path that feeds sink. It does
+// no I/O. It panics if sink is nil.
+func New(path string, sink Sink, opts *Options) *Discovery {
+	if sink == nil {
+		panic("discovery: nil sink")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = 100 * time.Millisecond
+	}
+	if o.DrainGrace <= 0 {
+		o.DrainGrace = 10 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Discovery{
+		path:     path,
+		sink:     sink,
+		opts:     o,
+		logger:   o.Logger.With("config", path),
+		lifetime: ctx,
+		cancel:   cancel,
+		answers:  map[string]string{},
+	}
+}
+
+// Load reads the file for the first time, builds a gateway per server and
+// places the enabled ones. A bad file is returned as an error (the service
+// exits with code 2); nothing is placed then. Eager servers start
+// connecting in the background.
+func (d *Discovery) Load(ctx context.Context) error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	var lo mcpgateway.LoadOptions
+	if d.opts.Load != nil {
+		lo = *d.opts.Load
+	}
+	if ask := lo.Prompt; ask != nil {
+		lo.Prompt = func(in mcpgateway.Input) (string, error) {
+			v, err := ask(in)
+			if err == nil {
+				d.answers[in.ID] = v
+			}
+			return v, err
+		}
+	}
+	cfg, err := mcpgateway.Load(d.path, &lo)
+	if err != nil {
+		return err
+	}
+	d.apply(cfg)
+	return nil
+}
+
+// remembered answers an input from what the operator typed at start-up.
+func (d *Discovery) remembered(in mcpgateway.Input) (string, error) {
+	if v, ok := d.answers[in.ID]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("input %q was not given at start-up and is never asked for on a reload", in.ID)
+}
+
+// Reload reads the file again and applies the difference. When the file is
+// invalid the last good config stays in force, the error is kept for
+// ConfigError and logged, and Reload returns it.
+func (d *Discovery) Reload(ctx context.Context) error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var lo mcpgateway.LoadOptions
+	if d.opts.Load != nil {
+		lo = *d.opts.Load
+	}
+	lo.Prompt = d.remembered // never ask the terminal on a reload
+	cfg, err := mcpgateway.Load(d.path, &lo)
+	if err != nil {
+		d.mu.Lock()
+		d.configErr = err
+		d.mu.Unlock()
+		d.logger.WarnContext(ctx, "config reload failed; keeping the last good config", "err", err)
+		d.notify(err)
+		return err
+	}
+	d.apply(cfg)
+	d.logger.InfoContext(ctx, "config reloaded", "servers", len(cfg.Servers))
+	d.notify(nil)
+	return nil
+}
+
+func (d *Discovery) notify(err error) {
+	if d.opts.OnReload != nil {
+		d.opts.OnReload(err)
+	}
+}
+
+// apply builds the new gateway list (reusing unchanged gateways), hands the
+// placements to the sink, then retires the gateways that left.
+func (d *Discovery) apply(cfg *mcpgateway.Config) {
+	for _, w := range cfg.Warnings {
+		d.logger.Warn("config warning", "warning", w)
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	old := make(map[string]*mcpgateway.Gateway, len(d.gateways))
+	for _, g := range d.gateways {
+		old[g.Config().Name] = g
+	}
+	next := make([]*mcpgateway.Gateway, 0, len(cfg.Servers))
+	var started []*mcpgateway.Gateway
+	for _, sc := range cfg.Servers {
+		if g, ok := old[sc.Name]; ok && g.Config().Equal(sc) {
+			next = append(next, g)
+			delete(old, sc.Name)
+			continue
+		}
+		g := mcpgateway.New(sc, d.opts.Gateway)
+		next = append(next, g)
+		started = append(started, g)
+	}
+	d.cfg, d.configErr, d.gateways = cfg, nil, next
+	d.mu.Unlock()
+
+	d.sink.SetTools(placements(next))
+
+	for name, g := range old {
+		d.logger.Info("gateway retired", "gateway", name)
+		d.retire(g)
+	}
+	for _, g := range started {
+		if c := g.Config(); c.Eager && c.Enabled && c.Unresolved == "" {
+			d.connect(g)
+		}
+	}
+}
+
+func placements(gws []*mcpgateway.Gateway) []tree.Placement {
+	out := make([]tree.Placement, 0, len(gws))
+	for _, g := range gws {
+		c := g.Config()
+		if !c.Enabled {
+			continue
+		}
+		out = append(out, tree.Placement{Tool: g, Branch: c.Branch})
+	}
+	return out
+}
+
+// retire closes g in the background once its in-flight calls have finished
+// or DrainGrace has passed.
+func (d *Discovery) retire(g *mcpgateway.Gateway) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		ctx, cancel := context.WithTimeout(d.lifetime, d.opts.DrainGrace)
+		defer cancel()
+		if err := g.Drain(ctx); err != nil {
+			d.logger.Warn("gateway closed with calls still running", "gateway", g.Config().Name, "err", err)
+		}
+		if err := g.Close(); err != nil {
+			d.logger.Warn("gateway close", "gateway", g.Config().Name, "err", err)
+		}
+	}()
+}
+
+// connect starts an eager gateway's session in the background.
+func (d *Discovery) connect(g *mcpgateway.Gateway) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := g.Connect(d.lifetime); err != nil && d.lifetime.Err() == nil {
+			d.logger.Warn("eager connect failed", "gateway", g.Config().Name, "err", err)
+		}
+	}()
+}
+
+// Gateways returns the current gateways in file order, disabled ones
+// included. The slice is a copy; the gateways are shared.
+func (d *Discovery) Gateways() []*mcpgateway.Gateway {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*mcpgateway.Gateway(nil), d.gateways...)
+}
+
+// Gateway finds a gateway by server name or gateway tool name.
+func (d *Discovery) Gateway(name string) (*mcpgateway.Gateway, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, g := range d.gateways {
+		if c := g.Config(); c.Name == name || mcpgateway.ToolName(c.Name) == name {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
+// ConfigError returns the error of the last reload when it failed (the last
+// good config is still in force), or nil.
+func (d *Discovery) ConfigError() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.configErr
+}
+
+// Path returns the mcp.json path this Discovery follows.
+func (d *Discovery) Path() string { return d.path }
+
+// Close stops watching, waits for background work, and closes every
+// gateway (ending their processes). It is idempotent.
+func (d *Discovery) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	gws := d.gateways
+	d.gateways = nil
+	d.mu.Unlock()
+
+	d.cancel()
+	d.wg.Wait()
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, g := range gws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := g.Close(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("close gateway %q: %w", g.Config().Name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,300 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tree"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recordingSink keeps the last placements, for tests without a tree.
+type recordingSink struct {
+	mu    sync.Mutex
+	names []string
+	calls int
+}
+
+func (s *recordingSink) SetTools(ps []tree.Placement) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	s.names = s.names[:0]
+	for _, p := range ps {
+		s.names = append(s.names, p.Tool.Name()+"@"+p.Branch)
+	}
+}
+
+func (s *recordingSink) get() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.names...)
+}
+
+// writeConfig writes mcp.json the way editors that rename on save do.
+func writeConfig(t *testing.T, path, body string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func todoServer(name, bin, db string) string {
+	return fmt.Sprintf(`%q: {"type": "stdio", "command": %q, "env": {"TODO_DB": %q}}`, name, bin, db)
+}
+
+func servers(entries ...string) string {
+	return `{"servers": {` + strings.Join(entries, ", ") + `}}`
+}
+
+func TestLoadPlacesEnabledServersInFileOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	writeConfig(t, path, `{"servers": {
+		"zeta": {"command": "/bin/true"},
+		"alpha": {"command": "/bin/true", "branch": "files"},
+		"off": {"command": "/bin/true", "disabled": true}}}`)
+	sink := &recordingSink{}
+	d := New(path, sink, nil)
+	defer d.Close()
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(sink.get(), " ")
+	if want := "mcp_zeta@ mcp_alpha@files"; got != want {
+		t.Fatalf("placements = %q, want %q", got, want)
+	}
+	if n := len(d.Gateways()); n != 3 {
+		t.Fatalf("%d gateways, want 3 (disabled ones are listed too)", n)
+	}
+	if _, ok := d.Gateway("mcp_alpha"); !ok {
+		t.Fatal("Gateway(tool name) not found")
+	}
+	if _, ok := d.Gateway("alpha"); !ok {
+		t.Fatal("Gateway(server name) not found")
+	}
+}
+
+func TestLoadBadFileIsAConfigError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, `{"servers": {"x": {"type": "carrier-pigeon"}}}`)
+	sink := &recordingSink{}
+	d := New(path, sink, nil)
+	defer d.Close()
+	err := d.Load(t.Context())
+	if !errors.Is(err, mcpgateway.ErrInvalidConfig) {
+		t.Fatalf("Load error = %v, want ErrInvalidConfig", err)
+	}
+	if !strings.Contains(err.Error(), "mcp.json:1:") {
+		t.Fatalf("error %q does not name file and line", err)
+	}
+	if sink.calls != 0 {
+		t.Fatal("a bad file placed tools")
+	}
+}
+
+// liveTree returns the option ids of the root of a conversation's tree.
+func liveTree(t *testing.T, m *tree.Manager, user, conv string) []string {
+	t.Helper()
+	c, err := m.Conversation(context.Background(), user, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(c.Tree())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node struct {
+		Options map[string]json.RawMessage `json:"options"`
+	}
+	if err := json.Unmarshal(b, &node); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for id := range node.Options {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func hasTool(ids []string, name string) bool {
+	for _, id := range ids {
+		if id == name {
+			return true
+		}
+	}
+	return false
+}
+
+func processAlive(pid int) bool {
+	return pid > 0 && syscall.Kill(pid, 0) == nil
+}
+
+// TestWatchAddsChangesAndRemovesServers drives a real todo-mcp through the
+// whole life of a server in mcp.json: added, used, changed (its process is
+// replaced), broken (the last good config stays), and removed (its process
+// ends), with the live trees following every step.
+func TestWatchAddsChangesAndRemovesServers(t *testing.T) {
+	bin := testenv.TodoMCP(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	dbA := filepath.Join(dir, "a.db")
+	writeConfig(t, path, servers(todoServer("todo", bin, dbA)))
+
+	m := tree.NewManager(nil)
+	reloads := make(chan error, 64)
+	d := New(path, m, &Options{
+		Debounce:   20 * time.Millisecond,
+		DrainGrace: 5 * time.Second,
+		Gateway:    &mcpgateway.Options{CloseGrace: 500 * time.Millisecond},
+		OnReload:   func(err error) { reloads <- err },
+	})
+	defer d.Close()
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	if ids := liveTree(t, m, "alice", "c1"); !hasTool(ids, "mcp_todo") {
+		t.Fatalf("root options %v lack mcp_todo", ids)
+	}
+
+	// Use the server so it has a process.
+	g, _ := d.Gateway("todo")
+	if _, err := g.Execute(t.Context(), "create_todo", map[string]any{"title": "first"}); err != nil {
+		t.Fatal(err)
+	}
+	firstPID := g.Status().PID
+	if !processAlive(firstPID) {
+		t.Fatalf("todo-mcp pid %d not running after a call", firstPID)
+	}
+
+	// Add a server: it reaches a conversation created before the change.
+	writeConfig(t, path, servers(todoServer("todo", bin, dbA), todoServer("notes", bin, filepath.Join(dir, "n.db"))))
+	testenv.WaitFor(t, 5*time.Second, "mcp_notes in the live tree", func() bool {
+		return hasTool(liveTree(t, m, "alice", "c1"), "mcp_notes")
+	})
+	if g2, _ := d.Gateway("todo"); g2 != g {
+		t.Fatal("an unchanged server was replaced")
+	}
+
+	// Break the file: the last good config stays in force.
+	writeConfig(t, path, `{"servers": {"todo": `)
+	testenv.WaitFor(t, 5*time.Second, "the config error", func() bool { return d.ConfigError() != nil })
+	if !strings.Contains(d.ConfigError().Error(), "mcp.json") {
+		t.Fatalf("config error %q does not name the file", d.ConfigError())
+	}
+	if ids := liveTree(t, m, "alice", "c1"); !hasTool(ids, "mcp_todo") || !hasTool(ids, "mcp_notes") {
+		t.Fatalf("a bad file changed the tree: %v", ids)
+	}
+
+	// Change the todo server (new database): its process is replaced.
+	dbB := filepath.Join(dir, "b.db")
+	writeConfig(t, path, servers(todoServer("todo", bin, dbB)))
+	testenv.WaitFor(t, 5*time.Second, "mcp_notes to leave the tree", func() bool {
+		return !hasTool(liveTree(t, m, "alice", "c1"), "mcp_notes")
+	})
+	if d.ConfigError() != nil {
+		t.Fatalf("config error after a good file: %v", d.ConfigError())
+	}
+	testenv.WaitFor(t, 10*time.Second, "the replaced server's process to end", func() bool { return !processAlive(firstPID) })
+	g3, _ := d.Gateway("todo")
+	if g3 == g {
+		t.Fatal("a changed server kept its old gateway")
+	}
+	res, err := g3.Execute(t.Context(), "list_todos", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Text(), "first") {
+		t.Fatalf("the replaced server still reads the old database: %s", res.Text())
+	}
+
+	// Remove everything: the gateway leaves every tree and its process ends.
+	pid := g3.Status().PID
+	writeConfig(t, path, `{"servers": {}}`)
+	testenv.WaitFor(t, 5*time.Second, "mcp_todo to leave the tree", func() bool {
+		return !hasTool(liveTree(t, m, "alice", "c1"), "mcp_todo")
+	})
+	testenv.WaitFor(t, 10*time.Second, "the removed server's process to end", func() bool { return !processAlive(pid) })
+}
+
+// TestRapidEditsEndInTheLastGoodConfig makes 20 quick edits, some invalid,
+// and checks the service settles on the last valid file.
+func TestRapidEditsEndInTheLastGoodConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	writeConfig(t, path, `{"servers": {"s0": {"command": "/bin/true"}}}`)
+	sink := &recordingSink{}
+	d := New(path, sink, &Options{Debounce: 20 * time.Millisecond})
+	defer d.Close()
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	last := ""
+	for i := 1; i <= 20; i++ {
+		if i%3 == 0 {
+			writeConfig(t, path, `{"servers": [`) // invalid
+			continue
+		}
+		last = fmt.Sprintf("s%d", i)
+		writeConfig(t, path, fmt.Sprintf(`{"servers": {%q: {"command": "/bin/true"}}}`, last))
+	}
+	want := "mcp_" + last + "@"
+	testenv.WaitFor(t, 5*time.Second, "the last good config ("+want+")", func() bool {
+		got := sink.get()
+		return len(got) == 1 && got[0] == want
+	})
+}
+
+// TestReloadDoesNotPrompt checks that inputs are asked for at start-up only,
+// and that a reload reuses the answer instead of losing the server.
+func TestReloadDoesNotPrompt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, `{"inputs": [{"type": "promptString", "id": "tok", "password": true}],
+		"servers": {"s": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${input:tok}"}}}}`)
+	prompts := 0
+	d := New(path, &recordingSink{}, &Options{Load: &mcpgateway.LoadOptions{
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Prompt:    func(mcpgateway.Input) (string, error) { prompts++; return "s3cret-value", nil },
+	}})
+	defer d.Close()
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if prompts != 1 {
+		t.Fatalf("start-up prompted %d times, want 1", prompts)
+	}
+	if err := d.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if prompts != 1 {
+		t.Fatalf("reload prompted (%d prompts in all)", prompts)
+	}
+	g, _ := d.Gateway("s")
+	if u := g.Config().Unresolved; u != "" {
+		t.Fatalf("after a reload the input is unresolved: %s", u)
+	}
+}
