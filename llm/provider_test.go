@@ -1,0 +1,169 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tmc/langchaingo/llms"
+)
+
+func fakeLookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	const secret = "sk-secret-value"
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    Info
+		wantErr error
+		errHas  string
+	}{
+		{"nothing set is offline", nil, Info{Provider: ProviderOffline, Model: "offline-planner"}, nil, ""},
+		{"empty key counts as unset", map[string]string{EnvOpenAIKey: ""},
+			Info{Provider: ProviderOffline, Model: "offline-planner"}, nil, ""},
+		{"openai key", map[string]string{EnvOpenAIKey: secret},
+			Info{Provider: ProviderOpenAI, Model: "gpt-4o-mini", BaseURL: "https://api.openai.com/v1"}, nil, ""},
+		{"openai before anthropic", map[string]string{EnvOpenAIKey: secret, EnvAnthropicKey: secret},
+			Info{Provider: ProviderOpenAI, Model: "gpt-4o-mini", BaseURL: "https://api.openai.com/v1"}, nil, ""},
+		{"anthropic key", map[string]string{EnvAnthropicKey: secret, EnvGoogleKey: secret},
+			Info{Provider: ProviderAnthropic, Model: "claude-sonnet-4-5"}, nil, ""},
+		{"ollama host before google", map[string]string{EnvOllamaHost: "10.0.0.5", EnvGoogleKey: secret},
+			Info{Provider: ProviderOllama, Model: "llama3.1", BaseURL: "http://10.0.0.5:11434"}, nil, ""},
+		{"ollama host url kept", map[string]string{EnvOllamaHost: "https://ollama.example:8443"},
+			Info{Provider: ProviderOllama, Model: "llama3.1", BaseURL: "https://ollama.example:8443"}, nil, ""},
+		{"ollama default host", map[string]string{EnvProvider: "ollama"},
+			Info{Provider: ProviderOllama, Model: "llama3.1", BaseURL: "http://127.0.0.1:11434"}, nil, ""},
+		{"google key", map[string]string{EnvGoogleKey: secret},
+			Info{Provider: ProviderGoogleAI, Model: "gemini-2.0-flash"}, nil, ""},
+		{"model override", map[string]string{EnvOpenAIKey: secret, EnvModel: "gpt-4.1"},
+			Info{Provider: ProviderOpenAI, Model: "gpt-4.1", BaseURL: "https://api.openai.com/v1"}, nil, ""},
+		{"explicit provider wins over keys", map[string]string{EnvProvider: "Anthropic", EnvOpenAIKey: secret, EnvAnthropicKey: secret},
+			Info{Provider: ProviderAnthropic, Model: "claude-sonnet-4-5"}, nil, ""},
+		{"explicit offline", map[string]string{EnvProvider: "offline", EnvOpenAIKey: secret, EnvModel: "gpt-4.1"},
+			Info{Provider: ProviderOffline, Model: "offline-planner"}, nil, ""},
+		{"compatible server needs no key", map[string]string{EnvProvider: "openai", EnvOpenAIBaseURL: "http://user:pw@127.0.0.1:8080/v1?k=v", EnvModel: "qwen"},
+			Info{Provider: ProviderOpenAI, Model: "qwen", BaseURL: "http://127.0.0.1:8080/v1"}, nil, ""},
+		{"openai without key", map[string]string{EnvProvider: "openai"}, Info{}, ErrMissingKey, EnvOpenAIKey},
+		{"anthropic without key", map[string]string{EnvProvider: "anthropic", EnvOpenAIKey: secret}, Info{}, ErrMissingKey, EnvAnthropicKey},
+		{"googleai without key", map[string]string{EnvProvider: "googleai"}, Info{}, ErrMissingKey, EnvGoogleKey},
+		{"unknown provider", map[string]string{EnvProvider: "gpt"}, Info{}, ErrUnknownProvider, EnvProvider},
+		{"bad base url", map[string]string{EnvOpenAIKey: secret, EnvOpenAIBaseURL: "::nope"}, Info{}, nil, EnvOpenAIBaseURL},
+		{"bad ollama host", map[string]string{EnvOllamaHost: "http://"}, Info{}, nil, EnvOllamaHost},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			model, info, err := FromEnv(t.Context(), fakeLookup(tt.env), nil)
+			if tt.errHas != "" {
+				if err == nil {
+					t.Fatalf("FromEnv = %v, want an error", info)
+				}
+				if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+					t.Errorf("err = %v, want %v", err, tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), tt.errHas) || strings.Contains(err.Error(), secret) {
+					t.Errorf("err = %q, want it to name %s and hold no secret", err, tt.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if model == nil {
+				t.Fatal("nil model")
+			}
+			if diff := cmp.Diff(tt.want, info); diff != "" {
+				t.Errorf("info mismatch (-want +got):\n%s", diff)
+			}
+			b, _ := json.Marshal(info)
+			if s := info.String() + string(b) + fmt.Sprintf("%+v", info); strings.Contains(s, secret) || strings.Contains(s, "pw") {
+				t.Errorf("info shows a secret: %s", s)
+			}
+		})
+	}
+}
+
+// chatServer is an OpenAI-compatible chat completions endpoint that answers
+// every request with one tool call, and keeps the last request.
+type chatServer struct {
+	mu   sync.Mutex // mu guards auth and body
+	auth string
+	body map[string]any
+}
+
+func (s *chatServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" {
+		http.NotFound(w, r)
+		return
+	}
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	s.auth, s.body = r.Header.Get("Authorization"), body
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+		"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+			"content": "Listing the tools.",
+			"tool_calls": [{"id": "call_1", "type": "function",
+				"function": {"name": "mcp_demo", "arguments": "{\"action\": \"list\"}"}}]}}],
+		"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}`)
+}
+
+// TestOpenAICompatibleToolCall proves the path the tree uses: a model from
+// FromEnv, pointed at an OpenAI-compatible server, surfaces the server's
+// tool call as ToolCalls.
+func TestOpenAICompatibleToolCall(t *testing.T) {
+	fake := &chatServer{}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	model, info, err := FromEnv(t.Context(), fakeLookup(map[string]string{
+		EnvOpenAIKey: "test-key", EnvOpenAIBaseURL: srv.URL + "/v1", EnvModel: "test-model"}),
+		&Options{HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Provider != ProviderOpenAI || info.BaseURL != srv.URL+"/v1" {
+		t.Errorf("info = %+v", info)
+	}
+	resp, err := model.GenerateContent(t.Context(), []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "Choose exactly one of the available options."),
+		llms.TextParts(llms.ChatMessageTypeHuman, `{"user_prompt": "what can the demo server do?"}`),
+	}, llms.WithTools([]llms.Tool{gatewayTool("mcp_demo"), answerFn}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 1 || len(resp.Choices[0].ToolCalls) != 1 {
+		t.Fatalf("choices = %+v", resp.Choices)
+	}
+	c := resp.Choices[0]
+	fc := c.ToolCalls[0].FunctionCall
+	if fc.Name != "mcp_demo" || fc.Arguments != `{"action": "list"}` || c.Content != "Listing the tools." {
+		t.Errorf("choice = %+v, call = %+v", c, fc)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if fake.auth != "Bearer test-key" {
+		t.Errorf("Authorization = %q", fake.auth)
+	}
+	if fake.body["model"] != "test-model" {
+		t.Errorf("model = %v", fake.body["model"])
+	}
+	tools, _ := fake.body["tools"].([]any)
+	if len(tools) != 2 {
+		t.Errorf("request offered %d tools, want 2: %v", len(tools), fake.body["tools"])
+	}
+}
