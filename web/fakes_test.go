@@ -160,6 +160,8 @@ type fakeRunner struct {
 	started   chan string // receives the query id of each "block" run
 	cancelled chan string // receives the query id of each cancelled "block" run
 	release   chan struct{}
+	// plain, set before use, makes every query emit the appendix sequence.
+	plain bool
 }
 
 func newFakeRunner() *fakeRunner {
@@ -167,6 +169,9 @@ func newFakeRunner() *fakeRunner {
 }
 
 func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query string, emit func(tools.Envelope)) error {
+	if f.plain {
+		query = ""
+	}
 	switch query {
 	case "busy":
 		return fmt.Errorf("conversation %s: %w", conv, ErrBusy)

@@ -65,7 +65,7 @@ var testAssets = fstest.MapFS{
 
 // newHarness returns a Server over fresh fakes. opts may be nil; its
 // Logger, Registry and Assets are filled in when unset.
-func newHarness(t *testing.T, opts *Options) *harness {
+func newHarness(t testing.TB, opts *Options) *harness {
 	t.Helper()
 	h := &harness{runner: newFakeRunner(), trees: &fakeTrees{}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	var o Options
@@ -90,7 +90,7 @@ func newHarness(t *testing.T, opts *Options) *harness {
 
 // do serves one request through the handler. headers are name, value
 // pairs.
-func (h *harness) do(t *testing.T, method, path, body string, headers ...string) *httptest.ResponseRecorder {
+func (h *harness) do(t testing.TB, method, path, body string, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	var r io.Reader
 	if body != "" {

@@ -1,0 +1,339 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// waitTimeout bounds every wait on the server in these tests; they never
+// sleep a fixed time.
+const waitTimeout = 10 * time.Second
+
+func startServer(t *testing.T, h *harness) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(h.srv.Handler()) // listens on 127.0.0.1
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// sseStream reads an event stream: data messages and ping comments.
+type sseStream struct {
+	t  *testing.T
+	sc *bufio.Scanner
+}
+
+// next returns the next data message's payload, or "ping" for a heartbeat,
+// or "" at the end of the stream.
+func (s *sseStream) next() string {
+	s.t.Helper()
+	for s.sc.Scan() {
+		line := s.sc.Text()
+		switch {
+		case line == ": ping":
+			return "ping"
+		case strings.HasPrefix(line, "data: "):
+			return strings.TrimPrefix(line, "data: ")
+		case line == "":
+			continue
+		default:
+			s.t.Fatalf("unexpected SSE line %q", line)
+		}
+	}
+	return ""
+}
+
+func postQuery(t *testing.T, ctx context.Context, ts *httptest.Server, path, body string, headers ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func readSSE(t *testing.T, resp *http.Response) []string {
+	t.Helper()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	s := &sseStream{t: t, sc: bufio.NewScanner(resp.Body)}
+	var out []string
+	for msg := s.next(); msg != ""; msg = s.next() {
+		if msg != "ping" {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+func dialWS(t *testing.T, ctx context.Context, ts *httptest.Server, opts *websocket.DialOptions) *websocket.Conn {
+	t.Helper()
+	conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/ws/query", opts)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial: %v (status %d)", err, status)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	return conn
+}
+
+func wsSend(t *testing.T, ctx context.Context, conn *websocket.Conn, msg string) {
+	t.Helper()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wsRead(t *testing.T, ctx context.Context, conn *websocket.Conn) string {
+	t.Helper()
+	_, b, err := conn.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b)
+}
+
+func decodeEnvelope(t *testing.T, s string) tools.Envelope {
+	t.Helper()
+	var env tools.Envelope
+	if err := json.Unmarshal([]byte(s), &env); err != nil {
+		t.Fatalf("bad envelope %q: %v", s, err)
+	}
+	return env
+}
+
+func TestSSEAndWebSocketCarryIdenticalEnvelopes(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+
+	var want []string
+	for _, env := range appendixEnvelopes("alice", "c1", "q1") {
+		b, _ := json.Marshal(env)
+		want = append(want, string(b))
+	}
+
+	sse := readSSE(t, postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "add Buy milk", "query_id": "q1"}`))
+
+	conn := dialWS(t, ctx, ts, nil)
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "q1", "query": "add Buy milk"}`)
+	var ws []string
+	for range want {
+		ws = append(ws, wsRead(t, ctx, conn))
+	}
+	if strings.Join(sse, "\n") != strings.Join(want, "\n") {
+		t.Errorf("SSE envelopes:\n%s\nwant:\n%s", strings.Join(sse, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Join(ws, "\n") != strings.Join(sse, "\n") {
+		t.Errorf("WebSocket envelopes differ from SSE:\n%s\nSSE:\n%s", strings.Join(ws, "\n"), strings.Join(sse, "\n"))
+	}
+}
+
+func TestQueryIDGenerated(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	msgs := readSSE(t, postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "hi"}`))
+	first := decodeEnvelope(t, msgs[0]).QueryID
+	if len(first) != 16 {
+		t.Fatalf("generated query_id = %q", first)
+	}
+	for _, m := range msgs {
+		if got := decodeEnvelope(t, m).QueryID; got != first {
+			t.Errorf("query_id %q, want %q in every envelope", got, first)
+		}
+	}
+	conn := dialWS(t, ctx, ts, nil)
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query": "hi"}`)
+	if got := decodeEnvelope(t, wsRead(t, ctx, conn)).QueryID; len(got) != 16 {
+		t.Errorf("WebSocket generated query_id = %q", got)
+	}
+}
+
+func TestRunFailingAfterStartSendsErrorEvent(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	msgs := readSSE(t, postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "fail", "query_id": "q1"}`, requestIDHeader, "rid-7"))
+	if len(msgs) != 2 {
+		t.Fatalf("got %d messages, want status then error: %q", len(msgs), msgs)
+	}
+	env := decodeEnvelope(t, msgs[1])
+	if env.Type != tools.EventError || string(env.Payload) != `{"text":"internal error (request id rid-7)"}` {
+		t.Errorf("error event = %s %s", env.Type, env.Payload)
+	}
+	if strings.Contains(msgs[1], "secret") || !strings.Contains(h.logs.String(), "secret detail") {
+		t.Errorf("detail must go to the log only")
+	}
+}
+
+func TestWebSocketMessages(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	conn := dialWS(t, ctx, ts, nil)
+	tests := []struct{ msg, want string }{
+		{`{"user_id": "alice", "conv`, `{"text":"invalid JSON message: unexpected end of input at offset 26"}`},
+		{`{"user_id": "alice", "conversation_id": "c1"}`, `{"text":"missing field \"query\""}`},
+		{`{"user_id": "alice", "conversation_id": "c1", "query_id": "q2", "query": "busy"}`, `{"text":"conversation c1: conversation busy"}`},
+	}
+	for _, tt := range tests {
+		wsSend(t, ctx, conn, tt.msg)
+		env := decodeEnvelope(t, wsRead(t, ctx, conn))
+		if env.Type != tools.EventError || string(env.Payload) != tt.want {
+			t.Errorf("for %s: got %s %s, want error %s", tt.msg, env.Type, env.Payload, tt.want)
+		}
+	}
+}
+
+func TestWebSocketSeveralQueries(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	conn := dialWS(t, ctx, ts, nil)
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qa", "query": "one"}`)
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c2", "query_id": "qb", "query": "two"}`)
+	byQuery := map[string][]tools.EventType{}
+	for range 12 {
+		env := decodeEnvelope(t, wsRead(t, ctx, conn))
+		byQuery[env.QueryID] = append(byQuery[env.QueryID], env.Type)
+	}
+	for _, q := range []string{"qa", "qb"} {
+		got := byQuery[q]
+		if len(got) != 6 || got[0] != tools.EventStatus || got[5] != tools.EventCompleted {
+			t.Errorf("query %s: events %v", q, got)
+		}
+	}
+}
+
+// waitFor receives from ch or fails after waitTimeout.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+func TestClientDisconnectCancelsRun(t *testing.T) {
+	t.Run("sse", func(t *testing.T) {
+		h := newHarness(t, nil)
+		ts := startServer(t, h)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		// The status line waits for the first event or heartbeat, so the
+		// request is sent on its own goroutine.
+		req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+"/query/alice/c1", strings.NewReader(`{"query": "block", "query_id": "qx"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			resp, err := ts.Client().Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			errc <- err
+		}()
+		waitFor(t, h.runner.started, "the run to start")
+		cancel()
+		if got := waitFor(t, h.runner.cancelled, "the run's ctx to end"); got != "qx" {
+			t.Errorf("cancelled %q", got)
+		}
+		waitFor(t, errc, "the client to return")
+	})
+	t.Run("websocket", func(t *testing.T) {
+		h := newHarness(t, nil)
+		ts := startServer(t, h)
+		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+		defer cancel()
+		conn := dialWS(t, ctx, ts, nil)
+		wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qy", "query": "block"}`)
+		waitFor(t, h.runner.started, "the run to start")
+		conn.CloseNow()
+		if got := waitFor(t, h.runner.cancelled, "the run's ctx to end"); got != "qy" {
+			t.Errorf("cancelled %q", got)
+		}
+	})
+}
+
+func TestHeartbeat(t *testing.T) {
+	t.Run("sse", func(t *testing.T) {
+		h := newHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
+		ts := startServer(t, h)
+		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+		defer cancel()
+		resp := postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "block", "query_id": "qh"}`)
+		waitFor(t, h.runner.started, "the run to start")
+		s := &sseStream{t: t, sc: bufio.NewScanner(resp.Body)}
+		if got := s.next(); got != "ping" {
+			t.Fatalf("first message %q, want a ping", got)
+		}
+		close(h.runner.release)
+		for msg := s.next(); msg != ""; msg = s.next() {
+			if msg != "ping" {
+				if env := decodeEnvelope(t, msg); env.Type != tools.EventCompleted {
+					t.Errorf("got %s, want completed", env.Type)
+				}
+				return
+			}
+		}
+		t.Error("stream ended without completed")
+	})
+	t.Run("websocket", func(t *testing.T) {
+		h := newHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
+		ts := startServer(t, h)
+		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+		defer cancel()
+		pinged := make(chan struct{}, 1)
+		conn := dialWS(t, ctx, ts, &websocket.DialOptions{OnPingReceived: func(context.Context, []byte) bool {
+			select {
+			case pinged <- struct{}{}:
+			default:
+			}
+			return true
+		}})
+		wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qh", "query": "block"}`)
+		waitFor(t, h.runner.started, "the run to start")
+		// Pings are handled inside Read, so read until the run ends.
+		readDone := make(chan string, 1)
+		go func() {
+			_, b, _ := conn.Read(ctx)
+			readDone <- string(b)
+		}()
+		waitFor(t, pinged, "a ping")
+		close(h.runner.release)
+		if env := decodeEnvelope(t, waitFor(t, readDone, "completed")); env.Type != tools.EventCompleted {
+			t.Errorf("got %s, want completed", env.Type)
+		}
+	})
+}
