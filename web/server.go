@@ -9,6 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/elysia-go/elysia/web/ui"
 )
 
 // DefaultHeartbeat is the idle interval after which a stream gets a
@@ -42,10 +44,10 @@ type Options struct {
 	// Ready reports whether the service can take traffic, for /readyz; its
 	// error is logged, never shown. Nil means always ready.
 	Ready func(ctx context.Context) error
-	// Assets holds the web UI's files (index.html, app.js, style.css) at its
-	// root; they are served under /ui/, and index.html for a browser's GET
-	// /tree/:user_id/:conversation_id. Nil means no UI: those requests get
-	// JSON.
+	// Assets holds the web UI's files (index.html, app.js, style.css, ...)
+	// at its root; they are served under /ui/, and index.html for a
+	// browser's GET /tree/:user_id/:conversation_id. Nil means the embedded
+	// UI of package web/ui.
 	Assets fs.FS
 	// Heartbeat is the idle interval after which streams get a heartbeat
 	// (an SSE comment, a WebSocket ping). Zero means DefaultHeartbeat.
@@ -101,6 +103,9 @@ func New(deps Deps, opts *Options) *Server {
 	}
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Assets == nil {
+		o.Assets = ui.FS()
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat

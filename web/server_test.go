@@ -279,14 +279,32 @@ func TestUIPage(t *testing.T) {
 	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") || rec.Header().Get("Vary") != "Accept" {
 		t.Errorf("fetch GET /tree: %q, Vary %q", rec.Header().Get("Content-Type"), rec.Header().Get("Vary"))
 	}
-	for path, want := range map[string]string{"/ui/app.js": "javascript", "/ui/style.css": "text/css", "/ui/": "text/html", "/ui/index.html": "text/html"} {
+	for path, want := range map[string]string{"/ui/app.js": "javascript", "/ui/style.css": "text/css"} {
 		rec := h.do(t, "GET", path, "")
 		if rec.Code != 200 || !strings.Contains(rec.Header().Get("Content-Type"), want) {
 			t.Errorf("GET %s: %d %q, want 200 %s", path, rec.Code, rec.Header().Get("Content-Type"), want)
 		}
 	}
-	if rec := h.do(t, "GET", "/ui/missing.js", ""); rec.Code != 404 {
-		t.Errorf("GET /ui/missing.js: %d, want 404", rec.Code)
+	for _, path := range []string{"/ui/missing.js", "/ui/", "/ui/index.html", "/ui/../server.go"} {
+		if rec := h.do(t, "GET", path, ""); rec.Code != 404 {
+			t.Errorf("GET %s: %d, want 404", path, rec.Code)
+		}
+	}
+}
+
+func TestEmbeddedUIByDefault(t *testing.T) {
+	srv := New(Deps{
+		Trees: &fakeTrees{}, Catalog: &fakeTrees{}, Runner: newFakeRunner(),
+		Conversations: &fakeStore{}, Users: &fakeStore{}, Servers: fakeServers{},
+	}, &Options{Keys: testKeys})
+	for _, path := range []string{"/tree/alice/c1", "/ui/app.js", "/ui/style.css"} {
+		req := httptest.NewRequestWithContext(t.Context(), "GET", path, nil)
+		req.Header.Set("Accept", "text/html,*/*;q=0.8")
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 || rec.Body.Len() == 0 {
+			t.Errorf("GET %s without a key: %d, %d bytes", path, rec.Code, rec.Body.Len())
+		}
 	}
 }
 

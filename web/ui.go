@@ -12,27 +12,25 @@ import (
 // indexFile is the UI's page shell.
 const indexFile = "index.html"
 
-// uiAsset serves GET /ui/*filepath from Options.Assets; /ui/ is the page
-// shell. Assets need no key: they hold no user data.
+// uiAsset serves GET /ui/*filepath from Options.Assets. Assets need no key:
+// they hold no user data.
 func (s *Server) uiAsset(c *gin.Context) {
 	if s.assets == nil {
 		s.fail(c, &requestError{http.StatusNotFound, "web UI not available"}, nil)
 		return
 	}
+	// The page itself lives at /tree/...: no page or listing here.
 	name := strings.TrimPrefix(c.Param("filepath"), "/")
-	if name == "" || name == indexFile {
-		s.servePage(c)
-		return
-	}
-	if !fs.ValidPath(name) {
-		s.fail(c, &requestError{http.StatusNotFound, "no such file"}, nil)
+	if name == indexFile || !fs.ValidPath(name) {
+		s.fail(c, &requestError{http.StatusNotFound, "no such file: /ui/" + name}, nil)
 		return
 	}
 	if fi, err := fs.Stat(s.assets, name); err != nil || fi.IsDir() {
 		s.fail(c, &requestError{http.StatusNotFound, "no such file: /ui/" + name}, nil)
 		return
 	}
-	c.Header("Cache-Control", "no-cache")
+	c.Header("Cache-Control", "no-cache") // a new build shows at once
+	c.Header("X-Content-Type-Options", "nosniff")
 	http.ServeFileFS(c.Writer, c.Request, s.assets, name)
 }
 
@@ -45,6 +43,7 @@ func (s *Server) servePage(c *gin.Context) {
 		return
 	}
 	c.Header("Cache-Control", "no-cache")
+	c.Header("X-Content-Type-Options", "nosniff")
 	c.Data(http.StatusOK, "text/html; charset=utf-8", b)
 }
 
