@@ -32,39 +32,6 @@ type CallResult struct {
 // with a note saying what was cut.
 func (r *CallResult) Text() string { return r.llmText }
 
-// callStats is the failure accounting of execute, kept in one place so that
-// a circuit breaker can read it. Guarded by Gateway.mu.
-type callStats struct {
-	calls       int64
-	failures    int64 // transport failures, timeouts and isError results
-	consecutive int64 // transport failures and timeouts in a row
-}
-
-type outcome int
-
-const (
-	outcomeSuccess   outcome = iota
-	outcomeToolError         // the server ran the tool and reported isError
-	outcomeTransport         // transport failure or timeout
-)
-
-// record is the one place execute outcomes are counted.
-func (g *Gateway) record(o outcome) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.stats.calls++
-	switch o {
-	case outcomeSuccess:
-		g.stats.consecutive = 0
-	case outcomeToolError:
-		g.stats.failures++
-		g.stats.consecutive = 0
-	case outcomeTransport:
-		g.stats.failures++
-		g.stats.consecutive++
-	}
-}
-
 // Execute calls tool with inputs. The inputs are validated against the
 // tool's input schema before anything is sent: a failure is an
 // *tools.ArgumentError (errors.As), an unknown tool an *UnknownToolError
@@ -79,22 +46,34 @@ func (g *Gateway) Execute(ctx context.Context, tool string, inputs map[string]an
 	return g.execute(ctx, tool, inputs)
 }
 
-// execute is Execute for a call already admitted by enter.
+// execute is Execute for a call already admitted by enter: it asks the
+// circuit, runs the call and records its outcome.
 func (g *Gateway) execute(ctx context.Context, tool string, inputs map[string]any) (*CallResult, error) {
+	done, err := g.allow()
+	if err != nil {
+		g.record(outcomeRefused, nil)
+		return nil, err
+	}
+	res, o, err := g.executeAllowed(ctx, tool, inputs)
+	g.record(o, done)
+	return res, err
+}
+
+func (g *Gateway) executeAllowed(ctx context.Context, tool string, inputs map[string]any) (*CallResult, outcome, error) {
 	ts, err := g.tools(ctx)
 	if err != nil {
-		return nil, err
+		return nil, g.classify(ctx, err), err
 	}
 	sch, ok := ts.schema[tool]
 	if !ok {
-		return nil, &UnknownToolError{Server: g.cfg.Name, Tool: tool, Available: ts.names, Closest: closest(tool, ts.names)}
+		return nil, outcomeNotRun, &UnknownToolError{Server: g.cfg.Name, Tool: tool, Available: ts.names, Closest: closest(tool, ts.names)}
 	}
 	if err := sch.Validate(tool, inputs); err != nil {
 		var ae *tools.ArgumentError
 		if errors.As(err, &ae) {
-			return nil, err
+			return nil, outcomeNotRun, err
 		}
-		return nil, g.serverErr("call "+tool, err)
+		return nil, outcomeNotRun, g.serverErr("call "+tool, err)
 	}
 	if inputs == nil {
 		inputs = map[string]any{}
@@ -108,16 +87,14 @@ func (g *Gateway) execute(ctx context.Context, tool string, inputs map[string]an
 		}
 	}
 	if err != nil {
-		g.record(outcomeTransport)
-		return nil, g.callErr(ctx, "call "+tool, errors.Unwrap(err))
+		err = g.callErr(ctx, "call "+tool, errors.Unwrap(err))
+		return nil, g.classify(ctx, err), err
 	}
 	out := convert(res, g.opts.OutputCap)
 	if res.IsError {
-		g.record(outcomeToolError)
-	} else {
-		g.record(outcomeSuccess)
+		return out, outcomeToolError, nil
 	}
-	return out, nil
+	return out, outcomeSuccess, nil
 }
 
 // errRetry marks a call error after which a fresh session may safely retry.
@@ -231,11 +208,11 @@ func (g *Gateway) Run(ctx context.Context, call tools.Call, _ tools.Emitter) (to
 	defer g.leave()
 	switch action {
 	case "list":
-		ts, err := g.tools(ctx)
+		res, err := g.listAction(ctx)
 		if err != nil {
 			return g.failure(ctx, err)
 		}
-		return g.listResult(ts.infos), nil
+		return res, nil
 	case "execute":
 		return g.runExecute(ctx, call.Args)
 	default:
@@ -295,6 +272,9 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 			fb = fmt.Sprintf("did you mean %q? ", ut.Closest) + fb
 		}
 		return tools.ErrorResult(fmt.Sprintf("unknown tool %q on server %q", ut.Tool, ut.Server), fb), nil
+	case errors.Is(err, ErrCircuitOpen):
+		return tools.ErrorResult(err.Error(),
+			"the server keeps failing; use another option, or try it again after the time given"), nil
 	case errors.Is(err, ErrDraining):
 		return tools.ErrorResult(g.mask(err.Error()),
 			"the server's configuration is changing; list its tools again in a moment"), nil

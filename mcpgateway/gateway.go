@@ -41,6 +41,13 @@ type Gateway struct {
 	// watchers, stderr drains, list refreshes); Close waits for it.
 	wg sync.WaitGroup
 
+	// dialer, when set (by tests, before the first call), replaces dial.
+	dialer func(hsCtx context.Context) (*session, error)
+
+	// breaker is the server's circuit (fixed at construction; it has its own
+	// lock, and is never called with mu held).
+	breaker *breaker
+
 	// mu guards everything below. It is never held across I/O.
 	mu         sync.Mutex
 	state      State
@@ -59,6 +66,8 @@ type Gateway struct {
 	draining   bool          // Drain was called: enter admits nothing
 	inflight   int           // calls admitted by enter and not yet left
 	drained    chan struct{} // closed when inflight drops to 0 while draining
+	// circuitRetryAt is when the open circuit lets a trial call through.
+	circuitRetryAt time.Time
 }
 
 // flight is one operation shared by concurrent callers: they wait for done,
@@ -83,6 +92,7 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 		state:     StateIdle,
 		closeDone: make(chan struct{}),
 	}
+	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
 	switch {
 	case !cfg.Enabled:
 		g.state = StateDisabled
@@ -146,7 +156,8 @@ func (g *Gateway) StatusLine(args map[string]any) string {
 }
 
 // Available reports false, with the reason, while the server cannot be used:
-// disabled, unresolved config, draining, or in back-off after a crash loop.
+// disabled, unresolved config, draining, in back-off after a crash loop, or
+// with its circuit open (the reason says until when).
 func (g *Gateway) Available(*tools.Environment) (bool, string) {
 	g.mu.Lock()
 	draining := g.draining && !g.closed
@@ -156,6 +167,9 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 	}
 	if err := g.unavailable(); err != nil {
 		return false, err.Error()
+	}
+	if cs := g.circuit(); cs.State == CircuitOpen {
+		return false, g.circuitErr(cs).Error()
 	}
 	return true, ""
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sync/atomic"
+	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -253,6 +254,24 @@ func (g *Gateway) toolsChanged(s *session) {
 	}()
 }
 
+// listAction is the list action: the cached tools while the circuit is open
+// (the server is not asked), else List's answer.
+func (g *Gateway) listAction(ctx context.Context) (tools.Result, error) {
+	if g.circuit().State == CircuitOpen {
+		g.mu.Lock()
+		ts := g.cache
+		g.mu.Unlock()
+		if ts != nil {
+			return g.listResult(ts.infos), nil
+		}
+	}
+	ts, err := g.tools(ctx)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return g.listResult(ts.infos), nil
+}
+
 // listResult is the tools.Result of the list action.
 func (g *Gateway) listResult(infos []ToolInfo) tools.Result {
 	objs := make([]map[string]any, 0, len(infos))
@@ -263,10 +282,15 @@ func (g *Gateway) listResult(infos []ToolInfo) tools.Result {
 		}
 		objs = append(objs, o)
 	}
+	st := g.Status()
+	circuit := map[string]any{"state": st.Circuit.State}
+	if st.Circuit.RetryAt != nil {
+		circuit["retry_at"] = st.Circuit.RetryAt.Format(time.RFC3339)
+	}
 	return tools.Result{
 		Name:     "list",
 		Type:     "table",
 		Objects:  objs,
-		Metadata: map[string]any{"server": g.cfg.Name, "action": "list", "state": string(g.Status().State)},
+		Metadata: map[string]any{"server": g.cfg.Name, "action": "list", "state": string(st.State), "circuit": circuit},
 	}
 }

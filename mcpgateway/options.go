@@ -31,6 +31,14 @@ type Options struct {
 	CrashLoopWindow time.Duration
 	CrashBackoff    time.Duration
 
+	// CircuitFailures consecutive transport failures or timeouts of execute
+	// (not isError results, schema failures or unknown tools) open the
+	// server's circuit for CircuitOpenFor: executes then fail at once, and
+	// after it one trial call is let through. Zeros mean 5 and 30 s. The
+	// circuit reads time.Now (it is gobreaker's); tests use testing/synctest.
+	CircuitFailures int
+	CircuitOpenFor  time.Duration
+
 	// LookupEnv reads the service's environment for the allow-list a stdio
 	// child inherits (see ChildEnv). Nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -51,6 +59,8 @@ const (
 	defaultCrashLoopDeaths = 3
 	defaultCrashLoopWindow = 30 * time.Second
 	defaultCrashBackoff    = 30 * time.Second
+	defaultCircuitFailures = 5
+	defaultCircuitOpenFor  = 30 * time.Second
 )
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set.
@@ -76,6 +86,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.CrashBackoff <= 0 {
 		c.CrashBackoff = defaultCrashBackoff
+	}
+	if c.CircuitFailures <= 0 {
+		c.CircuitFailures = defaultCircuitFailures
+	}
+	if c.CircuitOpenFor <= 0 {
+		c.CircuitOpenFor = defaultCircuitOpenFor
 	}
 	if c.LookupEnv == nil {
 		c.LookupEnv = os.LookupEnv

@@ -35,15 +35,18 @@ type Status struct {
 	PID int `json:"pid,omitempty"`
 }
 
-// CircuitStatus is the circuit breaker's state. Until the breaker lands it is
-// always closed.
+// CircuitStatus is the circuit breaker's state.
 type CircuitStatus struct {
-	State   string     `json:"state"`
+	// State is CircuitClosed, CircuitOpen or CircuitHalfOpen.
+	State string `json:"state"`
+	// RetryAt is when an open circuit lets a trial call through; nil unless
+	// open.
 	RetryAt *time.Time `json:"retry_at"`
 }
 
 // Status returns a snapshot of the gateway. It does no I/O.
 func (g *Gateway) Status() Status {
+	circuit := g.circuit()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := Status{
@@ -54,7 +57,7 @@ func (g *Gateway) Status() Status {
 		State:     g.state,
 		Tools:     []string{},
 		LastError: g.lastErr,
-		Circuit:   CircuitStatus{State: "closed"},
+		Circuit:   circuit,
 		Calls:     g.stats.calls,
 		Failures:  g.stats.failures,
 		PID:       g.sess.pid(),

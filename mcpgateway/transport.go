@@ -17,6 +17,9 @@ import (
 // derived from the gateway's lifetime (never the caller's: the session
 // outlives the call that opened it); hsCtx bounds only the handshake.
 func (g *Gateway) dial(hsCtx context.Context) (*session, error) {
+	if g.dialer != nil {
+		return g.dialer(hsCtx)
+	}
 	switch g.cfg.Transport {
 	case TransportStdio:
 		return g.dialStdio(hsCtx)

@@ -1,0 +1,208 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// inProcess connects a gateway to an in-process MCP server without any
+// network, so that tests can run it inside a testing/synctest bubble. While
+// down, connecting fails like a server that is not listening.
+type inProcess struct {
+	srv *mcpserver.MCPServer
+
+	mu    sync.Mutex
+	down  bool
+	dials int
+}
+
+func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
+	t.Helper()
+	p := &inProcess{srv: mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(true))}
+	p.srv.AddTool(mcp.NewTool("echo", mcp.WithString("message", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("Echo: " + req.GetString("message", "")), nil
+		})
+	p.srv.AddTool(mcp.NewTool("fail"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultError("it broke"), nil
+	})
+	cfg := ServerConfig{Name: "todo", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
+		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
+	g := New(cfg, opts)
+	g.dialer = p.dial(g)
+	t.Cleanup(func() { _ = g.Close() })
+	return p, g
+}
+
+func (p *inProcess) setDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	p.mu.Unlock()
+}
+
+func (p *inProcess) dialCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dials
+}
+
+func (p *inProcess) dial(g *Gateway) func(context.Context) (*session, error) {
+	return func(hsCtx context.Context) (*session, error) {
+		p.mu.Lock()
+		p.dials++
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			return nil, errors.New("dial tcp: connection refused")
+		}
+		client, err := mcpclient.NewInProcessClient(p.srv)
+		if err != nil {
+			return nil, err
+		}
+		s := newSession()
+		s.transport = "in-process"
+		s.client = client
+		ctx, cancel := context.WithCancel(g.lifetime)
+		s.cancel = cancel
+		if err := client.Start(ctx); err != nil {
+			s.close(g.opts.CloseGrace)
+			return nil, err
+		}
+		if err := g.handshake(hsCtx, s); err != nil {
+			s.close(g.opts.CloseGrace)
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// killSession makes the current session die, as a crashed server would.
+func killSession(g *Gateway) {
+	g.mu.Lock()
+	s := g.sess
+	g.mu.Unlock()
+	if s != nil {
+		s.markDead(errors.New("connection lost"))
+	}
+}
+
+func TestCircuitOpensAfterTransportFailuresOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, g := newInProcess(t, &Options{CrashLoopDeaths: 100})
+		ctx := t.Context()
+		if _, err := g.Execute(ctx, "echo", map[string]any{"message": "hi"}); err != nil {
+			t.Fatal(err)
+		}
+		// Failures of the tool or of the model never open the circuit.
+		for range 6 {
+			if cr, err := g.Execute(ctx, "fail", nil); err != nil || !cr.IsError {
+				t.Fatalf("fail = %v %+v", err, cr)
+			}
+			if _, err := g.Execute(ctx, "ecko", nil); !errors.Is(err, tools.ErrUnknownTool) {
+				t.Fatalf("unknown tool = %v", err)
+			}
+			if _, err := g.Execute(ctx, "echo", nil); !errors.Is(err, tools.ErrInvalidArguments) {
+				t.Fatalf("bad inputs = %v", err)
+			}
+		}
+		if cs := g.Status().Circuit; cs.State != CircuitClosed {
+			t.Fatalf("circuit after isError and schema failures = %+v, want closed", cs)
+		}
+
+		p.setDown(true)
+		killSession(g)
+		synctest.Wait()
+		for i := range 5 {
+			_, err := g.Execute(ctx, "echo", map[string]any{"message": "hi"})
+			if err == nil || errors.Is(err, ErrCircuitOpen) {
+				t.Fatalf("failure %d = %v, want a connect error", i+1, err)
+			}
+		}
+		st := g.Status()
+		wantRetry := time.Now().Add(30 * time.Second)
+		if st.Circuit.State != CircuitOpen || st.Circuit.RetryAt == nil || !st.Circuit.RetryAt.Equal(wantRetry) {
+			t.Fatalf("circuit after 5 failures = %+v, want open until %v", st.Circuit, wantRetry)
+		}
+
+		dials := p.dialCount()
+		_, err := g.Execute(ctx, "echo", map[string]any{"message": "hi"})
+		want := fmt.Sprintf(`server "todo" is unavailable: circuit open after 5 consecutive failures; retrying at %s (in 30s)`,
+			wantRetry.Format(time.TimeOnly))
+		if err == nil || err.Error() != want || !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("execute while open = %v\nwant %s", err, want)
+		}
+		if p.dialCount() != dials {
+			t.Errorf("execute while open dialled the server")
+		}
+		time.Sleep(2 * time.Second)
+		if ok, reason := g.Available(nil); ok || !strings.Contains(reason, "circuit open after 5 consecutive failures") || !strings.Contains(reason, "(in 28s)") {
+			t.Errorf("Available while open = %v %q", ok, reason)
+		}
+		res, err := g.Run(ctx, tools.Call{Args: map[string]any{"action": "list"}}, tools.Discard)
+		if err != nil || res.IsError || len(res.Objects) != 2 {
+			t.Fatalf("list while open = %v %+v, want the cached tools", err, res)
+		}
+		if c, _ := res.Metadata["circuit"].(map[string]any); c["state"] != CircuitOpen || c["retry_at"] == nil {
+			t.Errorf("list metadata = %v, want the open circuit", res.Metadata)
+		}
+		res, err = g.Run(ctx, tools.Call{Args: map[string]any{"action": "execute", "tool_name": "echo",
+			"tool_inputs": map[string]any{"message": "hi"}}}, tools.Discard)
+		if err != nil || !res.IsError || !strings.Contains(res.Error, "circuit open") {
+			t.Errorf("Run execute while open = %v %+v", err, res)
+		}
+
+		// After the open period one trial goes through; failing, it opens
+		// the circuit again.
+		time.Sleep(28*time.Second + time.Millisecond)
+		if ok, _ := g.Available(nil); !ok || g.Status().Circuit.State != CircuitHalfOpen {
+			t.Fatalf("after 30s: available %v, circuit %+v, want half-open", ok, g.Status().Circuit)
+		}
+		if _, err := g.Execute(ctx, "echo", map[string]any{"message": "hi"}); err == nil || errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("trial call = %v, want the connect error", err)
+		}
+		if cs := g.Status().Circuit; cs.State != CircuitOpen {
+			t.Fatalf("after a failed trial: %+v, want open", cs)
+		}
+
+		time.Sleep(30*time.Second + time.Millisecond)
+		p.setDown(false)
+		if cr, err := g.Execute(ctx, "echo", map[string]any{"message": "back"}); err != nil || cr.Text() != "Echo: back" {
+			t.Fatalf("trial after recovery = %v %+v", err, cr)
+		}
+		if cs := g.Status().Circuit; cs.State != CircuitClosed || cs.RetryAt != nil {
+			t.Errorf("after a good trial: %+v, want closed", cs)
+		}
+		_ = g.Close()
+	})
+}
+
+func TestCircuitOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, g := newInProcess(t, &Options{CircuitFailures: 2, CircuitOpenFor: time.Second, CrashLoopDeaths: 100})
+		p.setDown(true)
+		for range 2 {
+			_, _ = g.Execute(t.Context(), "echo", map[string]any{"message": "x"})
+		}
+		_, err := g.Execute(t.Context(), "echo", map[string]any{"message": "x"})
+		if !errors.Is(err, ErrCircuitOpen) || !strings.Contains(err.Error(), "after 2 consecutive failures") || !strings.Contains(err.Error(), "(in 1s)") {
+			t.Fatalf("execute = %v", err)
+		}
+		time.Sleep(time.Second + time.Millisecond)
+		if st := g.Status().Circuit.State; st != CircuitHalfOpen {
+			t.Errorf("circuit after 1s = %s", st)
+		}
+		_ = g.Close()
+	})
+}
