@@ -186,11 +186,16 @@ func (r *run) onePass(ctx context.Context) (done bool, err error) {
 			node = d.opt.next
 			continue
 		}
+		// As in Elysia, the tree_update follows the tool's own events
+		// (status, result, ...); reset says the next pass starts at the root.
 		next := d.opt.next
-		r.treeUpdate(node, d, next == nil || d.opt.tool.EndsRun())
 		ok, ended, err := r.runTool(ctx, d.opt.tool, d.args)
-		if err != nil || ended {
+		if err != nil {
 			return ended, err
+		}
+		r.treeUpdate(node, d, next == nil || ended)
+		if ended {
+			return true, nil
 		}
 		if !ok || next == nil {
 			return false, nil
@@ -212,10 +217,13 @@ func (r *run) autoRun(ctx context.Context, node *Node) (done bool, err error) {
 				continue
 			}
 		}
-		r.treeUpdate(node, decision{opt: o, reasoning: "Running " + o.id + " automatically."}, o.next == nil)
 		_, ended, err := r.runTool(ctx, o.tool, withDefaults(o.tool.Inputs(), nil))
-		if err != nil || ended {
+		if err != nil {
 			return ended, err
+		}
+		r.treeUpdate(node, decision{opt: o, reasoning: "Running " + o.id + " automatically."}, o.next == nil || ended)
+		if ended {
+			return true, nil
 		}
 	}
 	return false, nil

@@ -81,7 +81,8 @@ func TestRunListExecuteAnswer(t *testing.T) {
 	if err := c.Run(t.Context(), model, "create a todo titled \"Buy milk\"", "q1", rec.emit); err != nil {
 		t.Fatal(err)
 	}
-	want := "title tree_update status result tree_update status result tree_update status text completed"
+	// The appendix order: a tool's own events, then its tree_update.
+	want := "title status result tree_update status result tree_update status text tree_update completed"
 	if got := rec.types(); got != want {
 		t.Errorf("events:\n got %s\nwant %s", got, want)
 	}
@@ -251,7 +252,7 @@ func TestRunSaveBeforeCompleted(t *testing.T) {
 	if err := c.Run(t.Context(), script(step{call: "text_response", args: `{"text":"hi"}`}), "hello there", "q", rec.emit); err != nil {
 		t.Fatal(err)
 	}
-	if typesAtSave != "title tree_update status text" {
+	if typesAtSave != "title status text tree_update" {
 		t.Errorf("events emitted when saved = %q", typesAtSave)
 	}
 	saved := store.events["alice/c1"]
