@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -42,6 +43,9 @@ type query struct {
 // last only when the quotes stand at word edges, so "don't" is no quote).
 func findQuotes(s string) []quote {
 	var out []quote
+	// unclosed holds the quote characters no closing quote follows any
+	// more; looking again would make the scan quadratic.
+	unclosed := map[rune]bool{}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		closing, j := rune(0), -1
@@ -53,7 +57,7 @@ func findQuotes(s string) []quote {
 		case r == '\'' && (i == 0 || !isWordByte(s[i-1])):
 			closing = '\''
 		}
-		if closing != 0 {
+		if closing != 0 && !unclosed[closing] {
 			for k := i + size; k < len(s); {
 				c, n := utf8.DecodeRuneInString(s[k:])
 				if c == closing && (closing != '\'' || k+n == len(s) || !isWordByte(s[k+n])) {
@@ -64,6 +68,9 @@ func findQuotes(s string) []quote {
 			}
 		}
 		if j < 0 {
+			if closing != 0 {
+				unclosed[closing] = true
+			}
 			i += size
 			continue
 		}
@@ -81,8 +88,10 @@ func isWordByte(b byte) bool {
 // normKey folds case and separators, so message-type, message_type and
 // messageType name the same property.
 func normKey(k string) string {
-	return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(k))
+	return keyFolder.Replace(strings.ToLower(k))
 }
+
+var keyFolder = strings.NewReplacer("-", "", "_", "")
 
 // extractArgs reads the arguments of a tool whose input schema is s from a
 // user prompt: key=value and key: value pairs naming a property, quoted
@@ -125,31 +134,29 @@ func freePrompt(prompt string, s schema) string {
 
 func isStringy(p property) bool { return p.typ == "string" && len(p.enum) == 0 }
 
+// inUsed reports whether offset i lies in a pair already read. Pairs are
+// read left to right, so used is sorted and its spans do not overlap.
 func (q *query) inUsed(i int) bool {
-	for _, sp := range q.used {
-		if i >= sp.start && i < sp.end {
-			return true
-		}
-	}
-	return false
+	k := sort.Search(len(q.used), func(k int) bool { return q.used[k].end > i })
+	return k < len(q.used) && q.used[k].start <= i
+}
+
+// quoteIndex returns the index of the first quote that ends after offset
+// i; quotes are sorted and do not overlap.
+func (q *query) quoteIndex(i int) int {
+	return sort.Search(len(q.quotes), func(k int) bool { return q.quotes[k].end > i })
 }
 
 func (q *query) quoteAt(i int) *quote {
-	for k := range q.quotes {
-		if q.quotes[k].start == i {
-			return &q.quotes[k]
-		}
+	if k := q.quoteIndex(i); k < len(q.quotes) && q.quotes[k].start == i {
+		return &q.quotes[k]
 	}
 	return nil
 }
 
 func (q *query) inQuote(i int) bool {
-	for _, qt := range q.quotes {
-		if i >= qt.start && i < qt.end {
-			return true
-		}
-	}
-	return false
+	k := q.quoteIndex(i)
+	return k < len(q.quotes) && q.quotes[k].start <= i
 }
 
 // readPairs sets properties named by key=value and key: value pairs.
@@ -215,15 +222,11 @@ func (q *query) value(i int, colon bool, starts []int) (raw string, quoted bool,
 		if k := strings.IndexAny(rest, ",;\n"); k >= 0 {
 			stop = k
 		}
-		for _, st := range starts {
-			if st > i && st-i < stop {
-				stop = st - i
-			}
+		if k := sort.SearchInts(starts, i+1); k < len(starts) && starts[k]-i < stop {
+			stop = starts[k] - i
 		}
-		for _, qt := range q.quotes {
-			if qt.start > i && qt.start-i < stop {
-				stop = qt.start - i
-			}
+		if k := q.quoteIndex(i); k < len(q.quotes) && q.quotes[k].start > i && q.quotes[k].start-i < stop {
+			stop = q.quotes[k].start - i
 		}
 	} else if k := strings.IndexFunc(rest, unicode.IsSpace); k >= 0 {
 		stop = k

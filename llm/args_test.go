@@ -181,3 +181,13 @@ func TestTerms(t *testing.T) {
 		})
 	}
 }
+
+func TestExtractArgsQuoteInsidePair(t *testing.T) {
+	s := mustSchema(t, loneSchema+"")
+	s.props = append(s.props, property{name: "code", typ: "string"})
+	got := extractArgs(`code=ab"cd" "hello"`, s, nil)
+	want := map[string]any{"code": `ab"cd"`, "message": "hello"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
