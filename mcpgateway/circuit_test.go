@@ -206,3 +206,42 @@ func TestCircuitOptions(t *testing.T) {
 		_ = g.Close()
 	})
 }
+
+func TestListAnswersFromCacheWhenServerIsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, g := newInProcess(t, nil)
+		ctx := t.Context()
+		list := tools.Call{Args: map[string]any{"action": "list"}}
+		if res, err := g.Run(ctx, list, tools.Discard); err != nil || res.IsError || res.Metadata["stale"] != nil {
+			t.Fatalf("first list = %v %+v", err, res)
+		}
+		p.setDown(true)
+		killSession(g)
+		synctest.Wait()
+		res, err := g.Run(ctx, list, tools.Discard)
+		if err != nil || res.IsError || len(res.Objects) != 2 {
+			t.Fatalf("list while down = %v %+v, want the cached tools", err, res)
+		}
+		lastErr, _ := res.Metadata["last_error"].(string)
+		if res.Metadata["state"] != "failed" || res.Metadata["stale"] != true || !strings.Contains(lastErr, "connection refused") {
+			t.Errorf("metadata = %v, want state failed, stale and the connect error", res.Metadata)
+		}
+		// The public List has no metadata to carry staleness: it fails.
+		if _, err := g.List(ctx); err == nil {
+			t.Errorf("List while down succeeded")
+		}
+		_ = g.Close()
+	})
+}
+
+func TestListWithoutCacheFailsWhenServerIsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, g := newInProcess(t, nil)
+		p.setDown(true)
+		res, err := g.Run(t.Context(), tools.Call{Args: map[string]any{"action": "list"}}, tools.Discard)
+		if err != nil || !res.IsError || !strings.Contains(res.Error, "connection refused") {
+			t.Errorf("list = %v %+v, want a self-healing error", err, res)
+		}
+		_ = g.Close()
+	})
+}

@@ -254,22 +254,39 @@ func (g *Gateway) toolsChanged(s *session) {
 	}()
 }
 
-// listAction is the list action: the cached tools while the circuit is open
-// (the server is not asked), else List's answer.
+// listAction is the list action. While the circuit is open it answers from
+// the cache without asking the server; when listing fails because the server
+// cannot be reached, it answers from the cache too, marked stale, with the
+// failure. Only without a cache is the failure returned.
 func (g *Gateway) listAction(ctx context.Context) (tools.Result, error) {
 	if g.circuit().State == CircuitOpen {
-		g.mu.Lock()
-		ts := g.cache
-		g.mu.Unlock()
-		if ts != nil {
+		if ts := g.cached(); ts != nil {
 			return g.listResult(ts.infos), nil
 		}
 	}
 	ts, err := g.tools(ctx)
-	if err != nil {
+	if err == nil {
+		return g.listResult(ts.infos), nil
+	}
+	if o := g.classify(ctx, err); o != outcomeTransport && o != outcomeTimeout {
 		return tools.Result{}, err
 	}
-	return g.listResult(ts.infos), nil
+	cached := g.cached()
+	if cached == nil {
+		return tools.Result{}, err
+	}
+	res := g.listResult(cached.infos)
+	res.Metadata["state"] = string(StateFailed)
+	res.Metadata["stale"] = true
+	res.Metadata["last_error"] = g.mask(err.Error())
+	return res, nil
+}
+
+// cached returns the last listing, or nil.
+func (g *Gateway) cached() *toolSet {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cache
 }
 
 // listResult is the tools.Result of the list action.
