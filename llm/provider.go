@@ -45,15 +45,18 @@ const (
 	placeholderAPIKey = "unused"
 )
 
-// DefaultModels is the model each provider uses when ELYSIA_MODEL is unset.
-// It is read-only.
-var DefaultModels = map[Provider]string{
+// defaultModels is the model each provider uses when ELYSIA_MODEL is unset.
+var defaultModels = map[Provider]string{
 	ProviderOpenAI:    "gpt-4o-mini",
 	ProviderAnthropic: "claude-sonnet-4-5",
 	ProviderOllama:    "llama3.1",
 	ProviderGoogleAI:  "gemini-2.0-flash",
 	ProviderOffline:   "offline-planner",
 }
+
+// DefaultModel returns the model p uses when ELYSIA_MODEL is unset, or ""
+// for a provider FromEnv does not know.
+func DefaultModel(p Provider) string { return defaultModels[p] }
 
 // autoOrder is the order in which credentials pick a provider when
 // ELYSIA_LLM is unset.
@@ -102,15 +105,20 @@ type Options struct {
 // ELYSIA_LLM selects openai, anthropic, ollama, googleai or offline. When it
 // is unset, the first of OPENAI_API_KEY, ANTHROPIC_API_KEY, OLLAMA_HOST and
 // GOOGLE_API_KEY that is set picks the provider, and with none set the offline
-// planner decides. ELYSIA_MODEL names the model (DefaultModels otherwise).
+// planner decides. ELYSIA_MODEL names the model (DefaultModel otherwise).
 // OPENAI_BASE_URL points openai at any OpenAI-compatible server; such servers
 // rarely check keys, so with a base URL the key may be left unset.
+// langchaingo's ollama client sends no functions, so with ollama the tree
+// relies on its JSON fallback; for function calling, point openai at
+// Ollama's /v1 instead. anthropic's content blocks are merged into one
+// choice, as the tree expects.
 //
 // A chosen provider whose credential is missing is an error matching
 // ErrMissingKey that names the variable; an unknown ELYSIA_LLM matches
 // ErrUnknownProvider. FromEnv does no network I/O; ctx is used only by
 // providers whose constructor takes one (googleai). The returned model is
-// safe for concurrent use.
+// safe for concurrent use; when it also implements io.Closer (googleai holds
+// gRPC connections) the caller owns it and closes it at shutdown.
 func FromEnv(ctx context.Context, lookup func(string) (string, bool), opts *Options) (llms.Model, Info, error) {
 	var o Options
 	if opts != nil {
@@ -129,7 +137,7 @@ func FromEnv(ctx context.Context, lookup func(string) (string, bool), opts *Opti
 	}
 	info := Info{Provider: provider, Model: get(EnvModel)}
 	if info.Model == "" || provider == ProviderOffline {
-		info.Model = DefaultModels[provider]
+		info.Model = defaultModels[provider]
 	}
 	model, err := newModel(ctx, get, &o, &info)
 	if err != nil {
@@ -141,7 +149,7 @@ func FromEnv(ctx context.Context, lookup func(string) (string, bool), opts *Opti
 func chooseProvider(get func(string) string) (Provider, error) {
 	if name := strings.ToLower(get(EnvProvider)); name != "" {
 		p := Provider(name)
-		if _, ok := DefaultModels[p]; !ok {
+		if _, ok := defaultModels[p]; !ok {
 			return "", fmt.Errorf("%s=%q: %w (want openai, anthropic, ollama, googleai or offline)", EnvProvider, name, ErrUnknownProvider)
 		}
 		return p, nil
@@ -171,7 +179,11 @@ func newModel(ctx context.Context, get func(string) string, o *Options, info *In
 		if o.HTTPClient != nil {
 			opts = append(opts, anthropic.WithHTTPClient(o.HTTPClient))
 		}
-		return anthropic.New(opts...)
+		m, err := anthropic.New(opts...)
+		if err != nil {
+			return nil, err
+		}
+		return blockMerger{m}, nil
 	case ProviderOllama:
 		base, err := ollamaURL(get(EnvOllamaHost))
 		if err != nil {

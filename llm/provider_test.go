@@ -167,3 +167,56 @@ func TestOpenAICompatibleToolCall(t *testing.T) {
 		t.Errorf("request offered %d tools, want 2: %v", len(tools), fake.body["tools"])
 	}
 }
+
+// TestAnthropicToolCallInOneChoice checks that a reply with a text block
+// before its tool_use block reaches the tree as one choice: the tree reads
+// only the first.
+func TestAnthropicToolCallInOneChoice(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		key string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/messages" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		key = r.Header.Get("x-api-key")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id": "msg_1", "type": "message", "role": "assistant", "model": "test-model",
+			"content": [{"type": "text", "text": "Listing the tools."},
+				{"type": "tool_use", "id": "toolu_1", "name": "mcp_demo", "input": {"action": "list"}}],
+			"stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}}`)
+	}))
+	t.Cleanup(srv.Close)
+	model, info, err := FromEnv(t.Context(), fakeLookup(map[string]string{
+		EnvAnthropicKey: "test-key", EnvAnthropicURL: srv.URL + "/v1", EnvModel: "test-model"}),
+		&Options{HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Provider != ProviderAnthropic {
+		t.Errorf("info = %+v", info)
+	}
+	resp, err := model.GenerateContent(t.Context(), []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "Choose exactly one of the available options."),
+		llms.TextParts(llms.ChatMessageTypeHuman, `{"user_prompt": "what can the demo server do?"}`),
+	}, llms.WithTools([]llms.Tool{gatewayTool("mcp_demo"), answerFn}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 1 || len(resp.Choices[0].ToolCalls) != 1 {
+		t.Fatalf("choices = %+v", resp.Choices)
+	}
+	c := resp.Choices[0]
+	if fc := c.ToolCalls[0].FunctionCall; fc.Name != "mcp_demo" || fc.Arguments != `{"action":"list"}` || c.Content != "Listing the tools." {
+		t.Errorf("choice = %+v, call = %+v", c, fc)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if key != "test-key" {
+		t.Errorf("x-api-key = %q", key)
+	}
+}
