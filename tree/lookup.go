@@ -42,15 +42,3 @@ func (m *Manager) Forget(userID, conversationID string) {
 		delete(m.convs, k)
 	}
 }
-
-// Preview returns a copy of the default tree with op applied, without
-// changing any conversation: what a user's first conversation would get.
-func (m *Manager) Preview(op Op) (*Tree, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t := m.defaults[m.opts.DefaultMode].Clone()
-	if err := op.apply(t, m.registry); err != nil {
-		return nil, err
-	}
-	return t, nil
-}

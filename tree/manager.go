@@ -62,6 +62,9 @@ type Manager struct {
 	registry   map[string]tools.Tool
 	defaults   map[InitMode]*Tree
 	convs      map[convKey]*Conversation
+	// userOps are each user's own tree changes (see ApplyUser), loaded from
+	// the Store on first use; a nil entry means the user has none.
+	userOps map[string][]Op
 }
 
 type convKey struct{ user, conv string }
@@ -69,7 +72,7 @@ type convKey struct{ user, conv string }
 // NewManager returns a Manager with the built-in tools and no gateway. It does
 // no I/O; call [Manager.SetTools] to place gateways.
 func NewManager(opts *Options) *Manager {
-	m := &Manager{convs: map[convKey]*Conversation{}}
+	m := &Manager{convs: map[convKey]*Conversation{}, userOps: map[string][]Op{}}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -222,6 +225,13 @@ func (m *Manager) Conversation(ctx context.Context, userID, conversationID strin
 			return nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
 		}
 	}
+	var userOps []Op
+	if !found {
+		var err error
+		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
+			return nil, err
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c := m.convs[k]; c != nil {
@@ -230,6 +240,9 @@ func (m *Manager) Conversation(ctx context.Context, userID, conversationID strin
 	c = newConversation(m, userID, conversationID, m.opts.DefaultMode)
 	if found {
 		c.restoreLocked(st)
+	} else if len(userOps) > 0 {
+		c.ops = slices.Clone(userOps)
+		c.tree = m.replayLocked(c.mode, c.ops)
 	}
 	m.convs[k] = c
 	return c, nil

@@ -114,3 +114,41 @@ func (a treeStore) Delete(ctx context.Context, userID, convID string) error {
 	}
 	return err
 }
+
+var _ tree.UserStore = treeStore{}
+
+// userConfig is what the store keeps in a user's config column.
+type userConfig struct {
+	TreeOps []tree.Op `json:"tree_ops"`
+}
+
+func (a treeStore) LoadUserOps(ctx context.Context, userID string) ([]tree.Op, error) {
+	u, err := a.s.GetUser(ctx, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var cfg userConfig
+	if err := unmarshalIf(u.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("user %s: config: %w", userID, err)
+	}
+	return cfg.TreeOps, nil
+}
+
+func (a treeStore) SaveUserOps(ctx context.Context, userID string, ops []tree.Op) error {
+	u, err := a.s.GetUser(ctx, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		u, err = &store.User{ID: userID}, nil
+	}
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(userConfig{TreeOps: nonNil(ops)})
+	if err != nil {
+		return err
+	}
+	u.Config = b
+	return a.s.SaveUser(ctx, u)
+}

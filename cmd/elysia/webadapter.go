@@ -87,9 +87,9 @@ var opKinds = map[web.TreeOpKind]tree.OpKind{
 }
 
 // ApplyOp applies op to one conversation, or, without a conversation id, to
-// every conversation of the user (Elysia's per-user tool changes); it
-// returns the last tree changed, or a fresh default tree with the op applied
-// when the user has no conversation yet.
+// every conversation of the user and to the ones the user creates later
+// (Elysia's per-user tool changes), returning the tree a new conversation of
+// the user gets.
 func (s *service) ApplyOp(ctx context.Context, userID string, op web.TreeOp) (json.RawMessage, error) {
 	kind, ok := opKinds[op.Kind]
 	if !ok {
@@ -104,33 +104,18 @@ func (s *service) ApplyOp(ctx context.Context, userID string, op web.TreeOp) (js
 			top.BranchID = op.ID
 		}
 	}
-	convs := []string{op.ConversationID}
 	if op.ConversationID == "" {
-		infos, err := s.trees.Conversations(ctx, userID)
-		if err != nil {
-			return nil, webErr(err)
-		}
-		convs = convs[:0]
-		for _, ci := range infos {
-			convs = append(convs, ci.ConversationID)
-		}
-	}
-	if len(convs) == 0 {
-		t, err := s.trees.Preview(top)
+		t, err := s.trees.ApplyUser(ctx, userID, top)
 		if err != nil {
 			return nil, webErr(err)
 		}
 		return marshalTree(t)
 	}
-	var last *tree.Tree
-	for _, id := range convs {
-		t, err := s.trees.Apply(ctx, userID, id, top)
-		if err != nil {
-			return nil, webErr(err)
-		}
-		last = t
+	t, err := s.trees.Apply(ctx, userID, op.ConversationID, top)
+	if err != nil {
+		return nil, webErr(err)
 	}
-	return marshalTree(last)
+	return marshalTree(t)
 }
 
 func (s *service) AvailableTools(context.Context) (any, error) {

@@ -1,0 +1,85 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// UserStore is implemented by Stores that keep a user's own tree changes:
+// the ops applied to all of a user's conversations, which new conversations
+// of the user start with (Elysia's per-user tools). LoadUserOps returns nil
+// for a user without any.
+type UserStore interface {
+	LoadUserOps(ctx context.Context, userID string) ([]Op, error)
+	SaveUserOps(ctx context.Context, userID string, ops []Op) error
+}
+
+// userOpsOf returns the user's own ops, loading them from the Store the
+// first time.
+func (m *Manager) userOpsOf(ctx context.Context, userID string) ([]Op, error) {
+	m.mu.Lock()
+	ops, ok := m.userOps[userID]
+	m.mu.Unlock()
+	if ok {
+		return ops, nil
+	}
+	us, isUS := m.opts.Store.(UserStore)
+	if !isUS {
+		return nil, nil
+	}
+	ops, err := us.LoadUserOps(ctx, userID)
+	if err != nil {
+		return nil, fmt.Errorf("load tree changes of user %s: %w", userID, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.userOps[userID]; ok {
+		return cur, nil // another caller got there first
+	}
+	m.userOps[userID] = ops
+	return ops, nil
+}
+
+// ApplyUser performs op on every conversation of the user and records it
+// as the user's own, so conversations the user creates later start with it.
+// It returns the tree a new conversation of the user would get. An op that
+// does not apply to the user's default tree is an error and changes nothing;
+// a conversation it does not apply to (its tree was changed otherwise) is
+// skipped with a warning.
+func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, error) {
+	ops, err := m.userOpsOf(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	next := append(slices.Clip(ops), op)
+	m.mu.Lock()
+	preview := m.defaults[m.opts.DefaultMode].Clone()
+	for _, o := range ops {
+		_ = o.apply(preview, m.registry) // replayed as on a reload
+	}
+	err = op.apply(preview, m.registry)
+	if err == nil {
+		m.userOps[userID] = next
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if us, ok := m.opts.Store.(UserStore); ok {
+		if err := us.SaveUserOps(ctx, userID, next); err != nil {
+			return nil, fmt.Errorf("save tree changes of user %s: %w", userID, err)
+		}
+	}
+	infos, err := m.Conversations(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	for _, ci := range infos {
+		if _, err := m.Apply(ctx, userID, ci.ConversationID, op); err != nil {
+			m.logger.WarnContext(ctx, "tree change skipped for a conversation", "user", userID,
+				"conversation", ci.ConversationID, "op", op.Kind, "err", err)
+		}
+	}
+	return preview, nil
+}
