@@ -202,6 +202,9 @@ func (g *Gateway) classify(ctx context.Context, err error) outcome {
 		return outcomeCancelled
 	case errors.Is(err, context.DeadlineExceeded):
 		return outcomeTimeout
+	case isServerAnswer(err):
+		// The server is alive: it answered with a JSON-RPC error.
+		return outcomeToolError
 	case errors.Is(err, ErrUnavailable):
 		// A crash-loop back-off is the server failing; a disabled or
 		// unresolved server was never tried.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -21,29 +22,51 @@ import (
 // network, so that tests can run it inside a testing/synctest bubble. While
 // down, connecting fails like a server that is not listening.
 type inProcess struct {
-	srv *mcpserver.MCPServer
-
 	mu    sync.Mutex
 	down  bool
 	dials int
+	// lose is how many of the next tools/call requests are lost on the way
+	// back, as when a connection resets mid-call.
+	lose int
+	// ran counts the tool handlers run, by tool.
+	ran map[string]int
 }
 
 func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
 	t.Helper()
-	p := &inProcess{srv: mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(true))}
-	p.srv.AddTool(mcp.NewTool("echo", mcp.WithString("message", mcp.Required())),
-		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText("Echo: " + req.GetString("message", "")), nil
-		})
-	p.srv.AddTool(mcp.NewTool("fail"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultError("it broke"), nil
-	})
+	p := &inProcess{ran: map[string]int{}}
 	cfg := ServerConfig{Name: "todo", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
 	g := New(cfg, opts)
 	g.dialer = p.dial(g)
 	t.Cleanup(func() { _ = g.Close() })
 	return p, g
+}
+
+// server returns a fresh in-process server: one per session, because
+// mcp-go names in-process sessions after time.Now, which stands still in a
+// synctest bubble.
+func (p *inProcess) server() *mcpserver.MCPServer {
+	srv := mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(true))
+	count := func(tool string, res *mcp.CallToolResult) mcpserver.ToolHandlerFunc {
+		return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			p.mu.Lock()
+			p.ran[tool]++
+			p.mu.Unlock()
+			return res, nil
+		}
+	}
+	srv.AddTool(mcp.NewTool("lookup", mcp.WithReadOnlyHintAnnotation(true)), count("lookup", mcp.NewToolResultText("found")))
+	srv.AddTool(mcp.NewTool("put", mcp.WithIdempotentHintAnnotation(true), mcp.WithReadOnlyHintAnnotation(false)), count("put", mcp.NewToolResultText("put")))
+	srv.AddTool(mcp.NewTool("append", mcp.WithReadOnlyHintAnnotation(false), mcp.WithIdempotentHintAnnotation(false)), count("append", mcp.NewToolResultText("appended")))
+	srv.AddTool(mcp.NewTool("echo", mcp.WithString("message", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("Echo: " + req.GetString("message", "")), nil
+		})
+	srv.AddTool(mcp.NewTool("fail"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultError("it broke"), nil
+	})
+	return srv
 }
 
 func (p *inProcess) setDown(down bool) {
@@ -67,10 +90,7 @@ func (p *inProcess) dial(g *Gateway) func(context.Context) (*session, error) {
 		if down {
 			return nil, errors.New("dial tcp: connection refused")
 		}
-		client, err := mcpclient.NewInProcessClient(p.srv)
-		if err != nil {
-			return nil, err
-		}
+		client := mcpclient.NewClient(&lossyTransport{InProcessTransport: mcptransport.NewInProcessTransport(p.server()), p: p})
 		s := newSession()
 		s.transport = "in-process"
 		s.client = client
@@ -86,6 +106,35 @@ func (p *inProcess) dial(g *Gateway) func(context.Context) (*session, error) {
 		}
 		return s, nil
 	}
+}
+
+// lossyTransport loses tools/call answers while p.lose > 0.
+type lossyTransport struct {
+	*mcptransport.InProcessTransport
+	p *inProcess
+}
+
+func (l *lossyTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	resp, err := l.InProcessTransport.SendRequest(ctx, req)
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	if req.Method == string(mcp.MethodToolsCall) && l.p.lose > 0 {
+		l.p.lose--
+		return nil, errors.New("read: connection reset by peer")
+	}
+	return resp, err
+}
+
+func (p *inProcess) loseNext(n int) {
+	p.mu.Lock()
+	p.lose = n
+	p.mu.Unlock()
+}
+
+func (p *inProcess) runs(tool string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ran[tool]
 }
 
 // killSession makes the current session die, as a crashed server would.
@@ -151,7 +200,7 @@ func TestCircuitOpensAfterTransportFailuresOnly(t *testing.T) {
 			t.Errorf("Available while open = %v %q", ok, reason)
 		}
 		res, err := g.Run(ctx, tools.Call{Args: map[string]any{"action": "list"}}, tools.Discard)
-		if err != nil || res.IsError || len(res.Objects) != 2 {
+		if err != nil || res.IsError || len(res.Objects) != 5 {
 			t.Fatalf("list while open = %v %+v, want the cached tools", err, res)
 		}
 		if c, _ := res.Metadata["circuit"].(map[string]any); c["state"] != CircuitOpen || c["retry_at"] == nil {
@@ -219,7 +268,7 @@ func TestListAnswersFromCacheWhenServerIsDown(t *testing.T) {
 		killSession(g)
 		synctest.Wait()
 		res, err := g.Run(ctx, list, tools.Discard)
-		if err != nil || res.IsError || len(res.Objects) != 2 {
+		if err != nil || res.IsError || len(res.Objects) != 5 {
 			t.Fatalf("list while down = %v %+v, want the cached tools", err, res)
 		}
 		lastErr, _ := res.Metadata["last_error"].(string)

@@ -79,10 +79,19 @@ func (g *Gateway) executeAllowed(ctx context.Context, tool string, inputs map[st
 		inputs = map[string]any{}
 	}
 	res, err := g.call(ctx, tool, inputs)
-	if err != nil {
+	if err != nil && ctx.Err() == nil && g.lifetime.Err() == nil {
 		// A session the server forgot (HTTP 404) or that died before the
-		// request went out is replaced once, at once.
-		if errors.Is(err, errRetry) && ctx.Err() == nil {
+		// request went out is replaced once, at once. A tool the server
+		// says is read-only or idempotent is also retried once, on a new
+		// session, after any other transport failure.
+		var p plain
+		switch {
+		case errors.Is(err, errRetry):
+			res, err = g.call(ctx, tool, inputs)
+		case ts.retry[tool] && errors.As(err, &p) && p.s != nil && isTransportFailure(err):
+			g.logger.Info("retrying a read-only tool on a new session", "tool", tool, "err", g.mask(err.Error()))
+			p.s.markDead(p.err)
+			g.retireIfDead(p.s)
 			res, err = g.call(ctx, tool, inputs)
 		}
 	}
@@ -106,7 +115,12 @@ func (r retryable) Error() string        { return r.err.Error() }
 func (r retryable) Unwrap() error        { return r.err }
 func (r retryable) Is(target error) bool { return target == errRetry }
 
-type plain struct{ err error }
+// plain is a call error that is not safe to retry in general; s is the
+// session it happened on, nil when there was none.
+type plain struct {
+	err error
+	s   *session
+}
 
 func (p plain) Error() string { return p.err.Error() }
 func (p plain) Unwrap() error { return p.err }
@@ -115,7 +129,7 @@ func (p plain) Unwrap() error { return p.err }
 func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
 	s, err := g.session(ctx)
 	if err != nil {
-		return nil, plain{err}
+		return nil, plain{err: err}
 	}
 	_, timeout := g.cfg.Timeouts()
 	cctx, cancel := g.callCtx(ctx, timeout)
@@ -136,9 +150,33 @@ func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) 
 		}
 	}
 	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-		err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
+		} else {
+			err = fmt.Errorf("no answer within call_timeout %v: %w (%w)", timeout, err, context.DeadlineExceeded)
+		}
 	}
-	return nil, plain{err}
+	return nil, plain{err: err, s: s}
+}
+
+// isTransportFailure reports whether a call error means the request or its
+// answer was lost on the way, rather than a timeout or an error the server
+// answered with.
+func isTransportFailure(err error) bool {
+	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, ErrClosed) && !isServerAnswer(err)
+}
+
+// isServerAnswer reports whether err is a JSON-RPC error the server sent:
+// the server is alive and ran (or refused) the request.
+func isServerAnswer(err error) bool {
+	for _, target := range []error{mcp.ErrParseError, mcp.ErrInvalidRequest, mcp.ErrMethodNotFound,
+		mcp.ErrInvalidParams, mcp.ErrInternalError, mcp.ErrRequestInterrupted, mcp.ErrResourceNotFound} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // sentNothing reports whether err proves the request never reached a server

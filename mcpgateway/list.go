@@ -30,6 +30,9 @@ type toolSet struct {
 	infos  []ToolInfo
 	names  []string
 	schema map[string]*tools.Schema // by tool name; compile errors kept inside
+	// retry holds the tools annotated readOnlyHint or idempotentHint true:
+	// an execute of one of them is retried once on a transport failure.
+	retry map[string]bool
 }
 
 // rawTool is the part of a listed tool the gateway reads; everything else is
@@ -39,6 +42,17 @@ type rawTool struct {
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  struct {
+		ReadOnlyHint   *bool `json:"readOnlyHint"`
+		IdempotentHint *bool `json:"idempotentHint"`
+	} `json:"annotations"`
+}
+
+// safeToRetry reports whether the server says running the tool twice does no
+// harm.
+func (rt *rawTool) safeToRetry() bool {
+	a := rt.Annotations
+	return a.ReadOnlyHint != nil && *a.ReadOnlyHint || a.IdempotentHint != nil && *a.IdempotentHint
 }
 
 // List returns the server's tools (after allow/deny), from the cache when it
@@ -191,7 +205,7 @@ func (g *Gateway) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 
 // buildToolSet filters raw by allow/deny and compiles each input schema once.
 func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
-	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw))}
+	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw)), retry: map[string]bool{}}
 	for _, rt := range raw {
 		if rt.Name == "" || !g.allowed(rt.Name) {
 			continue
@@ -211,6 +225,9 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 			g.logger.Warn("tool has an invalid input schema", "tool", rt.Name, "err", err)
 		}
 		ts.schema[rt.Name] = sch
+		if rt.safeToRetry() {
+			ts.retry[rt.Name] = true
+		}
 		ts.infos = append(ts.infos, info)
 		ts.names = append(ts.names, rt.Name)
 	}
