@@ -24,7 +24,8 @@ func (b *budget) take(s string) (string, bool) {
 		cut--
 	}
 	b.left = 0
-	return s[:cut], true
+	// Copy, so the cut string does not keep the whole answer alive.
+	return strings.Clone(s[:cut]), true
 }
 
 // convert turns an MCP tools/call result into a CallResult capped at limit
