@@ -84,7 +84,7 @@ class App {
     });
     this.toolPanel = new ToolPanel({ treeView: this.treeView, onServersChanged: () => this.pollServers() });
     this.chat = new ChatView($("chat"), {
-      onTreeUpdate: (p) => this.treeView.highlight(p),
+      onTreeUpdate: (p, queryID) => this.treeView.highlight(p, queryID),
       onTitle: (t) => this.setTitle(t, true),
       onSuggestion: (s) => {
         $("query-input").value = s;

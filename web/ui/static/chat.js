@@ -112,7 +112,7 @@ export class ChatView {
       case "status":
         return h("div", { class: "status" }, p.text ?? "");
       case "tree_update": {
-        if (this.hooks.onTreeUpdate) this.hooks.onTreeUpdate(p);
+        if (this.hooks.onTreeUpdate) this.hooks.onTreeUpdate(p, t.el.dataset.queryId);
         const el = h("div", { class: "decision" },
           h("span", { class: "decision-path" }, "🧭 ", p.node ? h("code", null, p.node) : null, p.node ? " → " : "", h("code", { class: "chosen" }, p.decision ?? "?")));
         if (p.reasoning) el.append(h("span", { class: "reasoning-text" }, p.reasoning));

@@ -167,10 +167,14 @@ export class TreeView {
     this.render();
   }
 
-  // highlight records one tree_update: {node, decision, reasoning, reset}.
-  highlight(p) {
+  // highlight records one tree_update: {node, decision, reasoning, reset}
+  // of the query queryID. reset marks the last update of a pass (the next
+  // pass starts again at the root), so it does not clear anything: the path
+  // shows every option the query used, and a new query starts a new path.
+  highlight(p, queryID) {
     if (!p || typeof p !== "object") return;
-    if (p.reset) {
+    if (queryID !== undefined && queryID !== this.pathQuery) {
+      this.pathQuery = queryID;
       this.path.clear();
       this.reasoning.clear();
     }
@@ -192,6 +196,7 @@ export class TreeView {
   }
 
   clearHighlight() {
+    this.pathQuery = undefined;
     this.path.clear();
     this.reasoning.clear();
     this.current = "";
