@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+)
+
+// chromiumPath returns the Chromium binary: $ELYSIA_CHROMIUM, else the first
+// of chromium, chromium-browser, google-chrome on PATH. Without one the test
+// is skipped, or fails under CI=true.
+func chromiumPath(t testing.TB) string {
+	t.Helper()
+	testenv.Integration(t)
+	if p := os.Getenv("ELYSIA_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("ELYSIA_CHROMIUM=%s: %v", p, err)
+		}
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	testenv.Missing(t, "Chromium is not installed (apt-get install -y chromium)")
+	return ""
+}
+
+// browser is a headless Chromium driven by chromedp for one test.
+type browser struct {
+	// ctx runs actions; it carries the test's deadline.
+	ctx context.Context
+	t   testing.TB
+
+	mu      sync.Mutex
+	console []string // console messages, logged when the test fails
+	thrown  []string // uncaught exceptions in the page
+}
+
+// newBrowser starts a headless Chromium with a fresh profile; its actions
+// must finish within timeout. The browser is closed (and its process waited
+// for) when the test ends.
+func newBrowser(t testing.TB, timeout time.Duration) *browser {
+	t.Helper()
+	exe := chromiumPath(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 900),
+		// DESIGN.md "Tests and CI": CI runs as root on a small machine.
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		// No network beyond 127.0.0.1: keep Chromium from calling home.
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-domain-reliability", true),
+	)
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	b := &browser{t: t}
+	var ended sync.Mutex // guards logging after the test returned
+	done := false
+	logf := func(format string, args ...any) {
+		ended.Lock()
+		defer ended.Unlock()
+		if !done {
+			t.Logf("chromedp: "+format, args...)
+		}
+	}
+	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(logf))
+	// The first Do starts the browser and binds it to bctx, which must
+	// therefore carry no deadline.
+	start := time.Now()
+	if err := chromedp.Do(bctx); err != nil {
+		bcancel()
+		acancel()
+		t.Fatalf("start Chromium (%s): %v", exe, err)
+	}
+	var pid int
+	if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
+		pid = c.Browser.Process().Pid
+	}
+	t.Logf("Chromium started in %v (pid %d)", time.Since(start).Round(time.Millisecond), pid)
+
+	go func() {
+		for m, err := range chromedp.Console(bctx) {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, m.String())
+			if m.IsException() {
+				b.thrown = append(b.thrown, m.String())
+			}
+			b.mu.Unlock()
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(bctx, timeout)
+	b.ctx = ctx
+	t.Cleanup(func() {
+		cancel()
+		// Close the browser gracefully, then make sure its process is gone.
+		cctx, ccancel := context.WithTimeout(bctx, 10*time.Second)
+		if err := chromedp.Cancel(cctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("closing Chromium: %v", err)
+		}
+		ccancel()
+		bcancel()
+		acancel()
+		ended.Lock()
+		done = true
+		ended.Unlock()
+		if pid > 0 {
+			testenv.WaitFor(t, 10*time.Second, "the Chromium process to exit", func() bool {
+				return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+			})
+		}
+		if t.Failed() {
+			b.mu.Lock()
+			if len(b.console) > 0 {
+				t.Logf("browser console:\n%s", strings.Join(b.console, "\n"))
+			}
+			b.mu.Unlock()
+		}
+	})
+	return b
+}
+
+// stepTimeout bounds one step, so that a stuck step says which it is.
+const stepTimeout = 20 * time.Second
+
+// do runs the actions of one step and fails the test, with a screenshot
+// and the page's body, when one fails.
+func (b *browser) do(step string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.fail(step, err)
+	}
+}
+
+// eval evaluates a JavaScript expression and decodes its value into T.
+func eval[T any](b *browser, step, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.fail(step, err)
+	}
+	return v
+}
+
+// fail reports a failed step with what the page looked like.
+func (b *browser) fail(step string, err error) {
+	b.t.Helper()
+	// The test context may be what ended; look with a fresh short one.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), 5*time.Second)
+	defer cancel()
+	var extra []string
+	if c := chromedp.FromContext(lctx); c != nil {
+		if shot, serr := chromedp.Run(lctx, chromedp.FullScreenshot(90)); serr == nil {
+			if p, werr := writeScreenshot("fail-"+safeName(b.t.Name()+"-"+step)+".jpg", shot); werr == nil {
+				extra = append(extra, "screenshot: "+p)
+			}
+		}
+		if html, herr := chromedp.Run(lctx, chromedp.Evaluate[string](`document.body ? document.body.outerHTML : ""`)); herr == nil {
+			if len(html) > 6000 {
+				html = html[:6000] + "…"
+			}
+			extra = append(extra, "body: "+html)
+		}
+	}
+	b.t.Fatalf("%s: %v\n%s", step, err, strings.Join(extra, "\n"))
+}
+
+// exceptions returns the uncaught exceptions the page threw so far.
+func (b *browser) exceptions() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.thrown...)
+}
+
+// waitJS waits until the JavaScript expression is truthy.
+func waitJS(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0))
+}
+
+// screenshotDir is testdata/screenshots at the repository root (gitignored).
+func screenshotDir() string {
+	return filepath.Join(testenv.RepoRoot(), "testdata", "screenshots")
+}
+
+func writeScreenshot(name string, data []byte) (string, error) {
+	dir := screenshotDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	return p, os.WriteFile(p, data, 0o644)
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, s)
+}
