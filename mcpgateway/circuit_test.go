@@ -30,6 +30,10 @@ type inProcess struct {
 	lose int
 	// ran counts the tool handlers run, by tool.
 	ran map[string]int
+	// pings counts pings and tools/list requests (the health probe on the
+	// modern protocol); while failPing, they fail.
+	pings    int
+	failPing bool
 }
 
 func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
@@ -115,6 +119,15 @@ type lossyTransport struct {
 }
 
 func (l *lossyTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	l.p.mu.Lock()
+	if req.Method == string(mcp.MethodPing) || req.Method == string(mcp.MethodToolsList) {
+		l.p.pings++
+		if l.p.failPing {
+			l.p.mu.Unlock()
+			return nil, errors.New("read: connection reset by peer")
+		}
+	}
+	l.p.mu.Unlock()
 	resp, err := l.InProcessTransport.SendRequest(ctx, req)
 	l.p.mu.Lock()
 	defer l.p.mu.Unlock()

@@ -272,6 +272,10 @@ func (g *Gateway) connect(a *flight) {
 		g.stale = true
 		g.wg.Add(1)
 		go g.watch(s)
+		if g.opts.HealthInterval > 0 {
+			g.wg.Add(1)
+			go g.health(s)
+		}
 	}
 	closedNow := g.closed
 	g.mu.Unlock()

@@ -39,6 +39,12 @@ type Options struct {
 	CircuitFailures int
 	CircuitOpenFor  time.Duration
 
+	// HealthInterval, when positive, makes the gateway ping a connected
+	// server that often (each ping bounded by connect_timeout); a failed
+	// ping ends the session, so the next call reconnects. Zero means no
+	// pings.
+	HealthInterval time.Duration
+
 	// LookupEnv reads the service's environment for the allow-list a stdio
 	// child inherits (see ChildEnv). Nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)

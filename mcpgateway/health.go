@@ -1,0 +1,53 @@
+package mcpgateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// health pings s every HealthInterval while it is the live session. A failed
+// ping (no answer within connect_timeout, or a transport error) marks s dead,
+// so the watcher retires it and the next call connects again, instead of a
+// user's call being the one to find out. It is started by connect, owned by
+// wg, and ends with s or with Close.
+func (g *Gateway) health(s *session) {
+	defer g.wg.Done()
+	ticker := time.NewTicker(g.opts.HealthInterval)
+	defer ticker.Stop()
+	timeout, _ := g.cfg.Timeouts()
+	for {
+		select {
+		case <-s.dead:
+			return
+		case <-g.lifetime.Done():
+			return
+		case <-ticker.C:
+		}
+		ctx, cancel := context.WithTimeout(g.lifetime, timeout)
+		err := g.ping(ctx, s)
+		cancel()
+		if err == nil || isServerAnswer(err) {
+			continue // an error answer still proves the server is there
+		}
+		if g.lifetime.Err() != nil {
+			return
+		}
+		err = fmt.Errorf("health ping: %w", err)
+		g.logger.Warn("gateway health ping failed", "err", g.mask(err.Error()))
+		s.markDead(err)
+		return
+	}
+}
+
+// ping checks that s answers. mcp-go's Ping sends nothing on the modern
+// (2026-07-28) protocol, so there a raw tools/list is the probe.
+func (g *Gateway) ping(ctx context.Context, s *session) error {
+	if mcp.IsModernProtocol(s.client.ProtocolVersion()) {
+		_, err := g.listRaw(ctx, s)
+		return err
+	}
+	return s.client.Ping(ctx)
+}
