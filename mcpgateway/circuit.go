@@ -63,6 +63,9 @@ func (g *Gateway) circuitChanged(from, to gobreaker.State) {
 	}
 	retryAt := g.circuitRetryAt
 	g.mu.Unlock()
+	if g.opts.Observer != nil {
+		g.opts.Observer.ObserveCircuit(g.cfg.Name, circuitName(to))
+	}
 	switch to {
 	case gobreaker.StateOpen:
 		g.logger.Warn("circuit opened", "from", from.String(), "retry_at", retryAt)

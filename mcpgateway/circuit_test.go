@@ -67,6 +67,10 @@ func (p *inProcess) server() *mcpserver.MCPServer {
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("Echo: " + req.GetString("message", "")), nil
 		})
+	srv.AddTool(mcp.NewTool("hang"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
 	srv.AddTool(mcp.NewTool("fail"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultError("it broke"), nil
 	})
@@ -213,7 +217,7 @@ func TestCircuitOpensAfterTransportFailuresOnly(t *testing.T) {
 			t.Errorf("Available while open = %v %q", ok, reason)
 		}
 		res, err := g.Run(ctx, tools.Call{Args: map[string]any{"action": "list"}}, tools.Discard)
-		if err != nil || res.IsError || len(res.Objects) != 5 {
+		if err != nil || res.IsError || len(res.Objects) != 6 {
 			t.Fatalf("list while open = %v %+v, want the cached tools", err, res)
 		}
 		if c, _ := res.Metadata["circuit"].(map[string]any); c["state"] != CircuitOpen || c["retry_at"] == nil {
@@ -281,7 +285,7 @@ func TestListAnswersFromCacheWhenServerIsDown(t *testing.T) {
 		killSession(g)
 		synctest.Wait()
 		res, err := g.Run(ctx, list, tools.Discard)
-		if err != nil || res.IsError || len(res.Objects) != 5 {
+		if err != nil || res.IsError || len(res.Objects) != 6 {
 			t.Fatalf("list while down = %v %+v, want the cached tools", err, res)
 		}
 		lastErr, _ := res.Metadata["last_error"].(string)

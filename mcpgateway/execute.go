@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -43,19 +44,27 @@ func (g *Gateway) Execute(ctx context.Context, tool string, inputs map[string]an
 		return nil, err
 	}
 	defer g.leave()
-	return g.execute(ctx, tool, inputs)
+	return g.execute(ctx, callMeta{}, tool, inputs)
 }
 
 // execute is Execute for a call already admitted by enter: it asks the
-// circuit, runs the call and records its outcome.
-func (g *Gateway) execute(ctx context.Context, tool string, inputs map[string]any) (*CallResult, error) {
+// circuit, runs the call, records its outcome and reports it.
+func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*CallResult, error) {
+	start := time.Now()
 	done, err := g.allow()
 	if err != nil {
 		g.record(outcomeRefused, nil)
+		g.observeCall(ctx, cm, tool, outcomeRefused, time.Since(start), err)
 		return nil, err
 	}
 	res, o, err := g.executeAllowed(ctx, tool, inputs)
 	g.record(o, done)
+	logErr := err
+	if err == nil && res.IsError {
+		msg, _ := (&budget{left: 200}).take(res.llmText)
+		logErr = errors.New("isError: " + msg)
+	}
+	g.observeCall(ctx, cm, tool, o, time.Since(start), logErr)
 	return res, err
 }
 
@@ -246,20 +255,27 @@ func (g *Gateway) Run(ctx context.Context, call tools.Call, _ tools.Emitter) (to
 	defer g.leave()
 	switch action {
 	case "list":
+		start := time.Now()
 		res, err := g.listAction(ctx)
+		status := CallSuccess
+		if err != nil {
+			status = CallFailure
+		}
+		g.logCall(ctx, callMeta{requestID: call.RequestID, user: call.UserID, conversation: call.ConversationID},
+			"list", "", status, time.Since(start), err)
 		if err != nil {
 			return g.failure(ctx, err)
 		}
 		return res, nil
 	case "execute":
-		return g.runExecute(ctx, call.Args)
+		return g.runExecute(ctx, callMeta{requestID: call.RequestID, user: call.UserID, conversation: call.ConversationID}, call.Args)
 	default:
 		return tools.ErrorResult(fmt.Sprintf("unknown action %q for %s", action, g.toolName),
 			`use action "list" to see the tools, or "execute" with tool_name and tool_inputs`), nil
 	}
 }
 
-func (g *Gateway) runExecute(ctx context.Context, args map[string]any) (tools.Result, error) {
+func (g *Gateway) runExecute(ctx context.Context, cm callMeta, args map[string]any) (tools.Result, error) {
 	name, _ := args["tool_name"].(string)
 	if name == "" {
 		return tools.ErrorResult("tool_name is required when action is execute",
@@ -280,7 +296,7 @@ func (g *Gateway) runExecute(ctx context.Context, args map[string]any) (tools.Re
 	default:
 		return tools.ErrorResult("tool_inputs must be an object", "give tool_inputs as a JSON object"), nil
 	}
-	res, err := g.execute(ctx, name, inputs)
+	res, err := g.execute(ctx, cm, name, inputs)
 	if err != nil {
 		return g.failure(ctx, err)
 	}

@@ -45,6 +45,10 @@ type Options struct {
 	// pings.
 	HealthInterval time.Duration
 
+	// Observer, when set, is told the outcome of every execute and every
+	// change of the circuit (see Observer). Nil means none.
+	Observer Observer
+
 	// LookupEnv reads the service's environment for the allow-list a stdio
 	// child inherits (see ChildEnv). Nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)

@@ -1,0 +1,123 @@
+package mcpgateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// recorder is a goroutine-safe Observer that keeps what it is told.
+type recorder struct {
+	mu       sync.Mutex
+	calls    []string // "tool status"
+	circuits []string
+}
+
+func (r *recorder) ObserveCall(server, tool, status string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, server+" "+tool+" "+status)
+}
+
+func (r *recorder) ObserveCircuit(server, state string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.circuits = append(r.circuits, server+" "+state)
+}
+
+// logBuffer is a goroutine-safe buffer for a JSON slog handler.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// records returns the logged records whose msg is msg.
+func (b *logBuffer) records(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+func TestObserverAndCallLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &recorder{}
+		logs := &logBuffer{}
+		p, g := newInProcess(t, &Options{Observer: obs, CircuitFailures: 2, CrashLoopDeaths: 100,
+			Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+		ctx := t.Context()
+		call := tools.Call{RequestID: "req-1", UserID: "alice", ConversationID: "c1",
+			Args: map[string]any{"action": "execute", "tool_name": "echo", "tool_inputs": map[string]any{"message": "hi"}}}
+		if res, err := g.Run(ctx, call, tools.Discard); err != nil || res.IsError {
+			t.Fatalf("Run = %v %+v", err, res)
+		}
+		if _, err := g.Execute(ctx, "fail", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Execute(ctx, "hang", nil); err == nil {
+			t.Fatal("hang returned")
+		}
+		p.setDown(true)
+		killSession(g)
+		synctest.Wait()
+		for range 3 { // two failures open the circuit, the third is refused
+			_, _ = g.Execute(ctx, "echo", map[string]any{"message": "x"})
+		}
+		_ = g.Close()
+
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		want := []string{"todo echo success", "todo fail failure", "todo hang timeout",
+			"todo echo failure", "todo echo failure", "todo echo failure"}
+		if strings.Join(obs.calls, ",") != strings.Join(want, ",") {
+			t.Errorf("ObserveCall got\n%v\nwant\n%v", obs.calls, want)
+		}
+		if got := strings.Join(obs.circuits, ","); got != "todo open" {
+			t.Errorf("ObserveCircuit got %s, want todo open", got)
+		}
+
+		recs := logs.records(t, "tool call")
+		if len(recs) != 6 {
+			t.Fatalf("logged %d tool calls, want 6", len(recs))
+		}
+		first := recs[0]
+		for k, v := range map[string]any{"request_id": "req-1", "user": "alice", "conversation": "c1",
+			"server": "todo", "tool": "echo", "status": "success", "level": "INFO"} {
+			if first[k] != v {
+				t.Errorf("log %s = %v, want %v (record %v)", k, first[k], v, first)
+			}
+		}
+		if _, ok := first["duration"]; !ok {
+			t.Errorf("log has no duration: %v", first)
+		}
+		if e, _ := recs[1]["err"].(string); !strings.Contains(e, "it broke") {
+			t.Errorf("isError log err = %q", e)
+		}
+		if e, _ := recs[5]["err"].(string); !strings.Contains(e, "circuit open") || recs[5]["status"] != "failure" {
+			t.Errorf("refused call log = %v", recs[5])
+		}
+	})
+}
