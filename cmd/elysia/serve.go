@@ -56,17 +56,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr("%v", err)
 	}
 
-	app, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true})
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	app, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true,
+		observer: newGatewayMetrics(registry)})
 	if err != nil {
 		return err
 	}
 	defer app.close()
+	registry.MustRegister(newGatewayCollector(app.disc))
 	if err := app.disc.Watch(); err != nil {
 		logger.Warn("not watching the config file; edits need a restart", "err", err)
 	}
 
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := web.New(app.deps(), &web.Options{
 		Logger:   logger,
 		Keys:     keys,
@@ -135,6 +137,9 @@ type appConfig struct {
 	dsn         string // "" → ./data/elysia.db; "-" → no store (memory only)
 	logger      *slog.Logger
 	interactive bool // ask the terminal for inputs at start-up
+	// observer receives every gateway's calls and circuit changes; nil
+	// means none.
+	observer mcpgateway.Observer
 }
 
 // app is the assembled service: model, store, trees and gateways.
@@ -169,7 +174,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	a.disc = discovery.New(c.configPath, a.trees, &discovery.Options{
 		Logger:  c.logger,
 		Load:    load,
-		Gateway: &mcpgateway.Options{Logger: c.logger},
+		Gateway: &mcpgateway.Options{Logger: c.logger, Observer: c.observer},
 	})
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()
@@ -194,8 +199,14 @@ func (a *app) ready(ctx context.Context) error {
 	return a.store.Ping(ctx)
 }
 
-// close ends every gateway (and their processes) and closes the store.
+// close ends every gateway (and their processes), the model's connections
+// (googleai holds gRPC ones) and the store.
 func (a *app) close() {
+	if c, ok := a.model.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			a.logger.Warn("closing the model client", "err", err)
+		}
+	}
 	if a.disc != nil {
 		if err := a.disc.Close(); err != nil {
 			a.logger.Warn("closing gateways", "err", err)

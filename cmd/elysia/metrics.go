@@ -1,0 +1,109 @@
+package main
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/elysia-go/elysia/discovery"
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// gatewayMetrics turns the gateways' observations into Prometheus metrics:
+// calls by server and status, their latency, and each server's circuit
+// state. It implements mcpgateway.Observer; its methods only touch
+// Prometheus' own goroutine-safe values, so they never block.
+type gatewayMetrics struct {
+	calls    *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	circuit  *prometheus.GaugeVec
+}
+
+var _ mcpgateway.Observer = (*gatewayMetrics)(nil)
+
+// circuitValue encodes a circuit state as a gauge value.
+var circuitValue = map[string]float64{
+	mcpgateway.CircuitClosed:   0,
+	mcpgateway.CircuitHalfOpen: 1,
+	mcpgateway.CircuitOpen:     2,
+}
+
+func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
+	m := &gatewayMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "elysia_mcp_tool_calls_total",
+			Help: "MCP tool calls (execute) by server and status: success, failure or timeout.",
+		}, []string{"server", "status"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "elysia_mcp_tool_call_failures_total",
+			Help: "MCP tool calls that failed or timed out, by server.",
+		}, []string{"server"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "elysia_mcp_tool_call_duration_seconds",
+			Help:    "Duration of MCP tool calls, by server.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"server"}),
+		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "elysia_mcp_circuit_state",
+			Help: "Circuit breaker state by server: 0 closed, 1 half-open, 2 open.",
+		}, []string{"server"}),
+	}
+	reg.MustRegister(m.calls, m.failures, m.latency, m.circuit)
+	return m
+}
+
+// ObserveCall counts one execute.
+func (m *gatewayMetrics) ObserveCall(server, _ string, status string, d time.Duration) {
+	m.calls.WithLabelValues(server, status).Inc()
+	if status != mcpgateway.CallSuccess {
+		m.failures.WithLabelValues(server).Inc()
+	}
+	m.latency.WithLabelValues(server).Observe(d.Seconds())
+}
+
+// ObserveCircuit records a circuit state change.
+func (m *gatewayMetrics) ObserveCircuit(server, state string) {
+	m.circuit.WithLabelValues(server).Set(circuitValue[state])
+}
+
+// gatewayCollector reports, at scrape time, each configured server's live
+// session and child process, read from the gateways' status snapshots.
+type gatewayCollector struct {
+	disc     *discovery.Discovery
+	sessions *prometheus.Desc
+	children *prometheus.Desc
+	state    *prometheus.Desc
+}
+
+func newGatewayCollector(d *discovery.Discovery) *gatewayCollector {
+	return &gatewayCollector{
+		disc:     d,
+		sessions: prometheus.NewDesc("elysia_mcp_sessions", "Live MCP sessions by server (0 or 1).", []string{"server"}, nil),
+		children: prometheus.NewDesc("elysia_mcp_child_processes", "Running stdio child processes by server (0 or 1).", []string{"server"}, nil),
+		state:    prometheus.NewDesc("elysia_mcp_server_state", "1 for the state each configured server is in.", []string{"server", "state"}, nil),
+	}
+}
+
+func (c *gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.sessions
+	ch <- c.children
+	ch <- c.state
+}
+
+func (c *gatewayCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, g := range c.disc.Gateways() {
+		st := g.Status()
+		live := 0.0
+		if st.State == mcpgateway.StateConnected || st.State == mcpgateway.StateDegraded {
+			live = 1
+		}
+		child := 0.0
+		if st.PID != 0 {
+			child = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.GaugeValue, live, st.Name)
+		ch <- prometheus.MustNewConstMetric(c.children, prometheus.GaugeValue, child, st.Name)
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, st.Name, string(st.State))
+	}
+}

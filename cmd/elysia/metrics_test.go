@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/elysia-go/elysia/discovery"
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tree"
+)
+
+func TestGatewayMetricsCountCallsAndCircuit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newGatewayMetrics(reg)
+	m.ObserveCall("todo", "create_todo", mcpgateway.CallSuccess, 3*time.Millisecond)
+	m.ObserveCall("todo", "create_todo", mcpgateway.CallTimeout, time.Second)
+	m.ObserveCircuit("todo", mcpgateway.CircuitOpen)
+
+	if got := testutil.ToFloat64(m.calls.WithLabelValues("todo", "success")); got != 1 {
+		t.Errorf("success calls = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.failures.WithLabelValues("todo")); got != 1 {
+		t.Errorf("failures = %v, want 1 (a timeout is a failure)", got)
+	}
+	if got := testutil.ToFloat64(m.circuit.WithLabelValues("todo")); got != 2 {
+		t.Errorf("circuit = %v, want 2 (open)", got)
+	}
+	if n := testutil.CollectAndCount(m.latency); n != 1 {
+		t.Errorf("latency series = %d, want 1", n)
+	}
+}
+
+// TestGatewayCollectorFollowsARealServer scrapes the session and process
+// gauges before and after a real todo-mcp call.
+func TestGatewayCollectorFollowsARealServer(t *testing.T) {
+	bin := testenv.TodoMCP(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	body := `{"servers": {"todo": {"command": "` + bin + `", "env": {"TODO_DB": "` + filepath.Join(dir, "t.db") + `"}}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	metrics := newGatewayMetrics(reg)
+	d := discovery.New(cfg, tree.NewManager(nil), &discovery.Options{Gateway: &mcpgateway.Options{Observer: metrics}})
+	defer d.Close()
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(newGatewayCollector(d))
+
+	want := `
+# HELP elysia_mcp_child_processes Running stdio child processes by server (0 or 1).
+# TYPE elysia_mcp_child_processes gauge
+elysia_mcp_child_processes{server="todo"} 0
+# HELP elysia_mcp_sessions Live MCP sessions by server (0 or 1).
+# TYPE elysia_mcp_sessions gauge
+elysia_mcp_sessions{server="todo"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "elysia_mcp_sessions", "elysia_mcp_child_processes"); err != nil {
+		t.Fatalf("before the first call (lazy: nothing spawned):\n%v", err)
+	}
+
+	g, _ := d.Gateway("todo")
+	if _, err := g.Execute(t.Context(), "create_todo", map[string]any{"title": "metrics"}); err != nil {
+		t.Fatal(err)
+	}
+	want = strings.ReplaceAll(want, `"todo"} 0`, `"todo"} 1`)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "elysia_mcp_sessions", "elysia_mcp_child_processes"); err != nil {
+		t.Fatalf("after a call:\n%v", err)
+	}
+	if got := testutil.ToFloat64(metrics.calls.WithLabelValues("todo", mcpgateway.CallSuccess)); got != 1 {
+		t.Errorf("success calls = %v, want 1", got)
+	}
+}
