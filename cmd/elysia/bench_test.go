@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -292,5 +294,79 @@ func serveTree(tb testing.TB, h http.Handler, conv string) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		tb.Fatalf("GET /tree/%s/%s: %d %s", benchUser, conv, rec.Code, rec.Body)
+	}
+}
+
+// BenchmarkGetTreeParts splits the cost of one GET /tree on the service of
+// BenchmarkGetTree, without the network or the load generator, one request
+// at a time:
+//
+//   - handler: the whole gin handler (middleware, auth, lookup, rendering)
+//     into a recorder;
+//   - body-now: the response body as the service builds it today —
+//     service.TreeJSON (json.Marshal of the tree, which re-validates the
+//     tree's MarshalJSON output) then gin's c.JSON of the envelope (which
+//     validates the raw tree again);
+//   - body-direct: the same bytes from Tree.MarshalJSON appended into the
+//     envelope by hand, the cost a fix that skips both re-validations
+//     would leave.
+func BenchmarkGetTreeParts(b *testing.B) {
+	for _, n := range []int{10, 100} {
+		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
+			s := getTreeService(b, n)
+			h := s.srv.Config.Handler
+			deps := s.app.deps()
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(1, uint64(n)))
+			conv := func() string { return "c" + strconv.Itoa(rng.IntN(benchConvs)) }
+			now := func(id string) []byte {
+				raw, err := deps.Trees.TreeJSON(ctx, benchUser, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, err := json.Marshal(map[string]any{"conversation_id": id, "tree": raw, "error": ""})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return out
+			}
+			direct := func(id string) []byte {
+				c, err := s.app.trees.Conversation(ctx, benchUser, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				raw, err := c.Tree().MarshalJSON()
+				if err != nil {
+					b.Fatal(err)
+				}
+				out := make([]byte, 0, len(raw)+64)
+				out = append(out, `{"conversation_id":`...)
+				out = strconv.AppendQuote(out, id) // ids here are plain ASCII
+				out = append(out, `,"error":"","tree":`...)
+				out = append(out, raw...)
+				return append(out, '}')
+			}
+			if a, d := now("c1"), direct("c1"); !bytes.Equal(a, d) {
+				b.Fatalf("body-direct differs from body-now:\n%s\n%s", d, a)
+			}
+			b.Run("handler", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					serveTree(b, h, conv())
+				}
+			})
+			b.Run("body-now", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					now(conv())
+				}
+			})
+			b.Run("body-direct", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					direct(conv())
+				}
+			})
+		})
 	}
 }
