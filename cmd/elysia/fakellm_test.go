@@ -93,11 +93,12 @@ type fakeLLM struct {
 	srv  *httptest.Server
 	stop chan struct{}
 
-	mu       sync.Mutex
-	script   []reply
-	requests []llmRequest
-	overruns int
-	waiting  int // requests blocked on a Hold
+	mu        sync.Mutex
+	script    []reply
+	requests  []llmRequest
+	overruns  int
+	waiting   int // requests blocked on a Hold
+	cancelled int // held requests whose client went away
 }
 
 // newFakeLLM starts a fake model on 127.0.0.1, stopped when t ends (after
@@ -158,6 +159,13 @@ func (f *fakeLLM) Waiting() int {
 	return f.waiting
 }
 
+// Cancelled returns how many held requests were cancelled by the client.
+func (f *fakeLLM) Cancelled() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cancelled
+}
+
 func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.Error(w, `{"error": {"message": "not found"}}`, http.StatusNotFound)
@@ -193,6 +201,9 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Lock()
 		f.waiting--
+		if r.Context().Err() != nil {
+			f.cancelled++
+		}
 		f.mu.Unlock()
 		if r.Context().Err() != nil {
 			return

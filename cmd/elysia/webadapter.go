@@ -279,7 +279,7 @@ func (a serversAPI) List(ctx context.Context, name string) (any, error) {
 	}
 	infos, err := g.List(ctx)
 	if err != nil {
-		return nil, err
+		return nil, gatewayErr(err)
 	}
 	return map[string]any{"server": g.Config().Name, "tools": infos}, nil
 }
@@ -289,5 +289,19 @@ func (a serversAPI) Execute(ctx context.Context, name, tool string, inputs map[s
 	if err != nil {
 		return nil, err
 	}
-	return g.Execute(ctx, tool, inputs)
+	res, err := g.Execute(ctx, tool, inputs)
+	if err != nil {
+		return nil, gatewayErr(err)
+	}
+	return res, nil
+}
+
+// gatewayErr maps a gateway's "cannot be used right now" errors (disabled,
+// unresolved config, back-off, open circuit) onto web.ErrUnavailable (503);
+// other failures of the server stay 502.
+func gatewayErr(err error) error {
+	if errors.Is(err, mcpgateway.ErrUnavailable) && !errors.Is(err, web.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", web.ErrUnavailable, err)
+	}
+	return err
 }
