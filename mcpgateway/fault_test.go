@@ -446,13 +446,9 @@ func TestFaultBigOutput(t *testing.T) {
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	runtime.KeepAlive(cr)
 	if grew > 4<<20 {
-		// Known bug: budget.take (content.go) returns s[:cut], a substring
-		// that shares the backing array of the whole answer, so the 64 KiB
-		// kept in Content pins all 10 MiB for as long as the result lives
-		// (in the environment, the store, the UI). It wants strings.Clone.
-		// Skipped, not failed, so the package's other work is not blocked;
-		// remove the skip once content.go is fixed.
-		t.Skipf("BUG: the heap grew by %d MiB while holding a result capped at %d KiB: the cut text still references the whole answer (content.go, budget.take)",
+		// The cut text must be a copy: a substring would keep the whole
+		// answer alive for as long as the result lives (fixed in a30b873).
+		t.Errorf("the heap grew by %d MiB while holding a result capped at %d KiB: the cut text still references the whole answer",
 			grew>>20, defaultOutputCap>>10)
 	}
 }
