@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, to make a schema per test
+
+	"github.com/elysia-go/elysia/internal/testenv"
+)
+
+// historyOf returns the conversation_history the model saw in a request.
+func historyOf(t testing.TB, r llmRequest) []any {
+	t.Helper()
+	h, _ := r.Context(t)["conversation_history"].([]any)
+	return h
+}
+
+// TestRestartKeepsConversations stops the service and starts a new one on
+// the same folder (the same ./data/elysia.db): conversations, their history
+// and event log, and tree changes come back, with the gateways of mcp.json.
+func TestRestartKeepsConversations(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	llm := newFakeLLM(t, todoScript()...)
+	s1 := startService(t, serveOptions{Dir: dir, Env: llm.Env()})
+	runSSE(t, s1, "alice", "c1", "add buy milk to my todos")
+	code, body := do(t, http.MethodPost, s1.URL+"/tools/alice/add_branch", "", map[string]any{
+		"conversation_id": "c1", "id": "saved_branch", "description": "Kept across restarts", "instruction": "Choose."})
+	wantStatus(t, "add_branch", code, body, http.StatusOK)
+	s1.Stop(t)
+
+	s2 := startService(t, serveOptions{Dir: dir, Env: llm.Env()})
+	code, body = do(t, http.MethodGet, s2.URL+"/conversations/alice", "", nil)
+	wantStatus(t, "GET /conversations/alice after a restart", code, body, http.StatusOK)
+	list, _ := body["conversations"].([]any)
+	if len(list) != 1 || get(list[0], "conversation_id") != "c1" || get(list[0], "title") != "add buy milk to my todos" {
+		t.Fatalf("conversations after a restart = %v", list)
+	}
+
+	code, body = do(t, http.MethodGet, s2.URL+"/conversations/alice/c1", "", nil)
+	wantStatus(t, "GET /conversations/alice/c1 after a restart", code, body, http.StatusOK)
+	conv, _ := body["conversation"].(map[string]any)
+	hist, _ := conv["history"].([]any)
+	if len(hist) != 2 || get(hist[0], "content") != "add buy milk to my todos" || get(hist[1], "content") != "Added 'Buy milk'." {
+		t.Errorf("history after a restart = %v", conv["history"])
+	}
+	events, _ := conv["events"].([]any)
+	var evTypes []any
+	for _, e := range events {
+		evTypes = append(evTypes, get(e, "type"))
+	}
+	if len(events) < 5 || evTypes[len(evTypes)-1] != "completed" || get(events[0], "query_id") != "q-c1" {
+		t.Errorf("event log after a restart = %v", evTypes)
+	}
+	for _, id := range []string{"mcp_todo", "saved_branch"} {
+		if get(conv, "tree", "options", id, "id") != id {
+			t.Errorf("tree after a restart lacks %s: %v", id, get(conv, "tree", "options"))
+		}
+	}
+	code, body = do(t, http.MethodGet, s2.URL+"/tree/alice/c1", "", nil)
+	wantStatus(t, "GET /tree after a restart", code, body, http.StatusOK)
+	if get(body, "tree", "options", "saved_branch", "branch") != true || get(body, "tree", "options", "mcp_todo", "id") != "mcp_todo" {
+		t.Errorf("GET /tree after a restart: %v", get(body, "tree", "options"))
+	}
+
+	// The conversation continues: the model sees the first turn.
+	llm.Push(answer("You asked me to add milk."))
+	before := len(llm.Requests())
+	evs := runSSE(t, s2, "alice", "c1", "what did I ask?")
+	if hasType(evs, "title") {
+		t.Errorf("a continued conversation got a new title event")
+	}
+	reqs := llm.Requests()
+	if len(reqs) != before+1 {
+		t.Fatalf("%d model requests for the continued query, want 1", len(reqs)-before)
+	}
+	h := historyOf(t, reqs[before])
+	if len(h) != 2 || get(h[0], "content") != "add buy milk to my todos" {
+		t.Errorf("conversation_history after a restart = %v", h)
+	}
+	if got := listTodos(t, s2.URL, ""); !strings.Contains(got, "Buy milk") {
+		t.Errorf("the todo of the first service is gone: %s", got)
+	}
+}
+
+// postgresURL creates a schema of its own in ELYSIA_TEST_POSTGRES_URL's
+// database, dropped when t ends, and returns a URL whose search_path is it
+// (as the store tests do).
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	testenv.Integration(t)
+	base := os.Getenv("ELYSIA_TEST_POSTGRES_URL")
+	if base == "" {
+		testenv.Missing(t, "ELYSIA_TEST_POSTGRES_URL is not set (run scripts/postgres-test.sh)")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "e2e_" + hex.EncodeToString(b[:])
+	if _, err := admin.ExecContext(t.Context(), "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema in ELYSIA_TEST_POSTGRES_URL database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestPostgresReplicasShareConversations runs two services on one
+// PostgreSQL database: a query on A is read back on B, and a query on B
+// continues the same conversation.
+func TestPostgresReplicasShareConversations(t *testing.T) {
+	t.Parallel()
+	dsn := postgresURL(t)
+	llm := newFakeLLM(t, answer("Hello from A."))
+	a := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})
+	b := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})
+
+	runSSE(t, a, "alice", "c1", "first question on A")
+
+	code, body := do(t, http.MethodGet, b.URL+"/conversations/alice/c1", "", nil)
+	wantStatus(t, "GET /conversations/alice/c1 on B", code, body, http.StatusOK)
+	hist, _ := get(body, "conversation", "history").([]any)
+	if len(hist) != 2 || get(hist[0], "content") != "first question on A" || get(hist[1], "content") != "Hello from A." {
+		t.Errorf("history read on B = %v", get(body, "conversation", "history"))
+	}
+	if ev, _ := get(body, "conversation", "events").([]any); len(ev) == 0 || get(ev[len(ev)-1], "type") != "completed" {
+		t.Errorf("event log read on B = %v", get(body, "conversation", "events"))
+	}
+	code, body = do(t, http.MethodGet, b.URL+"/conversations/alice", "", nil)
+	if list, _ := body["conversations"].([]any); code != http.StatusOK || len(list) != 1 || get(list[0], "title") != "first question on A" {
+		t.Errorf("conversations listed on B: %d %v", code, body)
+	}
+
+	llm.Push(answer("Hello from B."))
+	evs := runSSE(t, b, "alice", "c1", "second question on B")
+	if got := lastText(t, evs); got != "Hello from B." {
+		t.Errorf("answer on B = %q", got)
+	}
+	reqs := llm.Requests()
+	h := historyOf(t, reqs[len(reqs)-1])
+	if len(h) != 2 || get(h[0], "content") != "first question on A" || get(h[1], "content") != "Hello from A." {
+		t.Errorf("B's model saw conversation_history %v, want A's turn", h)
+	}
+
+	// And A sees B's turn.
+	code, body = do(t, http.MethodGet, a.URL+"/conversations/alice/c1", "", nil)
+	if hist, _ := get(body, "conversation", "history").([]any); code != http.StatusOK || len(hist) != 4 {
+		t.Errorf("history read back on A: %d %v", code, get(body, "conversation", "history"))
+	}
+}
