@@ -35,8 +35,11 @@ export class ChatView {
     return this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 80;
   }
 
+  // scroll follows the log. It jumps rather than using the CSS smooth
+  // scrolling: mid-animation, nearBottom() would read false for the next
+  // event, and the log would stop following before the answer arrives.
   scroll(force) {
-    if (force || this.stick) this.el.scrollTop = this.el.scrollHeight;
+    if (force || this.stick) this.el.scrollTo({ top: this.el.scrollHeight, behavior: "instant" });
   }
 
   turn(queryID) {
