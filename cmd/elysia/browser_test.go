@@ -18,6 +18,13 @@ const browserTimeout = 60 * time.Second
 // css is a CSS selector for chromedp (a plain string would be a DOM search).
 type css = chromedp.CSS
 
+// chatAtEnd waits until the chat log shows its latest event (it scrolls
+// smoothly, so this takes a moment after the last event).
+var chatAtEnd = waitJS(`(() => {
+	const c = document.querySelector("#chat");
+	return c.scrollHeight - c.scrollTop - c.clientHeight < 2;
+})()`)
+
 // retype replaces what an input holds with text, typed as a user would.
 // (chromedp.Clear only resets the value attribute, which a field the user
 // has typed into no longer follows.)
@@ -155,6 +162,7 @@ func TestBrowserUI(t *testing.T) {
 		t.Errorf("search_todos Buy bread after the chat query: %d %v", code, body)
 	}
 	liveTypes := eval[[]string](b, "event types", `[...document.querySelectorAll("#chat [data-type]")].map((e) => e.dataset.type)`)
+	b.do("chat scrolled to the end", chatAtEnd)
 	shot := screenshot(t, b, "ui-panel.png")
 	t.Logf("screenshot (panel open, before the reload): %s", shot)
 
@@ -181,6 +189,9 @@ func TestBrowserUI(t *testing.T) {
 	if !slices.Equal(replayTypes, liveTypes) {
 		t.Errorf("replayed events %q differ from the live ones %q", replayTypes, liveTypes)
 	}
+
+	// The log lands on its latest event.
+	b.do("chat scrolled to the end after the replay", chatAtEnd)
 
 	// 6. The whole page, for a human to look at.
 	p := screenshot(t, b, "ui.png")
