@@ -200,10 +200,7 @@ func sentNothing(err error) bool {
 // connects without waiting for the session watcher.
 func (g *Gateway) retireIfDead(s *session) {
 	g.mu.Lock()
-	if g.sess == s && s.isDead() {
-		g.sess = nil
-		g.state = StateIdle
-	}
+	g.retireLocked(s)
 	g.mu.Unlock()
 }
 

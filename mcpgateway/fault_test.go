@@ -558,15 +558,6 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 			}
 			st := g.Status()
 			if st.State != StateFailed || st.RetryAt == nil {
-				if tc.name == "crashing mid-call" {
-					// Known bug: a death first seen by a call goes through
-					// retireIfDead (execute.go), which drops the session
-					// without noteDeathLocked or lastErr; the session watcher
-					// (gateway.go, watch) then skips it since g.sess is no
-					// longer s. Such deaths never count towards a crash loop.
-					t.Skipf("BUG: 3 crashes mid-call left the gateway %s (retry_at %v, last_error %q), want failed with back-off: deaths noticed by a call are not counted (execute.go retireIfDead)",
-						st.State, st.RetryAt, st.LastError)
-				}
 				t.Fatalf("after 3 deaths: state %s, retry_at %v; want failed with a retry time", st.State, st.RetryAt)
 			}
 			if ok, why := g.Available(nil); ok || !strings.Contains(why, `server "faulty"`) {

@@ -301,15 +301,25 @@ func (g *Gateway) watch(s *session) {
 		return
 	}
 	g.mu.Lock()
-	if g.sess == s {
-		g.sess = nil
-		g.lastErr = g.serverErr("session", s.deadErr).Error()
-		g.state = StateIdle
-		g.noteDeathLocked()
-	}
+	g.retireLocked(s)
 	g.mu.Unlock()
 	g.logger.Warn("gateway session ended", "err", s.deadErr)
 	s.close(g.opts.CloseGrace)
+}
+
+// retireLocked drops s, a session that died, if it is still the current one:
+// the gateway goes back to idle with the death recorded, so that the next
+// call connects anew and a crash loop brings back-off. The session watcher
+// and a call that saw the death both come here; whichever is first retires
+// it. g.mu is held.
+func (g *Gateway) retireLocked(s *session) {
+	if g.sess != s || !s.isDead() {
+		return
+	}
+	g.sess = nil
+	g.lastErr = g.serverErr("session", s.deadErr).Error()
+	g.state = StateIdle
+	g.noteDeathLocked()
 }
 
 // noteDeathLocked records a session death or failed connect and enters
