@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t testing.TB, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exitCode returns a command's exit code (0 for a nil error).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// runCLI runs the elysia binary in dir and returns its exit code, stdout and
+// stderr.
+func runCLI(t testing.TB, dir string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, elysiaBin(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := exitCode(err)
+	if code < 0 {
+		t.Fatalf("elysia %v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestConfigCheck validates good and bad mcp.json files.
+func TestConfigCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	writeFile(t, good, defaultConfig(t))
+	code, out, errOut := runCLI(t, dir, nil, "config", "check", good)
+	if code != 0 || !strings.Contains(out, "ok, 1 server(s)") || !strings.Contains(out, "mcp_todo") {
+		t.Errorf("config check on a good file: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, dir, nil, "config", "check", "--config", good)
+	if code != 0 {
+		t.Errorf("config check --config: exit %d\n%s", code, out)
+	}
+
+	for _, c := range []struct {
+		name, body string
+		want       []string // in the message besides file:line:col
+	}{
+		{"unknown type", `{"servers": {
+  "x": {"type": "carrier-pigeon", "command": "y"}}}`, []string{"carrier-pigeon"}},
+		{"duplicate name", `{"servers": {
+  "a": {"command": "x"},
+  "a": {"command": "y"}}}`, []string{`"a"`}},
+		// Comments and trailing commas are fine (VS Code's JSONC); a
+		// missing value is not.
+		{"bad JSON", `{"servers": {
+  "a": {"command": }}}`, nil},
+		{"JSONC is accepted", `{"servers": { // comment
+  "a": {"command": "x",},}}`, nil},
+		{"colliding names", `{"servers": {
+  "a-b": {"command": "x"},
+  "a_b": {"command": "y"}}}`, []string{"a-b", "a_b", "mcp_a_b"}},
+		{"missing command", `{"servers": {
+  "a": {"type": "stdio"}}}`, []string{"command"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".json")
+			writeFile(t, f, c.body)
+			code, out, errOut := runCLI(t, dir, nil, "config", "check", f)
+			if c.name == "JSONC is accepted" {
+				if code != 0 {
+					t.Errorf("exit %d, want 0\n%s%s", code, out, errOut)
+				}
+				return
+			}
+			if code != exitUsage {
+				t.Fatalf("exit %d, want 2\n%s%s", code, out, errOut)
+			}
+			loc := regexp.MustCompile(regexp.QuoteMeta(f) + `:\d+:\d+`)
+			if !loc.MatchString(errOut) {
+				t.Errorf("error does not give file:line:col:\n%s", errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("error does not mention %s:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestMCPCommands runs mcp list, mcp call and tree against todo-mcp.
+func TestMCPCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := strings.Replace(defaultConfig(t), `{"servers": {`, `{"inputs": [{"type": "promptString", "id": "tok", "password": true}], "servers": {`, 1)
+	cfg = strings.Replace(cfg, `}}}`, fmt.Sprintf(`}, "locked": {"command": %q, "env": {"TOKEN": "${input:tok}"}}}}`, "./nothing"), 1)
+	writeFile(t, filepath.Join(dir, "mcp.json"), cfg)
+
+	code, out, errOut := runCLI(t, dir, nil, "mcp", "list")
+	if code != 0 {
+		t.Fatalf("mcp list: exit %d\n%s%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "SERVER") {
+		t.Fatalf("mcp list summary:\n%s", out)
+	}
+	if f := strings.Fields(lines[1]); len(f) < 4 || f[0] != "todo" || f[1] != "mcp_todo" || f[2] != "stdio" {
+		t.Errorf("mcp list todo line: %q", lines[1])
+	}
+	if !strings.Contains(lines[2], "locked") || !strings.Contains(lines[2], "tok") {
+		t.Errorf("mcp list does not say why locked cannot run: %q", lines[2])
+	}
+
+	code, out, errOut = runCLI(t, dir, nil, "mcp", "list", "todo")
+	if code != 0 || !strings.Contains(out, "todo (stdio): 5 tool(s)") || !strings.Contains(out, "create_todo(title*, description, priority, tags, due_date)") {
+		t.Errorf("mcp list todo: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, dir, nil, "mcp", "list", "nope")
+	if code != exitUsage || !strings.Contains(errOut, "todo") {
+		t.Errorf("mcp list of an unknown server: exit %d\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = runCLI(t, dir, nil, "mcp", "call", "todo", "create_todo", `{"title":"x"}`)
+	if code != 0 || !strings.Contains(out, `"x"`) {
+		t.Errorf("mcp call create_todo: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, dir, nil, "mcp", "call", "todo", "create_todo", `{"priority":9}`)
+	if code != exitFailure || !strings.Contains(errOut, "invalid tool_inputs for create_todo") {
+		t.Errorf("mcp call with bad inputs: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, dir, nil, "mcp", "call", "todo", "list_todos")
+	if code != 0 || !strings.Contains(out, "x") {
+		t.Errorf("mcp call list_todos after create: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, dir, nil, "mcp", "call", "todo", "create_todo", `{not json`)
+	if code != exitUsage {
+		t.Errorf("mcp call with bad JSON: exit %d, want 2\n%s", code, errOut)
+	}
+
+	code, out, errOut = runCLI(t, dir, nil, "tree")
+	if code != 0 || !strings.Contains(out, "📁 base") || !strings.Contains(out, "🔧 mcp_todo") {
+		t.Errorf("tree: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, dir, nil, "tree", "--mode", "multi_branch")
+	if code != 0 || !strings.Contains(out, "📁 mcp") {
+		t.Errorf("tree --mode multi_branch: exit %d\n%s", code, out)
+	}
+
+	for _, args := range [][]string{{"frobnicate"}, {}, {"mcp"}, {"mcp", "dance"}, {"config"}, {"serve", "--no-such-flag"}} {
+		if code, out, errOut := runCLI(t, dir, nil, args...); code != exitUsage {
+			t.Errorf("elysia %v: exit %d, want 2\n%s%s", args, code, out, errOut)
+		}
+	}
+}
+
+// TestQueryCommand runs `elysia query --json` with the offline planner.
+func TestQueryCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "mcp.json"), defaultConfig(t))
+	code, out, errOut := runCLI(t, dir, nil, "query", "--json", `create a todo titled "From the CLI" with priority=3`)
+	if code != 0 {
+		t.Fatalf("query --json: exit %d\n%s%s", code, out, errOut)
+	}
+	var evs []envelope
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e envelope
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("query --json printed a line that is not an envelope: %v: %s", err, line)
+		}
+		evs = append(evs, e)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Type != "completed" || evs[0].UserID != "cli" {
+		t.Fatalf("query --json events: %v", types(evs))
+	}
+	if got := lastText(t, evs); !strings.HasPrefix(got, "[offline planner]") {
+		t.Errorf("answer = %q", got)
+	}
+	code, out, _ = runCLI(t, dir, nil, "mcp", "call", "todo", "list_todos")
+	if code != 0 || !strings.Contains(out, "From the CLI") {
+		t.Errorf("the query did not create the todo: %s", out)
+	}
+
+	code, out, errOut = runCLI(t, dir, nil, "query", "list my todos")
+	if code != 0 || !strings.Contains(out, "[offline planner]") {
+		t.Errorf("query (text): exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := runCLI(t, dir, nil, "query"); code != exitUsage {
+		t.Errorf("query without text: exit %d, want 2", code)
+	}
+}
