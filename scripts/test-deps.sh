@@ -15,10 +15,10 @@ if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
 	touch "$stamp"
 fi
 
-if ! command -v chromium >/dev/null 2>&1; then
-	echo "test-deps: installing chromium from Debian's packages"
+if ! command -v chromium >/dev/null 2>&1 || ! fc-list 2>/dev/null | grep -qi "color emoji"; then
+	echo "test-deps: installing chromium and an emoji font from Debian's packages"
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium fonts-noto-color-emoji >/dev/null
 fi
