@@ -1,0 +1,650 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/llm"
+	"github.com/elysia-go/elysia/web"
+)
+
+// BenchmarkConcurrentQueries puts the whole service under query load: the
+// service as `elysia serve` assembles it (newApp, app.deps, web.New) with a
+// real SQLite store, the real todo-mcp over stdio and an OpenAI-compatible
+// scripted model, behind a loopback httptest.Server. loadClients clients
+// each send POST /query/load/c<i> ("add a todo") over and over, on their own
+// conversation, reading the event stream to its completed envelope, until
+// ELYSIA_LOAD_DURATION (default 30s) has passed; queries running at the
+// deadline finish and count.
+//
+// Each benchmark iteration runs the whole load once, on the same service
+// (conversations go on growing), so run it with -benchtime 1x; ns/op is
+// then the length of one load run, and the figures to read are the
+// reported metrics: queries/s, latency percentiles (p50-ms, p95-ms,
+// p99-ms, max-ms), errors (any non-200, error envelope or stream without
+// completed; must be 0) and goroutines (left after the service is closed,
+// compared with before it was assembled; should be 0).
+//
+// Afterwards the todo server must hold exactly one todo per completed
+// query: the scripted model lists the todo tools once per conversation,
+// creates one todo per query, then answers.
+//
+//	ELYSIA_LOAD_DURATION=5s go test -run '^$' -bench BenchmarkConcurrentQueries -benchtime 1x ./cmd/elysia/
+func BenchmarkConcurrentQueries(b *testing.B) {
+	dur := loadDuration(b)
+	baseline := runtime.NumGoroutine()
+	svc := loadNewService(b)
+	closed := false
+	defer func() {
+		if !closed {
+			svc.close()
+		}
+	}()
+	svc.warmUp(b)
+
+	peak := loadWatchGoroutines()
+	var st loadStats
+	b.ResetTimer()
+	for range b.N {
+		st.merge(loadRun(svc.url, svc.client, loadClients, dur))
+	}
+	b.StopTimer()
+	peakGoroutines := peak()
+	idleGoroutines := runtime.NumGoroutine()
+	idleStacks := loadGoroutineSummary(8)
+	todos, titles := svc.storedTodos(b)
+	warnings := svc.logs.lines()
+	closed = true
+	svc.close()
+	left, stacks := loadSettleGoroutines(baseline, 15*time.Second)
+
+	lat := st.latencies
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(float64(st.completed)/st.elapsed.Seconds(), "queries/s")
+	b.ReportMetric(ms(loadPercentile(lat, 0.50)), "p50-ms")
+	b.ReportMetric(ms(loadPercentile(lat, 0.95)), "p95-ms")
+	b.ReportMetric(ms(loadPercentile(lat, 0.99)), "p99-ms")
+	b.ReportMetric(ms(loadPercentile(lat, 1)), "max-ms")
+	b.ReportMetric(float64(st.errors), "errors")
+	b.ReportMetric(float64(left), "goroutines")
+
+	b.Logf("%d clients for %v: %d queries completed, %d errors, %d self-healing errors, %.1f model calls/query (%d bad model requests)",
+		loadClients, st.elapsed.Round(time.Millisecond), st.completed, st.errors, st.heals,
+		float64(svc.model.calls.Load())/float64(max(st.completed, 1)), svc.model.bad.Load())
+	b.Logf("goroutines: %d before, peak %d under load, %d idle after the load, %d left after closing",
+		baseline, peakGoroutines, idleGoroutines, baseline+left)
+	b.Logf("goroutines idle after the load, by where they wait:\n%s", idleStacks)
+	for _, e := range st.errorKinds() {
+		b.Logf("error: %s", e)
+	}
+	for i, l := range warnings {
+		if i == 20 {
+			b.Logf("... %d more warnings", len(warnings)-i)
+			break
+		}
+		b.Logf("service log: %s", l)
+	}
+	if st.errors > 0 {
+		b.Errorf("%d of %d queries failed", st.errors, st.errors+st.completed)
+	}
+	if todos != st.completed || titles != todos {
+		b.Errorf("the todo server holds %d todos (%d distinct titles) after %d completed queries (the model asked for %d creates)",
+			todos, titles, st.completed, svc.model.creates.Load())
+	}
+	if left > 0 {
+		b.Errorf("%d goroutines more than before the service was assembled, 15 s after closing it:\n%s", left, stacks)
+	}
+}
+
+const (
+	loadClients         = 200
+	loadUser            = "load"
+	loadDefaultDuration = 30 * time.Second
+	// loadQueryTimeout bounds one query; a query this slow is an error.
+	loadQueryTimeout = 2 * time.Minute
+)
+
+// loadDuration reads ELYSIA_LOAD_DURATION (a Go duration), 30s if unset.
+func loadDuration(b *testing.B) time.Duration {
+	b.Helper()
+	v := os.Getenv("ELYSIA_LOAD_DURATION")
+	if v == "" {
+		return loadDefaultDuration
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		b.Fatalf("ELYSIA_LOAD_DURATION=%q: want a positive duration such as 5s", v)
+	}
+	return d
+}
+
+// loadService is the assembled service, its scripted model and the client
+// the load is sent with.
+type loadService struct {
+	model  *loadModel
+	app    *app
+	srv    *httptest.Server
+	url    string
+	client *http.Client
+	// modelClient carries the service's model requests.
+	modelClient *http.Client
+	logs        *loadLog
+	todoDB      string // the todo server's SQLite file
+}
+
+// loadNewService assembles the service with newApp, as `elysia serve` does,
+// with the model pointed at a scripted model server and its own connection
+// pool sized for the load.
+func loadNewService(b *testing.B) *loadService {
+	b.Helper()
+	todoBin := testenv.TodoMCP(b)
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	todoDB := filepath.Join(dir, "todos.db")
+	conf := fmt.Sprintf(`{"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": %q}, "description": "A todo list."}}}`,
+		todoBin, todoDB)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		b.Fatal(err)
+	}
+
+	s := &loadService{model: loadNewModel(), logs: &loadLog{}, todoDB: todoDB}
+	env := map[string]string{
+		llm.EnvProvider:      string(llm.ProviderOpenAI),
+		llm.EnvOpenAIBaseURL: s.model.srv.URL + "/v1",
+		llm.EnvOpenAIKey:     "test",
+		llm.EnvModel:         "scripted",
+	}
+	for k, v := range env {
+		b.Setenv(k, v) // newApp reads the model from the process environment
+	}
+	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := newApp(context.Background(), appConfig{configPath: cfg, dsn: filepath.Join(dir, "elysia.db"), logger: logger})
+	if err != nil {
+		s.model.srv.Close()
+		b.Fatal(err)
+	}
+	s.app = a
+	// newApp's model uses the default client, which keeps 2 idle
+	// connections per host: under this load it would open and close a
+	// connection per call. Swap in the same model with a pool.
+	s.modelClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * loadClients}}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	model, info, err := llm.FromEnv(context.Background(), lookup, &llm.Options{HTTPClient: s.modelClient})
+	if err != nil {
+		s.close()
+		b.Fatal(err)
+	}
+	a.model, a.info = model, info
+
+	srv := web.New(a.deps(), &web.Options{Logger: logger, Registry: prometheus.NewRegistry(), Ready: a.ready})
+	s.srv = httptest.NewServer(srv.Handler())
+	s.url = s.srv.URL
+	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * loadClients, DisableCompression: true}}
+	return s
+}
+
+// close stops the load client, the HTTP server, the service (its gateway
+// stops todo-mcp) and the model server, in that order.
+func (s *loadService) close() {
+	if s.client != nil {
+		s.client.CloseIdleConnections()
+	}
+	if s.srv != nil {
+		s.srv.Close()
+	}
+	if s.app != nil {
+		s.app.close()
+	}
+	if s.modelClient != nil {
+		s.modelClient.CloseIdleConnections()
+	}
+	s.model.srv.Close()
+}
+
+// warmUp starts the todo gateway (gateways are lazy) and checks that the
+// list is empty, so the first queries do not pay for the process start.
+func (s *loadService) warmUp(b *testing.B) {
+	b.Helper()
+	if n := s.countTodos(b); n != 0 {
+		b.Fatalf("a new todo database holds %d todos", n)
+	}
+}
+
+// countTodos asks the todo server, through the service's gateway, how many
+// todos it holds. The gateway truncates large structured results, so this
+// is only for a short list; see storedTodos.
+func (s *loadService) countTodos(b *testing.B) int {
+	b.Helper()
+	g, ok := s.app.disc.Gateway("todo")
+	if !ok {
+		b.Fatal("no gateway named todo")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := g.Execute(ctx, "list_todos", map[string]any{})
+	if err != nil {
+		b.Fatalf("list_todos: %v", err)
+	}
+	if res.IsError {
+		b.Fatalf("list_todos: %s", res.Text())
+	}
+	raw, err := json.Marshal(res.Structured)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out struct {
+		Count *int `json:"count"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || out.Count == nil {
+		b.Fatalf("list_todos: no count in %.200s (%v)", raw, err)
+	}
+	return *out.Count
+}
+
+// storedTodos counts the todos in the todo server's database file, and
+// their distinct titles, with the SQLite driver the store registers. It
+// reads while todo-mcp runs: the file is in WAL mode.
+func (s *loadService) storedTodos(b *testing.B) (n, titles int) {
+	b.Helper()
+	db, err := sql.Open("sqlite", "file:"+s.todoDB+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow("SELECT count(*), count(DISTINCT title) FROM todos").Scan(&n, &titles); err != nil {
+		b.Fatalf("count the todos in %s: %v", s.todoDB, err)
+	}
+	return n, titles
+}
+
+// loadLog collects the service's log lines (warnings and errors).
+type loadLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *loadLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *loadLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.FieldsFunc(l.buf.String(), func(r rune) bool { return r == '\n' })
+}
+
+// loadModel is an OpenAI-compatible chat server that answers every
+// decision from its context, as the script of a todo query goes: list the
+// todo tools if the environment holds no list yet, else create one todo if
+// this query has not, else answer.
+type loadModel struct {
+	srv     *httptest.Server
+	calls   atomic.Int64 // chat requests
+	creates atomic.Int64 // create_todo executes asked for
+	bad     atomic.Int64 // requests it could not read
+}
+
+func loadNewModel() *loadModel {
+	m := &loadModel{}
+	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
+	return m
+}
+
+// loadDecisionContext is the part of the decision context (see
+// docs/DECISION_PROMPT.md) the scripted model reads.
+type loadDecisionContext struct {
+	UserPrompt       *string                               `json:"user_prompt"`
+	Environment      map[string]map[string]json.RawMessage `json:"environment"`
+	AvailableOptions []struct {
+		Name string `json:"name"`
+	} `json:"available_options"`
+	TasksCompleted []struct {
+		Tool   string         `json:"tool"`
+		Inputs map[string]any `json:"inputs"`
+		Error  bool           `json:"error"`
+	} `json:"tasks_completed"`
+}
+
+func (m *loadModel) serve(w http.ResponseWriter, r *http.Request) {
+	m.calls.Add(1)
+	fail := func(format string, args ...any) {
+		m.bad.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": fmt.Sprintf(format, args...)}})
+	}
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		fail("unexpected %s %s", r.Method, r.URL.Path)
+		return
+	}
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		fail("bad chat request: %v", err)
+		return
+	}
+	// The decision context is the last user message that is one; a
+	// re-ask after a rejected answer comes after it.
+	var dc *loadDecisionContext
+	for i := len(req.Messages) - 1; i >= 0 && dc == nil; i-- {
+		if req.Messages[i].Role != "user" {
+			continue
+		}
+		var c loadDecisionContext
+		if err := json.Unmarshal([]byte(loadMessageText(req.Messages[i].Content)), &c); err == nil && c.UserPrompt != nil {
+			dc = &c
+		}
+	}
+	if dc == nil {
+		fail("no decision context among %d messages", len(req.Messages))
+		return
+	}
+	tool, args, content := loadDecide(dc, &m.creates)
+	argJSON, _ := json.Marshal(args) // maps of strings always marshal
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-load", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []map[string]any{{"index": 0, "finish_reason": "tool_calls", "message": map[string]any{
+			"role": "assistant", "content": content,
+			"tool_calls": []map[string]any{{"id": fmt.Sprintf("call_%d", m.calls.Load()), "type": "function",
+				"function": map[string]any{"name": tool, "arguments": string(argJSON)}}},
+		}}},
+		"usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+	})
+}
+
+// loadDecide is the script: the chosen function, its arguments and the
+// update for the user.
+func loadDecide(dc *loadDecisionContext, creates *atomic.Int64) (string, map[string]any, string) {
+	if _, listed := dc.Environment["mcp_todo"]["list"]; !listed {
+		return "mcp_todo", map[string]any{"action": "list"}, "Looking at the todo tools."
+	}
+	for _, t := range dc.TasksCompleted {
+		if a, _ := t.Inputs["action"].(string); t.Tool == "mcp_todo" && a == "execute" && !t.Error {
+			return "text_response", map[string]any{"text": "done"}, "Answering."
+		}
+	}
+	n := creates.Add(1)
+	return "mcp_todo", map[string]any{"action": "execute", "tool_name": "create_todo",
+		"tool_inputs": map[string]any{"title": fmt.Sprintf("load %d", n)}}, "Adding the todo."
+}
+
+// loadMessageText returns a chat message's text: its content is a string
+// or a list of text parts.
+func loadMessageText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// loadStats is what a load run measured.
+type loadStats struct {
+	elapsed   time.Duration
+	completed int
+	errors    int
+	heals     int // self_healing_error envelopes (not errors)
+	latencies []time.Duration
+	// kinds counts errors by a short description; examples keeps one
+	// full message per kind.
+	kinds    map[string]int
+	examples map[string]string
+}
+
+func (s *loadStats) merge(o loadStats) {
+	s.elapsed += o.elapsed
+	s.completed += o.completed
+	s.errors += o.errors
+	s.heals += o.heals
+	s.latencies = append(s.latencies, o.latencies...)
+	for k, n := range o.kinds {
+		s.addError(k, o.examples[k], n)
+	}
+}
+
+func (s *loadStats) addError(kind, example string, n int) {
+	if s.kinds == nil {
+		s.kinds, s.examples = map[string]int{}, map[string]string{}
+	}
+	s.kinds[kind] += n
+	if _, ok := s.examples[kind]; !ok {
+		s.examples[kind] = example
+	}
+}
+
+// errorKinds describes the errors, most frequent first.
+func (s *loadStats) errorKinds() []string {
+	kinds := slices.Collect(maps.Keys(s.kinds))
+	slices.SortFunc(kinds, func(a, b string) int { return s.kinds[b] - s.kinds[a] })
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = fmt.Sprintf("%d× %s (e.g. %s)", s.kinds[k], k, s.examples[k])
+	}
+	return out
+}
+
+// loadRun runs clients clients, each sending queries on its own
+// conversation until d has passed, and waits for the queries in flight.
+func loadRun(base string, client *http.Client, clients int, d time.Duration) loadStats {
+	start := time.Now()
+	deadline := start.Add(d)
+	results := make([]loadStats, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			st := &results[i]
+			url := fmt.Sprintf("%s/query/%s/c%d", base, loadUser, i)
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				heals, kind, err := loadQuery(client, url)
+				st.heals += heals
+				if err != nil {
+					st.errors++
+					st.addError(kind, err.Error(), 1)
+					continue
+				}
+				st.completed++
+				st.latencies = append(st.latencies, time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	var all loadStats
+	for _, r := range results {
+		all.merge(r)
+	}
+	all.elapsed = time.Since(start)
+	return all
+}
+
+// loadQuery sends one query and reads its stream to the completed
+// envelope. It returns the number of self-healing errors seen and, on
+// failure, a short kind and the error.
+func loadQuery(client *http.Client, url string) (heals int, kind string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), loadQueryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"query": "add a todo"}`))
+	if err != nil {
+		return 0, "request", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "transport", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return 0, fmt.Sprintf("status %d", resp.StatusCode), fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		return 0, "content type", fmt.Errorf("content type %q", ct)
+	}
+	rd := bufio.NewReader(resp.Body)
+	completed := false
+	var failure error
+	for {
+		line, rerr := rd.ReadBytes('\n')
+		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data: ")); ok {
+			var env struct {
+				Type    string          `json:"type"`
+				Payload json.RawMessage `json:"payload"`
+			}
+			switch {
+			case json.Unmarshal(data, &env) != nil:
+				failure = fmt.Errorf("bad event %.200s", data)
+				kind = "bad event"
+			case completed:
+				failure = fmt.Errorf("%s event after completed", env.Type)
+				kind = "event after completed"
+			case env.Type == "error" && failure == nil:
+				failure = fmt.Errorf("error event: %.300s", env.Payload)
+				kind = "error event"
+			case env.Type == "self_healing_error":
+				heals++
+			case env.Type == "completed":
+				completed = true
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return heals, "stream read", rerr
+		}
+	}
+	if failure != nil {
+		return heals, kind, failure
+	}
+	if !completed {
+		return heals, "no completed", fmt.Errorf("the stream ended without a completed event")
+	}
+	return heals, "", nil
+}
+
+// loadPercentile returns the p-quantile (nearest rank) of sorted lat.
+func loadPercentile(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(lat))+0.5) - 1
+	return lat[min(max(i, 0), len(lat)-1)]
+}
+
+// loadWatchGoroutines samples the goroutine count every 50 ms until the
+// returned func is called, which returns the highest count seen.
+func loadWatchGoroutines() func() int {
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		peak := runtime.NumGoroutine()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- max(peak, runtime.NumGoroutine())
+				return
+			case <-t.C:
+				peak = max(peak, runtime.NumGoroutine())
+			}
+		}
+	}()
+	return func() int { close(stop); return <-done }
+}
+
+// loadSettleGoroutines polls until the goroutine count is back to baseline
+// or timeout passes; it returns how many are left over and, if any, their
+// stacks.
+func loadSettleGoroutines(baseline int, timeout time.Duration) (int, string) {
+	deadline := time.Now().Add(timeout)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= baseline {
+			return 0, ""
+		}
+		if time.Now().After(deadline) {
+			var buf bytes.Buffer
+			_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+			return n - baseline, buf.String()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// loadGoroutineSummary lists the n largest groups of goroutines with the
+// same stack, each as its count and innermost frames outside the runtime.
+func loadGoroutineSummary(n int) string {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+	type group struct {
+		count int
+		where string
+	}
+	var groups []group
+	for _, block := range strings.Split(buf.String(), "\n\n") {
+		lines := strings.Split(block, "\n")
+		var g group
+		if _, err := fmt.Sscanf(lines[0], "%d @", &g.count); err != nil {
+			continue
+		}
+		var frames []string
+		for _, l := range lines[1:] {
+			f := strings.Fields(l)
+			if len(f) < 3 || f[0] != "#" || strings.HasPrefix(f[2], "runtime.") || strings.HasPrefix(f[2], "internal/") {
+				continue
+			}
+			name, _, _ := strings.Cut(f[2], "+0x")
+			if frames = append(frames, name); len(frames) == 4 {
+				break
+			}
+		}
+		g.where = strings.Join(frames, " < ")
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(a, b group) int { return b.count - a.count })
+	var out strings.Builder
+	for _, g := range groups[:min(n, len(groups))] {
+		fmt.Fprintf(&out, "%6d %s\n", g.count, g.where)
+	}
+	return out.String()
+}
