@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/elysia-go/elysia/web"
@@ -77,6 +78,9 @@ func writeBenchConfig(tb testing.TB, dir string, n int, marker string) string {
 // "bench". It serves nothing until srv is started.
 func newBenchService(tb testing.TB, dir string, n int) *benchService {
 	tb.Helper()
+	// gin's debug mode prints the route table in the middle of benchmark
+	// result lines, which benchstat then cannot read.
+	gin.SetMode(gin.ReleaseMode)
 	marker := filepath.Join(dir, "server-started")
 	cfg := writeBenchConfig(tb, dir, n, marker)
 	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
