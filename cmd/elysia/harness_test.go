@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+)
+
+// elysiaBin returns the elysia binary: $ELYSIA_BIN (make test builds it
+// once) or a build made once per test process.
+func elysiaBin(t testing.TB) string {
+	t.Helper()
+	testenv.Integration(t)
+	if p := os.Getenv("ELYSIA_BIN"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	bin, err := buildElysia()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+var buildElysia = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "elysia-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "elysia")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/elysia: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// service is a running `elysia serve` started by a test.
+type serviceProc struct {
+	URL    string // http://127.0.0.1:PORT
+	Dir    string // its working folder (mcp.json, data/)
+	Config string // path of its mcp.json
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	done   chan struct{}
+}
+
+// serveOptions says how to start the service.
+type serveOptions struct {
+	// Config is the mcp.json body; "" means one todo server over stdio
+	// with its database in the service's folder.
+	Config string
+	// Dir is the working folder; "" means a new t.TempDir(). Reuse a folder
+	// to restart a service on the same SQLite file.
+	Dir string
+	// Env is added to the service's environment (KEY=VALUE).
+	Env []string
+	// Args are extra flags for `elysia serve`.
+	Args []string
+}
+
+// defaultConfig is one todo server over stdio, as make run configures it.
+func defaultConfig(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf(`{"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": "./data/todos.db"}, "cwd": "."}}}`, testenv.TodoMCP(t))
+}
+
+// startService runs `elysia serve` on a free loopback port and waits until
+// /readyz answers 200. It is stopped (SIGTERM, then waited for) when the
+// test ends, and must then exit 0 within 15 s.
+func startService(t testing.TB, o serveOptions) *serviceProc {
+	t.Helper()
+	bin := elysiaBin(t)
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	cfg := filepath.Join(o.Dir, "mcp.json")
+	if o.Config == "" {
+		o.Config = defaultConfig(t)
+	}
+	if _, err := os.Stat(cfg); err != nil || o.Config != "" {
+		if err := os.WriteFile(cfg, []byte(o.Config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	args := append([]string{"serve", "--addr", addr, "--config", cfg}, o.Args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = o.Dir
+	cmd.Env = append(cleanEnv(), o.Env...)
+	s := &serviceProc{URL: "http://" + addr, Dir: o.Dir, Config: cfg, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start elysia: %v", err)
+	}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		s.Stop(t)
+		if t.Failed() {
+			t.Logf("elysia output:\n%s", s.out.String())
+		}
+	})
+	testenv.WaitFor(t, 20*time.Second, "elysia /readyz", func() bool {
+		select {
+		case <-s.done:
+			t.Fatalf("elysia exited during start-up:\n%s", s.out.String())
+		default:
+		}
+		resp, err := http.Get(s.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return s
+}
+
+// Stop ends the service with SIGTERM and waits for it (idempotent).
+func (s *serviceProc) Stop(t testing.TB) {
+	t.Helper()
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		t.Errorf("elysia did not stop within 15 s of SIGINT")
+	}
+}
+
+// Output returns what the service logged so far.
+func (s *serviceProc) Output() string { return s.out.String() }
+
+// cleanEnv is the test's environment without model keys or API keys, so
+// that a developer's own settings cannot reach the service under test.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "GOOGLE_API_KEY",
+			"ELYSIA_LLM", "ELYSIA_MODEL", "ELYSIA_API_KEYS", "ELYSIA_API_KEYS_FILE", "ELYSIA_DATABASE_URL", "MCP_URL":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// do sends a request with an optional JSON body and bearer key, and decodes
+// a JSON answer into a map (nil for non-JSON).
+func do(t testing.TB, method, url, key string, body any) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return resp.StatusCode, m
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
