@@ -133,14 +133,79 @@ func binaryItem(kind, mime, data string, b *budget) map[string]any {
 	return item
 }
 
-// objects returns the content items for the environment and the UI, plus
-// the structured content as one more object.
+// objects returns the records for the environment and the UI. When the
+// server gave structured content, its records are the rows (MCP servers
+// send the text content as a copy of the same data, for old clients; the
+// model still sees it in the result's text), followed by any non-text items
+// (images, resources). Otherwise every content item is a row.
 func (r *CallResult) objects() []map[string]any {
-	objs := append([]map[string]any(nil), r.Content...)
-	if r.Structured != nil {
-		objs = append(objs, map[string]any{"type": "structured", "structured": r.Structured})
+	if r.Structured == nil {
+		return append([]map[string]any(nil), r.Content...)
+	}
+	v := r.Structured
+	if raw, ok := v.(json.RawMessage); ok {
+		var decoded any
+		if json.Unmarshal(raw, &decoded) == nil {
+			v = decoded
+		}
+	}
+	objs := records(v)
+	for _, c := range r.Content {
+		if c["type"] != "text" {
+			objs = append(objs, c)
+		}
 	}
 	return objs
+}
+
+// records turns structured content into table rows without knowing the
+// server: an array of objects is the rows; an object whose only array of
+// objects is one field ({"todos": [...], "count": 2}) gives that array; an
+// object with a single object field ({"todo": {...}}) gives that object;
+// any other object is one row, and anything else a row {"value": v}.
+func records(v any) []map[string]any {
+	switch v := v.(type) {
+	case []any:
+		if rows, ok := objectList(v); ok {
+			return rows
+		}
+	case map[string]any:
+		var found []map[string]any
+		lists := 0
+		for _, fv := range v {
+			if l, ok := fv.([]any); ok {
+				if rows, ok := objectList(l); ok {
+					found, lists = rows, lists+1
+				}
+			}
+		}
+		if lists == 1 {
+			return found
+		}
+		if len(v) == 1 {
+			for _, fv := range v {
+				if m, ok := fv.(map[string]any); ok {
+					return []map[string]any{m}
+				}
+			}
+		}
+		return []map[string]any{v}
+	}
+	return []map[string]any{{"value": v}}
+}
+
+// objectList reports whether every element of l is an object, and returns
+// them.
+func objectList(l []any) ([]map[string]any, bool) {
+	rows := make([]map[string]any, 0, len(l))
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		rows = append(rows, m)
+	}
+	return rows, true
 }
 
 // resultType picks the frontend payload type: "document" for text only,
