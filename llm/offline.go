@@ -301,12 +301,14 @@ func (p *planner) answerText() string {
 	return fmt.Sprintf("%s no tool matched your request; available: %s", Prefix, p.available())
 }
 
-// resultText is a tool result as text: the result's text fields, else its
-// objects as JSON, else the task's result.
+// resultText is a tool result as text: the result's text fields, else the
+// task's result (the text the tool gave the model), else its objects as
+// JSON.
 func (p *planner) resultText(t task, tool string) string {
+	var objs []string
 	entries := p.d.Environment[t.Tool][tool]
 	if len(entries) > 0 {
-		var texts, objs []string
+		var texts []string
 		for _, obj := range entries[len(entries)-1].Objects {
 			if s, ok := obj[answerInput].(string); ok {
 				texts = append(texts, s)
@@ -322,12 +324,15 @@ func (p *planner) resultText(t task, tool string) string {
 				objs = append(objs, string(b))
 			}
 		}
-		if all := append(texts, objs...); len(all) > 0 {
-			return strings.Join(all, "\n")
+		if len(texts) > 0 {
+			return strings.Join(texts, "\n")
 		}
 	}
 	if s, ok := t.Result.(string); ok && s != "" {
 		return s
+	}
+	if len(objs) > 0 {
+		return strings.Join(objs, "\n")
 	}
 	if t.Result != nil {
 		if b, err := json.Marshal(t.Result); err == nil {

@@ -115,7 +115,10 @@ func simulate(t *testing.T, prompt string, servers []fakeServer, limit int) []ca
 			continue
 		}
 		env[srv.gateway][tool] = []map[string]any{{"objects": objs, "metadata": map[string]any{}}}
-		tasks = append(tasks, map[string]any{"tool": srv.gateway, "inputs": c.Args, "result": "ok", "error": false})
+		// As the gateway does, the task's result is the text the tool gave
+		// the model; here the objects as JSON.
+		text, _ := json.Marshal(objs)
+		tasks = append(tasks, map[string]any{"tool": srv.gateway, "inputs": c.Args, "result": string(text), "error": false})
 	}
 	t.Fatalf("no answer after %d steps: %v", limit, calls)
 	return nil
