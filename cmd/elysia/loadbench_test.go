@@ -73,7 +73,7 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 	b.StopTimer()
 	peakGoroutines := peak()
 	idleGoroutines := runtime.NumGoroutine()
-	idleStacks := loadGoroutineSummary(8)
+	idleStacks := loadGoroutineSummary(4)
 	todos, titles := svc.storedTodos(b)
 	warnings := svc.logs.lines()
 	closed = true
@@ -91,21 +91,20 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 	b.ReportMetric(float64(st.errors), "errors")
 	b.ReportMetric(float64(left), "goroutines")
 
-	b.Logf("%d clients for %v: %d queries completed, %d errors, %d self-healing errors, %.1f model calls/query (%d bad model requests)",
-		loadClients, st.elapsed.Round(time.Millisecond), st.completed, st.errors, st.heals,
+	// Benchmark logs are cut to their first lines when the benchmark
+	// passes: the summary comes first.
+	// The metrics line is not printed when the benchmark fails: the
+	// summary repeats it.
+	b.Logf("%d clients for %v: %d queries completed (%.1f/s; p50 %v, p95 %v, p99 %v, max %v), %d errors, %d self-healing errors; %d todos stored (%d titles); %.2f model calls/query (%d bad model requests)",
+		loadClients, st.elapsed.Round(time.Millisecond), st.completed, float64(st.completed)/st.elapsed.Seconds(),
+		loadPercentile(lat, 0.50).Round(time.Millisecond), loadPercentile(lat, 0.95).Round(time.Millisecond),
+		loadPercentile(lat, 0.99).Round(time.Millisecond), loadPercentile(lat, 1).Round(time.Millisecond),
+		st.errors, st.heals, todos, titles,
 		float64(svc.model.calls.Load())/float64(max(st.completed, 1)), svc.model.bad.Load())
 	b.Logf("goroutines: %d before, peak %d under load, %d idle after the load, %d left after closing",
 		baseline, peakGoroutines, idleGoroutines, baseline+left)
-	b.Logf("goroutines idle after the load, by where they wait:\n%s", idleStacks)
 	for _, e := range st.errorKinds() {
 		b.Logf("error: %s", e)
-	}
-	for i, l := range warnings {
-		if i == 20 {
-			b.Logf("... %d more warnings", len(warnings)-i)
-			break
-		}
-		b.Logf("service log: %s", l)
 	}
 	if st.errors > 0 {
 		b.Errorf("%d of %d queries failed", st.errors, st.errors+st.completed)
@@ -117,6 +116,14 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 	if left > 0 {
 		b.Errorf("%d goroutines more than before the service was assembled, 15 s after closing it:\n%s", left, stacks)
 	}
+	for i, l := range warnings {
+		if i == 10 {
+			b.Logf("... %d more service log lines", len(warnings)-i)
+			break
+		}
+		b.Logf("service log: %s", l)
+	}
+	b.Logf("goroutines idle after the load, by where they wait:\n%s", idleStacks)
 }
 
 const (
