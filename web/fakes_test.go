@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/elysia-go/elysia/tools"
 )
@@ -154,8 +155,10 @@ func appendixEnvelopes(user, conv, query string) []tools.Envelope {
 }
 
 // fakeRunner is a goroutine-safe Runner whose behaviour is chosen by the
-// query text: "busy" is refused, "block" runs until cancelled, "fail"
-// fails after one event, anything else emits the appendix sequence.
+// query text: "busy" is refused, "slowbusy" is refused after waiting a
+// while (as a query waits for a busy conversation), "block" emits one event
+// and runs until cancelled or released, "fail" fails after one event,
+// anything else emits the appendix sequence.
 type fakeRunner struct {
 	started   chan string // receives the query id of each "block" run
 	cancelled chan string // receives the query id of each cancelled "block" run
@@ -175,7 +178,15 @@ func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query st
 	switch query {
 	case "busy":
 		return fmt.Errorf("conversation %s: %w", conv, ErrBusy)
+	case "slowbusy":
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond): // several heartbeats
+		}
+		return fmt.Errorf("conversation %s: %w", conv, ErrBusy)
 	case "block":
+		emit(appendixEnvelopes(user, conv, queryID)[0])
 		f.started <- queryID
 		select {
 		case <-ctx.Done():

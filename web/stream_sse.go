@@ -15,9 +15,10 @@ import (
 // and streams its envelopes as Server-Sent Events, one "data:" message per
 // envelope, with a ": ping" comment after each idle heartbeat interval.
 //
-// The status line is sent with the first envelope or heartbeat, so a run
-// refused at once (a busy conversation) still gets a JSON error with its
-// status code; later failures arrive as an error event. The client going
+// The status line is sent with the first envelope, so a run refused before
+// it starts (a busy conversation, even after the 30 s wait) still gets a
+// JSON error with its status code; later failures arrive as an error event.
+// Heartbeats start once the stream has. The client going
 // away cancels the run.
 func (s *Server) querySSE(c *gin.Context) {
 	user, conv := c.Param("user_id"), c.Param("conversation_id")
@@ -50,7 +51,10 @@ func (s *Server) querySSE(c *gin.Context) {
 			}
 			timer.Reset(s.heartbeat)
 		case <-timer.C:
-			if w.ping() != nil {
+			// No heartbeat before the run's first event: until then the
+			// query may still be waiting for its conversation, and a refusal
+			// must keep its 409.
+			if w.started && w.ping() != nil {
 				cancel()
 			}
 			timer.Reset(s.heartbeat)

@@ -295,8 +295,11 @@ func TestHeartbeat(t *testing.T) {
 		resp := postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "block", "query_id": "qh"}`)
 		waitFor(t, h.runner.started, "the run to start")
 		s := &sseStream{t: t, sc: bufio.NewScanner(resp.Body)}
+		if got := s.next(); got == "ping" || decodeEnvelope(t, got).Type != tools.EventStatus {
+			t.Fatalf("first message %q, want the run's first event", got)
+		}
 		if got := s.next(); got != "ping" {
-			t.Fatalf("first message %q, want a ping", got)
+			t.Fatalf("message on an idle stream %q, want a ping", got)
 		}
 		close(h.runner.release)
 		for msg := s.next(); msg != ""; msg = s.next() {
@@ -308,6 +311,18 @@ func TestHeartbeat(t *testing.T) {
 			}
 		}
 		t.Error("stream ended without completed")
+	})
+	t.Run("no ping before the run starts", func(t *testing.T) {
+		// A query waiting for a busy conversation outlasts several
+		// heartbeats and must still be refused with 409, not a 200 stream.
+		h := newHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
+		ts := startServer(t, h)
+		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+		defer cancel()
+		resp := postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "slowbusy", "query_id": "qb"}`)
+		if resp.StatusCode != http.StatusConflict {
+			t.Fatalf("status %d, want 409", resp.StatusCode)
+		}
 	})
 	t.Run("websocket", func(t *testing.T) {
 		h := newHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
@@ -324,12 +339,22 @@ func TestHeartbeat(t *testing.T) {
 		}})
 		wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qh", "query": "block"}`)
 		waitFor(t, h.runner.started, "the run to start")
-		// Pings are handled inside Read, so read until the run ends.
-		readDone := make(chan string, 1)
+		// Pings are handled inside Read, so keep reading until the run ends;
+		// the run's first event comes before the idle pings.
+		readDone := make(chan string, 4)
 		go func() {
-			_, b, _ := conn.Read(ctx)
-			readDone <- string(b)
+			for {
+				_, b, err := conn.Read(ctx)
+				if err != nil {
+					close(readDone)
+					return
+				}
+				readDone <- string(b)
+			}
 		}()
+		if env := decodeEnvelope(t, waitFor(t, readDone, "the first event")); env.Type != tools.EventStatus {
+			t.Errorf("first event %s, want status", env.Type)
+		}
 		waitFor(t, pinged, "a ping")
 		close(h.runner.release)
 		if env := decodeEnvelope(t, waitFor(t, readDone, "completed")); env.Type != tools.EventCompleted {
