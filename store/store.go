@@ -118,8 +118,14 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		// the real bound.
 		s.db.SetMaxIdleConns(8)
 		s.db.SetConnMaxIdleTime(5 * time.Minute)
-	case strings.Contains(driverDSN, ":memory:") || strings.Contains(driverDSN, "mode=memory"):
-		// Every connection to ":memory:" is a different database.
+	default:
+		// SQLite has one writer at a time, and the driver's busy handler
+		// polls with growing sleeps and no queue: with a pool, hundreds of
+		// concurrent saves starve each other until busy_timeout fails them
+		// ("database is locked"). One connection makes them queue fairly in
+		// database/sql instead; every statement here is short. (For
+		// ":memory:" it is also required: each connection would be a
+		// different database.)
 		s.db.SetMaxOpenConns(1)
 	}
 	if err := s.db.PingContext(ctx); err != nil {

@@ -71,9 +71,7 @@ func (a treeStore) Save(ctx context.Context, st tree.ConversationState, events [
 	if c.Environment, err = json.Marshal(env); err != nil {
 		return err
 	}
-	if _, err := a.s.EnsureUser(ctx, st.UserID); err != nil {
-		return err
-	}
+	// Both saves create the user when needed, in their own transaction.
 	if events == nil {
 		return a.s.SaveConversation(ctx, c)
 	}
