@@ -31,6 +31,8 @@ type Gateway struct {
 	opts     Options
 	logger   *slog.Logger
 	toolName string
+	// description is the gateway's description before any listing.
+	description string
 
 	// lifetime is the gateway's own ctx: created in New, cancelled in Close.
 	// Sessions (child processes, HTTP streams) hang off it, never off the ctx
@@ -83,14 +85,15 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
-		cfg:       cfg,
-		opts:      o,
-		logger:    o.Logger.With("gateway", cfg.Name),
-		toolName:  ToolName(cfg.Name),
-		lifetime:  ctx,
-		cancel:    cancel,
-		state:     StateIdle,
-		closeDone: make(chan struct{}),
+		cfg:         cfg,
+		opts:        o,
+		logger:      o.Logger.With("gateway", cfg.Name),
+		toolName:    ToolName(cfg.Name),
+		description: describe(cfg, nil),
+		lifetime:    ctx,
+		cancel:      cancel,
+		state:       StateIdle,
+		closeDone:   make(chan struct{}),
 	}
 	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
 	switch {
@@ -112,18 +115,24 @@ func (g *Gateway) Name() string { return g.toolName }
 // Description tells the model what the server is; once the tools have been
 // listed, their names are appended.
 func (g *Gateway) Description() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cache != nil && g.cache.description != "" {
+		return g.cache.description
+	}
+	return g.description
+}
+
+// describe returns the gateway's description, with the names of its listed
+// tools appended when there are any. It is computed once per listing, since
+// every tree render asks for it.
+func describe(cfg ServerConfig, names []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "MCP server '%s' (%s) - provides access to multiple tools", g.cfg.Name, g.cfg.Transport)
-	if d := strings.TrimSpace(g.cfg.Description); d != "" {
+	fmt.Fprintf(&b, "MCP server '%s' (%s) - provides access to multiple tools", cfg.Name, cfg.Transport)
+	if d := strings.TrimSpace(cfg.Description); d != "" {
 		b.WriteString(". ")
 		b.WriteString(d)
 	}
-	g.mu.Lock()
-	var names []string
-	if g.cache != nil {
-		names = g.cache.names
-	}
-	g.mu.Unlock()
 	if len(names) > 0 {
 		b.WriteString(". Tools: ")
 		b.WriteString(strings.Join(names, ", "))

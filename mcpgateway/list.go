@@ -33,6 +33,8 @@ type toolSet struct {
 	// retry holds the tools annotated readOnlyHint or idempotentHint true:
 	// an execute of one of them is retried once on a transport failure.
 	retry map[string]bool
+	// description is the gateway's description with these tools' names.
+	description string
 }
 
 // rawTool is the part of a listed tool the gateway reads; everything else is
@@ -231,6 +233,7 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		ts.infos = append(ts.infos, info)
 		ts.names = append(ts.names, rt.Name)
 	}
+	ts.description = describe(g.cfg, ts.names)
 	return ts
 }
 

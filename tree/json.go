@@ -3,6 +3,7 @@ package tree
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,11 +16,38 @@ import (
 // A tool followed by chained tools is rendered from its sub-node, as Elysia
 // does: its name and id are the sub-node's ("Base.query", "base.query"), its
 // branch is false, and its options are the chained tools.
+//
+// The JSON is cached: a default tree is shared by every idle conversation
+// and rendered for each GET /tree. The cache is keyed by the options'
+// descriptions, which change while the tree stands (a gateway appends the
+// names of the tools it has listed). The returned bytes are shared and must
+// not be modified (encoding/json copies them).
 func (t *Tree) MarshalJSON() ([]byte, error) {
+	descs := t.descriptions()
+	if r := t.rendered.Load(); r != nil && slices.Equal(r.descs, descs) {
+		return r.json, nil
+	}
 	var b bytes.Buffer
 	b.Grow(256 + 256*len(t.root.options))
 	writeNode(&b, t.root.id, "", t.root.instruction, true, t.root.options)
+	t.rendered.Store(&rendering{descs: descs, json: b.Bytes()})
 	return b.Bytes(), nil
+}
+
+// rendering is a tree's JSON and the descriptions it was rendered with.
+type rendering struct {
+	descs []string
+	json  []byte
+}
+
+// descriptions returns every option's description, depth first.
+func (t *Tree) descriptions() []string {
+	var out []string
+	t.root.walk(func(_ *Node, o *option) bool {
+		out = append(out, o.description())
+		return true
+	})
+	return out
 }
 
 func writeNode(b *bytes.Buffer, id, description, instruction string, branch bool, options []*option) {

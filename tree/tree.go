@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/elysia-go/elysia/tools"
 )
@@ -63,6 +64,9 @@ type Tree struct {
 	root   *Node
 	mode   InitMode
 	logger *slog.Logger
+	// rendered caches the tree's JSON; see MarshalJSON. The methods that
+	// change the tree clear it.
+	rendered atomic.Pointer[rendering]
 }
 
 // New returns a tree initialised for mode, holding the built-in tools but no
@@ -195,6 +199,7 @@ func (t *Tree) resolve(branchID string, fromToolIDs []string, root, create bool)
 // name is an error matching [ErrExists]; an unknown branch or chained tool
 // one matching [ErrNotFound].
 func (t *Tree) AddTool(tool tools.Tool, branchID string, fromToolIDs []string, root bool) error {
+	t.rendered.Store(nil)
 	if tool == nil {
 		return fmt.Errorf("add nil tool: %w", ErrInvalid)
 	}
@@ -218,6 +223,7 @@ func (t *Tree) AddTool(tool tools.Tool, branchID string, fromToolIDs []string, r
 // root), after the chain fromToolIDs if given. A sub-node left empty goes
 // with it, and so do the tools chained after the removed one.
 func (t *Tree) RemoveTool(name, branchID string, fromToolIDs []string, root bool) error {
+	t.rendered.Store(nil)
 	n, err := t.resolve(branchID, fromToolIDs, root, false)
 	if err != nil {
 		return err
@@ -259,6 +265,7 @@ func (t *Tree) pruneEmptyChains() {
 // parentID ("" or root: the root). An empty instruction gets a generic one.
 // The id must not be taken by another node or tool ([ErrExists]).
 func (t *Tree) AddBranch(id, description, instruction, parentID string, root bool) error {
+	t.rendered.Store(nil)
 	if id == "" {
 		return fmt.Errorf("branch with empty id: %w", ErrInvalid)
 	}
@@ -283,6 +290,7 @@ func (t *Tree) AddBranch(id, description, instruction, parentID string, root boo
 // RemoveBranch removes the branch id and everything under it. The root
 // cannot be removed ([ErrInvalid]).
 func (t *Tree) RemoveBranch(id string) error {
+	t.rendered.Store(nil)
 	if id == t.root.id {
 		return fmt.Errorf("remove root branch %q: %w", id, ErrInvalid)
 	}
@@ -307,6 +315,7 @@ func (t *Tree) RemoveBranch(id string) error {
 // when warn is set; a branch that does not exist is created under the root
 // with a warning.
 func (t *Tree) place(tool tools.Tool, branch string, warn bool) {
+	t.rendered.Store(nil)
 	name := tool.Name()
 	if branch == "" {
 		branch = t.root.id

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -27,7 +28,7 @@ func (s *Server) getTree(c *gin.Context) {
 		s.fail(c, err, gin.H{"conversation_id": conv, "tree": emptyObject})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"conversation_id": conv, "tree": tree, "error": ""})
+	writeTree(c, conv, tree)
 }
 
 // initTreeBody is the body of POST /init/tree; low_memory is accepted and
@@ -51,7 +52,7 @@ func (s *Server) initTree(c *gin.Context) {
 		s.fail(c, err, extra)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"conversation_id": conv, "tree": tree, "error": ""})
+	writeTree(c, conv, tree)
 }
 
 // initUser serves POST /init/user/:user_id.
@@ -110,7 +111,7 @@ func (s *Server) treeOp(kind TreeOpKind) gin.HandlerFunc {
 			s.fail(c, err, extra)
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"error": "", "tree": tree})
+		writeTree(c, "", tree)
 	}
 }
 
@@ -122,4 +123,23 @@ func (s *Server) decode(c *gin.Context, dst any, optional bool, required ...stri
 		return err
 	}
 	return decodeJSON(body, dst, optional, required...)
+}
+
+// writeTree answers 200 with {"conversation_id", "error", "tree"} (without
+// conversation_id when conv is ""). The tree JSON comes ready from Trees, so
+// it is appended as it is: gin's c.JSON would validate and re-indent it
+// again, which was most of the cost of GET /tree.
+func writeTree(c *gin.Context, conv string, tree json.RawMessage) {
+	b := make([]byte, 0, len(tree)+len(conv)+48)
+	b = append(b, '{')
+	if conv != "" {
+		id, _ := json.Marshal(conv) // a string always marshals
+		b = append(b, `"conversation_id":`...)
+		b = append(b, id...)
+		b = append(b, ',')
+	}
+	b = append(b, `"error":"","tree":`...)
+	b = append(b, tree...)
+	b = append(b, '}')
+	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 }

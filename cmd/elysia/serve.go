@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/tmc/langchaingo/llms"
@@ -47,6 +48,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	slog.SetDefault(logger)
+	gin.SetMode(gin.ReleaseMode) // no debug route dump; gin is otherwise only used by web
 
 	keys, err := apiKeys()
 	if err != nil {

@@ -55,8 +55,10 @@ func webErr(err error) error {
 	return err
 }
 
+// marshalTree renders a tree's JSON. It calls MarshalJSON directly:
+// json.Marshal would validate and compact the already valid output again.
 func marshalTree(t *tree.Tree) (json.RawMessage, error) {
-	return json.Marshal(t)
+	return t.MarshalJSON()
 }
 
 func (s *service) TreeJSON(ctx context.Context, userID, convID string) (json.RawMessage, error) {
