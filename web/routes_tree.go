@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 )
@@ -126,20 +127,27 @@ func (s *Server) decode(c *gin.Context, dst any, optional bool, required ...stri
 }
 
 // writeTree answers 200 with {"conversation_id", "error", "tree"} (without
-// conversation_id when conv is ""). The tree JSON comes ready from Trees, so
-// it is appended as it is: gin's c.JSON would validate and re-indent it
-// again, which was most of the cost of GET /tree.
+// conversation_id when conv is ""). The tree JSON comes ready (and often
+// shared) from Trees, so it is written as it is: gin's c.JSON would
+// validate and re-indent it again, which was most of the cost of GET /tree,
+// and copying it into one buffer would cost an allocation of its size.
 func writeTree(c *gin.Context, conv string, tree json.RawMessage) {
-	b := make([]byte, 0, len(tree)+len(conv)+48)
-	b = append(b, '{')
+	head := make([]byte, 0, len(conv)+48)
+	head = append(head, '{')
 	if conv != "" {
 		id, _ := json.Marshal(conv) // a string always marshals
-		b = append(b, `"conversation_id":`...)
-		b = append(b, id...)
-		b = append(b, ',')
+		head = append(head, `"conversation_id":`...)
+		head = append(head, id...)
+		head = append(head, ',')
 	}
-	b = append(b, `"error":"","tree":`...)
-	b = append(b, tree...)
-	b = append(b, '}')
-	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+	head = append(head, `"error":"","tree":`...)
+	w := c.Writer
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(tree)+1))
+	w.WriteHeader(http.StatusOK)
+	for _, part := range [][]byte{head, tree, {'}'}} {
+		if _, err := w.Write(part); err != nil {
+			return // the client went away
+		}
+	}
 }
