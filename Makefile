@@ -12,7 +12,7 @@ export ELYSIA_TODO_MCP := $(CURDIR)/bin/todo-mcp
 export ELYSIA_BIN      := $(CURDIR)/bin/elysia
 
 # Fuzz targets run briefly by `make test` (package:Target).
-FUZZ := ./mcpgateway:FuzzParse ./tools:FuzzValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody
+FUZZ := ./mcpgateway:FuzzParse ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody ./llm:FuzzOffline
 
 .PHONY: all build run test test-short test-deps fuzz bench lint clean
 
@@ -51,13 +51,17 @@ fuzz:
 # Benchmarks compare like with like in one run; summarised with benchstat.
 bench: build test-deps
 	@mkdir -p bench
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -timeout 60m ./mcpgateway/ ./tree/ ./web/ ./discovery/ | tee bench/latest.txt
+	GIN_MODE=release $(GO) test -run '^$$' -bench . -skip '^BenchmarkConcurrentQueries$$' -benchmem -count $(BENCHCOUNT) -timeout 60m \
+		./mcpgateway/ ./tree/ ./web/ ./discovery/ ./cmd/elysia/ | tee bench/latest.txt
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bench/latest.txt
+	GIN_MODE=release $(GO) test -run '^$$' -bench '^BenchmarkConcurrentQueries$$' -benchtime 1x -count 1 -timeout 15m \
+		./cmd/elysia/ | tee bench/load.txt
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 clean:
 	rm -rf bin bench
