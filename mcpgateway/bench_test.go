@@ -57,6 +57,7 @@ func BenchmarkExecute(b *testing.B) {
 }
 
 func runBench(b *testing.B, call func()) {
+	b.Helper()
 	b.Run("seq", func(b *testing.B) {
 		for b.Loop() {
 			call()

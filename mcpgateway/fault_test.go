@@ -64,7 +64,11 @@ func healthyGateway(t *testing.T) *Gateway {
 func seed(t *testing.T, db, title string) {
 	t.Helper()
 	g := New(faultConfig(t, db), nil)
-	defer g.Close()
+	defer func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
 	createTodo(t, g, title)
 }
 
@@ -531,6 +535,7 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 		die func(t *testing.T, g *Gateway) error
 	}{
 		{"killed between calls", func(t *testing.T, g *Gateway) error {
+			t.Helper()
 			pid := g.Status().PID
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -539,6 +544,7 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 			return nil
 		}},
 		{"crashing mid-call", func(t *testing.T, g *Gateway) error {
+			t.Helper()
 			_, err := g.Execute(t.Context(), "fault", map[string]any{"mode": "crash"})
 			return err
 		}},

@@ -37,7 +37,7 @@ type Gateway struct {
 	// lifetime is the gateway's own ctx: created in New, cancelled in Close.
 	// Sessions (child processes, HTTP streams) hang off it, never off the ctx
 	// of the call that happened to open them.
-	lifetime context.Context
+	lifetime context.Context //nolint:containedctx // a long-lived component's lifetime ctx (STYLE.md §7)
 	cancel   context.CancelFunc
 	// wg owns every goroutine the gateway starts (connect attempts, session
 	// watchers, stderr drains, list refreshes); Close waits for it.

@@ -92,8 +92,7 @@ func newGateway(t *testing.T, cfg ServerConfig, opts *Options) *Gateway {
 }
 
 func TestGatewayDescribesItself(t *testing.T) {
-	g := New(ServerConfig{Name: "api-ai", Transport: TransportStdio, Command: "x", Description: "Todo things", Enabled: true}, nil)
-	defer g.Close()
+	g := newGateway(t, ServerConfig{Name: "api-ai", Transport: TransportStdio, Command: "x", Description: "Todo things", Enabled: true}, nil)
 	if got, want := g.Name(), "mcp_api_ai"; got != want {
 		t.Errorf("Name = %q, want %q", got, want)
 	}

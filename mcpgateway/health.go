@@ -49,5 +49,8 @@ func (g *Gateway) ping(ctx context.Context, s *session) error {
 		_, err := g.listRaw(ctx, s)
 		return err
 	}
-	return s.client.Ping(ctx)
+	// Ping is deprecated because the modern protocol dropped it; it is
+	// still the liveness probe of the legacy versions negotiated here.
+	//lint:ignore SA1019 reached only on a legacy protocol version
+	return s.client.Ping(ctx) //nolint:staticcheck // legacy protocol versions only
 }

@@ -34,12 +34,15 @@ func TestTodoAllTransports(t *testing.T) {
 	cases := map[string]func(*testing.T) ServerConfig{
 		"stdio": todoStdio,
 		"http": func(t *testing.T) ServerConfig {
+			t.Helper()
 			return ServerConfig{Name: "todo", Transport: TransportHTTP, URL: testenv.TodoHTTP(t, "http"), Enabled: true}
 		},
 		"sse": func(t *testing.T) ServerConfig {
+			t.Helper()
 			return ServerConfig{Name: "todo", Transport: TransportSSE, URL: testenv.TodoHTTP(t, "sse"), Enabled: true}
 		},
 		"http falls back to sse": func(t *testing.T) ServerConfig {
+			t.Helper()
 			return ServerConfig{Name: "todo", Transport: TransportHTTP, URL: testenv.TodoHTTP(t, "sse"), Enabled: true}
 		},
 	}
@@ -79,6 +82,7 @@ func TestEverythingStdioAndHTTP(t *testing.T) {
 	cases := map[string]func(*testing.T) ServerConfig{
 		"stdio": everythingStdio,
 		"http": func(t *testing.T) ServerConfig {
+			t.Helper()
 			return ServerConfig{Name: "everything", Transport: TransportHTTP, URL: testenv.EverythingHTTP(t, "streamableHttp"), Enabled: true}
 		},
 	}

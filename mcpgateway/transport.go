@@ -51,7 +51,13 @@ func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
 	p := &process{stderrR: r, stderrW: w, ring: newStderrRing(g.mask), exited: make(chan struct{})}
 	var built *exec.Cmd // set by cmdFunc, which mcp-go calls inside Start
 	cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-		cmd := exec.Command(command, args...)
+		// Not exec.CommandContext: the ctx mcp-go passes is the session's,
+		// derived from the gateway's lifetime, and Close cancels that before
+		// it closes the session. A ctx-bound child would get SIGKILL (the
+		// leader only) at that moment, before session.close can close stdin
+		// and then signal the whole process group. session.close owns the
+		// child's end; Pdeathsig covers the gateway's own death.
+		cmd := exec.Command(command, args...) //nolint:noctx // the session owns the child; see above
 		cmd.Dir = cfg.Cwd
 		cmd.Env = ChildEnv(cfg, g.opts.LookupEnv)
 		cmd.Stderr = w
@@ -138,7 +144,12 @@ func (g *Gateway) dialStreamable(hsCtx context.Context, listen bool) (*session, 
 		opts = append(opts, mcptransport.WithHTTPHeaders(g.cfg.Headers))
 	}
 	if listen {
-		opts = append(opts, mcptransport.WithContinuousListening())
+		// Deprecated because it pins the legacy protocol, which is the
+		// point: dialHTTP asks for it only after a connection landed on a
+		// legacy version whose server announces list_changed, as the only
+		// way to receive that notification there (DESIGN.md).
+		//lint:ignore SA1019 only used on legacy-protocol servers; see above
+		opts = append(opts, mcptransport.WithContinuousListening()) //nolint:staticcheck // legacy-protocol servers only; see above
 	}
 	t, err := mcptransport.NewStreamableHTTP(g.cfg.URL, opts...)
 	if err != nil {
