@@ -94,7 +94,7 @@ func TestReloadCyclesLeakNothing(t *testing.T) {
 	closed := false
 	defer func() {
 		if !closed {
-			d.Close()
+			closeDiscovery(t, d)
 		}
 	}()
 	if err := d.Load(t.Context()); err != nil {

@@ -45,6 +45,14 @@ func (s *recordingSink) get() []string {
 	return append([]string(nil), s.names...)
 }
 
+// closeDiscovery closes d, for defer, failing t if Close fails.
+func closeDiscovery(t *testing.T, d *Discovery) {
+	t.Helper()
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
 // writeConfig writes mcp.json the way editors that rename on save do.
 func writeConfig(t *testing.T, path, body string) {
 	t.Helper()
@@ -74,7 +82,7 @@ func TestLoadPlacesEnabledServersInFileOrder(t *testing.T) {
 		"off": {"command": "/bin/true", "disabled": true}}}`)
 	sink := &recordingSink{}
 	d := New(path, sink, nil)
-	defer d.Close()
+	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +106,7 @@ func TestLoadBadFileIsAConfigError(t *testing.T) {
 	writeConfig(t, path, `{"servers": {"x": {"type": "carrier-pigeon"}}}`)
 	sink := &recordingSink{}
 	d := New(path, sink, nil)
-	defer d.Close()
+	defer closeDiscovery(t, d)
 	err := d.Load(t.Context())
 	if !errors.Is(err, mcpgateway.ErrInvalidConfig) {
 		t.Fatalf("Load error = %v, want ErrInvalidConfig", err)
@@ -167,7 +175,7 @@ func TestWatchAddsChangesAndRemovesServers(t *testing.T) {
 		Gateway:    &mcpgateway.Options{CloseGrace: 500 * time.Millisecond},
 		OnReload:   func(err error) { reloads <- err },
 	})
-	defer d.Close()
+	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +254,7 @@ func TestRapidEditsEndInTheLastGoodConfig(t *testing.T) {
 	writeConfig(t, path, `{"servers": {"s0": {"command": "/bin/true"}}}`)
 	sink := &recordingSink{}
 	d := New(path, sink, &Options{Debounce: 20 * time.Millisecond})
-	defer d.Close()
+	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +288,7 @@ func TestReloadDoesNotPrompt(t *testing.T) {
 		LookupEnv: func(string) (string, bool) { return "", false },
 		Prompt:    func(mcpgateway.Input) (string, error) { prompts++; return "s3cret-value", nil },
 	}})
-	defer d.Close()
+	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func (d *Discovery) Watch() error {
 		dir = "."
 	}
 	if err := w.Add(dir); err != nil {
-		w.Close()
+		_ = w.Close() // best effort: the Add error is the one to report
 		return fmt.Errorf("watch %s: %w", dir, err)
 	}
 	// The timer only signals; the reload runs on the watcher goroutine,
@@ -37,7 +37,7 @@ func (d *Discovery) Watch() error {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		defer w.Close()
+		defer func() { _ = w.Close() }() // watching is over; nothing is waiting on a close error
 		defer deb.Stop()
 		d.watchLoop(d.lifetime, w, base, deb, due)
 	}()

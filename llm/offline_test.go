@@ -22,15 +22,15 @@ type fakeServer struct {
 	execute func(tool string, args map[string]any) (objects []map[string]any, errMsg, feedback string)
 }
 
-func loadTools(t testing.TB, file string) []map[string]any {
-	t.Helper()
+func loadTools(tb testing.TB, file string) []map[string]any {
+	tb.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var out []map[string]any
 	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("%s: %v", file, err)
+		tb.Fatalf("%s: %v", file, err)
 	}
 	return out
 }
@@ -125,24 +125,25 @@ func simulate(t *testing.T, prompt string, servers []fakeServer, limit int) []ca
 }
 
 // oneCall checks that resp holds one choice with one tool call and decodes it.
-func oneCall(t testing.TB, resp *llms.ContentResponse) call {
-	t.Helper()
+func oneCall(tb testing.TB, resp *llms.ContentResponse) call {
+	tb.Helper()
 	if len(resp.Choices) != 1 || len(resp.Choices[0].ToolCalls) != 1 {
-		t.Fatalf("want one choice with one tool call, got %+v", resp.Choices)
+		tb.Fatalf("want one choice with one tool call, got %+v", resp.Choices)
 	}
 	fc := resp.Choices[0].ToolCalls[0].FunctionCall
 	var args map[string]any
 	if err := json.Unmarshal([]byte(fc.Arguments), &args); err != nil {
-		t.Fatalf("arguments %q: %v", fc.Arguments, err)
+		tb.Fatalf("arguments %q: %v", fc.Arguments, err)
 	}
 	if !strings.HasPrefix(resp.Choices[0].Content, Prefix) {
-		t.Errorf("content %q does not start with %q", resp.Choices[0].Content, Prefix)
+		tb.Errorf("content %q does not start with %q", resp.Choices[0].Content, Prefix)
 	}
 	return call{fc.Name, args}
 }
 
-func todoServer(t testing.TB) fakeServer {
-	return fakeServer{gateway: "mcp_todo", tools: loadTools(t, "todo_tools.json"),
+func todoServer(tb testing.TB) fakeServer {
+	tb.Helper()
+	return fakeServer{gateway: "mcp_todo", tools: loadTools(tb, "todo_tools.json"),
 		execute: func(tool string, args map[string]any) ([]map[string]any, string, string) {
 			if p, ok := args["priority"].(float64); ok && p > 5 {
 				return nil, "invalid tool_inputs for " + tool, "/priority: must be <= 5"
@@ -154,8 +155,9 @@ func todoServer(t testing.TB) fakeServer {
 		}}
 }
 
-func everythingServer(t testing.TB) fakeServer {
-	return fakeServer{gateway: "mcp_everything", tools: loadTools(t, "everything_tools.json"),
+func everythingServer(tb testing.TB) fakeServer {
+	tb.Helper()
+	return fakeServer{gateway: "mcp_everything", tools: loadTools(tb, "everything_tools.json"),
 		execute: func(tool string, args map[string]any) ([]map[string]any, string, string) {
 			return []map[string]any{{"type": "text", "text": fmt.Sprintf("Echo: %v", args["message"])}}, "", ""
 		}}
@@ -287,7 +289,10 @@ func TestOfflineFixtures(t *testing.T) {
 
 func TestOfflineWithoutFunctions(t *testing.T) {
 	o := NewOffline()
-	got, err := o.Call(t.Context(), "hello there")
+	// Call is deprecated, but llms.Model still requires it and Offline
+	// implements it, so it is tested.
+	//lint:ignore SA1019 testing the deprecated method llms.Model requires
+	got, err := o.Call(t.Context(), "hello there") //nolint:staticcheck // testing the deprecated method llms.Model requires
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func (s *Store) ListConversations(ctx context.Context, userID string) ([]Convers
 	if err != nil {
 		return nil, fmt.Errorf("list conversations of user %q: %w", userID, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // read-only; rows.Err is checked below
 	list := []ConversationSummary{}
 	for rows.Next() {
 		var (
@@ -181,7 +181,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set, queryID string, 
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO users (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`),
 		c.UserID, t.UnixMicro()); err != nil {
 		return err
@@ -197,7 +197,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set, queryID string, 
 		if err != nil {
 			return err
 		}
-		defer stmt.Close()
+		defer func() { _ = stmt.Close() }() // the transaction's end frees it anyway
 		for i, e := range envelopes {
 			if s.beforeEvent != nil {
 				if err := s.beforeEvent(i); err != nil {
@@ -228,7 +228,7 @@ func (s *Store) Events(ctx context.Context, userID, convID string) ([]Event, err
 	if err != nil {
 		return nil, fmt.Errorf("events of conversation %q of user %q: %w", convID, userID, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // read-only; rows.Err is checked below
 	events := []Event{}
 	for rows.Next() {
 		var (
@@ -272,7 +272,7 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, convID string) (
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
 	// The foreign key would cascade, but deleting the events explicitly
 	// does not depend on SQLite's foreign_keys pragma.
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM events WHERE user_id = ? AND conversation_id = ?`), userID, convID); err != nil {

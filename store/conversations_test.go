@@ -40,6 +40,7 @@ func mustGet(t *testing.T, s *Store, user, conv string) *Conversation {
 }
 
 func testRoundTrip(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	created := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
@@ -87,6 +88,7 @@ func testRoundTrip(t *testing.T, newDSN newDSN) {
 }
 
 func testLargeBlobs(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	big := func(c byte) json.RawMessage {
 		return json.RawMessage(`"` + strings.Repeat(string(c), 1<<20) + `"`)
@@ -106,6 +108,7 @@ func testLargeBlobs(t *testing.T, newDSN newDSN) {
 }
 
 func testUsers(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	if _, err := s.GetUser(ctx, "alice"); !errors.Is(err, ErrNotFound) {
@@ -148,6 +151,7 @@ func testUsers(t *testing.T, newDSN newDSN) {
 }
 
 func testSaveConversationKeepsQueryState(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	stale := &Conversation{UserID: "alice", ID: "c1", InitMode: "one_branch"}
@@ -171,6 +175,7 @@ func testSaveConversationKeepsQueryState(t *testing.T, newDSN newDSN) {
 }
 
 func testSaveQueryAtomic(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	boom := errors.New("injected failure")
@@ -219,6 +224,7 @@ func testSaveQueryAtomic(t *testing.T, newDSN newDSN) {
 }
 
 func testEventsInOrder(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	c := &Conversation{UserID: "alice", ID: "c1"}
 	var want []string
@@ -246,6 +252,7 @@ func testEventsInOrder(t *testing.T, newDSN newDSN) {
 }
 
 func testListNewestFirst(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	s.clock = fakeClock()
 	ctx := t.Context()
@@ -282,6 +289,7 @@ func testListNewestFirst(t *testing.T, newDSN newDSN) {
 }
 
 func testDelete(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	for _, id := range []string{"c1", "c2"} {
@@ -315,6 +323,7 @@ func testDelete(t *testing.T, newDSN newDSN) {
 }
 
 func testUserIsolation(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	for _, u := range []string{"alice", "bob"} {
@@ -356,6 +365,7 @@ func testUserIsolation(t *testing.T, newDSN newDSN) {
 }
 
 func testInvalidInput(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	tests := []struct {
@@ -381,6 +391,7 @@ func testInvalidInput(t *testing.T, newDSN newDSN) {
 }
 
 func testConcurrentSaveQuery(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	const convs, queries, perQuery = 6, 8, 3
 	var wg sync.WaitGroup
@@ -420,6 +431,7 @@ func testConcurrentSaveQuery(t *testing.T, newDSN newDSN) {
 }
 
 func testReplicasShareData(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	dsn := newDSN(t)
 	a, b := openStore(t, dsn), openStore(t, dsn)
 	ctx := t.Context()

@@ -18,7 +18,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort: a temporary folder
 	ctx := context.Background()
 
 	s, err := store.Open(ctx, filepath.Join(dir, "elysia.db"), nil)
@@ -38,14 +38,20 @@ func Example() {
 		log.Fatal(err)
 	}
 	unlock()
-	s.Close()
+	if err := s.Close(); err != nil {
+		log.Fatal(err)
+	}
 
 	// After a restart.
 	s, err = store.Open(ctx, filepath.Join(dir, "elysia.db"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	got, err := s.GetConversation(ctx, "alice", "c1")
 	if err != nil {
 		log.Fatal(err)

@@ -62,7 +62,7 @@ func (s *Store) Lock(ctx context.Context, userID, convID string) (unlock func(),
 		// The connection is in an unknown state (the lock may have been
 		// granted as ctx ended): end the session so the server frees it.
 		discard(conn)
-		conn.Close()
+		_ = conn.Close() // the session is ended already; the lock error is the one to report
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
@@ -111,7 +111,7 @@ type pgLock struct {
 // connection to the pool) or not (end the session, which frees the lock).
 func (l *pgLock) release(graceful bool) {
 	l.once.Do(func() {
-		defer l.conn.Close()
+		defer func() { _ = l.conn.Close() }() // release has no caller to report to
 		if graceful {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -147,7 +147,7 @@ func tryAdvisoryLock(ctx context.Context, conn *sql.Conn, key int64, wait time.D
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, max(wait.Milliseconds(), 1))); err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ func assertBlocked(t *testing.T, s *Store, user, conv string) {
 }
 
 func testLockSerialises(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	unlock := mustLock(t, s, "alice", "c1")
 	assertBlocked(t, s, "alice", "c1")
@@ -76,6 +77,7 @@ func testLockSerialises(t *testing.T, newDSN newDSN) {
 }
 
 func testLockHonoursCtx(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	unlock := mustLock(t, s, "alice", "c1")
 
@@ -113,6 +115,7 @@ func testLockHonoursCtx(t *testing.T, newDSN newDSN) {
 }
 
 func testLockKeysIndependent(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	mustLock(t, s, "alice", "c1")
 	// Another conversation, and another user's conversation of the same
@@ -127,6 +130,7 @@ func testLockKeysIndependent(t *testing.T, newDSN newDSN) {
 }
 
 func testLockAcrossReplicas(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	dsn := newDSN(t)
 	if !strings.HasPrefix(dsn, "postgres") {
 		t.Skip("SQLite serves one process: its Lock is per Store")

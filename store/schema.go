@@ -86,7 +86,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	// Close returns conn to the pool; it fails only if conn is already closed.
+	defer func() { _ = conn.Close() }()
 	if s.dialect == dialectPostgres {
 		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
 			discard(conn)
@@ -105,7 +106,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return err
 	}

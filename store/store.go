@@ -110,8 +110,8 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", where, err)
 	}
-	switch {
-	case d == dialectPostgres:
+	switch d {
+	case dialectPostgres:
 		// Each held Lock pins a connection, so the pool is not capped here:
 		// a cap could leave saves waiting for connections that only the
 		// lock holders' saves would free. PostgreSQL's max_connections is
@@ -129,11 +129,11 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		s.db.SetMaxOpenConns(1)
 	}
 	if err := s.db.PingContext(ctx); err != nil {
-		s.db.Close()
+		_ = s.db.Close() // best effort: the ping error is the one to report
 		return nil, fmt.Errorf("connect to %s: %w", where, err)
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
+		_ = s.db.Close() // best effort: the migration error is the one to report
 		return nil, fmt.Errorf("migrate schema of %s: %w", where, err)
 	}
 	s.logger.InfoContext(ctx, "store opened")

@@ -93,7 +93,7 @@ func postgresTestDSN(t *testing.T) string {
 	_, _ = rand.Read(b[:])
 	schema := "test_" + hex.EncodeToString(b[:])
 	if _, err := admin.ExecContext(t.Context(), "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
+		_ = admin.Close() // best effort: the create error is the one to report
 		t.Fatalf("create schema in ELYSIA_TEST_POSTGRES_URL database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -102,7 +102,9 @@ func postgresTestDSN(t *testing.T) string {
 		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
-		admin.Close()
+		if err := admin.Close(); err != nil {
+			t.Errorf("close admin connection: %v", err)
+		}
 	})
 	u, err := url.Parse(base)
 	if err != nil {
@@ -142,6 +144,7 @@ func fakeClock() func() time.Time {
 }
 
 func testMigrationIdempotent(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	dsn := newDSN(t)
 	// Two replicas starting at once, then a restart.
 	var wg sync.WaitGroup
@@ -170,6 +173,7 @@ func testMigrationIdempotent(t *testing.T, newDSN newDSN) {
 }
 
 func testClosedStore(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s, err := Open(t.Context(), newDSN(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +206,7 @@ func TestOpenUnreachablePostgres(t *testing.T) {
 	defer cancel()
 	s, err := Open(ctx, dsn, nil)
 	if err == nil {
-		s.Close()
+		_ = s.Close() // the test fails anyway
 		t.Fatal("Open of a PostgreSQL that is not there succeeded")
 	}
 	msg := err.Error()

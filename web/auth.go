@@ -184,7 +184,7 @@ func LoadKeysFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read API keys file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: a close error loses nothing
 	keys := make(map[string]string)
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {

@@ -180,7 +180,9 @@ func TestParseKeys(t *testing.T) {
 func TestLoadKeysFile(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "keys")
-	os.WriteFile(good, []byte("# team keys\nk1:alice\n\n  k2 : bob  \nk3:*\n"), 0o600)
+	if err := os.WriteFile(good, []byte("# team keys\nk1:alice\n\n  k2 : bob  \nk3:*\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	got, err := LoadKeysFile(good)
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +191,9 @@ func TestLoadKeysFile(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 	bad := filepath.Join(dir, "bad")
-	os.WriteFile(bad, []byte("k1:alice\n# c\nnocolon\n"), 0o600)
+	if err := os.WriteFile(bad, []byte("k1:alice\n# c\nnocolon\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, err = LoadKeysFile(bad)
 	if want := bad + ":3: want key:user_id, found no ':'"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)

@@ -69,7 +69,7 @@ type fakeStore struct {
 
 func (f *fakeStore) List(ctx context.Context, user string) (any, error) {
 	if user == "nobody" {
-		return nil, nil
+		return []map[string]any{}, nil
 	}
 	return []map[string]any{{"conversation_id": "c1", "title": "Todos", "updated_at": "2026-11-22T10:00:00Z"}}, nil
 }

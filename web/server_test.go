@@ -65,8 +65,8 @@ var testAssets = fstest.MapFS{
 
 // newHarness returns a Server over fresh fakes. opts may be nil; its
 // Logger, Registry and Assets are filled in when unset.
-func newHarness(t testing.TB, opts *Options) *harness {
-	t.Helper()
+func newHarness(tb testing.TB, opts *Options) *harness {
+	tb.Helper()
 	h := &harness{runner: newFakeRunner(), trees: &fakeTrees{}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	var o Options
 	if opts != nil {
@@ -90,13 +90,13 @@ func newHarness(t testing.TB, opts *Options) *harness {
 
 // do serves one request through the handler. headers are name, value
 // pairs.
-func (h *harness) do(t testing.TB, method, path, body string, headers ...string) *httptest.ResponseRecorder {
-	t.Helper()
+func (h *harness) do(tb testing.TB, method, path, body string, headers ...string) *httptest.ResponseRecorder {
+	tb.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req := httptest.NewRequestWithContext(t.Context(), method, path, r)
+	req := httptest.NewRequestWithContext(tb.Context(), method, path, r)
 	req.Header.Set(requestIDHeader, testRequestID)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

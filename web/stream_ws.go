@@ -35,7 +35,7 @@ func (s *Server) queryWS(c *gin.Context) {
 		s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
 		return
 	}
-	defer conn.CloseNow()
+	defer func() { _ = conn.CloseNow() }() // backstop; fails harmlessly after the Close below
 	conn.SetReadLimit(s.maxBody)
 
 	// The socket's lifetime is this handler's: ctx ends when the reader
@@ -47,7 +47,8 @@ func (s *Server) queryWS(c *gin.Context) {
 	ws.readLoop(ctx)
 	cancel()
 	ws.wg.Wait()
-	conn.Close(websocket.StatusNormalClosure, "")
+	// The peer may be gone already; there is nobody left to tell.
+	_ = conn.Close(websocket.StatusNormalClosure, "")
 }
 
 // wsSession is one WebSocket connection. The handler's goroutine reads;

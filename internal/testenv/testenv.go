@@ -20,21 +20,21 @@ import (
 	"time"
 )
 
-// Missing skips t, or fails it under CI=true, because a real part is missing.
-func Missing(t testing.TB, format string, args ...any) {
-	t.Helper()
+// Missing skips tb, or fails it under CI=true, because a real part is missing.
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
 	msg := fmt.Sprintf(format, args...)
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("required by the integration tests: %s", msg)
+		tb.Fatalf("required by the integration tests: %s", msg)
 	}
-	t.Skipf("skipping: %s (set CI=true to make this a failure)", msg)
+	tb.Skipf("skipping: %s (set CI=true to make this a failure)", msg)
 }
 
-// Integration skips t in -short mode: integration tests start real processes.
-func Integration(t testing.TB) {
-	t.Helper()
+// Integration skips tb in -short mode: integration tests start real processes.
+func Integration(tb testing.TB) {
+	tb.Helper()
 	if testing.Short() && os.Getenv("CI") != "true" {
-		t.Skip("integration test: skipped with -short")
+		tb.Skip("integration test: skipped with -short")
 	}
 }
 
@@ -61,59 +61,63 @@ var buildTodo = sync.OnceValues(func() (string, error) {
 // TodoMCP returns the path of the todo-mcp binary: $ELYSIA_TODO_MCP when set
 // (make test builds it once into bin/), else a build of ./cmd/todo-mcp made
 // once per test process.
-func TodoMCP(t testing.TB) string {
-	t.Helper()
-	Integration(t)
+func TodoMCP(tb testing.TB) string {
+	tb.Helper()
+	Integration(tb)
 	if p := os.Getenv("ELYSIA_TODO_MCP"); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("ELYSIA_TODO_MCP=%s: %v", p, err)
+			tb.Fatalf("ELYSIA_TODO_MCP=%s: %v", p, err)
 		}
 		return p
 	}
 	bin, err := buildTodo()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return bin
 }
 
 // Everything returns the path of server-everything's entry script, installed
 // by `make test` (npm ci in testdata/npm), and checks that node is on PATH.
-func Everything(t testing.TB) string {
-	t.Helper()
-	Integration(t)
+func Everything(tb testing.TB) string {
+	tb.Helper()
+	Integration(tb)
 	if _, err := exec.LookPath("node"); err != nil {
-		Missing(t, "node is not on PATH")
+		Missing(tb, "node is not on PATH")
 	}
 	p := filepath.Join(RepoRoot(), "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	if _, err := os.Stat(p); err != nil {
-		Missing(t, "server-everything is not installed (run: npm ci --prefix testdata/npm)")
+		Missing(tb, "server-everything is not installed (run: npm ci --prefix testdata/npm)")
 	}
 	return p
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	var lc net.ListenConfig
+	l, err := lc.Listen(tb.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return port
 }
 
 // WaitFor polls cond every 10 ms until it returns true or timeout passes, and
-// fails t with what when it never does.
-func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
+// fails tb with what when it never does.
+func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -121,8 +125,12 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 
 // Start runs cmd as a child of the test, stopped (killed and waited for) when
 // the test ends. Its output goes to the test log on failure.
-func Start(t testing.TB, cmd *exec.Cmd) {
-	t.Helper()
+//
+// Build cmd with exec.Command, not CommandContext(tb.Context()): that ctx ends
+// before any cleanup runs, and the cleanups registered after Start (closing
+// clients of the child) need the child alive; Start's cleanup runs after them.
+func Start(tb testing.TB, cmd *exec.Cmd) {
+	tb.Helper()
 	out := &lockedBuffer{}
 	if cmd.Stdout == nil {
 		cmd.Stdout = out
@@ -131,28 +139,28 @@ func Start(t testing.TB, cmd *exec.Cmd) {
 		cmd.Stderr = out
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
+		tb.Fatalf("start %s: %v", cmd.Path, err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Errorf("%s did not exit after kill", cmd.Path)
+			tb.Errorf("%s did not exit after kill", cmd.Path)
 		}
-		if t.Failed() {
-			t.Logf("output of %s:\n%s", cmd.Path, out.String())
+		if tb.Failed() {
+			tb.Logf("output of %s:\n%s", cmd.Path, out.String())
 		}
 	})
 }
 
 // WaitHTTP waits until something answers HTTP at url (any status).
-func WaitHTTP(t testing.TB, url string, timeout time.Duration) {
-	t.Helper()
+func WaitHTTP(tb testing.TB, url string, timeout time.Duration) {
+	tb.Helper()
 	client := &http.Client{Timeout: time.Second}
-	WaitFor(t, timeout, "HTTP server at "+url, func() bool {
+	WaitFor(tb, timeout, "HTTP server at "+url, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -160,7 +168,7 @@ func WaitHTTP(t testing.TB, url string, timeout time.Duration) {
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close() // only that something answered matters
 		return true
 	})
 }
@@ -168,16 +176,16 @@ func WaitHTTP(t testing.TB, url string, timeout time.Duration) {
 // TodoHTTP starts todo-mcp with a fresh database on a free port over
 // streamable HTTP ("http") or SSE ("sse") and returns its URL
 // (http://127.0.0.1:PORT/mcp or .../sse).
-func TodoHTTP(t testing.TB, transport string) string {
-	t.Helper()
-	bin := TodoMCP(t)
-	port := FreePort(t)
+func TodoHTTP(tb testing.TB, transport string) string {
+	tb.Helper()
+	bin := TodoMCP(tb)
+	port := FreePort(tb)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "--"+transport, addr)
-	cmd.Env = append(os.Environ(), "TODO_DB="+filepath.Join(t.TempDir(), "todos.db"))
-	Start(t, cmd)
+	cmd := exec.Command(bin, "--"+transport, addr) //nolint:noctx // Start's cleanup owns the child; see Start
+	cmd.Env = append(os.Environ(), "TODO_DB="+filepath.Join(tb.TempDir(), "todos.db"))
+	Start(tb, cmd)
 	base := "http://" + addr
-	WaitHTTP(t, base+"/", 15*time.Second)
+	WaitHTTP(tb, base+"/", 15*time.Second)
 	if transport == "sse" {
 		return base + "/sse"
 	}
@@ -186,15 +194,15 @@ func TodoHTTP(t testing.TB, transport string) string {
 
 // EverythingHTTP starts server-everything over "streamableHttp" or "sse" on a
 // free port and returns its URL.
-func EverythingHTTP(t testing.TB, transport string) string {
-	t.Helper()
-	script := Everything(t)
-	port := FreePort(t)
-	cmd := exec.Command("node", script, transport)
+func EverythingHTTP(tb testing.TB, transport string) string {
+	tb.Helper()
+	script := Everything(tb)
+	port := FreePort(tb)
+	cmd := exec.Command("node", script, transport) //nolint:noctx // Start's cleanup owns the child; see Start
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	Start(t, cmd)
+	Start(tb, cmd)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	WaitHTTP(t, base+"/", 30*time.Second)
+	WaitHTTP(tb, base+"/", 30*time.Second)
 	if transport == "sse" {
 		return base + "/sse"
 	}
