@@ -20,12 +20,12 @@ import (
 // chromiumPath returns the Chromium binary: $ELYSIA_CHROMIUM, else the first
 // of chromium, chromium-browser, google-chrome on PATH. Without one the test
 // is skipped, or fails under CI=true.
-func chromiumPath(t testing.TB) string {
-	t.Helper()
-	testenv.Integration(t)
+func chromiumPath(tb testing.TB) string {
+	tb.Helper()
+	testenv.Integration(tb)
 	if p := os.Getenv("ELYSIA_CHROMIUM"); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("ELYSIA_CHROMIUM=%s: %v", p, err)
+			tb.Fatalf("ELYSIA_CHROMIUM=%s: %v", p, err)
 		}
 		return p
 	}
@@ -34,7 +34,7 @@ func chromiumPath(t testing.TB) string {
 			return p
 		}
 	}
-	testenv.Missing(t, "Chromium is not installed (apt-get install -y chromium)")
+	testenv.Missing(tb, "Chromium is not installed (apt-get install -y chromium)")
 	return ""
 }
 
@@ -52,12 +52,12 @@ type browser struct {
 // newBrowser starts a headless Chromium with a fresh profile; its actions
 // must finish within timeout. The browser is closed (and its process waited
 // for) when the test ends.
-func newBrowser(t testing.TB, timeout time.Duration) *browser {
-	t.Helper()
-	exe := chromiumPath(t)
+func newBrowser(tb testing.TB, timeout time.Duration) *browser {
+	tb.Helper()
+	exe := chromiumPath(tb)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(tb.TempDir()),
 		chromedp.WindowSize(1440, 900),
 		// DESIGN.md "Tests and CI": CI runs as root on a small machine.
 		chromedp.NoSandbox,
@@ -72,14 +72,14 @@ func newBrowser(t testing.TB, timeout time.Duration) *browser {
 		chromedp.Flag("disable-domain-reliability", true),
 	)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	b := &browser{t: t}
+	b := &browser{t: tb}
 	var ended sync.Mutex // guards logging after the test returned
 	done := false
 	logf := func(format string, args ...any) {
 		ended.Lock()
 		defer ended.Unlock()
 		if !done {
-			t.Logf("chromedp: "+format, args...)
+			tb.Logf("chromedp: "+format, args...)
 		}
 	}
 	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithErrorf(logf))
@@ -89,13 +89,13 @@ func newBrowser(t testing.TB, timeout time.Duration) *browser {
 	if err := chromedp.Do(bctx); err != nil {
 		bcancel()
 		acancel()
-		t.Fatalf("start Chromium (%s): %v", exe, err)
+		tb.Fatalf("start Chromium (%s): %v", exe, err)
 	}
 	var pid int
 	if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
 		pid = c.Browser.Process().Pid
 	}
-	t.Logf("Chromium started in %v (pid %d)", time.Since(start).Round(time.Millisecond), pid)
+	tb.Logf("Chromium started in %v (pid %d)", time.Since(start).Round(time.Millisecond), pid)
 
 	go func() {
 		for m, err := range chromedp.Console(bctx) {
@@ -113,12 +113,12 @@ func newBrowser(t testing.TB, timeout time.Duration) *browser {
 
 	ctx, cancel := context.WithTimeout(bctx, timeout)
 	b.ctx = ctx
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		cancel()
 		// Close the browser gracefully, then make sure its process is gone.
 		cctx, ccancel := context.WithTimeout(bctx, 10*time.Second)
 		if err := chromedp.Cancel(cctx); err != nil && !errors.Is(err, context.Canceled) {
-			t.Logf("closing Chromium: %v", err)
+			tb.Logf("closing Chromium: %v", err)
 		}
 		ccancel()
 		bcancel()
@@ -127,14 +127,14 @@ func newBrowser(t testing.TB, timeout time.Duration) *browser {
 		done = true
 		ended.Unlock()
 		if pid > 0 {
-			testenv.WaitFor(t, 10*time.Second, "the Chromium process to exit", func() bool {
+			testenv.WaitFor(tb, 10*time.Second, "the Chromium process to exit", func() bool {
 				return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 			})
 		}
-		if t.Failed() {
+		if tb.Failed() {
 			b.mu.Lock()
 			if len(b.console) > 0 {
-				t.Logf("browser console:\n%s", strings.Join(b.console, "\n"))
+				tb.Logf("browser console:\n%s", strings.Join(b.console, "\n"))
 			}
 			b.mu.Unlock()
 		}

@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-func writeFile(t testing.TB, path, body string) {
-	t.Helper()
+func writeFile(tb testing.TB, path, body string) {
+	tb.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 
@@ -36,11 +36,11 @@ func exitCode(err error) int {
 
 // runCLI runs the elysia binary in dir and returns its exit code, stdout and
 // stderr.
-func runCLI(t testing.TB, dir string, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+func runCLI(tb testing.TB, dir string, env []string, args ...string) (int, string, string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, elysiaBin(t), args...)
+	cmd := exec.CommandContext(ctx, elysiaBin(tb), args...)
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnv(), env...)
 	var out, errb bytes.Buffer
@@ -48,7 +48,7 @@ func runCLI(t testing.TB, dir string, env []string, args ...string) (int, string
 	err := cmd.Run()
 	code := exitCode(err)
 	if code < 0 {
-		t.Fatalf("elysia %v: %v", args, err)
+		tb.Fatalf("elysia %v: %v", args, err)
 	}
 	return code, out.String(), errb.String()
 }

@@ -88,11 +88,12 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	for _, w := range cfg.Warnings {
-		fmt.Fprintln(stderr, "warning:", w)
+		_, _ = fmt.Fprintln(stderr, "warning:", w) // terminal output: nowhere to report a failed write
 	}
-	fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", path, len(cfg.Servers))
+	// Terminal output: a failed write has nowhere to be reported.
+	_, _ = fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", path, len(cfg.Servers))
 	for _, s := range cfg.Servers {
-		fmt.Fprintf(stdout, "  %-20s %-6s %s%s\n", s.Name, s.Transport, mcpgateway.ToolName(s.Name), serverNote(s))
+		_, _ = fmt.Fprintf(stdout, "  %-20s %-6s %s%s\n", s.Name, s.Transport, mcpgateway.ToolName(s.Name), serverNote(s))
 	}
 	return nil
 }

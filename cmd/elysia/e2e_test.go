@@ -29,11 +29,11 @@ type envelope struct {
 }
 
 // payload decodes the envelope's payload into a map.
-func (e envelope) payload(t testing.TB) map[string]any {
-	t.Helper()
+func (e envelope) payload(tb testing.TB) map[string]any {
+	tb.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(e.Payload, &m); err != nil {
-		t.Fatalf("%s payload: %v: %s", e.Type, err, e.Payload)
+		tb.Fatalf("%s payload: %v: %s", e.Type, err, e.Payload)
 	}
 	return m
 }
@@ -66,12 +66,12 @@ type sseResult struct {
 }
 
 // querySSE posts a query and reads the event stream to its end.
-func querySSE(t testing.TB, ctx context.Context, base, key, user, conv, query string) sseResult {
-	t.Helper()
+func querySSE(tb testing.TB, ctx context.Context, base, key, user, conv, query string) sseResult {
+	tb.Helper()
 	b, _ := json.Marshal(map[string]string{"query": query, "query_id": "q-" + conv})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/query/"+user+"/"+conv, bytes.NewReader(b))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -79,9 +79,9 @@ func querySSE(t testing.TB, ctx context.Context, base, key, user, conv, query st
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST /query/%s/%s: %v", user, conv, err)
+		tb.Fatalf("POST /query/%s/%s: %v", user, conv, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // a read error shows up while scanning
 	res := sseResult{Status: resp.StatusCode, Header: resp.Header}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		raw, _ := io.ReadAll(resp.Body)
@@ -97,20 +97,20 @@ func querySSE(t testing.TB, ctx context.Context, base, key, user, conv, query st
 		}
 		var e envelope
 		if err := json.Unmarshal([]byte(data), &e); err != nil {
-			t.Fatalf("SSE data is not an envelope: %v: %s", err, data)
+			tb.Fatalf("SSE data is not an envelope: %v: %s", err, data)
 		}
 		res.Events = append(res.Events, e)
 	}
 	if err := sc.Err(); err != nil && ctx.Err() == nil {
-		t.Fatalf("reading the event stream: %v", err)
+		tb.Fatalf("reading the event stream: %v", err)
 	}
 	return res
 }
 
 // dialWS opens /ws/query, offering the key as a bearer subprotocol.
-func dialWS(t testing.TB, base, key string) *websocket.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+func dialWS(tb testing.TB, base, key string) *websocket.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), 10*time.Second)
 	defer cancel()
 	opts := &websocket.DialOptions{}
 	if key != "" {
@@ -122,39 +122,39 @@ func dialWS(t testing.TB, base, key string) *websocket.Conn {
 		if resp != nil {
 			status = resp.StatusCode
 		}
-		t.Fatalf("dial /ws/query: %v (status %d)", err, status)
+		tb.Fatalf("dial /ws/query: %v (status %d)", err, status)
 	}
 	conn.SetReadLimit(8 << 20)
-	t.Cleanup(func() { conn.CloseNow() })
+	tb.Cleanup(func() { _ = conn.CloseNow() }) // best effort: the test may have closed it
 	return conn
 }
 
 // sendWS sends one query message.
-func sendWS(t testing.TB, conn *websocket.Conn, msg map[string]string) {
-	t.Helper()
+func sendWS(tb testing.TB, conn *websocket.Conn, msg map[string]string) {
+	tb.Helper()
 	b, _ := json.Marshal(msg)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(tb.Context(), 10*time.Second)
 	defer cancel()
 	if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
-		t.Fatalf("websocket write: %v", err)
+		tb.Fatalf("websocket write: %v", err)
 	}
 }
 
 // readWS reads envelopes until one of query queryID is completed or an
 // error event arrives (an error for a refused query is its last event).
-func readWS(t testing.TB, conn *websocket.Conn, queryID string, timeout time.Duration) []envelope {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+func readWS(tb testing.TB, conn *websocket.Conn, queryID string, timeout time.Duration) []envelope {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), timeout)
 	defer cancel()
 	var out []envelope
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
-			t.Fatalf("websocket read after %v: %v", types(out), err)
+			tb.Fatalf("websocket read after %v: %v", types(out), err)
 		}
 		var e envelope
 		if err := json.Unmarshal(data, &e); err != nil {
-			t.Fatalf("websocket message is not an envelope: %v: %s", err, data)
+			tb.Fatalf("websocket message is not an envelope: %v: %s", err, data)
 		}
 		if e.QueryID != queryID {
 			continue
@@ -182,12 +182,12 @@ func todoScript() []reply {
 }
 
 // listTodos returns the todo server's list_todos text through the API.
-func listTodos(t testing.TB, base, key string) string {
-	t.Helper()
-	code, body := do(t, http.MethodPost, base+"/api/servers/todo/execute", key,
+func listTodos(tb testing.TB, base, key string) string {
+	tb.Helper()
+	code, body := do(tb, http.MethodPost, base+"/api/servers/todo/execute", key,
 		map[string]any{"tool_name": "list_todos", "tool_inputs": map[string]any{}})
 	if code != http.StatusOK {
-		t.Fatalf("execute list_todos: %d %v", code, body)
+		tb.Fatalf("execute list_todos: %d %v", code, body)
 	}
 	b, _ := json.Marshal(body["result"])
 	return string(b)
@@ -258,11 +258,11 @@ func checkTodoRun(t *testing.T, evs []envelope, user, conv string) {
 // shape is an envelope without what differs between two runs: ids,
 // conversation, query, and the objects of execute results (the todo's id
 // and timestamps).
-func shape(t testing.TB, evs []envelope) []string {
-	t.Helper()
+func shape(tb testing.TB, evs []envelope) []string {
+	tb.Helper()
 	out := make([]string, len(evs))
 	for i, e := range evs {
-		p := e.payload(t)
+		p := e.payload(tb)
 		if md, _ := p["metadata"].(map[string]any); e.Type == "result" && md["action"] == "execute" {
 			p["objects"] = len(p["objects"].([]any))
 		}
@@ -341,13 +341,13 @@ func runSSE(t *testing.T, s *serviceProc, user, conv, query string) []envelope {
 	return res.Events
 }
 
-func lastText(t testing.TB, evs []envelope) string {
-	t.Helper()
+func lastText(tb testing.TB, evs []envelope) string {
+	tb.Helper()
 	texts := ofType(evs, "text")
 	if len(texts) == 0 {
-		t.Fatalf("no text event in %v", types(evs))
+		tb.Fatalf("no text event in %v", types(evs))
 	}
-	p := texts[len(texts)-1].payload(t)
+	p := texts[len(texts)-1].payload(tb)
 	objs, _ := p["objects"].([]any)
 	var b strings.Builder
 	for _, o := range objs {
@@ -558,7 +558,7 @@ func TestDisconnectCancelsTheRun(t *testing.T) {
 		conn := dialWS(t, s.URL, "")
 		sendWS(t, conn, map[string]string{"user_id": "alice", "conversation_id": "gone-ws", "query_id": "q1", "query": "slow"})
 		testenv.WaitFor(t, 30*time.Second, "the run to reach the model", func() bool { return llm.Waiting() == 1 })
-		conn.CloseNow()
+		_ = conn.CloseNow() // the abrupt close is the point; its effect is checked next
 		testenv.WaitFor(t, 10*time.Second, "the model request to be cancelled", func() bool { return llm.Cancelled() == 2 })
 
 		llm.Push(answer("after the socket closed"))
@@ -576,9 +576,9 @@ func TestDisconnectCancelsTheRun(t *testing.T) {
 
 // rawDo sends a request with a raw body and headers and returns the status,
 // headers and body as sent.
-func rawDo(t testing.TB, method, url, key string, body []byte, hdr map[string]string) (int, http.Header, []byte) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+func rawDo(tb testing.TB, method, url, key string, body []byte, hdr map[string]string) (int, http.Header, []byte) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
 	var r io.Reader
 	if body != nil {
@@ -586,7 +586,7 @@ func rawDo(t testing.TB, method, url, key string, body []byte, hdr map[string]st
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -599,39 +599,39 @@ func rawDo(t testing.TB, method, url, key string, body []byte, hdr map[string]st
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		tb.Fatalf("%s %s: %v", method, url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end below
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, b
 }
 
 // objectKeys returns the keys of the JSON object at path (a list of keys)
 // inside raw, in the order they were sent.
-func objectKeys(t testing.TB, raw []byte, path ...string) []string {
-	t.Helper()
+func objectKeys(tb testing.TB, raw []byte, path ...string) []string {
+	tb.Helper()
 	var cur json.RawMessage = raw
 	for _, p := range path {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(cur, &m); err != nil {
-			t.Fatalf("%v at %q: %s", err, p, cur)
+			tb.Fatalf("%v at %q: %s", err, p, cur)
 		}
 		cur = m[p]
 	}
 	dec := json.NewDecoder(bytes.NewReader(cur))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not an object at %v: %.200s", path, cur)
+		tb.Fatalf("not an object at %v: %.200s", path, cur)
 	}
 	var keys []string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		keys = append(keys, tok.(string))
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	return keys
@@ -648,20 +648,20 @@ func get(v any, keys ...string) any {
 
 // wantStatus checks a JSON answer's status and its "error" field: "" on
 // success, a message otherwise.
-func wantStatus(t testing.TB, what string, code int, body map[string]any, want int) {
-	t.Helper()
+func wantStatus(tb testing.TB, what string, code int, body map[string]any, want int) {
+	tb.Helper()
 	if code != want {
-		t.Errorf("%s: status %d, want %d (%v)", what, code, want, body)
+		tb.Errorf("%s: status %d, want %d (%v)", what, code, want, body)
 		return
 	}
 	e, ok := body["error"].(string)
 	switch {
 	case !ok:
-		t.Errorf("%s: no string error field in %v", what, body)
+		tb.Errorf("%s: no string error field in %v", what, body)
 	case want < 300 && e != "":
-		t.Errorf("%s: error %q on success", what, e)
+		tb.Errorf("%s: error %q on success", what, e)
 	case want >= 300 && e == "":
-		t.Errorf("%s: empty error with status %d", what, code)
+		tb.Errorf("%s: empty error with status %d", what, code)
 	}
 }
 
@@ -805,6 +805,7 @@ func TestEveryRoute(t *testing.T) {
 	code, body = do(t, http.MethodPost, u+"/api/servers/mcp_todo/list", "", nil)
 	wantStatus(t, "list by tool name", code, body, http.StatusOK)
 	code, body = do(t, http.MethodGet, u+"/api/servers", "", nil)
+	wantStatus(t, "servers", code, body, http.StatusOK)
 	srv, _ := body["servers"].([]any)[0].(map[string]any)
 	wantSrv := map[string]any{"name": "todo", "tool_name": "mcp_todo", "transport": "stdio", "enabled": true,
 		"state": "connected", "tool_count": 5.0, "last_error": "", "failures": 0.0, "command": testenv.TodoMCP(t)}
@@ -828,6 +829,7 @@ func TestEveryRoute(t *testing.T) {
 		t.Errorf("execute result = %v", body["result"])
 	}
 	code, body = do(t, http.MethodGet, u+"/api/servers", "", nil)
+	wantStatus(t, "servers after execute", code, body, http.StatusOK)
 	if calls := get(body, "servers"); fmt.Sprint(get(calls.([]any)[0], "calls")) == "0" {
 		t.Errorf("/api/servers calls = 0 after an execute")
 	}

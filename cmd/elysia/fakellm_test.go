@@ -68,8 +68,8 @@ func (r llmRequest) FunctionNames() []string {
 
 // Context decodes the decision context: the JSON object of the last user
 // message (docs/DECISION_PROMPT.md).
-func (r llmRequest) Context(t testing.TB) map[string]any {
-	t.Helper()
+func (r llmRequest) Context(tb testing.TB) map[string]any {
+	tb.Helper()
 	for i := len(r.Messages) - 1; i >= 0; i-- {
 		m := r.Messages[i]
 		if m.Role != "user" || !strings.HasPrefix(strings.TrimSpace(m.Content), "{") {
@@ -77,11 +77,11 @@ func (r llmRequest) Context(t testing.TB) map[string]any {
 		}
 		var dc map[string]any
 		if err := json.Unmarshal([]byte(m.Content), &dc); err != nil {
-			t.Fatalf("decision context is not JSON: %v\n%s", err, m.Content)
+			tb.Fatalf("decision context is not JSON: %v\n%s", err, m.Content)
 		}
 		return dc
 	}
-	t.Fatalf("request has no decision context: %+v", r.Messages)
+	tb.Fatalf("request has no decision context: %+v", r.Messages)
 	return nil
 }
 
@@ -103,16 +103,16 @@ type fakeLLM struct {
 
 // newFakeLLM starts a fake model on 127.0.0.1, stopped when t ends (after
 // a service started later, since cleanups run last-in first-out).
-func newFakeLLM(t testing.TB, script ...reply) *fakeLLM {
-	t.Helper()
+func newFakeLLM(tb testing.TB, script ...reply) *fakeLLM {
+	tb.Helper()
 	f := &fakeLLM{stop: make(chan struct{}), script: script}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	f.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(f.serve)}}
 	f.srv.Start()
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		close(f.stop)
 		f.srv.Close()
 	})
@@ -178,7 +178,7 @@ func (f *fakeLLM) serve(w http.ResponseWriter, r *http.Request) {
 	req, err := decodeChatRequest(r.URL.Path, body)
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"error": {"message": %q}}`, err.Error())
+		_, _ = fmt.Fprintf(w, `{"error": {"message": %q}}`, err.Error()) // the client sees a cut body if this fails
 		return
 	}
 	f.mu.Lock()

@@ -20,9 +20,9 @@ import (
 
 // elysiaBin returns the elysia binary: $ELYSIA_BIN (make test builds it
 // once) or a build made once per test process.
-func elysiaBin(t testing.TB) string {
-	t.Helper()
-	testenv.Integration(t)
+func elysiaBin(tb testing.TB) string {
+	tb.Helper()
+	testenv.Integration(tb)
 	if p := os.Getenv("ELYSIA_BIN"); p != "" {
 		if _, err := os.Stat(p); err == nil {
 			return p
@@ -30,7 +30,7 @@ func elysiaBin(t testing.TB) string {
 	}
 	bin, err := buildElysia()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return bin
 }
@@ -73,30 +73,30 @@ type serveOptions struct {
 }
 
 // defaultConfig is one todo server over stdio, as make run configures it.
-func defaultConfig(t testing.TB) string {
-	t.Helper()
-	return fmt.Sprintf(`{"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": "./data/todos.db"}, "cwd": "."}}}`, testenv.TodoMCP(t))
+func defaultConfig(tb testing.TB) string {
+	tb.Helper()
+	return fmt.Sprintf(`{"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": "./data/todos.db"}, "cwd": "."}}}`, testenv.TodoMCP(tb))
 }
 
 // startService runs `elysia serve` on a free loopback port and waits until
 // /readyz answers 200. It is stopped (SIGTERM, then waited for) when the
 // test ends, and must then exit 0 within 15 s.
-func startService(t testing.TB, o serveOptions) *serviceProc {
-	t.Helper()
-	bin := elysiaBin(t)
+func startService(tb testing.TB, o serveOptions) *serviceProc {
+	tb.Helper()
+	bin := elysiaBin(tb)
 	if o.Dir == "" {
-		o.Dir = t.TempDir()
+		o.Dir = tb.TempDir()
 	}
 	cfg := filepath.Join(o.Dir, "mcp.json")
 	if o.Config == "" {
-		o.Config = defaultConfig(t)
+		o.Config = defaultConfig(tb)
 	}
 	if _, err := os.Stat(cfg); err != nil || o.Config != "" {
 		if err := os.WriteFile(cfg, []byte(o.Config), 0o600); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(tb))
 	args := append([]string{"serve", "--addr", addr, "--config", cfg}, o.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = o.Dir
@@ -104,34 +104,34 @@ func startService(t testing.TB, o serveOptions) *serviceProc {
 	s := &serviceProc{URL: "http://" + addr, Dir: o.Dir, Config: cfg, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start elysia: %v", err)
+		tb.Fatalf("start elysia: %v", err)
 	}
 	go func() { _ = cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() {
-		s.Stop(t)
-		if t.Failed() {
-			t.Logf("elysia output:\n%s", s.out.String())
+	tb.Cleanup(func() {
+		s.Stop(tb)
+		if tb.Failed() {
+			tb.Logf("elysia output:\n%s", s.out.String())
 		}
 	})
-	testenv.WaitFor(t, 20*time.Second, "elysia /readyz", func() bool {
+	testenv.WaitFor(tb, 20*time.Second, "elysia /readyz", func() bool {
 		select {
 		case <-s.done:
-			t.Fatalf("elysia exited during start-up:\n%s", s.out.String())
+			tb.Fatalf("elysia exited during start-up:\n%s", s.out.String())
 		default:
 		}
 		resp, err := http.Get(s.URL + "/readyz")
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close() // only the status matters
 		return resp.StatusCode == http.StatusOK
 	})
 	return s
 }
 
 // Stop ends the service with SIGTERM and waits for it (idempotent).
-func (s *serviceProc) Stop(t testing.TB) {
-	t.Helper()
+func (s *serviceProc) Stop(tb testing.TB) {
+	tb.Helper()
 	select {
 	case <-s.done:
 		return
@@ -143,7 +143,7 @@ func (s *serviceProc) Stop(t testing.TB) {
 	case <-time.After(15 * time.Second):
 		_ = s.cmd.Process.Kill()
 		<-s.done
-		t.Errorf("elysia did not stop within 15 s of SIGINT")
+		tb.Errorf("elysia did not stop within 15 s of SIGINT")
 	}
 }
 
@@ -168,13 +168,13 @@ func cleanEnv() []string {
 
 // do sends a request with an optional JSON body and bearer key, and decodes
 // a JSON answer into a map (nil for non-JSON).
-func do(t testing.TB, method, url, key string, body any) (int, map[string]any) {
-	t.Helper()
+func do(tb testing.TB, method, url, key string, body any) (int, map[string]any) {
+	tb.Helper()
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		r = bytes.NewReader(b)
 	}
@@ -182,7 +182,7 @@ func do(t testing.TB, method, url, key string, body any) (int, map[string]any) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -193,9 +193,9 @@ func do(t testing.TB, method, url, key string, body any) (int, map[string]any) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		tb.Fatalf("%s %s: %v", method, url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end below
 	b, _ := io.ReadAll(resp.Body)
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)

@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "elysia:", err)
+	_, _ = fmt.Fprintln(stderr, "elysia:", err) // nowhere left to report a failed write
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -76,9 +76,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
+// dispatch runs the command args name. Usage text it prints is best effort:
+// a failed write to the terminal has nowhere to be reported.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		_, _ = fmt.Fprint(stderr, usage)
 		return usageErr("no command given")
 	}
 	switch args[0] {
@@ -105,9 +107,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return cmdConfigCheck(ctx, args[2:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		_, _ = fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	_, _ = fmt.Fprint(stderr, usage)
 	return usageErr("unknown command %q", args[0])
 }

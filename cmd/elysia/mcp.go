@@ -36,15 +36,16 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if fs.NArg() == 0 {
+		// The tabwriter buffers; a write error surfaces from Flush.
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "SERVER\tTOOL\tTRANSPORT\tTARGET\tNOTE")
+		_, _ = fmt.Fprintln(w, "SERVER\tTOOL\tTRANSPORT\tTARGET\tNOTE")
 		for _, s := range cfg.Servers {
 			d := s.Display()
 			target := d.URL
 			if s.Transport == mcpgateway.TransportStdio {
 				target = strings.TrimSpace(d.Command + " " + strings.Join(d.Args, " "))
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, mcpgateway.ToolName(s.Name), s.Transport, target, strings.TrimSpace(serverNote(s)))
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, mcpgateway.ToolName(s.Name), s.Transport, target, strings.TrimSpace(serverNote(s)))
 		}
 		return w.Flush()
 	}
@@ -56,16 +57,17 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	g := mcpgateway.New(sc, &mcpgateway.Options{Logger: cliLogger(stderr)})
-	defer g.Close()
+	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
 	infos, err := g.List(ctx)
 	if err != nil {
 		return failure(err)
 	}
-	fmt.Fprintf(stdout, "%s (%s): %d tool(s)\n", sc.Name, sc.Transport, len(infos))
+	// Terminal output: a failed write has nowhere to be reported.
+	_, _ = fmt.Fprintf(stdout, "%s (%s): %d tool(s)\n", sc.Name, sc.Transport, len(infos))
 	for _, ti := range infos {
-		fmt.Fprintf(stdout, "\n  %s(%s)\n", ti.Name, paramSummary(ti.InputSchema))
+		_, _ = fmt.Fprintf(stdout, "\n  %s(%s)\n", ti.Name, paramSummary(ti.InputSchema))
 		if ti.Description != "" {
-			fmt.Fprintf(stdout, "    %s\n", ti.Description)
+			_, _ = fmt.Fprintf(stdout, "    %s\n", ti.Description)
 		}
 	}
 	return nil
@@ -134,12 +136,12 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	g := mcpgateway.New(sc, &mcpgateway.Options{Logger: cliLogger(stderr)})
-	defer g.Close()
+	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
 	res, err := g.Execute(ctx, fs.Arg(1), inputs)
 	if err != nil {
 		return failure(err) // invalid inputs, an unknown tool, or the server failed
 	}
-	fmt.Fprintln(stdout, res.Text())
+	_, _ = fmt.Fprintln(stdout, res.Text()) // terminal output: nowhere to report a failed write
 	if res.IsError {
 		return failure(fmt.Errorf("%s/%s returned an error", sc.Name, fs.Arg(1)))
 	}

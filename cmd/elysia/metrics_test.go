@@ -50,7 +50,11 @@ func TestGatewayCollectorFollowsARealServer(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	metrics := newGatewayMetrics(reg)
 	d := discovery.New(cfg, tree.NewManager(nil), &discovery.Options{Gateway: &mcpgateway.Options{Observer: metrics}})
-	defer d.Close()
+	defer func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
 	if err := d.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}

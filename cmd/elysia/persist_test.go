@@ -18,9 +18,9 @@ import (
 )
 
 // historyOf returns the conversation_history the model saw in a request.
-func historyOf(t testing.TB, r llmRequest) []any {
-	t.Helper()
-	h, _ := r.Context(t)["conversation_history"].([]any)
+func historyOf(tb testing.TB, r llmRequest) []any {
+	tb.Helper()
+	h, _ := r.Context(tb)["conversation_history"].([]any)
 	return h
 }
 
@@ -110,7 +110,7 @@ func postgresURL(t *testing.T) string {
 	_, _ = rand.Read(b[:])
 	schema := "e2e_" + hex.EncodeToString(b[:])
 	if _, err := admin.ExecContext(t.Context(), "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
+		_ = admin.Close() // best effort: the create error is the one to report
 		t.Fatalf("create schema in ELYSIA_TEST_POSTGRES_URL database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -119,7 +119,9 @@ func postgresURL(t *testing.T) string {
 		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
-		admin.Close()
+		if err := admin.Close(); err != nil {
+			t.Errorf("close admin connection: %v", err)
+		}
 	})
 	u, err := url.Parse(base)
 	if err != nil {

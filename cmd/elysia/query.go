@@ -54,7 +54,9 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// eventPrinter writes events for a person (or as JSON lines).
+// eventPrinter writes events for a person (or as JSON lines). Its writes go
+// to the terminal, so their errors are discarded: there is nowhere to report
+// them, and the run's own result is what the exit status says.
 type eventPrinter struct {
 	w      io.Writer
 	json   bool
@@ -71,42 +73,42 @@ func (p *eventPrinter) print(env tools.Envelope) {
 			slog.Error("marshal event", "err", err)
 			return
 		}
-		fmt.Fprintf(p.w, "%s\n", b)
+		_, _ = fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}
 	var pl map[string]any
 	_ = json.Unmarshal(env.Payload, &pl)
 	switch env.Type {
 	case tools.EventStatus:
-		fmt.Fprintf(p.w, "… %v\n", pl["text"])
+		_, _ = fmt.Fprintf(p.w, "… %v\n", pl["text"])
 	case tools.EventTreeUpdate:
 		line := fmt.Sprintf("→ %v: %v", pl["node"], pl["decision"])
 		if r, _ := pl["reasoning"].(string); r != "" {
 			line += " (" + r + ")"
 		}
-		fmt.Fprintln(p.w, line)
+		_, _ = fmt.Fprintln(p.w, line)
 	case tools.EventResult:
 		objs, _ := pl["objects"].([]any)
-		fmt.Fprintf(p.w, "▦ %v result: %d object(s)\n", pl["type"], len(objs))
+		_, _ = fmt.Fprintf(p.w, "▦ %v result: %d object(s)\n", pl["type"], len(objs))
 		for i, o := range objs {
 			if i == 5 {
-				fmt.Fprintf(p.w, "    … %d more\n", len(objs)-5)
+				_, _ = fmt.Fprintf(p.w, "    … %d more\n", len(objs)-5)
 				break
 			}
 			b, _ := json.Marshal(o)
-			fmt.Fprintf(p.w, "    %s\n", truncate(string(b), 200))
+			_, _ = fmt.Fprintf(p.w, "    %s\n", truncate(string(b), 200))
 		}
 	case tools.EventSelfHealingError:
-		fmt.Fprintf(p.w, "! %v: %v\n", pl["error_message"], pl["feedback"])
+		_, _ = fmt.Fprintf(p.w, "! %v: %v\n", pl["error_message"], pl["feedback"])
 	case tools.EventWarning:
-		fmt.Fprintf(p.w, "warning: %v\n", pl["text"])
+		_, _ = fmt.Fprintf(p.w, "warning: %v\n", pl["text"])
 	case tools.EventError:
-		fmt.Fprintf(p.w, "error: %v\n", pl["text"])
+		_, _ = fmt.Fprintf(p.w, "error: %v\n", pl["text"])
 	case tools.EventText:
 		objs, _ := pl["objects"].([]any)
 		for _, o := range objs {
 			if m, ok := o.(map[string]any); ok {
-				fmt.Fprintf(p.w, "\n%v\n", m["text"])
+				_, _ = fmt.Fprintf(p.w, "\n%v\n", m["text"])
 			}
 		}
 	case tools.EventTitle, tools.EventCompleted:

@@ -79,7 +79,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Ready:    app.ready,
 	})
 
-	ln, err := net.Listen("tcp", *addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", *addr)
 	if err != nil {
 		return failure(fmt.Errorf("listen on %s: %w", *addr, err))
 	}
@@ -90,7 +91,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/tree/me/first",
 		"model", app.info.String(), "config", *config, "auth", len(keys) > 0)
-	fmt.Fprintf(stdout, "Elysia-Go is serving on http://%s/tree/me/first\n", ln.Addr())
+	// Terminal output: a failed write has nowhere to be reported.
+	_, _ = fmt.Fprintf(stdout, "Elysia-Go is serving on http://%s/tree/me/first\n", ln.Addr())
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -106,7 +108,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logger.Warn("shutdown: closing the remaining connections", "err", err)
 		_ = hs.Close()
 	}
-	<-errc
+	// Serve returns http.ErrServerClosed once Shutdown or Close starts.
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return failure(fmt.Errorf("serve: %w", err))
+	}
 	return nil
 }
 
@@ -130,7 +135,7 @@ func apiKeys() (map[string]string, error) {
 	if p := os.Getenv("ELYSIA_API_KEYS_FILE"); p != "" {
 		return web.LoadKeysFile(p)
 	}
-	return nil, nil
+	return map[string]string{}, nil // no keys: authentication is off
 }
 
 // appConfig says how to assemble the service's parts.

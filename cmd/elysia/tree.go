@@ -27,7 +27,9 @@ func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	trees := tree.NewManager(&tree.Options{Logger: cliLogger(stderr)})
 	d := discovery.New(*config, trees, &discovery.Options{Logger: slog.New(slog.DiscardHandler)})
-	defer d.Close()
+	// Best effort: the command's result is what gets reported, and closing
+	// gateways that never connected does not fail.
+	defer func() { _ = d.Close() }()
 	if err := d.Load(ctx); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -35,6 +37,6 @@ func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return failure(err)
 	}
-	fmt.Fprint(stdout, t.Text())
+	_, _ = fmt.Fprint(stdout, t.Text()) // terminal output: nowhere to report a failed write
 	return nil
 }

@@ -29,7 +29,11 @@ func postgresStore(t *testing.T) (*sqlStore, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { admin.Close() })
+	t.Cleanup(func() {
+		if err := admin.Close(); err != nil {
+			t.Errorf("close admin connection: %v", err)
+		}
+	})
 	b := make([]byte, 6)
 	rand.Read(b)
 	schema := "todo_test_" + hex.EncodeToString(b)
@@ -52,7 +56,11 @@ func postgresStore(t *testing.T) (*sqlStore, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
 	return st, u.String()
 }
 
@@ -62,14 +70,20 @@ func TestStores(t *testing.T) {
 		open func(t *testing.T) *sqlStore
 	}{
 		{"sqlite", func(t *testing.T) *sqlStore {
+			t.Helper()
 			st, err := openSQLite(t.Context(), filepath.Join(t.TempDir(), "sub", "dir", "todos.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { st.Close() })
+			t.Cleanup(func() {
+				if err := st.Close(); err != nil {
+					t.Errorf("close store: %v", err)
+				}
+			})
 			return st
 		}},
 		{"postgres", func(t *testing.T) *sqlStore {
+			t.Helper()
 			st, _ := postgresStore(t)
 			return st
 		}},

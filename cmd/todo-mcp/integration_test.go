@@ -45,7 +45,10 @@ func TestBinaryStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	// Best effort: mcp-go's stdio Close closes the child's stderr pipe before
+	// waiting, so the child's shutdown log line can end it with SIGPIPE and
+	// Close reports that. TestBinaryExitsWhenStdinCloses checks the exit.
+	t.Cleanup(func() { _ = c.Close() })
 	createThenList(t, c)
 	if _, err := os.Stat(db); err != nil {
 		t.Errorf("database file: %v", err)
@@ -57,7 +60,11 @@ func TestBinaryStreamableHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close client: %v", err)
+		}
+	})
 	createThenList(t, c)
 }
 
@@ -66,7 +73,11 @@ func TestBinarySSE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close client: %v", err)
+		}
+	})
 	createThenList(t, c)
 }
 
@@ -77,7 +88,11 @@ func TestBinaryPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close client: %v", err)
+		}
+	})
 	createThenList(t, c)
 }
 
@@ -202,7 +217,9 @@ func TestBinaryExitsWhenStdinCloses(t *testing.T) {
 	s := startRaw(t)
 	s.send(t, initializeMsg)
 	s.next(t)
-	s.stdin.Close()
+	if err := s.stdin.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if code := s.wait(t); code != 0 {
 		t.Errorf("exit status %d, want 0", code)
 	}
@@ -225,7 +242,11 @@ func TestBinaryGracefulShutdown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { c.Close() })
+			t.Cleanup(func() {
+				if err := c.Close(); err != nil {
+					t.Errorf("close client: %v", err)
+				}
+			})
 			initialize(t, c)
 			mustOK(t, call(t, c, "create_todo", map[string]any{"title": "before shutdown"}))
 

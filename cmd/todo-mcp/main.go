@@ -119,15 +119,15 @@ func main() {
 func run(argv []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := parseConfig(argv, getenv)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usageText)
+		_, _ = fmt.Fprint(stdout, usageText) // nowhere left to report a failed write
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "todo-mcp: %v\n\n%s", err, usageText)
+		_, _ = fmt.Fprintf(stderr, "todo-mcp: %v\n\n%s", err, usageText) // nowhere left to report a failed write
 		return exitUsage
 	}
 	if cfg.Version {
-		fmt.Fprintln(stdout, "todo-mcp", version)
+		_, _ = fmt.Fprintln(stdout, "todo-mcp", version) // nowhere left to report a failed write
 		return exitOK
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))

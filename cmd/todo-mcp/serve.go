@@ -32,7 +32,8 @@ func serveStdio(ctx context.Context, logger *slog.Logger, srv *mcpserver.MCPServ
 // the sessions and waits up to wait for in-flight requests before cutting
 // the rest off.
 func serveHTTP(ctx context.Context, logger *slog.Logger, srv *mcpserver.MCPServer, addr string, sse bool, wait time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
