@@ -84,10 +84,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return failure(fmt.Errorf("listen on %s: %w", *addr, err))
 	}
+	// Requests are not cancelled by the signal itself: on shutdown, running
+	// queries get shutdownGrace to finish, then runCtx ends the rest.
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return runCtx },
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/tree/me/first",
 		"model", app.info.String(), "config", *config, "auth", len(keys) > 0)
@@ -101,13 +105,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return failure(fmt.Errorf("serve: %w", err))
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
+	logger.Info("shutting down: letting running queries finish", "grace", shutdownGrace)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
+	// Shutdown waits for plain requests and SSE streams; WebSocket queries
+	// are hijacked connections, which the run tracker waits for.
 	if err := hs.Shutdown(sctx); err != nil {
-		logger.Warn("shutdown: closing the remaining connections", "err", err)
-		_ = hs.Close()
+		logger.Warn("shutdown: cancelling the requests still running", "err", err)
 	}
+	if !app.runs.closeAndWait(sctx) {
+		logger.Warn("shutdown: cancelling the queries still running")
+	}
+	cancelRuns()
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer wcancel()
+	app.runs.closeAndWait(wctx) // cancelled runs save what they have, then end
+	_ = hs.Close()              // hijacked connections are not closed by Shutdown
 	// Serve returns http.ErrServerClosed once Shutdown or Close starts.
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return failure(fmt.Errorf("serve: %w", err))
@@ -157,6 +170,8 @@ type app struct {
 	store  *store.Store
 	trees  *tree.Manager
 	disc   *discovery.Discovery
+	// runs counts the queries in flight, so shutdown can wait for them.
+	runs runTracker
 }
 
 // newApp assembles the service. A bad mcp.json is a usage error (exit 2).
@@ -194,7 +209,8 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	s := &service{trees: a.trees, store: a.store, disc: a.disc, model: a.model, info: a.info, queryWait: 30 * time.Second}
+	s := &service{trees: a.trees, store: a.store, disc: a.disc, model: a.model, info: a.info,
+		queryWait: 30 * time.Second, runs: &a.runs}
 	return web.Deps{Trees: s, Catalog: s, Runner: s, Conversations: s, Users: s, Servers: serversAPI{s}}
 }
 

@@ -28,6 +28,8 @@ type service struct {
 	info  llm.Info
 	// queryWait bounds how long a query waits for the conversation's lock.
 	queryWait time.Duration
+	// runs counts the queries in flight, for shutdown.
+	runs *runTracker
 }
 
 var (
@@ -131,6 +133,10 @@ func (s *service) AvailableTools(context.Context) (any, error) {
 // RunQuery runs one query. With a shared database the conversation is also
 // locked across replicas for the run.
 func (s *service) RunQuery(ctx context.Context, userID, convID, queryID, query string, emit func(tools.Envelope)) error {
+	if !s.runs.begin() {
+		return fmt.Errorf("%w: the service is shutting down", web.ErrUnavailable)
+	}
+	defer s.runs.end()
 	if s.store != nil {
 		lockCtx, cancel := context.WithTimeout(ctx, s.queryWait)
 		unlock, err := s.store.Lock(lockCtx, userID, convID)
