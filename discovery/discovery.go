@@ -228,9 +228,7 @@ func placements(gws []*mcpgateway.Gateway) []tree.Placement {
 // retire closes g in the background once its in-flight calls have finished
 // or DrainGrace has passed.
 func (d *Discovery) retire(g *mcpgateway.Gateway) {
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	started := d.goOwned(func() {
 		ctx, cancel := context.WithTimeout(d.lifetime, d.opts.DrainGrace)
 		defer cancel()
 		if err := g.Drain(ctx); err != nil {
@@ -239,18 +237,36 @@ func (d *Discovery) retire(g *mcpgateway.Gateway) {
 		if err := g.Close(); err != nil {
 			d.logger.Warn("gateway close", "gateway", g.Config().Name, "err", err)
 		}
+	})
+	if !started { // closing: end it now rather than leave its process behind
+		_ = g.Close() // bounded; its error was already logged by the gateway
+	}
+}
+
+// goOwned runs fn on a goroutine that Close waits for, unless Close has
+// begun; it reports whether fn was started. Registering under d.mu keeps
+// wg.Add from racing Close's wg.Wait.
+func (d *Discovery) goOwned(fn func()) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		fn()
 	}()
+	return true
 }
 
 // connect starts an eager gateway's session in the background.
 func (d *Discovery) connect(g *mcpgateway.Gateway) {
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	d.goOwned(func() {
 		if err := g.Connect(d.lifetime); err != nil && d.lifetime.Err() == nil {
 			d.logger.Warn("eager connect failed", "gateway", g.Config().Name, "err", err)
 		}
-	}()
+	})
 }
 
 // Gateways returns the current gateways in file order, disabled ones

@@ -306,3 +306,21 @@ func TestReloadDoesNotPrompt(t *testing.T) {
 		t.Fatalf("after a reload the input is unresolved: %s", u)
 	}
 }
+
+// TestWatchAfterCloseIsRefused checks that nothing is started once Close has
+// begun: a late Watch gets ErrClosed instead of a goroutine Close never
+// waits for.
+func TestWatchAfterCloseIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, `{"servers": {}}`)
+	d := New(path, &recordingSink{}, nil)
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Watch(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Watch after Close = %v, want ErrClosed", err)
+	}
+}

@@ -34,13 +34,16 @@ func (d *Discovery) Watch() error {
 		default:
 		}
 	})
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	started := d.goOwned(func() {
 		defer func() { _ = w.Close() }() // watching is over; nothing is waiting on a close error
 		defer deb.Stop()
 		d.watchLoop(d.lifetime, w, base, deb, due)
-	}()
+	})
+	if !started {
+		deb.Stop()
+		_ = w.Close() // never used
+		return fmt.Errorf("watch %s: %w", d.path, ErrClosed)
+	}
 	return nil
 }
 
