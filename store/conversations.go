@@ -62,7 +62,7 @@ const (
 		(user_id, id, title, init_mode, tree_ops, history, environment, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, id) DO UPDATE SET `
-	saveConversationSet = `title = excluded.title, init_mode = excluded.init_mode,
+	saveConversationSet = `init_mode = excluded.init_mode,
 		tree_ops = excluded.tree_ops, updated_at = excluded.updated_at RETURNING created_at`
 	saveQuerySet = `title = excluded.title, history = excluded.history,
 		environment = excluded.environment, updated_at = excluded.updated_at RETURNING created_at`
@@ -124,9 +124,11 @@ func (s *Store) ListConversations(ctx context.Context, userID string) ([]Convers
 }
 
 // SaveConversation creates the conversation c (and its user) or, when it
-// exists, updates the parts the tree API changes: Title, InitMode, TreeOps
-// and UpdatedAt. History and Environment are written only when the
-// conversation is created; queries update them with [Store.SaveQuery].
+// exists, updates the parts the tree API changes: InitMode, TreeOps and
+// UpdatedAt. Title, History and Environment are written only when the
+// conversation is created; queries update them with [Store.SaveQuery]. (A
+// replica holding an older copy of the conversation must not blank the
+// title a query set elsewhere.)
 func (s *Store) SaveConversation(ctx context.Context, c *Conversation) error {
 	return s.save(ctx, c, saveConversationSet, "", nil)
 }

@@ -163,12 +163,16 @@ func testSaveConversationKeepsQueryState(t *testing.T, newDSN newDSN) {
 	if err := s.SaveQuery(ctx, &fresh, "q1", envelopes("q1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	// The tree API saves its change from a copy taken before the query.
-	stale.TreeOps, stale.Title = json.RawMessage(`[{"op": "add"}]`), "T"
+	// The tree API saves its change from a copy taken before the query,
+	// whose title is still empty.
+	stale.TreeOps = json.RawMessage(`[{"op": "add"}]`)
 	if err := s.SaveConversation(ctx, stale); err != nil {
 		t.Fatal(err)
 	}
 	got := mustGet(t, s, "alice", "c1")
+	if got.Title != "T" {
+		t.Errorf("title %q after a stale tree change, want the query's %q", got.Title, "T")
+	}
 	if string(got.History) != `["q1"]` || string(got.Environment) != `{"r": 1}` || string(got.TreeOps) != `[{"op": "add"}]` {
 		t.Errorf("got history %s, environment %s, tree ops %s; want the query's state and the tree op", got.History, got.Environment, got.TreeOps)
 	}
