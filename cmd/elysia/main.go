@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -65,7 +66,7 @@ func main() {
 // run executes one command line and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, stdout, stderr)
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
 	}
 	_, _ = fmt.Fprintln(stderr, "elysia:", err) // nowhere left to report a failed write

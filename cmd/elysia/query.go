@@ -44,7 +44,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return failure(err)
 	}
-	p := &eventPrinter{w: stdout, json: *asJSON}
+	p := &eventPrinter{logger: logger, w: stdout, json: *asJSON}
 	if err := c.Run(ctx, a.model, query, tools.NewID(), p.print); err != nil {
 		return failure(err)
 	}
@@ -58,6 +58,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // to the terminal, so their errors are discarded: there is nowhere to report
 // them, and the run's own result is what the exit status says.
 type eventPrinter struct {
+	logger *slog.Logger
 	w      io.Writer
 	json   bool
 	failed bool
@@ -70,7 +71,7 @@ func (p *eventPrinter) print(env tools.Envelope) {
 	if p.json {
 		b, err := json.Marshal(env)
 		if err != nil {
-			slog.Error("marshal event", "err", err)
+			p.logger.Error("marshal event", "err", err)
 			return
 		}
 		_, _ = fmt.Fprintf(p.w, "%s\n", b)

@@ -234,18 +234,13 @@ func (s *service) InitUser(ctx context.Context, userID string) (bool, any, error
 }
 
 // serverEntry is one server of GET /api/servers: the gateway's status plus
-// its configuration with secrets masked.
+// its configuration as written, with secrets masked.
 type serverEntry struct {
 	mcpgateway.Status
-	Description string            `json:"description,omitempty"`
-	Branch      string            `json:"branch,omitempty"`
-	Command     string            `json:"command,omitempty"`
-	Args        []string          `json:"args,omitempty"`
-	Cwd         string            `json:"cwd,omitempty"`
-	URL         string            `json:"url,omitempty"`
-	Env         map[string]string `json:"env,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Unresolved  string            `json:"unresolved,omitempty"`
+	mcpgateway.DisplayConfig
+	Description string `json:"description,omitempty"`
+	Branch      string `json:"branch,omitempty"`
+	Unresolved  string `json:"unresolved,omitempty"`
 }
 
 // serversAPI is the web.Servers view of the service (its List lists a
@@ -258,11 +253,9 @@ func (a serversAPI) Servers(context.Context) (web.ServersStatus, error) {
 	entries := make([]serverEntry, 0, len(gws))
 	for _, g := range gws {
 		cfg := g.Config()
-		d := cfg.Display()
 		entries = append(entries, serverEntry{
-			Status: g.Status(), Description: cfg.Description, Branch: cfg.Branch,
-			Command: d.Command, Args: d.Args, Cwd: d.Cwd, URL: d.URL, Env: d.Env, Headers: d.Headers,
-			Unresolved: cfg.Unresolved,
+			Status: g.Status(), DisplayConfig: cfg.Display(), Description: cfg.Description,
+			Branch: cfg.Branch, Unresolved: cfg.Mask(cfg.Unresolved),
 		})
 	}
 	st := web.ServersStatus{ConfigFile: s.disc.Path(), Servers: entries}
