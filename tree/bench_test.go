@@ -61,7 +61,7 @@ func BenchmarkTreeJSON(b *testing.B) {
 	for b.Loop() {
 		t, _ := New(OneBranch, nil)
 		for _, p := range ps {
-			t.place(p.Tool, p.Branch, true)
+			t.place(p.Tool, p.Branch, nil)
 		}
 		if _, err := t.MarshalJSON(); err != nil {
 			b.Fatal(err)

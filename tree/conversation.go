@@ -64,13 +64,16 @@ type Conversation struct {
 	userID string
 	id     string
 	sem    chan struct{} // holds a token while a query runs
+	saving chan struct{} // holds a token while c is saved or deleted in the Store
 	env    tools.Environment
 
-	// mode, tree (nil: the Manager's default for mode) and ops are guarded
-	// by m.mu.
-	mode InitMode
-	tree *Tree
-	ops  []Op
+	// mode, tree (nil: the Manager's default for mode), ops and deleted
+	// are guarded by m.mu. deleted is set by Manager.Delete; a deleted
+	// conversation is never saved again.
+	mode    InitMode
+	tree    *Tree
+	ops     []Op
+	deleted bool
 
 	// mu guards title, history, queries and updated.
 	mu      sync.Mutex
@@ -81,7 +84,8 @@ type Conversation struct {
 }
 
 func newConversation(m *Manager, userID, id string, mode InitMode) *Conversation {
-	return &Conversation{m: m, userID: userID, id: id, mode: mode, sem: make(chan struct{}, 1)}
+	return &Conversation{m: m, userID: userID, id: id, mode: mode,
+		sem: make(chan struct{}, 1), saving: make(chan struct{}, 1)}
 }
 
 // restoreLocked loads a saved state; m.mu is held.

@@ -1,6 +1,9 @@
 package tree
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrBusy is returned by [Conversation.Run] when another query of the same
 // conversation is still running after [Options.QueryWait]. web maps it to 409.
@@ -17,3 +20,7 @@ var ErrExists = errors.New("already exists")
 // ErrInvalid is matched by errors about an operation that is not allowed,
 // such as removing the root or an unknown init mode.
 var ErrInvalid = errors.New("invalid operation")
+
+// errDeleted is matched by errors about a conversation that was deleted
+// (Manager.Delete) while the caller held it. It matches ErrNotFound.
+var errDeleted = fmt.Errorf("conversation was deleted: %w", ErrNotFound)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -164,9 +165,15 @@ type memStore struct {
 	events map[string][]tools.Envelope
 	saves  int
 	onSave func()
+	// beforeSave, when set, is called at the start of every Save, before
+	// the state is stored; a test blocks in it to hold a save in flight.
+	beforeSave func(ConversationState)
 }
 
-var _ Store = (*memStore)(nil)
+var (
+	_ Store        = (*memStore)(nil)
+	_ StoreDeleter = (*memStore)(nil)
+)
 
 func newMemStore() *memStore {
 	return &memStore{states: map[string][]byte{}, events: map[string][]tools.Envelope{}}
@@ -185,6 +192,9 @@ func (s *memStore) Load(_ context.Context, user, conv string) (ConversationState
 }
 
 func (s *memStore) Save(_ context.Context, st ConversationState, events []tools.Envelope) error {
+	if s.beforeSave != nil {
+		s.beforeSave(st)
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -200,4 +210,24 @@ func (s *memStore) Save(_ context.Context, st ConversationState, events []tools.
 		f()
 	}
 	return nil
+}
+
+func (s *memStore) Delete(_ context.Context, user, conv string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.states, user+"/"+conv)
+	delete(s.events, user+"/"+conv)
+	return nil
+}
+
+// stored returns the saved state of user/conv, and how many events it has.
+func (s *memStore) stored(t *testing.T, user, conv string) (st ConversationState, ok bool, events int) {
+	t.Helper()
+	st, ok, err := s.Load(t.Context(), user, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return st, ok, len(s.events[user+"/"+conv])
 }

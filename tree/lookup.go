@@ -1,36 +1,23 @@
 package tree
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // Existing returns the conversation when it is in memory or saved in the
 // Store, without creating it; ok is false when it exists nowhere.
 func (m *Manager) Existing(ctx context.Context, userID, conversationID string) (c *Conversation, ok bool, err error) {
-	m.mu.Lock()
-	c = m.convs[convKey{userID, conversationID}]
-	m.mu.Unlock()
-	if c != nil {
-		return c, true, nil
-	}
-	if m.opts.Store == nil {
-		return nil, false, nil
-	}
-	if _, found, err := m.opts.Store.Load(ctx, userID, conversationID); err != nil || !found {
-		if err != nil {
-			err = fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
-		}
-		return nil, false, err
-	}
-	c, err = m.Conversation(ctx, userID, conversationID)
-	return c, err == nil, err
+	return m.load(ctx, userID, conversationID, false)
 }
 
 // Forget drops the in-memory copy of a conversation that is not running a
 // query, so that the next access loads it from the Store again. With several
 // replicas sharing one database, a replica calls it before serving a
 // conversation another replica may have changed.
+//
+// Forget reads the query token (c.sem) under m.mu, and Run, once it holds
+// the token, checks under m.mu that its conversation is still the
+// Manager's copy (see acquireCurrent). So either Forget sees the token
+// taken and keeps the copy, or Run sees the copy dropped and runs on the
+// Manager's current copy instead: a query never runs on a dropped copy.
 func (m *Manager) Forget(userID, conversationID string) {
 	if m.opts.Store == nil {
 		return // memory is the only copy

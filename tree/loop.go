@@ -24,7 +24,10 @@ const maxSteps = 64
 // missing queryID is generated).
 //
 // emit is called from the calling goroutine and from the tools' Emit calls,
-// never concurrently, in event order; it must not block for long. A run
+// never concurrently, in event order; it must not block for long. If the
+// conversation was dropped by [Manager.Forget] before the query started,
+// the query runs on the Manager's current copy (loaded from the Store)
+// instead of c; if it was deleted, Run fails with ErrNotFound. A run
 // emits a title event on the conversation's first query, and ends with
 // exactly one text answer (a forced one when the recursion limit is reached
 // or the model keeps choosing no valid option), then saves the conversation
@@ -46,12 +49,40 @@ func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID
 	if emit == nil {
 		emit = func(tools.Envelope) {}
 	}
-	if err := c.acquire(ctx); err != nil {
+	cur, err := c.acquireCurrent(ctx)
+	if err != nil {
 		return err
 	}
-	defer func() { <-c.sem }()
-	r := c.newRun(model, query, queryID, emit)
+	defer func() { <-cur.sem }()
+	r := cur.newRun(model, query, queryID, emit)
 	return r.finish(ctx, r.loop(ctx))
+}
+
+// acquireCurrent takes the query token of the Manager's copy of the
+// conversation: c's when c is still that copy once it holds the token (see
+// Manager.Forget for why that check suffices), else the current copy's.
+func (c *Conversation) acquireCurrent(ctx context.Context) (*Conversation, error) {
+	m := c.m
+	for {
+		if err := c.acquire(ctx); err != nil {
+			return nil, err
+		}
+		m.mu.Lock()
+		current, deleted := m.convs[convKey{c.userID, c.id}] == c, c.deleted
+		m.mu.Unlock()
+		if current {
+			return c, nil
+		}
+		<-c.sem
+		if deleted {
+			return nil, fmt.Errorf("run a query on conversation %s/%s: %w", c.userID, c.id, errDeleted)
+		}
+		next, err := m.Conversation(ctx, c.userID, c.id)
+		if err != nil {
+			return nil, err
+		}
+		c = next
+	}
 }
 
 // acquire takes the conversation's query token, waiting up to QueryWait.
@@ -92,8 +123,12 @@ type run struct {
 	emitter tools.Emitter
 
 	emitFn func(tools.Envelope)
-	// mu guards events and texts; it is held across emitFn so that events
-	// keep their order.
+	// emitting holds a token while an event is recorded and passed to
+	// emitFn, so that emitFn is called one event at a time, in the order
+	// the events are recorded, without holding mu across it.
+	emitting chan struct{}
+
+	// mu guards events and texts.
 	mu     sync.Mutex
 	events []tools.Envelope
 	texts  []string
@@ -101,7 +136,7 @@ type run struct {
 
 func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func(tools.Envelope)) *run {
 	r := &run{c: c, opts: &c.m.opts, model: model, tree: c.m.treeOf(c), query: query,
-		queryID: queryID, emitFn: emit, tasks: []Task{}, errs: []PreviousError{}}
+		queryID: queryID, emitFn: emit, emitting: make(chan struct{}, 1), tasks: []Task{}, errs: []PreviousError{}}
 	r.logger = c.m.logger.With("user", c.userID, "conversation", c.id, "query_id", queryID)
 	r.emitter = tools.EmitterFunc(func(_ context.Context, ev tools.Event) { r.emit(ev) })
 	c.mu.Lock()
@@ -126,9 +161,16 @@ func (r *run) emit(ev tools.Event) {
 		r.logger.Warn("dropping an event whose payload does not marshal", "type", ev.Type, "err", err)
 		return
 	}
+	r.deliver(env, ev)
+}
+
+// deliver records env, the envelope of ev, and passes it on to emitFn.
+func (r *run) deliver(env tools.Envelope, ev tools.Event) {
+	r.emitting <- struct{}{}
+	defer func() { <-r.emitting }()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.record(env, ev)
+	r.mu.Unlock()
 	r.emitFn(env)
 }
 
@@ -319,16 +361,14 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: runErr.Error()}})
 	}
 	r.commit()
-	completed, _ := tools.NewEnvelope(tools.Event{Type: tools.EventCompleted}, r.c.userID, r.c.id, r.queryID)
+	done := tools.Event{Type: tools.EventCompleted}
+	completed, _ := tools.NewEnvelope(done, r.c.userID, r.c.id, r.queryID)
 	events := append(r.snapshotEvents(), completed)
 	saveErr := r.c.m.save(ctx, r.c, events)
 	if saveErr != nil {
 		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: "the conversation could not be saved"}})
 	}
-	r.mu.Lock()
-	r.events = append(r.events, completed)
-	r.emitFn(completed)
-	r.mu.Unlock()
+	r.deliver(completed, done)
 	return errors.Join(runErr, saveErr)
 }
 

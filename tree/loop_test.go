@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/elysia-go/elysia/tools"
 )
@@ -343,5 +347,42 @@ func TestRunBranchAndChain(t *testing.T) {
 	tus := rec.payloads(tools.EventTreeUpdate)
 	if len(tus) != 3 || tus[0]["decision"] != "mcp" || tus[0]["reset"] != false || tus[1]["node"] != "mcp" {
 		t.Errorf("tree updates = %v", tus)
+	}
+}
+
+// TestEmitOrderWithoutHoldingMu emits from several goroutines at once, as a
+// tool may: emit must get the events one at a time and in the order they
+// are recorded, without run.mu held across it (STYLE §8).
+func TestEmitOrderWithoutHoldingMu(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	var (
+		r         *run
+		inFlight  atomic.Int32
+		delivered []tools.Envelope
+		heldMu    atomic.Int32
+	)
+	emit := func(env tools.Envelope) {
+		if inFlight.Add(1) != 1 {
+			t.Error("emit called concurrently")
+		}
+		defer inFlight.Add(-1)
+		if r.mu.TryLock() {
+			r.mu.Unlock()
+		} else {
+			heldMu.Add(1)
+		}
+		delivered = append(delivered, env) // emit is never concurrent
+	}
+	r = c.newRun(script(), "q", "q", emit)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() { r.emitter.Emit(t.Context(), tools.NewStatus(fmt.Sprint("step ", i))) })
+	}
+	wg.Wait()
+	if n := heldMu.Load(); n != 0 {
+		t.Errorf("run.mu was held across %d of %d emits", n, len(delivered))
+	}
+	if diff := cmp.Diff(r.snapshotEvents(), delivered); diff != "" {
+		t.Errorf("emitted order differs from recorded order (-recorded +emitted):\n%s", diff)
 	}
 }

@@ -48,15 +48,17 @@ type Options struct {
 // the registry of tools that can be added by name, and the conversations,
 // keyed by user and conversation id.
 //
-// A Manager is safe for concurrent use. Lock order: Manager.mu before any
-// Conversation's mu; neither is held across I/O, a model or tool call, or an
-// emit.
+// A Manager is safe for concurrent use. Lock order: a user's token (see
+// ApplyUser), then a Conversation's saving token, then Manager.mu, then the
+// Conversation's mu. The two mutexes are never held across I/O, a model or
+// tool call, or an emit; the tokens exist to order Store calls and are held
+// across them.
 type Manager struct {
 	opts   Options
 	logger *slog.Logger
 
-	// mu guards placements, registry, defaults, convs, and the mode, tree
-	// and ops of every Conversation.
+	// mu guards placements, registry, defaults, convs, userOps, userLocks,
+	// and the mode, tree, ops and deleted flag of every Conversation.
 	mu         sync.Mutex
 	placements []Placement
 	registry   map[string]tools.Tool
@@ -65,6 +67,9 @@ type Manager struct {
 	// userOps are each user's own tree changes (see ApplyUser), loaded from
 	// the Store on first use; a nil entry means the user has none.
 	userOps map[string][]Op
+	// userLocks holds a one-slot channel per user that has called
+	// ApplyUser: a token that orders the user's changes and their saves.
+	userLocks map[string]chan struct{}
 }
 
 type convKey struct{ user, conv string }
@@ -72,7 +77,8 @@ type convKey struct{ user, conv string }
 // NewManager returns a Manager with the built-in tools and no gateway. It does
 // no I/O; call [Manager.SetTools] to place gateways.
 func NewManager(opts *Options) *Manager {
-	m := &Manager{convs: map[convKey]*Conversation{}, userOps: map[string][]Op{}}
+	m := &Manager{convs: map[convKey]*Conversation{}, userOps: map[string][]Op{},
+		userLocks: map[string]chan struct{}{}}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -132,6 +138,15 @@ func (m *Manager) rebuildLocked(placements []Placement) {
 		}
 	}
 	m.defaults = make(map[InitMode]*Tree, 3)
+	// Each placement is made in every mode's tree; a problem with it is
+	// logged once, not once per mode.
+	warned := map[string]bool{}
+	warn := func(msg string, args ...any) {
+		if k := msg + fmt.Sprint(args...); !warned[k] {
+			warned[k] = true
+			m.logger.Warn(msg, args...)
+		}
+	}
 	for _, mode := range []InitMode{OneBranch, MultiBranch, Empty} {
 		t, _ := New(mode, m.logger) // known modes never fail
 		for _, p := range placements {
@@ -142,7 +157,7 @@ func (m *Manager) rebuildLocked(placements []Placement) {
 			if branch == "" && mode == MultiBranch {
 				branch = MCPBranchID
 			}
-			t.place(p.Tool, branch, true)
+			t.place(p.Tool, branch, warn)
 		}
 		m.defaults[mode] = t
 	}
@@ -209,12 +224,20 @@ func (m *Manager) AvailableTools() []ToolInfo {
 // Conversation returns the conversation (userID, conversationID), creating
 // it with the default tree, or loading it from the Store on first touch.
 func (m *Manager) Conversation(ctx context.Context, userID, conversationID string) (*Conversation, error) {
+	c, _, err := m.load(ctx, userID, conversationID, true)
+	return c, err
+}
+
+// load returns the conversation from memory, or loads it from the Store;
+// when it exists in neither, it creates it if create is set and otherwise
+// returns ok false.
+func (m *Manager) load(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok bool, err error) {
 	k := convKey{userID, conversationID}
 	m.mu.Lock()
-	c := m.convs[k]
+	c = m.convs[k]
 	m.mu.Unlock()
 	if c != nil {
-		return c, nil
+		return c, true, nil
 	}
 	var st ConversationState
 	var found bool
@@ -222,20 +245,23 @@ func (m *Manager) Conversation(ctx context.Context, userID, conversationID strin
 		var err error
 		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
 		if err != nil {
-			return nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
+			return nil, false, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
 		}
+	}
+	if !found && !create {
+		return nil, false, nil
 	}
 	var userOps []Op
 	if !found {
 		var err error
 		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c := m.convs[k]; c != nil {
-		return c, nil // another caller got there first
+		return c, true, nil // another caller got there first
 	}
 	c = newConversation(m, userID, conversationID, m.opts.DefaultMode)
 	if found {
@@ -245,7 +271,7 @@ func (m *Manager) Conversation(ctx context.Context, userID, conversationID strin
 		c.tree = m.replayLocked(c.mode, c.ops)
 	}
 	m.convs[k] = c
-	return c, nil
+	return c, true, nil
 }
 
 // InitConversation (re)initialises a conversation's tree with mode, dropping
@@ -260,6 +286,10 @@ func (m *Manager) InitConversation(ctx context.Context, userID, conversationID s
 		return nil, err
 	}
 	m.mu.Lock()
+	if c.deleted {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("init conversation %s/%s: %w", userID, conversationID, errDeleted)
+	}
 	c.mode, c.tree, c.ops = mode, nil, nil
 	m.mu.Unlock()
 	return c, m.save(ctx, c, nil)
@@ -273,7 +303,17 @@ func (m *Manager) Apply(ctx context.Context, userID, conversationID string, op O
 	if err != nil {
 		return nil, err
 	}
+	return m.applyTo(ctx, c, op)
+}
+
+// applyTo performs op on c's tree and saves c. It fails with errDeleted,
+// changing nothing, when c was deleted after it was looked up.
+func (m *Manager) applyTo(ctx context.Context, c *Conversation, op Op) (*Tree, error) {
 	m.mu.Lock()
+	if c.deleted {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("apply %s to conversation %s/%s: %w", op.Kind, c.userID, c.id, errDeleted)
+	}
 	base := c.tree
 	if base == nil {
 		base = m.defaults[c.mode]
@@ -331,15 +371,32 @@ func (m *Manager) Conversations(ctx context.Context, userID string) ([]Conversat
 }
 
 // Delete forgets a conversation, and deletes it from the Store when it
-// implements [StoreDeleter]. A run in flight finishes on its own.
+// implements [StoreDeleter]. A run in flight finishes on its own, but is not
+// saved: the in-memory conversation is marked deleted, so that nothing
+// (a run's end, Apply, ApplyUser) writes it back to the Store.
 func (m *Manager) Delete(ctx context.Context, userID, conversationID string) error {
+	k := convKey{userID, conversationID}
 	m.mu.Lock()
-	delete(m.convs, convKey{userID, conversationID})
+	c := m.convs[k]
+	delete(m.convs, k)
+	if c != nil {
+		c.deleted = true
+	}
 	m.mu.Unlock()
-	if d, ok := m.opts.Store.(StoreDeleter); ok {
-		if err := d.Delete(ctx, userID, conversationID); err != nil {
+	d, ok := m.opts.Store.(StoreDeleter)
+	if !ok {
+		return nil
+	}
+	if c != nil {
+		// A save that started before c was marked ends before the row is
+		// deleted; any later one sees the mark and skips.
+		if err := lock(ctx, c.saving); err != nil {
 			return fmt.Errorf("delete conversation %s/%s: %w", userID, conversationID, err)
 		}
+		defer func() { <-c.saving }()
+	}
+	if err := d.Delete(ctx, userID, conversationID); err != nil {
+		return fmt.Errorf("delete conversation %s/%s: %w", userID, conversationID, err)
 	}
 	return nil
 }
@@ -354,9 +411,22 @@ func (m *Manager) treeOf(c *Conversation) *Tree {
 	return m.defaults[c.mode]
 }
 
-// save writes c's state (and a query's events) to the Store, if any.
+// save writes c's state (and a query's events) to the Store, if any, unless
+// c was deleted. c's saving token is held from reading the state until the
+// Store has it, so that saves of c land in the order their states were
+// read: the last save writes the newest state.
 func (m *Manager) save(ctx context.Context, c *Conversation, events []tools.Envelope) error {
 	if m.opts.Store == nil {
+		return nil
+	}
+	if err := lock(ctx, c.saving); err != nil {
+		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
+	}
+	defer func() { <-c.saving }()
+	m.mu.Lock()
+	deleted := c.deleted
+	m.mu.Unlock()
+	if deleted {
 		return nil
 	}
 	st := c.State()
@@ -364,4 +434,15 @@ func (m *Manager) save(ctx context.Context, c *Conversation, events []tools.Enve
 		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
 	}
 	return nil
+}
+
+// lock takes the token of tok, a one-slot channel used as a lock that may
+// be held across a Store call, or gives up when ctx ends.
+func lock(ctx context.Context, tok chan struct{}) error {
+	select {
+	case tok <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

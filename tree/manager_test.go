@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 )
 
 func ids(tr *Tree, node string) string {
@@ -184,5 +187,116 @@ func TestIdleConversationMemory(t *testing.T) {
 	t.Logf("%d bytes per idle conversation", per)
 	if per > 20<<10 {
 		t.Errorf("%d bytes per idle conversation, want < 20 KiB", per)
+	}
+}
+
+// TestDeleteDuringRunStaysDeleted deletes a conversation while its query
+// waits for the model: the query's end must not save it back, and a caller
+// still holding it can neither change nor run it.
+func TestDeleteDuringRunStaysDeleted(t *testing.T) {
+	ctx := t.Context()
+	store := newMemStore()
+	m, c := newTestManager(t, &Options{Store: store})
+	if _, err := m.Apply(ctx, "alice", "c1", Op{Kind: OpAddBranch, BranchID: "notes", Root: true}); err != nil {
+		t.Fatal(err)
+	}
+	model := script(step{call: "text_response", args: `{"text":"hi"}`})
+	model.block = make(chan struct{})
+	model.entered = make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, model, "q", "q", nil) }()
+	<-model.entered
+	if err := m.Delete(ctx, "alice", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	close(model.block)
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if _, ok, n := store.stored(t, "alice", "c1"); ok || n != 0 {
+		t.Errorf("after delete: saved = %v with %d events, want nothing", ok, n)
+	}
+
+	if _, err := m.applyTo(ctx, c, Op{Kind: OpAddBranch, BranchID: "more", Root: true}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("apply to a deleted conversation: err = %v, want ErrNotFound", err)
+	}
+	if err := c.Run(ctx, script(step{call: "text_response", args: `{"text":"x"}`}), "q2", "", nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("run on a deleted conversation: err = %v, want ErrNotFound", err)
+	}
+	if _, ok, _ := store.stored(t, "alice", "c1"); ok {
+		t.Error("the deleted conversation was saved again")
+	}
+}
+
+// TestSavesLandInOrder holds one save of a conversation in the Store while
+// another change is made: the Store must end with the newer state.
+func TestSavesLandInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		store := newMemStore()
+		m := NewManager(&Options{Store: store})
+		release := make(chan struct{})
+		var held atomic.Bool
+		store.beforeSave = func(ConversationState) {
+			if held.CompareAndSwap(false, true) {
+				<-release
+			}
+		}
+		errs := make(chan error, 2)
+		apply := func(branch string) {
+			_, err := m.Apply(ctx, "u", "c", Op{Kind: OpAddBranch, BranchID: branch, Root: true})
+			errs <- err
+		}
+		go apply("first")
+		synctest.Wait() // the first save is held in the Store
+		go apply("second")
+		synctest.Wait()
+		close(release)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, _, _ := store.stored(t, "u", "c")
+		if got := len(st.Ops); got != 2 {
+			t.Errorf("saved %d ops, want 2: an older state was saved last", got)
+		}
+	})
+}
+
+// TestForgetBeforeRunRunsOnCurrentCopy drops a conversation (Forget) that a
+// caller is about to run: the query must not run on the dropped copy beside
+// a query on the reloaded one, or one of the two answers is lost.
+func TestForgetBeforeRunRunsOnCurrentCopy(t *testing.T) {
+	ctx := t.Context()
+	store := newMemStore()
+	m, c := newTestManager(t, &Options{Store: store})
+	m.Forget("alice", "c1")
+	model := script(step{call: "text_response", args: `{"text":"one"}`})
+	model.block = make(chan struct{})
+	model.entered = make(chan struct{}, 1)
+	done := make(chan error, 2)
+	go func() { done <- c.Run(ctx, model, "one", "q1", nil) }()
+	<-model.entered
+	c2, err := m.Conversation(ctx, "alice", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		done <- c2.Run(ctx, script(step{call: "text_response", args: `{"text":"two"}`}), "two", "q2", nil)
+	}()
+	close(model.block)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _, _ := store.stored(t, "alice", "c1")
+	var got []string
+	for _, msg := range st.History {
+		got = append(got, msg.Content)
+	}
+	if want := []string{"one", "one", "two", "two"}; !slices.Equal(got, want) {
+		t.Errorf("saved history = %q, want %q", got, want)
 	}
 }

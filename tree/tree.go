@@ -311,25 +311,26 @@ func (t *Tree) RemoveBranch(id string) error {
 }
 
 // place adds a gateway to branch ("" means the root). A tool of the same
-// name is replaced, in place when it sits on the same node, with a warning
-// when warn is set; a branch that does not exist is created under the root
-// with a warning.
-func (t *Tree) place(tool tools.Tool, branch string, warn bool) {
+// name is replaced, in place when it sits on the same node; a branch that
+// does not exist is created under the root. Both are reported to warn (nil:
+// the tree's logger), which lets the Manager log them once for all modes.
+func (t *Tree) place(tool tools.Tool, branch string, warn func(msg string, args ...any)) {
 	t.rendered.Store(nil)
+	if warn == nil {
+		warn = t.logger.Warn
+	}
 	name := tool.Name()
 	if branch == "" {
 		branch = t.root.id
 	}
 	n, ok := t.Node(branch)
 	if !ok {
-		t.logger.Warn("branch does not exist: creating it under the root", "branch", branch, "tool", name)
+		warn("branch does not exist: creating it under the root", "branch", branch, "tool", name)
 		n = &Node{id: branch, description: "Tools on branch " + branch, instruction: branchInstruction}
 		t.root.options = append(t.root.options, &option{id: branch, next: n})
 	}
 	if p, o := t.findTool(name); o != nil {
-		if warn {
-			t.logger.Warn("gateway replaces the tool of the same name", "tool", name)
-		}
+		warn("gateway replaces the tool of the same name", "tool", name)
 		if p == n {
 			o.tool = tool
 			return

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -140,13 +143,13 @@ func TestTreeOperations(t *testing.T) {
 
 func TestPlaceMissingBranchAndReplace(t *testing.T) {
 	tr, _ := New(OneBranch, nil)
-	tr.place(gateway("todo"), "tools", true)
+	tr.place(gateway("todo"), "tools", nil)
 	n, ok := tr.Node("tools")
 	if !ok || n.OptionIDs()[0] != "mcp_todo" {
 		t.Fatalf("branch tools not created with mcp_todo: %v", tr.Text())
 	}
 	g := gateway("todo")
-	tr.place(g, "tools", true)
+	tr.place(g, "tools", nil)
 	if got, _ := tr.Tool("mcp_todo"); got != g {
 		t.Error("place did not replace the tool of the same name")
 	}
@@ -163,5 +166,21 @@ func TestParseInitMode(t *testing.T) {
 	}
 	if _, err := ParseInitMode("two_branch"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("unknown mode: err = %v", err)
+	}
+}
+
+// TestSetToolsWarnsOnce checks that a placement problem is logged once per
+// SetTools, not once per init mode's tree.
+func TestSetToolsWarnsOnce(t *testing.T) {
+	var buf bytes.Buffer
+	m := NewManager(&Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	m.SetTools([]Placement{
+		{Tool: gateway("todo"), Branch: "servers"},
+		{Tool: &fakeGateway{name: tools.TextResponseName, desc: "shadows the built-in"}},
+	})
+	for _, msg := range []string{"branch does not exist", "gateway replaces the tool of the same name"} {
+		if got := strings.Count(buf.String(), msg); got != 1 {
+			t.Errorf("%q logged %d times, want 1:\n%s", msg, got, buf.String())
+		}
 	}
 }

@@ -2,6 +2,7 @@ package tree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -46,19 +47,36 @@ func (m *Manager) userOpsOf(ctx context.Context, userID string) ([]Op, error) {
 // It returns the tree a new conversation of the user would get. An op that
 // does not apply to the user's default tree is an error and changes nothing;
 // a conversation it does not apply to (its tree was changed otherwise) is
-// skipped with a warning.
+// skipped with a warning, and one deleted meanwhile is skipped.
+//
+// Calls for the same user run one at a time (the user's token in
+// m.userLocks is held throughout, across the Store calls), so that each
+// builds on the ops of the one before, saves land in order, and every
+// conversation gets the ops in the same order.
 func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, error) {
-	ops, err := m.userOpsOf(ctx, userID)
-	if err != nil {
+	if _, err := m.userOpsOf(ctx, userID); err != nil {
 		return nil, err
 	}
-	next := append(slices.Clip(ops), op)
 	m.mu.Lock()
+	tok := m.userLocks[userID]
+	if tok == nil {
+		tok = make(chan struct{}, 1)
+		m.userLocks[userID] = tok
+	}
+	m.mu.Unlock()
+	if err := lock(ctx, tok); err != nil {
+		return nil, fmt.Errorf("change the tree of user %s: %w", userID, err)
+	}
+	defer func() { <-tok }()
+
+	m.mu.Lock()
+	ops := m.userOps[userID]
 	preview := m.defaults[m.opts.DefaultMode].Clone()
 	for _, o := range ops {
 		_ = o.apply(preview, m.registry) // replayed as on a reload
 	}
-	err = op.apply(preview, m.registry)
+	err := op.apply(preview, m.registry)
+	next := append(slices.Clip(ops), op)
 	if err == nil {
 		m.userOps[userID] = next
 	}
@@ -76,7 +94,16 @@ func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, e
 		return nil, err
 	}
 	for _, ci := range infos {
-		if _, err := m.Apply(ctx, userID, ci.ConversationID, op); err != nil {
+		// Existing conversations only: one deleted since it was listed
+		// must not be created again.
+		c, ok, err := m.load(ctx, userID, ci.ConversationID, false)
+		if err == nil && !ok {
+			continue
+		}
+		if err == nil {
+			_, err = m.applyTo(ctx, c, op)
+		}
+		if err != nil && !errors.Is(err, errDeleted) {
 			m.logger.WarnContext(ctx, "tree change skipped for a conversation", "user", userID,
 				"conversation", ci.ConversationID, "op", op.Kind, "err", err)
 		}
