@@ -45,10 +45,11 @@ func TestBinaryStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Best effort: mcp-go's stdio Close closes the child's stderr pipe before
-	// waiting, so the child's shutdown log line can end it with SIGPIPE and
-	// Close reports that. TestBinaryExitsWhenStdinCloses checks the exit.
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close client: %v", err)
+		}
+	})
 	createThenList(t, c)
 	if _, err := os.Stat(db); err != nil {
 		t.Errorf("database file: %v", err)

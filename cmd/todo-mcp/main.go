@@ -112,6 +112,11 @@ func parseConfig(argv []string, getenv func(string) string) (config, error) {
 }
 
 func main() {
+	// A client that stops reading our stderr (mcp-go's stdio Close shuts the
+	// pipe before it waits) must not turn the shutdown log line into a death
+	// by SIGPIPE: with the signal ignored the write fails with EPIPE, the log
+	// line is dropped and the exit status stays 0.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
 
