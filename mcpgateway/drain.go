@@ -19,11 +19,14 @@ func (g *Gateway) Drain(ctx context.Context) error {
 		g.mu.Unlock()
 		return nil
 	}
-	if !g.draining {
-		g.draining = true
-		g.logger.Info("gateway draining", "in_flight", g.inflight)
+	first := !g.draining
+	g.draining = true
+	inflight := g.inflight
+	if first {
+		// Logged outside g.mu, like every other gateway log line.
+		defer g.logger.Info("gateway draining", "in_flight", inflight)
 	}
-	if g.inflight == 0 {
+	if inflight == 0 {
 		g.mu.Unlock()
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elysia-go/elysia/tools"
@@ -29,7 +30,9 @@ var (
 type Gateway struct {
 	cfg      ServerConfig
 	opts     Options
-	logger   *slog.Logger
+	logger   *slog.Logger        // masks the server's secrets in every record
+	masker   func(string) string // cfg.Mask, built once
+	listSeq  atomic.Int64        // numbers this gateway's tools/list requests
 	toolName string
 	// description is the gateway's description before any listing.
 	description string
@@ -77,6 +80,7 @@ type Gateway struct {
 type flight struct {
 	done chan struct{}
 	err  error
+	sess *session // a connect's new session, when err is nil
 }
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
@@ -84,10 +88,12 @@ type flight struct {
 func New(cfg ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
+	mask := cfg.masker()
 	g := &Gateway{
 		cfg:         cfg,
 		opts:        o,
-		logger:      o.Logger.With("gateway", cfg.Name),
+		logger:      newMaskLogger(o.Logger, mask).With("gateway", cfg.Name),
+		masker:      mask,
 		toolName:    ToolName(cfg.Name),
 		description: describe(cfg, nil),
 		lifetime:    ctx,
@@ -101,7 +107,7 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 		g.state = StateDisabled
 	case cfg.Unresolved != "":
 		g.state = StateFailed
-		g.lastErr = cfg.Unresolved
+		g.lastErr = mask(cfg.Unresolved)
 	}
 	return g
 }
@@ -242,13 +248,10 @@ func (g *Gateway) session(ctx context.Context) (*session, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
-	g.mu.Lock()
-	s := g.sess
-	g.mu.Unlock()
-	if s == nil {
-		return nil, g.serverErr("connect", ErrClosed)
-	}
-	return s, nil
+	// The attempt's own session, even if it has died since: the call on it
+	// then fails with the death's cause, which the caller's retry handles,
+	// rather than with a misleading "closed".
+	return a.sess, nil
 }
 
 // connect runs one connect attempt and publishes its outcome.
@@ -297,6 +300,9 @@ func (g *Gateway) connect(a *flight) {
 		g.logger.Warn("gateway connect failed", "err", err)
 	}
 	a.err = err
+	if err == nil {
+		a.sess = s
+	}
 	close(a.done)
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sync/atomic"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -143,8 +142,6 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight) {
 	close(f.done)
 }
 
-var listID atomic.Int64
-
 // listRaw sends tools/list through the client's transport, following
 // nextCursor, and keeps each tool's schemas as raw JSON: mcp-go's typed
 // mcp.Tool drops $schema and the composition keywords.
@@ -178,7 +175,7 @@ func (g *Gateway) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		}
 		resp, err := t.SendRequest(ctx, mcptransport.JSONRPCRequest{
 			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      mcp.NewRequestId(fmt.Sprintf("elysia-list-%d", listID.Add(1))),
+			ID:      mcp.NewRequestId(fmt.Sprintf("elysia-list-%d", g.listSeq.Add(1))),
 			Method:  string(mcp.MethodToolsList),
 			Params:  params,
 			Header:  header,

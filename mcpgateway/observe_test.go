@@ -44,6 +44,12 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // records returns the logged records whose msg is msg.
 func (b *logBuffer) records(t *testing.T, msg string) []map[string]any {
 	t.Helper()

@@ -25,11 +25,13 @@ const minMaskLen = 4
 // least four bytes are replaced wherever they occur, also in their URL
 // query-escaped form; shorter ones only when they are the whole text
 // (surrounding white space aside). Mask is safe for concurrent use.
-func (s ServerConfig) Mask(text string) string {
-	if len(s.Secrets) == 0 || text == "" {
-		return text
-	}
-	trimmed := strings.TrimSpace(text)
+func (s ServerConfig) Mask(text string) string { return s.masker()(text) }
+
+// masker returns Mask with its work done once: a gateway masks every log
+// record and error, so it keeps the function rather than rebuilding the
+// replacer each time. The function is safe for concurrent use.
+func (s ServerConfig) masker() func(string) string {
+	whole := make(map[string]bool, len(s.Secrets))
 	secrets := slices.Clone(s.Secrets)
 	slices.SortStableFunc(secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	var pairs []string
@@ -37,21 +39,36 @@ func (s ServerConfig) Mask(text string) string {
 		if sec == "" {
 			continue
 		}
-		if sec == trimmed {
-			return masked
-		}
+		whole[sec] = true
 		if len(sec) < minMaskLen {
 			continue
 		}
+		// strings.Replacer tries its pairs in argument order at each
+		// position, so the longest secret wins.
 		pairs = append(pairs, sec, masked)
 		if esc := url.QueryEscape(sec); esc != sec {
 			pairs = append(pairs, esc, masked)
 		}
 	}
-	if len(pairs) == 0 {
-		return text
+	if len(whole) == 0 {
+		return func(text string) string { return text }
 	}
-	return strings.NewReplacer(pairs...).Replace(text)
+	var r *strings.Replacer
+	if len(pairs) > 0 {
+		r = strings.NewReplacer(pairs...)
+	}
+	return func(text string) string {
+		if text == "" {
+			return text
+		}
+		if whole[strings.TrimSpace(text)] {
+			return masked
+		}
+		if r == nil {
+			return text
+		}
+		return r.Replace(text)
+	}
 }
 
 // DisplayConfig is the part of a server's config that /api/servers and the

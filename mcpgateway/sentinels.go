@@ -34,12 +34,13 @@ var ErrUnavailable = errors.New("server unavailable")
 // masked. It unwraps to the underlying error, so errors.Is still matches
 // ErrClosed, ErrUnavailable or context errors.
 type ServerError struct {
+	// Server is the server's name in mcp.json.
 	Server string
 	// Op is what failed: "connect", "list", "call create_todo", ...
 	Op string
 	// Err is the underlying error.
 	Err error
-	msg string
+	msg string // the masked message Error returns
 }
 
 func (e *ServerError) Error() string { return e.msg }
@@ -89,4 +90,4 @@ func (g *Gateway) serverErr(op string, err error) error {
 }
 
 // mask replaces the server's secrets in s with "***".
-func (g *Gateway) mask(s string) string { return g.cfg.Mask(s) }
+func (g *Gateway) mask(s string) string { return g.masker(s) }

@@ -18,17 +18,28 @@ const (
 
 // Status is a snapshot of a gateway for GET /api/servers. Secrets are masked.
 type Status struct {
-	Name      string        `json:"name"`
-	ToolName  string        `json:"tool_name"`
-	Transport string        `json:"transport"`
-	Enabled   bool          `json:"enabled"`
-	State     State         `json:"state"`
-	ToolCount int           `json:"tool_count"`
-	Tools     []string      `json:"tools"`
+	// Name is the server's name in mcp.json; ToolName its gateway's tool
+	// name, mcp_<name>.
+	Name     string `json:"name"`
+	ToolName string `json:"tool_name"`
+	// Transport is stdio, http or sse.
+	Transport string `json:"transport"`
+	Enabled   bool   `json:"enabled"`
+	// State is the gateway's state; connected becomes degraded while the
+	// latest calls fail.
+	State State `json:"state"`
+	// ToolCount and Tools are the tools of the last list, in the server's
+	// order, after allow and deny; empty before the first list.
+	ToolCount int      `json:"tool_count"`
+	Tools     []string `json:"tools"`
+	// LastError is the last connect or session error, masked; "" after a
+	// successful connect.
 	LastError string        `json:"last_error"`
 	Circuit   CircuitStatus `json:"circuit"`
-	Calls     int64         `json:"calls"`
-	Failures  int64         `json:"failures"`
+	// Calls counts the executes that reached the server or its circuit;
+	// Failures those that failed, tool errors and refusals included.
+	Calls    int64 `json:"calls"`
+	Failures int64 `json:"failures"`
 	// RetryAt is when a failed server is tried again; nil unless in back-off.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// PID is the stdio child's process id; 0 when none runs.

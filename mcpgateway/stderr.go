@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // stderrLines is how many of a stdio child's last stderr lines are kept for
@@ -30,11 +31,16 @@ func newStderrRing(mask func(string) string) *stderrRing {
 }
 
 func (r *stderrRing) add(line string) {
-	line = strings.TrimRight(line, "\r\n")
+	// Mask before cutting: a secret straddling the cut would otherwise
+	// survive in part.
+	line = r.mask(strings.TrimRight(line, "\r\n"))
 	if len(line) > maxStderrLine {
-		line = line[:maxStderrLine] + "..."
+		cut := maxStderrLine
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut] + "..."
 	}
-	line = r.mask(line)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.lines) < stderrLines {
