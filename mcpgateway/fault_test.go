@@ -13,15 +13,22 @@ package mcpgateway
 // processes poll with a deadline, so the whole file runs in seconds.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -324,8 +331,8 @@ func todoHTTP(t *testing.T, addr, db string) int {
 // is no Mcp-Session-Id at all (each request is its own ephemeral session on
 // the server), and todo-mcp's default session manager never rejects an
 // unknown id anyway: a restart cannot produce the 404 on an old session id
-// that the issue describes, so the gateway's 404 retry is not reached here.
-// The test pins what a client sees: the restart is transparent.
+// that the issue describes; TestFaultHTTPSessionDropped injects that 404.
+// This test pins what a client sees: the restart is transparent.
 func TestFaultHTTPSessionLost(t *testing.T) {
 	healthy := healthyGateway(t)
 	db := tempDB(t)
@@ -359,6 +366,80 @@ func TestFaultHTTPSessionLost(t *testing.T) {
 	}
 	createTodo(t, g, "saved after the restart")
 	assertListed(t, g, "saved before the restart", "saved after the restart")
+}
+
+// sessionDropper is a reverse proxy in front of a Streamable HTTP server that
+// answers tools/call with 404 "session not found", as a server does that has
+// forgotten the client's session: once (the next call), or every time while
+// down is set. Initialize and list pass, so the gateway can reconnect.
+type sessionDropper struct {
+	proxy   *httputil.ReverseProxy
+	once    atomic.Bool
+	down    atomic.Bool
+	dropped atomic.Int64
+}
+
+func (d *sessionDropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/call"`)) && (d.down.Load() || d.once.CompareAndSwap(true, false)) {
+			d.dropped.Add(1)
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+	}
+	d.proxy.ServeHTTP(w, r)
+}
+
+// TestFaultHTTPSessionDropped: the server answers a call with 404, the
+// Streamable HTTP way of saying it forgot the session. The server never ran
+// that request, so the gateway replaces the session and sends it again at
+// once: the caller sees success and the todo exists exactly once. While
+// every call gets 404 the error names the server and says the session was
+// terminated; afterwards the same gateway works and nothing is lost.
+func TestFaultHTTPSessionDropped(t *testing.T) {
+	healthy := healthyGateway(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	todoHTTP(t, addr, tempDB(t))
+	target, err := url.Parse("http://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := &sessionDropper{proxy: httputil.NewSingleHostReverseProxy(target)}
+	front := httptest.NewServer(drop)
+	t.Cleanup(front.Close)
+	g := newGateway(t, ServerConfig{Name: faultyName, Transport: TransportHTTP, URL: front.URL + "/mcp",
+		Enabled: true, ConnectTimeout: 2 * time.Second, CallTimeout: 5 * time.Second}, nil)
+	createTodo(t, g, "saved before the drop")
+
+	drop.once.Store(true)
+	var cr *CallResult
+	whileFaulting(t, healthy, func() {
+		cr, err = g.Execute(t.Context(), "create_todo", map[string]any{"title": "sent across the drop"})
+	})
+	if err != nil || cr.IsError {
+		t.Fatalf("call answered with 404 = %v %+v, want a transparent retry on a new session", err, cr)
+	}
+	if n := drop.dropped.Load(); n != 1 {
+		t.Fatalf("proxy dropped %d calls, want 1", n)
+	}
+	list, err := g.Execute(t.Context(), "search_todos", map[string]any{"query": "sent across the drop"})
+	if err != nil || !strings.Contains(list.Text(), "Found 1 todo") {
+		t.Errorf("the retried todo should exist once: %v %.500s", err, list.Text())
+	}
+
+	drop.down.Store(true)
+	whileFaulting(t, healthy, func() { _, err = g.Execute(t.Context(), "list_todos", map[string]any{}) })
+	assertNamesServer(t, err, faultyName, "session terminated")
+
+	drop.down.Store(false)
+	assertListed(t, g, "saved before the drop", "sent across the drop")
+	createTodo(t, g, "saved after the drop")
 }
 
 // TestFaultSlowStart: the server takes 2 s to start (the issue says 10 s; a

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -324,9 +326,11 @@ func (g *Gateway) watch(s *session) {
 
 // retireLocked drops s, a session that died, if it is still the current one:
 // the gateway goes back to idle with the death recorded, so that the next
-// call connects anew and a crash loop brings back-off. The session watcher
-// and a call that saw the death both come here; whichever is first retires
-// it. g.mu is held.
+// call connects anew and a crash loop brings back-off. A session the server
+// terminated (HTTP 404) is not a death: the server answered, so it is up,
+// and backing off would lock callers out of a working server. The session
+// watcher and a call that saw the death both come here; whichever is first
+// retires it. g.mu is held.
 func (g *Gateway) retireLocked(s *session) {
 	if g.sess != s || !s.isDead() {
 		return
@@ -334,7 +338,9 @@ func (g *Gateway) retireLocked(s *session) {
 	g.sess = nil
 	g.lastErr = g.serverErr("session", s.deadErr).Error()
 	g.state = StateIdle
-	g.noteDeathLocked()
+	if !errors.Is(s.deadErr, mcptransport.ErrSessionTerminated) {
+		g.noteDeathLocked()
+	}
 }
 
 // noteDeathLocked records a session death or failed connect and enters
