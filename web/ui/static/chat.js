@@ -2,7 +2,7 @@
 // two transports that carry events: the WebSocket /ws/query, and the SSE
 // stream of POST /query/<user>/<conversation> read with fetch.
 import { api, getKey } from "./api.js";
-import { h, markdown, table, jsonBlock, prettyJSON } from "./render.js";
+import { h, markdown, table, jsonBlock, prettyJSON, isToolList, toolCard } from "./render.js";
 
 const SUGGESTIONS = ["What tools do you have?", "List my todos", "Add a todo \"Buy milk\" with priority 2"];
 
@@ -171,6 +171,10 @@ export class ChatView {
         if (o && o._REF_ID) d.append(h("div", { class: "ref" }, o._REF_ID));
         return d;
       }));
+    } else if (meta.action === "list" && isToolList(objs)) {
+      // A gateway's list: the tools as the tool panel shows them, not a
+      // table of raw schemas.
+      body = h("ul", { class: "tool-list in-chat" }, objs.map((o) => toolCard(o, o._REF_ID ? h("span", { class: "ref" }, o._REF_ID) : null)));
     } else {
       body = objs.length ? table(objs) : jsonBlock(p);
     }

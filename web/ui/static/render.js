@@ -198,6 +198,35 @@ export function table(objects) {
   return wrap;
 }
 
+// inputSchemaOf returns a listed tool's input schema, whichever key the
+// listing used.
+export function inputSchemaOf(t) {
+  return t.inputs || t.inputSchema || t.input_schema || {};
+}
+
+// isToolList reports whether objs are the tools of a gateway's list: each
+// has a name and an input schema.
+export function isToolList(objs) {
+  return Array.isArray(objs) && objs.length > 0 &&
+    objs.every((o) => o && typeof o.name === "string" && ("inputs" in o || "inputSchema" in o || "input_schema" in o));
+}
+
+// toolCard renders one listed tool: its name, description, parameters
+// (required ones starred) and its schemas folded away. action is an optional
+// element beside the name, such as the tool panel's Run button.
+export function toolCard(t, action) {
+  const inputs = inputSchemaOf(t);
+  const output = t.output_schema || t.outputSchema;
+  const props = inputs && inputs.properties ? Object.keys(inputs.properties) : [];
+  const req = new Set(Array.isArray(inputs.required) ? inputs.required : []);
+  return h("li", { class: "tool-item", dataset: { tool: t.name } },
+    h("div", { class: "tool-head" }, h("code", { class: "tool-name" }, t.name), action),
+    t.description ? h("div", { class: "desc" }, t.description) : null,
+    props.length ? h("div", { class: "params" }, props.map((p) => h("span", { class: "param" + (req.has(p) ? " req" : "") }, p))) : null,
+    h("details", { class: "schema" }, h("summary", null, "Input schema"), jsonBlock(inputs)),
+    output ? h("details", { class: "schema" }, h("summary", null, "Output schema"), jsonBlock(output)) : null);
+}
+
 function isArrayOfObjects(v) {
   return Array.isArray(v) && v.length > 0 && v.every((o) => o && typeof o === "object" && !Array.isArray(o));
 }

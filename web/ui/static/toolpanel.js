@@ -2,7 +2,7 @@
 // action, "Run" turns a tool's input schema into a form, and the form calls
 // the execute action and renders what comes back.
 import { apiJSON } from "./api.js";
-import { h, jsonBlock, toolResult } from "./render.js";
+import { h, inputSchemaOf, toolCard, toolResult } from "./render.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
 
 // toolsOf reads the tool list from a list response, whichever shape the
@@ -122,27 +122,15 @@ export class ToolPanel {
     const q = this.filter.value.trim().toLowerCase();
     this.filter.hidden = this.tools.length < 8;
     const shown = this.tools.filter((t) => !q || t.name.toLowerCase().includes(q) || String(t.description || "").toLowerCase().includes(q));
-    this.list.replaceChildren(...shown.map((t) => {
-      const inputs = t.inputs || t.inputSchema || t.input_schema || {};
-      const output = t.output_schema || t.outputSchema;
-      const props = inputs && inputs.properties ? Object.keys(inputs.properties) : [];
-      const req = new Set(Array.isArray(inputs.required) ? inputs.required : []);
-      return h("li", { class: "tool-item", dataset: { tool: t.name } },
-        h("div", { class: "tool-head" },
-          h("code", { class: "tool-name" }, t.name),
-          h("button", { type: "button", class: "small-button run", "aria-label": `Run ${t.name}`, onclick: () => this.openForm(t) }, "Run ▸")),
-        t.description ? h("div", { class: "desc" }, t.description) : null,
-        props.length ? h("div", { class: "params" }, props.map((p) => h("span", { class: "param" + (req.has(p) ? " req" : "") }, p))) : null,
-        h("details", { class: "schema" }, h("summary", null, "Input schema"), jsonBlock(inputs)),
-        output ? h("details", { class: "schema" }, h("summary", null, "Output schema"), jsonBlock(output)) : null);
-    }));
+    this.list.replaceChildren(...shown.map((t) => toolCard(t,
+      h("button", { type: "button", class: "small-button run", "aria-label": `Run ${t.name}`, onclick: () => this.openForm(t) }, "Run ▸"))));
   }
 
   openForm(tool) {
     this.formTool = tool;
     for (const el of this.list.querySelectorAll(".tool-item.active")) el.classList.remove("active");
     this.list.querySelector(`.tool-item[data-tool="${CSS.escape(tool.name)}"]`)?.classList.add("active");
-    buildForm(this.form, tool.name, tool.inputs || tool.inputSchema || tool.input_schema || {}, { onCancel: () => this.closeForm() });
+    buildForm(this.form, tool.name, inputSchemaOf(tool), { onCancel: () => this.closeForm() });
     this.result.replaceChildren();
     delete this.result.dataset.state;
     this.form.scrollIntoView({ block: "nearest", behavior: "smooth" });

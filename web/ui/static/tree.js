@@ -139,7 +139,7 @@ export class TreeView {
       row.append(h("button", {
         type: "button", class: "info icon-button", "aria-label": `Describe ${id}`, "aria-expanded": String(open),
         onclick: () => this.toggleDesc(id),
-      }, "ⓘ"));
+      }, "i"));
     }
     li.append(row);
     const detail = [];
