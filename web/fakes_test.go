@@ -157,8 +157,10 @@ func appendixEnvelopes(user, conv, query string) []tools.Envelope {
 // fakeRunner is a goroutine-safe Runner whose behaviour is chosen by the
 // query text: "busy" is refused, "slowbusy" is refused after waiting a
 // while (as a query waits for a busy conversation), "block" emits one event
-// and runs until cancelled or released, "fail" fails after one event,
-// anything else emits the appendix sequence.
+// and runs until cancelled or released, "linger" emits the appendix
+// sequence and then runs until cancelled or released (as a runner still
+// tidying up after completed), "fail" fails after one event, anything else
+// emits the appendix sequence.
 type fakeRunner struct {
 	started   chan string // receives the query id of each "block" run
 	cancelled chan string // receives the query id of each cancelled "block" run
@@ -194,6 +196,16 @@ func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query st
 			return ctx.Err()
 		case <-f.release:
 			emit(appendixEnvelopes(user, conv, queryID)[5])
+			return nil
+		}
+	case "linger":
+		for _, env := range appendixEnvelopes(user, conv, queryID) {
+			emit(env)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.release:
 			return nil
 		}
 	case "fail":

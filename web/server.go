@@ -17,6 +17,10 @@ import (
 // heartbeat when Options.Heartbeat is zero.
 const DefaultHeartbeat = 15 * time.Second
 
+// DefaultMaxQueriesPerSocket is how many queries may run at once on one
+// WebSocket when Options.MaxQueriesPerSocket is zero.
+const DefaultMaxQueriesPerSocket = 4
+
 // Deps are the services the routes need. Every field is required: New
 // panics when one is nil.
 type Deps struct {
@@ -55,6 +59,13 @@ type Options struct {
 	// MaxBodyBytes limits request bodies and WebSocket messages. Zero means
 	// DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
+	// MaxQueriesPerSocket limits the queries running at once on one
+	// WebSocket, so that one client cannot start runs without bound. A
+	// query over the limit gets an error event saying so, and the socket
+	// and its other queries go on; a query stops counting once it has sent
+	// completed (or its final error). Zero or less means
+	// DefaultMaxQueriesPerSocket (4).
+	MaxQueriesPerSocket int
 	// WebSocketOrigins lists the extra origins (host patterns, as in
 	// path.Match) allowed to open a WebSocket; the service's own origin is
 	// always allowed. Nil means only the service's own.
@@ -75,6 +86,8 @@ type Server struct {
 	maxBody   int64
 	origins   []string
 	engine    *gin.Engine
+	// maxSocketQueries is Options.MaxQueriesPerSocket, defaulted.
+	maxSocketQueries int
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -113,6 +126,9 @@ func New(deps Deps, opts *Options) *Server {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.MaxQueriesPerSocket <= 0 {
+		o.MaxQueriesPerSocket = DefaultMaxQueriesPerSocket
+	}
 	s := &Server{
 		deps:      deps,
 		logger:    slog.New(ctxHandler{o.Logger.Handler()}).With("component", "web"),
@@ -123,6 +139,8 @@ func New(deps Deps, opts *Options) *Server {
 		heartbeat: o.Heartbeat,
 		maxBody:   o.MaxBodyBytes,
 		origins:   append([]string(nil), o.WebSocketOrigins...),
+
+		maxSocketQueries: o.MaxQueriesPerSocket,
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s

@@ -362,3 +362,92 @@ func TestHeartbeat(t *testing.T) {
 		}
 	})
 }
+
+func TestWebSocketQueryLimit(t *testing.T) {
+	h := newHarness(t, &Options{MaxQueriesPerSocket: 2})
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	conn := dialWS(t, ctx, ts, nil)
+	byQuery := map[string][]tools.Envelope{}
+	// readUntil reads envelopes into byQuery until done reports true.
+	readUntil := func(done func() bool) {
+		t.Helper()
+		for !done() {
+			env := decodeEnvelope(t, wsRead(t, ctx, conn))
+			byQuery[env.QueryID] = append(byQuery[env.QueryID], env)
+		}
+	}
+	ended := func(q string) bool {
+		evs := byQuery[q]
+		return len(evs) > 0 && (evs[len(evs)-1].Type == tools.EventCompleted || evs[len(evs)-1].Type == tools.EventError)
+	}
+
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qa", "query": "block"}`)
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c2", "query_id": "qb", "query": "block"}`)
+	waitFor(t, h.runner.started, "the first run to start")
+	waitFor(t, h.runner.started, "the second run to start")
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c3", "query_id": "qc", "query": "block"}`)
+	readUntil(func() bool { return ended("qc") })
+	refusal := byQuery["qc"]
+	const want = `{"text":"too many queries running on this socket (limit 2): wait for one to send completed before starting another"}`
+	if len(refusal) != 1 || refusal[0].Type != tools.EventError || string(refusal[0].Payload) != want ||
+		refusal[0].UserID != "alice" || refusal[0].ConversationID != "c3" {
+		t.Fatalf("query over the limit got %+v, want one error event %s", refusal, want)
+	}
+
+	// The running queries go on, on the same socket.
+	close(h.runner.release)
+	readUntil(func() bool { return ended("qa") && ended("qb") })
+	for _, q := range []string{"qa", "qb"} {
+		if evs := byQuery[q]; evs[len(evs)-1].Type != tools.EventCompleted {
+			t.Errorf("query %s ended with %s, want completed", q, evs[len(evs)-1].Type)
+		}
+	}
+	if len(byQuery["qc"]) != 1 {
+		t.Errorf("the refused query ran: %+v", byQuery["qc"])
+	}
+
+	// Once both have sent completed, both slots are free again, at once.
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qd", "query": "one"}`)
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c2", "query_id": "qe", "query": "two"}`)
+	readUntil(func() bool { return ended("qd") && ended("qe") })
+	for _, q := range []string{"qd", "qe"} {
+		if evs := byQuery[q]; len(evs) != 6 || evs[5].Type != tools.EventCompleted {
+			t.Errorf("query %s after completed: %d events ending with %s, want the 6 of a run", q, len(evs), evs[len(evs)-1].Type)
+		}
+	}
+}
+
+func TestWebSocketQuerySlotFreedByCompleted(t *testing.T) {
+	h := newHarness(t, &Options{MaxQueriesPerSocket: 1})
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	conn := dialWS(t, ctx, ts, nil)
+	// qa's run goes on after its completed; the client, told to wait for
+	// completed, must still be able to start qb at once.
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qa", "query": "linger"}`)
+	for {
+		if env := decodeEnvelope(t, wsRead(t, ctx, conn)); env.Type == tools.EventCompleted {
+			break
+		}
+	}
+	wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c2", "query_id": "qb", "query": "two"}`)
+	for i := range 6 {
+		env := decodeEnvelope(t, wsRead(t, ctx, conn))
+		if env.QueryID != "qb" || env.Type == tools.EventError {
+			t.Fatalf("message %d after qa's completed: %s %s for %s, want qb's run", i, env.Type, env.Payload, env.QueryID)
+		}
+	}
+	close(h.runner.release)
+}
+
+func TestMaxQueriesPerSocketDefault(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		h := newHarness(t, &Options{MaxQueriesPerSocket: n})
+		if got := h.srv.maxSocketQueries; got != DefaultMaxQueriesPerSocket {
+			t.Errorf("MaxQueriesPerSocket %d: limit %d, want %d", n, got, DefaultMaxQueriesPerSocket)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,9 +20,10 @@ const minPingTimeout = 5 * time.Second
 
 // queryWS serves GET /ws/query, Elysia's query WebSocket. Each text message
 // {"user_id", "conversation_id", "query_id", "query"} starts a query; its
-// envelopes come back as text messages, and several queries may run at once
-// over one socket. A message for a user the key may not act for gets an
-// error event. After each idle heartbeat interval the server sends a ping.
+// envelopes come back as text messages, and up to Options.MaxQueriesPerSocket
+// queries may run at once over one socket. A message for a user the key may
+// not act for, or one over that limit, gets an error event, and the socket
+// stays open. After each idle heartbeat interval the server sends a ping.
 // Closing the socket cancels every query running on it.
 func (s *Server) queryWS(c *gin.Context) {
 	principal := c.GetString(principalKey)
@@ -42,7 +44,11 @@ func (s *Server) queryWS(c *gin.Context) {
 	// fails (the client closed) or the handler returns.
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
-	ws := &wsSession{s: s, conn: conn, principal: principal, out: make(chan tools.Envelope, runBuffer)}
+	ws := &wsSession{
+		s: s, conn: conn, principal: principal,
+		out:   make(chan tools.Envelope, runBuffer),
+		slots: make(chan struct{}, s.maxSocketQueries),
+	}
 	ws.wg.Go(func() { ws.writeLoop(ctx, cancel) })
 	ws.readLoop(ctx)
 	cancel()
@@ -59,7 +65,11 @@ type wsSession struct {
 	conn      *websocket.Conn
 	principal string
 	out       chan tools.Envelope
-	wg        sync.WaitGroup
+	// slots holds a token for each query running on the socket; its
+	// capacity is the server's per-socket limit. readLoop takes a token
+	// before starting a query, and the query gives it back.
+	slots chan struct{}
+	wg    sync.WaitGroup
 }
 
 // send queues env for the writer; it gives up when the socket is gone.
@@ -97,6 +107,12 @@ func (ws *wsSession) readLoop(ctx context.Context) {
 		if m.QueryID == "" {
 			m.QueryID = tools.NewID()
 		}
+		select {
+		case ws.slots <- struct{}{}:
+		default:
+			ws.send(ctx, errorEnvelope(ws.limitText(), m.UserID, m.ConversationID, m.QueryID))
+			continue
+		}
 		ws.wg.Go(func() { ws.runQuery(ctx, m) })
 	}
 }
@@ -113,25 +129,48 @@ func wsText(msg string) string {
 	return msg
 }
 
-// runQuery runs one query of the socket and forwards its envelopes.
+// limitText is the error a query over the per-socket limit gets.
+func (ws *wsSession) limitText() string {
+	return fmt.Sprintf("too many queries running on this socket (limit %d): wait for one to send completed before starting another",
+		cap(ws.slots))
+}
+
+// runQuery runs one query of the socket and forwards its envelopes. It
+// holds one of the socket's slots and frees it before the client can see
+// the query end, so a client that waits for completed (or for the query's
+// final error) before sending the next query is never refused.
 func (ws *wsSession) runQuery(ctx context.Context, m wsMessage) {
+	held := true
+	free := func() {
+		if held {
+			held = false
+			<-ws.slots
+		}
+	}
+	defer free()
 	r := ws.s.startRun(ctx, m.UserID, m.ConversationID, m.QueryID, m.Query)
 	sentError := false
+	forward := func(env tools.Envelope) {
+		sentError = sentError || env.Type == tools.EventError
+		if env.Type == tools.EventCompleted {
+			free()
+		}
+		ws.send(ctx, env)
+	}
 	for {
 		select {
 		case env := <-r.events:
-			sentError = sentError || env.Type == tools.EventError
-			ws.send(ctx, env)
+			forward(env)
 		case err := <-r.done:
 			for drained := false; !drained; {
 				select {
 				case env := <-r.events:
-					sentError = sentError || env.Type == tools.EventError
-					ws.send(ctx, env)
+					forward(env)
 				default:
 					drained = true
 				}
 			}
+			free()
 			if err != nil && !sentError {
 				if env, ok := ws.s.runErrorEnvelope(ctx, err, m.UserID, m.ConversationID, m.QueryID); ok {
 					ws.send(ctx, env)
