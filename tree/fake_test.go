@@ -168,6 +168,11 @@ type memStore struct {
 	// beforeSave, when set, is called at the start of every Save, before
 	// the state is stored; a test blocks in it to hold a save in flight.
 	beforeSave func(ConversationState)
+	// afterLoad, when set, is called by Load after it has read a saved
+	// state, and beforeDelete at the start of Delete; tests block in them
+	// to hold a load or a delete in flight.
+	afterLoad    func()
+	beforeDelete func()
 }
 
 var (
@@ -181,13 +186,16 @@ func newMemStore() *memStore {
 
 func (s *memStore) Load(_ context.Context, user, conv string) (ConversationState, bool, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	b, ok := s.states[user+"/"+conv]
+	s.mu.Unlock()
 	if !ok {
 		return ConversationState{}, false, nil
 	}
 	var st ConversationState
 	err := json.Unmarshal(b, &st)
+	if s.afterLoad != nil {
+		s.afterLoad()
+	}
 	return st, true, err
 }
 
@@ -213,6 +221,9 @@ func (s *memStore) Save(_ context.Context, st ConversationState, events []tools.
 }
 
 func (s *memStore) Delete(_ context.Context, user, conv string) error {
+	if s.beforeDelete != nil {
+		s.beforeDelete()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.states, user+"/"+conv)

@@ -58,7 +58,8 @@ type Manager struct {
 	logger *slog.Logger
 
 	// mu guards placements, registry, defaults, convs, userOps, userLocks,
-	// and the mode, tree, ops and deleted flag of every Conversation.
+	// pending, and the mode, tree, ops and deleted flag of every
+	// Conversation.
 	mu         sync.Mutex
 	placements []Placement
 	registry   map[string]tools.Tool
@@ -70,15 +71,31 @@ type Manager struct {
 	// userLocks holds a one-slot channel per user that has called
 	// ApplyUser: a token that orders the user's changes and their saves.
 	userLocks map[string]chan struct{}
+	// pending holds the keys with loads from the Store or Deletes in
+	// flight; see load.
+	pending map[convKey]*pending
 }
 
 type convKey struct{ user, conv string }
+
+// pending records the loads and Deletes of one conversation that are in
+// flight. A load may read the saved state before a Delete removes it and
+// finish after the Delete: whatever it read then belongs to a deleted
+// conversation and must not be put in Manager.convs. So a Delete marks the
+// loads in flight, and the loads that start before it has removed the
+// conversation from the Store, as deleted. The entry leaves Manager.pending
+// when neither a load nor a Delete of the key is in flight.
+type pending struct {
+	loads   int  // loads in flight
+	deletes int  // Deletes in flight
+	deleted bool // a Delete overlapped the loads
+}
 
 // NewManager returns a Manager with the built-in tools and no gateway. It does
 // no I/O; call [Manager.SetTools] to place gateways.
 func NewManager(opts *Options) *Manager {
 	m := &Manager{convs: map[convKey]*Conversation{}, userOps: map[string][]Op{},
-		userLocks: map[string]chan struct{}{}}
+		userLocks: map[string]chan struct{}{}, pending: map[convKey]*pending{}}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -230,38 +247,37 @@ func (m *Manager) Conversation(ctx context.Context, userID, conversationID strin
 
 // load returns the conversation from memory, or loads it from the Store;
 // when it exists in neither, it creates it if create is set and otherwise
-// returns ok false.
+// returns ok false. A load that overlaps a Delete of the conversation fails
+// with errDeleted rather than bring it back.
 func (m *Manager) load(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok bool, err error) {
 	k := convKey{userID, conversationID}
 	m.mu.Lock()
 	c = m.convs[k]
+	var p *pending
+	if c == nil {
+		p = m.pendingLocked(k)
+		p.loads++
+	}
 	m.mu.Unlock()
 	if c != nil {
 		return c, true, nil
 	}
-	var st ConversationState
-	var found bool
-	if m.opts.Store != nil {
-		var err error
-		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
-		if err != nil {
-			return nil, false, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
-		}
+	st, found, userOps, err := m.fetch(ctx, userID, conversationID, create)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p.loads--
+	m.releaseLocked(k, p)
+	if err != nil {
+		return nil, false, err
+	}
+	if c := m.convs[k]; c != nil {
+		return c, true, nil // another caller got there first
+	}
+	if p.deleted {
+		return nil, false, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, errDeleted)
 	}
 	if !found && !create {
 		return nil, false, nil
-	}
-	var userOps []Op
-	if !found {
-		var err error
-		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
-			return nil, false, err
-		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c := m.convs[k]; c != nil {
-		return c, true, nil // another caller got there first
 	}
 	c = newConversation(m, userID, conversationID, m.opts.DefaultMode)
 	if found {
@@ -272,6 +288,40 @@ func (m *Manager) load(ctx context.Context, userID, conversationID string, creat
 	}
 	m.convs[k] = c
 	return c, true, nil
+}
+
+// fetch reads what load needs from the Store: the saved state, if found,
+// and otherwise, when create is set, the user's own ops.
+func (m *Manager) fetch(ctx context.Context, userID, conversationID string, create bool) (st ConversationState, found bool, userOps []Op, err error) {
+	if m.opts.Store != nil {
+		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
+		if err != nil {
+			return st, false, nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
+		}
+	}
+	if !found && create {
+		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
+			return st, false, nil, err
+		}
+	}
+	return st, found, userOps, nil
+}
+
+// pendingLocked returns the pending entry of k, adding it when missing.
+func (m *Manager) pendingLocked(k convKey) *pending {
+	p := m.pending[k]
+	if p == nil {
+		p = &pending{}
+		m.pending[k] = p
+	}
+	return p
+}
+
+// releaseLocked drops k's pending entry p once nothing is in flight.
+func (m *Manager) releaseLocked(k convKey, p *pending) {
+	if p.loads == 0 && p.deletes == 0 && m.pending[k] == p {
+		delete(m.pending, k)
+	}
 }
 
 // InitConversation (re)initialises a conversation's tree with mode, dropping
@@ -373,7 +423,10 @@ func (m *Manager) Conversations(ctx context.Context, userID string) ([]Conversat
 // Delete forgets a conversation, and deletes it from the Store when it
 // implements [StoreDeleter]. A run in flight finishes on its own, but is not
 // saved: the in-memory conversation is marked deleted, so that nothing
-// (a run's end, Apply, ApplyUser) writes it back to the Store.
+// (a run's end, Apply, ApplyUser) writes it back to the Store. Loads of the
+// conversation that overlap the Delete fail with an error matching
+// [ErrNotFound], so that none brings back the state it read before the
+// Store's copy was removed.
 func (m *Manager) Delete(ctx context.Context, userID, conversationID string) error {
 	k := convKey{userID, conversationID}
 	m.mu.Lock()
@@ -382,7 +435,20 @@ func (m *Manager) Delete(ctx context.Context, userID, conversationID string) err
 	if c != nil {
 		c.deleted = true
 	}
+	p := m.pendingLocked(k)
+	p.deletes++
+	p.deleted = true
 	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		p.deletes--
+		if p.deletes == 0 && m.pending[k] == p {
+			// Loads that start from now on read the Store after the row
+			// is gone.
+			delete(m.pending, k)
+		}
+		m.mu.Unlock()
+	}()
 	d, ok := m.opts.Store.(StoreDeleter)
 	if !ok {
 		return nil

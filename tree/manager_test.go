@@ -300,3 +300,78 @@ func TestForgetBeforeRunRunsOnCurrentCopy(t *testing.T) {
 		t.Errorf("saved history = %q, want %q", got, want)
 	}
 }
+
+// TestDeleteWhileLoadingStaysDeleted deletes a saved conversation while a
+// load of it from the Store is in flight: the load, which read the row
+// before it was deleted, must not put the conversation back in memory, from
+// where the next change would save it again.
+func TestDeleteWhileLoadingStaysDeleted(t *testing.T) {
+	// hold returns a hook that blocks its first call until release is
+	// closed, after telling entered.
+	hold := func(entered, release chan struct{}) func() {
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// race runs a load and a Delete of u/c that overlap, and returns
+		// the load's error.
+		race func(t *testing.T, m *Manager, store *memStore) error
+	}{
+		{"delete while the load waits for the Store", func(t *testing.T, m *Manager, store *memStore) error {
+			entered, release := make(chan struct{}), make(chan struct{})
+			store.afterLoad = hold(entered, release)
+			loadErr := make(chan error, 1)
+			go func() {
+				_, err := m.Conversation(t.Context(), "u", "c")
+				loadErr <- err
+			}()
+			<-entered
+			if err := m.Delete(t.Context(), "u", "c"); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			return <-loadErr
+		}},
+		{"load while the Store deletes", func(t *testing.T, m *Manager, store *memStore) error {
+			entered, release := make(chan struct{}), make(chan struct{})
+			store.beforeDelete = hold(entered, release)
+			delErr := make(chan error, 1)
+			go func() { delErr <- m.Delete(t.Context(), "u", "c") }()
+			<-entered
+			_, err := m.Conversation(t.Context(), "u", "c")
+			close(release)
+			if err := <-delErr; err != nil {
+				t.Fatal(err)
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			store := newMemStore()
+			if _, err := NewManager(&Options{Store: store}).Apply(ctx, "u", "c",
+				Op{Kind: OpAddBranch, BranchID: "notes", Root: true}); err != nil {
+				t.Fatal(err)
+			}
+			m := NewManager(&Options{Store: store})
+			if err := tc.race(t, m, store); !errors.Is(err, ErrNotFound) {
+				t.Errorf("load overlapping the delete: err = %v, want ErrNotFound", err)
+			}
+			if _, ok, err := m.Existing(ctx, "u", "c"); ok || err != nil {
+				t.Errorf("after delete: exists = %v, err = %v; want a deleted conversation", ok, err)
+			}
+			if list, err := m.Conversations(ctx, "u"); len(list) != 0 || err != nil {
+				t.Errorf("after delete: list = %v, err = %v", list, err)
+			}
+			if _, ok, _ := store.stored(t, "u", "c"); ok {
+				t.Error("the deleted conversation is in the Store again")
+			}
+		})
+	}
+}
