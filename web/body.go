@@ -36,7 +36,16 @@ func tooLarge(limit int64) error {
 	if limit == DefaultMaxBodyBytes {
 		return errTooLarge
 	}
-	return &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large (limit %d bytes)", limit)}
+	return &requestError{http.StatusRequestEntityTooLarge, "request body too large (limit " + sizeText(limit) + ")"}
+}
+
+// sizeText writes a size limit for people: "1 MiB" for the default,
+// bytes otherwise.
+func sizeText(limit int64) string {
+	if limit == DefaultMaxBodyBytes {
+		return "1 MiB"
+	}
+	return fmt.Sprintf("%d bytes", limit)
 }
 
 // decodeJSON decodes body, a JSON object, into dst, and checks that each

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -449,5 +450,32 @@ func TestMaxQueriesPerSocketDefault(t *testing.T) {
 		if got := h.srv.maxSocketQueries; got != DefaultMaxQueriesPerSocket {
 			t.Errorf("MaxQueriesPerSocket %d: limit %d, want %d", n, got, DefaultMaxQueriesPerSocket)
 		}
+	}
+}
+
+func TestWebSocketMessageLimit(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	conn := dialWS(t, ctx, ts, nil)
+	// message returns a query message of exactly n bytes.
+	message := func(n int) string {
+		const head, tail = `{"user_id": "alice", "conversation_id": "c1", "query_id": "q1", "query": "`, `"}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+
+	wsSend(t, ctx, conn, message(DefaultMaxBodyBytes))
+	for i := range 6 {
+		if env := decodeEnvelope(t, wsRead(t, ctx, conn)); env.Type == tools.EventError {
+			t.Fatalf("message %d for a message at the limit: error %s", i, env.Payload)
+		}
+	}
+
+	wsSend(t, ctx, conn, message(DefaultMaxBodyBytes+1))
+	_, _, err := conn.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusMessageTooBig || ce.Reason != "message too large (limit 1 MiB)" {
+		t.Fatalf("read after a message over the limit: %v, want close 1009 naming the limit", err)
 	}
 }

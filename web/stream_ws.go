@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -38,7 +39,8 @@ func (s *Server) queryWS(c *gin.Context) {
 		return
 	}
 	defer func() { _ = conn.CloseNow() }() // backstop; fails harmlessly after the Close below
-	conn.SetReadLimit(s.maxBody)
+	// readMessage enforces the limit; the library's stays as a backstop.
+	conn.SetReadLimit(s.maxBody + 1)
 
 	// The socket's lifetime is this handler's: ctx ends when the reader
 	// fails (the client closed) or the handler returns.
@@ -83,7 +85,7 @@ func (ws *wsSession) send(ctx context.Context, env tools.Envelope) {
 // readLoop reads query messages until the socket fails or ctx ends.
 func (ws *wsSession) readLoop(ctx context.Context) {
 	for {
-		typ, data, err := ws.conn.Read(ctx)
+		typ, data, err := ws.readMessage(ctx)
 		if err != nil {
 			var ce websocket.CloseError
 			if !errors.As(err, &ce) && ctx.Err() == nil {
@@ -115,6 +117,28 @@ func (ws *wsSession) readLoop(ctx context.Context) {
 		}
 		ws.wg.Go(func() { ws.runQuery(ctx, m) })
 	}
+}
+
+// readMessage reads one message of at most the body limit. A larger one
+// ends the socket with status 1009 (message too big) and a reason naming
+// the limit: the WebSocket form of a 413. The library's own read limit
+// would do the same, but with a reason one byte off the limit.
+func (ws *wsSession) readMessage(ctx context.Context) (websocket.MessageType, []byte, error) {
+	typ, r, err := ws.conn.Reader(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, ws.s.maxBody+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if int64(len(data)) > ws.s.maxBody {
+		reason := "message too large (limit " + sizeText(ws.s.maxBody) + ")"
+		ws.s.logger.InfoContext(ctx, "websocket message over the limit", slog.Int64("limit", ws.s.maxBody))
+		_ = ws.conn.Close(websocket.StatusMessageTooBig, reason) // the peer may be gone; the socket ends either way
+		return 0, nil, websocket.CloseError{Code: websocket.StatusMessageTooBig, Reason: reason}
+	}
+	return typ, data, nil
 }
 
 // wsText rewords body-decoding errors for a WebSocket message.
