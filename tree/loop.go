@@ -224,6 +224,11 @@ func (r *run) onePass(ctx context.Context) (done bool, err error) {
 			return false, err
 		}
 		if d.opt.isBranch() {
+			// Like a tool's status line, a branch's comes before its
+			// tree_update.
+			if s := d.opt.next.status; s != "" {
+				r.emit(tools.NewStatus(s))
+			}
 			r.treeUpdate(node, d, false)
 			node = d.opt.next
 			continue

@@ -386,3 +386,54 @@ func TestEmitOrderWithoutHoldingMu(t *testing.T) {
 		t.Errorf("emitted order differs from recorded order (-recorded +emitted):\n%s", diff)
 	}
 }
+
+// TestBranchStatusLine adds a branch with a status line: choosing the
+// branch emits it as a status event before the branch's tree_update, and
+// the line survives a reload from the Store without entering the tree JSON.
+func TestBranchStatusLine(t *testing.T) {
+	ctx := t.Context()
+	store := newMemStore()
+	m, _ := newTestManager(t, &Options{Store: store})
+	for _, op := range []Op{
+		{Kind: OpAddBranch, BranchID: "work", Description: "Work tools", Status: "Looking at work tools...", Root: true},
+		{Kind: OpRemoveTool, ToolName: "mcp_todo"},
+		{Kind: OpAddTool, ToolName: "mcp_todo", BranchID: "work"},
+	} {
+		if _, err := m.Apply(ctx, "alice", "c1", op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := m.Conversation(ctx, "alice", "c1")
+	var rec recorder
+	model := script(step{call: "work"}, step{call: "mcp_todo", args: `{"action":"list"}`},
+		step{call: "text_response", args: `{"text":"done"}`})
+	if err := c.Run(ctx, model, "list my tools", "q1", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	want := "title status tree_update status result tree_update status text tree_update completed"
+	if got := rec.types(); got != want {
+		t.Errorf("events:\n got %s\nwant %s", got, want)
+	}
+	if st := rec.payloads(tools.EventStatus); len(st) == 0 || st[0]["text"] != "Looking at work tools..." {
+		t.Errorf("status events = %v, want the branch's line first", st)
+	}
+
+	m2 := NewManager(&Options{Store: store})
+	m2.SetTools([]Placement{{Tool: gateway("todo")}})
+	c2, err := m2.Conversation(ctx, "alice", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := c2.Tree().Node("work"); !ok {
+		t.Error("the reloaded tree has no branch work")
+	} else if n.Status() != "Looking at work tools..." {
+		t.Errorf("reloaded branch status = %q", n.Status())
+	}
+	js, err := c2.Tree().MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(js), "status") || strings.Contains(string(js), "Looking at") {
+		t.Errorf("the status line leaked into the tree JSON: %s", js)
+	}
+}

@@ -13,7 +13,10 @@ type Node struct {
 	id          string
 	description string
 	instruction string
-	options     []*option
+	// status is the status line shown when the model chooses the node as a
+	// branch; "" means none. It is not part of the tree JSON.
+	status  string
+	options []*option
 }
 
 // option is one choice of a node: a tool (tool != nil), optionally followed
@@ -32,6 +35,10 @@ func (n *Node) Description() string { return n.description }
 
 // Instruction returns what the decision model is told at this node.
 func (n *Node) Instruction() string { return n.instruction }
+
+// Status returns the status line emitted when the model chooses the node as
+// a branch (a status event, before its tree_update); "" means none.
+func (n *Node) Status() string { return n.status }
 
 // OptionIDs returns the ids of the node's options, in order.
 func (n *Node) OptionIDs() []string {
@@ -58,7 +65,7 @@ func (n *Node) removeOption(i int) {
 // clone deep-copies the node and its descendants. Tools are shared.
 func (n *Node) clone() *Node {
 	c := &Node{id: n.id, description: n.description, instruction: n.instruction,
-		options: make([]*option, len(n.options))}
+		status: n.status, options: make([]*option, len(n.options))}
 	for i, o := range n.options {
 		oc := &option{id: o.id, tool: o.tool}
 		if o.next != nil {

@@ -40,6 +40,9 @@ type Op struct {
 	Instruction string `json:"instruction,omitempty"`
 	// FromBranchID is the parent of a new branch ("" means the root).
 	FromBranchID string `json:"from_branch_id,omitempty"`
+	// Status is the status line a new branch shows when the model chooses
+	// it ("" means none). It is saved with the op, not in the tree JSON.
+	Status string `json:"status,omitempty"`
 }
 
 // apply performs op on t, looking tools up in registry.
@@ -54,7 +57,7 @@ func (op Op) apply(t *Tree, registry map[string]tools.Tool) error {
 	case OpRemoveTool:
 		return t.RemoveTool(op.ToolName, op.BranchID, op.FromToolIDs, op.Root)
 	case OpAddBranch:
-		return t.AddBranch(op.BranchID, op.Description, op.Instruction, op.FromBranchID, op.Root)
+		return t.addBranch(op.BranchID, op.Description, op.Instruction, op.Status, op.FromBranchID, op.Root)
 	case OpRemoveBranch:
 		return t.RemoveBranch(op.BranchID)
 	}

@@ -265,6 +265,11 @@ func (t *Tree) pruneEmptyChains() {
 // parentID ("" or root: the root). An empty instruction gets a generic one.
 // The id must not be taken by another node or tool ([ErrExists]).
 func (t *Tree) AddBranch(id, description, instruction, parentID string, root bool) error {
+	return t.addBranch(id, description, instruction, "", parentID, root)
+}
+
+// addBranch is AddBranch with the status line the branch shows when chosen.
+func (t *Tree) addBranch(id, description, instruction, status, parentID string, root bool) error {
 	t.rendered.Store(nil)
 	if id == "" {
 		return fmt.Errorf("branch with empty id: %w", ErrInvalid)
@@ -283,7 +288,7 @@ func (t *Tree) AddBranch(id, description, instruction, parentID string, root boo
 		instruction = branchInstruction
 	}
 	parent.options = append(parent.options, &option{id: id,
-		next: &Node{id: id, description: description, instruction: instruction}})
+		next: &Node{id: id, description: description, instruction: instruction, status: status}})
 	return nil
 }
 

@@ -102,6 +102,7 @@ func (s *service) ApplyOp(ctx context.Context, userID string, op web.TreeOp) (js
 	top := tree.Op{
 		Kind: kind, ToolName: op.ToolName, BranchID: op.BranchID, FromToolIDs: op.FromToolIDs,
 		Root: op.Root, Description: op.Description, Instruction: op.Instruction, FromBranchID: op.FromBranchID,
+		Status: op.Status,
 	}
 	if kind == tree.OpAddBranch || kind == tree.OpRemoveBranch {
 		if op.ID != "" {
