@@ -112,9 +112,9 @@ func (s *Server) requireKey(c *gin.Context) {
 }
 
 // requireUser is middleware for routes under a :user_id: the key must be
-// that user's or an admin's.
+// that user's or an admin's, and the path's ids must be valid (checkID).
 func (s *Server) requireUser(c *gin.Context) {
-	if s.authorizeUser(c, c.Param("user_id")) {
+	if s.authorizeUser(c, c.Param("user_id")) && s.validPathIDs(c) {
 		c.Next()
 	}
 }

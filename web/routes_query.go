@@ -28,6 +28,9 @@ func decodeQueryBody(body []byte) (queryBody, error) {
 	if err := decodeJSON(body, &q, false, "query"); err != nil {
 		return queryBody{}, err
 	}
+	if err := checkIDs("query_id", q.QueryID); err != nil {
+		return queryBody{}, err
+	}
 	if q.QueryID == "" {
 		q.QueryID = tools.NewID()
 	}

@@ -21,7 +21,7 @@ func (s *Server) getTree(c *gin.Context) {
 		return
 	}
 	user, conv := c.Param("user_id"), c.Param("conversation_id")
-	if !s.authorizeUser(c, user) {
+	if !s.authorizeUser(c, user) || !s.validPathIDs(c) {
 		return
 	}
 	tree, err := s.deps.Trees.TreeJSON(c.Request.Context(), user, conv)
@@ -94,6 +94,10 @@ func (s *Server) treeOp(kind TreeOpKind) gin.HandlerFunc {
 			required = []string{"tool_name"}
 		}
 		if err := s.decode(c, &op, false, required...); err != nil {
+			s.fail(c, err, extra)
+			return
+		}
+		if err := checkIDs("conversation_id", op.ConversationID); err != nil {
 			s.fail(c, err, extra)
 			return
 		}

@@ -146,6 +146,9 @@ func TestRoutes(t *testing.T) {
 	}{
 		{"tree_get", "GET", "/tree/alice/c1", "", 200},
 		{"tree_get_internal_error", "GET", "/tree/alice/boom", "", 500},
+		{"tree_get_empty_user_id", "GET", "/tree//c1", "", 400},
+		{"tree_get_conversation_id_not_utf8", "GET", "/tree/alice/c%FF1", "", 400},
+		{"conversation_get_control_character", "GET", "/conversations/alice/c%0A1", "", 400},
 		{"init_user", "POST", "/init/user/alice", "", 200},
 		{"init_tree", "POST", "/init/tree/alice/c1", `{"low_memory": true, "branch_initialisation": "multi_branch"}`, 200},
 		{"init_tree_no_body", "POST", "/init/tree/alice/c1", "", 200},
@@ -157,6 +160,7 @@ func TestRoutes(t *testing.T) {
 		{"tools_add_missing_tool_name", "POST", "/tools/alice/add", `{"branch_id": "base"}`, 400},
 		{"tools_add_unknown_tool", "POST", "/tools/alice/add", `{"tool_name": "nope", "branch_id": "base"}`, 422},
 		{"tools_add_no_body", "POST", "/tools/alice/add", "", 400},
+		{"tools_add_bad_conversation_id", "POST", "/tools/alice/add", `{"tool_name": "mcp_todo", "conversation_id": "a/b"}`, 400},
 		{"tools_remove", "POST", "/tools/alice/remove", `{"tool_name": "mcp_todo", "branch_id": "base"}`, 200},
 		{"tools_add_branch", "POST", "/tools/alice/add_branch", `{"id": "search", "instruction": "Pick a search tool.", "description": "Searching", "from_branch_id": "base"}`, 200},
 		{"tools_add_branch_missing_id", "POST", "/tools/alice/add_branch", `{"instruction": "x"}`, 400},
@@ -185,6 +189,8 @@ func TestRoutes(t *testing.T) {
 		{"query_not_object", "POST", "/query/alice/c1", `["hi"]`, 400},
 		{"query_trailing_data", "POST", "/query/alice/c1", `{"query": "hi"} x`, 400},
 		{"query_busy", "POST", "/query/alice/c1", `{"query": "busy"}`, 409},
+		{"query_bad_query_id", "POST", "/query/alice/c1", `{"query": "hi", "query_id": "q\u00001"}`, 400},
+		{"query_long_conversation_id", "POST", "/query/alice/" + strings.Repeat("c", maxIDBytes+1), `{"query": "hi"}`, 400},
 		{"query_too_large", "POST", "/query/alice/c1", big, 413},
 		{"healthz", "GET", "/healthz", "", 200},
 		{"readyz", "GET", "/readyz", "", 200},
@@ -203,6 +209,72 @@ func TestRoutes(t *testing.T) {
 			}
 			checkGolden(t, tt.name, rec)
 		})
+	}
+}
+
+func TestIDs(t *testing.T) {
+	tests := []struct {
+		name, id string
+		wantErr  string
+	}{
+		{"uuid", "0b5b2a4e-3c7d-4f7e-9a51-6f1d2c3b4a59", ""},
+		{"spaces and punctuation", "my chat: 2026-11-22 (v2)", ""},
+		{"dots", "..", ""},
+		{"unicode", "café ✓ 会話", ""},
+		{"at the limit", strings.Repeat("x", maxIDBytes), ""},
+		{"empty", "", "conversation_id must not be empty"},
+		{"over the limit", strings.Repeat("x", maxIDBytes+1), "conversation_id is too long (257 bytes, limit 256)"},
+		{"invalid UTF-8", "c\xff1", "conversation_id is not valid UTF-8"},
+		{"NUL", "c\x001", "conversation_id contains a control character"},
+		{"newline", "c\n1", "conversation_id contains a control character"},
+		{"DEL", "c\x7f1", "conversation_id contains a control character"},
+		{"slash", "a/b", `conversation_id contains "/", which no path segment can hold`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkID("conversation_id", tt.id)
+			got := ""
+			if err != nil {
+				got = err.Error()
+				if status := statusOf(err); status != http.StatusBadRequest {
+					t.Errorf("status %d, want 400", status)
+				}
+			}
+			if got != tt.wantErr {
+				t.Errorf("checkID(%q) = %q, want %q", tt.id, got, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestPathIDsEchoedAsGiven(t *testing.T) {
+	h := newHarness(t, nil)
+	// Valid ids with characters that need escaping in a path come back
+	// exactly as given.
+	rec := h.do(t, "GET", "/tree/alice/caf%C3%A9%20%E2%9C%93:1", "")
+	var body struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 200 {
+		t.Fatalf("status %d, %v: %s", rec.Code, err, rec.Body)
+	}
+	if body.ConversationID != "café ✓:1" {
+		t.Errorf("conversation_id = %q, want %q", body.ConversationID, "café ✓:1")
+	}
+	// Every route with ids in its path checks them.
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/tree/alice/c%001"},
+		{"POST", "/init/user/a%0Ab"},
+		{"POST", "/init/tree/alice/c%FF"},
+		{"POST", "/tools/a%00/add"},
+		{"POST", "/query/alice/c%00"},
+		{"GET", "/conversations/%FF"},
+		{"GET", "/conversations/alice/c%00"},
+		{"DELETE", "/conversations//c1"},
+	} {
+		if rec := h.do(t, r.method, r.path, ""); rec.Code != http.StatusBadRequest {
+			t.Errorf("%s %s: status %d, want 400: %s", r.method, r.path, rec.Code, rec.Body)
+		}
 	}
 }
 

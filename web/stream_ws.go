@@ -102,6 +102,10 @@ func (ws *wsSession) readLoop(ctx context.Context) {
 			ws.send(ctx, errorEnvelope(wsText(err.Error()), m.UserID, m.ConversationID, m.QueryID))
 			continue
 		}
+		if err := checkIDs("user_id", m.UserID, "conversation_id", m.ConversationID, "query_id", m.QueryID); err != nil {
+			ws.send(ctx, errorEnvelope(err.Error(), m.UserID, m.ConversationID, m.QueryID))
+			continue
+		}
 		if !mayActFor(ws.principal, m.UserID) {
 			ws.send(ctx, errorEnvelope(forbidden(m.UserID).Error(), m.UserID, m.ConversationID, m.QueryID))
 			continue
