@@ -482,3 +482,34 @@ func TestWebSocketMessageLimit(t *testing.T) {
 		t.Fatalf("read after a message over the limit: %v, want close 1009 naming the limit", err)
 	}
 }
+
+func TestWebSocketHandshakeErrorsAreJSON(t *testing.T) {
+	h := newHarness(t, nil)
+	upgrade := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
+		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
+	tests := []struct {
+		name    string
+		headers []string
+		want    int
+	}{
+		// A plain GET, as from curl or a proxy that drops the Upgrade headers.
+		{"ws_no_upgrade", nil, http.StatusUpgradeRequired},
+		{"ws_bad_version", append(upgrade[:4:4], "Sec-WebSocket-Version", "8", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="), http.StatusBadRequest},
+		{"ws_foreign_origin", append(upgrade, "Origin", "http://evil.example"), http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := h.do(t, "GET", "/ws/query", "", tt.headers...)
+			if rec.Code != tt.want {
+				t.Errorf("status %d, want %d: %s", rec.Code, tt.want, rec.Body)
+			}
+			if got := rec.Header().Get("Content-Type"); !strings.HasPrefix(got, "application/json") {
+				t.Errorf("Content-Type %q, want JSON", got)
+			}
+			if tt.want == http.StatusUpgradeRequired && rec.Header().Get("Upgrade") != "websocket" {
+				t.Errorf("426 without Upgrade: websocket")
+			}
+			checkGolden(t, tt.name, rec)
+		})
+	}
+}

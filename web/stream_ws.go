@@ -1,12 +1,14 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,10 +34,18 @@ func (s *Server) queryWS(c *gin.Context) {
 	if _, proto := wsProtocolKey(c.Request); proto != "" {
 		opts.Subprotocols = []string{proto}
 	}
-	conn, err := websocket.Accept(c.Writer, c.Request, opts)
+	hw := &handshakeWriter{ResponseWriter: c.Writer}
+	conn, err := websocket.Accept(hw, c.Request, opts)
 	if err != nil {
-		// Accept has answered the request already.
-		s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
+		if hw.status == 0 {
+			s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
+			return
+		}
+		if hw.status < 500 { // failStatus logs the others
+			s.logger.WarnContext(c.Request.Context(), "websocket handshake refused", slog.Int("status", hw.status), slog.Any("err", err))
+		}
+		c.Writer.Header().Del("Content-Type") // Accept's text/plain
+		s.failStatus(c, hw.status, errors.New(strings.TrimSpace(hw.body.String())), nil)
 		return
 	}
 	defer func() { _ = conn.CloseNow() }() // backstop; fails harmlessly after the Close below
@@ -58,6 +68,34 @@ func (s *Server) queryWS(c *gin.Context) {
 	// The peer may be gone already; there is nobody left to tell.
 	_ = conn.Close(websocket.StatusNormalClosure, "")
 }
+
+// handshakeWriter is the response writer websocket.Accept gets. When
+// Accept refuses a handshake (no Upgrade header, a bad version, a foreign
+// Origin) it holds back the status and the plain-text message Accept
+// writes, so that queryWS answers with the API's JSON error body instead.
+// A handshake that succeeds passes through untouched, Hijack included.
+type handshakeWriter struct {
+	gin.ResponseWriter
+	status int // the refusal's status, 0 while there is none
+	body   bytes.Buffer
+}
+
+func (w *handshakeWriter) WriteHeader(code int) {
+	if code >= 400 {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *handshakeWriter) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		return w.body.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *handshakeWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
 // wsSession is one WebSocket connection. The handler's goroutine reads;
 // writeLoop owns every write; each query runs on its own goroutine. All are
