@@ -91,6 +91,8 @@ func (r *run) decisionContext(node *Node, avail []optionInfo, unavail []unavaila
 		TasksCompleted:      r.tasks,
 		PreviousErrors:      r.errs,
 		TreeCount:           fmt.Sprintf("%d/%d", r.pass, r.opts.RecursionLimit),
+		recent:              r.added,
+		envLimit:            r.opts.MaxPromptEnvironment,
 	}
 }
 

@@ -121,6 +121,9 @@ type run struct {
 	errs    []PreviousError
 	pass    int
 	emitter tools.Emitter
+	// added lists the results the query added to the environment, in
+	// order: the newest, which the decision prompt keeps whole first.
+	added []resultKey
 
 	emitFn func(tools.Envelope)
 	// emitting holds a token while an event is recorded and passed to
@@ -327,6 +330,7 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 			md = map[string]any{}
 		}
 		tagged := r.c.env.Add(name, rname, res.Objects, md)
+		r.added = append(r.added, resultKey{name, rname})
 		r.emit(tools.Event{Type: tools.EventResult, Payload: tools.ResultPayload{Type: typ, Objects: tagged, Metadata: md}})
 	}
 	r.tasks = append(r.tasks, Task{Tool: name, Inputs: args, Result: summary(res), Error: false})

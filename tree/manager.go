@@ -37,6 +37,13 @@ type Options struct {
 	StepTimeout time.Duration
 	// ModelTimeout bounds one model call. Zero: 2 minutes.
 	ModelTimeout time.Duration
+	// MaxPromptEnvironment bounds the bytes of the environment (the tool
+	// results) in a decision prompt. Over it, the prompt shows the newest
+	// results whole and the others in a short form that keeps their
+	// _REF_IDs and says how much was left out; the environment itself,
+	// saved and shown to the user, keeps everything. Zero: 64 KiB;
+	// negative: no bound.
+	MaxPromptEnvironment int
 	// Store loads and saves conversations. Nil: memory only.
 	Store Store
 	// Logger receives warnings and per-step debug logs. Nil: discarded.
@@ -121,6 +128,9 @@ func NewManager(opts *Options) *Manager {
 	}
 	if o.ModelTimeout <= 0 {
 		o.ModelTimeout = 2 * time.Minute
+	}
+	if o.MaxPromptEnvironment == 0 {
+		o.MaxPromptEnvironment = defaultMaxPromptEnvironment
 	}
 	m.logger = o.Logger
 	if m.logger == nil {

@@ -52,6 +52,11 @@ type decisionContext struct {
 	TasksCompleted      []Task                                 `json:"tasks_completed"`
 	PreviousErrors      []PreviousError                        `json:"previous_errors"`
 	TreeCount           string                                 `json:"tree_count"`
+
+	// recent lists the results the query added, oldest first, and
+	// envLimit bounds the environment's bytes; see writeEnvironment.
+	recent   []resultKey
+	envLimit int
 }
 
 type nodeInfo struct {
@@ -225,7 +230,7 @@ func (dc *decisionContext) encode() ([]byte, error) {
 		return nil, err
 	}
 	b.WriteString(`,"environment":`)
-	if err := writeJSON(&b, dc.Environment); err != nil {
+	if err := writeEnvironment(&b, dc.Environment, dc.recent, dc.envLimit); err != nil {
 		return nil, err
 	}
 	b.WriteString(`,"tasks_completed":`)
@@ -242,20 +247,14 @@ func (dc *decisionContext) encode() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeJSON appends v marshalled; nil slices and maps become [] and {}.
+// writeJSON appends v marshalled; a nil slice becomes [].
 func writeJSON(b *bytes.Buffer, v any) error {
 	out, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	switch string(out) {
-	case "null":
-		switch v.(type) {
-		case map[string]map[string][]tools.EnvEntry:
-			out = []byte("{}")
-		default:
-			out = []byte("[]")
-		}
+	if string(out) == "null" {
+		out = []byte("[]")
 	}
 	b.Write(out)
 	return nil
