@@ -3,6 +3,7 @@ package tree
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -67,4 +68,42 @@ func BenchmarkTreeJSON(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkConversation measures looking up a conversation that is in
+// memory, the first step of GET /tree: one conversation again and again,
+// and 10,000 in turn from parallel goroutines.
+func BenchmarkConversation(b *testing.B) {
+	ctx := context.Background()
+	m := NewManager(&Options{Store: newMemStore()})
+	m.SetTools(gateways(5))
+	ids := make([]string, 10_000)
+	for i := range ids {
+		ids[i] = fmt.Sprint("c", i)
+		if _, err := m.Conversation(ctx, "u", ids[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("same", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := m.Conversation(ctx, "u", ids[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("many_parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		var next atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(next.Add(1_000))
+			for pb.Next() {
+				i++
+				if _, err := m.Conversation(ctx, "u", ids[i%len(ids)]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
