@@ -165,8 +165,11 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	})
 
 	// Open routes.
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
+	// Probes also answer HEAD, which load balancers and uptime checkers use.
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		e.Handle(method, "/healthz", s.healthz)
+		e.Handle(method, "/readyz", s.readyz)
+	}
 	e.GET("/ui/*filepath", s.uiAsset)
 	e.HEAD("/ui/*filepath", s.uiAsset)
 	// The page shell is open; its JSON needs the user's key (checked inside).

@@ -193,6 +193,8 @@ func TestRoutes(t *testing.T) {
 		{"query_long_conversation_id", "POST", "/query/alice/" + strings.Repeat("c", maxIDBytes+1), `{"query": "hi"}`, 400},
 		{"query_too_large", "POST", "/query/alice/c1", big, 413},
 		{"healthz", "GET", "/healthz", "", 200},
+		{"healthz_head", "HEAD", "/healthz", "", 200},
+		{"readyz_head", "HEAD", "/readyz", "", 200},
 		{"readyz", "GET", "/readyz", "", 200},
 		{"no_route", "GET", "/nope", "", 404},
 		{"method_not_allowed", "PUT", "/healthz", "", 405},
