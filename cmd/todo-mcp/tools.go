@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -192,12 +193,6 @@ func newMCPServer(st store, opts *serverOptions) *mcpserver.MCPServer {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := mcpserver.NewMCPServer("todo-mcp", version,
-		mcpserver.WithToolCapabilities(false),
-		mcpserver.WithOutputSchemaValidation(),
-		mcpserver.WithInstructions("A todo list. Create todos with create_todo, find them with list_todos or search_todos, change or complete them with update_todo (status completed), and remove them with delete_todo. Dates are YYYY-MM-DD."),
-		mcpserver.WithToolHandlerMiddleware(recoverMiddleware(o.Logger)),
-	)
 	tools := todoTools(&handlers{store: st, logger: o.Logger})
 	if o.FaultTools {
 		tools = append(tools, mcpserver.ServerTool{Tool: faultTool(), Handler: faultHandler(o.Exit)})
@@ -205,6 +200,41 @@ func newMCPServer(st store, opts *serverOptions) *mcpserver.MCPServer {
 	for i := range tools {
 		tools[i].Handler = closedArgs(tools[i].Tool, tools[i].Handler)
 	}
+	s := mcpserver.NewMCPServer("todo-mcp", version,
+		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithOutputSchemaValidation(),
+		mcpserver.WithInstructions("A todo list. Create todos with create_todo, find them with list_todos or search_todos, change or complete them with update_todo (status completed), and remove them with delete_todo. Dates are YYYY-MM-DD."),
+		mcpserver.WithToolHandlerMiddleware(recoverMiddleware(o.Logger)),
+		mcpserver.WithToolFilter(inOrder(tools)),
+	)
 	s.AddTools(tools...)
 	return s
+}
+
+// inOrder returns a tool filter that lists tools in the order of tools:
+// the order a person reads them in (create, list, update, search, delete),
+// which DESIGN.md's examples show. mcp-go sorts tools/list by name before
+// it applies filters, so the filter is where that order can be restored.
+func inOrder(tools []mcpserver.ServerTool) mcpserver.ToolFilterFunc {
+	rank := make(map[string]int, len(tools))
+	for i, t := range tools {
+		rank[t.Tool.Name] = i
+	}
+	return func(_ context.Context, listed []mcp.Tool) []mcp.Tool {
+		out := slices.Clone(listed)
+		slices.SortStableFunc(out, func(a, b mcp.Tool) int {
+			ra, oka := rank[a.Name]
+			rb, okb := rank[b.Name]
+			switch {
+			case oka && okb:
+				return cmp.Compare(ra, rb)
+			case oka:
+				return -1
+			case okb:
+				return 1
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		return out
+	}
 }

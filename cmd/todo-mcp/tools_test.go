@@ -28,6 +28,31 @@ func listedTools(t *testing.T, opts *serverOptions) map[string]mcp.Tool {
 	return out
 }
 
+// TestListOrder: tools/list gives the tools in the order a person reads
+// them (DESIGN.md's examples), not mcp-go's alphabetical order; the fault
+// tool comes last.
+func TestListOrder(t *testing.T) {
+	for _, tt := range []struct {
+		opts *serverOptions
+		want string
+	}{
+		{nil, "create_todo list_todos update_todo search_todos delete_todo"},
+		{&serverOptions{FaultTools: true}, "create_todo list_todos update_todo search_todos delete_todo fault"},
+	} {
+		res, err := newTestClient(t, tt.opts).ListTools(t.Context(), mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		if got := strings.Join(names, " "); got != tt.want {
+			t.Errorf("tools/list order = %s, want %s", got, tt.want)
+		}
+	}
+}
+
 // schemaOf returns the listed input schema of tool as a generic map.
 func schemaOf(t *testing.T, tool mcp.Tool) map[string]any {
 	t.Helper()
