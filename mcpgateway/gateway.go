@@ -137,13 +137,21 @@ func (g *Gateway) Description() string {
 func describe(cfg ServerConfig, names []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "MCP server '%s' (%s) - provides access to multiple tools", cfg.Name, cfg.Transport)
+	// sentence starts a new sentence, ending the previous one with a
+	// period unless it already ends like a sentence (a configured
+	// description often does).
+	sentence := func(s string) {
+		if !strings.HasSuffix(b.String(), ".") && !strings.HasSuffix(b.String(), "!") && !strings.HasSuffix(b.String(), "?") {
+			b.WriteByte('.')
+		}
+		b.WriteByte(' ')
+		b.WriteString(s)
+	}
 	if d := strings.TrimSpace(cfg.Description); d != "" {
-		b.WriteString(". ")
-		b.WriteString(d)
+		sentence(d)
 	}
 	if len(names) > 0 {
-		b.WriteString(". Tools: ")
-		b.WriteString(strings.Join(names, ", "))
+		sentence("Tools: " + strings.Join(names, ", "))
 	}
 	return b.String()
 }

@@ -114,6 +114,25 @@ func TestGatewayDescribesItself(t *testing.T) {
 	}
 }
 
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		desc  string
+		names []string
+		want  string
+	}{
+		{"", nil, "MCP server 's' (http) - provides access to multiple tools"},
+		{"", []string{"a", "b"}, "MCP server 's' (http) - provides access to multiple tools. Tools: a, b"},
+		{"Todo things", []string{"a"}, "MCP server 's' (http) - provides access to multiple tools. Todo things. Tools: a"},
+		{" A todo list. ", []string{"a"}, "MCP server 's' (http) - provides access to multiple tools. A todo list. Tools: a"},
+		{"Really?", nil, "MCP server 's' (http) - provides access to multiple tools. Really?"},
+	}
+	for _, tt := range tests {
+		if got := describe(ServerConfig{Name: "s", Transport: TransportHTTP, Description: tt.desc}, tt.names); got != tt.want {
+			t.Errorf("describe(%q, %v) = %q, want %q", tt.desc, tt.names, got, tt.want)
+		}
+	}
+}
+
 func TestListKeepsRawSchemaAndExecuteEnforcesIt(t *testing.T) {
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)

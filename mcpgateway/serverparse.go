@@ -139,7 +139,10 @@ func (sp *serverParse) finish() {
 	if s.Transport == TransportStdio && hasKey(sp.fieldOff, "url") {
 		p.warnAt(sp.fieldOff["url"], sp.name, "url ignored: the server uses stdio")
 	}
-	if s.Transport != TransportStdio && (sp.command != nil || sp.script != nil) {
+	// An unknown type is an error of its own (Validate): no warning about
+	// what that type would ignore.
+	remote := s.Transport == TransportHTTP || s.Transport == TransportSSE
+	if remote && (sp.command != nil || sp.script != nil) {
 		p.warnAt(sp.fieldOff[""], sp.name, "command ignored: the server uses %s", s.Transport)
 	}
 

@@ -147,6 +147,15 @@ func TestParseWarnings(t *testing.T) {
 	if cfg := parseOK(t, `{"other": {}}`, nil); len(cfg.Warnings) != 2 || !strings.Contains(cfg.Warnings[1], "no servers") {
 		t.Errorf("warnings for a file without servers = %q", cfg.Warnings)
 	}
+	// An unknown type is reported once, as the error; no warning about
+	// the command that type would not use.
+	cfg, err := Parse("mcp.json", []byte(`{"servers": {"a": {"type": "bogus", "command": "x"}}}`), nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown type "bogus"`) {
+		t.Errorf("unknown type: err = %v", err)
+	}
+	if cfg != nil && len(cfg.Warnings) > 0 {
+		t.Errorf("unknown type also warns: %q", cfg.Warnings)
+	}
 }
 
 func TestEnvFileFromConfig(t *testing.T) {
