@@ -36,7 +36,7 @@ var idPrefix = map[EventType]string{
 func NewEnvelope(ev Event, userID, conversationID, queryID string) (Envelope, error) {
 	payload := []byte("{}")
 	if ev.Payload != nil {
-		b, err := json.Marshal(ev.Payload)
+		b, err := Marshal(ev.Payload)
 		if err != nil {
 			return Envelope{}, err
 		}

@@ -69,7 +69,7 @@ func (p *eventPrinter) print(env tools.Envelope) {
 		p.failed = true
 	}
 	if p.json {
-		b, err := json.Marshal(env)
+		b, err := tools.Marshal(env)
 		if err != nil {
 			p.logger.Error("marshal event", "err", err)
 			return
@@ -89,15 +89,18 @@ func (p *eventPrinter) print(env tools.Envelope) {
 		}
 		_, _ = fmt.Fprintln(p.w, line)
 	case tools.EventResult:
-		objs, _ := pl["objects"].([]any)
-		_, _ = fmt.Fprintf(p.w, "▦ %v result: %d object(s)\n", pl["type"], len(objs))
-		for i, o := range objs {
+		// The objects stay raw so they print in the server's key order.
+		var res struct {
+			Objects []json.RawMessage `json:"objects"`
+		}
+		_ = json.Unmarshal(env.Payload, &res)
+		_, _ = fmt.Fprintf(p.w, "▦ %v result: %d object(s)\n", pl["type"], len(res.Objects))
+		for i, o := range res.Objects {
 			if i == 5 {
-				_, _ = fmt.Fprintf(p.w, "    … %d more\n", len(objs)-5)
+				_, _ = fmt.Fprintf(p.w, "    … %d more\n", len(res.Objects)-5)
 				break
 			}
-			b, _ := json.Marshal(o)
-			_, _ = fmt.Fprintf(p.w, "    %s\n", truncate(string(b), 200))
+			_, _ = fmt.Fprintf(p.w, "    %s\n", truncate(string(o), 200))
 		}
 	case tools.EventSelfHealingError:
 		_, _ = fmt.Fprintf(p.w, "! %v: %v\n", pl["error_message"], pl["feedback"])

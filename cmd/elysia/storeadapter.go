@@ -78,7 +78,7 @@ func (a treeStore) Save(ctx context.Context, st tree.ConversationState, events [
 	raw := make([]json.RawMessage, len(events))
 	queryID := ""
 	for i, ev := range events {
-		if raw[i], err = json.Marshal(ev); err != nil {
+		if raw[i], err = tools.Marshal(ev); err != nil {
 			return err
 		}
 		queryID = ev.QueryID

@@ -1,0 +1,25 @@
+package tools
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestMarshalKeepsHTMLCharacters(t *testing.T) {
+	env := Envelope{Type: EventSelfHealingError, ID: "err-1", Payload: json.RawMessage(`{"feedback":"/priority: must be <= 5 & > 0"}`)}
+	got, err := Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"self_healing_error","id":"err-1","user_id":"","conversation_id":"","query_id":"","payload":{"feedback":"/priority: must be <= 5 & > 0"}}`
+	if string(got) != want {
+		t.Errorf("Marshal =\n%s\nwant\n%s", got, want)
+	}
+	p, err := NewEnvelope(Event{Type: EventText, Payload: map[string]string{"text": "a<b"}}, "u", "c", "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.Payload) != `{"text":"a<b"}` {
+		t.Errorf("NewEnvelope payload = %s", p.Payload)
+	}
+}
