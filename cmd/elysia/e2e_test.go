@@ -859,7 +859,10 @@ func TestEveryRoute(t *testing.T) {
 	found := false
 	for _, c := range body["conversations"].([]any) {
 		if get(c, "conversation_id") == "c2" {
-			found = get(c, "title") == "say hello" && get(c, "updated_at") != nil
+			// DESIGN.md's form: RFC 3339, UTC, to the second.
+			at, _ := get(c, "updated_at").(string)
+			_, err := time.Parse("2006-01-02T15:04:05Z", at)
+			found = get(c, "title") == "say hello" && err == nil
 		}
 	}
 	if !found {

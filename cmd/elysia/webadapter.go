@@ -163,10 +163,29 @@ func (s *service) List(ctx context.Context, userID string) (any, error) {
 	if err != nil {
 		return nil, webErr(err)
 	}
-	if list == nil {
-		list = []tree.ConversationInfo{}
+	out := make([]conversationEntry, len(list))
+	for i, c := range list {
+		out[i] = conversationEntry{ConversationID: c.ConversationID, Title: c.Title, UpdatedAt: wireTime(c.UpdatedAt)}
 	}
-	return list, nil
+	return out, nil
+}
+
+// conversationEntry is one element of GET /conversations/:user.
+type conversationEntry struct {
+	ConversationID string `json:"conversation_id"`
+	Title          string `json:"title"`
+	UpdatedAt      string `json:"updated_at"`
+}
+
+// wireTime formats t as DESIGN.md's examples do, RFC 3339 in UTC to the
+// second ("2026-11-22T10:00:00Z"): the same instant reads the same whether
+// it comes from memory (nanoseconds) or the store (microseconds). The zero
+// time, a conversation never saved, is "".
+func wireTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // savedConversation is the body of GET /conversations/:user/:conv.
@@ -177,7 +196,7 @@ type savedConversation struct {
 	History        []tree.Message      `json:"history"`
 	Tree           json.RawMessage     `json:"tree"`
 	Events         []json.RawMessage   `json:"events"`
-	UpdatedAt      any                 `json:"updated_at"`
+	UpdatedAt      string              `json:"updated_at"`
 	Environment    any                 `json:"environment"`
 	Queries        []map[string]string `json:"queries"`
 }
@@ -196,7 +215,7 @@ func (s *service) Get(ctx context.Context, userID, convID string) (any, error) {
 	st := c.State()
 	out := savedConversation{
 		ConversationID: convID, Title: st.Title, InitMode: string(st.InitMode),
-		History: nonNil(st.History), UpdatedAt: st.UpdatedAt, Environment: st.Environment,
+		History: nonNil(st.History), UpdatedAt: wireTime(st.UpdatedAt), Environment: st.Environment,
 		Events: []json.RawMessage{}, Queries: []map[string]string{},
 	}
 	if out.Tree, err = marshalTree(c.Tree()); err != nil {
