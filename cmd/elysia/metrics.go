@@ -10,14 +10,15 @@ import (
 )
 
 // gatewayMetrics turns the gateways' observations into Prometheus metrics:
-// calls by server and status, their latency, and each server's circuit
-// state. It implements mcpgateway.Observer; its methods only touch
-// Prometheus' own goroutine-safe values, so they never block.
+// calls by server and status, and their latency. It implements
+// mcpgateway.Observer; its methods only touch Prometheus' own
+// goroutine-safe values, so they never block. Circuit state is not
+// observed here but read at scrape time (gatewayCollector), so every
+// configured server has a series from the start and a removed one none.
 type gatewayMetrics struct {
 	calls    *prometheus.CounterVec
 	failures *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	circuit  *prometheus.GaugeVec
 }
 
 var _ mcpgateway.Observer = (*gatewayMetrics)(nil)
@@ -44,12 +45,8 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 			Help:    "Duration of MCP tool calls, by server.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"server"}),
-		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "elysia_mcp_circuit_state",
-			Help: "Circuit breaker state by server: 0 closed, 1 half-open, 2 open.",
-		}, []string{"server"}),
 	}
-	reg.MustRegister(m.calls, m.failures, m.latency, m.circuit)
+	reg.MustRegister(m.calls, m.failures, m.latency)
 	return m
 }
 
@@ -62,18 +59,19 @@ func (m *gatewayMetrics) ObserveCall(server, _ string, status string, d time.Dur
 	m.latency.WithLabelValues(server).Observe(d.Seconds())
 }
 
-// ObserveCircuit records a circuit state change.
-func (m *gatewayMetrics) ObserveCircuit(server, state string) {
-	m.circuit.WithLabelValues(server).Set(circuitValue[state])
-}
+// ObserveCircuit does nothing: gatewayCollector reads the circuit state of
+// every configured server at scrape time.
+func (m *gatewayMetrics) ObserveCircuit(string, string) {}
 
 // gatewayCollector reports, at scrape time, each configured server's live
-// session and child process, read from the gateways' status snapshots.
+// session, child process, state and circuit state, read from the gateways'
+// status snapshots.
 type gatewayCollector struct {
 	disc     *discovery.Discovery
 	sessions *prometheus.Desc
 	children *prometheus.Desc
 	state    *prometheus.Desc
+	circuit  *prometheus.Desc
 }
 
 func newGatewayCollector(d *discovery.Discovery) *gatewayCollector {
@@ -82,6 +80,7 @@ func newGatewayCollector(d *discovery.Discovery) *gatewayCollector {
 		sessions: prometheus.NewDesc("elysia_mcp_sessions", "Live MCP sessions by server (0 or 1).", []string{"server"}, nil),
 		children: prometheus.NewDesc("elysia_mcp_child_processes", "Running stdio child processes by server (0 or 1).", []string{"server"}, nil),
 		state:    prometheus.NewDesc("elysia_mcp_server_state", "1 for the state each configured server is in.", []string{"server", "state"}, nil),
+		circuit:  prometheus.NewDesc("elysia_mcp_circuit_state", "Circuit breaker state by server: 0 closed, 1 half-open, 2 open.", []string{"server"}, nil),
 	}
 }
 
@@ -89,6 +88,7 @@ func (c *gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.sessions
 	ch <- c.children
 	ch <- c.state
+	ch <- c.circuit
 }
 
 func (c *gatewayCollector) Collect(ch chan<- prometheus.Metric) {
@@ -105,5 +105,6 @@ func (c *gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.GaugeValue, live, st.Name)
 		ch <- prometheus.MustNewConstMetric(c.children, prometheus.GaugeValue, child, st.Name)
 		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, st.Name, string(st.State))
+		ch <- prometheus.MustNewConstMetric(c.circuit, prometheus.GaugeValue, circuitValue[st.Circuit.State], st.Name)
 	}
 }

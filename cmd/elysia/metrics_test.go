@@ -16,21 +16,17 @@ import (
 	"github.com/elysia-go/elysia/tree"
 )
 
-func TestGatewayMetricsCountCallsAndCircuit(t *testing.T) {
+func TestGatewayMetricsCountCalls(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newGatewayMetrics(reg)
 	m.ObserveCall("todo", "create_todo", mcpgateway.CallSuccess, 3*time.Millisecond)
 	m.ObserveCall("todo", "create_todo", mcpgateway.CallTimeout, time.Second)
-	m.ObserveCircuit("todo", mcpgateway.CircuitOpen)
 
 	if got := testutil.ToFloat64(m.calls.WithLabelValues("todo", "success")); got != 1 {
 		t.Errorf("success calls = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(m.failures.WithLabelValues("todo")); got != 1 {
 		t.Errorf("failures = %v, want 1 (a timeout is a failure)", got)
-	}
-	if got := testutil.ToFloat64(m.circuit.WithLabelValues("todo")); got != 2 {
-		t.Errorf("circuit = %v, want 2 (open)", got)
 	}
 	if n := testutil.CollectAndCount(m.latency); n != 1 {
 		t.Errorf("latency series = %d, want 1", n)
@@ -61,6 +57,9 @@ func TestGatewayCollectorFollowsARealServer(t *testing.T) {
 	reg.MustRegister(newGatewayCollector(d))
 
 	want := `
+# HELP elysia_mcp_circuit_state Circuit breaker state by server: 0 closed, 1 half-open, 2 open.
+# TYPE elysia_mcp_circuit_state gauge
+elysia_mcp_circuit_state{server="todo"} 0
 # HELP elysia_mcp_child_processes Running stdio child processes by server (0 or 1).
 # TYPE elysia_mcp_child_processes gauge
 elysia_mcp_child_processes{server="todo"} 0
@@ -68,8 +67,9 @@ elysia_mcp_child_processes{server="todo"} 0
 # TYPE elysia_mcp_sessions gauge
 elysia_mcp_sessions{server="todo"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "elysia_mcp_sessions", "elysia_mcp_child_processes"); err != nil {
-		t.Fatalf("before the first call (lazy: nothing spawned):\n%v", err)
+	gauges := []string{"elysia_mcp_sessions", "elysia_mcp_child_processes", "elysia_mcp_circuit_state"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), gauges...); err != nil {
+		t.Fatalf("before the first call (lazy: nothing spawned, the circuit already shown):\n%v", err)
 	}
 
 	g, _ := d.Gateway("todo")
@@ -77,7 +77,8 @@ elysia_mcp_sessions{server="todo"} 0
 		t.Fatal(err)
 	}
 	want = strings.ReplaceAll(want, `"todo"} 0`, `"todo"} 1`)
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "elysia_mcp_sessions", "elysia_mcp_child_processes"); err != nil {
+	want = strings.ReplaceAll(want, `elysia_mcp_circuit_state{server="todo"} 1`, `elysia_mcp_circuit_state{server="todo"} 0`)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), gauges...); err != nil {
 		t.Fatalf("after a call:\n%v", err)
 	}
 	if got := testutil.ToFloat64(metrics.calls.WithLabelValues("todo", mcpgateway.CallSuccess)); got != 1 {
