@@ -215,7 +215,7 @@ func (g *Gateway) unavailableLocked() error {
 	case g.cfg.Unresolved != "":
 		return g.serverErr("unavailable", fmt.Errorf("%w: %s", ErrUnavailable, g.cfg.Unresolved))
 	case g.state == StateFailed && g.opts.Now().Before(g.retryAt):
-		return g.serverErr("unavailable", fmt.Errorf("%w: crashed %d times within %v, retrying at %s: %s",
+		return g.serverErr("unavailable", fmt.Errorf("%w: down %d times within %v (failed connects or sessions that died), retrying at %s: %s",
 			ErrUnavailable, g.opts.CrashLoopDeaths, g.opts.CrashLoopWindow, g.retryAt.Format(time.RFC3339), g.lastErr))
 	}
 	return nil
