@@ -280,23 +280,32 @@ func (p *planner) answer() choice {
 }
 
 // answerText summarises the run: the last tool result, else the last
-// error, else what could have been used.
+// error, else what could have been used. A result reached only after the
+// planner changed the inputs says so, and why: a value the user gave may
+// have been left out or clamped.
 func (p *planner) answerText() string {
+	lastErr := ""
+	if n := len(p.d.PreviousErrors); n > 0 {
+		e := p.d.PreviousErrors[n-1]
+		lastErr = e.ErrorMessage
+		if e.Feedback != "" && e.Feedback != lastErr {
+			lastErr += " (" + e.Feedback + ")"
+		}
+	}
 	for i := len(p.d.TasksCompleted) - 1; i >= 0; i-- {
 		t := p.d.TasksCompleted[i]
 		if t.Inputs[gatewayAction] != actionExecute || t.Error {
 			continue
 		}
 		name, _ := t.Inputs[gatewayToolName].(string)
-		return fmt.Sprintf("%s Ran %s of %s: %s", Prefix, name, t.Tool, capText(p.resultText(t, name)))
-	}
-	if n := len(p.d.PreviousErrors); n > 0 {
-		e := p.d.PreviousErrors[n-1]
-		msg := e.ErrorMessage
-		if e.Feedback != "" && e.Feedback != msg {
-			msg += " (" + e.Feedback + ")"
+		text := fmt.Sprintf("%s Ran %s of %s: %s", Prefix, name, t.Tool, capText(p.resultText(t, name)))
+		if lastErr != "" {
+			text += fmt.Sprintf("\n(The first attempt was refused: %s; the inputs were adjusted, so check the result.)", capText(lastErr))
 		}
-		return fmt.Sprintf("%s %s failed: %s", Prefix, e.Tool, capText(msg))
+		return text
+	}
+	if lastErr != "" {
+		return fmt.Sprintf("%s %s failed: %s", Prefix, p.d.PreviousErrors[len(p.d.PreviousErrors)-1].Tool, capText(lastErr))
 	}
 	return fmt.Sprintf("%s no tool matched your request; available: %s", Prefix, p.available())
 }

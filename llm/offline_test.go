@@ -183,7 +183,7 @@ func TestOfflineRuns(t *testing.T) {
 	}{
 		{"todo create", `create a todo titled "Buy milk" with priority=2`, []fakeServer{todo},
 			[]call{listCall("mcp_todo"), execCall("mcp_todo", "create_todo", map[string]any{"title": "Buy milk", "priority": 2.0})},
-			"Buy milk", ""},
+			"Buy milk", "refused"},
 		{"everything echo", `echo message="hi"`, []fakeServer{everything},
 			[]call{listCall("mcp_everything"), execCall("mcp_everything", "echo", map[string]any{"message": "hi"})},
 			"Echo: hi", "_REF_ID"},
@@ -197,7 +197,7 @@ func TestOfflineRuns(t *testing.T) {
 			[]call{listCall("mcp_todo"),
 				execCall("mcp_todo", "create_todo", map[string]any{"title": "Buy milk", "priority": 9.0}),
 				execCall("mcp_todo", "create_todo", map[string]any{"title": "Buy milk"})},
-			"Buy milk", ""},
+			"The first attempt was refused: invalid tool_inputs for create_todo (/priority: must be <= 5); the inputs were adjusted", ""},
 		{"nothing matches", `what is the weather in Paris`, []fakeServer{todo},
 			[]call{listCall("mcp_todo")},
 			"no tool matched your request; available: create_todo, list_todos", ""},
