@@ -29,6 +29,11 @@ var ErrInvalidInput = errors.New("invalid input")
 // unavailable (a server whose circuit is open). It maps to 503.
 var ErrUnavailable = errors.New("unavailable")
 
+// errWriteTimeout is the cause of a WebSocket write's ctx ending because
+// the write missed Options.StreamWriteTimeout, which tells it apart from
+// the session ending.
+var errWriteTimeout = errors.New("stream write timed out")
+
 // requestError is an error web itself finds in a request (bad JSON, a
 // missing field, a missing key); its message is shown to the client as is.
 type requestError struct {

@@ -96,3 +96,12 @@ func errorEnvelope(text, userID, convID, queryID string) tools.Envelope {
 		userID, convID, queryID) // a StatusPayload always marshals
 	return env
 }
+
+// logWriteTimeout reports a stream ended because a write to its client
+// missed the write timeout: the client stopped reading but kept its
+// connection open.
+func (s *Server) logWriteTimeout(ctx context.Context, stream, userID, convID, queryID string) {
+	s.logger.WarnContext(ctx, "stream write timed out: client stopped reading; ending the stream",
+		slog.String("stream", stream), slog.String("user_id", userID), slog.String("conversation_id", convID),
+		slog.String("query_id", queryID), slog.Duration("timeout", s.writeTimeout))
+}

@@ -17,6 +17,10 @@ import (
 // heartbeat when Options.Heartbeat is zero.
 const DefaultHeartbeat = 15 * time.Second
 
+// DefaultStreamWriteTimeout bounds each write to a query stream when
+// Options.StreamWriteTimeout is zero.
+const DefaultStreamWriteTimeout = 30 * time.Second
+
 // DefaultMaxQueriesPerSocket is how many queries may run at once on one
 // WebSocket when Options.MaxQueriesPerSocket is zero.
 const DefaultMaxQueriesPerSocket = 4
@@ -56,6 +60,18 @@ type Options struct {
 	// Heartbeat is the idle interval after which streams get a heartbeat
 	// (an SSE comment, a WebSocket ping). Zero means DefaultHeartbeat.
 	Heartbeat time.Duration
+	// StreamWriteTimeout bounds each write to a query stream: every event
+	// (SSE and WebSocket) and every SSE heartbeat; a WebSocket ping is
+	// bounded by its wait for the pong instead (twice Heartbeat, at least
+	// 5 s). The HTTP server sets no write timeout, since streams are long,
+	// so without this a client that stops reading but keeps its connection
+	// open would block its stream once the socket buffers fill, and keep
+	// its run, and so its conversation, busy until TCP gives up. A write
+	// that misses the deadline ends the stream as a client disconnecting
+	// does: the SSE stream's run is cancelled, or the WebSocket closes and
+	// every query running on it is cancelled. Zero or less means
+	// DefaultStreamWriteTimeout (30 s).
+	StreamWriteTimeout time.Duration
 	// MaxBodyBytes limits request bodies and WebSocket messages. Zero means
 	// DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
@@ -88,6 +104,8 @@ type Server struct {
 	engine    *gin.Engine
 	// maxSocketQueries is Options.MaxQueriesPerSocket, defaulted.
 	maxSocketQueries int
+	// writeTimeout is Options.StreamWriteTimeout, defaulted.
+	writeTimeout time.Duration
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -123,6 +141,9 @@ func New(deps Deps, opts *Options) *Server {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultHeartbeat
 	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -141,6 +162,7 @@ func New(deps Deps, opts *Options) *Server {
 		origins:   append([]string(nil), o.WebSocketOrigins...),
 
 		maxSocketQueries: o.MaxQueriesPerSocket,
+		writeTimeout:     o.StreamWriteTimeout,
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s

@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -18,8 +20,8 @@ import (
 // The status line is sent with the first envelope, so a run refused before
 // it starts (a busy conversation, even after the 30 s wait) still gets a
 // JSON error with its status code; later failures arrive as an error event.
-// Heartbeats start once the stream has. The client going
-// away cancels the run.
+// Heartbeats start once the stream has. The client going away, or a write
+// missing Options.StreamWriteTimeout, cancels the run.
 func (s *Server) querySSE(c *gin.Context) {
 	user, conv := c.Param("user_id"), c.Param("conversation_id")
 	body, err := readBody(c.Writer, c.Request, s.maxBody)
@@ -35,27 +37,42 @@ func (s *Server) querySSE(c *gin.Context) {
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
 	r := s.startRun(ctx, user, conv, q.QueryID, q.Query)
-	w := &sseWriter{w: c.Writer}
+	w := newSSEWriter(c.Writer, s.writeTimeout)
+	// stop ends the stream after a failed write, as the client going away
+	// does. A write that timed out is a client that stopped reading.
+	stopped := false
+	stop := func(err error) {
+		if stopped {
+			return
+		}
+		stopped = true
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.logWriteTimeout(ctx, "sse", user, conv, q.QueryID)
+		}
+		cancel()
+	}
 	sentError := false
-	send := func(env tools.Envelope) bool {
+	send := func(env tools.Envelope) {
 		sentError = sentError || env.Type == tools.EventError
-		return w.event(env) == nil
+		if err := w.event(env); err != nil {
+			stop(err)
+		}
 	}
 	timer := time.NewTimer(s.heartbeat)
 	defer timer.Stop()
 	for {
 		select {
 		case env := <-r.events:
-			if !send(env) {
-				cancel()
-			}
+			send(env)
 			timer.Reset(s.heartbeat)
 		case <-timer.C:
 			// No heartbeat before the run's first event: until then the
 			// query may still be waiting for its conversation, and a refusal
 			// must keep its 409.
-			if w.started && w.ping() != nil {
-				cancel()
+			if w.started {
+				if err := w.ping(); err != nil {
+					stop(err)
+				}
 			}
 			timer.Reset(s.heartbeat)
 		case err := <-r.done:
@@ -69,7 +86,7 @@ func (s *Server) querySSE(c *gin.Context) {
 			}
 			if err == nil || ctx.Err() != nil {
 				if !w.started {
-					w.start()
+					_ = w.write(nil) // the stream ends here whether or not its headers get out
 				}
 				return
 			}
@@ -85,26 +102,34 @@ func (s *Server) querySSE(c *gin.Context) {
 	}
 }
 
-// sseWriter writes an event stream. It is used by one goroutine.
+// sseWriter writes an event stream, each write within a deadline. It is
+// used by one goroutine.
 type sseWriter struct {
-	w       gin.ResponseWriter
+	w gin.ResponseWriter
+	// rc sets write deadlines on, and flushes, the connection under w. It
+	// controls the writer gin wraps, because gin's Flush drops the error.
+	rc      *http.ResponseController
+	timeout time.Duration
 	started bool
+	// err is the first failed write's error: every later write returns it
+	// without touching the connection.
+	err error
 }
 
-// start sends the stream's headers.
-func (w *sseWriter) start() {
-	w.started = true
-	h := w.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx would otherwise hold events back
-	w.w.WriteHeader(http.StatusOK)
-	w.w.Flush()
+func newSSEWriter(w gin.ResponseWriter, timeout time.Duration) *sseWriter {
+	var under http.ResponseWriter = w
+	if u, ok := w.(interface{ Unwrap() http.ResponseWriter }); ok {
+		under = u.Unwrap()
+	}
+	return &sseWriter{w: w, rc: http.NewResponseController(under), timeout: timeout}
 }
 
 // event writes one envelope as a "data:" message. An envelope's JSON has
 // no raw newlines, so one data line suffices.
 func (w *sseWriter) event(env tools.Envelope) error {
+	if w.err != nil { // the drain after a failure must not marshal every event
+		return w.err
+	}
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err
@@ -115,13 +140,48 @@ func (w *sseWriter) event(env tools.Envelope) error {
 // ping writes a heartbeat comment, which EventSource clients ignore.
 func (w *sseWriter) ping() error { return w.write([]byte(": ping\n\n")) }
 
+// write sends b, preceded by the stream's headers if they have not gone
+// yet, and flushes, all within the write timeout. A nil b sends only the
+// headers.
 func (w *sseWriter) write(b []byte) error {
-	if !w.started {
-		w.start()
+	if w.err != nil {
+		return w.err
 	}
-	if _, err := w.w.Write(b); err != nil {
+	w.err = w.setDeadline(time.Now().Add(w.timeout))
+	if w.err == nil {
+		w.err = w.send(b)
+	}
+	// The deadline must not outlive the write: the stream may idle until
+	// its next event, and a kept-alive connection serves later requests.
+	if err := w.setDeadline(time.Time{}); w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+func (w *sseWriter) send(b []byte) error {
+	if !w.started {
+		w.started = true
+		h := w.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no") // nginx would otherwise hold events back
+		w.w.WriteHeader(http.StatusOK)
+		w.w.WriteHeaderNow()
+	}
+	if len(b) > 0 {
+		if _, err := w.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return w.rc.Flush()
+}
+
+// setDeadline sets the connection's write deadline. A writer that has none
+// (httptest.ResponseRecorder) writes without one.
+func (w *sseWriter) setDeadline(t time.Time) error {
+	if err := w.rc.SetWriteDeadline(t); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
-	w.w.Flush()
 	return nil
 }

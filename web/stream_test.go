@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"go.uber.org/goleak"
 
 	"github.com/elysia-go/elysia/tools"
 )
@@ -511,5 +515,103 @@ func TestWebSocketHandshakeErrorsAreJSON(t *testing.T) {
 			}
 			checkGolden(t, tt.name, rec)
 		})
+	}
+}
+
+// stallWait bounds the wait for a stalled client's stream to end: its
+// socket buffers must fill first.
+const stallWait = 20 * time.Second
+
+// TestStalledClientEndsStream checks that a client that stops reading but
+// keeps its connection open cannot hold its run, and so its conversation:
+// the first write that misses the write timeout ends the stream and
+// cancels the run, as a disconnect does, and is logged once.
+func TestStalledClientEndsStream(t *testing.T) {
+	tests := []struct {
+		name string
+		// stall starts a "flood" query qs on alice/c1 with request id
+		// rid-stall, and never reads its stream.
+		stall func(t *testing.T, ctx context.Context, ts *httptest.Server)
+	}{
+		{"sse", func(t *testing.T, ctx context.Context, ts *httptest.Server) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "tcp", ts.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = conn.Close() }) // runs before ts.Close, which waits for the handler
+			const body = `{"query": "flood", "query_id": "qs"}`
+			req := "POST /query/alice/c1 HTTP/1.1\r\nHost: elysia.test\r\nContent-Type: application/json\r\n" +
+				requestIDHeader + ": rid-stall\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"websocket", func(t *testing.T, ctx context.Context, ts *httptest.Server) {
+			conn := dialWS(t, ctx, ts, &websocket.DialOptions{HTTPHeader: http.Header{requestIDHeader: {"rid-stall"}}})
+			wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qs", "query": "flood"}`)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leaks := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, leaks) }) // the first cleanup registered runs last
+			h := newHarness(t, &Options{StreamWriteTimeout: 100 * time.Millisecond})
+			ts := startServer(t, h)
+			ctx, cancel := context.WithTimeout(t.Context(), stallWait)
+			defer cancel()
+
+			tt.stall(t, ctx, ts)
+			for _, step := range []struct {
+				what string
+				ch   <-chan string
+			}{{"start", h.runner.started}, {"be cancelled", h.runner.cancelled}} {
+				select {
+				case got := <-step.ch:
+					if got != "qs" {
+						t.Fatalf("run %q, want qs", got)
+					}
+				case <-ctx.Done():
+					t.Fatalf("the stalled client's run did not %s within %v", step.what, stallWait)
+				}
+			}
+
+			// The conversation is free again: a query on it runs.
+			msgs := readSSE(t, postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "hi", "query_id": "qn"}`))
+			if env := decodeEnvelope(t, msgs[len(msgs)-1]); env.Type != tools.EventCompleted {
+				t.Errorf("query after the stall ended with %s %s, want completed", env.Type, env.Payload)
+			}
+
+			ts.Close() // waits for the stalled stream's handler, so its log is complete
+			var warned []map[string]any
+			for line := range strings.Lines(h.logs.String()) {
+				var rec map[string]any
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				if msg, _ := rec["msg"].(string); strings.HasPrefix(msg, "stream write timed out") {
+					warned = append(warned, rec)
+				}
+			}
+			if len(warned) != 1 {
+				t.Fatalf("logged the timeout %d times, want once:\n%s", len(warned), h.logs)
+			}
+			want := map[string]any{"level": "WARN", "stream": tt.name, "request_id": "rid-stall",
+				"user_id": "alice", "conversation_id": "c1", "query_id": "qs", "timeout": float64(100 * time.Millisecond)}
+			for k, v := range want {
+				if warned[0][k] != v {
+					t.Errorf("log %s = %v, want %v", k, warned[0][k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestStreamWriteTimeoutDefault(t *testing.T) {
+	for _, d := range []time.Duration{0, -1} {
+		h := newHarness(t, &Options{StreamWriteTimeout: d})
+		if got := h.srv.writeTimeout; got != DefaultStreamWriteTimeout {
+			t.Errorf("StreamWriteTimeout %v: timeout %v, want %v", d, got, DefaultStreamWriteTimeout)
+		}
 	}
 }

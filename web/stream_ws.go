@@ -27,7 +27,8 @@ const minPingTimeout = 5 * time.Second
 // queries may run at once over one socket. A message for a user the key may
 // not act for, or one over that limit, gets an error event, and the socket
 // stays open. After each idle heartbeat interval the server sends a ping.
-// Closing the socket cancels every query running on it.
+// Closing the socket cancels every query running on it, and so does a
+// write that misses Options.StreamWriteTimeout, which closes the socket.
 func (s *Server) queryWS(c *gin.Context) {
 	principal := c.GetString(principalKey)
 	opts := &websocket.AcceptOptions{OriginPatterns: s.origins}
@@ -257,11 +258,7 @@ func (ws *wsSession) writeLoop(ctx context.Context, cancel context.CancelFunc) {
 		case <-ctx.Done():
 			return
 		case env := <-ws.out:
-			b, err := json.Marshal(env)
-			if err == nil {
-				err = ws.conn.Write(ctx, websocket.MessageText, b)
-			}
-			if err != nil {
+			if err := ws.write(ctx, env); err != nil {
 				cancel()
 				return
 			}
@@ -276,4 +273,23 @@ func (ws *wsSession) writeLoop(ctx context.Context, cancel context.CancelFunc) {
 		}
 		timer.Reset(ws.s.heartbeat)
 	}
+}
+
+// write sends env within the write timeout. A write that misses it closes
+// the socket (the library closes it when a write's ctx ends), and so ends
+// the session.
+func (ws *wsSession) write(ctx context.Context, env tools.Envelope) error {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeoutCause(ctx, ws.s.writeTimeout, errWriteTimeout)
+	defer cancel()
+	err = ws.conn.Write(wctx, websocket.MessageText, b)
+	// The closed socket may end the session, and so ctx, before Write
+	// returns; the cause says which came first.
+	if err != nil && errors.Is(context.Cause(wctx), errWriteTimeout) {
+		ws.s.logWriteTimeout(ctx, "websocket", env.UserID, env.ConversationID, env.QueryID)
+	}
+	return err
 }
