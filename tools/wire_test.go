@@ -23,3 +23,16 @@ func TestMarshalKeepsHTMLCharacters(t *testing.T) {
 		t.Errorf("NewEnvelope payload = %s", p.Payload)
 	}
 }
+
+func TestObjectKeepsOrder(t *testing.T) {
+	got, err := Marshal(Object{{"error", ""}, {"b", 1}, {"a", Object{{"z", "<"}, {"y", nil}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"error":"","b":1,"a":{"z":"<","y":null}}`; string(got) != want {
+		t.Errorf("Marshal(Object) = %s, want %s", got, want)
+	}
+	if _, err := Marshal(Object{{"f", func() {}}}); err == nil {
+		t.Error("an unmarshallable member gave no error")
+	}
+}

@@ -95,13 +95,13 @@ func publicMessage(ctx context.Context, status int, err error) string {
 // fail answers a JSON request with err mapped to its status and message,
 // merged with the extra fields of the route's body (so a failed tree request
 // still carries "tree": {}). 5xx details are logged here, once.
-func (s *Server) fail(c *gin.Context, err error, extra gin.H) {
+func (s *Server) fail(c *gin.Context, err error, extra object) {
 	s.failStatus(c, statusOf(err), err, extra)
 }
 
 // failServer is fail for the MCP server routes, where an unclassified error
 // is a failure of the server behind the gateway (502), not of this service.
-func (s *Server) failServer(c *gin.Context, err error, extra gin.H) {
+func (s *Server) failServer(c *gin.Context, err error, extra object) {
 	status := statusOf(err)
 	if status == http.StatusInternalServerError {
 		status = http.StatusBadGateway
@@ -109,15 +109,11 @@ func (s *Server) failServer(c *gin.Context, err error, extra gin.H) {
 	s.failStatus(c, status, err, extra)
 }
 
-func (s *Server) failStatus(c *gin.Context, status int, err error, extra gin.H) {
+func (s *Server) failStatus(c *gin.Context, status int, err error, extra object) {
 	ctx := c.Request.Context()
 	if status >= 500 {
 		s.logger.ErrorContext(ctx, "request failed", slog.Int("status", status), slog.String("route", c.FullPath()), slog.Any("err", err))
 	}
-	body := gin.H{}
-	for k, v := range extra {
-		body[k] = v
-	}
-	body["error"] = publicMessage(ctx, status, err)
-	c.AbortWithStatusJSON(status, body)
+	c.Abort()
+	writeJSON(c, status, append(object{kv("error", publicMessage(ctx, status, err))}, extra...))
 }

@@ -13,13 +13,13 @@ var emptyList = []struct{}{}
 func (s *Server) listConversations(c *gin.Context) {
 	list, err := s.deps.Conversations.List(c.Request.Context(), c.Param("user_id"))
 	if err != nil {
-		s.fail(c, err, gin.H{"conversations": emptyList})
+		s.fail(c, err, object{kv("conversations", emptyList)})
 		return
 	}
 	if list == nil {
 		list = emptyList
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "conversations": list})
+	writeJSON(c, http.StatusOK, ok(kv("conversations", list)))
 }
 
 // getConversation serves GET /conversations/:user_id/:conversation_id.
@@ -27,34 +27,34 @@ func (s *Server) getConversation(c *gin.Context) {
 	conv := c.Param("conversation_id")
 	got, err := s.deps.Conversations.Get(c.Request.Context(), c.Param("user_id"), conv)
 	if err != nil {
-		s.fail(c, err, gin.H{"conversation_id": conv, "conversation": nil})
+		s.fail(c, err, object{kv("conversation_id", conv), kv("conversation", nil)})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "conversation_id": conv, "conversation": got})
+	writeJSON(c, http.StatusOK, ok(kv("conversation_id", conv), kv("conversation", got)))
 }
 
 // deleteConversation serves DELETE /conversations/:user_id/:conversation_id.
 func (s *Server) deleteConversation(c *gin.Context) {
 	conv := c.Param("conversation_id")
 	if err := s.deps.Conversations.Delete(c.Request.Context(), c.Param("user_id"), conv); err != nil {
-		s.fail(c, err, gin.H{"conversation_id": conv})
+		s.fail(c, err, object{kv("conversation_id", conv)})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "conversation_id": conv})
+	writeJSON(c, http.StatusOK, ok(kv("conversation_id", conv)))
 }
 
 // listServers serves GET /api/servers.
 func (s *Server) listServers(c *gin.Context) {
 	st, err := s.deps.Servers.Servers(c.Request.Context())
 	if err != nil {
-		s.fail(c, err, gin.H{"servers": emptyList})
+		s.fail(c, err, object{kv("servers", emptyList)})
 		return
 	}
 	servers := st.Servers
 	if servers == nil {
 		servers = emptyList
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "config_file": st.ConfigFile, "config_error": st.ConfigError, "servers": servers})
+	writeJSON(c, http.StatusOK, ok(kv("config_file", st.ConfigFile), kv("config_error", st.ConfigError), kv("servers", servers)))
 }
 
 // serverList serves POST /api/servers/:name/list, the gateway's list
@@ -62,10 +62,10 @@ func (s *Server) listServers(c *gin.Context) {
 func (s *Server) serverList(c *gin.Context) {
 	res, err := s.deps.Servers.List(c.Request.Context(), c.Param("name"))
 	if err != nil {
-		s.failServer(c, err, gin.H{"result": nil})
+		s.failServer(c, err, object{kv("result", nil)})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "result": res})
+	writeJSON(c, http.StatusOK, ok(kv("result", res)))
 }
 
 // executeBody is the body of POST /api/servers/:name/execute.
@@ -79,7 +79,7 @@ type executeBody struct {
 func (s *Server) serverExecute(c *gin.Context) {
 	var body executeBody
 	if err := s.decode(c, &body, false, "tool_name"); err != nil {
-		s.fail(c, err, gin.H{"result": nil})
+		s.fail(c, err, object{kv("result", nil)})
 		return
 	}
 	if body.ToolInputs == nil {
@@ -87,8 +87,8 @@ func (s *Server) serverExecute(c *gin.Context) {
 	}
 	res, err := s.deps.Servers.Execute(c.Request.Context(), c.Param("name"), body.ToolName, body.ToolInputs)
 	if err != nil {
-		s.failServer(c, err, gin.H{"result": nil})
+		s.failServer(c, err, object{kv("result", nil)})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "result": res})
+	writeJSON(c, http.StatusOK, ok(kv("result", res)))
 }

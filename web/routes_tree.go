@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // emptyObject is sent for "tree" and "config" when a request fails, as
@@ -26,7 +28,7 @@ func (s *Server) getTree(c *gin.Context) {
 	}
 	tree, err := s.deps.Trees.TreeJSON(c.Request.Context(), user, conv)
 	if err != nil {
-		s.fail(c, err, gin.H{"conversation_id": conv, "tree": emptyObject})
+		s.fail(c, err, object{kv("conversation_id", conv), kv("tree", emptyObject)})
 		return
 	}
 	writeTree(c, conv, tree)
@@ -42,7 +44,7 @@ type initTreeBody struct {
 // initTree serves POST /init/tree/:user_id/:conversation_id.
 func (s *Server) initTree(c *gin.Context) {
 	conv := c.Param("conversation_id")
-	extra := gin.H{"conversation_id": conv, "tree": emptyObject}
+	extra := object{kv("conversation_id", conv), kv("tree", emptyObject)}
 	var body initTreeBody
 	if err := s.decode(c, &body, true); err != nil {
 		s.fail(c, err, extra)
@@ -60,13 +62,13 @@ func (s *Server) initTree(c *gin.Context) {
 func (s *Server) initUser(c *gin.Context) {
 	existed, config, err := s.deps.Users.InitUser(c.Request.Context(), c.Param("user_id"))
 	if err != nil {
-		s.fail(c, err, gin.H{"user_exists": false, "config": emptyObject})
+		s.fail(c, err, object{kv("user_exists", false), kv("config", emptyObject)})
 		return
 	}
 	if config == nil {
 		config = emptyObject
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "user_exists": existed, "config": config})
+	writeJSON(c, http.StatusOK, ok(kv("user_exists", existed), kv("config", config)))
 }
 
 // availableTools serves GET /tools/available.
@@ -74,19 +76,19 @@ func (s *Server) availableTools(c *gin.Context) {
 	c.Header("Cache-Control", "no-cache")
 	list, err := s.deps.Catalog.AvailableTools(c.Request.Context())
 	if err != nil {
-		s.fail(c, err, gin.H{"tools": emptyObject})
+		s.fail(c, err, object{kv("tools", emptyObject)})
 		return
 	}
 	if list == nil {
 		list = emptyObject
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "tools": list})
+	writeJSON(c, http.StatusOK, ok(kv("tools", list)))
 }
 
 // treeOp serves POST /tools/:user_id/<kind>.
 func (s *Server) treeOp(kind TreeOpKind) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		extra := gin.H{"tree": emptyObject}
+		extra := object{kv("tree", emptyObject)}
 		var op TreeOp
 		var required []string
 		switch kind {
@@ -139,7 +141,7 @@ func writeTree(c *gin.Context, conv string, tree json.RawMessage) {
 	head := make([]byte, 0, len(conv)+48)
 	head = append(head, '{')
 	if conv != "" {
-		id, _ := json.Marshal(conv) // a string always marshals
+		id, _ := tools.Marshal(conv) // a string always marshals
 		head = append(head, `"conversation_id":`...)
 		head = append(head, id...)
 		head = append(head, ',')

@@ -221,16 +221,16 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 }
 
 func (s *Server) healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"error": "", "status": "ok"})
+	writeJSON(c, http.StatusOK, ok(kv("status", "ok")))
 }
 
 func (s *Server) readyz(c *gin.Context) {
 	if s.ready != nil {
 		if err := s.ready(c.Request.Context()); err != nil {
 			s.logger.WarnContext(c.Request.Context(), "not ready", slog.Any("err", err))
-			c.JSON(http.StatusServiceUnavailable, gin.H{"error": "not ready", "status": "not_ready"})
+			writeJSON(c, http.StatusServiceUnavailable, object{kv("error", "not ready"), kv("status", "not_ready")})
 			return
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"error": "", "status": "ready"})
+	writeJSON(c, http.StatusOK, ok(kv("status", "ready")))
 }

@@ -407,3 +407,30 @@ func TestNewPanicsOnNilDependency(t *testing.T) {
 	}()
 	New(Deps{}, nil)
 }
+
+// TestBodiesAsInTheAppendix compares raw bytes, not decoded JSON: "error"
+// comes first as in DESIGN.md's examples, and "<=" is not escaped.
+func TestBodiesAsInTheAppendix(t *testing.T) {
+	h := newHarness(t, nil)
+	tests := []struct {
+		method, path, body string
+		wantStatus         int
+		want               string // the body, or its prefix when it ends in "…"
+	}{
+		{"POST", "/api/servers/todo/execute", `{"tool_name": "create_todo", "tool_inputs": {"priority": 9}}`, 422,
+			`{"error":"invalid tool_inputs for create_todo: missing property 'title'; /priority: must be <= 5","result":null}`},
+		{"GET", "/api/servers", "", 200, `{"error":"","config_file":"mcp.json","config_error":"","servers":…`},
+		{"POST", "/init/user/alice", "", 200, `{"error":"","user_exists":…`},
+		{"GET", "/conversations/alice", "", 200, `{"error":"","conversations":…`},
+		{"GET", "/healthz", "", 200, `{"error":"","status":"ok"}`},
+		{"GET", "/conversations/alice/nope", "", 404, `{"error":…`},
+	}
+	for _, tt := range tests {
+		rec := h.do(t, tt.method, tt.path, tt.body)
+		got := rec.Body.String()
+		prefix, isPrefix := strings.CutSuffix(tt.want, "…")
+		if rec.Code != tt.wantStatus || (isPrefix && !strings.HasPrefix(got, prefix)) || (!isPrefix && got != tt.want) {
+			t.Errorf("%s %s = %d %s\nwant %d %s", tt.method, tt.path, rec.Code, got, tt.wantStatus, tt.want)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -130,7 +129,7 @@ func (w *sseWriter) event(env tools.Envelope) error {
 	if w.err != nil { // the drain after a failure must not marshal every event
 		return w.err
 	}
-	b, err := json.Marshal(env)
+	b, err := tools.Marshal(env)
 	if err != nil {
 		return err
 	}

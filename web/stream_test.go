@@ -134,10 +134,14 @@ func TestSSEAndWebSocketCarryIdenticalEnvelopes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 
+	// Byte for byte as in DESIGN.md's appendix: "<= 5", not "\u003c= 5".
 	var want []string
 	for _, env := range appendixEnvelopes("alice", "c1", "q1") {
-		b, _ := json.Marshal(env)
+		b, _ := tools.Marshal(env)
 		want = append(want, string(b))
+	}
+	if !strings.Contains(strings.Join(want, "\n"), `"feedback":"/priority: must be <= 5"`) {
+		t.Fatalf("the expected envelopes escape HTML:\n%s", strings.Join(want, "\n"))
 	}
 
 	sse := readSSE(t, postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "add Buy milk", "query_id": "q1"}`))

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -279,7 +278,7 @@ func (ws *wsSession) writeLoop(ctx context.Context, cancel context.CancelFunc) {
 // the socket (the library closes it when a write's ctx ends), and so ends
 // the session.
 func (ws *wsSession) write(ctx context.Context, env tools.Envelope) error {
-	b, err := json.Marshal(env)
+	b, err := tools.Marshal(env)
 	if err != nil {
 		return err
 	}

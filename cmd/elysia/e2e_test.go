@@ -740,6 +740,9 @@ func TestEveryRoute(t *testing.T) {
 			t.Errorf("/tools/available lacks %s: %v", name, get(body, "tools", name))
 		}
 	}
+	if got, want := objectKeys(t, raw, "tools"), []string{"text_response", "cited_summarize", "mcp_todo"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("/tools/available order = %v, want %v (built-ins, then gateways)", got, want)
+	}
 	if got, want := objectKeys(t, raw, "tools", "mcp_todo", "inputs"), []string{"action", "tool_name", "tool_inputs"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("mcp_todo inputs = %v, want %v", got, want)
 	}

@@ -123,10 +123,14 @@ func (s *service) ApplyOp(ctx context.Context, userID string, op web.TreeOp) (js
 	return marshalTree(t)
 }
 
+// AvailableTools returns {"<name>": <tool info>, ...} in the Manager's
+// order (the built-ins, then the gateways as configured), which a map
+// would lose.
 func (s *service) AvailableTools(context.Context) (any, error) {
-	out := map[string]tree.ToolInfo{}
-	for _, ti := range s.trees.AvailableTools() {
-		out[ti.Name] = ti
+	infos := s.trees.AvailableTools()
+	out := make(tools.Object, len(infos))
+	for i, ti := range infos {
+		out[i] = tools.Member{Key: ti.Name, Value: ti}
 	}
 	return out, nil
 }
