@@ -72,38 +72,61 @@ func BenchmarkTreeJSON(b *testing.B) {
 
 // BenchmarkConversation measures looking up a conversation that is in
 // memory, the first step of GET /tree: one conversation again and again,
-// and 10,000 in turn from parallel goroutines.
+// 10,000 in turn from parallel goroutines, and those with the rest of GET
+// /tree (the tree's JSON, cached). "full" bounds the conversations in
+// memory to those 10,000, so that every lookup of the parallel kinds finds
+// its conversation among the least recently used.
 func BenchmarkConversation(b *testing.B) {
 	ctx := context.Background()
-	m := NewManager(&Options{Store: newMemStore()})
-	m.SetTools(gateways(5))
 	ids := make([]string, 10_000)
 	for i := range ids {
 		ids[i] = fmt.Sprint("c", i)
-		if _, err := m.Conversation(ctx, "u", ids[i]); err != nil {
-			b.Fatal(err)
-		}
 	}
-	b.Run("same", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := m.Conversation(ctx, "u", ids[0]); err != nil {
+	for _, bc := range []struct {
+		prefix string
+		bound  int
+	}{{"", 0}, {"full/", len(ids)}} {
+		m := NewManager(&Options{Store: newMemStore(), MaxConversations: bc.bound})
+		m.SetTools(gateways(5))
+		for _, id := range ids {
+			if _, err := m.Conversation(ctx, "u", id); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
-	b.Run("many_parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		var next atomic.Int64
-		b.RunParallel(func(pb *testing.PB) {
-			i := int(next.Add(1_000))
-			for pb.Next() {
-				i++
-				if _, err := m.Conversation(ctx, "u", ids[i%len(ids)]); err != nil {
-					b.Error(err)
-					return
+		b.Run(bc.prefix+"same", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.Conversation(ctx, "u", ids[0]); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
-	})
+		parallel := func(b *testing.B, get func(c *Conversation) error) {
+			b.ReportAllocs()
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1_000))
+				for pb.Next() {
+					i++
+					c, err := m.Conversation(ctx, "u", ids[i%len(ids)])
+					if err == nil {
+						err = get(c)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		b.Run(bc.prefix+"many_parallel", func(b *testing.B) {
+			parallel(b, func(*Conversation) error { return nil })
+		})
+		b.Run(bc.prefix+"get_tree_parallel", func(b *testing.B) {
+			parallel(b, func(c *Conversation) error {
+				_, err := c.Tree().MarshalJSON()
+				return err
+			})
+		})
+	}
 }

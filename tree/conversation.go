@@ -60,20 +60,32 @@ type ConversationInfo struct {
 // by [Manager.Conversation] and safe for concurrent use; [Conversation.Run]
 // runs one query at a time.
 type Conversation struct {
-	m      *Manager
+	m *Manager
+
+	// mode, tree (nil: the Manager's default for mode), movedAt, ops,
+	// deleted, changes, saved, newer and older are guarded by m.mu.
+	// deleted is set by Manager.Delete; a deleted conversation is never
+	// saved again. changes counts the changes made to the conversation in
+	// memory, and saved how many of them the Store has; only a
+	// conversation with nothing unsaved may be dropped from memory.
+	// movedAt, newer and older place it in Manager.lru. m, mode, tree and
+	// movedAt, which a lookup and Tree read, come first, so that GET /tree
+	// reads the start of the conversation only.
+	mode    InitMode
+	tree    *Tree
+	movedAt uint64
+	ops     []Op
+	deleted bool
+	changes uint64
+	saved   uint64
+	newer   *Conversation
+	older   *Conversation
+
 	userID string
 	id     string
 	sem    chan struct{} // holds a token while a query runs
 	saving chan struct{} // holds a token while c is saved or deleted in the Store
 	env    tools.Environment
-
-	// mode, tree (nil: the Manager's default for mode), ops and deleted
-	// are guarded by m.mu. deleted is set by Manager.Delete; a deleted
-	// conversation is never saved again.
-	mode    InitMode
-	tree    *Tree
-	ops     []Op
-	deleted bool
 
 	// mu guards title, history, queries and updated.
 	mu      sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -173,6 +174,8 @@ type memStore struct {
 	// to hold a load or a delete in flight.
 	afterLoad    func()
 	beforeDelete func()
+	// failSaves makes Save fail while it is set.
+	failSaves atomic.Bool
 }
 
 var (
@@ -202,6 +205,9 @@ func (s *memStore) Load(_ context.Context, user, conv string) (ConversationState
 func (s *memStore) Save(_ context.Context, st ConversationState, events []tools.Envelope) error {
 	if s.beforeSave != nil {
 		s.beforeSave(st)
+	}
+	if s.failSaves.Load() {
+		return errors.New("mem store: save failed")
 	}
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -241,4 +247,21 @@ func (s *memStore) stored(t *testing.T, user, conv string) (st ConversationState
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return st, ok, len(s.events[user+"/"+conv])
+}
+
+// runBlocked starts a query on c whose model waits to answer, and returns
+// once the model has been called; finish lets it answer and returns the
+// query's error.
+func runBlocked(t *testing.T, c *Conversation) (finish func() error) {
+	t.Helper()
+	model := script(step{call: "text_response", args: `{"text":"late"}`})
+	model.block = make(chan struct{})
+	model.entered = make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(t.Context(), model, "slow", "", nil) }()
+	<-model.entered
+	return func() error {
+		close(model.block)
+		return <-done
+	}
 }

@@ -9,9 +9,9 @@ func (m *Manager) Existing(ctx context.Context, userID, conversationID string) (
 }
 
 // Forget drops the in-memory copy of a conversation that is not running a
-// query, so that the next access loads it from the Store again. With several
-// replicas sharing one database, a replica calls it before serving a
-// conversation another replica may have changed.
+// query and has nothing unsaved, so that the next access loads it from the
+// Store again. With several replicas sharing one database, a replica calls
+// it before serving a conversation another replica may have changed.
 //
 // Forget reads the query token (c.sem) under m.mu, and Run, once it holds
 // the token, checks under m.mu that its conversation is still the
@@ -25,7 +25,7 @@ func (m *Manager) Forget(userID, conversationID string) {
 	k := convKey{userID, conversationID}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := m.convs[k]; c != nil && len(c.sem) == 0 {
-		delete(m.convs, k)
+	if c := m.convs[k]; c != nil && c.idleLocked() {
+		m.dropLocked(k, c)
 	}
 }

@@ -387,18 +387,21 @@ func (r *run) snapshotEvents() []tools.Envelope {
 	return append([]tools.Envelope(nil), r.events...)
 }
 
-// commit adds the query and its answer to the conversation's history.
+// commit adds the query and its answer to the conversation's history, and
+// counts the query (and its results in the environment) as a change to
+// save.
 func (r *run) commit() {
 	r.mu.Lock()
 	answer := strings.Join(r.texts, "\n\n")
 	r.mu.Unlock()
 	c := r.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.history = append(c.history, Message{Role: "user", Content: r.query})
 	if answer != "" {
 		c.history = append(c.history, Message{Role: "assistant", Content: answer})
 	}
 	c.queries++
 	c.updated = time.Now().UTC()
+	c.mu.Unlock()
+	c.m.changed(c)
 }

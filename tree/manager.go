@@ -44,6 +44,12 @@ type Options struct {
 	// saved and shown to the user, keeps everything. Zero: 64 KiB;
 	// negative: no bound.
 	MaxPromptEnvironment int
+	// MaxConversations bounds the conversations kept in memory when Store
+	// is set. Over it, the least recently used idle ones (no query
+	// running, every change saved) are dropped from memory, and loaded
+	// again from the Store when next used. Zero: 50,000; negative: no
+	// bound. Without a Store, nothing is dropped.
+	MaxConversations int
 	// Store loads and saves conversations. Nil: memory only.
 	Store Store
 	// Logger receives warnings and per-step debug logs. Nil: discarded.
@@ -63,15 +69,17 @@ type Options struct {
 type Manager struct {
 	opts   Options
 	logger *slog.Logger
+	slack  uint64 // see lruSlack
 
-	// mu guards placements, registry, defaults, convs, userOps, userLocks,
-	// pending, and the mode, tree, ops and deleted flag of every
-	// Conversation.
+	// mu guards placements, registry, defaults, convs, lru, userOps,
+	// userLocks, pending, and the fields of every Conversation that say so.
 	mu         sync.Mutex
 	placements []Placement
 	registry   map[string]tools.Tool
 	defaults   map[InitMode]*Tree
 	convs      map[convKey]*Conversation
+	// lru orders convs by use when the Manager bounds them (see bounded).
+	lru lruList
 	// userOps are each user's own tree changes (see ApplyUser), loaded from
 	// the Store on first use; a nil entry means the user has none.
 	userOps map[string][]Op
@@ -90,12 +98,17 @@ type convKey struct{ user, conv string }
 // finish after the Delete: whatever it read then belongs to a deleted
 // conversation and must not be put in Manager.convs. So a Delete marks the
 // loads in flight, and the loads that start before it has removed the
-// conversation from the Store, as deleted. The entry leaves Manager.pending
-// when neither a load nor a Delete of the key is in flight.
+// conversation from the Store, as deleted. Likewise, a load may read the
+// saved state, then another load insert the conversation, which changes,
+// is saved and is dropped from memory (evicted or forgotten) before the
+// first load finishes: the drop marks the first load, which loads again.
+// The entry leaves Manager.pending when neither a load nor a Delete of the
+// key is in flight, or when the conversation is dropped.
 type pending struct {
 	loads   int  // loads in flight
 	deletes int  // Deletes in flight
 	deleted bool // a Delete overlapped the loads
+	dropped bool // the conversation was dropped from memory during the loads
 }
 
 // NewManager returns a Manager with the built-in tools and no gateway. It does
@@ -129,9 +142,13 @@ func NewManager(opts *Options) *Manager {
 	if o.ModelTimeout <= 0 {
 		o.ModelTimeout = 2 * time.Minute
 	}
+	if o.MaxConversations == 0 {
+		o.MaxConversations = defaultMaxConversations
+	}
 	if o.MaxPromptEnvironment == 0 {
 		o.MaxPromptEnvironment = defaultMaxPromptEnvironment
 	}
+	m.slack = m.lruSlack()
 	m.logger = o.Logger
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
@@ -258,38 +275,55 @@ func (m *Manager) Conversation(ctx context.Context, userID, conversationID strin
 // load returns the conversation from memory, or loads it from the Store;
 // when it exists in neither, it creates it if create is set and otherwise
 // returns ok false. A load that overlaps a Delete of the conversation fails
-// with errDeleted rather than bring it back.
+// with errDeleted rather than bring it back; one that overlaps a drop from
+// memory loads again (see pending).
 func (m *Manager) load(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok bool, err error) {
 	k := convKey{userID, conversationID}
-	m.mu.Lock()
-	c = m.convs[k]
-	var p *pending
-	if c == nil {
-		p = m.pendingLocked(k)
-		p.loads++
+	for {
+		m.mu.Lock()
+		c = m.convs[k]
+		var p *pending
+		if c != nil {
+			m.usedLocked(c)
+		} else {
+			p = m.pendingLocked(k)
+			p.loads++
+		}
+		m.mu.Unlock()
+		if c != nil {
+			return c, true, nil
+		}
+		var st ConversationState
+		var found bool
+		var userOps []Op
+		st, found, userOps, err = m.fetch(ctx, userID, conversationID, create)
+		m.mu.Lock()
+		p.loads--
+		m.releaseLocked(k, p)
+		c = m.convs[k]
+		switch {
+		case err != nil:
+			c = nil
+		case c != nil:
+			m.usedLocked(c) // another caller got there first
+			ok = true
+		case p.deleted:
+			err = fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, errDeleted)
+		case p.dropped:
+			m.mu.Unlock()
+			continue // what was read may be older than what was saved since
+		case found || create:
+			c, ok = m.insertLocked(k, found, st, userOps), true
+		}
+		m.mu.Unlock()
+		return c, ok, err
 	}
-	m.mu.Unlock()
-	if c != nil {
-		return c, true, nil
-	}
-	st, found, userOps, err := m.fetch(ctx, userID, conversationID, create)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p.loads--
-	m.releaseLocked(k, p)
-	if err != nil {
-		return nil, false, err
-	}
-	if c := m.convs[k]; c != nil {
-		return c, true, nil // another caller got there first
-	}
-	if p.deleted {
-		return nil, false, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, errDeleted)
-	}
-	if !found && !create {
-		return nil, false, nil
-	}
-	c = newConversation(m, userID, conversationID, m.opts.DefaultMode)
+}
+
+// insertLocked puts conversation k in memory, restored from st when found
+// and otherwise new, with userOps; m.mu is held.
+func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op) *Conversation {
+	c := newConversation(m, k.user, k.conv, m.opts.DefaultMode)
 	if found {
 		c.restoreLocked(st)
 	} else if len(userOps) > 0 {
@@ -297,7 +331,11 @@ func (m *Manager) load(ctx context.Context, userID, conversationID string, creat
 		c.tree = m.replayLocked(c.mode, c.ops)
 	}
 	m.convs[k] = c
-	return c, true, nil
+	if m.bounded() {
+		c.movedAt = m.lru.pushFront(c)
+		m.evictLocked(c)
+	}
+	return c
 }
 
 // fetch reads what load needs from the Store: the saved state, if found,
@@ -345,12 +383,11 @@ func (m *Manager) InitConversation(ctx context.Context, userID, conversationID s
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	if c.deleted {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("init conversation %s/%s: %w", userID, conversationID, errDeleted)
+	if c, err = m.lockCurrent(ctx, c, "init"); err != nil {
+		return nil, err
 	}
 	c.mode, c.tree, c.ops = mode, nil, nil
+	c.changes++
 	m.mu.Unlock()
 	return c, m.save(ctx, c, nil)
 }
@@ -369,10 +406,9 @@ func (m *Manager) Apply(ctx context.Context, userID, conversationID string, op O
 // applyTo performs op on c's tree and saves c. It fails with errDeleted,
 // changing nothing, when c was deleted after it was looked up.
 func (m *Manager) applyTo(ctx context.Context, c *Conversation, op Op) (*Tree, error) {
-	m.mu.Lock()
-	if c.deleted {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("apply %s to conversation %s/%s: %w", op.Kind, c.userID, c.id, errDeleted)
+	c, err := m.lockCurrent(ctx, c, "apply "+string(op.Kind)+" to")
+	if err != nil {
+		return nil, err
 	}
 	base := c.tree
 	if base == nil {
@@ -385,8 +421,33 @@ func (m *Manager) applyTo(ctx context.Context, c *Conversation, op Op) (*Tree, e
 	}
 	c.tree = t
 	c.ops = append(slices.Clip(c.ops), op)
+	c.changes++
 	m.mu.Unlock()
 	return t, m.save(ctx, c, nil)
+}
+
+// lockCurrent locks m.mu and returns the Manager's copy of c: c, or, when
+// c was dropped from memory (evicted or forgotten) after it was looked up,
+// the copy loaded again, so that a change is never made to a dropped copy
+// that the Store's is newer than. It fails with errDeleted, m.mu unlocked,
+// when the conversation was deleted.
+func (m *Manager) lockCurrent(ctx context.Context, c *Conversation, what string) (*Conversation, error) {
+	for {
+		m.mu.Lock()
+		if c.deleted {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%s conversation %s/%s: %w", what, c.userID, c.id, errDeleted)
+		}
+		if m.convs[convKey{c.userID, c.id}] == c {
+			return c, nil
+		}
+		m.mu.Unlock()
+		next, err := m.Conversation(ctx, c.userID, c.id)
+		if err != nil {
+			return nil, err
+		}
+		c = next
+	}
 }
 
 // Conversations lists a user's conversations, in memory and in the Store
@@ -444,6 +505,7 @@ func (m *Manager) Delete(ctx context.Context, userID, conversationID string) err
 	delete(m.convs, k)
 	if c != nil {
 		c.deleted = true
+		m.lru.remove(c)
 	}
 	p := m.pendingLocked(k)
 	p.deletes++
@@ -500,7 +562,7 @@ func (m *Manager) save(ctx context.Context, c *Conversation, events []tools.Enve
 	}
 	defer func() { <-c.saving }()
 	m.mu.Lock()
-	deleted := c.deleted
+	deleted, changes := c.deleted, c.changes
 	m.mu.Unlock()
 	if deleted {
 		return nil
@@ -509,7 +571,18 @@ func (m *Manager) save(ctx context.Context, c *Conversation, events []tools.Enve
 	if err := m.opts.Store.Save(ctx, st, events); err != nil {
 		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
 	}
+	m.mu.Lock()
+	// st holds at least the changes counted before it was read.
+	c.saved = max(c.saved, changes)
+	m.mu.Unlock()
 	return nil
+}
+
+// changed counts a change to c that is not saved yet.
+func (m *Manager) changed(c *Conversation) {
+	m.mu.Lock()
+	c.changes++
+	m.mu.Unlock()
 }
 
 // lock takes the token of tok, a one-slot channel used as a lock that may
