@@ -204,8 +204,14 @@ func (t *Tree) AddTool(tool tools.Tool, branchID string, fromToolIDs []string, r
 		return fmt.Errorf("add nil tool: %w", ErrInvalid)
 	}
 	name := tool.Name()
-	if _, o := t.findTool(name); o != nil {
-		return fmt.Errorf("tool %q: %w", name, ErrExists)
+	if at, o := t.findTool(name); o != nil {
+		// Adding a tool where it already is changes nothing, and says so
+		// by succeeding: the request is idempotent (DESIGN.md's example
+		// adds mcp_todo to base, where discovery has put it already).
+		if n, err := t.resolve(branchID, fromToolIDs, root, false); err == nil && n == at {
+			return nil
+		}
+		return fmt.Errorf("tool %q is already in node %q: %w", name, at.id, ErrExists)
 	}
 	if _, ok := t.Node(name); ok {
 		return fmt.Errorf("tool %q takes a branch id: %w", name, ErrExists)

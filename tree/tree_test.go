@@ -115,7 +115,8 @@ func TestTreeOperations(t *testing.T) {
 		op   func() error
 		want error
 	}{
-		{"duplicate tool", func() error { return tr.AddTool(gateway("todo"), "", nil, false) }, ErrExists},
+		{"tool where it is already", func() error { return tr.AddTool(gateway("todo"), "base", nil, false) }, nil},
+		{"tool already elsewhere", func() error { return tr.AddTool(gateway("todo"), "", []string{"text_response"}, false) }, ErrExists},
 		{"unknown branch", func() error { return tr.AddTool(gateway("x"), "nope", nil, false) }, ErrNotFound},
 		{"unknown chain", func() error { return tr.AddTool(gateway("x"), "", []string{"nope"}, false) }, ErrNotFound},
 		{"branch taking a tool name", func() error { return tr.AddBranch("mcp_todo", "", "", "", true) }, ErrExists},

@@ -757,6 +757,14 @@ func TestEveryRoute(t *testing.T) {
 	if get(body, "tree", "options", "extra", "branch") != true {
 		t.Errorf("add_branch: no branch extra in %v", get(body, "tree", "options"))
 	}
+	// DESIGN.md's example: adding mcp_todo where discovery put it changes
+	// nothing and succeeds.
+	code, body = do(t, http.MethodPost, u+"/tools/alice/add", "", map[string]any{
+		"conversation_id": "c1", "tool_name": "mcp_todo", "branch_id": "base", "from_tool_ids": []string{}})
+	wantStatus(t, "add a tool where it is", code, body, http.StatusOK)
+	if get(body, "tree", "options", "mcp_todo", "id") != "mcp_todo" {
+		t.Errorf("add a tool where it is: mcp_todo not on the root: %v", get(body, "tree", "options"))
+	}
 	// Tool names are unique in a tree: move mcp_todo from the root to extra.
 	code, body = do(t, http.MethodPost, u+"/tools/alice/add", "", map[string]any{
 		"conversation_id": "c1", "tool_name": "mcp_todo", "branch_id": "extra", "from_tool_ids": []string{}})
