@@ -314,9 +314,27 @@ func (m *Manager) load(ctx context.Context, userID, conversationID string, creat
 			continue // what was read may be older than what was saved since
 		case found || create:
 			c, ok = m.insertLocked(k, found, st, userOps), true
+			if !found {
+				// A new conversation exists from now on (GET /tree
+				// "creates the conversation"): saved, so it is listed
+				// and survives a restart like any other.
+				c.changes++
+				m.mu.Unlock()
+				m.saveNew(ctx, c)
+				return c, true, nil
+			}
 		}
 		m.mu.Unlock()
 		return c, ok, err
+	}
+}
+
+// saveNew saves a conversation just created. A failure is logged, not
+// returned: the conversation is usable in memory, is kept there while
+// unsaved, and its next change saves it again.
+func (m *Manager) saveNew(ctx context.Context, c *Conversation) {
+	if err := m.save(ctx, c, nil); err != nil {
+		m.logger.WarnContext(ctx, "save new conversation", "user", c.userID, "conversation", c.id, "err", err)
 	}
 }
 
@@ -326,9 +344,12 @@ func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, user
 	c := newConversation(m, k.user, k.conv, m.opts.DefaultMode)
 	if found {
 		c.restoreLocked(st)
-	} else if len(userOps) > 0 {
-		c.ops = slices.Clone(userOps)
-		c.tree = m.replayLocked(c.mode, c.ops)
+	} else {
+		c.updated = time.Now().UTC() // created now; c is not shared yet
+		if len(userOps) > 0 {
+			c.ops = slices.Clone(userOps)
+			c.tree = m.replayLocked(c.mode, c.ops)
+		}
 	}
 	m.convs[k] = c
 	if m.bounded() {

@@ -143,6 +143,26 @@ func TestManagerPersistence(t *testing.T) {
 	}
 }
 
+// TestNewConversationIsSaved: looking a conversation up creates it (GET
+// /tree), and a created conversation is saved at once with its creation
+// time, so that it is listed and a restart brings it back.
+func TestNewConversationIsSaved(t *testing.T) {
+	ctx := t.Context()
+	store := newMemStore()
+	m := NewManager(&Options{Store: store})
+	if _, err := m.Conversation(ctx, "u", "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := store.Load(ctx, "u", "fresh"); !found {
+		t.Fatal("a created conversation was not saved")
+	}
+	m2 := NewManager(&Options{Store: store})
+	c, ok, err := m2.Existing(ctx, "u", "fresh")
+	if err != nil || !ok || c.Info().UpdatedAt.IsZero() {
+		t.Errorf("after a restart: Existing = %v, %v; want fresh with its creation time", ok, err)
+	}
+}
+
 func TestManagerConcurrentUse(t *testing.T) {
 	ctx := t.Context()
 	m := NewManager(nil)
