@@ -2,7 +2,6 @@ package tree
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -155,7 +154,7 @@ func describe(ch choice) string {
 	if ch.name == "" {
 		return "(no function call)"
 	}
-	args, _ := json.Marshal(ch.args)
+	args, _ := tools.Marshal(ch.args)
 	return fmt.Sprintf("I call %s with %s.", ch.name, args)
 }
 

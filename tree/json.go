@@ -2,11 +2,12 @@ package tree
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // MarshalJSON renders the tree as Elysia's frontend expects it: every node and
@@ -89,16 +90,16 @@ func writeString(b *bytes.Buffer, s string) {
 		b.WriteByte('"')
 		return
 	}
-	enc, _ := json.Marshal(s) // a string always marshals
+	enc, _ := tools.Marshal(s) // a string always marshals
 	b.Write(enc)
 }
 
-// isPlain reports whether s needs no escaping in JSON (encoding/json also
-// escapes <, > and &).
+// isPlain reports whether s needs no escaping in JSON. <, > and & are
+// plain: the wire is not HTML-escaped (tools.Marshal).
 func isPlain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
 			return false
 		}
 	}

@@ -2,7 +2,6 @@ package tree
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/elysia-go/elysia/tools"
@@ -87,7 +86,7 @@ func (ti ToolInfo) MarshalJSON() ([]byte, error) {
 	writeString(&b, ti.Description)
 	b.WriteString(`,"inputs":`)
 	b.Write(in)
-	end, _ := json.Marshal(ti.End)
+	end, _ := tools.Marshal(ti.End)
 	b.WriteString(`,"end":`)
 	b.Write(end)
 	b.WriteByte('}')

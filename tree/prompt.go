@@ -2,7 +2,6 @@ package tree
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 
 	"github.com/tmc/langchaingo/llms"
@@ -97,7 +96,7 @@ func (in orderedInputs) MarshalJSON() ([]byte, error) {
 		b.WriteString(`,"description":`)
 		writeString(&b, x.Description)
 		if x.Default != nil {
-			d, err := json.Marshal(x.Default)
+			d, err := tools.Marshal(x.Default)
 			if err != nil {
 				return nil, err
 			}
@@ -192,7 +191,7 @@ func messages(instruction string, dc *decisionContext) ([]llms.MessageContent, e
 }
 
 // encode writes the context in the contract's key order. It is what
-// json.Marshal would write, built by hand because encoding/json re-compacts
+// tools.Marshal would write, built by hand because encoding/json re-compacts
 // the output of every option's inputs Marshaler, which dominated a decision
 // step with many options.
 func (dc *decisionContext) encode() ([]byte, error) {
@@ -249,7 +248,7 @@ func (dc *decisionContext) encode() ([]byte, error) {
 
 // writeJSON appends v marshalled; a nil slice becomes [].
 func writeJSON(b *bytes.Buffer, v any) error {
-	out, err := json.Marshal(v)
+	out, err := tools.Marshal(v)
 	if err != nil {
 		return err
 	}

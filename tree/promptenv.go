@@ -64,7 +64,7 @@ type promptList struct {
 }
 
 // writeEnvironment writes env, the environment of a decision context, as
-// json.Marshal would, in at most limit bytes (no bound when limit is
+// tools.Marshal would, in at most limit bytes (no bound when limit is
 // negative). recent lists the results the current query added, oldest
 // first.
 //
@@ -98,7 +98,7 @@ func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntr
 			frame += len(l.prefix) + 1 // and ]
 			size += max(len(byName[name])-1, 0)
 			for j, e := range byName[name] {
-				whole, err := json.Marshal(e)
+				whole, err := tools.Marshal(e)
 				if err != nil {
 					return err
 				}
@@ -268,14 +268,14 @@ func shortEntry(e tools.EnvEntry, whole []byte) ([]byte, error) {
 		obj["_PREVIEW"] = cut(string(whole[len(`{"objects":[`):]), previewBytes)
 	}
 	obj[truncatedKey] = note
-	md, err := json.Marshal(e.Metadata)
+	md, err := tools.Marshal(e.Metadata)
 	if err != nil {
 		return nil, err
 	}
 	if len(md) > maxShortMetadata {
 		md = fmt.Appendf(nil, `{%q:"%d bytes left out"}`, truncatedKey, len(md))
 	}
-	return json.Marshal(shortForm{Objects: []any{obj}, Metadata: md})
+	return tools.Marshal(shortForm{Objects: []any{obj}, Metadata: md})
 }
 
 // shortForm is a truncated entry or a note, keyed like a tools.EnvEntry.
@@ -293,7 +293,7 @@ func (l *promptList) note(n, size int) []byte {
 	}
 	text := fmt.Sprintf("the %d oldest results of this list, %d bytes, are left out of this prompt to keep it short: _REF_IDs %s",
 		n, size, refs)
-	out, _ := json.Marshal(shortForm{Objects: []any{map[string]string{truncatedKey: text}}, Metadata: json.RawMessage("{}")})
+	out, _ := tools.Marshal(shortForm{Objects: []any{map[string]string{truncatedKey: text}}, Metadata: json.RawMessage("{}")})
 	return out
 }
 
@@ -323,6 +323,6 @@ func quotedLen(s string) int {
 	if isPlain(s) {
 		return len(s) + 2
 	}
-	enc, _ := json.Marshal(s)
+	enc, _ := tools.Marshal(s)
 	return len(enc)
 }

@@ -46,7 +46,7 @@ func TestWriteEnvironmentUnderLimitIsJSON(t *testing.T) {
 			[3]string{"mcp_a", "list", "1"}, [3]string{"mcp_a", "list", "2"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want, err := json.Marshal(tc.env)
+			want, err := tools.Marshal(tc.env)
 			if err != nil {
 				t.Fatal(err)
 			}
