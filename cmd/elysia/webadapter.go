@@ -48,14 +48,22 @@ func webErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, tree.ErrBusy):
-		return fmt.Errorf("%w: %w", web.ErrBusy, err)
+		return categorized{web.ErrBusy, err}
 	case errors.Is(err, tree.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: %w", web.ErrNotFound, err)
+		return categorized{web.ErrNotFound, err}
 	case errors.Is(err, tree.ErrInvalid), errors.Is(err, tree.ErrExists):
-		return fmt.Errorf("%w: %w", web.ErrInvalidInput, err)
+		return categorized{web.ErrInvalidInput, err}
 	}
 	return err
 }
+
+// categorized puts err in one of web's categories (which picks the
+// status code) without changing its message: err already says "not
+// found" or "already exists", so a "not found: " prefix would say it twice.
+type categorized struct{ category, err error }
+
+func (c categorized) Error() string   { return c.err.Error() }
+func (c categorized) Unwrap() []error { return []error{c.category, c.err} }
 
 // marshalTree renders a tree's JSON. It calls MarshalJSON directly:
 // json.Marshal would validate and compact the already valid output again.
