@@ -49,9 +49,10 @@ fuzz:
 	done
 
 # Benchmarks compare like with like in one run; summarised with benchstat.
+# -p 1: one package's benchmarks at a time, or they share the 2 cores.
 bench: build test-deps
 	@mkdir -p bench
-	GIN_MODE=release $(GO) test -run '^$$' -bench . -skip '^BenchmarkConcurrentQueries$$' -benchmem -count $(BENCHCOUNT) -timeout 60m \
+	GIN_MODE=release $(GO) test -p 1 -run '^$$' -bench . -skip '^BenchmarkConcurrentQueries$$' -benchmem -count $(BENCHCOUNT) -timeout 60m \
 		./mcpgateway/ ./tree/ ./web/ ./discovery/ ./cmd/elysia/ | tee bench/latest.txt
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bench/latest.txt
 	GIN_MODE=release $(GO) test -run '^$$' -bench '^BenchmarkConcurrentQueries$$' -benchtime 1x -count 1 -timeout 15m \
