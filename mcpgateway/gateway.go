@@ -36,8 +36,10 @@ type Gateway struct {
 	masker   func(string) string // cfg.Mask, built once
 	listSeq  atomic.Int64        // numbers this gateway's tools/list requests
 	toolName string
-	// description is the gateway's description before any listing.
-	description string
+	// description is what Description returns: set by New, replaced when a
+	// listing brings tool names. Every tree render reads it for every
+	// gateway, so it is an atomic load, not a turn at g.mu.
+	description atomic.Pointer[string]
 
 	// lifetime is the gateway's own ctx: created in New, cancelled in Close.
 	// Sessions (child processes, HTTP streams) hang off it, never off the ctx
@@ -92,17 +94,18 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	mask := cfg.masker()
 	g := &Gateway{
-		cfg:         cfg,
-		opts:        o,
-		logger:      newMaskLogger(o.Logger, mask).With("gateway", cfg.Name),
-		masker:      mask,
-		toolName:    ToolName(cfg.Name),
-		description: describe(cfg, nil),
-		lifetime:    ctx,
-		cancel:      cancel,
-		state:       StateIdle,
-		closeDone:   make(chan struct{}),
+		cfg:       cfg,
+		opts:      o,
+		logger:    newMaskLogger(o.Logger, mask).With("gateway", cfg.Name),
+		masker:    mask,
+		toolName:  ToolName(cfg.Name),
+		lifetime:  ctx,
+		cancel:    cancel,
+		state:     StateIdle,
+		closeDone: make(chan struct{}),
 	}
+	desc := describe(cfg, nil)
+	g.description.Store(&desc)
 	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
 	switch {
 	case !cfg.Enabled:
@@ -122,14 +125,7 @@ func (g *Gateway) Name() string { return g.toolName }
 
 // Description tells the model what the server is; once the tools have been
 // listed, their names are appended.
-func (g *Gateway) Description() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.cache != nil && g.cache.description != "" {
-		return g.cache.description
-	}
-	return g.description
-}
+func (g *Gateway) Description() string { return *g.description.Load() }
 
 // describe returns the gateway's description, with the names of its listed
 // tools appended when there are any. It is computed once per listing, since

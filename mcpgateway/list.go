@@ -135,6 +135,9 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight) {
 	g.listing = nil
 	if ts != nil {
 		g.cache = ts
+		if ts.description != "" {
+			g.description.Store(&ts.description)
+		}
 		g.stale = false
 	}
 	g.mu.Unlock()
