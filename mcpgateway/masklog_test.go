@@ -63,7 +63,7 @@ func TestGatewayLoggerMasks(t *testing.T) {
 func TestGatewayKeepsSecretsOutOfLogs(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintf(w, "denied %s with %s", r.URL, r.Header.Get("Authorization"))
+		_, _ = fmt.Fprintf(w, "denied %s with %s", r.URL, r.Header.Get("Authorization"))
 	}))
 	t.Cleanup(echo.Close)
 	src := `{"inputs": [{"type": "promptString", "id": "pw", "password": true}],

@@ -102,6 +102,7 @@ func BenchmarkConversation(b *testing.B) {
 			}
 		})
 		parallel := func(b *testing.B, get func(c *Conversation) error) {
+			b.Helper()
 			b.ReportAllocs()
 			var next atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {

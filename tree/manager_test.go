@@ -344,6 +344,7 @@ func TestDeleteWhileLoadingStaysDeleted(t *testing.T) {
 		race func(t *testing.T, m *Manager, store *memStore) error
 	}{
 		{"delete while the load waits for the Store", func(t *testing.T, m *Manager, store *memStore) error {
+			t.Helper()
 			entered, release := make(chan struct{}), make(chan struct{})
 			store.afterLoad = hold(entered, release)
 			loadErr := make(chan error, 1)
@@ -359,6 +360,7 @@ func TestDeleteWhileLoadingStaysDeleted(t *testing.T) {
 			return <-loadErr
 		}},
 		{"load while the Store deletes", func(t *testing.T, m *Manager, store *memStore) error {
+			t.Helper()
 			entered, release := make(chan struct{}), make(chan struct{})
 			store.beforeDelete = hold(entered, release)
 			delErr := make(chan error, 1)

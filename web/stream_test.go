@@ -538,6 +538,7 @@ func TestStalledClientEndsStream(t *testing.T) {
 		stall func(t *testing.T, ctx context.Context, ts *httptest.Server)
 	}{
 		{"sse", func(t *testing.T, ctx context.Context, ts *httptest.Server) {
+			t.Helper()
 			var d net.Dialer
 			conn, err := d.DialContext(ctx, "tcp", ts.Listener.Addr().String())
 			if err != nil {
@@ -552,6 +553,7 @@ func TestStalledClientEndsStream(t *testing.T) {
 			}
 		}},
 		{"websocket", func(t *testing.T, ctx context.Context, ts *httptest.Server) {
+			t.Helper()
 			conn := dialWS(t, ctx, ts, &websocket.DialOptions{HTTPHeader: http.Header{requestIDHeader: {"rid-stall"}}})
 			wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "qs", "query": "flood"}`)
 		}},
