@@ -22,19 +22,20 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	first := !g.draining
 	g.draining = true
 	inflight := g.inflight
-	if first {
-		// Logged outside g.mu, like every other gateway log line.
-		defer g.logger.Info("gateway draining", "in_flight", inflight)
+	var done chan struct{}
+	if inflight > 0 {
+		if g.drained == nil {
+			g.drained = make(chan struct{})
+		}
+		done = g.drained
 	}
-	if inflight == 0 {
-		g.mu.Unlock()
+	g.mu.Unlock()
+	if first {
+		g.logger.Info("gateway draining", "in_flight", inflight)
+	}
+	if done == nil {
 		return nil
 	}
-	if g.drained == nil {
-		g.drained = make(chan struct{})
-	}
-	done := g.drained
-	g.mu.Unlock()
 	select {
 	case <-done:
 		return nil
