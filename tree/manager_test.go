@@ -255,6 +255,11 @@ func TestSavesLandInOrder(t *testing.T) {
 		ctx := t.Context()
 		store := newMemStore()
 		m := NewManager(&Options{Store: store})
+		// Created (and saved) first, so that the save held below is the
+		// first change's.
+		if _, err := m.Conversation(ctx, "u", "c"); err != nil {
+			t.Fatal(err)
+		}
 		release := make(chan struct{})
 		var held atomic.Bool
 		store.beforeSave = func(ConversationState) {
