@@ -77,7 +77,7 @@ func (c *Conversation) acquireCurrent(ctx context.Context) (*Conversation, error
 		if deleted {
 			return nil, fmt.Errorf("run a query on conversation %s/%s: %w", c.userID, c.id, errDeleted)
 		}
-		next, err := m.Conversation(ctx, c.userID, c.id)
+		next, err := m.reload(ctx, c, "run a query on")
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,11 @@
 package tree
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -194,5 +197,82 @@ func TestLoadWhenAllOthersBusy(t *testing.T) {
 	}
 	if err := finish(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChangeToDroppedThenDeletedCopy: a caller holds a copy (as ApplyUser
+// does after listing), the copy is dropped from memory (Forget, eviction)
+// and the conversation deleted; the caller's change must fail, not create
+// the conversation again.
+func TestChangeToDroppedThenDeletedCopy(t *testing.T) {
+	ctx := t.Context()
+	store := newMemStore()
+	m := NewManager(&Options{Store: store})
+	c := conv(t, m, "a")
+	m.Forget("u", "a")
+	if err := m.Delete(ctx, "u", "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.applyTo(ctx, c, Op{Kind: OpAddBranch, BranchID: "x", Root: true})
+	if _, ok, _ := store.stored(t, "u", "a"); !errors.Is(err, errDeleted) || ok {
+		t.Errorf("change to a dropped, deleted copy: err = %v, back in the store = %v; want errDeleted and gone", err, ok)
+	}
+	if err := c.Run(ctx, script(step{call: "text_response", args: `{"text":"x"}`}), "q", "", nil); !errors.Is(err, errDeleted) {
+		t.Errorf("run on a dropped, deleted copy: err = %v, want errDeleted", err)
+	}
+	if _, ok, _ := store.stored(t, "u", "a"); ok {
+		t.Error("a run brought the deleted conversation back")
+	}
+}
+
+// TestRandomOperationsKeepInvariants runs random changes, runs, drops,
+// deletes and lookups on a few conversations at once, with a bound small
+// enough to evict all the time; afterwards nothing in memory is unsaved,
+// the LRU list matches the map, and no pending entry is left.
+func TestRandomOperationsKeepInvariants(t *testing.T) {
+	ctx := t.Context()
+	m := NewManager(&Options{Store: newMemStore(), MaxConversations: 2})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := range 300 {
+				id := fmt.Sprint("c", r.IntN(4))
+				switch r.IntN(5) {
+				case 0:
+					_, _ = m.Apply(ctx, "u", id, Op{Kind: OpAddBranch, BranchID: fmt.Sprint("b", g, "_", i), Root: true})
+				case 1:
+					m.Forget("u", id)
+				case 2:
+					if r.IntN(4) == 0 {
+						_ = m.Delete(ctx, "u", id)
+					}
+				case 3:
+					if c, err := m.Conversation(ctx, "u", id); err == nil {
+						_ = c.Run(ctx, script(step{call: "text_response", args: `{"text":"x"}`}), "q", "", nil)
+					}
+				case 4:
+					_, _, _ = m.Existing(ctx, "u", id)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, c := range m.convs {
+		if c.changes != c.saved {
+			t.Errorf("%v: %d changes, %d saved", k, c.changes, c.saved)
+		}
+	}
+	n := 0
+	for c := m.lru.head; c != nil; c = c.older {
+		n++
+	}
+	if n != len(m.convs) {
+		t.Errorf("the LRU list holds %d conversations, the map %d", n, len(m.convs))
+	}
+	if len(m.pending) != 0 {
+		t.Errorf("%d pending entries left", len(m.pending))
 	}
 }

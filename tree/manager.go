@@ -463,12 +463,28 @@ func (m *Manager) lockCurrent(ctx context.Context, c *Conversation, what string)
 			return c, nil
 		}
 		m.mu.Unlock()
-		next, err := m.Conversation(ctx, c.userID, c.id)
+		next, err := m.reload(ctx, c, what)
 		if err != nil {
 			return nil, err
 		}
 		c = next
 	}
+}
+
+// reload returns the conversation that replaces c, a copy dropped from
+// memory (evicted or forgotten), loading it from the Store if need be. It
+// never creates one: a copy is dropped only once everything in it is
+// saved, so a conversation the Store no longer has was deleted, and
+// creating it again would bring a deleted conversation back.
+func (m *Manager) reload(ctx context.Context, c *Conversation, what string) (*Conversation, error) {
+	next, ok, err := m.load(ctx, c.userID, c.id, false)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s conversation %s/%s: %w", what, c.userID, c.id, errDeleted)
+	}
+	return next, nil
 }
 
 // Conversations lists a user's conversations, in memory and in the Store
