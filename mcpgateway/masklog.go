@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // maskHandler is a slog.Handler that replaces a server's secrets in every
@@ -88,7 +90,9 @@ func (h *maskHandler) anyValue(v any) slog.Value {
 		}
 		return slog.AnyValue(out)
 	}
-	b, err := json.Marshal(v)
+	// tools.Marshal does not escape '&', '<' or '>', so a secret holding
+	// them still reads as itself in the JSON and is masked.
+	b, err := tools.Marshal(v)
 	if err != nil {
 		return slog.StringValue(h.mask(fmt.Sprint(v)))
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func TestMaskHandler(t *testing.T) {
-	mask := ServerConfig{Secrets: []string{"SECRET-a", "SECRET-b"}}.masker()
+	mask := ServerConfig{Secrets: []string{"SECRET-a", "SECRET-b", "SECRET-<&>"}}.masker()
 	var buf bytes.Buffer
 	logger := newMaskLogger(slog.New(slog.NewJSONHandler(&buf, nil)), mask).
 		With("with", "SECRET-a").WithGroup("g")
@@ -25,7 +25,7 @@ func TestMaskHandler(t *testing.T) {
 		"s", "x SECRET-b y",
 		"err", errors.New("dial ?key=SECRET-b"),
 		"list", []string{"SECRET-a", "ok"},
-		"m", map[string]string{"k": "SECRET-b"},
+		"m", map[string]string{"k": "SECRET-b", "html": "SECRET-<&>"},
 		slog.Group("inner", "v", "SECRET-a"),
 		"n", 42)
 	out := buf.String()
@@ -33,7 +33,7 @@ func TestMaskHandler(t *testing.T) {
 		t.Errorf("a secret reached the log:\n%s", out)
 	}
 	for _, want := range []string{`"msg":"msg ***"`, `"with":"***"`, `"s":"x *** y"`, `"err":"dial ?key=***"`,
-		`"list":["***","ok"]`, `"m":{"k":"***"}`, `"inner":{"v":"***"}`, `"n":42`} {
+		`"list":["***","ok"]`, `"m":{"html":"***","k":"***"}`, `"inner":{"v":"***"}`, `"n":42`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
 		}
