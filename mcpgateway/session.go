@@ -147,8 +147,21 @@ func (p *process) stop(done <-chan struct{}, grace time.Duration) {
 	}
 	// Whatever the child started in its group goes too.
 	signalGroup(p.pid, syscall.SIGKILL)
+	// Let the drain read what the child wrote before it died (the lines
+	// an error message quotes): with the group gone, EOF is immediate,
+	// unless something outside the group holds the pipe open.
+	eof := time.NewTimer(stderrEOFWait)
+	defer eof.Stop()
+	select {
+	case <-p.exited:
+	case <-eof.C:
+	}
 	_ = p.stderrR.Close()
 }
+
+// stderrEOFWait bounds how long stop waits for a dead child's stderr to
+// reach EOF before it closes the pipe.
+const stderrEOFWait = 200 * time.Millisecond
 
 // isSessionGone reports whether err means the session can no longer be used:
 // the stdio child exited, or the HTTP server forgot the session.
