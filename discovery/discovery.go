@@ -56,9 +56,10 @@ type Discovery struct {
 	wg       sync.WaitGroup
 	reloadMu sync.Mutex // serialises Load and Reload
 
-	// answers are the inputs the operator typed at start-up, reused on
-	// reloads (which never prompt). Guarded by reloadMu.
-	answers map[string]string
+	// answers are the inputs the operator typed at start-up, keyed by
+	// answerKey and reused on reloads (which never prompt). Guarded by
+	// reloadMu.
+	answers map[answerKey]string
 
 	// mu guards cfg, configErr, gateways, closed.
 	mu        sync.Mutex
@@ -95,7 +96,7 @@ func New(path string, sink Sink, opts *Options) *Discovery {
 		logger:   o.Logger.With("config", path),
 		lifetime: ctx,
 		cancel:   cancel,
-		answers:  map[string]string{},
+		answers:  map[answerKey]string{},
 	}
 }
 
@@ -114,7 +115,7 @@ func (d *Discovery) Load(ctx context.Context) error {
 		lo.Prompt = func(in mcpgateway.Input) (string, error) {
 			v, err := ask(in)
 			if err == nil {
-				d.answers[in.ID] = v
+				d.answers[answerKey{in.Server, in.ID}] = v
 			}
 			return v, err
 		}
@@ -127,9 +128,15 @@ func (d *Discovery) Load(ctx context.Context) error {
 	return nil
 }
 
+// answerKey names an input: a server's own inputs may share an id with
+// another server's or a top-level one (Server "").
+type answerKey struct{ server, id string }
+
 // remembered answers an input from what the operator typed at start-up.
+// Its error makes the parser fall back to the input's default, which is
+// what start-up used when nobody was asked.
 func (d *Discovery) remembered(in mcpgateway.Input) (string, error) {
-	if v, ok := d.answers[in.ID]; ok {
+	if v, ok := d.answers[answerKey{in.Server, in.ID}]; ok {
 		return v, nil
 	}
 	return "", fmt.Errorf("input %q was not given at start-up and is never asked for on a reload", in.ID)

@@ -324,3 +324,102 @@ func TestWatchAfterCloseIsRefused(t *testing.T) {
 		t.Fatalf("Watch after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestReloadUnchangedFileKeepsGatewaysWithInputDefaults reloads an
+// identical mcp.json whose stdio server takes an ${input:} with a default
+// and no ELYSIA_INPUT_ variable. A reload must resolve the input as
+// start-up did (to its default, without a terminal), so the server is
+// unchanged: same *Gateway, same child process.
+func TestReloadUnchangedFileKeepsGatewaysWithInputDefaults(t *testing.T) {
+	bin := testenv.TodoMCP(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	db := filepath.Join(dir, "todos.db")
+	writeConfig(t, path, fmt.Sprintf(`{
+		"inputs": [{"type": "promptString", "id": "db", "default": %q}],
+		"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": "${input:db}"}}}}`, db, bin))
+	for _, tt := range []struct {
+		name   string
+		prompt func(mcpgateway.Input) (string, error)
+	}{
+		{"no terminal", nil},
+		// A terminal at start-up that answers with the default when the
+		// operator just presses Enter.
+		{"terminal", func(in mcpgateway.Input) (string, error) { return in.Default, nil }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(path, &recordingSink{}, &Options{
+				Load: &mcpgateway.LoadOptions{
+					LookupEnv: func(string) (string, bool) { return "", false },
+					Prompt:    tt.prompt,
+				},
+				Gateway: &mcpgateway.Options{CloseGrace: 500 * time.Millisecond},
+			})
+			defer closeDiscovery(t, d)
+			if err := d.Load(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			g, _ := d.Gateway("todo")
+			if u := g.Config().Unresolved; u != "" {
+				t.Fatalf("at start-up the server is unresolved: %s", u)
+			}
+			if _, err := g.Execute(t.Context(), "list_todos", map[string]any{}); err != nil {
+				t.Fatal(err)
+			}
+			pid := g.Status().PID
+			if !processAlive(pid) {
+				t.Fatalf("todo-mcp pid %d not running after a call", pid)
+			}
+
+			if err := d.Reload(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := d.Gateway("todo")
+			if got != g {
+				t.Fatalf("reloading an unchanged file replaced the gateway (unresolved: %q)", got.Config().Unresolved)
+			}
+			if got := got.Status().PID; got != pid {
+				t.Fatalf("child pid after reload = %d, want %d", got, pid)
+			}
+			if !processAlive(pid) {
+				t.Fatalf("the child %d ended on a reload of an unchanged file", pid)
+			}
+		})
+	}
+}
+
+// TestReloadRemembersServerInputsPerServer gives two servers their own
+// input with the same id (the list shape's per-server "inputs"), answered
+// differently at start-up: a reload must give each server its own answer
+// back, not the last one typed.
+func TestReloadRemembersServerInputsPerServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, `{"servers": [
+		{"name": "a", "type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${input:tok}"},
+		 "inputs": [{"type": "promptString", "id": "tok", "description": "token for a"}]},
+		{"name": "b", "type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${input:tok}"},
+		 "inputs": [{"type": "promptString", "id": "tok", "description": "token for b"}]}]}`)
+	answers := map[string]string{"token for a": "secret-of-a", "token for b": "secret-of-b"}
+	d := New(path, &recordingSink{}, &Options{Load: &mcpgateway.LoadOptions{
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Prompt:    func(in mcpgateway.Input) (string, error) { return answers[in.Description], nil },
+	}})
+	defer closeDiscovery(t, d)
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := d.Gateways()
+	if err := d.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	after := d.Gateways()
+	if len(after) != len(before) {
+		t.Fatalf("reload changed the number of gateways: %d, want %d", len(after), len(before))
+	}
+	for i := range before {
+		if after[i] != before[i] {
+			c := after[i].Config()
+			t.Errorf("server %q was replaced on an unchanged reload (unresolved: %q)", c.Name, c.Unresolved)
+		}
+	}
+}

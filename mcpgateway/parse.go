@@ -18,8 +18,10 @@ type LoadOptions struct {
 	LookupEnv func(name string) (string, bool)
 	// Prompt asks the operator for an input that has no ELYSIA_INPUT_<ID>
 	// variable. It is called at most once per input and only for enabled
-	// servers. Nil means never prompt: cmd sets a terminal prompter at
-	// start-up only, never on a reload or without a terminal.
+	// servers; when it returns an error the input's default is used, or,
+	// without one, the server is unresolved with that error as the reason.
+	// Nil means never prompt: cmd sets a terminal prompter at start-up
+	// only, never on a reload or without a terminal.
 	Prompt func(in Input) (string, error)
 	// BaseDir is the folder relative paths (command, cwd, envFile,
 	// server_script_path) resolve against and ${workspaceFolder} stands

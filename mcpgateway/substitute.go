@@ -16,9 +16,15 @@ type Input struct {
 	Description string `json:"description,omitempty"`
 	// Password asks a prompter not to echo the value.
 	Password bool `json:"password,omitempty"`
-	// Default is used when there is neither an environment variable nor a
-	// prompter; a prompter may offer it.
+	// Default is used when there is no environment variable and no
+	// answer from a prompter (none set, or it returned an error); a
+	// prompter may offer it.
 	Default string `json:"default,omitempty"`
+	// Server is the server whose own "inputs" list declares the input, ""
+	// for a top-level input. Two servers may each declare an input with the
+	// same ID, so a prompter that remembers answers keys them by Server and
+	// ID.
+	Server string `json:"-"`
 }
 
 // InputEnvVar returns the environment variable that gives the input id its
@@ -57,7 +63,7 @@ func (p *parser) inputList(v *jnode, server string) []Input {
 		if !p.is(e, jObject, server, "an input") {
 			continue
 		}
-		var in Input
+		in := Input{Server: server}
 		ok := true
 		for _, m := range e.members {
 			var dst *string
@@ -166,8 +172,11 @@ func (sp *serverParse) lookup(expr string, n *jnode) (string, bool) {
 }
 
 // input finds the value of an input: ELYSIA_INPUT_<ID>, else the prompter
-// (enabled servers only), else the input's default. Each input is looked
-// up once per Parse, so the operator is prompted at most once for it.
+// (enabled servers only), else the input's default. A prompter error falls
+// through to the default, so that a reload, whose prompter only knows what
+// was typed at start-up, resolves an input exactly as start-up did. Each
+// input is looked up once per Parse, so the operator is prompted at most
+// once for it.
 func (sp *serverParse) input(id string, n *jnode) inputValue {
 	p := sp.p
 	in, local := sp.local[id]
@@ -187,17 +196,23 @@ func (sp *serverParse) input(id string, n *jnode) inputValue {
 	iv := inputValue{reason: fmt.Sprintf("input %q has no value: set %s", id, env)}
 	if v, ok := p.opts.LookupEnv(env); ok {
 		iv = inputValue{val: v, ok: true}
-	} else if p.opts.Prompt != nil && sp.s.Enabled {
+		cache[id] = iv
+		return iv
+	}
+	if p.opts.Prompt != nil && sp.s.Enabled {
 		v, err := p.opts.Prompt(in)
-		if err != nil {
-			iv.reason = fmt.Sprintf("input %q has no value: prompt: %v (or set %s)", id, err, env)
-		} else {
+		if err == nil {
 			iv = inputValue{val: v, ok: true}
+			cache[id] = iv
+			return iv
 		}
-	} else if in.Default != "" {
+		iv.reason = fmt.Sprintf("input %q has no value: prompt: %v (or set %s)", id, err, env)
+	}
+	if in.Default != "" {
 		iv = inputValue{val: in.Default, ok: true}
-	} else if !sp.s.Enabled {
-		return iv // a later enabled server may still prompt
+	}
+	if !sp.s.Enabled {
+		return iv // not kept: a later enabled server may still prompt
 	}
 	cache[id] = iv
 	return iv

@@ -195,3 +195,61 @@ func TestMCPURL(t *testing.T) {
 		t.Errorf("invalid MCP_URL: error %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestPromptErrorFallsBackToDefault checks the order a reload relies on:
+// ELYSIA_INPUT_<ID>, then the prompter, then the default when the prompter
+// has no answer, so that a reload (whose prompter knows only what was typed
+// at start-up) resolves inputs exactly as start-up did. A server's own
+// input carries the server's name, so that remembered answers of two
+// servers' same-named inputs stay apart.
+func TestPromptErrorFallsBackToDefault(t *testing.T) {
+	src := `{"inputs": [{"type": "promptString", "id": "region", "default": "eu"}, {"type": "promptString", "id": "tok"}],
+	"servers": [
+		{"name": "a", "command": "x", "env": {"R": "${input:region}", "T": "${input:tok}"}},
+		{"name": "b", "command": "x", "env": {"L": "${input:own}"},
+		 "inputs": [{"type": "promptString", "id": "own", "default": "local-default"}]}]}`
+	var asked []Input
+	noAnswer := func(in Input) (string, error) {
+		asked = append(asked, in)
+		return "", errors.New("not given at start-up")
+	}
+	cfg, err := Parse("mcp.json", []byte(src), &LoadOptions{LookupEnv: envMap(nil), Prompt: noAnswer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Servers[0].Env["R"], "eu"; got != want {
+		t.Errorf("region = %q, want the default %q", got, want)
+	}
+	if got, want := cfg.Servers[0].Unresolved, `input "tok" has no value: prompt: not given at start-up (or set ELYSIA_INPUT_TOK)`; got != want {
+		t.Errorf("Unresolved = %q, want %q", got, want)
+	}
+	if got, want := cfg.Servers[1].Env["L"], "local-default"; got != want {
+		t.Errorf("own input = %q, want the default %q", got, want)
+	}
+	if got := cfg.Servers[1].Unresolved; got != "" {
+		t.Errorf("server b unresolved: %s", got)
+	}
+	var servers []string
+	for _, in := range asked {
+		servers = append(servers, in.Server+"/"+in.ID)
+	}
+	if diff := cmp.Diff([]string{"/region", "/tok", "b/own"}, servers); diff != "" {
+		t.Errorf("prompted inputs (-want +got):\n%s", diff)
+	}
+
+	// The environment variable comes first, the prompter is not asked.
+	asked = nil
+	cfg, err = Parse("mcp.json", []byte(src), &LoadOptions{
+		LookupEnv: envMap(map[string]string{"ELYSIA_INPUT_REGION": "us", "ELYSIA_INPUT_TOK": "t0ken", "ELYSIA_INPUT_OWN": "mine"}),
+		Prompt:    noAnswer,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 0 {
+		t.Errorf("prompted %d times with every ELYSIA_INPUT_ set", len(asked))
+	}
+	if got := cfg.Servers[0].Env["R"] + "," + cfg.Servers[1].Env["L"]; got != "us,mine" {
+		t.Errorf("values = %q, want us,mine", got)
+	}
+}
