@@ -34,6 +34,14 @@ type inProcess struct {
 	// modern protocol); while failPing, they fail.
 	pings    int
 	failPing bool
+	// listGate, when set, holds every tools/list until it is closed or the
+	// request's ctx ends; hangList holds them until the ctx ends.
+	listGate chan struct{}
+	hangList bool
+	// srv is the server of the latest session; sessions lists every
+	// session dialled, in order.
+	srv      *mcpserver.MCPServer
+	sessions []*session
 }
 
 func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
@@ -42,7 +50,7 @@ func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
 	cfg := ServerConfig{Name: "todo", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
 	g := New(cfg, opts)
-	g.dialer = p.dial(g)
+	g.conn.dialer = p.dial(g.conn)
 	t.Cleanup(func() { _ = g.Close() })
 	return p, g
 }
@@ -89,7 +97,7 @@ func (p *inProcess) dialCount() int {
 	return p.dials
 }
 
-func (p *inProcess) dial(g *Gateway) func(context.Context) (*session, error) {
+func (p *inProcess) dial(c *conn) func(context.Context) (*session, error) {
 	return func(hsCtx context.Context) (*session, error) {
 		p.mu.Lock()
 		p.dials++
@@ -98,18 +106,22 @@ func (p *inProcess) dial(g *Gateway) func(context.Context) (*session, error) {
 		if down {
 			return nil, errors.New("dial tcp: connection refused")
 		}
-		client := mcpclient.NewClient(&lossyTransport{InProcessTransport: mcptransport.NewInProcessTransport(p.server()), p: p})
-		s := newSession()
-		s.transport = "in-process"
+		srv := p.server()
+		client := mcpclient.NewClient(&lossyTransport{InProcessTransport: mcptransport.NewInProcessTransport(srv), p: p})
+		s := c.newSession("in-process")
+		p.mu.Lock()
+		p.srv = srv
+		p.sessions = append(p.sessions, s)
+		p.mu.Unlock()
 		s.client = client
-		ctx, cancel := context.WithCancel(g.lifetime)
+		ctx, cancel := context.WithCancel(c.lifetime)
 		s.cancel = cancel
 		if err := client.Start(ctx); err != nil {
-			s.close(g.opts.CloseGrace)
+			c.closeSession(s)
 			return nil, err
 		}
-		if err := g.handshake(hsCtx, s); err != nil {
-			s.close(g.opts.CloseGrace)
+		if err := c.handshake(hsCtx, s); err != nil {
+			c.closeSession(s)
 			return nil, err
 		}
 		return s, nil
@@ -131,7 +143,15 @@ func (l *lossyTransport) SendRequest(ctx context.Context, req mcptransport.JSONR
 			return nil, errors.New("read: connection reset by peer")
 		}
 	}
+	gate, hang := l.p.listGate, l.p.hangList
 	l.p.mu.Unlock()
+	if req.Method == string(mcp.MethodToolsList) && (gate != nil || hang) {
+		select {
+		case <-gate: // a nil gate never opens: the list hangs
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	resp, err := l.InProcessTransport.SendRequest(ctx, req)
 	l.p.mu.Lock()
 	defer l.p.mu.Unlock()
@@ -156,9 +176,7 @@ func (p *inProcess) runs(tool string) int {
 
 // killSession makes the current session die, as a crashed server would.
 func killSession(g *Gateway) {
-	g.mu.Lock()
-	s := g.sess
-	g.mu.Unlock()
+	s := currentSession(g)
 	if s != nil {
 		s.markDead(errors.New("connection lost"))
 	}

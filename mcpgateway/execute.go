@@ -88,7 +88,7 @@ func (g *Gateway) executeAllowed(ctx context.Context, tool string, inputs map[st
 		inputs = map[string]any{}
 	}
 	res, err := g.call(ctx, tool, inputs)
-	if err != nil && ctx.Err() == nil && g.lifetime.Err() == nil {
+	if err != nil && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
 		// A session the server forgot (HTTP 404) or that died before the
 		// request went out is replaced once, at once. A tool the server
 		// says is read-only or idempotent is also retried once, on a new
@@ -100,12 +100,12 @@ func (g *Gateway) executeAllowed(ctx context.Context, tool string, inputs map[st
 		case ts.retry[tool] && errors.As(err, &p) && p.s != nil && isTransportFailure(err):
 			g.logger.Info("retrying a read-only tool on a new session", "tool", tool, "err", g.mask(err.Error()))
 			p.s.markDead(p.err)
-			g.retireIfDead(p.s)
+			g.conn.retire(p.s)
 			res, err = g.call(ctx, tool, inputs)
 		}
 	}
 	if err != nil {
-		err = g.callErr(ctx, "call "+tool, errors.Unwrap(err))
+		err = g.conn.callErr(ctx, "call "+tool, errors.Unwrap(err))
 		return nil, g.classify(ctx, err), err
 	}
 	out := convert(res, g.opts.OutputCap)
@@ -136,12 +136,12 @@ func (p plain) Unwrap() error { return p.err }
 
 // call sends one tools/call on the current session.
 func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
-	s, err := g.session(ctx)
+	s, err := g.conn.session(ctx)
 	if err != nil {
 		return nil, plain{err: err}
 	}
 	_, timeout := g.cfg.Timeouts()
-	cctx, cancel := g.callCtx(ctx, timeout)
+	cctx, cancel := g.conn.callCtx(ctx, timeout)
 	defer cancel()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
@@ -152,7 +152,7 @@ func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) 
 	}
 	if isSessionGone(err) {
 		s.markDead(err)
-		g.retireIfDead(s)
+		g.conn.retire(s)
 		// A 404 means the server never ran the request.
 		if sentNothing(err) {
 			return nil, retryable{err}
@@ -194,14 +194,6 @@ func isServerAnswer(err error) bool {
 func sentNothing(err error) bool {
 	return errors.Is(err, mcptransport.ErrSessionTerminated) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
-}
-
-// retireIfDead drops s as the current session right away, so the next call
-// connects without waiting for the session watcher.
-func (g *Gateway) retireIfDead(s *session) {
-	g.mu.Lock()
-	g.retireLocked(s)
-	g.mu.Unlock()
 }
 
 // closest returns the name nearest to want by edit distance, or "" when

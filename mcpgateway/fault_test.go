@@ -180,9 +180,7 @@ func processGone(pid int) bool {
 
 // stderrOf returns what the current session's child last wrote to stderr.
 func stderrOf(g *Gateway) string {
-	g.mu.Lock()
-	s := g.sess
-	g.mu.Unlock()
+	s := currentSession(g)
 	if s == nil || s.proc == nil {
 		return ""
 	}
@@ -190,9 +188,9 @@ func stderrOf(g *Gateway) string {
 }
 
 func currentSession(g *Gateway) *session {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.sess
+	g.conn.mu.Lock()
+	defer g.conn.mu.Unlock()
+	return g.conn.sess
 }
 
 func executeArgs(tool string, inputs map[string]any) tools.Call {

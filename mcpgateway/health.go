@@ -13,30 +13,29 @@ import (
 // so the watcher retires it and the next call connects again, instead of a
 // user's call being the one to find out. It is started by connect, owned by
 // wg, and ends with s or with Close.
-func (g *Gateway) health(s *session) {
-	defer g.wg.Done()
-	ticker := time.NewTicker(g.opts.HealthInterval)
+func (c *conn) health(s *session) {
+	ticker := time.NewTicker(c.opts.HealthInterval)
 	defer ticker.Stop()
-	timeout, _ := g.cfg.Timeouts()
+	timeout, _ := c.cfg.Timeouts()
 	for {
 		select {
 		case <-s.dead:
 			return
-		case <-g.lifetime.Done():
+		case <-c.lifetime.Done():
 			return
 		case <-ticker.C:
 		}
-		ctx, cancel := context.WithTimeout(g.lifetime, timeout)
-		err := g.ping(ctx, s)
+		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
+		err := c.ping(ctx, s)
 		cancel()
 		if err == nil || isServerAnswer(err) {
 			continue // an error answer still proves the server is there
 		}
-		if g.lifetime.Err() != nil {
+		if c.lifetime.Err() != nil {
 			return
 		}
 		err = fmt.Errorf("health ping: %w", err)
-		g.logger.Warn("gateway health ping failed", "err", g.mask(err.Error()))
+		c.logger.Warn("gateway health ping failed", "err", c.mask(err.Error()))
 		s.markDead(err)
 		return
 	}
@@ -44,9 +43,9 @@ func (g *Gateway) health(s *session) {
 
 // ping checks that s answers. mcp-go's Ping sends nothing on the modern
 // (2026-07-28) protocol, so there a raw tools/list is the probe.
-func (g *Gateway) ping(ctx context.Context, s *session) error {
+func (c *conn) ping(ctx context.Context, s *session) error {
 	if mcp.IsModernProtocol(s.client.ProtocolVersion()) {
-		_, err := g.listRaw(ctx, s)
+		_, err := c.listRaw(ctx, s)
 		return err
 	}
 	// Ping is deprecated because the modern protocol dropped it; it is

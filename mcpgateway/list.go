@@ -34,6 +34,11 @@ type toolSet struct {
 	retry map[string]bool
 	// description is the gateway's description with these tools' names.
 	description string
+	// sess is the session the tools were listed on, and changes the count
+	// of list_changed notifications when the listing started: the set is
+	// fresh only while both are still current (Gateway.freshLocked).
+	sess    *session
+	changes uint64
 }
 
 // rawTool is the part of a listed tool the gateway reads; everything else is
@@ -71,13 +76,25 @@ func (g *Gateway) List(ctx context.Context) ([]ToolInfo, error) {
 	return ts.infos, nil
 }
 
+// freshLocked reports whether ts may be served without asking the server:
+// it was listed on the live session and no list_changed came since its
+// listing started. g.mu is held.
+func (g *Gateway) freshLocked(ts *toolSet) bool {
+	return ts != nil && ts.changes == g.changes && ts.sess != nil && ts.sess == g.conn.current()
+}
+
+// maxRelists bounds how often tools lists again because list_changed arrived
+// while it was listing, so a server that announces changes without end
+// cannot keep a caller forever.
+const maxRelists = 3
+
 // tools returns the cached tool set, refreshing it when stale. Concurrent
-// callers share one listing.
+// callers share one listing. A list_changed that arrives while a listing is
+// in flight makes that listing stale at once, so another one follows.
 func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
-	for {
+	for relists := 0; ; {
 		g.mu.Lock()
-		if g.cache != nil && !g.stale && g.sess != nil && !g.sess.isDead() {
-			ts := g.cache
+		if ts := g.cache; g.freshLocked(ts) {
 			g.mu.Unlock()
 			return ts, nil
 		}
@@ -85,8 +102,9 @@ func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
 		if f == nil {
 			f = &flight{done: make(chan struct{})}
 			g.listing = f
+			changes := g.changes
 			g.mu.Unlock()
-			g.fetchTools(ctx, f)
+			g.fetchTools(ctx, f, changes)
 		} else {
 			g.mu.Unlock()
 		}
@@ -96,39 +114,53 @@ func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
 			return nil, ctx.Err()
 		}
 		if f.err != nil {
-			if errors.Is(f.err, context.Canceled) && ctx.Err() == nil && g.lifetime.Err() == nil {
+			if errors.Is(f.err, context.Canceled) && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
 				continue // another caller's listing was cancelled; ours goes on
 			}
 			return nil, f.err
 		}
 		g.mu.Lock()
 		ts := g.cache
+		fresh := g.freshLocked(ts)
 		g.mu.Unlock()
-		if ts != nil {
+		if ts != nil && (fresh || relists >= maxRelists) {
 			return ts, nil
 		}
+		relists++
 	}
 }
 
-// fetchTools lists the tools on the current session and publishes them. It
-// runs on the first caller's goroutine, bounded by that caller's ctx and the
-// call timeout; waiters whose ctx is still alive retry if it fails on ctx.
-func (g *Gateway) fetchTools(ctx context.Context, f *flight) {
+// fetchTools lists the tools on the current session and publishes them,
+// tagged with the session and with changes, the list_changed count when the
+// listing started. It runs on the first caller's goroutine, bounded by that
+// caller's ctx and the call timeout; waiters whose ctx is still alive retry
+// if it fails on ctx.
+func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 	var ts *toolSet
-	s, err := g.session(ctx)
+	s, err := g.conn.session(ctx)
 	if err == nil {
 		_, timeout := g.cfg.Timeouts()
-		cctx, cancel := g.callCtx(ctx, timeout)
+		cctx, cancel := g.conn.callCtx(ctx, timeout)
 		var raw []rawTool
-		raw, err = g.listRaw(cctx, s)
+		raw, err = g.conn.listRaw(cctx, s)
+		timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 		if err != nil {
 			if isSessionGone(err) {
 				s.markDead(err)
+				g.conn.retire(s)
 			}
-			err = g.callErr(ctx, "list", err)
+			if timedOut && !errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+			}
+			if timedOut {
+				err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
+			}
+			err = g.conn.callErr(ctx, "list", err)
 		} else {
 			ts = g.buildToolSet(raw)
+			ts.sess = s
+			ts.changes = changes
 		}
 	}
 	g.mu.Lock()
@@ -138,7 +170,6 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight) {
 		if ts.description != "" {
 			g.description.Store(&ts.description)
 		}
-		g.stale = false
 	}
 	g.mu.Unlock()
 	f.err = err
@@ -148,7 +179,7 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight) {
 // listRaw sends tools/list through the client's transport, following
 // nextCursor, and keeps each tool's schemas as raw JSON: mcp-go's typed
 // mcp.Tool drops $schema and the composition keywords.
-func (g *Gateway) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
+func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 	t := s.client.GetTransport()
 	version := s.client.ProtocolVersion()
 	var out []rawTool
@@ -178,7 +209,7 @@ func (g *Gateway) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		}
 		resp, err := t.SendRequest(ctx, mcptransport.JSONRPCRequest{
 			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      mcp.NewRequestId(fmt.Sprintf("elysia-list-%d", g.listSeq.Add(1))),
+			ID:      mcp.NewRequestId(fmt.Sprintf("elysia-list-%d", c.seq.Add(1))),
 			Method:  string(mcp.MethodToolsList),
 			Params:  params,
 			Header:  header,
@@ -255,20 +286,25 @@ func (g *Gateway) allowed(name string) bool {
 	return false
 }
 
-// toolsChanged handles notifications/tools/list_changed from s: the cache is
-// marked stale and refreshed in the background, owned by the gateway.
-func (g *Gateway) toolsChanged(s *session) {
+// notified handles a notification from session s. On
+// notifications/tools/list_changed from the current session the cache goes
+// stale (a listing in flight too) and is refreshed in the background, on a
+// goroutine the gateway owns.
+func (g *Gateway) notified(s *session, n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != g.conn.current() {
+		return
+	}
 	g.mu.Lock()
-	if g.closed || g.sess != s {
+	if g.closed {
 		g.mu.Unlock()
 		return
 	}
-	g.stale = true
+	g.changes++
 	g.wg.Add(1)
 	g.mu.Unlock()
 	go func() {
 		defer g.wg.Done()
-		if _, err := g.tools(g.lifetime); err != nil {
+		if _, err := g.tools(g.conn.lifetime); err != nil {
 			g.logger.Warn("refresh tools after list_changed", "err", err)
 		}
 	}()

@@ -131,9 +131,7 @@ func TestSessionEndLogMasked(t *testing.T) {
 
 // stderrTail returns the kept stderr lines of the current stdio child.
 func (g *Gateway) stderrTail() []string {
-	g.mu.Lock()
-	s := g.sess
-	g.mu.Unlock()
+	s := currentSession(g)
 	if s == nil || s.proc == nil {
 		return nil
 	}

@@ -72,22 +72,7 @@ func (e *UnknownToolError) Error() string {
 func (e *UnknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
 
 // serverErr wraps err for operation op, masking the server's secrets.
-// Wrapping an error that already names this server only masks it again.
-func (g *Gateway) serverErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *ServerError
-	if errors.As(err, &se) && se.Server == g.cfg.Name {
-		return err
-	}
-	return &ServerError{
-		Server: g.cfg.Name,
-		Op:     op,
-		Err:    err,
-		msg:    g.mask(fmt.Sprintf("server %q: %s: %v", g.cfg.Name, op, err)),
-	}
-}
+func (g *Gateway) serverErr(op string, err error) error { return g.conn.serverErr(op, err) }
 
 // mask replaces the server's secrets in s with "***".
 func (g *Gateway) mask(s string) string { return g.masker(s) }

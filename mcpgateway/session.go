@@ -38,9 +38,13 @@ type session struct {
 	deadErr  error // written before dead is closed
 
 	closeOnce sync.Once
+	// closed is closed once close has ended the session.
+	closed chan struct{}
 }
 
-func newSession() *session { return &session{dead: make(chan struct{})} }
+func newSession() *session {
+	return &session{dead: make(chan struct{}), closed: make(chan struct{})}
+}
 
 // markDead records why the session is unusable; only the first reason is kept.
 func (s *session) markDead(err error) {
@@ -99,6 +103,7 @@ func (s *session) close(grace time.Duration) {
 		if s.httpClient != nil {
 			s.httpClient.CloseIdleConnections()
 		}
+		close(s.closed)
 	})
 }
 

@@ -58,6 +58,7 @@ type CircuitStatus struct {
 // Status returns a snapshot of the gateway. It does no I/O.
 func (g *Gateway) Status() Status {
 	circuit := g.circuit()
+	cs := g.conn.status()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := Status{
@@ -65,13 +66,13 @@ func (g *Gateway) Status() Status {
 		ToolName:  g.toolName,
 		Transport: g.cfg.Transport,
 		Enabled:   g.cfg.Enabled,
-		State:     g.state,
+		State:     cs.state,
 		Tools:     []string{},
-		LastError: g.lastErr,
+		LastError: cs.lastErr,
 		Circuit:   circuit,
 		Calls:     g.stats.calls,
 		Failures:  g.stats.failures,
-		PID:       g.sess.pid(),
+		PID:       cs.pid,
 	}
 	if g.cache != nil {
 		st.Tools = append(st.Tools, g.cache.names...)
@@ -80,13 +81,9 @@ func (g *Gateway) Status() Status {
 	if st.State == StateConnected && g.stats.consecutive > 0 {
 		st.State = StateDegraded
 	}
-	if st.State == StateFailed && !g.retryAt.IsZero() {
-		if g.opts.Now().Before(g.retryAt) {
-			t := g.retryAt
-			st.RetryAt = &t
-		} else {
-			st.State = StateIdle
-		}
+	if !cs.retryAt.IsZero() {
+		t := cs.retryAt
+		st.RetryAt = &t
 	}
 	return st
 }

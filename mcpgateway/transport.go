@@ -16,25 +16,25 @@ import (
 // dial starts a session with the server. The transport is started with a ctx
 // derived from the gateway's lifetime (never the caller's: the session
 // outlives the call that opened it); hsCtx bounds only the handshake.
-func (g *Gateway) dial(hsCtx context.Context) (*session, error) {
-	if g.dialer != nil {
-		return g.dialer(hsCtx)
+func (c *conn) dial(hsCtx context.Context) (*session, error) {
+	if c.dialer != nil {
+		return c.dialer(hsCtx)
 	}
-	switch g.cfg.Transport {
+	switch c.cfg.Transport {
 	case TransportStdio:
-		return g.dialStdio(hsCtx)
+		return c.dialStdio(hsCtx)
 	case TransportSSE:
-		return g.dialSSE(hsCtx)
+		return c.dialSSE(hsCtx)
 	default:
-		return g.dialHTTP(hsCtx)
+		return c.dialHTTP(hsCtx)
 	}
 }
 
 // dialStdio spawns the configured command. The exec.Cmd is built here, not by
 // mcp-go: the child gets only ChildEnv (never the service's secrets), its own
 // process group, and a stderr pipe the gateway reads.
-func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
-	cfg := g.cfg
+func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
+	cfg := c.cfg
 	if _, err := exec.LookPath(cfg.Command); err != nil {
 		return nil, fmt.Errorf("command %q not found: %w", cfg.Command, errors.Unwrap(err))
 	}
@@ -43,12 +43,12 @@ func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
 			return nil, fmt.Errorf("cwd: %w", err)
 		}
 	}
-	s := newSession()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	p := &process{stderrR: r, stderrW: w, ring: newStderrRing(g.mask), exited: make(chan struct{})}
+	s := c.newSession(TransportStdio)
+	p := &process{stderrR: r, stderrW: w, ring: newStderrRing(c.mask), exited: make(chan struct{})}
 	var built *exec.Cmd // set by cmdFunc, which mcp-go calls inside Start
 	cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 		// Not exec.CommandContext: the ctx mcp-go passes is the session's,
@@ -59,7 +59,7 @@ func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
 		// child's end; Pdeathsig covers the gateway's own death.
 		cmd := exec.Command(command, args...) //nolint:noctx // the session owns the child; see above
 		cmd.Dir = cfg.Cwd
-		cmd.Env = ChildEnv(cfg, g.opts.LookupEnv)
+		cmd.Env = ChildEnv(cfg, c.opts.LookupEnv)
 		cmd.Stderr = w
 		setProcAttr(cmd)
 		built = cmd
@@ -67,15 +67,14 @@ func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
 	}
 	t := mcptransport.NewStdioWithOptions(cfg.Command, nil, cfg.Args,
 		mcptransport.WithCommandFunc(cmdFunc),
-		mcptransport.WithCommandLogger(g.logger))
-	ctx, cancel := context.WithCancel(g.lifetime)
+		mcptransport.WithCommandLogger(c.logger))
+	ctx, cancel := context.WithCancel(c.lifetime)
 	s.cancel = cancel
-	s.transport = TransportStdio
 	client := mcpclient.NewClient(t)
 	if err := client.Start(ctx); err != nil {
-		cancel()
 		_ = r.Close()
 		_ = w.Close()
+		c.closeSession(s)
 		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 	}
 	s.client = client
@@ -83,22 +82,20 @@ func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
 		p.pid = built.Process.Pid
 	}
 	s.proc = p
-	p.startDrain(&g.wg)
-	if g.opts.OnProcessStart != nil {
-		g.opts.OnProcessStart(p.pid)
+	p.startDrain(&c.wg)
+	if c.opts.OnProcessStart != nil {
+		c.opts.OnProcessStart(p.pid)
 	}
 	// The child's death ends its stderr; the session dies with it.
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
+	c.goFunc(func() {
 		select {
 		case <-p.exited:
 			s.markDead(fmt.Errorf("process exited%s", p.ring.tail()))
 		case <-s.dead:
 		}
-	}()
-	if err := g.handshake(hsCtx, s); err != nil {
-		s.close(g.opts.CloseGrace)
+	})
+	if err := c.handshake(hsCtx, s); err != nil {
+		c.closeSession(s)
 		return nil, fmt.Errorf("%w%s", err, p.ring.tail())
 	}
 	return s, nil
@@ -113,35 +110,34 @@ func (g *Gateway) dialStdio(hsCtx context.Context) (*session, error) {
 // first connection negotiates freely; when it lands on a legacy version and
 // the server announces list_changed, the gateway reconnects with listening on
 // and remembers to do so from then on.
-func (g *Gateway) dialHTTP(hsCtx context.Context) (*session, error) {
-	g.mu.Lock()
-	listen := g.httpListen
-	g.mu.Unlock()
-	s, err := g.dialStreamable(hsCtx, listen)
+func (c *conn) dialHTTP(hsCtx context.Context) (*session, error) {
+	c.mu.Lock()
+	listen := c.httpListen
+	c.mu.Unlock()
+	s, err := c.dialStreamable(hsCtx, listen)
 	if errors.Is(err, mcptransport.ErrLegacySSEServer) {
-		g.logger.Info("server answered like an SSE server; falling back to SSE")
-		return g.dialSSE(hsCtx)
+		c.logger.Info("server answered like an SSE server; falling back to SSE")
+		return c.dialSSE(hsCtx)
 	}
 	if err != nil || listen || !s.listChanged || mcp.IsModernProtocol(s.protocol) {
 		return s, err
 	}
-	s.close(g.opts.CloseGrace)
-	g.mu.Lock()
-	g.httpListen = true
-	g.mu.Unlock()
-	return g.dialStreamable(hsCtx, true)
+	c.closeSession(s)
+	c.mu.Lock()
+	c.httpListen = true
+	c.mu.Unlock()
+	return c.dialStreamable(hsCtx, true)
 }
 
-func (g *Gateway) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
-	s := newSession()
-	s.transport = TransportHTTP
+func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
+	s := c.newSession(TransportHTTP)
 	s.httpClient = newHTTPClient()
 	opts := []mcptransport.StreamableHTTPCOption{
 		mcptransport.WithHTTPBasicClient(s.httpClient),
-		mcptransport.WithHTTPLogger(g.logger),
+		mcptransport.WithHTTPLogger(c.logger),
 	}
-	if len(g.cfg.Headers) > 0 {
-		opts = append(opts, mcptransport.WithHTTPHeaders(g.cfg.Headers))
+	if len(c.cfg.Headers) > 0 {
+		opts = append(opts, mcptransport.WithHTTPHeaders(c.cfg.Headers))
 	}
 	if listen {
 		// Deprecated because it pins the legacy protocol, which is the
@@ -151,56 +147,53 @@ func (g *Gateway) dialStreamable(hsCtx context.Context, listen bool) (*session, 
 		//lint:ignore SA1019 only used on legacy-protocol servers; see above
 		opts = append(opts, mcptransport.WithContinuousListening()) //nolint:staticcheck // legacy-protocol servers only; see above
 	}
-	t, err := mcptransport.NewStreamableHTTP(g.cfg.URL, opts...)
+	t, err := mcptransport.NewStreamableHTTP(c.cfg.URL, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return g.startRemote(hsCtx, s, mcpclient.NewClient(t))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(t))
 }
 
-func (g *Gateway) dialSSE(hsCtx context.Context) (*session, error) {
-	s := newSession()
-	s.transport = TransportSSE
+func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
+	s := c.newSession(TransportSSE)
 	s.httpClient = newHTTPClient()
-	connect, _ := g.cfg.Timeouts()
+	connect, _ := c.cfg.Timeouts()
 	opts := []mcptransport.ClientOption{
 		mcptransport.WithHTTPClient(s.httpClient),
-		mcptransport.WithSSELogger(g.logger),
+		mcptransport.WithSSELogger(c.logger),
 		mcptransport.WithEndpointTimeout(connect),
 	}
-	if len(g.cfg.Headers) > 0 {
-		opts = append(opts, mcptransport.WithHeaders(g.cfg.Headers))
+	if len(c.cfg.Headers) > 0 {
+		opts = append(opts, mcptransport.WithHeaders(c.cfg.Headers))
 	}
-	t, err := mcptransport.NewSSE(g.cfg.URL, opts...)
+	t, err := mcptransport.NewSSE(c.cfg.URL, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return g.startRemote(hsCtx, s, mcpclient.NewClient(t))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(t))
 }
 
-func (g *Gateway) startRemote(hsCtx context.Context, s *session, client *mcpclient.Client) (*session, error) {
-	ctx, cancel := context.WithCancel(g.lifetime)
+func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.Client) (*session, error) {
+	ctx, cancel := context.WithCancel(c.lifetime)
 	s.cancel = cancel
 	s.client = client
 	client.OnConnectionLost(func(err error) { s.markDead(fmt.Errorf("connection lost: %w", err)) })
 	if err := client.Start(ctx); err != nil {
-		s.close(g.opts.CloseGrace)
+		c.closeSession(s)
 		return nil, err
 	}
-	if err := g.handshake(hsCtx, s); err != nil {
-		s.close(g.opts.CloseGrace)
+	if err := c.handshake(hsCtx, s); err != nil {
+		c.closeSession(s)
 		return nil, err
 	}
 	return s, nil
 }
 
-// handshake initializes the client and subscribes to list_changed.
-func (g *Gateway) handshake(ctx context.Context, s *session) error {
-	s.client.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-			g.toolsChanged(s)
-		}
-	})
+// handshake initializes the client and passes its notifications on.
+func (c *conn) handshake(ctx context.Context, s *session) error {
+	if c.notify != nil {
+		s.client.OnNotification(func(n mcp.JSONRPCNotification) { c.notify(s, n) })
+	}
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = clientInfo
 	res, err := s.client.Initialize(ctx, req)

@@ -1,0 +1,394 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// conn owns the sessions of one MCP server. It is the one place a session is
+// created, published, retired and closed, and it owns every goroutine it
+// starts (connect attempts, session watchers, health pings, stderr drains and
+// exit watchers). close therefore ends every session it ever created —
+// current, retired by a call, or still being dialled — and waits for all of
+// its goroutines.
+//
+// The Gateway (the tool facade: actions, cache, circuit, stats, drain) sits on
+// top and reaches the server only through a conn. All methods are safe for
+// concurrent use.
+type conn struct {
+	cfg    ServerConfig
+	opts   Options
+	logger *slog.Logger
+	mask   func(string) string
+	// notify is called, on a transport goroutine, with every notification
+	// the current session receives. It must not block. Nil means none.
+	notify func(s *session, n mcp.JSONRPCNotification)
+
+	// lifetime is the conn's own ctx: created in newConn, cancelled in close.
+	// Sessions (child processes, HTTP streams) hang off it, never off the ctx
+	// of the call that happened to open them.
+	lifetime context.Context //nolint:containedctx // a long-lived component's lifetime ctx (STYLE.md §7)
+	cancel   context.CancelFunc
+	// wg owns every goroutine the conn starts; close waits for it.
+	wg sync.WaitGroup
+	// seq numbers the requests the gateway sends raw (tools/list).
+	seq atomic.Int64
+
+	// dialer, when set (by tests, before the first call), replaces dial.
+	dialer func(hsCtx context.Context) (*session, error)
+
+	// mu guards everything below. It is never held across I/O.
+	mu         sync.Mutex
+	state      State
+	sess       *session              // the published session; nil when none
+	open       map[*session]struct{} // every session created and not yet closed
+	attempt    *flight               // in-flight connect, shared by concurrent callers
+	lastErr    string
+	deaths     []time.Time // recent session deaths, for crash-loop detection
+	retryAt    time.Time   // end of the back-off while state is failed
+	httpListen bool        // reconnect HTTP with continuous listening
+	closed     bool
+	closeDone  chan struct{}
+}
+
+// flight is one operation shared by concurrent callers: they wait for done,
+// then read err (written before done is closed).
+type flight struct {
+	done chan struct{}
+	err  error
+	sess *session // a connect's new session, when err is nil
+}
+
+// newConn returns the connection owner of cfg. It does no I/O and starts no
+// goroutine.
+func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string) string) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		cfg:       cfg,
+		opts:      o,
+		logger:    logger,
+		mask:      mask,
+		lifetime:  ctx,
+		cancel:    cancel,
+		state:     StateIdle,
+		open:      map[*session]struct{}{},
+		closeDone: make(chan struct{}),
+	}
+	switch {
+	case !cfg.Enabled:
+		c.state = StateDisabled
+	case cfg.Unresolved != "":
+		c.state = StateFailed
+		c.lastErr = mask(cfg.Unresolved)
+	}
+	return c
+}
+
+// serverErr wraps err for operation op, masking the server's secrets.
+// Wrapping an error that already names this server only masks it again.
+func (c *conn) serverErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *ServerError
+	if errors.As(err, &se) && se.Server == c.cfg.Name {
+		return err
+	}
+	return &ServerError{
+		Server: c.cfg.Name,
+		Op:     op,
+		Err:    err,
+		msg:    c.mask(fmt.Sprintf("server %q: %s: %v", c.cfg.Name, op, err)),
+	}
+}
+
+// newSession creates a session and registers it, so that close ends it
+// whatever becomes of it. Every dial path creates its sessions here.
+func (c *conn) newSession(transport string) *session {
+	s := newSession()
+	s.transport = transport
+	c.mu.Lock()
+	c.open[s] = struct{}{}
+	c.mu.Unlock()
+	return s
+}
+
+// closeSession ends s (bounded by CloseGrace) and forgets it.
+func (c *conn) closeSession(s *session) {
+	s.close(c.opts.CloseGrace)
+	c.mu.Lock()
+	delete(c.open, s)
+	c.mu.Unlock()
+}
+
+// goFunc runs f on a goroutine owned by the conn: close waits for it.
+func (c *conn) goFunc(f func()) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+// unavailable returns why the server cannot be used now, or nil.
+func (c *conn) unavailable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unavailableLocked()
+}
+
+func (c *conn) unavailableLocked() error {
+	switch {
+	case c.closed:
+		return ErrClosed
+	case !c.cfg.Enabled:
+		return c.serverErr("unavailable", fmt.Errorf("%w: disabled in mcp.json", ErrUnavailable))
+	case c.cfg.Unresolved != "":
+		return c.serverErr("unavailable", fmt.Errorf("%w: %s", ErrUnavailable, c.cfg.Unresolved))
+	case c.state == StateFailed && c.opts.Now().Before(c.retryAt):
+		return c.serverErr("unavailable", fmt.Errorf("%w: down %d times within %v (failed connects or sessions that died), retrying at %s: %s",
+			ErrUnavailable, c.opts.CrashLoopDeaths, c.opts.CrashLoopWindow, c.retryAt.Format(time.RFC3339), c.lastErr))
+	}
+	return nil
+}
+
+// current returns the published session when it is alive, else nil.
+func (c *conn) current() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != nil && !c.sess.isDead() {
+		return c.sess
+	}
+	return nil
+}
+
+// session returns the live session, connecting if there is none. Concurrent
+// callers share one attempt, which runs on the conn's lifetime bounded by
+// connect_timeout; each caller's wait is bounded by its own ctx.
+func (c *conn) session(ctx context.Context) (*session, error) {
+	c.mu.Lock()
+	if err := c.unavailableLocked(); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	if s := c.sess; s != nil && !s.isDead() {
+		c.mu.Unlock()
+		return s, nil
+	}
+	a := c.attempt
+	if a == nil {
+		a = &flight{done: make(chan struct{})}
+		c.attempt = a
+		c.state = StateConnecting
+		c.goFunc(func() { c.connect(a) })
+	}
+	c.mu.Unlock()
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	// The attempt's own session, even if it has died since: the call on it
+	// then fails with the death's cause, which the caller's retry handles,
+	// rather than with a misleading "closed".
+	return a.sess, nil
+}
+
+// connect runs one connect attempt and publishes its outcome.
+func (c *conn) connect(a *flight) {
+	timeout, _ := c.cfg.Timeouts()
+	ctx, cancel := context.WithTimeout(c.lifetime, timeout)
+	s, err := c.dial(ctx)
+	cancel()
+	if err != nil && c.lifetime.Err() != nil {
+		err = ErrClosed
+	}
+	err = c.serverErr("connect", err)
+
+	c.mu.Lock()
+	c.attempt = nil
+	switch {
+	case c.closed:
+		if err == nil {
+			err = ErrClosed
+		}
+	case err != nil:
+		c.lastErr = err.Error()
+		c.state = StateIdle
+		c.noteDeathLocked()
+	default:
+		c.sess = s
+		c.state = StateConnected
+		c.lastErr = ""
+		c.goFunc(func() { c.watch(s) })
+		if c.opts.HealthInterval > 0 {
+			c.goFunc(func() { c.health(s) })
+		}
+	}
+	closedNow := c.closed
+	c.mu.Unlock()
+	if closedNow && s != nil {
+		c.closeSession(s)
+	}
+	if err == nil {
+		c.logger.Info("gateway connected", "transport", s.transport, "protocol", s.protocol, "pid", s.pid())
+	} else {
+		c.logger.Warn("gateway connect failed", "err", err)
+	}
+	a.err = err
+	if err == nil {
+		a.sess = s
+	}
+	close(a.done)
+}
+
+// watch waits for s to die, then retires and closes it: the state goes back
+// to idle (or failed, in a crash loop) and the next call connects again. When
+// the conn closes first, close ends s.
+func (c *conn) watch(s *session) {
+	select {
+	case <-s.dead:
+	case <-c.lifetime.Done():
+		return
+	}
+	c.retire(s)
+	c.logger.Warn("gateway session ended", "err", s.deadErr)
+	c.closeSession(s)
+}
+
+// retire drops s, a session that died, if it is still the published one, so
+// the next call connects without waiting for the watcher. The watcher (or
+// close) still closes s.
+func (c *conn) retire(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retireLocked(s)
+}
+
+// retireLocked is retire with mu held. The gateway goes back to idle with the
+// death recorded, so that a crash loop brings back-off. A session the server
+// terminated (HTTP 404) is not a death: the server answered, so it is up, and
+// backing off would lock callers out of a working server.
+func (c *conn) retireLocked(s *session) {
+	if c.sess != s || !s.isDead() {
+		return
+	}
+	c.sess = nil
+	c.lastErr = c.serverErr("session", s.deadErr).Error()
+	c.state = StateIdle
+	if !errors.Is(s.deadErr, mcptransport.ErrSessionTerminated) {
+		c.noteDeathLocked()
+	}
+}
+
+// noteDeathLocked records a session death or failed connect and enters
+// back-off when there were CrashLoopDeaths within CrashLoopWindow.
+func (c *conn) noteDeathLocked() {
+	now := c.opts.Now()
+	keep := c.deaths[:0]
+	for _, t := range c.deaths {
+		if now.Sub(t) < c.opts.CrashLoopWindow {
+			keep = append(keep, t)
+		}
+	}
+	c.deaths = append(keep, now)
+	if len(c.deaths) >= c.opts.CrashLoopDeaths {
+		c.state = StateFailed
+		c.retryAt = now.Add(c.opts.CrashBackoff)
+		c.deaths = c.deaths[:0]
+	}
+}
+
+// close ends every session the conn created and every goroutine it started.
+// It is idempotent and safe to call concurrently; each session's close is
+// bounded by CloseGrace, and they are closed in parallel.
+func (c *conn) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		<-c.closeDone
+		return
+	}
+	c.closed = true
+	c.sess = nil
+	c.state = StateClosed
+	c.mu.Unlock()
+
+	c.cancel()
+	// A connect attempt still running sees the cancelled lifetime, fails
+	// and closes what it dialled; sessions it creates meanwhile are caught
+	// by the second sweep, after its goroutine is gone.
+	c.closeOpen()
+	c.wg.Wait()
+	c.closeOpen()
+	close(c.closeDone)
+}
+
+// closeOpen closes every registered session, in parallel.
+func (c *conn) closeOpen() {
+	c.mu.Lock()
+	open := make([]*session, 0, len(c.open))
+	for s := range c.open {
+		open = append(open, s)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range open {
+		wg.Go(func() { c.closeSession(s) })
+	}
+	wg.Wait()
+}
+
+// callCtx derives a call's ctx: the caller's, bounded by timeout, and ended
+// by close.
+func (c *conn) callCtx(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	stop := context.AfterFunc(c.lifetime, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// callErr turns a failed request into the error callers see: ErrClosed after
+// close, the caller's ctx error when it ended, else the transport error.
+func (c *conn) callErr(ctx context.Context, op string, err error) error {
+	if c.lifetime.Err() != nil {
+		return c.serverErr(op, ErrClosed)
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return c.serverErr(op, ctx.Err())
+	}
+	return c.serverErr(op, err)
+}
+
+// connStatus is the conn's part of a Status.
+type connStatus struct {
+	state   State
+	lastErr string
+	retryAt time.Time // zero unless in back-off
+	pid     int
+}
+
+// status returns a snapshot; it does no I/O.
+func (c *conn) status() connStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := connStatus{state: c.state, lastErr: c.lastErr, pid: c.sess.pid()}
+	if st.state == StateFailed && !c.retryAt.IsZero() {
+		if c.opts.Now().Before(c.retryAt) {
+			st.retryAt = c.retryAt
+		} else {
+			st.state = StateIdle
+		}
+	}
+	return st
+}
