@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -422,4 +423,61 @@ func TestReloadRemembersServerInputsPerServer(t *testing.T) {
 			t.Errorf("server %q was replaced on an unchanged reload (unresolved: %q)", c.Name, c.Unresolved)
 		}
 	}
+}
+
+// TestReloadEnvFileErrorNamesKeyNotValue breaks a server's envFile and
+// reloads: the error kept for /api/servers and the reload log name the
+// file, the line and the key (where the line has one), never the value.
+func TestReloadEnvFileErrorNamesKeyNotValue(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	envFile := filepath.Join(dir, "todo.env")
+	const secret = "s3cret-in-envfile"
+	if err := os.WriteFile(envFile, []byte("API_KEY="+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeConfig(t, path, `{"servers": {"s": {"command": "/bin/true", "envFile": "todo.env"}}}`)
+	var logs lockedBuffer
+	d := New(path, &recordingSink{}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer closeDiscovery(t, d)
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Line 2 lost its "=", line 3 has text after a closing quote.
+	if err := os.WriteFile(envFile, []byte("OTHER=1\nAPI_KEY: "+secret+"\nTOKEN=\"part\" "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := d.Reload(t.Context())
+	if err == nil {
+		t.Fatal("Reload with a broken envFile succeeded")
+	}
+	for what, text := range map[string]string{"Reload's error": err.Error(), "ConfigError": fmt.Sprint(d.ConfigError()), "the log": logs.String()} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s shows the value: %s", what, text)
+		}
+		if !strings.Contains(text, envFile+":2:1: ") || !strings.Contains(text, envFile+":3:1: ") {
+			t.Errorf("%s = %q, want the file and lines 2 and 3", what, text)
+		}
+		if !strings.Contains(text, "TOKEN") {
+			t.Errorf("%s = %q, want the key TOKEN named", what, text)
+		}
+	}
+}
+
+// lockedBuffer is a strings.Builder safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -5,7 +5,10 @@ import (
 	"strings"
 )
 
-// envFileError is a problem on one line of a dotenv file.
+// envFileError is a problem on one line of a dotenv file. Its message
+// names the variable when the line has a valid one and never quotes the
+// line or any part of a value: the file holds secrets, and the message
+// reaches the terminal, the log and /api/servers.
 type envFileError struct {
 	line int
 	msg  string
@@ -30,11 +33,13 @@ func parseEnvFile(data []byte) (map[string]string, []envFileError) {
 		key, val, found := strings.Cut(line, "=")
 		key = strings.TrimSpace(key)
 		if !found {
-			errs = append(errs, envFileError{i + 1, fmt.Sprintf("want KEY=VALUE, got %q", line)})
+			// Without "=" there is no telling a name from a pasted value.
+			errs = append(errs, envFileError{i + 1, `no "=" on the line (want KEY=VALUE)`})
 			continue
 		}
 		if !validEnvKey(key) {
-			errs = append(errs, envFileError{i + 1, fmt.Sprintf("invalid variable name %q", key)})
+			// The text before "=" may be part of a value ("TOKEN: abc=").
+			errs = append(errs, envFileError{i + 1, `invalid variable name before "=" (want a letter or _, then letters, digits, _ or .)`})
 			continue
 		}
 		v, err := envValue(strings.TrimSpace(val))
@@ -103,11 +108,12 @@ func envValue(v string) (string, string) {
 	return strings.TrimSpace(v), ""
 }
 
-// trailing reports text after a closing quote other than a comment.
+// trailing reports text after a closing quote other than a comment,
+// without quoting it: it may be the rest of a secret.
 func trailing(rest string) string {
 	rest = strings.TrimSpace(rest)
 	if rest == "" || strings.HasPrefix(rest, "#") {
 		return ""
 	}
-	return fmt.Sprintf("unexpected %q after the closing quote", rest)
+	return "unexpected text after the closing quote (quote the whole value, or start a comment with \" #\")"
 }

@@ -167,7 +167,7 @@ func TestEnvFileFromConfig(t *testing.T) {
 		}
 	}
 	write(".env", "# comment\nTOKEN=from-file\nSHARED=\"file value\" # note\n")
-	write("bad.env", "OK=1\nnot a pair\n")
+	write("bad.env", "OK=1\nTOKEN: s3cret-pasted\nKEY=\"s3cret-open\n")
 	write("mcp.json", `{"servers": {
   "a": {"command": "x", "envFile": ".env", "env": {"SHARED": "explicit"}},
   "b": {"command": "x", "envFile": "${workspaceFolder}/missing.env"}}}`)
@@ -188,8 +188,13 @@ func TestEnvFileFromConfig(t *testing.T) {
 
 	write("mcp.json", `{"servers": {"a": {"command": "x", "envFile": "bad.env"}}}`)
 	_, err = Load(filepath.Join(dir, "mcp.json"), &LoadOptions{LookupEnv: envMap(nil)})
-	want := filepath.Join(dir, "bad.env") + `:2:1: server "a": want KEY=VALUE, got "not a pair"`
+	bad := filepath.Join(dir, "bad.env")
+	want := bad + `:2:1: server "a": no "=" on the line (want KEY=VALUE)` + "\n" +
+		bad + `:3:1: server "a": KEY: unterminated double quote`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load with a bad envFile: error %v, want %s", err, want)
+	}
+	if err != nil && strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the envFile error shows a value: %v", err)
 	}
 }
