@@ -310,29 +310,42 @@ func (g *Gateway) notified(s *session, n mcp.JSONRPCNotification) {
 	}()
 }
 
-// listAction is the list action. While the circuit is open it answers from
-// the cache without asking the server; when listing fails because the server
-// cannot be reached, it answers from the cache too, marked stale, with the
-// failure. Only without a cache is the failure returned.
+// listAction is the list action. It asks the circuit like execute does, and
+// counts a failed listing as execute counts a failed call. While the
+// server cannot be used (circuit open, back-off, unreachable, no answer in
+// time) it answers from the cache, marked stale with the server's state and
+// why; only without a cache is the failure returned.
 func (g *Gateway) listAction(ctx context.Context) (tools.Result, error) {
-	if g.circuit().State == CircuitOpen {
-		if ts := g.cached(); ts != nil {
-			return g.listResult(ts.infos), nil
-		}
-	}
-	ts, err := g.tools(ctx)
-	if err == nil {
+	g.mu.Lock()
+	ts := g.cache
+	fresh := g.freshLocked(ts)
+	g.mu.Unlock()
+	if fresh {
 		return g.listResult(ts.infos), nil
 	}
-	if o := g.classify(ctx, err); o != outcomeTransport && o != outcomeTimeout {
-		return tools.Result{}, err
+	done, err := g.allow()
+	if err == nil {
+		ts, err = g.tools(ctx)
+		o := outcomeSuccess
+		if err != nil {
+			o = g.classify(ctx, err)
+		}
+		g.record(o, done)
+		if err == nil {
+			return g.listResult(ts.infos), nil
+		}
+		if o != outcomeTransport && o != outcomeTimeout {
+			return tools.Result{}, err
+		}
 	}
 	cached := g.cached()
 	if cached == nil {
+		if done == nil {
+			g.record(outcomeRefused, nil)
+		}
 		return tools.Result{}, err
 	}
 	res := g.listResult(cached.infos)
-	res.Metadata["state"] = string(StateFailed)
 	res.Metadata["stale"] = true
 	res.Metadata["last_error"] = g.mask(err.Error())
 	return res, nil
