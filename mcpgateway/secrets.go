@@ -24,7 +24,11 @@ const minMaskLen = 4
 // first so that a secret containing another is hidden whole. Secrets of at
 // least four bytes are replaced wherever they occur, also in their URL
 // query-escaped form; shorter ones only when they are the whole text
-// (surrounding white space aside). Mask is safe for concurrent use.
+// (surrounding white space aside). The userinfo of every URL in the
+// server's url, args and templates counts as a secret as well: its
+// password is masked ("http://user:***@host"), or the user name when there
+// is no password, since that is how tokens are put in URLs
+// ("https://***@host"). Mask is safe for concurrent use.
 func (s ServerConfig) Mask(text string) string { return s.masker()(text) }
 
 // masker returns Mask with its work done once: a gateway masks every log
@@ -32,10 +36,8 @@ func (s ServerConfig) Mask(text string) string { return s.masker()(text) }
 // replacer each time. The function is safe for concurrent use.
 func (s ServerConfig) masker() func(string) string {
 	whole := make(map[string]bool, len(s.Secrets))
-	secrets := slices.Clone(s.Secrets)
-	slices.SortStableFunc(secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	var pairs []string
-	for _, sec := range secrets {
+	var pairs [][2]string // old, new
+	for _, sec := range s.Secrets {
 		if sec == "" {
 			continue
 		}
@@ -43,19 +45,30 @@ func (s ServerConfig) masker() func(string) string {
 		if len(sec) < minMaskLen {
 			continue
 		}
-		// strings.Replacer tries its pairs in argument order at each
-		// position, so the longest secret wins.
-		pairs = append(pairs, sec, masked)
+		pairs = append(pairs, [2]string{sec, masked})
 		if esc := url.QueryEscape(sec); esc != sec {
-			pairs = append(pairs, esc, masked)
+			pairs = append(pairs, [2]string{esc, masked})
+		}
+	}
+	for _, ui := range s.userinfos() {
+		pairs = append(pairs, ui.pairs...)
+		for _, sec := range ui.secrets {
+			whole[sec] = true
 		}
 	}
 	if len(whole) == 0 {
 		return func(text string) string { return text }
 	}
+	// strings.Replacer tries its pairs in argument order at each position,
+	// so sorting by length makes the longest secret win.
+	slices.SortStableFunc(pairs, func(a, b [2]string) int { return cmp.Compare(len(b[0]), len(a[0])) })
 	var r *strings.Replacer
 	if len(pairs) > 0 {
-		r = strings.NewReplacer(pairs...)
+		args := make([]string, 0, 2*len(pairs))
+		for _, p := range pairs {
+			args = append(args, p[0], p[1])
+		}
+		r = strings.NewReplacer(args...)
 	}
 	return func(text string) string {
 		if text == "" {
@@ -69,6 +82,105 @@ func (s ServerConfig) masker() func(string) string {
 		}
 		return r.Replace(text)
 	}
+}
+
+// userinfo is the secret part of one URL's userinfo and the replacements
+// that hide it.
+type userinfo struct {
+	secrets []string    // the password, or the user name when there is none, as written and decoded
+	pairs   [][2]string // "user:pass@" → "user:***@", in the forms it may be shown in
+}
+
+// userinfos finds the userinfo of every URL written in the server's url,
+// args and templates (a literal "http://user:pass@host/mcp" is not a
+// substitution, so nothing else marks it as a secret).
+func (s ServerConfig) userinfos() []userinfo {
+	texts := append([]string{s.URL, s.Command}, s.Args...)
+	for _, k := range slices.Sorted(maps.Keys(s.Templates)) {
+		texts = append(texts, s.Templates[k])
+	}
+	var out []userinfo
+	seen := make(map[string]bool)
+	for _, t := range texts {
+		for _, raw := range urlUserinfos(t) {
+			if seen[raw] {
+				continue
+			}
+			seen[raw] = true
+			out = append(out, maskUserinfo(raw))
+		}
+	}
+	return out
+}
+
+// urlUserinfos returns the raw userinfo (before "@") of every
+// "scheme://userinfo@host" in text.
+func urlUserinfos(text string) []string {
+	var out []string
+	for {
+		i := strings.Index(text, "://")
+		if i < 0 {
+			return out
+		}
+		text = text[i+3:]
+		end := strings.IndexAny(text, "/?#\"' \t\r\n")
+		if end < 0 {
+			end = len(text)
+		}
+		if at := strings.LastIndexByte(text[:end], '@'); at > 0 {
+			out = append(out, text[:at])
+		}
+		text = text[end:]
+	}
+}
+
+// maskUserinfo builds the replacements for one raw userinfo: as written,
+// as net/url prints it again (re-escaped), and decoded. The user name is
+// kept when there is a password, as url.URL.Redacted does.
+func maskUserinfo(raw string) userinfo {
+	user, pass, hasPass := strings.Cut(raw, ":")
+	secret, shown := user, masked
+	if hasPass {
+		secret, shown = pass, user+":"+masked
+	}
+	forms, secrets := []string{raw}, []string{secret}
+	if u, err := url.Parse("http://" + raw + "@h"); err == nil && u.User != nil {
+		forms = append(forms, u.User.String())
+		if p, ok := u.User.Password(); ok {
+			forms = append(forms, u.User.Username()+":"+p)
+			secrets = append(secrets, p)
+		} else {
+			forms = append(forms, u.User.Username())
+			secrets = append(secrets, u.User.Username())
+		}
+	}
+	var ui userinfo
+	for _, f := range dedupe(forms) {
+		ui.pairs = append(ui.pairs, [2]string{f + "@", shown + "@"})
+	}
+	for _, sec := range dedupe(secrets) {
+		if sec == "" {
+			continue
+		}
+		ui.secrets = append(ui.secrets, sec)
+		if len(sec) >= minMaskLen {
+			// Where the secret shows up out of its URL (a decoded password
+			// in a server's message, say), it is masked as any other.
+			ui.pairs = append(ui.pairs, [2]string{sec, masked})
+		}
+	}
+	return ui
+}
+
+// dedupe returns list without repeats, in first-seen order.
+func dedupe(list []string) []string {
+	out := list[:0:0]
+	for _, v := range list {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // DisplayConfig is the part of a server's config that /api/servers and the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -98,4 +99,95 @@ func TestChildEnv(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ChildEnv mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// TestURLUserinfoMasked checks that a password written into a URL (not a
+// substitution, so nothing else marks it as a secret) is masked wherever
+// the URL is shown: Display, Mask, the log and config errors. A user name
+// alone is masked too, since that is how tokens go into URLs.
+func TestURLUserinfoMasked(t *testing.T) {
+	tests := []struct {
+		name, url, wantURL string
+		leaks              []string // what must never be shown
+		inText, wantText   string   // an error the server could give
+	}{
+		{"password", "http://user:pa55word@host/mcp", "http://user:***@host/mcp", []string{"pa55word"},
+			`Post "http://user:pa55word@host/mcp": EOF (pa55word)`, `Post "http://user:***@host/mcp": EOF (***)`},
+		{"short password", "http://user:pw@host/mcp", "http://user:***@host/mcp", []string{":pw@"},
+			"dial http://user:pw@host/mcp", "dial http://user:***@host/mcp"},
+		{"escaped password", "https://me:p%40ss%3Aword@host:8443/mcp", "https://me:***@host:8443/mcp", []string{"p%40ss", "p@ss"},
+			"bad password p@ss:word for https://me:p%40ss%3Aword@host:8443", "bad password *** for https://me:***@host:8443"},
+		{"token as user name", "https://ghp_tok3n@host/mcp?x=1", "https://***@host/mcp?x=1", []string{"ghp_tok3n"},
+			"GET https://ghp_tok3n@host/mcp?x=1: 401", "GET https://***@host/mcp?x=1: 401"},
+		{"no userinfo", "http://host/mcp?email=a@b", "http://host/mcp?email=a@b", nil,
+			"GET http://host/mcp?email=a@b", "GET http://host/mcp?email=a@b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := parseOK(t, `{"servers": {"a": {"type": "http", "url": "`+tt.url+`"}}}`, nil)
+			s := cfg.Servers[0]
+			if got := s.Display().URL; got != tt.wantURL {
+				t.Errorf("Display().URL = %q, want %q", got, tt.wantURL)
+			}
+			if got := s.Mask(tt.inText); got != tt.wantText {
+				t.Errorf("Mask(%q) = %q, want %q", tt.inText, got, tt.wantText)
+			}
+			var buf bytes.Buffer
+			slog.New(slog.NewJSONHandler(&buf, nil)).Info("server", "server", s)
+			for _, leak := range tt.leaks {
+				if strings.Contains(buf.String(), leak) {
+					t.Errorf("the log shows %q:\n%s", leak, buf.String())
+				}
+			}
+		})
+	}
+
+	// A password in a stdio server's argument (mcp-remote, a database URL).
+	s := parseOK(t, `{"servers": {"a": {"command": "npx", "args": ["mcp-remote", "https://u:hunter22@h/mcp", "--db=postgres://db:dbpass1@pg/x"]}}}`, nil).Servers[0]
+	want := []string{"mcp-remote", "https://u:***@h/mcp", "--db=postgres://db:***@pg/x"}
+	if diff := cmp.Diff(want, s.Display().Args); diff != "" {
+		t.Errorf("Display().Args (-want +got):\n%s", diff)
+	}
+
+	// A config error about the URL shows it masked.
+	_, err := Parse("mcp.json", []byte(`{"servers": {"a": {"type": "http", "url": "ftp://user:pa55word@host/mcp"}}}`), &LoadOptions{LookupEnv: envMap(nil)})
+	if err == nil || strings.Contains(err.Error(), "pa55word") || !strings.Contains(err.Error(), "ftp://user:***@host/mcp") {
+		t.Errorf("invalid url error = %v, want it to show ftp://user:***@host/mcp", err)
+	}
+}
+
+// TestURLUserinfoMaskedInStatus connects to a closed port with a password
+// in the URL: neither the error nor the status (what /api/servers shows)
+// carries the password.
+func TestURLUserinfoMaskedInStatus(t *testing.T) {
+	cfg := parseOK(t, `{"servers": {"a": {"type": "http", "url": "http://user:pa55word@127.0.0.1:1/mcp", "connect_timeout": 2}}}`, nil).Servers[0]
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	g := New(cfg, &Options{Logger: slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	defer func() { _ = g.Close() }()
+	_, err := g.List(t.Context())
+	if err == nil {
+		t.Fatal("List against a closed port succeeded")
+	}
+	st := g.Status()
+	mu.Lock()
+	logged := logs.String()
+	mu.Unlock()
+	for what, text := range map[string]string{"the error": err.Error(), "LastError": st.LastError, "the log": logged} {
+		if strings.Contains(text, "pa55word") {
+			t.Errorf("%s shows the password: %s", what, text)
+		}
+	}
+}
+
+// lockedWriter serialises writes of a logger used by several goroutines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
