@@ -2,6 +2,7 @@ package mcpgateway
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -74,14 +75,21 @@ func (r *stderrRing) tail() string {
 	return "; stderr: " + strings.Join(lines, " | ")
 }
 
-// drain reads src line by line into the ring until it ends or fails. The
-// caller owns src and closes it to stop drain early.
+// drain reads src line by line into the ring until it ends or fails. A line
+// longer than maxStderrLine is kept cut, and the rest of it is read and
+// dropped without being held, so a child writing one endless line costs a
+// fixed buffer. The caller owns src and closes it to stop drain early.
 func (r *stderrRing) drain(src io.Reader) {
-	br := bufio.NewReaderSize(src, 4096)
+	br := bufio.NewReaderSize(src, maxStderrLine+1)
 	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			r.add(line)
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			r.add(string(chunk)) // cut to maxStderrLine by add
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+		} else if len(chunk) > 0 {
+			r.add(string(chunk))
 		}
 		if err != nil {
 			return
