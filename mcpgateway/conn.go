@@ -153,7 +153,7 @@ func (c *conn) unavailableLocked() error {
 		return c.serverErr("unavailable", fmt.Errorf("%w: disabled in mcp.json", ErrUnavailable))
 	case c.cfg.Unresolved != "":
 		return c.serverErr("unavailable", fmt.Errorf("%w: %s", ErrUnavailable, c.cfg.Unresolved))
-	case c.state == StateFailed && c.opts.Now().Before(c.retryAt):
+	case c.state == StateFailed && time.Now().Before(c.retryAt):
 		return c.serverErr("unavailable", fmt.Errorf("%w: down %d times within %v (failed connects or sessions that died), retrying at %s: %s",
 			ErrUnavailable, c.opts.CrashLoopDeaths, c.opts.CrashLoopWindow, c.retryAt.Format(time.RFC3339), c.lastErr))
 	}
@@ -295,7 +295,7 @@ func (c *conn) retireLocked(s *session) {
 // noteDeathLocked records a session death or failed connect and enters
 // back-off when there were CrashLoopDeaths within CrashLoopWindow.
 func (c *conn) noteDeathLocked() {
-	now := c.opts.Now()
+	now := time.Now()
 	keep := c.deaths[:0]
 	for _, t := range c.deaths {
 		if now.Sub(t) < c.opts.CrashLoopWindow {
@@ -384,7 +384,7 @@ func (c *conn) status() connStatus {
 	defer c.mu.Unlock()
 	st := connStatus{state: c.state, lastErr: c.lastErr, pid: c.sess.pid()}
 	if st.state == StateFailed && !c.retryAt.IsZero() {
-		if c.opts.Now().Before(c.retryAt) {
+		if time.Now().Before(c.retryAt) {
 			st.retryAt = c.retryAt
 		} else {
 			st.state = StateIdle

@@ -35,7 +35,8 @@ type Options struct {
 	// (not isError results, schema failures or unknown tools) open the
 	// server's circuit for CircuitOpenFor: executes then fail at once, and
 	// after it one trial call is let through. Zeros mean 5 and 30 s. The
-	// circuit reads time.Now (it is gobreaker's); tests use testing/synctest.
+	// circuit and the back-off read one clock, time.Now (gobreaker's has no
+	// other); tests fake it with testing/synctest.
 	CircuitFailures int
 	CircuitOpenFor  time.Duration
 
@@ -57,10 +58,6 @@ type Options struct {
 	// the gateway starts, after it started. It must not block. Tests use it
 	// to count spawns.
 	OnProcessStart func(pid int)
-
-	// Now returns the current time for back-off bookkeeping. Nil means
-	// time.Now. Tests inject a clock.
-	Now func() time.Time
 }
 
 const (
@@ -105,9 +102,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.LookupEnv == nil {
 		c.LookupEnv = os.LookupEnv
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	return c
 }
