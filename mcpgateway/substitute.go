@@ -125,7 +125,8 @@ func (sp *serverParse) expand(n *jnode) text {
 		b.WriteString(rest[:i])
 		j := strings.IndexByte(rest[i:], '}')
 		if j < 0 {
-			sp.p.errAt(n.off, sp.name, `unterminated "${" in %q`, n.str)
+			// The value is not quoted: it may hold a literal secret.
+			sp.p.errAt(n.off, sp.name, `unterminated "${" in the value (no closing "}")`)
 			return t
 		}
 		expr := rest[i+2 : i+j]
