@@ -187,6 +187,12 @@ func stderrOf(g *Gateway) string {
 	return strings.Join(s.proc.ring.last(stderrLines), "\n")
 }
 
+// serverCalls counts the calls of tool the current session's todo-mcp
+// logged to stderr (one line per call, "tool=<name>").
+func serverCalls(g *Gateway, tool string) int {
+	return strings.Count(stderrOf(g), "tool="+tool+" ")
+}
+
 func currentSession(g *Gateway) *session {
 	g.conn.mu.Lock()
 	defer g.conn.mu.Unlock()
@@ -248,18 +254,12 @@ func TestFaultHangTimesOut(t *testing.T) {
 	pid := g.Status().PID
 
 	var err error
-	var took time.Duration
 	whileFaulting(t, healthy, func() {
-		start := time.Now()
 		_, err = g.Execute(t.Context(), "fault", map[string]any{"mode": "hang"})
-		took = time.Since(start)
 	})
 	assertNamesServer(t, err, faultyName, "call fault", "call_timeout", "deadline")
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("error %v does not match context.DeadlineExceeded", err)
-	}
-	if took < cfg.CallTimeout || took > cfg.CallTimeout+3*time.Second {
-		t.Errorf("the hanging call took %v, want about call_timeout %v", took, cfg.CallTimeout)
 	}
 
 	// todo-mcp logs every tool call when its handler returns; the hanging
@@ -456,15 +456,13 @@ func TestFaultSlowStart(t *testing.T) {
 	var sp spawns
 	slow := newGateway(t, cfg, &Options{CloseGrace: 500 * time.Millisecond, OnProcessStart: sp.add})
 	var err error
-	var took time.Duration
 	whileFaulting(t, healthy, func() {
-		start := time.Now()
 		_, err = slow.Execute(t.Context(), "list_todos", map[string]any{})
-		took = time.Since(start)
 	})
+	// The handshake's deadline, not a later failure, ended the attempt.
 	assertNamesServer(t, err, faultyName, "connect", "no answer to the handshake")
-	if took >= delay {
-		t.Errorf("failing took %v; connect_timeout %v should end it before the server is ready (%v)", took, cfg.ConnectTimeout, delay)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v does not match context.DeadlineExceeded", err)
 	}
 	if st := slow.Status(); !strings.Contains(st.LastError, `server "faulty"`) {
 		t.Errorf("Status().LastError = %q, want the connect error", st.LastError)
@@ -479,11 +477,7 @@ func TestFaultSlowStart(t *testing.T) {
 
 	cfg.ConnectTimeout = 5 * time.Second
 	patient := newGateway(t, cfg, nil)
-	start := time.Now()
 	assertListed(t, patient, "saved before the slow start")
-	if took := time.Since(start); took < delay {
-		t.Errorf("the server answered after %v, before its start delay %v", took, delay)
-	}
 }
 
 // TestFaultBigOutput: the server answers with 10 MiB of text. The call
@@ -548,6 +542,9 @@ func TestFaultCircuitOpensAndRecovers(t *testing.T) {
 	const openFor = time.Second
 	g := newGateway(t, cfg, &Options{CircuitFailures: 5, CircuitOpenFor: openFor})
 	createTodo(t, g, "saved before the circuit opened")
+	if serverCalls(g, "create_todo") != 1 {
+		t.Fatalf("the server's log shows %d create_todo calls, want 1: serverCalls cannot see calls", serverCalls(g, "create_todo"))
+	}
 
 	for i := range 5 {
 		if cs := g.Status().Circuit; cs.State != CircuitClosed {
@@ -565,18 +562,16 @@ func TestFaultCircuitOpensAndRecovers(t *testing.T) {
 	}
 
 	var err error
-	var took time.Duration
+	callsBefore := serverCalls(g, "list_todos")
 	whileFaulting(t, healthy, func() {
-		start := time.Now()
 		_, err = g.Execute(t.Context(), "list_todos", map[string]any{})
-		took = time.Since(start)
 	})
 	if !errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("execute with the circuit open = %v, want ErrCircuitOpen", err)
 	}
 	assertNamesServer(t, err, faultyName, "circuit open", "retrying at")
-	if took > 100*time.Millisecond {
-		t.Errorf("refusing took %v; an open circuit fails at once", took)
+	if got := serverCalls(g, "list_todos"); got != callsBefore {
+		t.Errorf("the server ran %d tool calls while its circuit was open, want none", got-callsBefore)
 	}
 	if ok, why := g.Available(nil); ok || !strings.Contains(why, `server "faulty"`) || !strings.Contains(why, "retrying at") {
 		t.Errorf("Available = %v, %q; want false, naming the server and when it retries", ok, why)
@@ -631,7 +626,8 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			healthy := healthyGateway(t)
-			g := newGateway(t, faultConfig(t, tempDB(t)), &Options{CrashBackoff: backoff})
+			var sp spawns
+			g := newGateway(t, faultConfig(t, tempDB(t)), &Options{CrashBackoff: backoff, OnProcessStart: sp.add})
 			createTodo(t, g, "saved before the crash loop")
 			for i := range 3 {
 				if i > 0 {
@@ -650,18 +646,16 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 			}
 
 			var err error
-			var took time.Duration
+			started := len(sp.all())
 			whileFaulting(t, healthy, func() {
-				start := time.Now()
 				_, err = g.Execute(t.Context(), "list_todos", map[string]any{})
-				took = time.Since(start)
 			})
 			if !errors.Is(err, ErrUnavailable) {
 				t.Errorf("execute in back-off = %v, want ErrUnavailable", err)
 			}
 			assertNamesServer(t, err, faultyName, "3 times within", "retrying at")
-			if took > 100*time.Millisecond {
-				t.Errorf("refusing in back-off took %v, want at once", took)
+			if n := len(sp.all()) - started; n != 0 {
+				t.Errorf("%d processes started in back-off, want none", n)
 			}
 
 			testenv.WaitFor(t, backoff+3*time.Second, "the back-off to end", func() bool { return g.Status().State != StateFailed })
