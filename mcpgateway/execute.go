@@ -245,7 +245,8 @@ func (g *Gateway) Run(ctx context.Context, call tools.Call, _ tools.Emitter) (to
 	switch action {
 	case "list":
 		start := time.Now()
-		res, err := g.listAction(ctx)
+		query, _ := call.Args["query"].(string)
+		res, err := g.listAction(ctx, query)
 		status := CallSuccess
 		if err != nil {
 			status = CallFailure

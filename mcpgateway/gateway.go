@@ -118,12 +118,17 @@ func describe(cfg ServerConfig, names []string) string {
 		sentence(d)
 	}
 	if len(names) > 0 {
-		sentence("Tools: " + strings.Join(names, ", "))
+		shown, more := describedNames(names)
+		list := strings.Join(shown, ", ")
+		if more > 0 {
+			list += fmt.Sprintf(" and %d more (list with a query to find them)", more)
+		}
+		sentence("Tools: " + list)
 	}
 	return b.String()
 }
 
-// Inputs are action, tool_name and tool_inputs, in that order.
+// Inputs are action, tool_name, tool_inputs and query, in that order.
 func (g *Gateway) Inputs() []tools.Input {
 	return []tools.Input{
 		{Name: "action", Type: "string", Default: "list", Enum: []string{"list", "execute"},
@@ -131,6 +136,8 @@ func (g *Gateway) Inputs() []tools.Input {
 		{Name: "tool_name", Type: "string", Description: "the tool to run; required when action is execute"},
 		{Name: "tool_inputs", Type: "object", Default: map[string]any{},
 			Description: "the tool's inputs, matching its input schema"},
+		{Name: "query", Type: "string",
+			Description: "optional, with action list: words to find tools by name or description, best matches first"},
 	}
 }
 

@@ -103,7 +103,7 @@ func TestGatewayDescribesItself(t *testing.T) {
 	for _, in := range g.Inputs() {
 		names = append(names, in.Name)
 	}
-	if got := strings.Join(names, ","); got != "action,tool_name,tool_inputs" {
+	if got := strings.Join(names, ","); got != "action,tool_name,tool_inputs,query" {
 		t.Errorf("Inputs = %s", got)
 	}
 	if st := g.Status(); st.State != StateIdle || st.PID != 0 {

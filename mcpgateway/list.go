@@ -310,18 +310,43 @@ func (g *Gateway) notified(s *session, n mcp.JSONRPCNotification) {
 	}()
 }
 
-// listAction is the list action. It asks the circuit like execute does, and
-// counts a failed listing as execute counts a failed call. While the
-// server cannot be used (circuit open, back-off, unreachable, no answer in
-// time) it answers from the cache, marked stale with the server's state and
-// why; only without a cache is the failure returned.
-func (g *Gateway) listAction(ctx context.Context) (tools.Result, error) {
+// ListTools returns one page of the server's tools (after allow/deny) that
+// q selects, best matches first when q has a query. It lists as the list
+// action does: from the cache when fresh, else from the server; while the
+// server cannot be used it pages the last listing and says so (Stale). Only
+// without any listing is the failure returned; a bad cursor is an error
+// matching ErrBadCursor.
+func (g *Gateway) ListTools(ctx context.Context, q ListQuery) (ListPage, error) {
+	if err := g.enter("list"); err != nil {
+		return ListPage{}, err
+	}
+	defer g.leave()
+	ts, why, err := g.listed(ctx)
+	if err != nil {
+		return ListPage{}, err
+	}
+	p, err := page(selectTools(ts.infos, q.Query), q, g.opts.OutputCap)
+	if err != nil {
+		return ListPage{}, err
+	}
+	if why != nil {
+		p.Stale, p.LastError = true, g.mask(why.Error())
+	}
+	return p, nil
+}
+
+// listed returns the tools a list answers with. It asks the circuit like
+// execute does, and counts a failed listing as execute counts a failed call.
+// While the server cannot be used (circuit open, back-off, unreachable, no
+// answer in time) it returns the cache with why it is stale; only without a
+// cache is the failure returned.
+func (g *Gateway) listed(ctx context.Context) (ts *toolSet, stale, err error) {
 	g.mu.Lock()
-	ts := g.cache
+	ts = g.cache
 	fresh := g.freshLocked(ts)
 	g.mu.Unlock()
 	if fresh {
-		return g.listResult(ts.infos), nil
+		return ts, nil, nil
 	}
 	done, err := g.allow()
 	if err == nil {
@@ -332,10 +357,10 @@ func (g *Gateway) listAction(ctx context.Context) (tools.Result, error) {
 		}
 		g.record(o, done)
 		if err == nil {
-			return g.listResult(ts.infos), nil
+			return ts, nil, nil
 		}
 		if o != outcomeTransport && o != outcomeTimeout {
-			return tools.Result{}, err
+			return nil, nil, err
 		}
 	}
 	cached := g.cached()
@@ -343,11 +368,36 @@ func (g *Gateway) listAction(ctx context.Context) (tools.Result, error) {
 		if done == nil {
 			g.record(outcomeRefused, nil)
 		}
+		return nil, nil, err
+	}
+	return cached, err, nil
+}
+
+// listAction is the list action: the tools query selects, best matches
+// first, capped at OutputCap bytes with a note saying how many were left
+// out; marked stale, with the server's state and why, when they come from
+// the cache of a server that cannot be used.
+func (g *Gateway) listAction(ctx context.Context, query string) (tools.Result, error) {
+	ts, why, err := g.listed(ctx)
+	if err != nil {
 		return tools.Result{}, err
 	}
-	res := g.listResult(cached.infos)
-	res.Metadata["stale"] = true
-	res.Metadata["last_error"] = g.mask(err.Error())
+	sel := selectTools(ts.infos, query)
+	p, _ := page(sel, ListQuery{}, g.opts.OutputCap) // no cursor: cannot fail
+	res := g.listResult(p.Tools)
+	if query != "" {
+		res.Metadata["query"] = query
+		res.Metadata["matches"] = len(sel)
+	}
+	if left := len(sel) - len(p.Tools); left > 0 {
+		res.Metadata["omitted"] = left
+		res.Metadata["note"] = fmt.Sprintf("%d of %d tools left out to stay within %d bytes; list again with a query to find a tool by name or description",
+			left, len(sel), g.opts.OutputCap)
+	}
+	if why != nil {
+		res.Metadata["stale"] = true
+		res.Metadata["last_error"] = g.mask(why.Error())
+	}
 	return res, nil
 }
 

@@ -51,7 +51,7 @@ func TestListChangedDuringListIsNotLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.ContainsFunc(infos, func(ti ToolInfo) bool { return ti.Name == "added" }) {
-			t.Errorf("tools after list_changed = %v, want 'added' among them", names(infos))
+			t.Errorf("tools after list_changed = %v, want 'added' among them", toolNames(infos))
 		}
 		if _, err := g.Execute(ctx, "added", nil); err != nil {
 			t.Errorf("execute the added tool: %v", err)
@@ -60,7 +60,7 @@ func TestListChangedDuringListIsNotLost(t *testing.T) {
 	})
 }
 
-func names(infos []ToolInfo) []string {
+func toolNames(infos []ToolInfo) []string {
 	out := make([]string, len(infos))
 	for i, ti := range infos {
 		out[i] = ti.Name

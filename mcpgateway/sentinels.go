@@ -24,6 +24,10 @@ func (drainingError) Error() string { return "server is being replaced or remove
 // Is reports whether target is ErrClosed.
 func (drainingError) Is(target error) bool { return target == ErrClosed }
 
+// ErrBadCursor is matched (with errors.Is) by the error of a ListQuery whose
+// Cursor no page gave.
+var ErrBadCursor = errors.New("invalid cursor")
+
 // ErrUnavailable is matched (with errors.Is) by errors saying a server cannot
 // be used right now: disabled, unresolved config, or in back-off after a
 // crash loop.
