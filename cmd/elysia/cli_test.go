@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func writeFile(tb testing.TB, path, body string) {
@@ -215,5 +220,122 @@ func TestQueryCommand(t *testing.T) {
 	}
 	if code, _, _ := runCLI(t, dir, nil, "query"); code != exitUsage {
 		t.Errorf("query without text: exit %d, want 2", code)
+	}
+}
+
+// TestParseFlagsAnywhere checks that flags may come before, between and
+// after positional arguments, that the flag set decides which flags take a
+// value, and that "--" ends the flags.
+func TestParseFlagsAnywhere(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantConfig string
+		wantJSON   bool
+		wantMode   string
+		wantArgs   []string
+		wantCode   int // of the error; 0 for none
+	}{
+		{"flags after positionals", []string{"todo", "--config", "x.json"}, "x.json", false, "m0", []string{"todo"}, 0},
+		{"interleaved", []string{"a", "--json", "b", "--mode=m", "c", "-config", "y.json"}, "y.json", true, "m", []string{"a", "b", "c"}, 0},
+		{"flags first", []string{"--config=z.json", "--mode", "m2", "a"}, "z.json", false, "m2", []string{"a"}, 0},
+		{"bool takes no value", []string{"--json", "a"}, "mcp.json", true, "m0", []string{"a"}, 0},
+		{"bool with =false", []string{"a", "--json=false"}, "mcp.json", false, "m0", []string{"a"}, 0},
+		{"value looks like a flag", []string{"--mode", "-weird", "a"}, "mcp.json", false, "-weird", []string{"a"}, 0},
+		{"double dash ends flags", []string{"a", "--", "--json", "-x", "--"}, "mcp.json", false, "m0", []string{"a", "--json", "-x", "--"}, 0},
+		{"lone dash is an argument", []string{"-", "--json"}, "mcp.json", true, "m0", []string{"-"}, 0},
+		{"no arguments", nil, "mcp.json", false, "m0", nil, 0},
+		{"unknown flag after an argument", []string{"a", "--nope"}, "", false, "", nil, exitUsage},
+		{"missing value at the end", []string{"a", "--config"}, "", false, "", nil, exitUsage},
+		{"help after an argument", []string{"a", "-h"}, "", false, "", nil, exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, config := newFlags("test", io.Discard)
+			asJSON := fs.Bool("json", false, "")
+			mode := fs.String("mode", "m0", "")
+			err := parseFlags(fs, tt.args)
+			if tt.wantCode != 0 || err != nil {
+				var ee *exitError
+				if !errors.As(err, &ee) || ee.code != tt.wantCode || (tt.wantCode == exitOK && !errors.Is(err, flag.ErrHelp)) {
+					t.Fatalf("parseFlags(%q) = %v, want an exit code %d", tt.args, err, tt.wantCode)
+				}
+				return
+			}
+			got := []any{*config, *asJSON, *mode, fs.Args()}
+			want := []any{tt.wantConfig, tt.wantJSON, tt.wantMode, tt.wantArgs}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("parseFlags(%q) (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+// TestGlobalFlagsBeforeCommand runs commands in process with --config
+// before the command, after it, and after the command's arguments.
+func TestGlobalFlagsBeforeCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "other.json")
+	writeFile(t, cfg, `{"servers": {"only": {"command": "/bin/true"}}}`)
+	for _, args := range [][]string{
+		{"--config", cfg, "config", "check"},
+		{"-config=" + cfg, "config", "check"},
+		{"config", "check", "--config", cfg},
+		{"--config", cfg, "mcp", "list"},
+		{"mcp", "list", "--config", cfg},
+		{"--", "mcp", "list", "--config", cfg},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), args, &stdout, &stderr)
+		if code != exitOK || !strings.Contains(stdout.String(), "only") {
+			t.Errorf("elysia %q: exit %d, want 0 and server \"only\" listed\n%s%s", args, code, stdout.String(), stderr.String())
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", cfg}, "no command given"},
+		{[]string{"--config"}, "flag needs an argument"},
+		{[]string{"--json", "query", "x"}, "--json before the command"},
+		{[]string{"--config", cfg, "mcp", "list", "a", "b"}, "want at most one SERVER"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), tt.args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("elysia %q: exit %d, want 2 and %q\n%s%s", tt.args, code, tt.want, stdout.String(), stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"--config", cfg, "--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "usage: elysia") {
+		t.Errorf("elysia --config F --help: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestFlagsAnywhereAgainstTodo runs the built binary with --config after
+// the server name and before the command, from a folder without mcp.json,
+// as the issue reported them.
+func TestFlagsAnywhereAgainstTodo(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "x.json")
+	writeFile(t, cfg, defaultConfig(t))
+	elsewhere := t.TempDir()
+	for _, args := range [][]string{
+		{"mcp", "list", "todo", "--config", cfg},
+		{"--config", cfg, "mcp", "list", "todo"},
+		{"mcp", "list", "--config=" + cfg, "todo"},
+	} {
+		code, out, errOut := runCLI(t, elsewhere, nil, args...)
+		if code != 0 || !strings.Contains(out, "todo (stdio): 5 tool(s)") {
+			t.Errorf("elysia %q: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	code, out, errOut := runCLI(t, elsewhere, nil, "mcp", "call", "todo", "create_todo", `{"title":"flags last"}`, "--config", cfg)
+	if code != 0 || !strings.Contains(out, "flags last") {
+		t.Errorf("mcp call with --config last: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, elsewhere, nil, "query", "list my todos", "--json", "--config", cfg)
+	if code != 0 || !strings.Contains(out, `"type":"completed"`) {
+		t.Errorf("query with --json after the text: exit %d\n%s%s", code, out, errOut)
 	}
 }

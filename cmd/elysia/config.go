@@ -24,15 +24,69 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 	return fs, config
 }
 
-// parseFlags parses args and turns flag errors into usage errors.
+// parseFlags parses args and turns flag errors into usage errors. Flags
+// may come before, between or after the positional arguments, as users of
+// git, docker and kubectl expect ("mcp list todo --config x.json"); "--"
+// ends the flags. Whether a flag takes the next argument as its value comes
+// from fs: a boolean flag never does, and "--flag=value" carries its own.
+// fs.Args() returns the positional arguments in order.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if !isFlag(a) {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		if takesValue(fs, a) {
+			if i+1 == len(args) { // let fs say the value is missing
+				positional = nil
+				break
+			}
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if positional != nil {
+		// "--" keeps a positional argument that looks like a flag from
+		// being parsed again.
+		flags = append(append(flags, "--"), positional...)
+	}
+	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return &exitError{code: exitOK, err: err}
 		}
 		return usageErr("%v", err)
 	}
 	return nil
+}
+
+// isFlag reports whether a looks like a flag: "-x" or "--x", but not a
+// lone "-" (which by convention means standard input).
+func isFlag(a string) bool { return len(a) > 1 && a[0] == '-' }
+
+// takesValue reports whether flag argument a ("-name", "--name",
+// "--name=value") needs the next argument as its value: it names a flag of
+// fs that is not boolean and has no "=value" of its own. Flags fs does not
+// define are left for fs.Parse to report.
+func takesValue(fs *flag.FlagSet, a string) bool {
+	name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return false
+	}
+	return true
 }
 
 // loadConfig reads mcp.json for a command. At start-up, with a terminal on

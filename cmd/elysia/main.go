@@ -18,6 +18,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -53,7 +55,8 @@ commands:
   mcp call SERVER TOOL JSON execute one tool of a server
   config check [FILE]       validate an mcp.json
 
-every command takes --config FILE (default ./mcp.json)
+every command takes --config FILE (default ./mcp.json), before or after the
+command; flags may follow the arguments, and -- ends the flags
 `
 
 func main() {
@@ -77,40 +80,81 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-// dispatch runs the command args name. Usage text it prints is best effort:
-// a failed write to the terminal has nowhere to be reported.
+// dispatch runs the command args name. Global flags may come before the
+// command ("elysia --config x.json mcp list"); they are handed to the
+// command with its own arguments. Usage text it prints is best effort: a
+// failed write to the terminal has nowhere to be reported.
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	global, args, err := splitGlobal(args)
+	if err != nil {
+		_, _ = fmt.Fprint(stderr, usage)
+		return err
+	}
 	if len(args) == 0 {
 		_, _ = fmt.Fprint(stderr, usage)
 		return usageErr("no command given")
 	}
+	// sub returns the command's arguments after its n words, global
+	// flags first.
+	sub := func(n int) []string { return append(slices.Clone(global), args[n:]...) }
 	switch args[0] {
 	case "serve":
-		return cmdServe(ctx, args[1:], stdout, stderr)
+		return cmdServe(ctx, sub(1), stdout, stderr)
 	case "query":
-		return cmdQuery(ctx, args[1:], stdout, stderr)
+		return cmdQuery(ctx, sub(1), stdout, stderr)
 	case "tree":
-		return cmdTree(ctx, args[1:], stdout, stderr)
+		return cmdTree(ctx, sub(1), stdout, stderr)
 	case "mcp":
 		if len(args) < 2 {
 			return usageErr("mcp: want list or call")
 		}
 		switch args[1] {
 		case "list":
-			return cmdMCPList(ctx, args[2:], stdout, stderr)
+			return cmdMCPList(ctx, sub(2), stdout, stderr)
 		case "call":
-			return cmdMCPCall(ctx, args[2:], stdout, stderr)
+			return cmdMCPCall(ctx, sub(2), stdout, stderr)
 		}
 		return usageErr("mcp: unknown subcommand %q (want list or call)", args[1])
 	case "config":
 		if len(args) < 2 || args[1] != "check" {
 			return usageErr("config: want check")
 		}
-		return cmdConfigCheck(ctx, args[2:], stdout, stderr)
-	case "help", "-h", "--help":
+		return cmdConfigCheck(ctx, sub(2), stdout, stderr)
+	case "help", "-h", "-help", "--help":
 		_, _ = fmt.Fprint(stdout, usage)
 		return nil
 	}
 	_, _ = fmt.Fprint(stderr, usage)
 	return usageErr("unknown command %q", args[0])
+}
+
+// splitGlobal takes the global flags (those every command defines, see
+// newFlags) off the front of args, with their values, and returns them and
+// the command line that follows. A help flag or "--" ends them; any other
+// flag before the command is a usage error, since only the command knows
+// whether it takes a value.
+func splitGlobal(args []string) (global, rest []string, err error) {
+	fs, _ := newFlags("", io.Discard)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return global, args[i+1:], nil
+		case !isFlag(a), a == "-h", a == "-help", a == "--help":
+			return global, args[i:], nil
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if fs.Lookup(name) == nil {
+			return nil, nil, usageErr("flag %s before the command: give it after the command (only --config may come first)", a)
+		}
+		global = append(global, a)
+		if takesValue(fs, a) {
+			if i+1 == len(args) {
+				return nil, nil, usageErr("flag needs an argument: %s", a)
+			}
+			i++
+			global = append(global, args[i])
+		}
+	}
+	return global, nil, nil
 }
