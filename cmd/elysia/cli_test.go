@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/elysia-go/elysia/mcpgateway"
 )
 
 func writeFile(tb testing.TB, path, body string) {
@@ -337,5 +339,42 @@ func TestFlagsAnywhereAgainstTodo(t *testing.T) {
 	code, out, errOut = runCLI(t, elsewhere, nil, "query", "list my todos", "--json", "--config", cfg)
 	if code != 0 || !strings.Contains(out, `"type":"completed"`) {
 		t.Errorf("query with --json after the text: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestAskInputOffersTheDefault checks the terminal prompt: an empty answer
+// takes the input's default (what a reload, which never asks, resolves
+// too), and a password's default is never printed.
+func TestAskInputOffersTheDefault(t *testing.T) {
+	tests := []struct {
+		name       string
+		in         mcpgateway.Input
+		typed      string
+		want       string
+		wantPrompt string
+	}{
+		{"typed", mcpgateway.Input{ID: "region", Default: "eu"}, "us\n", "us", "region (ELYSIA_INPUT_REGION) [eu]: "},
+		{"enter takes the default", mcpgateway.Input{ID: "region", Default: "eu"}, "\n", "eu", "region (ELYSIA_INPUT_REGION) [eu]: "},
+		{"no default", mcpgateway.Input{ID: "x", Description: "The X"}, "\r\n", "", "The X (ELYSIA_INPUT_X): "},
+		{"password default hidden", mcpgateway.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "", "s3cret-default",
+			"tok (ELYSIA_INPUT_TOK) [Enter for the default]: \n"},
+		{"password typed", mcpgateway.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "typed-pw", "typed-pw",
+			"tok (ELYSIA_INPUT_TOK) [Enter for the default]: \n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			readPassword := func() ([]byte, error) { return []byte(tt.typed), nil }
+			got, err := askInput(tt.in, strings.NewReader(tt.typed), &out, readPassword)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("answer = %q, want %q", got, tt.want)
+			}
+			if out.String() != tt.wantPrompt {
+				t.Errorf("prompt = %q, want %q", out.String(), tt.wantPrompt)
+			}
+		})
 	}
 }

@@ -106,21 +106,47 @@ func loadConfig(path string, interactive bool) (*mcpgateway.Config, error) {
 
 // promptTerminal asks the operator for one input on the terminal.
 func promptTerminal(in mcpgateway.Input) (string, error) {
+	fd := int(os.Stdin.Fd())
+	return askInput(in, os.Stdin, os.Stderr, func() ([]byte, error) { return term.ReadPassword(fd) })
+}
+
+// askInput asks for one input on w and reads the answer from r, or with
+// readPassword (no echo) for a password. An empty answer takes the input's
+// default, as VS Code's prompt does, so that the value is the one a reload
+// (which never asks) resolves too. A password's default is never printed.
+func askInput(in mcpgateway.Input, r io.Reader, w io.Writer, readPassword func() ([]byte, error)) (string, error) {
 	label := in.Description
 	if label == "" {
 		label = in.ID
 	}
-	fmt.Fprintf(os.Stderr, "%s (%s): ", label, mcpgateway.InputEnvVar(in.ID))
+	hint := ""
+	switch {
+	case in.Default != "" && in.Password:
+		hint = " [Enter for the default]"
+	case in.Default != "":
+		hint = " [" + in.Default + "]"
+	}
+	// Terminal output: a failed write has nowhere to be reported.
+	_, _ = fmt.Fprintf(w, "%s (%s)%s: ", label, mcpgateway.InputEnvVar(in.ID), hint)
+	var answer string
 	if in.Password {
-		b, err := term.ReadPassword(int(os.Stdin.Fd()))
-		fmt.Fprintln(os.Stderr)
-		return string(b), err
+		b, err := readPassword()
+		_, _ = fmt.Fprintln(w)
+		if err != nil {
+			return "", err
+		}
+		answer = string(b)
+	} else {
+		line, err := bufio.NewReader(r).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		answer = strings.TrimRight(line, "\r\n")
 	}
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
+	if answer == "" {
+		answer = in.Default
 	}
-	return strings.TrimRight(line, "\r\n"), nil
+	return answer, nil
 }
 
 // cmdConfigCheck validates an mcp.json: exit 0 with a summary, or 2 with the
