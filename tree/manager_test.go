@@ -1,6 +1,9 @@
 package tree
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -10,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 func ids(tr *Tree, node string) string {
@@ -163,23 +168,133 @@ func TestNewConversationIsSaved(t *testing.T) {
 	}
 }
 
+// TestManagerConcurrentUse has 8 goroutines share 3 conversations, each
+// replacing the gateways, adding a branch, running a query and reading the
+// tree 20 times, and checks every outcome: no operation fails, every run
+// answers and completes, every branch and every query lands in its
+// conversation, and the gateways set last are the ones in every tree.
 func TestManagerConcurrentUse(t *testing.T) {
+	const workers, rounds, convs = 8, 20, 3
 	ctx := t.Context()
 	m := NewManager(nil)
+	branch := func(i, j int) string { return fmt.Sprintf("b%d_%d", i, j) }
 	var wg sync.WaitGroup
-	for i := range 8 {
+	errs := make(chan error, workers*rounds)
+	for i := range workers {
 		wg.Go(func() {
-			conv := fmt.Sprintf("c%d", i%3)
-			for j := range 20 {
-				m.SetTools([]Placement{{Tool: gateway(fmt.Sprint("g", j%4))}})
-				_, _ = m.Apply(ctx, "u", conv, Op{Kind: OpAddBranch, BranchID: fmt.Sprint("b", i, j), Root: true})
-				c, _ := m.Conversation(ctx, "u", conv)
-				_ = c.Run(ctx, script(step{call: "text_response", args: `{"text":"x"}`}), "q", "", nil)
-				_, _ = c.Tree().MarshalJSON()
+			conv := fmt.Sprintf("c%d", i%convs)
+			for j := range rounds {
+				if err := concurrentRound(ctx, m, conv, branch(i, j), fmt.Sprint("g", j%4)); err != nil {
+					errs <- fmt.Errorf("worker %d, round %d: %w", i, j, err)
+				}
 			}
 		})
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// Every worker's last round placed g3, so g3 is what every tree holds.
+	def, err := m.DefaultTree("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(def, "base"), "text_response,cited_summarize,mcp_g3"; got != want {
+		t.Errorf("default tree = %s, want %s", got, want)
+	}
+	for k := range convs {
+		conv := fmt.Sprintf("c%d", k)
+		c, err := m.Conversation(ctx, "u", conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := c.Tree()
+		want := []string{"text_response", "cited_summarize", "mcp_g3"}
+		queries := 0
+		for i := k; i < workers; i += convs {
+			for j := range rounds {
+				want = append(want, branch(i, j))
+			}
+			queries += rounds
+		}
+		base, _ := tr.Node("base")
+		got := base.OptionIDs()
+		// Branches of different workers interleave; each worker's own
+		// keep their order.
+		worker := func(id string) string { w, _, _ := strings.Cut(id, "_"); return w }
+		if len(got) > 3 {
+			slices.SortStableFunc(got[3:], func(a, b string) int { return strings.Compare(worker(a), worker(b)) })
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: root options = %v, want %v", conv, got, want)
+		}
+		h := c.History()
+		if len(h) != 2*queries {
+			t.Errorf("%s: history has %d messages, want %d (a question and an answer per query)", conv, len(h), 2*queries)
+		}
+		for n, msg := range h {
+			if wantRole, wantText := []string{"user", "assistant"}[n%2], []string{"q", "x"}[n%2]; msg.Role != wantRole || msg.Content != wantText {
+				t.Errorf("%s: history[%d] = %s %q, want %s %q", conv, n, msg.Role, msg.Content, wantRole, wantText)
+				break
+			}
+		}
+	}
+}
+
+// concurrentRound is one round of TestManagerConcurrentUse: place gateway
+// g alone, add branch to conv, run a query that answers "x", and marshal
+// the tree. It returns the first thing that went wrong.
+func concurrentRound(ctx context.Context, m *Manager, conv, branch, g string) error {
+	m.SetTools([]Placement{{Tool: gateway(g)}})
+	tr, err := m.Apply(ctx, "u", conv, Op{Kind: OpAddBranch, BranchID: branch, Root: true})
+	if err != nil {
+		return fmt.Errorf("add branch %s: %w", branch, err)
+	}
+	if _, ok := tr.Node(branch); !ok {
+		return fmt.Errorf("add branch %s: not in the returned tree", branch)
+	}
+	c, err := m.Conversation(ctx, "u", conv)
+	if err != nil {
+		return fmt.Errorf("conversation: %w", err)
+	}
+	var events []tools.Envelope // emit is never called concurrently
+	if err := c.Run(ctx, script(step{call: "text_response", args: `{"text":"x"}`}), "q", "", func(e tools.Envelope) { events = append(events, e) }); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	var texts []string
+	for _, e := range events {
+		if e.Type == tools.EventText {
+			texts = append(texts, string(e.Payload))
+		}
+		if e.Type == tools.EventError {
+			return fmt.Errorf("run: error event %s", e.Payload)
+		}
+	}
+	if len(events) == 0 || events[len(events)-1].Type != tools.EventCompleted {
+		return fmt.Errorf("run: events %v do not end with completed", eventTypes(events))
+	}
+	if len(texts) != 1 || !strings.Contains(texts[0], `"x"`) {
+		return fmt.Errorf("run: text events %v, want one answering \"x\"", texts)
+	}
+	b, err := c.Tree().MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("marshal the tree: %w", err)
+	}
+	if !json.Valid(b) || !bytes.Contains(b, []byte(`"`+branch+`"`)) {
+		return fmt.Errorf("tree JSON lacks branch %s or is invalid: %s", branch, b)
+	}
+	return nil
+}
+
+// eventTypes lists the types of events, for messages.
+func eventTypes(events []tools.Envelope) []tools.EventType {
+	out := make([]tools.EventType, 0, len(events))
+	for _, e := range events {
+		out = append(out, e.Type)
+	}
+	return out
 }
 
 // TestIdleConversationMemory checks that idle conversations share the
