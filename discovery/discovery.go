@@ -56,10 +56,9 @@ type Discovery struct {
 	wg       sync.WaitGroup
 	reloadMu sync.Mutex // serialises Load and Reload
 
-	// answers are the inputs the operator typed at start-up, keyed by
-	// answerKey and reused on reloads (which never prompt). Guarded by
-	// reloadMu.
-	answers map[answerKey]string
+	// answers are the start-up prompt's outcomes, keyed by answerKey and
+	// replayed on reloads (which never prompt). Guarded by reloadMu.
+	answers map[answerKey]answer
 
 	// mu guards cfg, configErr, gateways, closed.
 	mu        sync.Mutex
@@ -96,7 +95,7 @@ func New(path string, sink Sink, opts *Options) *Discovery {
 		logger:   o.Logger.With("config", path),
 		lifetime: ctx,
 		cancel:   cancel,
-		answers:  map[answerKey]string{},
+		answers:  map[answerKey]answer{},
 	}
 }
 
@@ -114,9 +113,7 @@ func (d *Discovery) Load(ctx context.Context) error {
 	if ask := lo.Prompt; ask != nil {
 		lo.Prompt = func(in mcpgateway.Input) (string, error) {
 			v, err := ask(in)
-			if err == nil {
-				d.answers[answerKey{in.Server, in.ID}] = v
-			}
+			d.answers[answerKey{in.Server, in.ID}] = answer{v, err}
 			return v, err
 		}
 	}
@@ -132,12 +129,19 @@ func (d *Discovery) Load(ctx context.Context) error {
 // another server's or a top-level one (Server "").
 type answerKey struct{ server, id string }
 
-// remembered answers an input from what the operator typed at start-up.
-// Its error makes the parser fall back to the input's default, which is
-// what start-up used when nobody was asked.
+// answer is what the start-up prompt returned for one input.
+type answer struct {
+	val string
+	err error
+}
+
+// remembered answers an input as the start-up prompt did: the value typed,
+// or the same error (so an unresolved server's reason, and so its config,
+// does not change). For an input nobody was asked about, its error makes
+// the parser fall back to the input's default, which is what start-up used.
 func (d *Discovery) remembered(in mcpgateway.Input) (string, error) {
-	if v, ok := d.answers[answerKey{in.Server, in.ID}]; ok {
-		return v, nil
+	if a, ok := d.answers[answerKey{in.Server, in.ID}]; ok {
+		return a.val, a.err
 	}
 	return "", fmt.Errorf("input %q was not given at start-up and is never asked for on a reload", in.ID)
 }

@@ -481,3 +481,32 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestReloadReplaysAFailedPrompt: when the start-up prompt failed for an
+// input without a default, the server is unresolved; a reload of the same
+// file must give the same reason, so the server is unchanged and keeps its
+// gateway.
+func TestReloadReplaysAFailedPrompt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	writeConfig(t, path, `{"inputs": [{"type": "promptString", "id": "tok", "password": true}],
+		"servers": {"s": {"command": "/bin/true", "env": {"TOKEN": "${input:tok}"}}}}`)
+	d := New(path, &recordingSink{}, &Options{Load: &mcpgateway.LoadOptions{
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Prompt:    func(mcpgateway.Input) (string, error) { return "", errors.New("terminal closed") },
+	}})
+	defer closeDiscovery(t, d)
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := d.Gateway("s")
+	before := g.Config().Unresolved
+	if !strings.Contains(before, "terminal closed") {
+		t.Fatalf("Unresolved = %q, want the prompt's error", before)
+	}
+	if err := d.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.Gateway("s"); got != g {
+		t.Errorf("reload replaced the gateway: Unresolved %q, was %q", got.Config().Unresolved, before)
+	}
+}
