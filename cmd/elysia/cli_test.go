@@ -378,3 +378,20 @@ func TestAskInputOffersTheDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigCheckMasksTheUnresolvedReason: the reason a server cannot
+// run may name a path built from a secret (an envFile under ${env:}); the
+// CLI shows it masked, as /api/servers does.
+func TestConfigCheckMasksTheUnresolvedReason(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	writeFile(t, cfg, `{"servers": {"s": {"command": "/bin/true", "envFile": "${env:ELYSIA_TEST_SECRET_DIR}/x.env"}}}`)
+	t.Setenv("ELYSIA_TEST_SECRET_DIR", "/s3cret-dir-name")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"config", "check", cfg}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("config check: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if out := stdout.String(); strings.Contains(out, "s3cret") || !strings.Contains(out, "cannot run") {
+		t.Errorf("config check shows the secret, or not why the server cannot run:\n%s", out)
+	}
+}

@@ -178,12 +178,15 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
+// serverNote says why a server will not run, masked: an unresolved
+// server's reason may name a path built from a secret (an envFile under
+// ${env:...}).
 func serverNote(s mcpgateway.ServerConfig) string {
 	switch {
 	case !s.Enabled:
 		return "  (disabled)"
 	case s.Unresolved != "":
-		return "  (cannot run: " + s.Unresolved + ")"
+		return "  (cannot run: " + s.Mask(s.Unresolved) + ")"
 	}
 	return ""
 }
