@@ -16,6 +16,8 @@ func TestBodyOverLimitWithoutContentLength(t *testing.T) {
 	// http.MaxBytesReader can catch it.
 	req := httptest.NewRequestWithContext(t.Context(), "POST", "/query/alice/c1", io.MultiReader(strings.NewReader(body)))
 	req.ContentLength = -1
+	req.Host = testHost
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.srv.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusRequestEntityTooLarge {

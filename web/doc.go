@@ -1,7 +1,9 @@
 // Package web serves Elysia-Go's HTTP API with gin: the tree and conversation
 // routes, query streaming over Server-Sent Events and WebSocket, the
 // Elysia-compatible init and tools routes, the MCP server routes, health,
-// readiness and Prometheus metrics, bearer-key auth, and the embedded web UI.
+// readiness and Prometheus metrics, bearer-key auth, the browser safety
+// checks (Host, Origin and Content-Type, see browsersafety.go), and the
+// embedded web UI.
 //
 // The routes and their bodies are those of DESIGN.md, "HTTP API". Everything
 // the handlers need from the rest of the service (trees, the agent loop,

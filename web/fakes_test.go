@@ -252,3 +252,75 @@ func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query st
 	}
 	return nil
 }
+
+// spyStore is a fakeStore that records the conversations it is asked to
+// delete, so tests can tell that a refused request changed nothing.
+type spyStore struct {
+	fakeStore
+	mu      sync.Mutex // guards deleted
+	deleted []string
+}
+
+func (s *spyStore) Delete(ctx context.Context, user, conv string) error {
+	s.mu.Lock()
+	s.deleted = append(s.deleted, user+"/"+conv)
+	s.mu.Unlock()
+	return s.fakeStore.Delete(ctx, user, conv)
+}
+
+func (s *spyStore) deletes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.deleted...)
+}
+
+// serverCall is one List or Execute a spyServers saw.
+type serverCall struct {
+	action, name, tool string
+}
+
+// spyServers is a fakeServers that records every List and Execute; when
+// fail is set, Execute returns it instead.
+type spyServers struct {
+	fakeServers
+	mu    sync.Mutex // guards calls and fail
+	calls []serverCall
+	fail  error
+}
+
+func (s *spyServers) record(ctx context.Context, action, name, tool string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, serverCall{action, name, tool})
+	return s.fail
+}
+
+func (s *spyServers) List(ctx context.Context, name string) (any, error) {
+	_ = s.record(ctx, "list", name, "")
+	return s.fakeServers.List(ctx, name)
+}
+
+func (s *spyServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (any, error) {
+	if err := s.record(ctx, "execute", name, tool); err != nil {
+		return nil, err
+	}
+	return s.fakeServers.Execute(ctx, name, tool, inputs)
+}
+
+func (s *spyServers) setFail(err error) {
+	s.mu.Lock()
+	s.fail = err
+	s.mu.Unlock()
+}
+
+func (s *spyServers) executes() []serverCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []serverCall
+	for _, c := range s.calls {
+		if c.action == "execute" {
+			out = append(out, c)
+		}
+	}
+	return out
+}

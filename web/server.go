@@ -82,10 +82,24 @@ type Options struct {
 	// completed (or its final error). Zero or less means
 	// DefaultMaxQueriesPerSocket (4).
 	MaxQueriesPerSocket int
-	// WebSocketOrigins lists the extra origins (host patterns, as in
-	// path.Match) allowed to open a WebSocket; the service's own origin is
-	// always allowed. Nil means only the service's own.
-	WebSocketOrigins []string
+	// PublicHosts lists the host names and addresses, each with an optional
+	// port, that the service answers to beside the loopback ones
+	// (localhost, *.localhost, 127.0.0.0/8, ::1), as ParseHosts returns them
+	// (--public-host, ELYSIA_PUBLIC_HOSTS); entries ParseHosts would refuse
+	// are ignored. Without Keys, a request whose Host is neither loopback
+	// nor listed gets 403, so that a DNS-rebinding page cannot reach the
+	// service under its own name; with Keys the check applies only when
+	// the list is not empty (a keyed service behind a proxy needs nothing).
+	// Nil means loopback only without keys, no check with keys.
+	PublicHosts []string
+	// AllowedOrigins lists the origins, beside the service's own, from
+	// which a web page may send a state-changing request (POST, PUT, PATCH,
+	// DELETE) or open the WebSocket, as ParseOrigins returns them
+	// (ELYSIA_ALLOWED_ORIGINS): full origins or host patterns; entries
+	// ParseOrigins would refuse are ignored. Requests without an Origin
+	// header (curl, the CLI) are not affected; "null" is never allowed.
+	// Nil means the service's own origin only.
+	AllowedOrigins []string
 }
 
 // Server is the HTTP API. It holds no per-request state and is safe for
@@ -100,7 +114,8 @@ type Server struct {
 	assets    fs.FS
 	heartbeat time.Duration
 	maxBody   int64
-	origins   []string
+	hosts     hostPolicy
+	origins   originPolicy
 	engine    *gin.Engine
 	// maxSocketQueries is Options.MaxQueriesPerSocket, defaulted.
 	maxSocketQueries int
@@ -159,7 +174,8 @@ func New(deps Deps, opts *Options) *Server {
 		assets:    o.Assets,
 		heartbeat: o.Heartbeat,
 		maxBody:   o.MaxBodyBytes,
-		origins:   append([]string(nil), o.WebSocketOrigins...),
+		hosts:     newHostPolicy(len(o.Keys) == 0, o.PublicHosts),
+		origins:   newOriginPolicy(o.AllowedOrigins),
 
 		maxSocketQueries: o.MaxQueriesPerSocket,
 		writeTimeout:     o.StreamWriteTimeout,
@@ -178,7 +194,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(requestIDMiddleware, m.middleware, s.accessLog, s.recovery)
+	e.Use(requestIDMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
 	})

@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 // testRequestID is sent with every test request so 5xx bodies are stable.
 const testRequestID = "test-req-1"
 
+// testHost is the Host of every test request unless a case sets another:
+// a loopback one, which a service without keys answers.
+const testHost = "127.0.0.1:8000"
+
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {
 	mu  sync.Mutex // guards buf
@@ -50,11 +54,13 @@ func (b *syncBuffer) String() string {
 }
 
 type harness struct {
-	srv    *Server
-	runner *fakeRunner
-	trees  *fakeTrees
-	reg    *prometheus.Registry
-	logs   *syncBuffer
+	srv     *Server
+	runner  *fakeRunner
+	trees   *fakeTrees
+	store   *spyStore
+	servers *spyServers
+	reg     *prometheus.Registry
+	logs    *syncBuffer
 }
 
 var testAssets = fstest.MapFS{
@@ -67,7 +73,8 @@ var testAssets = fstest.MapFS{
 // Logger, Registry and Assets are filled in when unset.
 func newHarness(tb testing.TB, opts *Options) *harness {
 	tb.Helper()
-	h := &harness{runner: newFakeRunner(), trees: &fakeTrees{}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	h := &harness{runner: newFakeRunner(), trees: &fakeTrees{}, store: &spyStore{}, servers: &spyServers{},
+		reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -83,7 +90,7 @@ func newHarness(tb testing.TB, opts *Options) *harness {
 	}
 	h.srv = New(Deps{
 		Trees: h.trees, Catalog: h.trees, Runner: h.runner,
-		Conversations: &fakeStore{}, Users: &fakeStore{}, Servers: fakeServers{},
+		Conversations: h.store, Users: h.store, Servers: h.servers,
 	}, &o)
 	return h
 }
@@ -97,11 +104,20 @@ func (h *harness) do(tb testing.TB, method, path, body string, headers ...string
 		r = strings.NewReader(body)
 	}
 	req := httptest.NewRequestWithContext(tb.Context(), method, path, r)
+	req.Host = testHost
 	req.Header.Set(requestIDHeader, testRequestID)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if strings.EqualFold(headers[i], "Host") {
+			req.Host = headers[i+1]
+			continue
+		}
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	rec := httptest.NewRecorder()

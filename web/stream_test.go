@@ -63,6 +63,7 @@ func postQuery(t *testing.T, ctx context.Context, ts *httptest.Server, path, bod
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -268,6 +269,7 @@ func TestClientDisconnectCancelsRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		errc := make(chan error, 1)
 		go func() {
 			resp, err := ts.Client().Do(req)
@@ -546,7 +548,7 @@ func TestStalledClientEndsStream(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = conn.Close() }) // runs before ts.Close, which waits for the handler
 			const body = `{"query": "flood", "query_id": "qs"}`
-			req := "POST /query/alice/c1 HTTP/1.1\r\nHost: elysia.test\r\nContent-Type: application/json\r\n" +
+			req := "POST /query/alice/c1 HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n" +
 				requestIDHeader + ": rid-stall\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 			if _, err := io.WriteString(conn, req); err != nil {
 				t.Fatal(err)
