@@ -54,6 +54,13 @@ type browser struct {
 // for) when the test ends.
 func newBrowser(tb testing.TB, timeout time.Duration) *browser {
 	tb.Helper()
+	return newBrowserWith(tb, timeout)
+}
+
+// newBrowserWith is newBrowser with extra command-line options for
+// Chromium (such as host-resolver-rules).
+func newBrowserWith(tb testing.TB, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) *browser {
+	tb.Helper()
 	exe := chromiumPath(tb)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -71,6 +78,7 @@ func newBrowser(tb testing.TB, timeout time.Duration) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-domain-reliability", true),
 	)
+	opts = append(opts, extra...)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	b := &browser{t: tb}
 	var ended sync.Mutex // guards logging after the test returned
@@ -156,12 +164,13 @@ func (b *browser) do(step string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// eval evaluates a JavaScript expression and decodes its value into T.
-func eval[T any](b *browser, step, expr string) T {
+// eval evaluates a JavaScript expression and decodes its value into T;
+// chromedp.EvalAwaitPromise among opts makes it wait for a promise.
+func eval[T any](b *browser, step, expr string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		b.fail(step, err)
 	}

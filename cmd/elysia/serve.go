@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -36,12 +37,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:8000", "address to listen on")
 	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL (default ./data/elysia.db; env ELYSIA_DATABASE_URL)")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "allow binding a non-loopback address without API keys")
+	var publicHosts hostsFlag
+	fs.Var(&publicHosts, "public-host", "a host name (or host:port) the service answers to beside loopback ones, such as app.example.com; "+
+		"repeatable or comma-separated, added to env ELYSIA_PUBLIC_HOSTS")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("serve: unexpected argument %q", fs.Arg(0))
+	}
+	browser, err := browserSettings(publicHosts)
+	if err != nil {
+		return err
 	}
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
@@ -72,11 +80,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	srv := web.New(app.deps(), &web.Options{
-		Logger:   logger,
-		Keys:     keys,
-		Registry: registry,
-		Assets:   ui.FS(),
-		Ready:    app.ready,
+		Logger:         logger,
+		Keys:           keys,
+		Registry:       registry,
+		Assets:         ui.FS(),
+		Ready:          app.ready,
+		PublicHosts:    browser.PublicHosts,
+		AllowedOrigins: browser.AllowedOrigins,
 	})
 
 	var lc net.ListenConfig
@@ -134,6 +144,35 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return nil, usageErr("--log-level: %v", err)
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// hostsFlag is --public-host: repeatable, each value a comma-separated list.
+type hostsFlag []string
+
+func (f *hostsFlag) String() string { return strings.Join(*f, ",") }
+
+func (f *hostsFlag) Set(v string) error {
+	hosts, err := web.ParseHosts(v)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, hosts...)
+	return nil
+}
+
+// browserSettings gathers what web's browser safety checks need: the public
+// hosts from --public-host and ELYSIA_PUBLIC_HOSTS, and the origins from
+// ELYSIA_ALLOWED_ORIGINS. A bad entry is a usage error.
+func browserSettings(flagHosts []string) (web.Options, error) {
+	envHosts, err := web.ParseHosts(os.Getenv("ELYSIA_PUBLIC_HOSTS"))
+	if err != nil {
+		return web.Options{}, usageErr("ELYSIA_PUBLIC_HOSTS: %v", err)
+	}
+	origins, err := web.ParseOrigins(os.Getenv("ELYSIA_ALLOWED_ORIGINS"))
+	if err != nil {
+		return web.Options{}, usageErr("ELYSIA_ALLOWED_ORIGINS: %v", err)
+	}
+	return web.Options{PublicHosts: append(envHosts, flagHosts...), AllowedOrigins: origins}, nil
 }
 
 // apiKeys reads ELYSIA_API_KEYS or ELYSIA_API_KEYS_FILE.
