@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -107,8 +108,26 @@ func (s *Server) requireKey(c *gin.Context) {
 		s.fail(c, errUnauthorized, nil)
 		return
 	}
-	c.Set(principalKey, user)
+	setPrincipal(c, user)
 	c.Next()
+}
+
+// setPrincipal records the authenticated user id for the handlers (gin's
+// keys) and for the dependencies they call (the request's context, see
+// Principal).
+func setPrincipal(c *gin.Context, user string) {
+	c.Set(principalKey, user)
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), principalCtxKey, user))
+}
+
+// Principal returns the user id of the API key that authenticated the
+// request whose context is ctx (AdminUser for an admin key, and for every
+// request when no keys are configured), or "" before authentication and
+// outside a request. Adapters use it to say whom a tool call was for in
+// their logs, as they use RequestID.
+func Principal(ctx context.Context) string {
+	user, _ := ctx.Value(principalCtxKey).(string)
+	return user
 }
 
 // requireUser is middleware for routes under a :user_id: the key must be
@@ -131,7 +150,7 @@ func (s *Server) authorizeUser(c *gin.Context, userID string) bool {
 		s.fail(c, forbidden(userID), nil)
 		return false
 	}
-	c.Set(principalKey, user)
+	setPrincipal(c, user)
 	return true
 }
 
@@ -146,6 +165,7 @@ func (s *Server) requireAdmin(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusForbidden, "this route needs an admin API key"}, nil)
 		return
 	}
+	setPrincipal(c, user)
 	c.Next()
 }
 

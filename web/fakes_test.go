@@ -274,9 +274,11 @@ func (s *spyStore) deletes() []string {
 	return append([]string(nil), s.deleted...)
 }
 
-// serverCall is one List or Execute a spyServers saw.
+// serverCall is one List or Execute a spyServers saw, with the request
+// metadata its ctx carried.
 type serverCall struct {
-	action, name, tool string
+	action, name, tool   string
+	requestID, principal string
 }
 
 // spyServers is a fakeServers that records every List and Execute; when
@@ -291,7 +293,7 @@ type spyServers struct {
 func (s *spyServers) record(ctx context.Context, action, name, tool string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls = append(s.calls, serverCall{action, name, tool})
+	s.calls = append(s.calls, serverCall{action, name, tool, RequestID(ctx), Principal(ctx)})
 	return s.fail
 }
 

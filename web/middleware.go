@@ -21,7 +21,10 @@ const keyRequestID = "request_id"
 // ctxKey is the type of the context keys of this package.
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	principalCtxKey
+)
 
 // RequestID returns the request id stored in ctx by the server's middleware,
 // or "" when there is none. Adapters pass it on (tools.Call.RequestID) so a

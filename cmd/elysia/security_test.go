@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // attackPage is a hostile page that tries, from its own origin, to run a
@@ -263,6 +266,36 @@ func TestForeignRequests(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAPIToolCallLogged checks that a tool call made through
+// /api/servers/:name/execute is logged with the request id and the key's
+// user.
+func TestAPIToolCallLogged(t *testing.T) {
+	t.Parallel()
+	s := startService(t, serveOptions{Env: []string{"ELYSIA_API_KEYS=" + aliceKey + ":alice"}})
+	code, _, raw := rawDo(t, "POST", s.URL+"/api/servers/todo/execute", aliceKey,
+		[]byte(`{"tool_name": "create_todo", "tool_inputs": {"title": "logged"}}`), map[string]string{"X-Request-ID": "rid-api-log-1"})
+	if code != http.StatusOK {
+		t.Fatalf("execute: %d %s", code, raw)
+	}
+	var line string
+	testenv.WaitFor(t, 10*time.Second, "the tool call's log line", func() bool {
+		for l := range strings.Lines(s.Output()) {
+			if strings.Contains(l, `"msg":"tool call"`) && strings.Contains(l, `"tool":"create_todo"`) {
+				line = l
+			}
+		}
+		return line != ""
+	})
+	for _, want := range []string{`"request_id":"rid-api-log-1"`, `"user":"alice"`, `"status":"success"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("tool call log line %q lacks %s", line, want)
+		}
+	}
+	if strings.Contains(s.Output(), aliceKey) {
+		t.Errorf("the API key was logged")
+	}
 }
 
 // rawDo's headers cannot set Host (net/http sends Request.Host); hostDo can.

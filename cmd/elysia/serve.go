@@ -55,6 +55,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// A gateway called through the API logs its calls with the request id
+	// and user it finds in the request's ctx.
+	logger = slog.New(requestMetaHandler{logger.Handler()})
 	slog.SetDefault(logger)
 	gin.SetMode(gin.ReleaseMode) // no debug route dump; gin is otherwise only used by web
 
