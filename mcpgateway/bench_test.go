@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -81,7 +82,7 @@ func directClient(b *testing.B, cfg ServerConfig) *mcpclient.Client {
 		t = mcptransport.NewStdio(cfg.Command, append(os.Environ(), "TODO_DB="+cfg.Env["TODO_DB"]))
 	} else {
 		var err error
-		t, err = mcptransport.NewStreamableHTTP(cfg.URL, mcptransport.WithHTTPBasicClient(newHTTPClient()))
+		t, err = mcptransport.NewStreamableHTTP(cfg.URL, mcptransport.WithHTTPBasicClient(&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,7 +210,7 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 func (c *conn) connect(a *flight) {
 	timeout, _ := c.cfg.Timeouts()
 	ctx, cancel := context.WithTimeout(c.lifetime, timeout)
-	s, err := c.dial(ctx)
+	s, err := c.safeDial(ctx)
 	cancel()
 	if err != nil && c.lifetime.Err() != nil {
 		err = ErrClosed
@@ -251,6 +252,19 @@ func (c *conn) connect(a *flight) {
 		a.sess = s
 	}
 	close(a.done)
+}
+
+// safeDial is dial, with a panic inside the MCP client (input from a
+// server must never crash the service or the CLI) turned into the connect's
+// error. What the panicking attempt registered is closed with the conn.
+func (c *conn) safeDial(ctx context.Context) (s *session, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("mcp client failed: %v", r)
+			c.logger.Error("mcp client panicked while connecting", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	return c.dial(ctx)
 }
 
 // watch waits for s to die, then retires and closes it: the state goes back

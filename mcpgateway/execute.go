@@ -146,7 +146,9 @@ func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) 
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = inputs
+	stop := s.wedgeGuard(cctx, "call "+tool)
 	res, err := s.client.CallTool(cctx, req)
+	stop()
 	if err == nil {
 		return res, nil
 	}
@@ -154,7 +156,7 @@ func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) 
 		s.markDead(err)
 		g.conn.retire(s)
 		// A 404 means the server never ran the request.
-		if sentNothing(err) {
+		if sentNothing(err) && cctx.Err() == nil {
 			return nil, retryable{err}
 		}
 	}

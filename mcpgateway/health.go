@@ -26,7 +26,9 @@ func (c *conn) health(s *session) {
 		case <-ticker.C:
 		}
 		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
+		stop := s.wedgeGuard(ctx, "health ping")
 		err := c.ping(ctx, s)
+		stop()
 		cancel()
 		if err == nil || isServerAnswer(err) {
 			continue // an error answer still proves the server is there

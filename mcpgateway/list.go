@@ -142,7 +142,9 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 		_, timeout := g.cfg.Timeouts()
 		cctx, cancel := g.conn.callCtx(ctx, timeout)
 		var raw []rawTool
+		stop := s.wedgeGuard(cctx, "list")
 		raw, err = g.conn.listRaw(cctx, s)
+		stop()
 		timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 		if err != nil {
@@ -216,6 +218,9 @@ func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+		if resp == nil {
+			return nil, errors.New("tools/list: no response")
 		}
 		if resp.Error != nil {
 			return nil, fmt.Errorf("tools/list: %w", resp.Error.AsError())

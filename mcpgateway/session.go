@@ -29,8 +29,9 @@ type session struct {
 	// cancel ends the session's ctx (derived from the gateway's lifetime), which
 	// owns HTTP streams.
 	cancel     context.CancelFunc
-	httpClient *http.Client // nil for stdio
-	proc       *process     // nil for http and sse
+	abort      context.CancelFunc // ends every request of httpClient; nil for stdio
+	httpClient *http.Client       // nil for stdio
+	proc       *process           // nil for http and sse
 
 	// dead is closed once the session is known to be unusable.
 	dead     chan struct{}
@@ -98,6 +99,9 @@ func (s *session) close(grace time.Duration) {
 		}
 		if s.cancel != nil {
 			s.cancel()
+		}
+		if s.abort != nil {
+			s.abort()
 		}
 		<-done
 		if s.httpClient != nil {

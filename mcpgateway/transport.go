@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 
@@ -131,7 +130,7 @@ func (c *conn) dialHTTP(hsCtx context.Context) (*session, error) {
 
 func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
 	s := c.newSession(TransportHTTP)
-	s.httpClient = newHTTPClient()
+	s.httpClient = s.newHTTPClient()
 	opts := []mcptransport.StreamableHTTPCOption{
 		mcptransport.WithHTTPBasicClient(s.httpClient),
 		mcptransport.WithHTTPLogger(c.logger),
@@ -156,7 +155,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 
 func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
 	s := c.newSession(TransportSSE)
-	s.httpClient = newHTTPClient()
+	s.httpClient = s.newHTTPClient()
 	connect, _ := c.cfg.Timeouts()
 	opts := []mcptransport.ClientOption{
 		mcptransport.WithHTTPClient(s.httpClient),
@@ -170,7 +169,7 @@ func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(t))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}))
 }
 
 func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.Client) (*session, error) {
@@ -178,7 +177,16 @@ func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.
 	s.cancel = cancel
 	s.client = client
 	client.OnConnectionLost(func(err error) { s.markDead(fmt.Errorf("connection lost: %w", err)) })
-	if err := client.Start(ctx); err != nil {
+	// Start runs on the session's ctx, which the SSE stream outlives Start
+	// on; but mcp-go's SSE Start waits for the GET's dial and headers with
+	// that ctx alone (sse.go:287), so the handshake's deadline ends it.
+	stop := context.AfterFunc(hsCtx, cancel)
+	err := client.Start(ctx)
+	if !stop() {
+		c.closeSession(s)
+		return nil, fmt.Errorf("open the %s stream: no endpoint within connect_timeout: %w", s.transport, hsCtx.Err())
+	}
+	if err != nil {
 		c.closeSession(s)
 		return nil, err
 	}
@@ -206,10 +214,4 @@ func (c *conn) handshake(ctx context.Context, s *session) error {
 	s.protocol = res.ProtocolVersion
 	s.listChanged = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
 	return nil
-}
-
-// newHTTPClient returns a client with its own connection pool, so closing a
-// session closes its idle connections and leaves no goroutine behind.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 }

@@ -1,0 +1,115 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+)
+
+// The guards in this file bound what mcp-go's transports leave unbounded, so
+// that every wait on a server ends within the configured timeouts (issue 8,
+// "Hangs"; the black-hole tests show each case).
+
+// newHTTPClient returns the session's client: its own pool, and every
+// request ended by s.abort (which close calls after CloseGrace) whatever ctx
+// mcp-go gave it: its DELETE on close has context.Background and 5 s.
+func (s *session) newHTTPClient() *http.Client {
+	ctx, abort := context.WithCancel(context.Background())
+	s.abort = abort
+	return &http.Client{Transport: &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone()}}
+}
+
+type abortRoundTripper struct {
+	ctx  context.Context //nolint:containedctx // the session's abort signal
+	base *http.Transport
+}
+
+func (t *abortRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(t.ctx, cancel)
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		stop()
+		cancel()
+		return nil, err
+	}
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: func() { stop(); cancel() }}
+	return resp, nil
+}
+
+func (t *abortRoundTripper) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+type releaseBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// sseTransport is mcp-go's SSE transport with two answers fixed. sse.go:671-676
+// returns (nil, nil) when a request's deadline has passed but its ctx is not
+// cancelled yet, which makes mcp-go's client (client.go:284) and listRaw
+// dereference nil. And its response timer, set to the deadline, may fire
+// before the ctx's: "timeout waiting for SSE response" then hides the timeout
+// from errors.Is.
+type sseTransport struct{ *mcptransport.SSE }
+
+func (t sseTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	resp, err := t.SSE.SendRequest(ctx, req)
+	switch {
+	case resp == nil && err == nil:
+		err = fmt.Errorf("%s: no answer before the deadline: %w", req.Method, context.DeadlineExceeded)
+	case err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+		}
+	}
+	return resp, err
+}
+
+// wedgeGrace is how long a request may outlive its ctx before the session
+// is declared wedged.
+const wedgeGrace = 100 * time.Millisecond
+
+// wedgeGuard marks s dead when a request is still running wedgeGrace after
+// its ctx ended. mcp-go's stdio transport writes a request to the child's
+// stdin without looking at ctx (stdio.go:648-649); to a child that stopped
+// reading, a request larger than what the pipe still holds blocks there, and
+// only closing stdin, which closing the session does, releases it. Call the
+// returned func once the request returned.
+func (s *session) wedgeGuard(ctx context.Context, what string) (stop func()) {
+	if s.proc == nil {
+		return func() {}
+	}
+	var mu sync.Mutex
+	var timer *time.Timer
+	stopped := false
+	stopCtx := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			timer = time.AfterFunc(wedgeGrace, func() {
+				s.markDead(fmt.Errorf("%s: the child does not read its stdin: %w", what, context.Cause(ctx)))
+			})
+		}
+	})
+	return func() {
+		stopCtx()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
