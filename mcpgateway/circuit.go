@@ -102,10 +102,15 @@ func (g *Gateway) circuit() CircuitStatus {
 // circuitError says why an execute was refused and when the server is tried
 // again. It matches ErrCircuitOpen and ErrUnavailable.
 type circuitError struct {
-	msg string
+	msg     string
+	retryAt time.Time // when a trial call is let through; zero while half-open
 }
 
 func (e *circuitError) Error() string { return e.msg }
+
+// RetryAt returns when the circuit lets a trial call through, or the zero
+// time when that is not known (half-open, a trial call running).
+func (e *circuitError) RetryAt() time.Time { return e.retryAt }
 
 // Is reports whether target is ErrCircuitOpen or ErrUnavailable.
 func (e *circuitError) Is(target error) bool {
@@ -119,7 +124,7 @@ func (g *Gateway) circuitErr(cs CircuitStatus) error {
 		now := time.Now()
 		in := max(cs.RetryAt.Sub(now).Round(time.Second), 0)
 		return &circuitError{msg: fmt.Sprintf("server %q is unavailable: circuit open after %d consecutive failures; retrying at %s (in %s)",
-			g.cfg.Name, g.opts.CircuitFailures, cs.RetryAt.Format(time.TimeOnly), in)}
+			g.cfg.Name, g.opts.CircuitFailures, cs.RetryAt.Format(time.TimeOnly), in), retryAt: *cs.RetryAt}
 	}
 	return &circuitError{msg: fmt.Sprintf("server %q is unavailable: circuit half-open, a trial call is running; try again shortly", g.cfg.Name)}
 }

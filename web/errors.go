@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -99,21 +102,51 @@ func (s *Server) fail(c *gin.Context, err error, extra object) {
 	s.failStatus(c, statusOf(err), err, extra)
 }
 
+// retryAter is implemented by errors that know when the failing server may
+// be tried again (one whose circuit is open). A zero time means unknown.
+type retryAter interface {
+	RetryAt() time.Time
+}
+
 // failServer is fail for the MCP server routes, where an unclassified error
 // is a failure of the server behind the gateway (502), not of this service.
+// Unlike other 5xx answers, these show the error's own text, which Servers
+// promises names the server and holds no secret: it is what the model is
+// told, and the client needs it to know which server failed and why. When
+// the error says when the server is tried again, the answer says it too and
+// carries Retry-After.
 func (s *Server) failServer(c *gin.Context, err error, extra object) {
 	status := statusOf(err)
 	if status == http.StatusInternalServerError {
 		status = http.StatusBadGateway
 	}
-	s.failStatus(c, status, err, extra)
+	if status < 500 {
+		s.failStatus(c, status, err, extra)
+		return
+	}
+	msg := err.Error()
+	var ra retryAter
+	if errors.As(err, &ra) {
+		if at := ra.RetryAt(); !at.IsZero() {
+			secs := max(int64(math.Ceil(time.Until(at).Seconds())), 1)
+			c.Header("Retry-After", strconv.FormatInt(secs, 10))
+			msg += "; retry after " + at.UTC().Format(time.RFC3339)
+		}
+	}
+	s.failMessage(c, status, err, msg+" (request id "+RequestID(c.Request.Context())+")", extra)
 }
 
 func (s *Server) failStatus(c *gin.Context, status int, err error, extra object) {
+	s.failMessage(c, status, err, publicMessage(c.Request.Context(), status, err), extra)
+}
+
+// failMessage answers with status and msg as the error; err, the detail,
+// is logged from 500 up.
+func (s *Server) failMessage(c *gin.Context, status int, err error, msg string, extra object) {
 	ctx := c.Request.Context()
 	if status >= 500 {
 		s.logger.ErrorContext(ctx, "request failed", slog.Int("status", status), slog.String("route", c.FullPath()), slog.Any("err", err))
 	}
 	c.Abort()
-	writeJSON(c, status, append(object{kv("error", publicMessage(ctx, status, err))}, extra...))
+	writeJSON(c, status, append(object{kv("error", msg)}, extra...))
 }

@@ -115,7 +115,7 @@ func (fakeServers) List(ctx context.Context, name string) (any, error) {
 	case "todo", "mcp_todo":
 		return map[string]any{"tools": []any{map[string]any{"name": "create_todo", "description": "Create a todo.", "inputs": map[string]any{"type": "object"}}}}, nil
 	case "broken":
-		return nil, errors.New("connect todo: exec: ./bin/todo-mcp: no such file")
+		return nil, errors.New(`server "broken": connect: exec: ./bin/todo-mcp: no such file or directory`)
 	}
 	return nil, fmt.Errorf("server %q: %w", name, ErrNotFound)
 }

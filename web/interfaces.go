@@ -137,6 +137,12 @@ type Users interface {
 // unknown server is an error matching ErrNotFound. Errors that are not
 // matched by one of the package's sentinels, tools.ErrInvalidArguments or
 // tools.ErrUnknownTool are server failures (502).
+//
+// The text of every error is shown to the client, also on a 502, 503 or
+// 504, so it must name the server and say what failed, with the server's
+// secrets masked (what the model is told). An error that also has a method
+// RetryAt() time.Time (found with errors.As; a server whose circuit is
+// open) gets that time in the answer, and a Retry-After header.
 type Servers interface {
 	// Servers returns a snapshot of every configured server, secrets masked.
 	Servers(ctx context.Context) (ServersStatus, error)

@@ -298,6 +298,42 @@ func TestAPIToolCallLogged(t *testing.T) {
 	}
 }
 
+// TestServerFailureNamesServer runs a server that cannot start: the 502
+// says which server failed and why, and once its circuit opens, the 503
+// says until when and carries Retry-After.
+func TestServerFailureNamesServer(t *testing.T) {
+	t.Parallel()
+	s := startService(t, serveOptions{Config: `{"servers": {"broken": {"type": "stdio", "command": "/nonexistent/mcp-server"}}}`})
+	execBody := []byte(`{"tool_name": "anything"}`)
+	var saw502 bool
+	for i := 0; i < 20; i++ {
+		code, hdr, raw := rawDo(t, "POST", s.URL+"/api/servers/broken/execute", "", execBody, nil)
+		switch {
+		case code == http.StatusBadGateway:
+			saw502 = true
+			if !strings.Contains(string(raw), `server \"broken\"`) || !strings.Contains(string(raw), "/nonexistent/mcp-server") ||
+				!strings.Contains(string(raw), "request id") {
+				t.Errorf("502 body %s, want the server, the reason and the request id", raw)
+			}
+		case code == http.StatusServiceUnavailable && hdr.Get("Retry-After") != "":
+			if !saw502 {
+				t.Errorf("the first failure was not a 502")
+			}
+			if !strings.Contains(string(raw), "circuit open") || !strings.Contains(string(raw), "retry after ") {
+				t.Errorf("503 body %s, want the open circuit and until when", raw)
+			}
+			return
+		case code == http.StatusServiceUnavailable:
+			if !strings.Contains(string(raw), `server \"broken\"`) {
+				t.Errorf("503 body %s, want the server named", raw)
+			}
+		default:
+			t.Fatalf("execute on a broken server: %d %s", code, raw)
+		}
+	}
+	t.Fatalf("no 503 with Retry-After after 20 failed calls; log:\n%s", s.Output())
+}
+
 // rawDo's headers cannot set Host (net/http sends Request.Host); hostDo can.
 func hostDo(tb testing.TB, url, host string) (int, []byte) {
 	tb.Helper()

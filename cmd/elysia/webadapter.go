@@ -313,7 +313,7 @@ func (a serversAPI) List(ctx context.Context, name string) (any, error) {
 	}
 	infos, err := g.List(ctx)
 	if err != nil {
-		return nil, gatewayErr(err)
+		return nil, gatewayErr(g, err)
 	}
 	return map[string]any{"server": g.Config().Name, "tools": infos}, nil
 }
@@ -327,20 +327,41 @@ func (a serversAPI) Execute(ctx context.Context, name, tool string, inputs map[s
 	}
 	res, err := g.Execute(ctx, tool, inputs)
 	if err != nil {
-		return nil, gatewayErr(err)
+		return nil, gatewayErr(g, err)
 	}
 	return res, nil
 }
 
-// gatewayErr maps a gateway's "cannot be used right now" errors (disabled,
-// unresolved config, back-off, open circuit) onto web.ErrUnavailable (503);
-// other failures of the server stay 502.
-func gatewayErr(err error) error {
-	if errors.Is(err, mcpgateway.ErrUnavailable) && !errors.Is(err, web.ErrUnavailable) {
-		return fmt.Errorf("%w: %w", web.ErrUnavailable, err)
+// gatewayErr makes a gateway's error what web.Servers asks for: a message
+// that names the server, with its secrets masked, since web shows it even
+// on a 502 or 503. A "cannot be used right now" error (disabled, unresolved
+// config, back-off, open circuit) also matches web.ErrUnavailable (503);
+// other failures of the server stay 502. The error still matches what err
+// matched, and an open circuit's RetryAt stays reachable with errors.As.
+func gatewayErr(g *mcpgateway.Gateway, err error) error {
+	if errors.Is(err, tools.ErrInvalidArguments) || errors.Is(err, tools.ErrUnknownTool) {
+		return err // a 422 whose text DESIGN.md shows as it is
 	}
-	return err
+	cfg := g.Config()
+	msg := err.Error()
+	if _, ok := errors.AsType[*mcpgateway.ServerError](err); !ok && !errors.Is(err, mcpgateway.ErrCircuitOpen) {
+		msg = fmt.Sprintf("server %q: %s", cfg.Name, msg)
+	}
+	out := error(&serverFailure{msg: cfg.Mask(msg), err: err})
+	if errors.Is(err, mcpgateway.ErrUnavailable) {
+		out = categorized{web.ErrUnavailable, out}
+	}
+	return out
 }
+
+// serverFailure is a gateway's error with the message web shows.
+type serverFailure struct {
+	msg string
+	err error
+}
+
+func (e *serverFailure) Error() string { return e.msg }
+func (e *serverFailure) Unwrap() error { return e.err }
 
 // requestMetaHandler fills in the request metadata a log record leaves
 // empty, from the record's ctx: a gateway called through the API (POST
