@@ -29,6 +29,7 @@ var idPrefix = map[EventType]string{
 	EventTitle:            "tit",
 	EventError:            "err",
 	EventCompleted:        "com",
+	EventElicitation:      "eli",
 }
 
 // NewEnvelope wraps ev for the given user, conversation and query, with a
