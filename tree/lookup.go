@@ -1,6 +1,18 @@
 package tree
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Conversation returns the conversation (userID, conversationID), creating
+// it with the default tree, or loading it from the Store on first touch.
+func (m *Manager) Conversation(ctx context.Context, userID, conversationID string) (*Conversation, error) {
+	c, _, err := m.load(ctx, userID, conversationID, true)
+	return c, err
+}
 
 // Existing returns the conversation when it is in memory or saved in the
 // Store, without creating it; ok is false when it exists nowhere.
@@ -22,10 +34,141 @@ func (m *Manager) Forget(userID, conversationID string) {
 	if m.opts.Store == nil {
 		return // memory is the only copy
 	}
+	m.forget(convKey{userID, conversationID})
+}
+
+// load returns the conversation from memory, or loads it from the Store;
+// when it exists in neither, it creates it if create is set and otherwise
+// returns ok false. A load that overlaps a Delete of the conversation fails
+// with errDeleted rather than bring it back; one that overlaps a drop from
+// memory loads again (see pending).
+func (m *Manager) load(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok bool, err error) {
 	k := convKey{userID, conversationID}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c := m.convs[k]; c != nil && c.idleLocked() {
-		m.dropLocked(k, c)
+	for {
+		m.mu.Lock()
+		c = m.getLocked(k)
+		var p *pending
+		if c == nil {
+			p = m.beginLoadLocked(k)
+		}
+		m.mu.Unlock()
+		if c != nil {
+			return c, true, nil
+		}
+		var st ConversationState
+		var found bool
+		var userOps []Op
+		st, found, userOps, err = m.fetch(ctx, userID, conversationID, create)
+		m.mu.Lock()
+		m.endLoadLocked(k, p)
+		c = m.convs[k]
+		switch {
+		case err != nil:
+			c = nil
+		case c != nil:
+			m.usedLocked(c) // another caller got there first
+			ok = true
+		case p.deleted:
+			err = fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, errDeleted)
+		case p.dropped:
+			m.mu.Unlock()
+			continue // what was read may be older than what was saved since
+		case found || create:
+			c, ok = m.insertLocked(k, found, st, userOps), true
+			if !found {
+				// A new conversation exists from now on (GET /tree
+				// "creates the conversation"): saved, so it is listed
+				// and survives a restart like any other.
+				c.changes++
+				m.mu.Unlock()
+				m.saveNew(ctx, c)
+				return c, true, nil
+			}
+		}
+		m.mu.Unlock()
+		return c, ok, err
 	}
+}
+
+// saveNew saves a conversation just created. A failure is logged, not
+// returned: the conversation is usable in memory, is kept there while
+// unsaved, and its next change saves it again.
+func (m *Manager) saveNew(ctx context.Context, c *Conversation) {
+	if err := m.save(ctx, c, nil); err != nil {
+		m.logger.WarnContext(ctx, "save new conversation", "user", c.userID, "conversation", c.id, "err", err)
+	}
+}
+
+// insertLocked puts conversation k in memory, restored from st when found
+// and otherwise new, with userOps; m.mu is held.
+func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op) *Conversation {
+	c := newConversation(m, k.user, k.conv, m.opts.DefaultMode)
+	if found {
+		c.restoreLocked(st)
+	} else {
+		c.updated = time.Now().UTC() // created now; c is not shared yet
+		if len(userOps) > 0 {
+			c.ops = slices.Clone(userOps)
+			c.tree = m.replayLocked(c.mode, c.ops)
+		}
+	}
+	m.cache.insertLocked(k, c)
+	return c
+}
+
+// fetch reads what load needs from the Store: the saved state, if found,
+// and otherwise, when create is set, the user's own ops.
+func (m *Manager) fetch(ctx context.Context, userID, conversationID string, create bool) (st ConversationState, found bool, userOps []Op, err error) {
+	if m.opts.Store != nil {
+		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
+		if err != nil {
+			return st, false, nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
+		}
+	}
+	if !found && create {
+		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
+			return st, false, nil, err
+		}
+	}
+	return st, found, userOps, nil
+}
+
+// lockCurrent locks m.mu and returns the Manager's copy of c: c, or, when
+// c was dropped from memory (evicted or forgotten) after it was looked up,
+// the copy loaded again, so that a change is never made to a dropped copy
+// that the Store's is newer than. It fails with errDeleted, m.mu unlocked,
+// when the conversation was deleted.
+func (m *Manager) lockCurrent(ctx context.Context, c *Conversation, what string) (*Conversation, error) {
+	for {
+		m.mu.Lock()
+		if c.deleted {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("%s conversation %s/%s: %w", what, c.userID, c.id, errDeleted)
+		}
+		if m.currentLocked(c) {
+			return c, nil
+		}
+		m.mu.Unlock()
+		next, err := m.reload(ctx, c, what)
+		if err != nil {
+			return nil, err
+		}
+		c = next
+	}
+}
+
+// reload returns the conversation that replaces c, a copy dropped from
+// memory (evicted or forgotten), loading it from the Store if need be. It
+// never creates one: a copy is dropped only once everything in it is
+// saved, so a conversation the Store no longer has was deleted, and
+// creating it again would bring a deleted conversation back.
+func (m *Manager) reload(ctx context.Context, c *Conversation, what string) (*Conversation, error) {
+	next, ok, err := m.load(ctx, c.userID, c.id, false)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s conversation %s/%s: %w", what, c.userID, c.id, errDeleted)
+	}
+	return next, nil
 }

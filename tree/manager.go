@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/elysia-go/elysia/tools"
@@ -58,64 +57,34 @@ type Options struct {
 
 // Manager owns the gateway placements, the default tree of each init mode
 // (immutable, shared by every conversation that has not changed its tree),
-// the registry of tools that can be added by name, and the conversations,
-// keyed by user and conversation id.
+// the registry of tools that can be added by name, and, through the parts
+// it is made of, the conversations: the cache of those in memory (cache.go,
+// lru.go), the saver that orders their Store calls (saver.go), and each
+// user's own tree changes (userops.go).
 //
 // A Manager is safe for concurrent use. Lock order: a user's token (see
-// ApplyUser), then a Conversation's saving token, then Manager.mu, then the
-// Conversation's mu. The two mutexes are never held across I/O, a model or
-// tool call, or an emit; the tokens exist to order Store calls and are held
-// across them.
+// ApplyUser), then a Conversation's saving token, then Manager.mu (the
+// cache's mu), then the Conversation's mu; users.mu is taken alone. The
+// mutexes are never held across I/O, a model or tool call, or an emit; the
+// tokens exist to order Store calls and are held across them.
 type Manager struct {
 	opts   Options
 	logger *slog.Logger
-	slack  uint64 // see lruSlack
-
-	// mu guards placements, registry, defaults, convs, lru, userOps,
-	// userLocks, pending, and the fields of every Conversation that say so.
-	mu         sync.Mutex
+	// cache is embedded: its mu, convs, lru and pending are the Manager's,
+	// which Conversation and the decision loop lock and read as m.mu and
+	// m.convs. mu also guards placements, registry and defaults.
+	cache
 	placements []Placement
 	registry   map[string]tools.Tool
 	defaults   map[InitMode]*Tree
-	convs      map[convKey]*Conversation
-	// lru orders convs by use when the Manager bounds them (see bounded).
-	lru lruList
-	// userOps are each user's own tree changes (see ApplyUser), loaded from
-	// the Store on first use; a nil entry means the user has none.
-	userOps map[string][]Op
-	// userLocks holds a one-slot channel per user that has called
-	// ApplyUser: a token that orders the user's changes and their saves.
-	userLocks map[string]chan struct{}
-	// pending holds the keys with loads from the Store or Deletes in
-	// flight; see load.
-	pending map[convKey]*pending
-}
-
-type convKey struct{ user, conv string }
-
-// pending records the loads and Deletes of one conversation that are in
-// flight. A load may read the saved state before a Delete removes it and
-// finish after the Delete: whatever it read then belongs to a deleted
-// conversation and must not be put in Manager.convs. So a Delete marks the
-// loads in flight, and the loads that start before it has removed the
-// conversation from the Store, as deleted. Likewise, a load may read the
-// saved state, then another load insert the conversation, which changes,
-// is saved and is dropped from memory (evicted or forgotten) before the
-// first load finishes: the drop marks the first load, which loads again.
-// The entry leaves Manager.pending when neither a load nor a Delete of the
-// key is in flight, or when the conversation is dropped.
-type pending struct {
-	loads   int  // loads in flight
-	deletes int  // Deletes in flight
-	deleted bool // a Delete overlapped the loads
-	dropped bool // the conversation was dropped from memory during the loads
+	saver      saver
+	users      users
 }
 
 // NewManager returns a Manager with the built-in tools and no gateway. It does
 // no I/O; call [Manager.SetTools] to place gateways.
 func NewManager(opts *Options) *Manager {
-	m := &Manager{convs: map[convKey]*Conversation{}, userOps: map[string][]Op{},
-		userLocks: map[string]chan struct{}{}, pending: map[convKey]*pending{}}
+	m := &Manager{}
 	if opts != nil {
 		m.opts = *opts
 	}
@@ -148,11 +117,18 @@ func NewManager(opts *Options) *Manager {
 	if o.MaxPromptEnvironment == 0 {
 		o.MaxPromptEnvironment = defaultMaxPromptEnvironment
 	}
-	m.slack = m.lruSlack()
 	m.logger = o.Logger
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
 	}
+	bound := 0 // without a Store, memory is the only copy
+	if o.Store != nil && o.MaxConversations > 0 {
+		bound = o.MaxConversations
+	}
+	m.cache.init(bound)
+	m.saver = saver{store: o.Store, cache: &m.cache}
+	m.users.ops = map[string][]Op{}
+	m.users.locks = map[string]chan struct{}{}
 	m.mu.Lock()
 	m.rebuildLocked(nil)
 	m.mu.Unlock()
@@ -265,134 +241,6 @@ func (m *Manager) AvailableTools() []ToolInfo {
 	return out
 }
 
-// Conversation returns the conversation (userID, conversationID), creating
-// it with the default tree, or loading it from the Store on first touch.
-func (m *Manager) Conversation(ctx context.Context, userID, conversationID string) (*Conversation, error) {
-	c, _, err := m.load(ctx, userID, conversationID, true)
-	return c, err
-}
-
-// load returns the conversation from memory, or loads it from the Store;
-// when it exists in neither, it creates it if create is set and otherwise
-// returns ok false. A load that overlaps a Delete of the conversation fails
-// with errDeleted rather than bring it back; one that overlaps a drop from
-// memory loads again (see pending).
-func (m *Manager) load(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok bool, err error) {
-	k := convKey{userID, conversationID}
-	for {
-		m.mu.Lock()
-		c = m.convs[k]
-		var p *pending
-		if c != nil {
-			m.usedLocked(c)
-		} else {
-			p = m.pendingLocked(k)
-			p.loads++
-		}
-		m.mu.Unlock()
-		if c != nil {
-			return c, true, nil
-		}
-		var st ConversationState
-		var found bool
-		var userOps []Op
-		st, found, userOps, err = m.fetch(ctx, userID, conversationID, create)
-		m.mu.Lock()
-		p.loads--
-		m.releaseLocked(k, p)
-		c = m.convs[k]
-		switch {
-		case err != nil:
-			c = nil
-		case c != nil:
-			m.usedLocked(c) // another caller got there first
-			ok = true
-		case p.deleted:
-			err = fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, errDeleted)
-		case p.dropped:
-			m.mu.Unlock()
-			continue // what was read may be older than what was saved since
-		case found || create:
-			c, ok = m.insertLocked(k, found, st, userOps), true
-			if !found {
-				// A new conversation exists from now on (GET /tree
-				// "creates the conversation"): saved, so it is listed
-				// and survives a restart like any other.
-				c.changes++
-				m.mu.Unlock()
-				m.saveNew(ctx, c)
-				return c, true, nil
-			}
-		}
-		m.mu.Unlock()
-		return c, ok, err
-	}
-}
-
-// saveNew saves a conversation just created. A failure is logged, not
-// returned: the conversation is usable in memory, is kept there while
-// unsaved, and its next change saves it again.
-func (m *Manager) saveNew(ctx context.Context, c *Conversation) {
-	if err := m.save(ctx, c, nil); err != nil {
-		m.logger.WarnContext(ctx, "save new conversation", "user", c.userID, "conversation", c.id, "err", err)
-	}
-}
-
-// insertLocked puts conversation k in memory, restored from st when found
-// and otherwise new, with userOps; m.mu is held.
-func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op) *Conversation {
-	c := newConversation(m, k.user, k.conv, m.opts.DefaultMode)
-	if found {
-		c.restoreLocked(st)
-	} else {
-		c.updated = time.Now().UTC() // created now; c is not shared yet
-		if len(userOps) > 0 {
-			c.ops = slices.Clone(userOps)
-			c.tree = m.replayLocked(c.mode, c.ops)
-		}
-	}
-	m.convs[k] = c
-	if m.bounded() {
-		c.movedAt = m.lru.pushFront(c)
-		m.evictLocked(c)
-	}
-	return c
-}
-
-// fetch reads what load needs from the Store: the saved state, if found,
-// and otherwise, when create is set, the user's own ops.
-func (m *Manager) fetch(ctx context.Context, userID, conversationID string, create bool) (st ConversationState, found bool, userOps []Op, err error) {
-	if m.opts.Store != nil {
-		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
-		if err != nil {
-			return st, false, nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
-		}
-	}
-	if !found && create {
-		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
-			return st, false, nil, err
-		}
-	}
-	return st, found, userOps, nil
-}
-
-// pendingLocked returns the pending entry of k, adding it when missing.
-func (m *Manager) pendingLocked(k convKey) *pending {
-	p := m.pending[k]
-	if p == nil {
-		p = &pending{}
-		m.pending[k] = p
-	}
-	return p
-}
-
-// releaseLocked drops k's pending entry p once nothing is in flight.
-func (m *Manager) releaseLocked(k convKey, p *pending) {
-	if p.loads == 0 && p.deletes == 0 && m.pending[k] == p {
-		delete(m.pending, k)
-	}
-}
-
 // InitConversation (re)initialises a conversation's tree with mode, dropping
 // the ops applied to it; its history and environment stay.
 func (m *Manager) InitConversation(ctx context.Context, userID, conversationID string, mode InitMode) (*Conversation, error) {
@@ -447,44 +295,14 @@ func (m *Manager) applyTo(ctx context.Context, c *Conversation, op Op) (*Tree, e
 	return t, m.save(ctx, c, nil)
 }
 
-// lockCurrent locks m.mu and returns the Manager's copy of c: c, or, when
-// c was dropped from memory (evicted or forgotten) after it was looked up,
-// the copy loaded again, so that a change is never made to a dropped copy
-// that the Store's is newer than. It fails with errDeleted, m.mu unlocked,
-// when the conversation was deleted.
-func (m *Manager) lockCurrent(ctx context.Context, c *Conversation, what string) (*Conversation, error) {
-	for {
-		m.mu.Lock()
-		if c.deleted {
-			m.mu.Unlock()
-			return nil, fmt.Errorf("%s conversation %s/%s: %w", what, c.userID, c.id, errDeleted)
-		}
-		if m.convs[convKey{c.userID, c.id}] == c {
-			return c, nil
-		}
-		m.mu.Unlock()
-		next, err := m.reload(ctx, c, what)
-		if err != nil {
-			return nil, err
-		}
-		c = next
+// treeOf returns the tree c runs on now.
+func (m *Manager) treeOf(c *Conversation) *Tree {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c.tree != nil {
+		return c.tree
 	}
-}
-
-// reload returns the conversation that replaces c, a copy dropped from
-// memory (evicted or forgotten), loading it from the Store if need be. It
-// never creates one: a copy is dropped only once everything in it is
-// saved, so a conversation the Store no longer has was deleted, and
-// creating it again would bring a deleted conversation back.
-func (m *Manager) reload(ctx context.Context, c *Conversation, what string) (*Conversation, error) {
-	next, ok, err := m.load(ctx, c.userID, c.id, false)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%s conversation %s/%s: %w", what, c.userID, c.id, errDeleted)
-	}
-	return next, nil
+	return m.defaults[c.mode]
 }
 
 // Conversations lists a user's conversations, in memory and in the Store
@@ -500,15 +318,7 @@ func (m *Manager) Conversations(ctx context.Context, userID string) ([]Conversat
 			byID[ci.ConversationID] = ci
 		}
 	}
-	m.mu.Lock()
-	var mine []*Conversation
-	for k, c := range m.convs {
-		if k.user == userID {
-			mine = append(mine, c)
-		}
-	}
-	m.mu.Unlock()
-	for _, c := range mine {
+	for _, c := range m.ofUser(userID) {
 		ci := c.Info()
 		if old, ok := byID[ci.ConversationID]; ok && ci.UpdatedAt.IsZero() {
 			ci = old // touched but not yet queried in this process
@@ -537,98 +347,15 @@ func (m *Manager) Conversations(ctx context.Context, userID string) ([]Conversat
 // Store's copy was removed.
 func (m *Manager) Delete(ctx context.Context, userID, conversationID string) error {
 	k := convKey{userID, conversationID}
-	m.mu.Lock()
-	c := m.convs[k]
-	delete(m.convs, k)
-	if c != nil {
-		c.deleted = true
-		m.lru.remove(c)
-	}
-	p := m.pendingLocked(k)
-	p.deletes++
-	p.deleted = true
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		p.deletes--
-		if p.deletes == 0 && m.pending[k] == p {
-			// Loads that start from now on read the Store after the row
-			// is gone.
-			delete(m.pending, k)
-		}
-		m.mu.Unlock()
-	}()
-	d, ok := m.opts.Store.(StoreDeleter)
-	if !ok {
-		return nil
-	}
-	if c != nil {
-		// A save that started before c was marked ends before the row is
-		// deleted; any later one sees the mark and skips.
-		if err := lock(ctx, c.saving); err != nil {
-			return fmt.Errorf("delete conversation %s/%s: %w", userID, conversationID, err)
-		}
-		defer func() { <-c.saving }()
-	}
-	if err := d.Delete(ctx, userID, conversationID); err != nil {
-		return fmt.Errorf("delete conversation %s/%s: %w", userID, conversationID, err)
-	}
-	return nil
+	c, p := m.beginDelete(k)
+	defer m.endDelete(k, p)
+	return m.saver.remove(ctx, c, userID, conversationID)
 }
 
-// treeOf returns the tree c runs on now.
-func (m *Manager) treeOf(c *Conversation) *Tree {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c.tree != nil {
-		return c.tree
-	}
-	return m.defaults[c.mode]
-}
-
-// save writes c's state (and a query's events) to the Store, if any, unless
-// c was deleted. c's saving token is held from reading the state until the
-// Store has it, so that saves of c land in the order their states were
-// read: the last save writes the newest state.
+// save writes c's state (and a query's events) to the Store; see saver.
 func (m *Manager) save(ctx context.Context, c *Conversation, events []tools.Envelope) error {
-	if m.opts.Store == nil {
-		return nil
-	}
-	if err := lock(ctx, c.saving); err != nil {
-		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
-	}
-	defer func() { <-c.saving }()
-	m.mu.Lock()
-	deleted, changes := c.deleted, c.changes
-	m.mu.Unlock()
-	if deleted {
-		return nil
-	}
-	st := c.State()
-	if err := m.opts.Store.Save(ctx, st, events); err != nil {
-		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
-	}
-	m.mu.Lock()
-	// st holds at least the changes counted before it was read.
-	c.saved = max(c.saved, changes)
-	m.mu.Unlock()
-	return nil
+	return m.saver.save(ctx, c, events)
 }
 
 // changed counts a change to c that is not saved yet.
-func (m *Manager) changed(c *Conversation) {
-	m.mu.Lock()
-	c.changes++
-	m.mu.Unlock()
-}
-
-// lock takes the token of tok, a one-slot channel used as a lock that may
-// be held across a Store call, or gives up when ctx ends.
-func lock(ctx context.Context, tok chan struct{}) error {
-	select {
-	case tok <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (m *Manager) changed(c *Conversation) { m.saver.changed(c) }

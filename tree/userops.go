@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // UserStore is implemented by Stores that keep a user's own tree changes:
@@ -16,12 +17,38 @@ type UserStore interface {
 	SaveUserOps(ctx context.Context, userID string, ops []Op) error
 }
 
+// users holds each user's own tree changes (see ApplyUser) and the tokens
+// that order them. Its mu is taken alone, never with another lock.
+type users struct {
+	// mu guards ops and locks.
+	mu sync.Mutex
+	// ops are each user's own ops, loaded from the Store on first use; a
+	// nil entry means the user has none.
+	ops map[string][]Op
+	// locks holds a one-slot channel per user that has called ApplyUser:
+	// a token that orders the user's changes and their saves.
+	locks map[string]chan struct{}
+}
+
+// token returns userID's token, creating it on first use.
+func (u *users) token(userID string) chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	tok := u.locks[userID]
+	if tok == nil {
+		tok = make(chan struct{}, 1)
+		u.locks[userID] = tok
+	}
+	return tok
+}
+
 // userOpsOf returns the user's own ops, loading them from the Store the
 // first time.
 func (m *Manager) userOpsOf(ctx context.Context, userID string) ([]Op, error) {
-	m.mu.Lock()
-	ops, ok := m.userOps[userID]
-	m.mu.Unlock()
+	u := &m.users
+	u.mu.Lock()
+	ops, ok := u.ops[userID]
+	u.mu.Unlock()
 	if ok {
 		return ops, nil
 	}
@@ -33,12 +60,12 @@ func (m *Manager) userOpsOf(ctx context.Context, userID string) ([]Op, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tree changes of user %s: %w", userID, err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cur, ok := m.userOps[userID]; ok {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if cur, ok := u.ops[userID]; ok {
 		return cur, nil // another caller got there first
 	}
-	m.userOps[userID] = ops
+	u.ops[userID] = ops
 	return ops, nil
 }
 
@@ -50,40 +77,38 @@ func (m *Manager) userOpsOf(ctx context.Context, userID string) ([]Op, error) {
 // skipped with a warning, and one deleted meanwhile is skipped.
 //
 // Calls for the same user run one at a time (the user's token in
-// m.userLocks is held throughout, across the Store calls), so that each
+// users.locks is held throughout, across the Store calls), so that each
 // builds on the ops of the one before, saves land in order, and every
 // conversation gets the ops in the same order.
 func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, error) {
 	if _, err := m.userOpsOf(ctx, userID); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	tok := m.userLocks[userID]
-	if tok == nil {
-		tok = make(chan struct{}, 1)
-		m.userLocks[userID] = tok
-	}
-	m.mu.Unlock()
+	tok := m.users.token(userID)
 	if err := lock(ctx, tok); err != nil {
 		return nil, fmt.Errorf("change the tree of user %s: %w", userID, err)
 	}
 	defer func() { <-tok }()
 
+	m.users.mu.Lock()
+	ops := m.users.ops[userID]
+	m.users.mu.Unlock()
 	m.mu.Lock()
-	ops := m.userOps[userID]
 	preview := m.defaults[m.opts.DefaultMode].Clone()
 	for _, o := range ops {
 		_ = o.apply(preview, m.registry) // replayed as on a reload
 	}
 	err := op.apply(preview, m.registry)
-	next := append(slices.Clip(ops), op)
-	if err == nil {
-		m.userOps[userID] = next
-	}
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
+	// Only a caller holding the token changes the user's entry in
+	// users.ops, so it is still as read above.
+	next := append(slices.Clip(ops), op)
+	m.users.mu.Lock()
+	m.users.ops[userID] = next
+	m.users.mu.Unlock()
 	if us, ok := m.opts.Store.(UserStore); ok {
 		if err := us.SaveUserOps(ctx, userID, next); err != nil {
 			return nil, fmt.Errorf("save tree changes of user %s: %w", userID, err)

@@ -121,9 +121,9 @@ func TestApplyUserConcurrentKeepsEveryOp(t *testing.T) {
 		if got := branches(st.ops["alice"]); !slices.Equal(got, want) {
 			t.Errorf("saved user ops = %v, want %v", got, want)
 		}
-		m.mu.Lock()
-		got := branches(m.userOps["alice"])
-		m.mu.Unlock()
+		m.users.mu.Lock()
+		got := branches(m.users.ops["alice"])
+		m.users.mu.Unlock()
 		if !slices.Equal(got, want) {
 			t.Errorf("user ops in memory = %v, want %v", got, want)
 		}

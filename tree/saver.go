@@ -1,0 +1,89 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// saver writes conversations to the Store in order. Each Conversation has
+// a saving token, a one-slot channel held from reading the state to be
+// saved until the Store has it, and by a Delete while the Store deletes the
+// conversation: so saves of a conversation land in the order their states
+// were read (the last save writes the newest state), and a save never
+// lands after the Delete of its conversation.
+//
+// The counts that say whether a conversation has unsaved changes
+// (Conversation.changes and saved) and its deleted mark are guarded by the
+// cache's mu, which is taken after the token, never before it.
+type saver struct {
+	store Store // nil: memory only, nothing is saved
+	cache *cache
+}
+
+// save writes c's state (and a query's events) to the Store, if any, unless
+// c was deleted.
+func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelope) error {
+	if s.store == nil {
+		return nil
+	}
+	if err := lock(ctx, c.saving); err != nil {
+		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
+	}
+	defer func() { <-c.saving }()
+	s.cache.mu.Lock()
+	deleted, changes := c.deleted, c.changes
+	s.cache.mu.Unlock()
+	if deleted {
+		return nil
+	}
+	st := c.State()
+	if err := s.store.Save(ctx, st, events); err != nil {
+		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
+	}
+	s.cache.mu.Lock()
+	// st holds at least the changes counted before it was read.
+	c.saved = max(c.saved, changes)
+	s.cache.mu.Unlock()
+	return nil
+}
+
+// changed counts a change to c that is not saved yet.
+func (s *saver) changed(c *Conversation) {
+	s.cache.mu.Lock()
+	c.changes++
+	s.cache.mu.Unlock()
+}
+
+// remove deletes conversation userID/conversationID from the Store when it
+// implements [StoreDeleter]. c, the copy that was in memory (nil if none),
+// is already marked deleted: a save of it that started before ends before
+// the row is deleted, and any later one sees the mark and skips.
+func (s *saver) remove(ctx context.Context, c *Conversation, userID, conversationID string) error {
+	d, ok := s.store.(StoreDeleter)
+	if !ok {
+		return nil
+	}
+	if c != nil {
+		if err := lock(ctx, c.saving); err != nil {
+			return fmt.Errorf("delete conversation %s/%s: %w", userID, conversationID, err)
+		}
+		defer func() { <-c.saving }()
+	}
+	if err := d.Delete(ctx, userID, conversationID); err != nil {
+		return fmt.Errorf("delete conversation %s/%s: %w", userID, conversationID, err)
+	}
+	return nil
+}
+
+// lock takes the token of tok, a one-slot channel used as a lock that may
+// be held across a Store call, or gives up when ctx ends.
+func lock(ctx context.Context, tok chan struct{}) error {
+	select {
+	case tok <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
