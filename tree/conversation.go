@@ -62,17 +62,21 @@ type ConversationInfo struct {
 type Conversation struct {
 	m *Manager
 
-	// mode, tree (nil: the Manager's default for mode), movedAt, ops,
-	// deleted, changes, saved, newer and older are guarded by m.mu.
+	// mode, tree, gen, movedAt, ops, deleted, changes, saved, newer and
+	// older are guarded by m.mu. With no ops, the conversation runs on the
+	// Manager's default tree for mode; with ops, on tree, its own, built on
+	// generation gen of the Manager's registry (nil or older: rebuilt from
+	// ops on use, see Manager.treeOf).
 	// deleted is set by Manager.Delete; a deleted conversation is never
 	// saved again. changes counts the changes made to the conversation in
 	// memory, and saved how many of them the Store has; only a
 	// conversation with nothing unsaved may be dropped from memory.
-	// movedAt, newer and older place it in Manager.lru. m, mode, tree and
-	// movedAt, which a lookup and Tree read, come first, so that GET /tree
-	// reads the start of the conversation only.
+	// movedAt, newer and older place it in Manager.lru. m, mode, tree, gen,
+	// movedAt and ops, which a lookup and Tree read, come first, so that
+	// GET /tree reads the start of the conversation only.
 	mode    InitMode
 	tree    *Tree
+	gen     uint64
 	movedAt uint64
 	ops     []Op
 	deleted bool
@@ -107,7 +111,6 @@ func (c *Conversation) restoreLocked(st ConversationState) {
 	}
 	if len(st.Ops) > 0 {
 		c.ops = slices.Clone(st.Ops)
-		c.tree = c.m.replayLocked(c.mode, c.ops)
 	}
 	c.title = st.Title
 	c.history = slices.Clone(st.History)

@@ -100,7 +100,8 @@ func (m *Manager) saveNew(ctx context.Context, c *Conversation) {
 }
 
 // insertLocked puts conversation k in memory, restored from st when found
-// and otherwise new, with userOps; m.mu is held.
+// and otherwise new, with userOps; m.mu is held. Its own tree, if it has
+// ops, is built on first use (see treeOf), outside the lock.
 func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op) *Conversation {
 	c := newConversation(m, k.user, k.conv, m.opts.DefaultMode)
 	if found {
@@ -109,7 +110,6 @@ func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, user
 		c.updated = time.Now().UTC() // created now; c is not shared yet
 		if len(userOps) > 0 {
 			c.ops = slices.Clone(userOps)
-			c.tree = m.replayLocked(c.mode, c.ops)
 		}
 	}
 	m.cache.insertLocked(k, c)

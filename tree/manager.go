@@ -11,15 +11,6 @@ import (
 	"github.com/elysia-go/elysia/tools"
 )
 
-// Placement puts a gateway (any tools.Tool) on a branch of every tree.
-type Placement struct {
-	Tool tools.Tool
-	// Branch is the node to place the tool on. Empty means the root, or the
-	// "mcp" branch in [MultiBranch] trees. A branch that does not exist is
-	// created under the root, with a warning.
-	Branch string
-}
-
 // Options configure a [Manager]. A nil *Options means all defaults.
 type Options struct {
 	// DefaultMode is the init mode of new conversations. Zero: [OneBranch].
@@ -55,30 +46,35 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Manager owns the gateway placements, the default tree of each init mode
-// (immutable, shared by every conversation that has not changed its tree),
-// the registry of tools that can be added by name, and, through the parts
-// it is made of, the conversations: the cache of those in memory (cache.go,
-// lru.go), the saver that orders their Store calls (saver.go), and each
-// user's own tree changes (userops.go).
+// Manager is the facade over the parts that keep the trees and the
+// conversations: the registry (registry.go: the gateway placements, the
+// tools that can be added by name and the default tree of each init mode,
+// an immutable snapshot swapped atomically), the cache of conversations in
+// memory (cache.go, lru.go), the saver that orders their Store calls
+// (saver.go), and each user's own tree changes (userops.go).
+//
+// Conversations that have not changed their tree share the snapshot's
+// default tree. One that has keeps its own, built on the snapshot's
+// generation; when [Manager.SetTools] swaps in a new snapshot, the own
+// trees are rebuilt lazily, each on its conversation's next use, without
+// the cache's lock held.
 //
 // A Manager is safe for concurrent use. Lock order: a user's token (see
 // ApplyUser), then a Conversation's saving token, then Manager.mu (the
-// cache's mu), then the Conversation's mu; users.mu is taken alone. The
-// mutexes are never held across I/O, a model or tool call, or an emit; the
-// tokens exist to order Store calls and are held across them.
+// cache's mu), then the Conversation's mu. users.mu is taken alone, and the
+// registry has no lock. The two mutexes are never held across I/O, a model
+// or tool call, an emit, or the building of a tree; the tokens exist to
+// order Store calls and are held across them.
 type Manager struct {
 	opts   Options
 	logger *slog.Logger
+	reg    registry
 	// cache is embedded: its mu, convs, lru and pending are the Manager's,
 	// which Conversation and the decision loop lock and read as m.mu and
-	// m.convs. mu also guards placements, registry and defaults.
+	// m.convs.
 	cache
-	placements []Placement
-	registry   map[string]tools.Tool
-	defaults   map[InitMode]*Tree
-	saver      saver
-	users      users
+	saver saver
+	users users
 }
 
 // NewManager returns a Manager with the built-in tools and no gateway. It does
@@ -129,9 +125,8 @@ func NewManager(opts *Options) *Manager {
 	m.saver = saver{store: o.Store, cache: &m.cache}
 	m.users.ops = map[string][]Op{}
 	m.users.locks = map[string]chan struct{}{}
-	m.mu.Lock()
-	m.rebuildLocked(nil)
-	m.mu.Unlock()
+	m.reg.logger = m.logger
+	m.reg.set(nil)
 	return m
 }
 
@@ -139,65 +134,10 @@ func NewManager(opts *Options) *Manager {
 // gateways are added to every tree, gone ones removed, changed ones (a new
 // Tool value under the same name) replaced. Default trees are rebuilt; every
 // conversation that changed its tree gets the new default with its ops
-// replayed. Runs in flight keep the tree they started with.
+// replayed, on its next use. Runs in flight keep the tree they started
+// with. SetTools takes no lock that conversations wait for.
 func (m *Manager) SetTools(placements []Placement) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rebuildLocked(slices.Clone(placements))
-}
-
-func (m *Manager) rebuildLocked(placements []Placement) {
-	m.placements = placements
-	m.registry = map[string]tools.Tool{
-		tools.TextResponseName:   tools.TextResponse(),
-		tools.CitedSummarizeName: tools.CitedSummarize(),
-	}
-	for _, p := range placements {
-		if p.Tool != nil {
-			m.registry[p.Tool.Name()] = p.Tool
-		}
-	}
-	m.defaults = make(map[InitMode]*Tree, 3)
-	// Each placement is made in every mode's tree; a problem with it is
-	// logged once, not once per mode.
-	warned := map[string]bool{}
-	warn := func(msg string, args ...any) {
-		if k := msg + fmt.Sprint(args...); !warned[k] {
-			warned[k] = true
-			m.logger.Warn(msg, args...)
-		}
-	}
-	for _, mode := range []InitMode{OneBranch, MultiBranch, Empty} {
-		t, _ := New(mode, m.logger) // known modes never fail
-		for _, p := range placements {
-			if p.Tool == nil {
-				continue
-			}
-			branch := p.Branch
-			if branch == "" && mode == MultiBranch {
-				branch = MCPBranchID
-			}
-			t.place(p.Tool, branch, warn)
-		}
-		m.defaults[mode] = t
-	}
-	for _, c := range m.convs {
-		if len(c.ops) > 0 {
-			c.tree = m.replayLocked(c.mode, c.ops)
-		}
-	}
-}
-
-// replayLocked applies ops to a copy of mode's default tree; ops that no
-// longer apply (a tool that is gone) are skipped.
-func (m *Manager) replayLocked(mode InitMode, ops []Op) *Tree {
-	t := m.defaults[mode].Clone()
-	for _, op := range ops {
-		if err := op.apply(t, m.registry); err != nil {
-			m.logger.Debug("skipping tree op on replay", "op", op.Kind, "err", err)
-		}
-	}
-	return t
+	m.reg.set(slices.Clone(placements))
 }
 
 // DefaultTree returns the shared default tree of mode ("" means the
@@ -207,9 +147,7 @@ func (m *Manager) DefaultTree(mode InitMode) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.defaults[mode], nil
+	return m.reg.load().defaultTree(mode), nil
 }
 
 func (m *Manager) mode(mode InitMode) (InitMode, error) {
@@ -222,23 +160,7 @@ func (m *Manager) mode(mode InitMode) (InitMode, error) {
 // AvailableTools lists the tools that can be added to a tree by name: the
 // built-ins, then the gateways in placement order.
 func (m *Manager) AvailableTools() []ToolInfo {
-	m.mu.Lock()
-	ts := []tools.Tool{m.registry[tools.TextResponseName], m.registry[tools.CitedSummarizeName]}
-	for _, p := range m.placements {
-		if p.Tool != nil {
-			ts = append(ts, p.Tool)
-		}
-	}
-	m.mu.Unlock()
-	out := make([]ToolInfo, 0, len(ts))
-	seen := map[string]bool{}
-	for _, t := range ts {
-		if !seen[t.Name()] {
-			seen[t.Name()] = true
-			out = append(out, toolInfo(t))
-		}
-	}
-	return out
+	return m.reg.load().available()
 }
 
 // InitConversation (re)initialises a conversation's tree with mode, dropping
@@ -255,7 +177,7 @@ func (m *Manager) InitConversation(ctx context.Context, userID, conversationID s
 	if c, err = m.lockCurrent(ctx, c, "init"); err != nil {
 		return nil, err
 	}
-	c.mode, c.tree, c.ops = mode, nil, nil
+	c.mode, c.tree, c.gen, c.ops = mode, nil, 0, nil
 	c.changes++
 	m.mu.Unlock()
 	return c, m.save(ctx, c, nil)
@@ -274,35 +196,78 @@ func (m *Manager) Apply(ctx context.Context, userID, conversationID string, op O
 
 // applyTo performs op on c's tree and saves c. It fails with errDeleted,
 // changing nothing, when c was deleted after it was looked up.
+//
+// The new tree is built outside m.mu, on the mode and ops read under it;
+// if another change to the tree lands meanwhile, it is built again on that.
 func (m *Manager) applyTo(ctx context.Context, c *Conversation, op Op) (*Tree, error) {
-	c, err := m.lockCurrent(ctx, c, "apply "+string(op.Kind)+" to")
-	if err != nil {
-		return nil, err
-	}
-	base := c.tree
-	if base == nil {
-		base = m.defaults[c.mode]
-	}
-	t := base.Clone()
-	if err := op.apply(t, m.registry); err != nil {
+	what := "apply " + string(op.Kind) + " to"
+	for {
+		cur, err := m.lockCurrent(ctx, c, what)
+		if err != nil {
+			return nil, err
+		}
+		c = cur
+		s := m.reg.load()
+		mode, ops, own, gen := c.mode, c.ops, c.tree, c.gen
 		m.mu.Unlock()
-		return nil, err
+		t := m.treeFor(s, mode, ops, own, gen).Clone()
+		err = op.apply(t, s.tools)
+		m.mu.Lock()
+		if !m.currentLocked(c) || c.mode != mode || !sameOps(c.ops, ops) {
+			m.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		c.tree, c.gen = t, s.gen
+		c.ops = append(slices.Clip(ops), op)
+		c.changes++
+		m.mu.Unlock()
+		return t, m.save(ctx, c, nil)
 	}
-	c.tree = t
-	c.ops = append(slices.Clip(c.ops), op)
-	c.changes++
-	m.mu.Unlock()
-	return t, m.save(ctx, c, nil)
 }
 
-// treeOf returns the tree c runs on now.
+// treeOf returns the tree c runs on now. An own tree built on an older
+// snapshot than the current one is rebuilt here, outside m.mu, and kept
+// unless c's tree changed meanwhile.
 func (m *Manager) treeOf(c *Conversation) *Tree {
+	s := m.reg.load()
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c.tree != nil {
-		return c.tree
+	mode, ops, own, gen := c.mode, c.ops, c.tree, c.gen
+	m.mu.Unlock()
+	t := m.treeFor(s, mode, ops, own, gen)
+	if t == own || len(ops) == 0 {
+		return t
 	}
-	return m.defaults[c.mode]
+	m.mu.Lock()
+	if c.mode == mode && sameOps(c.ops, ops) && (c.tree == nil || c.gen < s.gen) {
+		c.tree, c.gen = t, s.gen
+	}
+	m.mu.Unlock()
+	return t
+}
+
+// treeFor returns the tree, under snapshot s, of a conversation in mode with
+// ops, whose own tree own was built on generation gen: the shared default
+// when there are no ops, own when it is as new as s, else a new replay.
+func (m *Manager) treeFor(s *snapshot, mode InitMode, ops []Op, own *Tree, gen uint64) *Tree {
+	switch {
+	case len(ops) == 0:
+		return s.defaultTree(mode)
+	case own != nil && gen >= s.gen:
+		return own
+	}
+	return s.replay(mode, ops, m.logger)
+}
+
+// sameOps reports whether a and b are the same ops slice. A Conversation's
+// ops are never changed in place, only replaced (applyTo appends to a
+// clipped copy), so a slice read under m.mu may be used after it, and is
+// still the conversation's when it is the same slice.
+func sameOps(a, b []Op) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Conversations lists a user's conversations, in memory and in the Store

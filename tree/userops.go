@@ -90,21 +90,19 @@ func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, e
 	}
 	defer func() { <-tok }()
 
+	// Only a caller holding the token changes the user's entry in
+	// users.ops, so it stays as read here until this call sets it.
 	m.users.mu.Lock()
 	ops := m.users.ops[userID]
 	m.users.mu.Unlock()
-	m.mu.Lock()
-	preview := m.defaults[m.opts.DefaultMode].Clone()
+	s := m.reg.load()
+	preview := s.defaultTree(m.opts.DefaultMode).Clone()
 	for _, o := range ops {
-		_ = o.apply(preview, m.registry) // replayed as on a reload
+		_ = o.apply(preview, s.tools) // replayed as on a reload
 	}
-	err := op.apply(preview, m.registry)
-	m.mu.Unlock()
-	if err != nil {
+	if err := op.apply(preview, s.tools); err != nil {
 		return nil, err
 	}
-	// Only a caller holding the token changes the user's entry in
-	// users.ops, so it is still as read above.
 	next := append(slices.Clip(ops), op)
 	m.users.mu.Lock()
 	m.users.ops[userID] = next
