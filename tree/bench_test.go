@@ -3,6 +3,8 @@ package tree
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -130,4 +132,92 @@ func BenchmarkConversation(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkGetTree measures the tree side of GET /tree from parallel
+// goroutines: looking one of 10,000 conversations up and rendering its tree
+// (the JSON is cached per tree). In "shared" the conversations run on the
+// default tree; in "own" each has changed its tree (one op), so each
+// lookup also checks that its own tree is as new as the registry.
+func BenchmarkGetTree(b *testing.B) {
+	ctx := context.Background()
+	ids := make([]string, 10_000)
+	for i := range ids {
+		ids[i] = fmt.Sprint("c", i)
+	}
+	for _, own := range []bool{false, true} {
+		name := "shared"
+		if own {
+			name = "own"
+		}
+		b.Run(name, func(b *testing.B) {
+			m := NewManager(&Options{Store: newMemStore()})
+			m.SetTools(gateways(10))
+			for _, id := range ids {
+				if own {
+					if _, err := m.Apply(ctx, "u", id, Op{Kind: OpAddBranch, BranchID: "notes", Root: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c, err := m.Conversation(ctx, "u", id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Tree().MarshalJSON(); err != nil { // warm the JSON cache
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(next.Add(1_000))
+				for pb.Next() {
+					i++
+					c, err := m.Conversation(ctx, "u", ids[i%len(ids)])
+					if err == nil {
+						_, err = c.Tree().MarshalJSON()
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkIdleConversationMemory reports the heap held per idle
+// conversation on a Manager with 10 gateways and no Store (so nothing but
+// the Manager holds them): 10,000 conversations created and their trees
+// rendered once, HeapAlloc compared after a GC before and after. B/conv is
+// the average over the ops.
+func BenchmarkIdleConversationMemory(b *testing.B) {
+	const n = 10_000
+	ctx := context.Background()
+	var total float64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		m := NewManager(nil)
+		m.SetTools(gateways(10))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		for j := range n {
+			c, err := m.Conversation(ctx, "u", "c"+strconv.Itoa(j))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Tree().MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(m)
+		total += float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	}
+	b.ReportMetric(total/float64(b.N), "B/conv")
 }
