@@ -73,6 +73,25 @@ type ServerConfig struct {
 	CallTimeout time.Duration `json:"call_timeout,omitempty"`
 	// Eager connects at start-up instead of on first use.
 	Eager bool `json:"eager,omitempty"`
+	// MaxCallTime bounds a call that keeps reporting progress: each
+	// progress notification extends the call's deadline by CallTimeout, up
+	// to MaxCallTime after it started. Zero means 10 × the call timeout.
+	MaxCallTime time.Duration `json:"max_call_time,omitempty"`
+	// ElicitationTimeout bounds how long a server's question waits for the
+	// user; then it is declined. Zero means 5 minutes.
+	ElicitationTimeout time.Duration `json:"elicitation_timeout,omitempty"`
+	// Sampling lets the server ask the service's model to write a message
+	// (sampling/createMessage); off by default.
+	Sampling bool `json:"sampling,omitempty"`
+	// Roots are the folders the server is told it may work in, as absolute
+	// paths (sent as file:// URIs).
+	Roots []string `json:"roots,omitempty"`
+	// LogLevel, when set, is sent as logging/setLevel after connecting:
+	// debug, info, notice, warning, error, critical, alert or emergency.
+	LogLevel string `json:"log_level,omitempty"`
+	// ProtocolVersion, when set, pins the MCP protocol version the gateway
+	// negotiates ("2025-06-18", "2025-11-25", ...); empty lets it negotiate.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
 
 	// Templates holds, for every field that used ${env:}, ${input:} or
 	// ${workspaceFolder}, or whose relative path was resolved against the
@@ -101,6 +120,25 @@ const (
 	DefaultRemoteConnectTimeout = 5 * time.Second
 	DefaultCallTimeout          = 60 * time.Second
 )
+
+// DefaultElicitationTimeout is how long a server's question waits for the
+// user when elicitation_timeout is not set.
+const DefaultElicitationTimeout = 5 * time.Minute
+
+// Limits returns how long a call may run while it reports progress and how
+// long a question waits for the user, with the defaults applied.
+func (s ServerConfig) Limits() (maxCall, elicitation time.Duration) {
+	_, call := s.Timeouts()
+	maxCall, elicitation = s.MaxCallTime, s.ElicitationTimeout
+	if maxCall <= 0 {
+		maxCall = 10 * call
+	}
+	maxCall = max(maxCall, call)
+	if elicitation <= 0 {
+		elicitation = DefaultElicitationTimeout
+	}
+	return maxCall, elicitation
+}
 
 // maxTimeout bounds connect_timeout and call_timeout so that seconds always
 // fit a time.Duration.

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 )
 
 // LoadOptions configures Load and Parse. A nil *LoadOptions means the
@@ -308,6 +310,12 @@ type text struct {
 	off          int
 }
 
+// logLevels are the MCP (syslog) log levels log_level takes.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// protocolVersion matches an MCP protocol version.
+var protocolVersion = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
 func (sp *serverParse) member(m jmember, inList bool) {
 	p, name, v := sp.p, sp.name, m.val
 	sp.fieldOff[m.key] = v.off
@@ -370,18 +378,59 @@ func (sp *serverParse) member(m jmember, inList bool) {
 		sp.stringMap(m.key, v)
 	case "tools":
 		sp.tools(v)
-	case "connect_timeout", "call_timeout":
+	case "connect_timeout", "call_timeout", "max_call_time", "elicitation_timeout":
 		d, ok := seconds(v)
 		if !ok {
 			p.errAt(v.off, name, "%s must be a number of seconds > 0 and <= %d", m.key, int(maxTimeout.Seconds()))
-		} else if m.key == "call_timeout" {
-			sp.s.CallTimeout = d
-		} else {
+			return
+		}
+		switch m.key {
+		case "connect_timeout":
 			sp.s.ConnectTimeout = d
+		case "call_timeout":
+			sp.s.CallTimeout = d
+		case "max_call_time":
+			sp.s.MaxCallTime = d
+		default:
+			sp.s.ElicitationTimeout = d
 		}
 	case "eager":
-		if p.is(v, jBool, name, "eager") {
+		if p.is(v, jBool, name, m.key) {
 			sp.s.Eager = v.boolean
+		}
+	case "sampling":
+		if p.is(v, jBool, name, m.key) {
+			sp.s.Sampling = v.boolean
+		}
+	case "log_level":
+		if p.is(v, jString, name, m.key) {
+			if !slices.Contains(logLevels, v.str) {
+				p.errAt(v.off, name, "log_level must be one of %s, got %q", strings.Join(logLevels, ", "), v.str)
+				return
+			}
+			sp.s.LogLevel = v.str
+		}
+	case "protocol_version":
+		if p.is(v, jString, name, m.key) {
+			if !protocolVersion.MatchString(v.str) {
+				p.errAt(v.off, name, "protocol_version must be a date like \"2025-11-25\", got %q", v.str)
+				return
+			}
+			sp.s.ProtocolVersion = v.str
+		}
+	case "roots":
+		if v.kind != jArray {
+			p.errAt(v.off, name, "roots must be an array of folder paths, got %s", v.kind)
+			return
+		}
+		for _, e := range v.elems {
+			if e.kind != jString || e.str == "" {
+				p.errAt(e.off, name, "roots must be an array of folder paths, got %s in it", e.kind)
+				continue
+			}
+			t := sp.expand(e)
+			sp.resolvePath(&t)
+			sp.s.Roots = append(sp.s.Roots, filepath.Clean(t.val))
 		}
 	default:
 		p.warnAt(m.keyOff, name, "unknown key %q ignored", m.key)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -50,6 +51,14 @@ func TestParseErrors(t *testing.T) {
 			[]string{`mcp.json:1:29: server "é€": unknown type "foo" (want stdio, http or sse)`}},
 		{"comments keep positions", "{ // é\n /* x\n y */ \"servers\": {\"a\": {\"type\": \"foo\", \"command\": \"c\"}}}",
 			[]string{`mcp.json:3:33: server "a": unknown type "foo" (want stdio, http or sse)`}},
+		{"bad log level", `{"servers": {"x": {"command": "c", "log_level": "loud"}}}`,
+			[]string{`mcp.json:1:49: server "x": log_level must be one of debug, info, notice, warning, error, critical, alert, emergency, got "loud"`}},
+		{"bad protocol version", `{"servers": {"x": {"command": "c", "protocol_version": "latest"}}}`,
+			[]string{`mcp.json:1:56: server "x": protocol_version must be a date like "2025-11-25", got "latest"`}},
+		{"roots not a list", `{"servers": {"x": {"command": "c", "roots": "./a"}}}`,
+			[]string{`mcp.json:1:45: server "x": roots must be an array of folder paths, got a string`}},
+		{"bad max_call_time", `{"servers": {"x": {"command": "c", "max_call_time": -1}}}`,
+			[]string{`mcp.json:1:53: server "x": max_call_time must be a number of seconds > 0 and <= 86400`}},
 		{"missing command", `{"servers": {"x": {"type": "stdio"}}}`,
 			[]string{`mcp.json:1:14: server "x": missing command (a stdio server needs command or server_script_path)`}},
 		{"missing url", `{"servers": {"x": {"type": "sse"}}}`, []string{`mcp.json:1:14: server "x": missing url (an sse server needs one)`}},
@@ -196,5 +205,26 @@ func TestEnvFileFromConfig(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("the envFile error shows a value: %v", err)
+	}
+}
+
+func TestParseServerFeatureKeys(t *testing.T) {
+	src := `{"servers": {"x": {"command": "c", "sampling": true, "roots": ["./project", "/abs"], "log_level": "warning",
+		"protocol_version": "2025-06-18", "max_call_time": 120, "elicitation_timeout": 30, "call_timeout": 5}}}`
+	cfg, err := Parse("mcp.json", []byte(src), &LoadOptions{BaseDir: "/srv/conf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers[0]
+	if !s.Sampling || s.LogLevel != "warning" || s.ProtocolVersion != "2025-06-18" ||
+		strings.Join(s.Roots, ",") != "/srv/conf/project,/abs" {
+		t.Errorf("parsed %+v", s)
+	}
+	if maxCall, elicit := s.Limits(); maxCall != 120*time.Second || elicit != 30*time.Second {
+		t.Errorf("Limits = %v, %v; want 2m0s, 30s", maxCall, elicit)
+	}
+	s.MaxCallTime, s.ElicitationTimeout = 0, 0
+	if maxCall, elicit := s.Limits(); maxCall != 50*time.Second || elicit != DefaultElicitationTimeout {
+		t.Errorf("default Limits = %v, %v; want 10 x call_timeout and 5m", maxCall, elicit)
 	}
 }
