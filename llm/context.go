@@ -257,9 +257,11 @@ func (d *decision) listedTools(gateway string) []listedTool {
 	return out
 }
 
-// hasListed reports whether gateway has a list result in the environment.
+// hasListed reports whether the environment shows tools that gateway
+// listed. A listing the tree folded out of the prompt to keep it short
+// (only its _REF_IDs are left) does not count: the planner lists again.
 func (d *decision) hasListed(gateway string) bool {
-	return len(d.Environment[gateway][listResult]) > 0
+	return len(d.listedTools(gateway)) > 0
 }
 
 // executes returns this run's execute tasks on gateway: how many succeeded
