@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,26 +150,42 @@ func normalise(t *testing.T, args map[string]any) map[string]any {
 }
 
 // TestOfflineSecondQuery checks that a later query of a conversation reuses
-// the listed tools and runs its own execute.
+// the listed tools when the prompt still shows them, lists again when the
+// listing was folded out of the prompt's budget, and runs its own execute.
 func TestOfflineSecondQuery(t *testing.T) {
-	g := newListedGateway(t, "mcp_everything", "everything_tools.json")
-	m := tree.NewManager(nil)
-	m.SetTools([]tree.Placement{{Tool: g}})
-	c, err := m.Conversation(t.Context(), "alice", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`echo message="hi"`, `echo message="bye"`} {
-		if err := c.Run(t.Context(), llm.NewOffline(), q, "", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	calls := g.recorded()
-	if len(calls) != 3 {
-		t.Fatalf("gateway calls = %v, want list, execute, execute", calls)
-	}
-	want := map[string]any{"action": "execute", "tool_name": "echo", "tool_inputs": map[string]any{"message": "bye"}}
-	if diff := cmp.Diff(want, normalise(t, calls[2])); diff != "" {
-		t.Errorf("second execute mismatch (-want +got):\n%s", diff)
+	for _, tc := range []struct {
+		name   string
+		budget int
+		want   []string // actions of the gateway calls
+	}{
+		{"listing shown", -1, []string{"list", "execute", "execute"}},
+		{"listing folded", 0, []string{"list", "execute", "list", "execute"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newListedGateway(t, "mcp_everything", "everything_tools.json")
+			m := tree.NewManager(&tree.Options{MaxPromptBytes: tc.budget})
+			m.SetTools([]tree.Placement{{Tool: g}})
+			c, err := m.Conversation(t.Context(), "alice", "c1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{`echo message="hi"`, `echo message="bye"`} {
+				if err := c.Run(t.Context(), llm.NewOffline(), q, "", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			calls := g.recorded()
+			var got []string
+			for _, call := range calls {
+				got = append(got, fmt.Sprint(call["action"]))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("gateway calls (-want +got):\n%s", diff)
+			}
+			want := map[string]any{"action": "execute", "tool_name": "echo", "tool_inputs": map[string]any{"message": "bye"}}
+			if diff := cmp.Diff(want, normalise(t, calls[len(calls)-1])); diff != "" {
+				t.Errorf("second execute mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -90,6 +90,12 @@ type Conversation struct {
 	sem    chan struct{} // holds a token while a query runs
 	saving chan struct{} // holds a token while c is saved or deleted in the Store
 	env    tools.Environment
+	// promptEnv is env as decision prompts read it: a snapshot taken by
+	// the first run that needs it, then appended to as runs add results,
+	// so that a decision does not copy the whole environment. Only the
+	// run holding the query token (sem) uses it; its lists are only
+	// appended to, so slices taken from it stay valid.
+	promptEnv map[string]map[string][]tools.EnvEntry
 
 	// mu guards title, history, queries and updated.
 	mu      sync.Mutex
@@ -119,6 +125,7 @@ func (c *Conversation) restoreLocked(st ConversationState) {
 	if len(st.Environment) > 0 {
 		c.env.Restore(st.Environment)
 	}
+	c.promptEnv = nil
 }
 
 // UserID returns the id of the conversation's user.

@@ -35,7 +35,7 @@ func (r *run) decide(ctx context.Context, node *Node) (decision, error) {
 	if len(avail) == 0 {
 		return decision{}, errNoValidChoice
 	}
-	msgs, err := messages(node.instruction, r.decisionContext(node, avail, unavail))
+	msgs, err := r.messages(node, avail, unavail)
 	if err != nil {
 		return decision{}, fmt.Errorf("decision context: %w", err)
 	}
@@ -79,20 +79,37 @@ func (r *run) generate(ctx context.Context, msgs []llms.MessageContent, fns []ll
 	return resp, nil
 }
 
-func (r *run) decisionContext(node *Node, avail []optionInfo, unavail []unavailableInfo) *decisionContext {
-	return &decisionContext{
+// messages builds a decision's messages within the prompt budget and logs
+// what was folded to keep it there.
+func (r *run) messages(node *Node, avail []optionInfo, unavail []unavailableInfo) ([]llms.MessageContent, error) {
+	tasks, foldedTasks := foldTasks(r.tasks)
+	dc := &decisionContext{
 		UserPrompt:          r.query,
-		ConversationHistory: r.history,
+		ConversationSummary: r.history.summary,
+		ConversationHistory: r.history.recent,
 		Node:                nodeInfo{ID: node.id, Instruction: node.instruction},
 		AvailableOptions:    avail,
 		UnavailableOptions:  unavail,
-		Environment:         r.c.env.Snapshot(),
-		TasksCompleted:      r.tasks,
-		PreviousErrors:      r.errs,
+		Environment:         r.promptEnv(),
+		TasksCompleted:      tasks,
+		PreviousErrors:      foldErrors(r.errs),
 		TreeCount:           fmt.Sprintf("%d/%d", r.pass, r.opts.RecursionLimit),
 		recent:              r.added,
 		envLimit:            r.opts.MaxPromptEnvironment,
+		budget:              promptBudget(r.opts),
+		cache:               r.forms,
 	}
+	msgs, err := messages(node.instruction, dc)
+	if err != nil {
+		return nil, err
+	}
+	if r.history.folded > 0 || foldedTasks > 0 || dc.env.short > 0 || dc.env.omitted > 0 {
+		r.logger.Debug("decision prompt folded", "node", node.id,
+			"prompt_bytes", len(msgs[1].Parts[0].(llms.TextContent).Text), "budget", dc.budget,
+			"messages_folded", r.history.folded, "tasks_folded", foldedTasks,
+			"results_short", dc.env.short, "results_left_out", dc.env.omitted, "environment_limit", dc.envBound)
+	}
+	return msgs, nil
 }
 
 // resolve checks a choice against the node's options and fills defaults.
@@ -178,7 +195,7 @@ func (r *run) forcedAnswer(ctx context.Context, reason string) error {
 	avail := []optionInfo{{Name: tr.Name(), Description: tr.Description(), End: true, Inputs: tr.Inputs()}}
 	node := &Node{id: r.tree.root.id, instruction: forcedInstruction + " Reason: " + reason + "."}
 	text := ""
-	msgs, err := messages(node.instruction, r.decisionContext(node, avail, []unavailableInfo{}))
+	msgs, err := r.messages(node, avail, []unavailableInfo{})
 	if err == nil {
 		var resp *llms.ContentResponse
 		resp, err = r.generate(ctx, msgs, functions(avail))

@@ -116,7 +116,11 @@ type run struct {
 	queryID string
 	title   string // non-empty on the first query
 	index   int    // the query's index in the conversation (tree_index)
-	history []Message
+	// history is the conversation's history as the prompt shows it.
+	history historyFold
+	// forms keeps the prompt forms of the query's results between its
+	// decisions.
+	forms   formCache
 	tasks   []Task
 	errs    []PreviousError
 	pass    int
@@ -148,12 +152,12 @@ func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func
 		r.title = c.title
 	}
 	r.index = c.queries
+	// History is only appended to, so the messages of h stay as they are
+	// after the lock is released.
 	h := c.history
-	if len(h) > 20 {
-		h = h[len(h)-20:]
-	}
-	r.history = append([]Message{}, h...)
 	c.mu.Unlock()
+	r.history = foldHistory(h, promptBudget(r.opts))
+	r.forms = formCache{}
 	return r
 }
 
@@ -330,6 +334,7 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 			md = map[string]any{}
 		}
 		tagged := r.c.env.Add(name, rname, res.Objects, md)
+		r.addToPromptEnv(name, rname, tools.EnvEntry{Objects: tagged, Metadata: md})
 		r.added = append(r.added, resultKey{name, rname})
 		r.emit(tools.Event{Type: tools.EventResult, Payload: tools.ResultPayload{Type: typ, Objects: tagged, Metadata: md}})
 	}
@@ -341,6 +346,29 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 		return true, true, r.forcedAnswer(ctx, name+" ended the run without an answer")
 	}
 	return true, true, nil
+}
+
+// promptEnv returns the conversation's environment for a decision prompt,
+// without copying it; see Conversation.promptEnv. The caller must not
+// change it.
+func (r *run) promptEnv() map[string]map[string][]tools.EnvEntry {
+	if r.c.promptEnv == nil {
+		r.c.promptEnv = r.c.env.Snapshot()
+	}
+	return r.c.promptEnv
+}
+
+// addToPromptEnv records in promptEnv an entry the run added to the
+// environment.
+func (r *run) addToPromptEnv(tool, name string, e tools.EnvEntry) {
+	pe := r.c.promptEnv
+	if pe == nil {
+		return // the next promptEnv snapshot has it
+	}
+	if pe[tool] == nil {
+		pe[tool] = map[string][]tools.EnvEntry{}
+	}
+	pe[tool][name] = append(pe[tool][name], e)
 }
 
 // summary is what tasks_completed says about a successful result.

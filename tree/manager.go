@@ -34,6 +34,14 @@ type Options struct {
 	// saved and shown to the user, keeps everything. Zero: 64 KiB;
 	// negative: no bound.
 	MaxPromptEnvironment int
+	// MaxPromptBytes is the byte budget of a decision prompt's context
+	// (the human message, docs/DECISION_PROMPT.md). Within it the latest
+	// turns are kept whole and older ones folded into a short summary, and
+	// results of earlier queries take a small share, so that a long
+	// conversation's prompt stays near a new one's; the environment gets
+	// what the rest leaves, at most MaxPromptEnvironment. Zero: 24 KiB;
+	// negative: no budget (the last 20 messages, no summary).
+	MaxPromptBytes int
 	// MaxConversations bounds the conversations kept in memory when Store
 	// is set. Over it, the least recently used idle ones (no query
 	// running, every change saved) are dropped from memory, and loaded

@@ -43,6 +43,7 @@ type PreviousError struct {
 // the contract's key order.
 type decisionContext struct {
 	UserPrompt          string                                 `json:"user_prompt"`
+	ConversationSummary string                                 `json:"conversation_summary"`
 	ConversationHistory []Message                              `json:"conversation_history"`
 	Node                nodeInfo                               `json:"node"`
 	AvailableOptions    []optionInfo                           `json:"available_options"`
@@ -54,8 +55,16 @@ type decisionContext struct {
 
 	// recent lists the results the query added, oldest first, and
 	// envLimit bounds the environment's bytes; see writeEnvironment.
+	// budget bounds the whole message (negative: no bound): the
+	// environment gets what the rest leaves, at most envLimit. cache keeps
+	// the forms of the query's results between its decisions.
 	recent   []resultKey
 	envLimit int
+	budget   int
+	cache    formCache
+	// env is set by encode: what the environment left out, and its limit.
+	env      envStats
+	envBound int
 }
 
 type nodeInfo struct {
@@ -199,6 +208,8 @@ func (dc *decisionContext) encode() ([]byte, error) {
 	b.Grow(512 + 512*len(dc.AvailableOptions))
 	b.WriteString(`{"user_prompt":`)
 	writeString(&b, dc.UserPrompt)
+	b.WriteString(`,"conversation_summary":`)
+	writeString(&b, dc.ConversationSummary)
 	b.WriteString(`,"conversation_history":`)
 	if err := writeJSON(&b, dc.ConversationHistory); err != nil {
 		return nil, err
@@ -229,20 +240,35 @@ func (dc *decisionContext) encode() ([]byte, error) {
 		return nil, err
 	}
 	b.WriteString(`,"environment":`)
-	if err := writeEnvironment(&b, dc.Environment, dc.recent, dc.envLimit); err != nil {
+	// The rest of the message is written first, so that the environment
+	// gets what it leaves of the budget.
+	var tail bytes.Buffer
+	tail.WriteString(`,"tasks_completed":`)
+	if err := writeJSON(&tail, dc.TasksCompleted); err != nil {
 		return nil, err
 	}
-	b.WriteString(`,"tasks_completed":`)
-	if err := writeJSON(&b, dc.TasksCompleted); err != nil {
+	tail.WriteString(`,"previous_errors":`)
+	if err := writeJSON(&tail, dc.PreviousErrors); err != nil {
 		return nil, err
 	}
-	b.WriteString(`,"previous_errors":`)
-	if err := writeJSON(&b, dc.PreviousErrors); err != nil {
+	tail.WriteString(`,"tree_count":`)
+	writeString(&tail, dc.TreeCount)
+	tail.WriteByte('}')
+	lim := envLimits{total: dc.envLimit, old: -1}
+	if dc.budget >= 0 {
+		rest := max(dc.budget-b.Len()-tail.Len(), minPromptEnvironment)
+		if lim.total < 0 || rest < lim.total {
+			lim.total = rest
+		}
+		lim.old = dc.budget / oldEnvDiv
+	}
+	dc.envBound = lim.total
+	st, err := writeEnvironment(&b, dc.Environment, dc.recent, lim, dc.cache)
+	if err != nil {
 		return nil, err
 	}
-	b.WriteString(`,"tree_count":`)
-	writeString(&b, dc.TreeCount)
-	b.WriteByte('}')
+	dc.env = st
+	b.Write(tail.Bytes())
 	return b.Bytes(), nil
 }
 

@@ -51,7 +51,7 @@ func TestWriteEnvironmentUnderLimitIsJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b bytes.Buffer
-			if err := writeEnvironment(&b, tc.env, nil, defaultMaxPromptEnvironment); err != nil {
+			if _, err := writeEnvironment(&b, tc.env, nil, envLimits{total: defaultMaxPromptEnvironment, old: -1}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if b.String() != string(want) {
@@ -109,12 +109,12 @@ func TestWriteEnvironmentCapped(t *testing.T) {
 			recent: []resultKey{{"mcp_todo", "list"}},
 			limit:  4 << 10,
 			whole:  []string{"mcp_todo_list_1999_0"},
-			in:     []string{"are left out of this prompt to keep it short: _REF_IDs mcp_todo_list_0_* to mcp_todo_list_"},
+			in:     []string{"older results left out to keep the prompt short: _REF_IDs mcp_todo_list_0_* to mcp_todo_list_"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := writeEnvironment(&b, tc.env, tc.recent, tc.limit); err != nil {
+			if _, err := writeEnvironment(&b, tc.env, tc.recent, envLimits{total: tc.limit, old: -1}, nil); err != nil {
 				t.Fatal(err)
 			}
 			out := b.String()

@@ -1,0 +1,216 @@
+package tree
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// defaultMaxPromptBytes is the default of [Options.MaxPromptBytes]: 24 KiB
+// of JSON, some 6k tokens, fits the context of small local models (8k
+// tokens) with room for the system message, the functions and the answer.
+const defaultMaxPromptBytes = 24 << 10
+
+// The shares of the prompt budget that the parts of a decision context
+// which grow with the conversation may take. They are small on purpose:
+// what one query needs (the options, this query's results and tasks) gets
+// the rest, and a long conversation's prompt stays near a new one's.
+const (
+	// recentTurns is how many of the latest turns (a query and its answer)
+	// the prompt keeps whole, within historyDiv.
+	recentTurns = 2
+	// historyDiv: the recent turns take at most budget/historyDiv bytes;
+	// the newest turn is kept even when larger, its messages cut to that.
+	historyDiv = 16
+	// summaryDiv: the summary of the older turns takes at most
+	// budget/summaryDiv bytes.
+	summaryDiv = 64
+	// oldEnvDiv: results of earlier queries take at most budget/oldEnvDiv
+	// bytes of the environment; the rest of them are counted in notes.
+	oldEnvDiv = 48
+	// minPromptEnvironment is the least the environment is given when the
+	// rest of the prompt already fills the budget.
+	minPromptEnvironment = 1 << 10
+	// summaryLine bounds each message quoted in the summary.
+	summaryLine = 120
+	// maxTasks and maxErrors bound tasks_completed and previous_errors;
+	// older tasks fold into one entry, older errors are dropped.
+	maxTasks  = 8
+	maxErrors = 5
+	// maxTaskText bounds a task's result and an error's message and
+	// feedback; maxTaskInput bounds one input value of a task.
+	maxTaskText  = 1 << 10
+	maxTaskInput = 512
+	// unboundedHistory is how many of the last messages a prompt without
+	// a budget shows.
+	unboundedHistory = 20
+)
+
+// promptBudget returns the byte budget of a decision's human message, or
+// -1 for none.
+func promptBudget(o *Options) int {
+	switch {
+	case o.MaxPromptBytes == 0:
+		return defaultMaxPromptBytes
+	case o.MaxPromptBytes < 0:
+		return -1
+	}
+	return o.MaxPromptBytes
+}
+
+// historyFold is a conversation's history as the prompt shows it: a
+// summary of the older turns and the recent ones whole.
+type historyFold struct {
+	summary string
+	recent  []Message
+	folded  int // messages summarised
+}
+
+// foldHistory splits h, a conversation's whole history (read only), into
+// the recent messages the prompt keeps whole and a deterministic digest of
+// the others, within budget (negative: no bound, nothing folded). It reads
+// only the end of h, so its cost does not grow with the conversation.
+func foldHistory(h []Message, budget int) historyFold {
+	if budget < 0 {
+		return historyFold{recent: h[max(len(h)-unboundedHistory, 0):]}
+	}
+	share := budget / historyDiv
+	// start is the first message kept whole: turns are taken from the end
+	// while they fit, the newest always.
+	start, size, turns := len(h), 0, 0
+	for start > 0 && turns < recentTurns {
+		i := start - 1
+		if h[i].Role != "user" && i > 0 && h[i-1].Role == "user" {
+			i-- // a query with its answer
+		}
+		n := 0
+		for _, m := range h[i:start] {
+			n += len(m.Content) + len(m.Role) + 24
+		}
+		if turns > 0 && size+n > share {
+			break
+		}
+		start, size = i, size+n
+		turns++
+	}
+	recent := make([]Message, 0, len(h)-start)
+	for _, m := range h[start:] {
+		if len(m.Content) > share {
+			m.Content = cut(m.Content, share) + fmt.Sprintf(" (%d bytes cut)", len(m.Content)-share)
+		}
+		recent = append(recent, m)
+	}
+	return historyFold{summary: digest(h[:start], budget/summaryDiv), recent: recent, folded: start}
+}
+
+// digest is the summary of older messages: how many there are, the first
+// query (what the conversation is about), then as many of the latest of
+// them as fit in limit bytes, each on one line and cut. It reads at most
+// the messages it quotes.
+func digest(old []Message, limit int) string {
+	if len(old) == 0 {
+		return ""
+	}
+	head := fmt.Sprintf("%d earlier messages are folded into this summary (each quoted cut, oldest first):", len(old))
+	first := "\n" + quote(old[0])
+	used := len(head) + len(first)
+	if used > limit {
+		return cut(head+first, limit)
+	}
+	var lines []string
+	for i := len(old) - 1; i > 0; i-- {
+		l := "\n" + quote(old[i])
+		if used+len(l)+len("\n…") > limit {
+			break
+		}
+		used += len(l)
+		lines = append(lines, l)
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString(first)
+	if len(lines) < len(old)-1 {
+		b.WriteString("\n…")
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		b.WriteString(lines[i])
+	}
+	return b.String()
+}
+
+// quote is a message on one line, cut to summaryLine bytes.
+func quote(m Message) string {
+	return m.Role + ": " + cut(oneLine(m.Content), summaryLine)
+}
+
+// foldTasks bounds tasks_completed: the last maxTasks tasks are kept, with
+// long results and input values cut, and the earlier ones become one task
+// that names them.
+func foldTasks(ts []Task) (out []Task, folded int) {
+	if len(ts) > maxTasks {
+		folded = len(ts) - maxTasks + 1
+	}
+	out = make([]Task, 0, len(ts)-folded+1)
+	if folded > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d earlier tasks of this query, folded:", folded)
+		for _, t := range ts[:folded] {
+			status := "ok"
+			if t.Error {
+				status = "failed"
+			}
+			fmt.Fprintf(&b, " %s %v %s;", t.Tool, t.Inputs["action"], status)
+		}
+		out = append(out, Task{Tool: "earlier_tasks", Inputs: map[string]any{}, Result: cut(b.String(), maxTaskText)})
+	}
+	for _, t := range ts[folded:] {
+		t.Result = cut(t.Result, maxTaskText)
+		t.Inputs = capInputs(t.Inputs)
+		out = append(out, t)
+	}
+	return out, folded
+}
+
+// capInputs returns in with every value whose JSON is over maxTaskInput
+// bytes replaced by a note; in itself is not changed.
+func capInputs(in map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range in {
+		switch v.(type) {
+		case nil, bool, float64, int:
+			continue
+		case string:
+			if len(v.(string)) <= maxTaskInput {
+				continue
+			}
+		}
+		enc, err := tools.Marshal(v)
+		if err == nil && len(enc) <= maxTaskInput {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(in))
+			for k2, v2 := range in {
+				out[k2] = v2
+			}
+		}
+		out[k] = fmt.Sprintf("%s (%d bytes of JSON, cut)", cut(string(enc), maxTaskInput/2), len(enc))
+	}
+	if out == nil {
+		return in
+	}
+	return out
+}
+
+// foldErrors keeps the last maxErrors errors, their texts cut.
+func foldErrors(es []PreviousError) []PreviousError {
+	if len(es) > maxErrors {
+		es = es[len(es)-maxErrors:]
+	}
+	out := make([]PreviousError, len(es))
+	for i, e := range es {
+		out[i] = PreviousError{Tool: e.Tool, ErrorMessage: cut(e.ErrorMessage, maxTaskText), Feedback: cut(e.Feedback, maxTaskText)}
+	}
+	return out
+}
