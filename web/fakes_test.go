@@ -110,10 +110,13 @@ func (fakeServers) Servers(ctx context.Context) (ServersStatus, error) {
 	}}}, nil
 }
 
-func (fakeServers) List(ctx context.Context, name string) (any, error) {
+func (fakeServers) List(ctx context.Context, name string, q ListRequest) (any, error) {
 	switch name {
 	case "todo", "mcp_todo":
-		return map[string]any{"tools": []any{map[string]any{"name": "create_todo", "description": "Create a todo.", "inputs": map[string]any{"type": "object"}}}}, nil
+		if q.Cursor != "" {
+			return nil, fmt.Errorf("%w: invalid cursor %q: give a next_cursor from a previous page", ErrInvalidInput, q.Cursor)
+		}
+		return map[string]any{"query": q.Query, "tools": []any{map[string]any{"name": "create_todo", "description": "Create a todo.", "inputs": map[string]any{"type": "object"}}}}, nil
 	case "broken":
 		return nil, errors.New(`server "broken": connect: exec: ./bin/todo-mcp: no such file or directory`)
 	}
@@ -297,9 +300,9 @@ func (s *spyServers) record(ctx context.Context, action, name, tool string) erro
 	return s.fail
 }
 
-func (s *spyServers) List(ctx context.Context, name string) (any, error) {
+func (s *spyServers) List(ctx context.Context, name string, q ListRequest) (any, error) {
 	_ = s.record(ctx, "list", name, "")
-	return s.fakeServers.List(ctx, name)
+	return s.fakeServers.List(ctx, name, q)
 }
 
 func (s *spyServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (any, error) {

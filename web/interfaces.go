@@ -146,8 +146,10 @@ type Users interface {
 type Servers interface {
 	// Servers returns a snapshot of every configured server, secrets masked.
 	Servers(ctx context.Context) (ServersStatus, error)
-	// List runs the gateway's list action and returns its result.
-	List(ctx context.Context, name string) (any, error)
+	// List returns one page of the server's tools that q selects (best
+	// matches first when q.Query is set). A cursor no page gave is an
+	// error matching ErrInvalidInput.
+	List(ctx context.Context, name string, q ListRequest) (any, error)
 	// Execute runs the gateway's execute action with one of the server's
 	// tools. inputs were decoded with json.Decoder.UseNumber (numbers are
 	// json.Number) and are owned by the callee. Inputs that break the tool's
@@ -155,6 +157,15 @@ type Servers interface {
 	// tools.ErrUnknownTool. An MCP result with isError set is a result, not
 	// an error.
 	Execute(ctx context.Context, name, tool string, inputs map[string]any) (any, error)
+}
+
+// ListRequest is the optional body of POST /api/servers/:name/list.
+type ListRequest struct {
+	// Query holds words to find tools by name or description; "" lists
+	// every tool.
+	Query string `json:"query"`
+	// Cursor is a previous page's next_cursor; "" starts at the first page.
+	Cursor string `json:"cursor"`
 }
 
 // ServersStatus is the body of GET /api/servers, less its "error" field.

@@ -58,9 +58,14 @@ func (s *Server) listServers(c *gin.Context) {
 }
 
 // serverList serves POST /api/servers/:name/list, the gateway's list
-// action. It takes no body.
+// action, one page at a time. The body {"query", "cursor"} is optional.
 func (s *Server) serverList(c *gin.Context) {
-	res, err := s.deps.Servers.List(c.Request.Context(), c.Param("name"))
+	var body ListRequest
+	if err := s.decode(c, &body, true); err != nil {
+		s.fail(c, err, object{kv("result", nil)})
+		return
+	}
+	res, err := s.deps.Servers.List(c.Request.Context(), c.Param("name"), body)
 	if err != nil {
 		s.failServer(c, err, object{kv("result", nil)})
 		return

@@ -743,7 +743,7 @@ func TestEveryRoute(t *testing.T) {
 	if got, want := objectKeys(t, raw, "tools"), []string{"text_response", "cited_summarize", "mcp_todo"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("/tools/available order = %v, want %v (built-ins, then gateways)", got, want)
 	}
-	if got, want := objectKeys(t, raw, "tools", "mcp_todo", "inputs"), []string{"action", "tool_name", "tool_inputs"}; !reflect.DeepEqual(got, want) {
+	if got, want := objectKeys(t, raw, "tools", "mcp_todo", "inputs"), []string{"action", "tool_name", "tool_inputs", "query"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("mcp_todo inputs = %v, want %v", got, want)
 	}
 	if get(body, "tools", "text_response", "end") != true || get(body, "tools", "mcp_todo", "end") != false {
@@ -815,6 +815,13 @@ func TestEveryRoute(t *testing.T) {
 	}
 	code, body = do(t, http.MethodPost, u+"/api/servers/mcp_todo/list", "", nil)
 	wantStatus(t, "list by tool name", code, body, http.StatusOK)
+	code, body = do(t, http.MethodPost, u+"/api/servers/todo/list", "", map[string]any{"query": "search text"})
+	wantStatus(t, "list with a query", code, body, http.StatusOK)
+	if tl, _ := get(body, "result", "tools").([]any); len(tl) == 0 || get(tl[0], "name") != "search_todos" {
+		t.Errorf("list with query 'search text' = %v, want search_todos first", get(body, "result", "tools"))
+	}
+	code, body = do(t, http.MethodPost, u+"/api/servers/todo/list", "", map[string]any{"cursor": "nope"})
+	wantStatus(t, "list with a bad cursor", code, body, http.StatusUnprocessableEntity)
 	code, body = do(t, http.MethodGet, u+"/api/servers", "", nil)
 	wantStatus(t, "servers", code, body, http.StatusOK)
 	srv, _ := body["servers"].([]any)[0].(map[string]any)

@@ -306,16 +306,26 @@ func (s *service) gateway(name string) (*mcpgateway.Gateway, error) {
 	return g, nil
 }
 
-func (a serversAPI) List(ctx context.Context, name string) (any, error) {
+// List pages the server's tools. The body is the page as the gateway gives
+// it, with the server's name: {"server", "tools", "total", "next_cursor"},
+// plus "stale" and "last_error" when it comes from the cache of a server
+// that cannot be used.
+func (a serversAPI) List(ctx context.Context, name string, q web.ListRequest) (any, error) {
 	g, err := a.s.gateway(name)
 	if err != nil {
 		return nil, err
 	}
-	infos, err := g.List(ctx)
+	page, err := g.ListTools(ctx, mcpgateway.ListQuery{Query: q.Query, Cursor: q.Cursor})
+	if errors.Is(err, mcpgateway.ErrBadCursor) {
+		return nil, categorized{web.ErrInvalidInput, err}
+	}
 	if err != nil {
 		return nil, gatewayErr(g, err)
 	}
-	return map[string]any{"server": g.Config().Name, "tools": infos}, nil
+	return struct {
+		Server string `json:"server"`
+		mcpgateway.ListPage
+	}{g.Config().Name, page}, nil
 }
 
 // Execute runs one tool. The gateway logs the call; the request id and the
