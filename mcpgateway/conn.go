@@ -155,11 +155,26 @@ func (c *conn) unavailableLocked() error {
 	case c.cfg.Unresolved != "":
 		return c.serverErr("unavailable", fmt.Errorf("%w: %s", ErrUnavailable, c.cfg.Unresolved))
 	case c.state == StateFailed && time.Now().Before(c.retryAt):
-		return c.serverErr("unavailable", fmt.Errorf("%w: down %d times within %v (failed connects or sessions that died), retrying at %s: %s",
-			ErrUnavailable, c.opts.CrashLoopDeaths, c.opts.CrashLoopWindow, c.retryAt.Format(time.RFC3339), c.lastErr))
+		return c.serverErr("unavailable", &backoffError{retryAt: c.retryAt, msg: fmt.Sprintf("%v: down %d times within %v (failed connects or sessions that died), retrying at %s: %s",
+			ErrUnavailable, c.opts.CrashLoopDeaths, c.opts.CrashLoopWindow, c.retryAt.Format(time.RFC3339), c.lastErr)})
 	}
 	return nil
 }
+
+// backoffError refuses a call while the server is in back-off after a crash
+// loop. It matches ErrUnavailable and says when the server is tried again.
+type backoffError struct {
+	msg     string
+	retryAt time.Time
+}
+
+func (e *backoffError) Error() string { return e.msg }
+
+// Is reports whether target is ErrUnavailable.
+func (e *backoffError) Is(target error) bool { return target == ErrUnavailable }
+
+// RetryAt is when the server is tried again.
+func (e *backoffError) RetryAt() time.Time { return e.retryAt }
 
 // current returns the published session when it is alive, else nil.
 func (c *conn) current() *session {

@@ -655,6 +655,10 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 			if !errors.Is(err, ErrUnavailable) {
 				t.Errorf("execute in back-off = %v, want ErrUnavailable", err)
 			}
+			var ra interface{ RetryAt() time.Time }
+			if !errors.As(err, &ra) || !ra.RetryAt().Equal(*st.RetryAt) {
+				t.Errorf("the back-off error carries no RetryAt equal to Status().RetryAt %v: %v", st.RetryAt, err)
+			}
 			assertNamesServer(t, err, faultyName, "3 times within", "retrying at")
 			if n := len(sp.all()) - started; n != 0 {
 				t.Errorf("%d processes started in back-off, want none", n)
