@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
@@ -94,9 +95,20 @@ func (i Info) String() string {
 
 // Options tunes FromEnv. The zero value (or a nil *Options) means defaults.
 type Options struct {
-	// HTTPClient carries the provider's requests. Nil means the provider's
-	// default client. googleai ignores it (it speaks gRPC).
+	// HTTPClient carries the provider's requests. Nil means a client from
+	// NewHTTPClient with the fields below, built once per FromEnv call and
+	// shared by every request of the model. googleai ignores it: it speaks
+	// gRPC, and google's client library drops the API key when given an
+	// HTTP client.
 	HTTPClient *http.Client
+	// MaxConns is how many idle keep-alive connections to the provider the
+	// client keeps: size it to the number of queries served at once. Zero:
+	// 128.
+	MaxConns int
+	// ResponseHeaderTimeout bounds the wait for a response's headers,
+	// which a model that does not stream sends only once it has answered.
+	// Zero: 3 minutes.
+	ResponseHeaderTimeout time.Duration
 }
 
 // FromEnv chooses the decision model from environment variables read through
@@ -134,6 +146,9 @@ func FromEnv(ctx context.Context, lookup func(string) (string, bool), opts *Opti
 	provider, err := chooseProvider(get)
 	if err != nil {
 		return nil, Info{}, err
+	}
+	if o.HTTPClient == nil && provider != ProviderOffline && provider != ProviderGoogleAI {
+		o.HTTPClient = NewHTTPClient(&o)
 	}
 	info := Info{Provider: provider, Model: get(EnvModel)}
 	if info.Model == "" || provider == ProviderOffline {

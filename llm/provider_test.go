@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -218,5 +219,57 @@ func TestAnthropicToolCallInOneChoice(t *testing.T) {
 	defer mu.Unlock()
 	if key != "test-key" {
 		t.Errorf("x-api-key = %q", key)
+	}
+}
+
+// TestFromEnvPoolsConnections sends concurrent requests through a model
+// from FromEnv with no client given: the default client keeps enough idle
+// connections that later rounds reuse them instead of dialling again.
+func TestFromEnvPoolsConnections(t *testing.T) {
+	var mu sync.Mutex // guards dials
+	dials := 0
+	srv := httptest.NewUnstartedServer(&chatServer{})
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	const parallel = 8
+	model, _, err := FromEnv(t.Context(), fakeLookup(map[string]string{
+		EnvOpenAIKey: "test-key", EnvOpenAIBaseURL: srv.URL + "/v1", EnvModel: "test-model"}), &Options{MaxConns: parallel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		var wg sync.WaitGroup
+		for range parallel {
+			wg.Go(func() {
+				if _, err := model.GenerateContent(t.Context(), []llms.MessageContent{
+					llms.TextParts(llms.ChatMessageTypeHuman, "hi")}, llms.WithTools([]llms.Tool{answerFn})); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dials > parallel {
+		t.Errorf("%d connections for 3 rounds of %d concurrent requests, want at most %d", dials, parallel, parallel)
+	}
+}
+
+func TestNewHTTPClient(t *testing.T) {
+	tr := NewHTTPClient(&Options{MaxConns: 50}).Transport.(*http.Transport)
+	if tr.MaxIdleConnsPerHost != 50 || !tr.ForceAttemptHTTP2 || tr.TLSHandshakeTimeout == 0 ||
+		tr.ResponseHeaderTimeout != defaultResponseHeaderTimeout {
+		t.Errorf("transport = %+v", tr)
+	}
+	if def := NewHTTPClient(nil).Transport.(*http.Transport); def.MaxIdleConnsPerHost != defaultMaxConns {
+		t.Errorf("default pool = %d", def.MaxIdleConnsPerHost)
 	}
 }
