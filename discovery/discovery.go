@@ -60,12 +60,14 @@ type Discovery struct {
 	// replayed on reloads (which never prompt). Guarded by reloadMu.
 	answers map[answerKey]answer
 
-	// mu guards cfg, configErr, gateways, closed.
+	// mu guards cfg, configErr, gateways, closed, listeners.
 	mu        sync.Mutex
 	cfg       *mcpgateway.Config
 	configErr error
 	gateways  []*mcpgateway.Gateway
 	closed    bool
+	// listeners holds the channels given to Notify.
+	listeners map[chan<- struct{}]struct{}
 }
 
 // New returns a Discovery for the mcp.json at path that feeds sink. It does
@@ -88,15 +90,24 @@ func New(path string, sink Sink, opts *Options) *Discovery {
 		o.DrainGrace = 10 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Discovery{
+	d := &Discovery{
 		path:     path,
 		sink:     sink,
-		opts:     o,
 		logger:   o.Logger.With("config", path),
 		lifetime: ctx,
 		cancel:   cancel,
 		answers:  map[answerKey]answer{},
 	}
+	// Every gateway reports its calls and circuit changes to d, which
+	// passes them on to the caller's Observer and tells Notify's channels.
+	var gw mcpgateway.Options
+	if o.Gateway != nil {
+		gw = *o.Gateway
+	}
+	gw.Observer = changeObserver{next: gw.Observer, d: d}
+	o.Gateway = &gw
+	d.opts = o
+	return d
 }
 
 // Load reads the file for the first time, builds a gateway per server and
@@ -166,6 +177,7 @@ func (d *Discovery) Reload(ctx context.Context) error {
 		d.configErr = err
 		d.mu.Unlock()
 		d.logger.WarnContext(ctx, "config reload failed; keeping the last good config", "err", err)
+		d.changed()
 		d.notify(err)
 		return err
 	}
@@ -212,6 +224,7 @@ func (d *Discovery) apply(cfg *mcpgateway.Config) {
 	d.mu.Unlock()
 
 	d.sink.SetTools(placements(next))
+	d.changed()
 
 	for name, g := range old {
 		d.logger.Info("gateway retired", "gateway", name)
@@ -277,6 +290,7 @@ func (d *Discovery) connect(g *mcpgateway.Gateway) {
 		if err := g.Connect(d.lifetime); err != nil && d.lifetime.Err() == nil {
 			d.logger.Warn("eager connect failed", "gateway", g.Config().Name, "err", err)
 		}
+		d.changed()
 	})
 }
 

@@ -1,0 +1,75 @@
+package discovery
+
+import (
+	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// Notify makes d send a value to c whenever what Gateways, ConfigError or a
+// gateway's Status report may have changed: after every load and reload
+// (also one that failed), after an eager connect ends, and after every
+// execute or change of a circuit that a gateway reports to its Observer.
+// Changes a gateway makes on its own between those (a server process that
+// dies, a health ping that fails) are not signalled.
+//
+// As with signal.Notify, d never blocks sending to c: a value that does not
+// fit is dropped, so c should have a buffer of one, and a value waiting in
+// it means "look again". Notify may be called with several channels, and
+// again with the same one (which changes nothing). The channel is never
+// closed. Safe for concurrent use.
+func (d *Discovery) Notify(c chan<- struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.listeners == nil {
+		d.listeners = make(map[chan<- struct{}]struct{})
+	}
+	d.listeners[c] = struct{}{}
+}
+
+// Stop undoes Notify for c: once Stop returns, d sends nothing more to c.
+// Stopping a channel that was never given to Notify does nothing.
+func (d *Discovery) Stop(c chan<- struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.listeners, c)
+}
+
+// changed tells every channel given to Notify, without blocking. It takes
+// d.mu, so callers must not hold it; it is called from gateway observers,
+// which may hold a gateway's locks, and d never calls into a gateway while
+// holding d.mu for anything that takes them.
+func (d *Discovery) changed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for c := range d.listeners {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// changeObserver is the Observer every gateway of a Discovery gets: it
+// passes each observation on to next (the caller's Observer, if any) and
+// then tells the Notify channels.
+type changeObserver struct {
+	next mcpgateway.Observer
+	d    *Discovery
+}
+
+var _ mcpgateway.Observer = changeObserver{}
+
+func (o changeObserver) ObserveCall(server, tool, status string, dur time.Duration) {
+	if o.next != nil {
+		o.next.ObserveCall(server, tool, status, dur)
+	}
+	o.d.changed()
+}
+
+func (o changeObserver) ObserveCircuit(server, state string) {
+	if o.next != nil {
+		o.next.ObserveCircuit(server, state)
+	}
+	o.d.changed()
+}
