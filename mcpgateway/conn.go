@@ -40,8 +40,11 @@ type conn struct {
 	cancel   context.CancelFunc
 	// wg owns every goroutine the conn starts; close waits for it.
 	wg sync.WaitGroup
-	// seq numbers the requests the gateway sends raw (tools/list).
+	// seq numbers the requests the gateway sends raw (tools/list) and the
+	// progress tokens of calls.
 	seq atomic.Int64
+	// logs keeps the server's last log messages.
+	logs logRing
 
 	// dialer, when set (by tests, before the first call), replaces dial.
 	dialer func(hsCtx context.Context) (*session, error)

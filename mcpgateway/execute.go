@@ -57,7 +57,7 @@ func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs 
 		g.observeCall(ctx, cm, tool, outcomeRefused, time.Since(start), err)
 		return nil, err
 	}
-	res, o, err := g.executeAllowed(ctx, tool, inputs)
+	res, o, err := g.executeAllowed(ctx, cm, tool, inputs)
 	g.record(o, done)
 	logErr := err
 	if err == nil && res.IsError {
@@ -68,7 +68,7 @@ func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs 
 	return res, err
 }
 
-func (g *Gateway) executeAllowed(ctx context.Context, tool string, inputs map[string]any) (*CallResult, outcome, error) {
+func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*CallResult, outcome, error) {
 	ts, err := g.tools(ctx)
 	if err != nil {
 		return nil, g.classify(ctx, err), err
@@ -87,7 +87,7 @@ func (g *Gateway) executeAllowed(ctx context.Context, tool string, inputs map[st
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	res, err := g.call(ctx, tool, inputs)
+	res, err := g.call(ctx, cm, tool, inputs)
 	if err != nil && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
 		// A session the server forgot (HTTP 404) or that died before the
 		// request went out is replaced once, at once. A tool the server
@@ -96,12 +96,12 @@ func (g *Gateway) executeAllowed(ctx context.Context, tool string, inputs map[st
 		var p plain
 		switch {
 		case errors.Is(err, errRetry):
-			res, err = g.call(ctx, tool, inputs)
+			res, err = g.call(ctx, cm, tool, inputs)
 		case ts.retry[tool] && errors.As(err, &p) && p.s != nil && isTransportFailure(err):
 			g.logger.Info("retrying a read-only tool on a new session", "tool", tool, "err", g.mask(err.Error()))
 			p.s.markDead(p.err)
 			g.conn.retire(p.s)
-			res, err = g.call(ctx, tool, inputs)
+			res, err = g.call(ctx, cm, tool, inputs)
 		}
 	}
 	if err != nil {
@@ -134,20 +134,30 @@ type plain struct {
 func (p plain) Error() string { return p.err.Error() }
 func (p plain) Unwrap() error { return p.err }
 
-// call sends one tools/call on the current session.
-func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+// call sends one tools/call on the current session. It carries a progress
+// token: progress goes to cm.emit and moves the deadline on (call_timeout
+// after the last report, max_call_time at most); questions and messages the
+// server sends during the call reach cm's user only.
+func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
 	s, err := g.conn.session(ctx)
 	if err != nil {
 		return nil, plain{err: err}
 	}
-	_, timeout := g.cfg.Timeouts()
-	cctx, cancel := g.conn.callCtx(ctx, timeout)
+	cctx, extend, cancel := g.conn.progressCtx(ctx)
 	defer cancel()
+	emit := cm.emit
+	if emit == nil {
+		emit = tools.Discard
+	}
+	ac := &activeCall{token: fmt.Sprintf("elysia-%d", g.conn.seq.Add(1)), server: g.cfg.Name, tool: tool,
+		user: cm.user, emit: emit, extend: extend}
+	defer s.track(ac)()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = inputs
+	req.Params.Meta = &mcp.Meta{ProgressToken: ac.token}
 	stop := s.wedgeGuard(cctx, "call "+tool)
-	res, err := s.client.CallTool(cctx, req)
+	res, err := s.client.CallTool(withCall(cctx, ac), req)
 	stop()
 	if err == nil {
 		return res, nil
@@ -160,12 +170,14 @@ func (g *Gateway) call(ctx context.Context, tool string, inputs map[string]any) 
 			return nil, retryable{err}
 		}
 	}
-	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
-		} else {
-			err = fmt.Errorf("no answer within call_timeout %v: %w (%w)", timeout, err, context.DeadlineExceeded)
+	if cause := context.Cause(cctx); cctx.Err() != nil && ctx.Err() == nil && errors.Is(cause, context.DeadlineExceeded) {
+		_, timeout := g.cfg.Timeouts()
+		maxCall, _ := g.cfg.Limits()
+		limit := fmt.Sprintf("call_timeout %v", timeout)
+		if errors.Is(cause, errMaxCallTime) {
+			limit = fmt.Sprintf("max_call_time %v", maxCall)
 		}
+		err = fmt.Errorf("no answer within %s: %w (%w)", limit, err, context.DeadlineExceeded)
 	}
 	return nil, plain{err: err, s: s}
 }
@@ -235,7 +247,7 @@ func levenshtein(a, b string) int {
 // Run dispatches on the action input. Failures the model can act on (unknown
 // action or tool, bad tool_inputs, an isError result, an unavailable server)
 // are error Results; only a done ctx is returned as an error.
-func (g *Gateway) Run(ctx context.Context, call tools.Call, _ tools.Emitter) (tools.Result, error) {
+func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) (tools.Result, error) {
 	action, _ := call.Args["action"].(string)
 	if action == "" {
 		action = "list"
@@ -260,10 +272,13 @@ func (g *Gateway) Run(ctx context.Context, call tools.Call, _ tools.Emitter) (to
 		}
 		return res, nil
 	case "execute":
-		return g.runExecute(ctx, callMeta{requestID: call.RequestID, user: call.UserID, conversation: call.ConversationID}, call.Args)
+		return g.runExecute(ctx, callMeta{requestID: call.RequestID, user: call.UserID, conversation: call.ConversationID, emit: emit}, call.Args)
+	case "list_resources", "read_resource", "list_prompts", "get_prompt":
+		return g.resourceAction(ctx, action, call.Args)
 	default:
 		return tools.ErrorResult(fmt.Sprintf("unknown action %q for %s", action, g.toolName),
-			`use action "list" to see the tools, or "execute" with tool_name and tool_inputs`), nil
+			`use action "list" to see the tools, "execute" with tool_name and tool_inputs, `+
+				`"list_resources", "read_resource" with uri, "list_prompts" or "get_prompt" with name and arguments`), nil
 	}
 }
 

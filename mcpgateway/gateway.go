@@ -82,7 +82,7 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 		closeDone: make(chan struct{}),
 	}
 	g.conn.notify = g.notified
-	desc := describe(cfg, nil)
+	desc := describe(cfg, nil, nil)
 	g.description.Store(&desc)
 	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
 	return g
@@ -101,7 +101,7 @@ func (g *Gateway) Description() string { return *g.description.Load() }
 // describe returns the gateway's description, with the names of its listed
 // tools appended when there are any. It is computed once per listing, since
 // every tree render asks for it.
-func describe(cfg ServerConfig, names []string) string {
+func describe(cfg ServerConfig, names, offers []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "MCP server '%s' (%s) - provides access to multiple tools", cfg.Name, cfg.Transport)
 	// sentence starts a new sentence, ending the previous one with a
@@ -117,6 +117,15 @@ func describe(cfg ServerConfig, names []string) string {
 	if d := strings.TrimSpace(cfg.Description); d != "" {
 		sentence(d)
 	}
+	var extra []string
+	for _, o := range offers {
+		if o != "tools" {
+			extra = append(extra, o)
+		}
+	}
+	if len(extra) > 0 {
+		sentence(fmt.Sprintf("Also offers %s (actions %s)", strings.Join(extra, " and "), strings.Join(offerActions(extra), ", ")))
+	}
 	if len(names) > 0 {
 		shown, more := describedNames(names)
 		list := strings.Join(shown, ", ")
@@ -128,18 +137,26 @@ func describe(cfg ServerConfig, names []string) string {
 	return b.String()
 }
 
-// Inputs are action, tool_name, tool_inputs and query, in that order.
+// Inputs are action, tool_name, tool_inputs and query, then what the
+// resource and prompt actions take (uri, name, arguments), in that order.
 func (g *Gateway) Inputs() []tools.Input {
 	return []tools.Input{
-		{Name: "action", Type: "string", Default: "list", Enum: []string{"list", "execute"},
-			Description: "'list' to see the server's tools and their input schemas, 'execute' to run one"},
+		{Name: "action", Type: "string", Default: "list", Enum: actions,
+			Description: "'list' to see the server's tools and their input schemas, 'execute' to run one; " +
+				"'list_resources' and 'read_resource' (with uri), 'list_prompts' and 'get_prompt' (with name and arguments) for a server that offers them"},
 		{Name: "tool_name", Type: "string", Description: "the tool to run; required when action is execute"},
 		{Name: "tool_inputs", Type: "object", Default: map[string]any{},
 			Description: "the tool's inputs, matching its input schema"},
 		{Name: "query", Type: "string",
 			Description: "optional, with action list: words to find tools by name or description, best matches first"},
+		{Name: "uri", Type: "string", Description: "with action read_resource: the resource's URI"},
+		{Name: "name", Type: "string", Description: "with action get_prompt: the prompt's name"},
+		{Name: "arguments", Type: "object", Description: "with action get_prompt: the prompt's arguments, as strings"},
 	}
 }
+
+// actions are the gateway's actions, as its action input's enum.
+var actions = []string{"list", "execute", "list_resources", "read_resource", "list_prompts", "get_prompt"}
 
 // EndsRun is false: the model continues after a gateway call.
 func (g *Gateway) EndsRun() bool { return false }
@@ -199,4 +216,18 @@ func (g *Gateway) Close() error {
 	g.logger.Info("gateway closed")
 	close(g.closeDone)
 	return nil
+}
+
+// offerActions names the actions for what a server offers beyond tools.
+func offerActions(offers []string) []string {
+	var out []string
+	for _, o := range offers {
+		switch o {
+		case "resources":
+			out = append(out, "list_resources", "read_resource")
+		case "prompts":
+			out = append(out, "list_prompts", "get_prompt")
+		}
+	}
+	return out
 }

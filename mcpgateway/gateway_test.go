@@ -103,7 +103,7 @@ func TestGatewayDescribesItself(t *testing.T) {
 	for _, in := range g.Inputs() {
 		names = append(names, in.Name)
 	}
-	if got := strings.Join(names, ","); got != "action,tool_name,tool_inputs,query" {
+	if got := strings.Join(names, ","); got != "action,tool_name,tool_inputs,query,uri,name,arguments" {
 		t.Errorf("Inputs = %s", got)
 	}
 	if st := g.Status(); st.State != StateIdle || st.PID != 0 {
@@ -116,18 +116,20 @@ func TestGatewayDescribesItself(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	tests := []struct {
-		desc  string
-		names []string
-		want  string
+		desc          string
+		names, offers []string
+		want          string
 	}{
-		{"", nil, "MCP server 's' (http) - provides access to multiple tools"},
-		{"", []string{"a", "b"}, "MCP server 's' (http) - provides access to multiple tools. Tools: a, b"},
-		{"Todo things", []string{"a"}, "MCP server 's' (http) - provides access to multiple tools. Todo things. Tools: a"},
-		{" A todo list. ", []string{"a"}, "MCP server 's' (http) - provides access to multiple tools. A todo list. Tools: a"},
-		{"Really?", nil, "MCP server 's' (http) - provides access to multiple tools. Really?"},
+		{"", nil, nil, "MCP server 's' (http) - provides access to multiple tools"},
+		{"", []string{"a", "b"}, []string{"tools"}, "MCP server 's' (http) - provides access to multiple tools. Tools: a, b"},
+		{"Todo things", []string{"a"}, nil, "MCP server 's' (http) - provides access to multiple tools. Todo things. Tools: a"},
+		{" A todo list. ", []string{"a"}, nil, "MCP server 's' (http) - provides access to multiple tools. A todo list. Tools: a"},
+		{"Really?", nil, nil, "MCP server 's' (http) - provides access to multiple tools. Really?"},
+		{"", []string{"a"}, []string{"tools", "resources", "prompts"}, "MCP server 's' (http) - provides access to multiple tools. " +
+			"Also offers resources and prompts (actions list_resources, read_resource, list_prompts, get_prompt). Tools: a"},
 	}
 	for _, tt := range tests {
-		if got := describe(ServerConfig{Name: "s", Transport: TransportHTTP, Description: tt.desc}, tt.names); got != tt.want {
+		if got := describe(ServerConfig{Name: "s", Transport: TransportHTTP, Description: tt.desc}, tt.names, tt.offers); got != tt.want {
 			t.Errorf("describe(%q, %v) = %q, want %q", tt.desc, tt.names, got, tt.want)
 		}
 	}

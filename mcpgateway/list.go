@@ -161,6 +161,7 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 			err = g.conn.callErr(ctx, "list", err)
 		} else {
 			ts = g.buildToolSet(raw)
+			ts.description = describe(g.cfg, ts.names, s.offers)
 			ts.sess = s
 			ts.changes = changes
 		}
@@ -269,7 +270,6 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		ts.infos = append(ts.infos, info)
 		ts.names = append(ts.names, rt.Name)
 	}
-	ts.description = describe(g.cfg, ts.names)
 	return ts
 }
 

@@ -3,6 +3,8 @@ package mcpgateway
 import (
 	"context"
 	"time"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // Observer receives the outcome of every execute and every change of a
@@ -36,6 +38,9 @@ type callMeta struct {
 	requestID    string
 	user         string
 	conversation string
+	// emit receives the server's messages during the call (progress,
+	// questions through tools.Asker, warnings); nil means nobody listens.
+	emit tools.Emitter
 }
 
 func (o outcome) status() string {

@@ -46,6 +46,11 @@ type Options struct {
 	// pings.
 	HealthInterval time.Duration
 
+	// Sampler, when set, answers sampling/createMessage for servers with
+	// "sampling": true. Nil means such requests are refused saying no
+	// model is configured.
+	Sampler Sampler
+
 	// Observer, when set, is told the outcome of every execute and every
 	// change of the circuit (see Observer). Nil means none.
 	Observer Observer

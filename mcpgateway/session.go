@@ -22,9 +22,14 @@ import (
 // to it: close ends them and waits, bounded by the gateway's CloseGrace.
 type session struct {
 	client      *mcpclient.Client
-	transport   string // what is actually in use: stdio, http or sse
-	protocol    string // negotiated protocol version
-	listChanged bool   // the server announces notifications/tools/list_changed
+	transport   string   // what is actually in use: stdio, http or sse
+	protocol    string   // negotiated protocol version
+	listChanged bool     // the server announces notifications/tools/list_changed
+	offers      []string // which of tools, resources and prompts the server has
+
+	// callsMu guards calls: the tools/calls in flight, by progress token.
+	callsMu sync.Mutex
+	calls   map[string]*activeCall
 
 	// cancel ends the session's ctx (derived from the gateway's lifetime), which
 	// owns HTTP streams.

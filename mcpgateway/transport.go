@@ -69,7 +69,7 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 		mcptransport.WithCommandLogger(c.logger))
 	ctx, cancel := context.WithCancel(c.lifetime)
 	s.cancel = cancel
-	client := mcpclient.NewClient(t)
+	client := mcpclient.NewClient(t, c.clientOptions(s)...)
 	if err := client.Start(ctx); err != nil {
 		_ = r.Close()
 		_ = w.Close()
@@ -150,7 +150,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 	if err != nil {
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(t))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(t, c.clientOptions(s)...))
 }
 
 func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
@@ -169,7 +169,7 @@ func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}, c.clientOptions(s)...))
 }
 
 func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.Client) (*session, error) {
@@ -199,9 +199,7 @@ func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.
 
 // handshake initializes the client and passes its notifications on.
 func (c *conn) handshake(ctx context.Context, s *session) error {
-	if c.notify != nil {
-		s.client.OnNotification(func(n mcp.JSONRPCNotification) { c.notify(s, n) })
-	}
+	s.client.OnNotification(func(n mcp.JSONRPCNotification) { c.notified(s, n) })
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = clientInfo
 	res, err := s.client.Initialize(ctx, req)
@@ -213,5 +211,65 @@ func (c *conn) handshake(ctx context.Context, s *session) error {
 	}
 	s.protocol = res.ProtocolVersion
 	s.listChanged = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	s.offers = offers(res.Capabilities)
+	if c.cfg.LogLevel != "" && res.Capabilities.Logging != nil {
+		req := mcp.SetLevelRequest{}
+		req.Params.Level = mcp.LoggingLevel(c.cfg.LogLevel)
+		// SetLevel is deprecated with the 2026-07-28 logging feature; on
+		// the versions that have logging/setLevel it is the way to ask.
+		//lint:ignore SA1019 see above
+		if err := s.client.SetLevel(ctx, req); err != nil { //nolint:staticcheck // see above
+			c.logger.Warn("logging/setLevel refused", "level", c.cfg.LogLevel, "err", err)
+		}
+	}
 	return nil
+}
+
+// clientOptions are the handlers of server-initiated requests on s, and
+// the capabilities they declare: elicitation (form and url), sampling
+// (refused unless the server has "sampling": true) and roots; plus the
+// pinned protocol version, if any.
+func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
+	opts := []mcpclient.ClientOption{
+		mcpclient.WithClientCapabilities(mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}},
+		}),
+		mcpclient.WithElicitationHandler(elicitation{c: c, s: s}),
+		mcpclient.WithSamplingHandler(sampling{c: c, s: s}),
+		mcpclient.WithRootsHandler(roots{c: c}),
+	}
+	if c.cfg.ProtocolVersion != "" {
+		opts = append(opts, mcpclient.WithProtocolVersion(c.cfg.ProtocolVersion))
+	}
+	return opts
+}
+
+// notified dispatches a notification of s: progress and log messages are
+// the conn's (they belong to calls in flight); the rest go to notify.
+func (c *conn) notified(s *session, n mcp.JSONRPCNotification) {
+	switch n.Method {
+	case string(mcp.MethodNotificationProgress):
+		c.progressed(s, n)
+	case string(mcp.MethodNotificationMessage):
+		c.logged(s, n)
+	default:
+		if c.notify != nil {
+			c.notify(s, n)
+		}
+	}
+}
+
+// offers says which of tools, resources and prompts a server offers.
+func offers(caps mcp.ServerCapabilities) []string {
+	var out []string
+	if caps.Tools != nil {
+		out = append(out, "tools")
+	}
+	if caps.Resources != nil {
+		out = append(out, "resources")
+	}
+	if caps.Prompts != nil {
+		out = append(out, "prompts")
+	}
+	return out
 }

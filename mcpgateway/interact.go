@@ -1,0 +1,176 @@
+package mcpgateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// activeCall is one tools/call in flight on a session: whom it is for and
+// where its server's messages go (progress, questions, warnings).
+type activeCall struct {
+	token  string // the progress token the call carries
+	server string
+	tool   string
+	user   string
+	emit   tools.Emitter // never nil
+	// extend moves the call's deadline on after a progress report.
+	extend func()
+
+	// mu guards progress and warnings.
+	mu       sync.Mutex
+	progress float64 // the last progress reported; it only grows
+	warnings int     // log messages relayed as warnings
+}
+
+// activeCallKey is the context key of the activeCall a request is made for.
+// mcp-go hands a server's request (elicitation, sampling) that arrives on a
+// call's own stream to its handler with the call's ctx, so the call is found
+// there; it is request metadata, the user and stream the request belongs to.
+type activeCallKey struct{}
+
+// withCall returns ctx carrying ac.
+func withCall(ctx context.Context, ac *activeCall) context.Context {
+	return context.WithValue(ctx, activeCallKey{}, ac)
+}
+
+// callFor returns the call a server's request or notification belongs to:
+// the one its ctx carries, else the session's only call in flight. With
+// several calls in flight and nothing to tell them apart it returns nil:
+// a question must never reach a user whose call did not cause it.
+func (s *session) callFor(ctx context.Context) *activeCall {
+	if ac, ok := ctx.Value(activeCallKey{}).(*activeCall); ok {
+		return ac
+	}
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	if len(s.calls) != 1 {
+		return nil
+	}
+	for _, ac := range s.calls {
+		return ac
+	}
+	return nil
+}
+
+// track registers ac as in flight on s until the returned func is called.
+func (s *session) track(ac *activeCall) (untrack func()) {
+	s.callsMu.Lock()
+	if s.calls == nil {
+		s.calls = map[string]*activeCall{}
+	}
+	s.calls[ac.token] = ac
+	s.callsMu.Unlock()
+	return func() {
+		s.callsMu.Lock()
+		delete(s.calls, ac.token)
+		s.callsMu.Unlock()
+	}
+}
+
+// byToken returns the call in flight with progress token token, or nil.
+func (s *session) byToken(token string) *activeCall {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	return s.calls[token]
+}
+
+// errCallTimeout is the cause of a call ended by its idle deadline
+// (call_timeout since the start or the last progress).
+var errCallTimeout = fmt.Errorf("no answer within call_timeout: %w", context.DeadlineExceeded)
+
+// errMaxCallTime is the cause of a call ended by max_call_time, however much
+// progress it reported.
+var errMaxCallTime = fmt.Errorf("still running after max_call_time: %w", context.DeadlineExceeded)
+
+// progressCtx derives a call's ctx from the caller's: it ends call_timeout
+// after the start or after the last extend, at max_call_time at the latest,
+// and when the conn closes. context.Cause says which deadline ended it.
+func (c *conn) progressCtx(ctx context.Context) (cctx context.Context, extend func(), cancel context.CancelFunc) {
+	maxCall, _ := c.cfg.Limits()
+	_, idle := c.cfg.Timeouts()
+	outer, cancelOuter := context.WithTimeoutCause(ctx, maxCall, errMaxCallTime)
+	inner, cancelInner := context.WithCancelCause(outer)
+	timer := time.AfterFunc(idle, func() { cancelInner(errCallTimeout) })
+	stop := context.AfterFunc(c.lifetime, func() { cancelInner(ErrClosed) })
+	extend = func() {
+		if inner.Err() == nil {
+			timer.Reset(idle)
+		}
+	}
+	return inner, extend, func() {
+		timer.Stop()
+		stop()
+		cancelInner(context.Canceled)
+		cancelOuter()
+	}
+}
+
+// progressed handles notifications/progress: the call it belongs to gets a
+// status event, and its deadline moves on. Progress that does not grow, or
+// for no call in flight, is dropped.
+func (c *conn) progressed(s *session, n mcp.JSONRPCNotification) {
+	f := n.Params.AdditionalFields
+	token := fmt.Sprint(f["progressToken"])
+	ac := s.byToken(token)
+	progress, ok := number(f["progress"])
+	if ac == nil || !ok {
+		return
+	}
+	ac.mu.Lock()
+	grew := progress > ac.progress
+	if grew {
+		ac.progress = progress
+	}
+	ac.mu.Unlock()
+	if !grew {
+		return
+	}
+	ac.extend()
+	p := tools.ProgressPayload{Server: ac.server, Tool: ac.tool, Progress: progress}
+	if total, ok := number(f["total"]); ok && total > 0 {
+		p.Total = &total
+	}
+	msg, _ := f["message"].(string)
+	p.Message = c.mask(truncate(msg, 200))
+	p.Text = progressText(p)
+	ac.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: p})
+}
+
+// progressText is the status line of a progress report.
+func progressText(p tools.ProgressPayload) string {
+	text := fmt.Sprintf("%s on %s: %g", p.Tool, p.Server, p.Progress)
+	if p.Total != nil {
+		text = fmt.Sprintf("%s on %s: %g of %g", p.Tool, p.Server, p.Progress, *p.Total)
+	}
+	if p.Message != "" {
+		text += " - " + p.Message
+	}
+	return text
+}
+
+// number reads a JSON number decoded as float64 (or json.Number).
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case interface{ Float64() (float64, error) }:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	out, cut := (&budget{left: n}).take(s)
+	if cut {
+		return out + "..."
+	}
+	return out
+}

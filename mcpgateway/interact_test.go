@@ -1,0 +1,303 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/tools"
+)
+
+// userStream stands for one user's query stream: it records the events a
+// call emits and answers questions with answer (nil: it is not an Asker).
+type userStream struct {
+	mu     sync.Mutex
+	events []tools.Event
+	asked  []tools.Question
+	answer func(q tools.Question) tools.Answer
+}
+
+func (u *userStream) Emit(_ context.Context, ev tools.Event) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.events = append(u.events, ev)
+}
+
+func (u *userStream) Ask(_ context.Context, q tools.Question) (tools.Answer, error) {
+	u.mu.Lock()
+	u.asked = append(u.asked, q)
+	u.mu.Unlock()
+	ans := u.answer(q)
+	if ans.Action == tools.ElicitAccept && q.Check != nil {
+		content, err := q.Check(ans.Content)
+		if err != nil {
+			return tools.Answer{}, err
+		}
+		ans.Content = content
+	}
+	return ans, nil
+}
+
+func (u *userStream) progress() []tools.ProgressPayload {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []tools.ProgressPayload
+	for _, ev := range u.events {
+		if p, ok := ev.Payload.(tools.ProgressPayload); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// everythingCases are server-everything over stdio and Streamable HTTP,
+// with the settings the server-initiated messages need.
+func everythingCases(t *testing.T, edit func(*ServerConfig)) map[string]func(*testing.T) ServerConfig {
+	t.Helper()
+	return map[string]func(*testing.T) ServerConfig{
+		"stdio": func(t *testing.T) ServerConfig {
+			t.Helper()
+			cfg := everythingStdio(t)
+			edit(&cfg)
+			return cfg
+		},
+		"http": func(t *testing.T) ServerConfig {
+			t.Helper()
+			cfg := ServerConfig{Name: "everything", Transport: TransportHTTP, URL: testenv.EverythingHTTP(t, "streamableHttp"), Enabled: true}
+			edit(&cfg)
+			return cfg
+		},
+	}
+}
+
+func run(t *testing.T, g *Gateway, u tools.Emitter, tool string, inputs map[string]any) tools.Result {
+	t.Helper()
+	res, err := g.Run(t.Context(), tools.Call{UserID: "alice", Args: map[string]any{"action": "execute", "tool_name": tool, "tool_inputs": inputs}}, u)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+func TestServerInitiatedMessages(t *testing.T) {
+	root := t.TempDir()
+	cases := everythingCases(t, func(cfg *ServerConfig) {
+		cfg.Sampling = true
+		cfg.Roots = []string{filepath.Join(root, "project")}
+	})
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := newGateway(t, mk(t), &Options{Sampler: samplerFunc(func(_ context.Context, req SampleRequest) (SampleResult, error) {
+				return SampleResult{Text: "sampled: " + req.Messages[len(req.Messages)-1].Text, Model: "scripted"}, nil
+			})})
+			infos, err := g.List(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"trigger-elicitation-request", "trigger-sampling-request", "get-roots-list"} {
+				if !strings.Contains(strings.Join(toolNames(infos), ","), want) {
+					t.Errorf("%s is not listed: the client capabilities were not declared", want)
+				}
+			}
+
+			t.Run("progress", func(t *testing.T) {
+				u := &userStream{}
+				res := run(t, g, u, "trigger-long-running-operation", map[string]any{"duration": 0.5, "steps": 5})
+				if res.IsError {
+					t.Fatalf("result %+v", res)
+				}
+				ps := u.progress()
+				if len(ps) != 5 {
+					t.Fatalf("%d progress events, want 5: %+v", len(ps), ps)
+				}
+				for i, p := range ps {
+					if p.Progress != float64(i+1) || p.Total == nil || *p.Total != 5 || p.Tool != "trigger-long-running-operation" || p.Server != "everything" {
+						t.Errorf("progress %d = %+v", i, p)
+					}
+				}
+			})
+
+			t.Run("elicitation accepted with defaults", func(t *testing.T) {
+				u := &userStream{answer: func(tools.Question) tools.Answer {
+					return tools.Answer{Action: tools.ElicitAccept, Content: map[string]any{"name": "Ada Lovelace"}}
+				}}
+				res := run(t, g, u, "trigger-elicitation-request", nil)
+				if len(u.asked) != 1 || u.asked[0].Payload.Tool != "trigger-elicitation-request" || u.asked[0].Payload.Mode != "form" {
+					t.Fatalf("asked %+v", u.asked)
+				}
+				text := res.LLMText
+				for _, want := range []string{"Ada Lovelace", "It was a dark and stormy night.", "42"} {
+					if !strings.Contains(text, want) {
+						t.Errorf("result %q lacks %q (the answer, with the schema's defaults)", text, want)
+					}
+				}
+			})
+
+			t.Run("elicitation declined without an interactive user", func(t *testing.T) {
+				res := run(t, g, tools.Discard, "trigger-elicitation-request", nil)
+				if !strings.Contains(strings.ToLower(res.LLMText+res.Feedback), "decline") {
+					t.Errorf("result %+v, want the server to report a decline", res)
+				}
+			})
+
+			t.Run("sampling", func(t *testing.T) {
+				res := run(t, g, &userStream{}, "trigger-sampling-request", map[string]any{"prompt": "write a haiku", "maxTokens": 10_000_000})
+				if !strings.Contains(res.LLMText, "sampled: ") || !strings.Contains(res.LLMText, "write a haiku") {
+					t.Errorf("result %q, want the scripted model's answer", res.LLMText)
+				}
+			})
+
+			t.Run("roots", func(t *testing.T) {
+				res := run(t, g, &userStream{}, "get-roots-list", nil)
+				if !strings.Contains(res.LLMText, "file://"+filepath.ToSlash(filepath.Join(root, "project"))) {
+					t.Errorf("result %q, want the configured root", res.LLMText)
+				}
+			})
+
+			t.Run("resources and prompts", func(t *testing.T) {
+				if !strings.Contains(g.Description(), "Also offers resources and prompts") {
+					t.Errorf("description %q does not say what the server offers", g.Description())
+				}
+				res, err := g.Run(t.Context(), tools.Call{Args: map[string]any{"action": "list_resources"}}, tools.Discard)
+				if err != nil || res.IsError || len(res.Objects) == 0 {
+					t.Fatalf("list_resources = %v %+v", err, res)
+				}
+				uri, _ := res.Objects[0]["uri"].(string)
+				res, err = g.Run(t.Context(), tools.Call{Args: map[string]any{"action": "read_resource", "uri": uri}}, tools.Discard)
+				if err != nil || res.IsError || len(res.Objects) == 0 || res.Objects[0]["uri"] != uri {
+					t.Errorf("read_resource %s = %v %+v", uri, err, res)
+				}
+				res, err = g.Run(t.Context(), tools.Call{Args: map[string]any{"action": "list_prompts"}}, tools.Discard)
+				if err != nil || res.IsError || len(res.Objects) == 0 {
+					t.Fatalf("list_prompts = %v %+v", err, res)
+				}
+				prompt, _ := res.Objects[0]["name"].(string)
+				res, err = g.Run(t.Context(), tools.Call{Args: map[string]any{"action": "get_prompt", "name": prompt}}, tools.Discard)
+				if err != nil || res.IsError || len(res.Objects) == 0 {
+					t.Errorf("get_prompt %s = %v %+v", prompt, err, res)
+				}
+				res, err = g.Run(t.Context(), tools.Call{Args: map[string]any{"action": "read_resource"}}, tools.Discard)
+				if err != nil || !res.IsError || !strings.Contains(res.Feedback, "uri is required") {
+					t.Errorf("read_resource without uri = %v %+v", err, res)
+				}
+			})
+		})
+	}
+}
+
+// TestSamplingRefusedUnlessEnabled: without "sampling": true the server's
+// request gets a clear refusal, and the model is never asked.
+func TestSamplingRefusedUnlessEnabled(t *testing.T) {
+	asked := false
+	g := newGateway(t, everythingStdio(t), &Options{Sampler: samplerFunc(func(context.Context, SampleRequest) (SampleResult, error) {
+		asked = true
+		return SampleResult{Text: "no"}, nil
+	})})
+	res := run(t, g, &userStream{}, "trigger-sampling-request", map[string]any{"prompt": "hi"})
+	if asked || !strings.Contains(res.LLMText+res.Feedback, "sampling is not enabled") {
+		t.Errorf("asked the model: %v; result %+v, want the refusal", asked, res)
+	}
+}
+
+type samplerFunc func(context.Context, SampleRequest) (SampleResult, error)
+
+func (f samplerFunc) Sample(ctx context.Context, req SampleRequest) (SampleResult, error) {
+	return f(ctx, req)
+}
+
+func TestFormSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		schema any
+		err    string
+	}{
+		{"flat", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}, ""},
+		{"not an object", map[string]any{"type": "string"}, `type must be "object"`},
+		{"nested", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "object"}}}, `property "a": type "object" is not a primitive`},
+		{"free array", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}}, "multiple choice"},
+		{"required unknown", map[string]any{"type": "object", "properties": map[string]any{}, "required": []any{"b"}}, "not a property"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := formSchema(tc.schema)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("formSchema = %v, want %q", err, tc.err)
+			}
+		})
+	}
+	schema, _ := formSchema(map[string]any{"type": "object", "required": []any{"name"}, "properties": map[string]any{
+		"name": map[string]any{"type": "string"}, "n": map[string]any{"type": "integer", "default": 42, "maximum": 50}}})
+	check, err := formCheck(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := check(map[string]any{"name": "x"}); err != nil || got["n"] != 42.0 {
+		t.Errorf("check fills defaults: %v %v", got, err)
+	}
+	var ae *tools.ArgumentError
+	if _, err := check(map[string]any{"n": 99}); !errors.As(err, &ae) {
+		t.Errorf("check of a bad answer = %v, want an ArgumentError", err)
+	}
+}
+
+// TestProgressExtendsTheDeadline runs an operation longer than call_timeout
+// that reports progress more often than that: it completes; with
+// max_call_time shorter than the operation it is ended by that bound.
+func TestProgressExtendsTheDeadline(t *testing.T) {
+	cfg := everythingStdio(t)
+	cfg.CallTimeout = 1500 * time.Millisecond
+	g := newGateway(t, cfg, nil)
+	op := map[string]any{"duration": 3, "steps": 6} // a report every 0.5 s, 3 s in all
+	if res := run(t, g, &userStream{}, "trigger-long-running-operation", op); res.IsError {
+		t.Fatalf("a call reporting progress ended before it finished: %+v", res)
+	}
+
+	cfg.MaxCallTime = 2 * time.Second
+	g = newGateway(t, cfg, nil)
+	res := run(t, g, &userStream{}, "trigger-long-running-operation", op)
+	if !res.IsError || !strings.Contains(res.Error, "max_call_time 2s") {
+		t.Errorf("result %+v, want it ended by max_call_time", res)
+	}
+}
+
+// TestQuestionReachesOnlyTheAskingUser runs alice's call that asks a
+// question while bob's call runs on the same session: bob is never asked.
+// Over Streamable HTTP the question arrives on alice's call's own stream and
+// reaches her; over stdio nothing tells the two calls apart, so it is
+// declined rather than risk asking the wrong user.
+func TestQuestionReachesOnlyTheAskingUser(t *testing.T) {
+	for name, mk := range everythingCases(t, func(*ServerConfig) {}) {
+		t.Run(name, func(t *testing.T) {
+			g := newGateway(t, mk(t), nil)
+			accept := func(tools.Question) tools.Answer {
+				return tools.Answer{Action: tools.ElicitAccept, Content: map[string]any{"name": "Someone"}}
+			}
+			alice, bob := &userStream{answer: accept}, &userStream{answer: accept}
+			bobDone := make(chan struct{})
+			go func() {
+				defer close(bobDone)
+				run(t, g, bob, "trigger-long-running-operation", map[string]any{"duration": 2, "steps": 4})
+			}()
+			testenv.WaitFor(t, 10*time.Second, "bob's call to report progress", func() bool { return len(bob.progress()) > 0 })
+			res := run(t, g, alice, "trigger-elicitation-request", nil)
+			<-bobDone
+			if len(bob.asked) != 0 {
+				t.Fatalf("bob was asked alice's question: %+v", bob.asked)
+			}
+			switch name {
+			case "http":
+				if len(alice.asked) != 1 || !strings.Contains(res.LLMText, "Someone") {
+					t.Errorf("alice asked %d times; result %q", len(alice.asked), res.LLMText)
+				}
+			default:
+				if len(alice.asked) != 0 || !strings.Contains(strings.ToLower(res.LLMText), "decline") {
+					t.Errorf("alice asked %d times; result %q, want a decline", len(alice.asked), res.LLMText)
+				}
+			}
+		})
+	}
+}
