@@ -145,7 +145,7 @@ func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func
 	r := &run{c: c, opts: &c.m.opts, model: model, tree: c.m.treeOf(c), query: query,
 		queryID: queryID, emitFn: emit, emitting: make(chan struct{}, 1), tasks: []Task{}, errs: []PreviousError{}}
 	r.logger = c.m.logger.With("user", c.userID, "conversation", c.id, "query_id", queryID)
-	r.emitter = tools.EmitterFunc(func(_ context.Context, ev tools.Event) { r.emit(ev) })
+	r.emitter = runEmitter{r}
 	c.mu.Lock()
 	if c.title == "" {
 		c.title = makeTitle(query)

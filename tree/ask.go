@@ -1,0 +1,112 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// questions holds the questions tools asked (tools.Asker) that wait for
+// their users' answers, by elicitation id. The zero value is ready to use;
+// it is safe for concurrent use.
+type questions struct {
+	// mu guards pending.
+	mu      sync.Mutex
+	pending map[string]*question
+}
+
+// question is one question waiting for its user.
+type question struct {
+	user   string
+	check  func(map[string]any) (map[string]any, error)
+	answer chan tools.Answer // buffered: the first answer wins
+}
+
+func (qs *questions) add(id string, q *question) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if qs.pending == nil {
+		qs.pending = map[string]*question{}
+	}
+	qs.pending[id] = q
+}
+
+func (qs *questions) remove(id string) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	delete(qs.pending, id)
+}
+
+func (qs *questions) get(user, id string) (*question, bool) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	q, ok := qs.pending[id]
+	if !ok || q.user != user {
+		return nil, false
+	}
+	return q, true
+}
+
+// Answer gives userID's answer to the question elicitationID that a tool of
+// one of the user's runs asked (an elicitation event). A question that is not
+// waiting, or not the user's, is ErrNotFound: users never learn of others'
+// questions. An accepted answer is completed and checked as the question
+// says (defaults filled in, the schema validated); a failed check is a
+// *tools.ArgumentError and the question keeps waiting, so the user can fix
+// the answer. Action must be accept, decline or cancel (else ErrInvalid).
+func (m *Manager) Answer(_ context.Context, userID, elicitationID string, ans tools.Answer) error {
+	switch ans.Action {
+	case tools.ElicitAccept, tools.ElicitDecline, tools.ElicitCancel:
+	default:
+		return fmt.Errorf("action %q: want accept, decline or cancel: %w", ans.Action, ErrInvalid)
+	}
+	q, ok := m.questions.get(userID, elicitationID)
+	if !ok {
+		return fmt.Errorf("no question %q waits for an answer of user %q: %w", elicitationID, userID, ErrNotFound)
+	}
+	if ans.Action == tools.ElicitAccept && q.check != nil {
+		content, err := q.check(ans.Content)
+		if err != nil {
+			return err
+		}
+		ans.Content = content
+	}
+	ans.Reason = ""
+	select {
+	case q.answer <- ans:
+		return nil
+	default:
+		return fmt.Errorf("question %q was already answered: %w", elicitationID, ErrNotFound)
+	}
+}
+
+// runEmitter is the Emitter a run gives its tools: events go to the run's
+// stream, and it is a tools.Asker, whose questions go to the run's user as
+// elicitation events and are answered through Manager.Answer.
+type runEmitter struct{ r *run }
+
+var _ tools.Asker = runEmitter{}
+
+// Emit records ev as an event of the run and sends it.
+func (e runEmitter) Emit(_ context.Context, ev tools.Event) { e.r.emit(ev) }
+
+// Ask sends q to the run's user and waits for the answer, or ctx.
+func (e runEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer, error) {
+	r := e.r
+	id := "eli-" + tools.NewID()
+	pending := &question{user: r.c.userID, check: q.Check, answer: make(chan tools.Answer, 1)}
+	qs := &r.c.m.questions
+	qs.add(id, pending)
+	defer qs.remove(id)
+	p := q.Payload
+	p.ElicitationID = id
+	r.emit(tools.Event{Type: tools.EventElicitation, Payload: p})
+	select {
+	case ans := <-pending.answer:
+		return ans, nil
+	case <-ctx.Done():
+		return tools.Answer{}, ctx.Err()
+	}
+}
