@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need and is not part of a fresh machine
-# with Go and Node: server-everything from npm (pinned by
-# testdata/npm/package-lock.json) and Chromium from Debian's packages.
+# with Go and Node: server-everything, the MCP conformance suite and the
+# Node 22 it needs from npm (pinned by testdata/npm/package-lock.json), and
+# Chromium from Debian's packages.
 # PostgreSQL is installed and started by scripts/postgres-test.sh.
 # Idempotent: does nothing for what is already there.
 set -euo pipefail
