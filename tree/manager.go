@@ -50,6 +50,10 @@ type Options struct {
 	MaxConversations int
 	// Store loads and saves conversations. Nil: memory only.
 	Store Store
+	// Locker serialises a conversation's queries across the processes
+	// that share Store ([Manager.Query]). Nil: queries are serialised
+	// within this process only.
+	Locker Locker
 	// Logger receives warnings and per-step debug logs. Nil: discarded.
 	Logger *slog.Logger
 }
@@ -83,8 +87,6 @@ type Manager struct {
 	cache
 	saver saver
 	users users
-	// questions are the runs' questions waiting for their users (ask.go).
-	questions questions
 }
 
 // NewManager returns a Manager with the built-in tools and no gateway. It does
