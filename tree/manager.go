@@ -87,6 +87,8 @@ type Manager struct {
 	cache
 	saver saver
 	users users
+	// questions are the runs' questions waiting for their users (ask.go).
+	questions questions
 }
 
 // NewManager returns a Manager with the built-in tools and no gateway. It does
