@@ -40,11 +40,19 @@ func (r *CallResult) Text() string { return r.llmText }
 // IsError set and a nil error. The call is bounded by the server's
 // call_timeout; cancelling ctx cancels it on the server.
 func (g *Gateway) Execute(ctx context.Context, tool string, inputs map[string]any) (*CallResult, error) {
+	return g.ExecuteWith(ctx, tool, inputs, nil)
+}
+
+// ExecuteWith is Execute with emit receiving what the server says during
+// the call: progress as status events, questions through emit's
+// tools.Asker when it has one (else they are declined), warnings. A nil
+// emit is Execute.
+func (g *Gateway) ExecuteWith(ctx context.Context, tool string, inputs map[string]any, emit tools.Emitter) (*CallResult, error) {
 	if err := g.enter("call " + tool); err != nil {
 		return nil, err
 	}
 	defer g.leave()
-	return g.execute(ctx, callMeta{}, tool, inputs)
+	return g.execute(ctx, callMeta{emit: emit}, tool, inputs)
 }
 
 // execute is Execute for a call already admitted by enter: it asks the

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -135,9 +137,17 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	g := mcpgateway.New(sc, &mcpgateway.Options{Logger: cliLogger(stderr)})
+	opts := &mcpgateway.Options{Logger: cliLogger(stderr)}
+	if sc.Sampling {
+		model, info, err := llm.FromEnv(ctx, os.LookupEnv, nil)
+		if err != nil {
+			return usageErr("model: %v", err)
+		}
+		opts.Sampler = modelSampler{model: model, name: info.Model}
+	}
+	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
-	res, err := g.Execute(ctx, fs.Arg(1), inputs)
+	res, err := g.ExecuteWith(ctx, fs.Arg(1), inputs, callEmitter{stderr: stderr, asker: newTerminalAsker(stderr)})
 	if err != nil {
 		return failure(err) // invalid inputs, an unknown tool, or the server failed
 	}

@@ -44,7 +44,12 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return failure(err)
 	}
-	p := &eventPrinter{logger: logger, w: stdout, json: *asJSON}
+	asker := newTerminalAsker(stderr)
+	p := &eventPrinter{logger: logger, w: stdout, json: *asJSON, ask: func(env tools.Envelope) {
+		if err := answerQuestion(ctx, env, asker, a.trees.Answer); err != nil {
+			logger.Warn("answer a server's question", "err", err)
+		}
+	}}
 	if err := c.Run(ctx, a.model, query, tools.NewID(), p.print); err != nil {
 		return failure(err)
 	}
@@ -62,11 +67,16 @@ type eventPrinter struct {
 	w      io.Writer
 	json   bool
 	failed bool
+	// ask answers an elicitation event; nil declines by leaving it.
+	ask func(tools.Envelope)
 }
 
 func (p *eventPrinter) print(env tools.Envelope) {
 	if env.Type == tools.EventError {
 		p.failed = true
+	}
+	if env.Type == tools.EventElicitation && p.ask != nil {
+		defer p.ask(env) // after the event is printed
 	}
 	if p.json {
 		b, err := tools.Marshal(env)

@@ -238,7 +238,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	a.disc = discovery.New(c.configPath, a.trees, &discovery.Options{
 		Logger:  c.logger,
 		Load:    load,
-		Gateway: &mcpgateway.Options{Logger: c.logger, Observer: c.observer},
+		Gateway: &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}},
 	})
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()

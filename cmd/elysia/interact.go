@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+	"golang.org/x/term"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tools"
+)
+
+// modelSampler answers MCP servers' sampling requests with the service's
+// model (the offline planner answers deterministically).
+type modelSampler struct {
+	model llms.Model
+	name  string // the model's name, as the server is told
+}
+
+var _ mcpgateway.Sampler = modelSampler{}
+
+// Sample asks the model for one message.
+func (m modelSampler) Sample(ctx context.Context, req mcpgateway.SampleRequest) (mcpgateway.SampleResult, error) {
+	var msgs []llms.MessageContent
+	if req.SystemPrompt != "" {
+		msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeSystem, req.SystemPrompt))
+	}
+	for _, msg := range req.Messages {
+		role := llms.ChatMessageTypeHuman
+		if msg.Role == "assistant" {
+			role = llms.ChatMessageTypeAI
+		}
+		msgs = append(msgs, llms.TextParts(role, msg.Text))
+	}
+	opts := []llms.CallOption{llms.WithMaxTokens(req.MaxTokens)}
+	if req.Temperature > 0 {
+		opts = append(opts, llms.WithTemperature(req.Temperature))
+	}
+	if len(req.StopSequences) > 0 {
+		opts = append(opts, llms.WithStopWords(req.StopSequences))
+	}
+	resp, err := m.model.GenerateContent(ctx, msgs, opts...)
+	if err != nil {
+		return mcpgateway.SampleResult{}, err
+	}
+	if len(resp.Choices) == 0 {
+		return mcpgateway.SampleResult{}, errors.New("the model gave no answer")
+	}
+	c := resp.Choices[0]
+	stop := "endTurn"
+	if c.StopReason == "length" || c.StopReason == "max_tokens" {
+		stop = "maxTokens"
+	}
+	return mcpgateway.SampleResult{Text: c.Content, Model: m.name, StopReason: stop}, nil
+}
+
+// elicitationEnv chooses how a command without a terminal answers a
+// server's question: "accept-defaults" accepts with the form's defaults,
+// anything else declines.
+const elicitationEnv = "ELYSIA_ELICITATION"
+
+// terminalAsker answers a server's questions for a terminal user: on the
+// terminal when one is attached (one line per field, Enter takes the
+// default), else as ELYSIA_ELICITATION says.
+type terminalAsker struct {
+	in          *bufio.Reader
+	out         io.Writer
+	interactive bool
+	policy      string
+}
+
+func newTerminalAsker(out io.Writer) *terminalAsker {
+	return &terminalAsker{in: bufio.NewReader(os.Stdin), out: out, interactive: term.IsTerminal(int(os.Stdin.Fd())), policy: os.Getenv(elicitationEnv)}
+}
+
+// answer asks q and returns the user's answer; check, when set, is applied
+// to an accepted answer, and a failed check asks again (three tries).
+func (a *terminalAsker) answer(q tools.ElicitationPayload, check func(map[string]any) (map[string]any, error)) tools.Answer {
+	if !a.interactive {
+		if a.policy == "accept-defaults" {
+			content := map[string]any{}
+			if check != nil {
+				c, err := check(content)
+				if err != nil {
+					return tools.Answer{Action: tools.ElicitDecline, Reason: "the defaults do not answer the form: " + err.Error()}
+				}
+				content = c
+			}
+			return tools.Answer{Action: tools.ElicitAccept, Content: content}
+		}
+		return tools.Answer{Action: tools.ElicitDecline, Reason: "no terminal to ask on (set " + elicitationEnv + "=accept-defaults to accept the defaults)"}
+	}
+	_, _ = fmt.Fprintf(a.out, "\n? %s asks: %s\n", q.Server, q.Message)
+	if q.Mode == "url" {
+		_, _ = fmt.Fprintf(a.out, "  open %s, then press Enter when done (or type d to decline): ", q.URL)
+		line := a.readLine()
+		if strings.EqualFold(line, "d") {
+			return tools.Answer{Action: tools.ElicitDecline}
+		}
+		return tools.Answer{Action: tools.ElicitAccept}
+	}
+	for try := 0; try < 3; try++ {
+		content, ok := a.form(q.RequestedSchema)
+		if !ok {
+			return tools.Answer{Action: tools.ElicitDecline}
+		}
+		if check == nil {
+			return tools.Answer{Action: tools.ElicitAccept, Content: content}
+		}
+		c, err := check(content)
+		if err == nil {
+			return tools.Answer{Action: tools.ElicitAccept, Content: c}
+		}
+		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %v\n", err)
+	}
+	return tools.Answer{Action: tools.ElicitDecline, Reason: "no valid answer in three tries"}
+}
+
+// form asks each property of schema on one line; an empty line keeps the
+// default (or leaves the field out); "!decline" declines.
+func (a *terminalAsker) form(schema map[string]any) (map[string]any, bool) {
+	props, _ := schema["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for name := range props {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	content := map[string]any{}
+	for _, name := range names {
+		p, _ := props[name].(map[string]any)
+		label := name
+		if t, _ := p["title"].(string); t != "" {
+			label = t
+		}
+		prompt := "  " + label
+		if d, ok := p["default"]; ok {
+			prompt += fmt.Sprintf(" [%v]", d)
+		}
+		_, _ = fmt.Fprint(a.out, prompt+": ")
+		line := a.readLine()
+		if line == "!decline" {
+			return nil, false
+		}
+		if line == "" {
+			continue
+		}
+		content[name] = typed(p, line)
+	}
+	return content, true
+}
+
+func (a *terminalAsker) readLine() string {
+	line, _ := a.in.ReadString('\n')
+	return strings.TrimSpace(line)
+}
+
+// typed reads line as the property's type: numbers, booleans, a
+// comma-separated list for a multiple choice; else the text.
+func typed(p map[string]any, line string) any {
+	switch p["type"] {
+	case "integer", "number":
+		if f, err := strconv.ParseFloat(line, 64); err == nil {
+			return f
+		}
+	case "boolean":
+		if b, err := strconv.ParseBool(line); err == nil {
+			return b
+		}
+	case "array":
+		var out []any
+		for _, part := range strings.Split(line, ",") {
+			out = append(out, strings.TrimSpace(part))
+		}
+		return out
+	}
+	return line
+}
+
+// callEmitter is what `elysia mcp call` gives the gateway: progress and
+// warnings as lines on stderr, questions to the terminal.
+type callEmitter struct {
+	stderr io.Writer
+	asker  *terminalAsker
+}
+
+var _ tools.Asker = callEmitter{}
+
+// Emit prints progress and warnings.
+func (e callEmitter) Emit(_ context.Context, ev tools.Event) {
+	switch p := ev.Payload.(type) {
+	case tools.ProgressPayload:
+		_, _ = fmt.Fprintf(e.stderr, "… %s\n", p.Text)
+	case tools.StatusPayload:
+		_, _ = fmt.Fprintf(e.stderr, "… %s\n", p.Text)
+	}
+}
+
+// Ask answers a question on the terminal.
+func (e callEmitter) Ask(_ context.Context, q tools.Question) (tools.Answer, error) {
+	return e.asker.answer(q.Payload, q.Check), nil
+}
+
+// answerQuestion answers an elicitation event of `elysia query`'s run on the
+// terminal and hands the answer to the tree.
+func answerQuestion(ctx context.Context, env tools.Envelope, a *terminalAsker, answer func(context.Context, string, string, tools.Answer) error) error {
+	var q tools.ElicitationPayload
+	if err := json.Unmarshal(env.Payload, &q); err != nil {
+		return err
+	}
+	ans := a.answer(q, nil)
+	for try := 0; ; try++ {
+		err := answer(ctx, env.UserID, q.ElicitationID, ans)
+		var ae *tools.ArgumentError
+		if err == nil || !errors.As(err, &ae) || try == 2 {
+			return err
+		}
+		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %v\n", ae.Feedback())
+		ans = a.answer(q, nil)
+	}
+}
