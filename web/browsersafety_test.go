@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/elysia-go/elysia/tree"
 )
 
 // wsUpgrade are the headers of a WebSocket handshake.
@@ -170,14 +172,15 @@ func TestBrowserSafety(t *testing.T) {
 			if calls := hs.servers.executes(); len(calls) > 0 {
 				t.Errorf("refused request ran a tool: %+v", calls)
 			}
-			if d := hs.store.deletes(); len(d) > 0 {
-				t.Errorf("refused request deleted %q", d)
+			if list, err := hs.trees.Conversations(t.Context(), "alice"); err != nil || len(list) != 1 {
+				t.Errorf("after a refused request alice has %v (%v), want c1 alone", list, err)
 			}
-			hs.trees.mu.Lock()
-			ops := len(hs.trees.ops)
-			hs.trees.mu.Unlock()
-			if ops > 0 {
-				t.Errorf("refused request changed a tree %d times", ops)
+			c, ok, err := hs.trees.Existing(t.Context(), "alice", "c1")
+			if err != nil || !ok {
+				t.Fatalf("refused request deleted c1: %v", err)
+			}
+			if st := c.State(); len(st.Ops) > 0 || st.InitMode != tree.OneBranch {
+				t.Errorf("refused request changed c1's tree: %+v", st.Ops)
 			}
 		})
 	}

@@ -5,15 +5,17 @@
 // checks (Host, Origin and Content-Type, see browsersafety.go), and the
 // embedded web UI.
 //
-// The routes and their bodies are those of DESIGN.md, "HTTP API". Everything
-// the handlers need from the rest of the service (trees, the agent loop,
-// storage, MCP gateways) comes in through the small interfaces declared in
-// interfaces.go, which cmd satisfies with adapters; web imports only the
-// project's tools package (and its own ui sub-package). gin types never leave
-// this package.
+// The routes and their bodies are those of DESIGN.md, "HTTP API"; web owns
+// their types (dto.go). web uses the tree package directly (a
+// *tree.Manager holds the trees and conversations) and reaches everything
+// else through the small interfaces declared in interfaces.go: the query
+// runner, the database (which persist satisfies) and the MCP servers
+// (which cmd satisfies over the gateways, so that web never imports
+// mcpgateway). It imports the project's tree and tools packages (and its
+// own ui sub-package). gin types never leave this package.
 //
-// Errors returned by those interfaces are mapped to HTTP statuses in one
-// place (see [ErrNotFound], [ErrBusy], [ErrInvalidInput] and [ErrUnavailable],
-// plus tools.ErrInvalidArguments and tools.ErrUnknownTool): adapters wrap
-// their own errors with these sentinels, or implement Is to match them.
+// Errors are mapped to HTTP statuses in one place, on tree's sentinels
+// (tree.ErrNotFound, tree.ErrBusy, tree.ErrInvalid, tree.ErrExists), the
+// tools package's (tools.ErrInvalidArguments, tools.ErrUnknownTool) and
+// [ErrUnavailable].
 package web

@@ -12,21 +12,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree"
 )
-
-// ErrNotFound is matched by errors about a user, conversation, tree node,
-// tool or server that does not exist. It maps to 404.
-var ErrNotFound = errors.New("not found")
-
-// ErrBusy is matched by the error a Runner returns when another query of the
-// same conversation is still running. It maps to 409 (or an error event once
-// a stream has started).
-var ErrBusy = errors.New("conversation busy")
-
-// ErrInvalidInput is matched by errors about a request that is well formed
-// but cannot be carried out (an unknown initialisation mode, a duplicate
-// branch id). It maps to 422.
-var ErrInvalidInput = errors.New("invalid input")
 
 // ErrUnavailable is matched by errors about a dependency that is temporarily
 // unavailable (a server whose circuit is open). It maps to 503.
@@ -52,19 +39,21 @@ func badRequest(msg string) error { return &requestError{http.StatusBadRequest, 
 var errUnauthorized = &requestError{http.StatusUnauthorized, "missing or invalid API key"}
 
 // statusOf maps an error to its HTTP status. It is the one place where
-// errors become status codes.
+// errors become status codes: the tree's sentinels (which persist makes the
+// store's errors match too), the tools' and ErrUnavailable.
 func statusOf(err error) int {
 	var re *requestError
 	switch {
 	case errors.As(err, &re):
 		return re.status
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, tree.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, ErrBusy):
+	case errors.Is(err, tree.ErrBusy):
 		return http.StatusConflict
 	case errors.Is(err, tools.ErrInvalidArguments),
 		errors.Is(err, tools.ErrUnknownTool),
-		errors.Is(err, ErrInvalidInput):
+		errors.Is(err, tree.ErrInvalid),
+		errors.Is(err, tree.ErrExists):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, ErrUnavailable):
 		return http.StatusServiceUnavailable

@@ -5,135 +5,100 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/persist"
+	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree"
 )
 
-// fakeTrees is a goroutine-safe Trees and Catalog keeping one tree JSON per
-// conversation.
-type fakeTrees struct {
-	mu  sync.Mutex // guards ops
-	ops []TreeOp
+// todoGateway stands in for the gateway of the todo server in the tree:
+// web only reads its name, description and inputs.
+type todoGateway struct{}
+
+var _ tools.Tool = todoGateway{}
+
+func (todoGateway) Name() string { return "mcp_todo" }
+func (todoGateway) Description() string {
+	return "MCP server 'todo' (stdio) - provides access to multiple tools"
+}
+func (todoGateway) EndsRun() bool { return false }
+func (todoGateway) Inputs() []tools.Input {
+	return []tools.Input{{Name: "action", Type: "string", Description: "list or execute", Default: "list"}}
+}
+func (todoGateway) Run(context.Context, tools.Call, tools.Emitter) (tools.Result, error) {
+	return tools.Result{}, errors.New("todoGateway does not run")
 }
 
-const fakeTree = `{"name":"Base","id":"base","description":"","instruction":"Choose a base-level task.","reasoning":"","branch":true,"options":{"text_response":{"name":"Text response","id":"text_response","description":"Answer.","instruction":"","reasoning":"","branch":false,"options":{}},"mcp_todo":{"name":"Mcp todo","id":"mcp_todo","description":"MCP server 'todo' (stdio) - provides access to multiple tools","instruction":"","reasoning":"","branch":false,"options":{}}}}`
-
-func (f *fakeTrees) TreeJSON(ctx context.Context, user, conv string) (json.RawMessage, error) {
-	if conv == "boom" {
-		return nil, errors.New("database is on fire: secret detail")
+// realTrees returns a tree.Manager with the todo gateway placed, over a
+// fresh SQLite file, with alice's conversation c1 saved ("Todos", one
+// exchange and the appendix's event log).
+func realTrees(tb testing.TB) (*tree.Manager, *persist.Store, *store.Store) {
+	tb.Helper()
+	db, err := store.Open(tb.Context(), filepath.Join(tb.TempDir(), "elysia.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return json.RawMessage(fakeTree), nil
-}
-
-func (f *fakeTrees) InitTree(ctx context.Context, user, conv, mode string) (json.RawMessage, error) {
-	switch mode {
-	case "", "one_branch", "multi_branch", "empty":
-		return json.RawMessage(fakeTree), nil
+	tb.Cleanup(func() { _ = db.Close() })
+	ps := persist.New(db)
+	m := tree.NewManager(&tree.Options{Store: ps, Locker: db, QueryWait: 50 * time.Millisecond})
+	m.SetTools([]tree.Placement{{Tool: todoGateway{}}})
+	st := tree.ConversationState{UserID: "alice", ConversationID: "c1", Title: "Todos", InitMode: tree.OneBranch,
+		History: []tree.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "Hello."}}}
+	if err := ps.Save(tb.Context(), st, appendixEnvelopes("alice", "c1", "q1")); err != nil {
+		tb.Fatal(err)
 	}
-	return nil, fmt.Errorf("%w: unknown branch_initialisation %q (want one_branch, multi_branch or empty)", ErrInvalidInput, mode)
-}
-
-func (f *fakeTrees) ApplyOp(ctx context.Context, user string, op TreeOp) (json.RawMessage, error) {
-	f.mu.Lock()
-	f.ops = append(f.ops, op)
-	f.mu.Unlock()
-	if op.ToolName == "nope" {
-		return nil, fmt.Errorf("%w: no tool %q", tools.ErrUnknownTool, op.ToolName)
-	}
-	if op.BranchID == "missing" || op.ID == "missing" {
-		return nil, fmt.Errorf("branch %q: %w", "missing", ErrNotFound)
-	}
-	return json.RawMessage(fakeTree), nil
-}
-
-func (f *fakeTrees) lastOp() TreeOp {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.ops[len(f.ops)-1]
-}
-
-func (f *fakeTrees) AvailableTools(ctx context.Context) (any, error) {
-	return map[string]any{
-		"text_response": map[string]any{"name": "text_response", "description": "Answer.", "inputs": map[string]any{}, "end": true},
-		"mcp_todo":      map[string]any{"name": "mcp_todo", "description": "MCP server 'todo'", "inputs": map[string]any{}, "end": false},
-	}, nil
-}
-
-// fakeStore is a goroutine-safe Conversations and Users.
-type fakeStore struct {
-	mu    sync.Mutex // guards users
-	users map[string]bool
-}
-
-func (f *fakeStore) List(ctx context.Context, user string) (any, error) {
-	if user == "nobody" {
-		return []map[string]any{}, nil
-	}
-	return []map[string]any{{"conversation_id": "c1", "title": "Todos", "updated_at": "2026-11-22T10:00:00Z"}}, nil
-}
-
-func (f *fakeStore) Get(ctx context.Context, user, conv string) (any, error) {
-	if conv != "c1" {
-		return nil, fmt.Errorf("conversation %q: %w", conv, ErrNotFound)
-	}
-	return map[string]any{"title": "Todos", "history": []any{map[string]any{"role": "user", "content": "hi"}}, "events": []any{}}, nil
-}
-
-func (f *fakeStore) Delete(ctx context.Context, user, conv string) error {
-	if conv != "c1" {
-		return fmt.Errorf("conversation %q: %w", conv, ErrNotFound)
-	}
-	return nil
-}
-
-func (f *fakeStore) InitUser(ctx context.Context, user string) (bool, any, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.users == nil {
-		f.users = map[string]bool{}
-	}
-	existed := f.users[user]
-	f.users[user] = true
-	return existed, map[string]any{"settings": map[string]any{"model": "offline"}}, nil
+	return m, ps, db
 }
 
 // fakeServers is a goroutine-safe Servers with one server, todo.
 type fakeServers struct{}
 
 func (fakeServers) Servers(ctx context.Context) (ServersStatus, error) {
-	return ServersStatus{ConfigFile: "mcp.json", Servers: []map[string]any{{
-		"name": "todo", "tool_name": "mcp_todo", "transport": "stdio", "enabled": true, "state": "connected",
-		"env": map[string]string{"TODO_DB": "***"},
+	return ServersStatus{ConfigFile: "mcp.json", Servers: []ServerStatus{{
+		Name: "todo", ToolName: "mcp_todo", Transport: "stdio", Enabled: true, State: "connected",
+		ToolCount: 2, Tools: []string{"create_todo", "list_todos"}, Circuit: Circuit{State: "closed"},
+		Command: "./bin/todo-mcp", Env: map[string]string{"TODO_DB": "***"},
 	}}}, nil
 }
 
-func (fakeServers) List(ctx context.Context, name string, q ListRequest) (any, error) {
+func (fakeServers) List(ctx context.Context, name string, q ListRequest) (ToolPage, error) {
 	switch name {
 	case "todo", "mcp_todo":
 		if q.Cursor != "" {
-			return nil, fmt.Errorf("%w: invalid cursor %q: give a next_cursor from a previous page", ErrInvalidInput, q.Cursor)
+			return ToolPage{}, fmt.Errorf("%w: invalid cursor %q: give a next_cursor from a previous page", tools.ErrInvalidArguments, q.Cursor)
 		}
-		return map[string]any{"query": q.Query, "tools": []any{map[string]any{"name": "create_todo", "description": "Create a todo.", "inputs": map[string]any{"type": "object"}}}}, nil
+		all := []ToolInfo{
+			{Name: "create_todo", Description: "Create a todo.", Inputs: json.RawMessage(`{"type":"object"}`)},
+			{Name: "list_todos", Description: "List the todos.", Inputs: json.RawMessage(`{"type":"object"}`)},
+		}
+		page := ToolPage{Server: "todo", Tools: all, Total: len(all)}
+		if q.Query != "" {
+			page.Tools = all[:1]
+		}
+		return page, nil
 	case "broken":
-		return nil, errors.New(`server "broken": connect: exec: ./bin/todo-mcp: no such file or directory`)
+		return ToolPage{}, errors.New(`server "broken": connect: exec: ./bin/todo-mcp: no such file or directory`)
 	}
-	return nil, fmt.Errorf("server %q: %w", name, ErrNotFound)
+	return ToolPage{}, fmt.Errorf("server %q: %w", name, tree.ErrNotFound)
 }
 
-func (fakeServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (any, error) {
+func (fakeServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (ExecuteResult, error) {
 	if name != "todo" && name != "mcp_todo" {
-		return nil, fmt.Errorf("server %q: %w", name, ErrNotFound)
+		return ExecuteResult{}, fmt.Errorf("server %q: %w", name, tree.ErrNotFound)
 	}
 	if tool != "create_todo" {
-		return nil, fmt.Errorf("%w %q: available tools are create_todo", tools.ErrUnknownTool, tool)
+		return ExecuteResult{}, fmt.Errorf("%w %q: available tools are create_todo", tools.ErrUnknownTool, tool)
 	}
 	if p, ok := inputs["priority"].(json.Number); ok && p.String() == "9" {
-		return nil, &tools.ArgumentError{Tool: "create_todo", Problems: []string{"missing property 'title'", "/priority: must be <= 5"}}
+		return ExecuteResult{}, &tools.ArgumentError{Tool: "create_todo", Problems: []string{"missing property 'title'", "/priority: must be <= 5"}}
 	}
-	return map[string]any{"is_error": false, "content": []any{map[string]any{"type": "text", "text": "created"}}, "structured": map[string]any{"id": 1}}, nil
+	return ExecuteResult{Content: []map[string]any{{"type": "text", "text": "created"}}, Structured: map[string]any{"id": 1}}, nil
 }
 
 // appendixEnvelopes is DESIGN.md's list-then-execute event sequence, with
@@ -199,7 +164,7 @@ func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query st
 	}
 	f.mu.Unlock()
 	if busy {
-		return fmt.Errorf("conversation %s: %w", conv, ErrBusy)
+		return fmt.Errorf("conversation %s: %w", conv, tree.ErrBusy)
 	}
 	switch query {
 	case "flood":
@@ -217,14 +182,14 @@ func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query st
 		f.cancelled <- queryID
 		return ctx.Err()
 	case "busy":
-		return fmt.Errorf("conversation %s: %w", conv, ErrBusy)
+		return fmt.Errorf("conversation %s: %w", conv, tree.ErrBusy)
 	case "slowbusy":
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond): // several heartbeats
 		}
-		return fmt.Errorf("conversation %s: %w", conv, ErrBusy)
+		return fmt.Errorf("conversation %s: %w", conv, tree.ErrBusy)
 	case "block":
 		emit(appendixEnvelopes(user, conv, queryID)[0])
 		f.started <- queryID
@@ -256,27 +221,6 @@ func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query st
 	return nil
 }
 
-// spyStore is a fakeStore that records the conversations it is asked to
-// delete, so tests can tell that a refused request changed nothing.
-type spyStore struct {
-	fakeStore
-	mu      sync.Mutex // guards deleted
-	deleted []string
-}
-
-func (s *spyStore) Delete(ctx context.Context, user, conv string) error {
-	s.mu.Lock()
-	s.deleted = append(s.deleted, user+"/"+conv)
-	s.mu.Unlock()
-	return s.fakeStore.Delete(ctx, user, conv)
-}
-
-func (s *spyStore) deletes() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.deleted...)
-}
-
 // serverCall is one List or Execute a spyServers saw, with the request
 // metadata its ctx carried.
 type serverCall struct {
@@ -300,14 +244,14 @@ func (s *spyServers) record(ctx context.Context, action, name, tool string) erro
 	return s.fail
 }
 
-func (s *spyServers) List(ctx context.Context, name string, q ListRequest) (any, error) {
+func (s *spyServers) List(ctx context.Context, name string, q ListRequest) (ToolPage, error) {
 	_ = s.record(ctx, "list", name, "")
 	return s.fakeServers.List(ctx, name, q)
 }
 
-func (s *spyServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (any, error) {
+func (s *spyServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (ExecuteResult, error) {
 	if err := s.record(ctx, "execute", name, tool); err != nil {
-		return nil, err
+		return ExecuteResult{}, err
 	}
 	return s.fakeServers.Execute(ctx, name, tool, inputs)
 }

@@ -1,9 +1,14 @@
 package web
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/tree"
 )
 
 // emptyList is sent for a nil list.
@@ -11,21 +16,33 @@ var emptyList = []struct{}{}
 
 // listConversations serves GET /conversations/:user_id.
 func (s *Server) listConversations(c *gin.Context) {
-	list, err := s.deps.Conversations.List(c.Request.Context(), c.Param("user_id"))
+	list, err := s.conversationList(c.Request.Context(), c.Param("user_id"))
 	if err != nil {
 		s.fail(c, err, object{kv("conversations", emptyList)})
 		return
 	}
-	if list == nil {
-		list = emptyList
-	}
 	writeJSON(c, http.StatusOK, ok(kv("conversations", list)))
 }
 
-// getConversation serves GET /conversations/:user_id/:conversation_id.
+// conversationList returns a user's conversations, most recent first: the
+// "conversations" of GET /conversations/:user_id. It is never nil.
+func (s *Server) conversationList(ctx context.Context, userID string) ([]conversationEntry, error) {
+	list, err := s.deps.Trees.Conversations(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]conversationEntry, len(list))
+	for i, ci := range list {
+		out[i] = conversationEntry{ConversationID: ci.ConversationID, Title: ci.Title, UpdatedAt: wireTime(ci.UpdatedAt)}
+	}
+	return out, nil
+}
+
+// getConversation serves GET /conversations/:user_id/:conversation_id: the
+// conversation's history, tree and event log, to reopen it.
 func (s *Server) getConversation(c *gin.Context) {
 	conv := c.Param("conversation_id")
-	got, err := s.deps.Conversations.Get(c.Request.Context(), c.Param("user_id"), conv)
+	got, err := s.savedConversation(c.Request.Context(), c.Param("user_id"), conv)
 	if err != nil {
 		s.fail(c, err, object{kv("conversation_id", conv), kv("conversation", nil)})
 		return
@@ -33,10 +50,37 @@ func (s *Server) getConversation(c *gin.Context) {
 	writeJSON(c, http.StatusOK, ok(kv("conversation_id", conv), kv("conversation", got)))
 }
 
+// savedConversation reads an existing conversation, with its event log
+// when a Store is set. A missing one is an error matching tree.ErrNotFound.
+func (s *Server) savedConversation(ctx context.Context, userID, convID string) (*savedConversation, error) {
+	cv, found, err := s.deps.Trees.Reopen(ctx, userID, convID)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("conversation %q of user %q: %w", convID, userID, tree.ErrNotFound)
+	}
+	st := cv.State()
+	out := &savedConversation{
+		ConversationID: convID, Title: st.Title, InitMode: string(st.InitMode),
+		History: nonNil(st.History), UpdatedAt: wireTime(st.UpdatedAt), Environment: st.Environment,
+		Events: []json.RawMessage{}, Queries: []map[string]string{},
+	}
+	if out.Tree, err = cv.Tree().MarshalJSON(); err != nil {
+		return nil, err
+	}
+	if s.deps.Store != nil {
+		if out.Events, err = s.deps.Store.Events(ctx, userID, convID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // deleteConversation serves DELETE /conversations/:user_id/:conversation_id.
 func (s *Server) deleteConversation(c *gin.Context) {
 	conv := c.Param("conversation_id")
-	if err := s.deps.Conversations.Delete(c.Request.Context(), c.Param("user_id"), conv); err != nil {
+	if err := s.deps.Trees.Delete(c.Request.Context(), c.Param("user_id"), conv); err != nil {
 		s.fail(c, err, object{kv("conversation_id", conv)})
 		return
 	}
@@ -50,11 +94,7 @@ func (s *Server) listServers(c *gin.Context) {
 		s.fail(c, err, object{kv("servers", emptyList)})
 		return
 	}
-	servers := st.Servers
-	if servers == nil {
-		servers = emptyList
-	}
-	writeJSON(c, http.StatusOK, ok(kv("config_file", st.ConfigFile), kv("config_error", st.ConfigError), kv("servers", servers)))
+	writeJSON(c, http.StatusOK, ok(kv("config_file", st.ConfigFile), kv("config_error", st.ConfigError), kv("servers", nonNil(st.Servers))))
 }
 
 // serverList serves POST /api/servers/:name/list, the gateway's list

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree"
 )
 
 // emptyObject is sent for "tree" and "config" when a request fails, as
@@ -26,12 +28,25 @@ func (s *Server) getTree(c *gin.Context) {
 	if !s.authorizeUser(c, user) || !s.validPathIDs(c) {
 		return
 	}
-	tree, err := s.deps.Trees.TreeJSON(c.Request.Context(), user, conv)
+	t, err := s.treeJSON(c.Request.Context(), user, conv)
 	if err != nil {
 		s.fail(c, err, object{kv("conversation_id", conv), kv("tree", emptyObject)})
 		return
 	}
-	writeTree(c, conv, tree)
+	writeTree(c, conv, t)
+}
+
+// treeJSON returns the tree JSON of a conversation, creating the
+// conversation with the default tree when it does not exist: the "tree" of
+// GET /tree/:user_id/:conversation_id.
+func (s *Server) treeJSON(ctx context.Context, userID, convID string) (json.RawMessage, error) {
+	cv, err := s.deps.Trees.Conversation(ctx, userID, convID)
+	if err != nil {
+		return nil, err
+	}
+	// MarshalJSON directly: json.Marshal would validate and compact the
+	// already valid output again.
+	return cv.Tree().MarshalJSON()
 }
 
 // initTreeBody is the body of POST /init/tree; low_memory is accepted and
@@ -50,75 +65,129 @@ func (s *Server) initTree(c *gin.Context) {
 		s.fail(c, err, extra)
 		return
 	}
-	tree, err := s.deps.Trees.InitTree(c.Request.Context(), c.Param("user_id"), conv, body.BranchInitialisation)
+	mode, err := tree.ParseInitMode(body.BranchInitialisation)
 	if err != nil {
 		s.fail(c, err, extra)
 		return
 	}
-	writeTree(c, conv, tree)
+	cv, err := s.deps.Trees.InitConversation(c.Request.Context(), c.Param("user_id"), conv, mode)
+	if err != nil {
+		s.fail(c, err, extra)
+		return
+	}
+	s.writeTreeOf(c, conv, cv.Tree(), extra)
 }
 
 // initUser serves POST /init/user/:user_id.
 func (s *Server) initUser(c *gin.Context) {
-	existed, config, err := s.deps.Users.InitUser(c.Request.Context(), c.Param("user_id"))
-	if err != nil {
-		s.fail(c, err, object{kv("user_exists", false), kv("config", emptyObject)})
-		return
+	existed := false
+	if s.deps.Store != nil {
+		var err error
+		if existed, err = s.deps.Store.EnsureUser(c.Request.Context(), c.Param("user_id")); err != nil {
+			s.fail(c, err, object{kv("user_exists", false), kv("config", emptyObject)})
+			return
+		}
 	}
-	if config == nil {
-		config = emptyObject
-	}
-	writeJSON(c, http.StatusOK, ok(kv("user_exists", existed), kv("config", config)))
+	writeJSON(c, http.StatusOK, ok(kv("user_exists", existed), kv("config", s.userConfig())))
 }
 
-// availableTools serves GET /tools/available.
+// userConfig is the config POST /init/user answers with.
+func (s *Server) userConfig() object {
+	return object{kv("model", s.model), kv("branch_initialisation", string(tree.OneBranch)), kv("config_file", s.configFile)}
+}
+
+// availableTools serves GET /tools/available: every tool that can be added
+// to a tree, keyed by name, in the Manager's order (the built-ins, then the
+// gateways as configured), which a map would lose.
 func (s *Server) availableTools(c *gin.Context) {
 	c.Header("Cache-Control", "no-cache")
-	list, err := s.deps.Catalog.AvailableTools(c.Request.Context())
-	if err != nil {
-		s.fail(c, err, object{kv("tools", emptyObject)})
-		return
-	}
-	if list == nil {
-		list = emptyObject
+	infos := s.deps.Trees.AvailableTools()
+	list := make(object, len(infos))
+	for i, ti := range infos {
+		list[i] = kv(ti.Name, ti)
 	}
 	writeJSON(c, http.StatusOK, ok(kv("tools", list)))
 }
 
+// treeOpBody is the body of POST /tools/:user_id/<kind>, in Elysia's field
+// names.
+//
+// As in Elysia, an operation without a conversation id applies to every
+// conversation of the user and to the user's default for conversations
+// created later; with conversation_id set it applies to that conversation
+// only (creating it first if needed).
+type treeOpBody struct {
+	ConversationID string   `json:"conversation_id"`
+	ToolName       string   `json:"tool_name"`
+	BranchID       string   `json:"branch_id"`
+	FromToolIDs    []string `json:"from_tool_ids"`
+	// ID is the id of the branch to add or remove; branch_id is taken
+	// when it is empty.
+	ID           string `json:"id"`
+	Instruction  string `json:"instruction"`
+	Description  string `json:"description"`
+	Root         bool   `json:"root"`
+	FromBranchID string `json:"from_branch_id"`
+	Status       string `json:"status"`
+}
+
+// treeOpKinds maps the last element of /tools/:user_id/<kind> to the tree
+// operation, in registration order.
+var treeOpKinds = []struct {
+	path string
+	kind tree.OpKind
+}{
+	{"add", tree.OpAddTool},
+	{"remove", tree.OpRemoveTool},
+	{"add_branch", tree.OpAddBranch},
+	{"remove_branch", tree.OpRemoveBranch},
+}
+
 // treeOp serves POST /tools/:user_id/<kind>.
-func (s *Server) treeOp(kind TreeOpKind) gin.HandlerFunc {
+func (s *Server) treeOp(kind tree.OpKind) gin.HandlerFunc {
+	branchOp := kind == tree.OpAddBranch || kind == tree.OpRemoveBranch
 	return func(c *gin.Context) {
 		extra := object{kv("tree", emptyObject)}
-		var op TreeOp
+		var body treeOpBody
 		var required []string
-		switch kind {
-		case OpAddTool, OpRemoveTool:
+		if !branchOp {
 			required = []string{"tool_name"}
 		}
-		if err := s.decode(c, &op, false, required...); err != nil {
+		if err := s.decode(c, &body, false, required...); err != nil {
 			s.fail(c, err, extra)
 			return
 		}
-		if err := checkIDs("conversation_id", op.ConversationID); err != nil {
+		if err := checkIDs("conversation_id", body.ConversationID); err != nil {
 			s.fail(c, err, extra)
 			return
 		}
-		op.Kind = kind
-		if kind == OpAddBranch || kind == OpRemoveBranch {
-			if op.ID == "" {
-				op.ID = op.BranchID
+		op := tree.Op{
+			Kind: kind, ToolName: body.ToolName, BranchID: body.BranchID, FromToolIDs: body.FromToolIDs,
+			Root: body.Root, Description: body.Description, Instruction: body.Instruction,
+			FromBranchID: body.FromBranchID, Status: body.Status,
+		}
+		if branchOp {
+			if body.ID != "" {
+				op.BranchID = body.ID
 			}
-			if op.ID == "" {
+			if op.BranchID == "" {
 				s.fail(c, badRequest(`missing field "id" (the branch id)`), extra)
 				return
 			}
 		}
-		tree, err := s.deps.Trees.ApplyOp(c.Request.Context(), c.Param("user_id"), op)
+		ctx, user := c.Request.Context(), c.Param("user_id")
+		var t *tree.Tree
+		var err error
+		if body.ConversationID == "" {
+			t, err = s.deps.Trees.ApplyUser(ctx, user, op)
+		} else {
+			t, err = s.deps.Trees.Apply(ctx, user, body.ConversationID, op)
+		}
 		if err != nil {
 			s.fail(c, err, extra)
 			return
 		}
-		writeTree(c, "", tree)
+		s.writeTreeOf(c, "", t, extra)
 	}
 }
 
@@ -130,6 +199,17 @@ func (s *Server) decode(c *gin.Context, dst any, optional bool, required ...stri
 		return err
 	}
 	return decodeJSON(body, dst, optional, required...)
+}
+
+// writeTreeOf answers 200 with t's JSON (see writeTree), or fails with
+// extra when it does not marshal.
+func (s *Server) writeTreeOf(c *gin.Context, conv string, t *tree.Tree, extra object) {
+	b, err := t.MarshalJSON()
+	if err != nil {
+		s.fail(c, err, extra)
+		return
+	}
+	writeTree(c, conv, b)
 }
 
 // writeTree answers 200 with {"conversation_id", "error", "tree"} (without

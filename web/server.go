@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web/ui"
 )
 
@@ -25,15 +26,18 @@ const DefaultStreamWriteTimeout = 30 * time.Second
 // WebSocket when Options.MaxQueriesPerSocket is zero.
 const DefaultMaxQueriesPerSocket = 4
 
-// Deps are the services the routes need. Every field is required: New
-// panics when one is nil.
+// Deps are the services the routes need. Trees, Runner and Servers are
+// required: New panics when one is nil.
 type Deps struct {
-	Trees         Trees
-	Catalog       Catalog
-	Runner        Runner
-	Conversations Conversations
-	Users         Users
-	Servers       Servers
+	// Trees holds the trees and the conversations (and saves them).
+	Trees *tree.Manager
+	// Runner runs queries.
+	Runner Runner
+	// Servers exposes the MCP servers.
+	Servers Servers
+	// Store keeps users and event logs. Nil means memory only: every user
+	// is new and conversations reopen without their event log.
+	Store Store
 }
 
 // Options configures a Server. A nil *Options means the defaults; New copies
@@ -92,6 +96,12 @@ type Options struct {
 	// the list is not empty (a keyed service behind a proxy needs nothing).
 	// Nil means loopback only without keys, no check with keys.
 	PublicHosts []string
+	// Model names the model making the decisions, shown in the user
+	// config. The zero value shows empty names.
+	Model ModelInfo
+	// ConfigFile is the path of the mcp.json in use, shown in the user
+	// config. "" shows none.
+	ConfigFile string
 	// AllowedOrigins lists the origins, beside the service's own, from
 	// which a web page may send a state-changing request (POST, PUT, PATCH,
 	// DELETE) or open the WebSocket, as ParseOrigins returns them
@@ -121,6 +131,9 @@ type Server struct {
 	maxSocketQueries int
 	// writeTimeout is Options.StreamWriteTimeout, defaulted.
 	writeTimeout time.Duration
+	// model and configFile are Options.Model and Options.ConfigFile.
+	model      ModelInfo
+	configFile string
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -129,14 +142,8 @@ func New(deps Deps, opts *Options) *Server {
 	switch {
 	case deps.Trees == nil:
 		panic("web.New: nil Deps.Trees")
-	case deps.Catalog == nil:
-		panic("web.New: nil Deps.Catalog")
 	case deps.Runner == nil:
 		panic("web.New: nil Deps.Runner")
-	case deps.Conversations == nil:
-		panic("web.New: nil Deps.Conversations")
-	case deps.Users == nil:
-		panic("web.New: nil Deps.Users")
 	case deps.Servers == nil:
 		panic("web.New: nil Deps.Servers")
 	}
@@ -179,6 +186,8 @@ func New(deps Deps, opts *Options) *Server {
 
 		maxSocketQueries: o.MaxQueriesPerSocket,
 		writeTimeout:     o.StreamWriteTimeout,
+		model:            o.Model,
+		configFile:       o.ConfigFile,
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s
@@ -218,8 +227,8 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.POST("/init/user/:user_id", s.requireUser, s.initUser)
 	e.POST("/init/tree/:user_id/:conversation_id", s.requireUser, s.initTree)
 	e.GET("/tools/available", s.requireKey, s.availableTools)
-	for _, kind := range []TreeOpKind{OpAddTool, OpRemoveTool, OpAddBranch, OpRemoveBranch} {
-		e.POST("/tools/:user_id/"+string(kind), s.requireUser, s.treeOp(kind))
+	for _, k := range treeOpKinds {
+		e.POST("/tools/:user_id/"+k.path, s.requireUser, s.treeOp(k.kind))
 	}
 
 	e.POST("/query/:user_id/:conversation_id", s.requireUser, s.querySSE)

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/elysia-go/elysia/persist"
+	"github.com/elysia-go/elysia/store"
+	"github.com/elysia-go/elysia/tree"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -56,8 +61,9 @@ func (b *syncBuffer) String() string {
 type harness struct {
 	srv     *Server
 	runner  *fakeRunner
-	trees   *fakeTrees
-	store   *spyStore
+	trees   *tree.Manager
+	store   *persist.Store
+	db      *store.Store
 	servers *spyServers
 	reg     *prometheus.Registry
 	logs    *syncBuffer
@@ -69,12 +75,14 @@ var testAssets = fstest.MapFS{
 	"style.css":  {Data: []byte("body{}\n")},
 }
 
-// newHarness returns a Server over fresh fakes. opts may be nil; its
-// Logger, Registry and Assets are filled in when unset.
+// newHarness returns a Server over a real tree.Manager and a real SQLite
+// store (see realTrees), a fake Runner and fake Servers. opts may be nil;
+// its Logger, Registry, Assets, Model and ConfigFile are filled in when
+// unset.
 func newHarness(tb testing.TB, opts *Options) *harness {
 	tb.Helper()
-	h := &harness{runner: newFakeRunner(), trees: &fakeTrees{}, store: &spyStore{}, servers: &spyServers{},
-		reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	h := &harness{runner: newFakeRunner(), servers: &spyServers{}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	h.trees, h.store, h.db = realTrees(tb)
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -88,10 +96,13 @@ func newHarness(tb testing.TB, opts *Options) *harness {
 	if o.Assets == nil {
 		o.Assets = testAssets
 	}
-	h.srv = New(Deps{
-		Trees: h.trees, Catalog: h.trees, Runner: h.runner,
-		Conversations: h.store, Users: h.store, Servers: h.servers,
-	}, &o)
+	if o.Model == (ModelInfo{}) {
+		o.Model = ModelInfo{Provider: "offline", Model: "offline-planner"}
+	}
+	if o.ConfigFile == "" {
+		o.ConfigFile = "mcp.json"
+	}
+	h.srv = New(Deps{Trees: h.trees, Runner: h.runner, Servers: h.servers, Store: h.store}, &o)
 	return h
 }
 
@@ -133,6 +144,7 @@ func checkGolden(t *testing.T, name string, rec *httptest.ResponseRecorder) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatalf("response is not JSON: %v\n%s", err, rec.Body.String())
 	}
+	stableTimes(body)
 	got, err := json.MarshalIndent(map[string]any{"status": rec.Code, "body": body}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +173,6 @@ func TestRoutes(t *testing.T) {
 		wantStatus               int
 	}{
 		{"tree_get", "GET", "/tree/alice/c1", "", 200},
-		{"tree_get_internal_error", "GET", "/tree/alice/boom", "", 500},
 		{"tree_get_empty_user_id", "GET", "/tree//c1", "", 400},
 		{"tree_get_conversation_id_not_utf8", "GET", "/tree/alice/c%FF1", "", 400},
 		{"conversation_get_control_character", "GET", "/conversations/alice/c%0A1", "", 400},
@@ -172,12 +183,12 @@ func TestRoutes(t *testing.T) {
 		{"init_tree_bad_json", "POST", "/init/tree/alice/c1", `{"low_memory": false, "bra`, 400},
 		{"init_tree_wrong_type", "POST", "/init/tree/alice/c1", `{"low_memory": "yes"}`, 400},
 		{"tools_available", "GET", "/tools/available", "", 200},
+		{"tools_remove", "POST", "/tools/alice/remove", `{"tool_name": "mcp_todo", "branch_id": "base"}`, 200},
 		{"tools_add", "POST", "/tools/alice/add", `{"tool_name": "mcp_todo", "branch_id": "base", "from_tool_ids": []}`, 200},
 		{"tools_add_missing_tool_name", "POST", "/tools/alice/add", `{"branch_id": "base"}`, 400},
-		{"tools_add_unknown_tool", "POST", "/tools/alice/add", `{"tool_name": "nope", "branch_id": "base"}`, 422},
+		{"tools_add_unknown_tool", "POST", "/tools/alice/add", `{"tool_name": "nope", "branch_id": "base"}`, 404},
 		{"tools_add_no_body", "POST", "/tools/alice/add", "", 400},
 		{"tools_add_bad_conversation_id", "POST", "/tools/alice/add", `{"tool_name": "mcp_todo", "conversation_id": "a/b"}`, 400},
-		{"tools_remove", "POST", "/tools/alice/remove", `{"tool_name": "mcp_todo", "branch_id": "base"}`, 200},
 		{"tools_add_branch", "POST", "/tools/alice/add_branch", `{"id": "search", "instruction": "Pick a search tool.", "description": "Searching", "from_branch_id": "base"}`, 200},
 		{"tools_add_branch_missing_id", "POST", "/tools/alice/add_branch", `{"instruction": "x"}`, 400},
 		{"tools_remove_branch", "POST", "/tools/alice/remove_branch", `{"id": "search"}`, 200},
@@ -299,34 +310,58 @@ func TestPathIDsEchoedAsGiven(t *testing.T) {
 	}
 }
 
+// TestTreeOpDecoded checks that a tool operation reaches the conversation it
+// names, and only it, and that remove_branch takes Elysia's "id" or
+// "branch_id" as a fallback.
 func TestTreeOpDecoded(t *testing.T) {
 	h := newHarness(t, nil)
-	rec := h.do(t, "POST", "/tools/alice/add", `{"tool_name": "mcp_todo", "branch_id": "base", "from_tool_ids": ["a"], "conversation_id": "c2"}`)
+	ctx := t.Context()
+	rec := h.do(t, "POST", "/tools/alice/add_branch", `{"id": "search", "description": "Searching", "instruction": "Pick.", "conversation_id": "c2"}`)
 	if rec.Code != 200 {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
-	got := h.trees.lastOp()
-	if got.Kind != OpAddTool || got.ToolName != "mcp_todo" || got.BranchID != "base" || got.ConversationID != "c2" || len(got.FromToolIDs) != 1 {
-		t.Errorf("op = %+v", got)
+	options := func(conv string) []string {
+		c, err := h.trees.Conversation(ctx, "alice", conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Tree().Root().OptionIDs()
 	}
-	// remove_branch takes Elysia's "id", or "branch_id" as a fallback.
-	h.do(t, "POST", "/tools/alice/remove_branch", `{"branch_id": "search"}`)
-	if got := h.trees.lastOp(); got.Kind != OpRemoveBranch || got.ID != "search" {
-		t.Errorf("op = %+v", got)
+	if got := options("c2"); !slices.Contains(got, "search") {
+		t.Errorf("c2's root after add_branch = %v, want search in it", got)
+	}
+	if got := options("c1"); slices.Contains(got, "search") {
+		t.Errorf("c1's root after add_branch to c2 = %v, want no search", got)
+	}
+	rec = h.do(t, "POST", "/tools/alice/remove_branch", `{"branch_id": "search", "conversation_id": "c2"}`)
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if got := options("c2"); slices.Contains(got, "search") {
+		t.Errorf("c2's root after remove_branch = %v", got)
 	}
 }
 
+// TestInternalErrorDetailOnlyInLog breaks the database under a request: the
+// client gets a generic message with the request id, the log the detail.
 func TestInternalErrorDetailOnlyInLog(t *testing.T) {
 	h := newHarness(t, nil)
-	rec := h.do(t, "GET", "/tree/alice/boom", "")
-	if strings.Contains(rec.Body.String(), "secret detail") {
+	if err := h.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec := h.do(t, "GET", "/tree/alice/c9", "")
+	if rec.Code != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500: %s", rec.Code, rec.Body)
+	}
+	checkGolden(t, "tree_get_internal_error", rec)
+	if strings.Contains(rec.Body.String(), store.ErrClosed.Error()) {
 		t.Errorf("5xx body leaks the detail: %s", rec.Body)
 	}
 	if !strings.Contains(rec.Body.String(), testRequestID) {
 		t.Errorf("5xx body lacks the request id: %s", rec.Body)
 	}
 	logs := h.logs.String()
-	if !strings.Contains(logs, "secret detail") || !strings.Contains(logs, `"request_id":"`+testRequestID+`"`) {
+	if !strings.Contains(logs, store.ErrClosed.Error()) || !strings.Contains(logs, `"request_id":"`+testRequestID+`"`) {
 		t.Errorf("log lacks the detail or the request id:\n%s", logs)
 	}
 }
@@ -386,10 +421,7 @@ func TestUIPage(t *testing.T) {
 }
 
 func TestEmbeddedUIByDefault(t *testing.T) {
-	srv := New(Deps{
-		Trees: &fakeTrees{}, Catalog: &fakeTrees{}, Runner: newFakeRunner(),
-		Conversations: &fakeStore{}, Users: &fakeStore{}, Servers: fakeServers{},
-	}, &Options{Keys: testKeys})
+	srv := New(Deps{Trees: tree.NewManager(nil), Runner: newFakeRunner(), Servers: fakeServers{}}, &Options{Keys: testKeys})
 	for _, path := range []string{"/tree/alice/c1", "/ui/app.js", "/ui/style.css"} {
 		req := httptest.NewRequestWithContext(t.Context(), "GET", path, nil)
 		req.Header.Set("Accept", "text/html,*/*;q=0.8")
@@ -450,6 +482,25 @@ func TestBodiesAsInTheAppendix(t *testing.T) {
 		prefix, isPrefix := strings.CutSuffix(tt.want, "…")
 		if rec.Code != tt.wantStatus || (isPrefix && !strings.HasPrefix(got, prefix)) || (!isPrefix && got != tt.want) {
 			t.Errorf("%s %s = %d %s\nwant %d %s", tt.method, tt.path, rec.Code, got, tt.wantStatus, tt.want)
+		}
+	}
+}
+
+// stableTimes replaces every non-empty "updated_at" in a decoded body with
+// a placeholder: the store stamps saves with the clock.
+func stableTimes(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && k == "updated_at" && s != "" {
+				v[k] = "<time>"
+				continue
+			}
+			stableTimes(x)
+		}
+	case []any:
+		for _, x := range v {
+			stableTimes(x)
 		}
 	}
 }

@@ -210,7 +210,7 @@ func TestWebSocketMessages(t *testing.T) {
 	tests := []struct{ msg, want string }{
 		{`{"user_id": "alice", "conv`, `{"text":"invalid JSON message: unexpected end of input at offset 26"}`},
 		{`{"user_id": "alice", "conversation_id": "c1"}`, `{"text":"missing field \"query\""}`},
-		{`{"user_id": "alice", "conversation_id": "c1", "query_id": "q2", "query": "busy"}`, `{"text":"conversation c1: conversation busy"}`},
+		{`{"user_id": "alice", "conversation_id": "c1", "query_id": "q2", "query": "busy"}`, `{"text":"conversation c1: conversation is busy with another query"}`},
 		{`{"user_id": "alice", "conversation_id": "c\u00001", "query": "hi"}`, `{"text":"conversation_id contains a control character"}`},
 		{`{"user_id": "alice", "conversation_id": "a/b", "query": "hi"}`, `{"text":"conversation_id contains \"/\", which no path segment can hold"}`},
 		{`{"user_id": "alice", "conversation_id": "c1", "query_id": "q\n3", "query": "hi"}`, `{"text":"query_id contains a control character"}`},

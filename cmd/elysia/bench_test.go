@@ -308,8 +308,8 @@ func serveTree(tb testing.TB, h http.Handler, conv string) {
 //   - handler: the whole gin handler (middleware, auth, lookup, rendering)
 //     into a recorder;
 //   - body-now: the response body as the service builds it today —
-//     service.TreeJSON (json.Marshal of the tree, which re-validates the
-//     tree's MarshalJSON output) then gin's c.JSON of the envelope (which
+//     the tree's MarshalJSON then json.Marshal of the envelope (which
+//     re-validates the tree's output) and gin's c.JSON of the envelope (which
 //     validates the raw tree again);
 //   - body-direct: the same bytes from Tree.MarshalJSON appended into the
 //     envelope by hand, the cost a fix that skips both re-validations
@@ -324,7 +324,11 @@ func BenchmarkGetTreeParts(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, uint64(n)))
 			conv := func() string { return "c" + strconv.Itoa(rng.IntN(benchConvs)) }
 			now := func(id string) []byte {
-				raw, err := deps.Trees.TreeJSON(ctx, benchUser, id)
+				c, err := deps.Trees.Conversation(ctx, benchUser, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				raw, err := c.Tree().MarshalJSON()
 				if err != nil {
 					b.Fatal(err)
 				}

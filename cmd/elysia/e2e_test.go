@@ -743,7 +743,7 @@ func TestEveryRoute(t *testing.T) {
 	if got, want := objectKeys(t, raw, "tools"), []string{"text_response", "cited_summarize", "mcp_todo"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("/tools/available order = %v, want %v (built-ins, then gateways)", got, want)
 	}
-	if got, want := objectKeys(t, raw, "tools", "mcp_todo", "inputs"), []string{"action", "tool_name", "tool_inputs", "query"}; !reflect.DeepEqual(got, want) {
+	if got, want := objectKeys(t, raw, "tools", "mcp_todo", "inputs"), []string{"action", "tool_name", "tool_inputs", "query", "uri", "name", "arguments"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("mcp_todo inputs = %v, want %v", got, want)
 	}
 	if get(body, "tools", "text_response", "end") != true || get(body, "tools", "mcp_todo", "end") != false {

@@ -21,6 +21,7 @@ import (
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
@@ -90,6 +91,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Ready:          app.ready,
 		PublicHosts:    browser.PublicHosts,
 		AllowedOrigins: browser.AllowedOrigins,
+		Changes:        newLiveChanges(ctx, app.disc),
+		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
+		ConfigFile:     app.disc.Path(),
 	})
 
 	var lc net.ListenConfig
@@ -210,8 +214,10 @@ type app struct {
 	model  llms.Model
 	info   llm.Info
 	store  *store.Store
-	trees  *tree.Manager
-	disc   *discovery.Discovery
+	// persist is store's encoding of conversations; nil without a store.
+	persist *persist.Store
+	trees   *tree.Manager
+	disc    *discovery.Discovery
 	// runs counts the queries in flight, so shutdown can wait for them.
 	runs runTracker
 }
@@ -223,14 +229,15 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("model: %v", err)
 	}
 	a := &app{logger: c.logger, model: model, info: info}
-	var ts tree.Store
+	topts := &tree.Options{Logger: c.logger}
 	if c.dsn != "-" {
 		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger}); err != nil {
 			return nil, failure(fmt.Errorf("open the database: %w", err))
 		}
-		ts = treeStore{a.store}
+		a.persist = persist.New(a.store)
+		topts.Store, topts.Locker = a.persist, a.store
 	}
-	a.trees = tree.NewManager(&tree.Options{Store: ts, Logger: c.logger})
+	a.trees = tree.NewManager(topts)
 	load := &mcpgateway.LoadOptions{Logger: c.logger}
 	if c.interactive && term.IsTerminal(int(os.Stdin.Fd())) {
 		load.Prompt = promptTerminal
@@ -251,9 +258,11 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	s := &service{trees: a.trees, store: a.store, disc: a.disc, model: a.model, info: a.info,
-		queryWait: 30 * time.Second, runs: &a.runs}
-	return web.Deps{Trees: s, Catalog: s, Runner: s, Conversations: s, Users: s, Servers: serversAPI{s}}
+	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc}}
+	if a.persist != nil {
+		d.Store = a.persist
+	}
+	return d
 }
 
 // ready reports whether the service can take traffic: the database answers.

@@ -1,0 +1,146 @@
+package web
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/elysia-go/elysia/tree"
+)
+
+// This file holds the bodies web answers with, less their "error" field,
+// which the handlers add. web owns them: they are the wire format of
+// DESIGN.md ("HTTP API" and its appendix), whatever the types behind them.
+
+// ServersStatus is the body of GET /api/servers.
+type ServersStatus struct {
+	// ConfigFile is the path of the mcp.json in use.
+	ConfigFile string `json:"config_file"`
+	// ConfigError is the last reload's error, "" when the file is valid.
+	ConfigError string `json:"config_error"`
+	// Servers is one entry per configured server, in file order. Nil is
+	// sent as [].
+	Servers []ServerStatus `json:"servers"`
+}
+
+// ServerStatus is one server of GET /api/servers: its gateway's state and
+// its configuration as written, secrets masked.
+type ServerStatus struct {
+	Name      string `json:"name"`
+	ToolName  string `json:"tool_name"`
+	Transport string `json:"transport"`
+	Enabled   bool   `json:"enabled"`
+	// State is idle, connecting, connected, degraded, failed or disabled.
+	State     string   `json:"state"`
+	ToolCount int      `json:"tool_count"`
+	Tools     []string `json:"tools"`
+	LastError string   `json:"last_error"`
+	Circuit   Circuit  `json:"circuit"`
+	Calls     int64    `json:"calls"`
+	Failures  int64    `json:"failures"`
+	// RetryAt is when a server in back-off is tried again; nil when none.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// PID is a running stdio server's process id; 0 when none.
+	PID int `json:"pid,omitempty"`
+
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+
+	Description string `json:"description,omitempty"`
+	Branch      string `json:"branch,omitempty"`
+	// Unresolved says why the server cannot run (an input or variable
+	// without a value); "" when it can.
+	Unresolved string `json:"unresolved,omitempty"`
+}
+
+// Circuit is a server's circuit breaker.
+type Circuit struct {
+	// State is closed, open or half-open.
+	State string `json:"state"`
+	// RetryAt is when an open circuit lets a trial call through; nil
+	// otherwise.
+	RetryAt *time.Time `json:"retry_at"`
+}
+
+// ToolPage is the result of POST /api/servers/:name/list: one page of a
+// server's tools.
+type ToolPage struct {
+	Server     string     `json:"server"`
+	Tools      []ToolInfo `json:"tools"`
+	Total      int        `json:"total"`
+	NextCursor string     `json:"next_cursor"`
+	// Stale and LastError say the page comes from the cache of a server
+	// that cannot be used now, and why.
+	Stale     bool   `json:"stale,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// ToolInfo is one tool of a server, with its schemas exactly as the server
+// sent them.
+type ToolInfo struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Inputs       json.RawMessage `json:"inputs"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+}
+
+// ExecuteResult is the result of POST /api/servers/:name/execute: the MCP
+// tool's result as DESIGN.md shows it.
+type ExecuteResult struct {
+	IsError    bool             `json:"is_error"`
+	Content    []map[string]any `json:"content"`
+	Structured any              `json:"structured"`
+}
+
+// ModelInfo names the model that makes the decisions, for the user config
+// (POST /init/user and the /user/config routes).
+type ModelInfo struct {
+	// Provider is the provider (openai, anthropic, ollama, googleai,
+	// offline).
+	Provider string `json:"provider"`
+	// Model is the model name sent to the provider.
+	Model string `json:"model"`
+	// BaseURL is the server the provider talks to; "" for the default.
+	BaseURL string `json:"base_url,omitempty"`
+}
+
+// conversationEntry is one element of GET /conversations/:user.
+type conversationEntry struct {
+	ConversationID string `json:"conversation_id"`
+	Title          string `json:"title"`
+	UpdatedAt      string `json:"updated_at"`
+}
+
+// savedConversation is the conversation of GET /conversations/:user/:conv.
+type savedConversation struct {
+	ConversationID string              `json:"conversation_id"`
+	Title          string              `json:"title"`
+	InitMode       string              `json:"init_mode"`
+	History        []tree.Message      `json:"history"`
+	Tree           json.RawMessage     `json:"tree"`
+	Events         []json.RawMessage   `json:"events"`
+	UpdatedAt      string              `json:"updated_at"`
+	Environment    any                 `json:"environment"`
+	Queries        []map[string]string `json:"queries"`
+}
+
+// wireTime formats t as DESIGN.md's examples do, RFC 3339 in UTC to the
+// second ("2026-11-22T10:00:00Z"): the same instant reads the same whether
+// it comes from memory (nanoseconds) or the store (microseconds). The zero
+// time, a conversation never saved, is "".
+func wireTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
