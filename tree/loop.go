@@ -241,13 +241,16 @@ func (r *run) onePass(ctx context.Context) (done bool, err error) {
 			continue
 		}
 		// As in Elysia, the tree_update follows the tool's own events
-		// (status, result, ...); reset says the next pass starts at the root.
+		// (status, result, ...); reset says the next pass starts at the root,
+		// computed as Elysia does (next is None and not completed): the
+		// decision that ends the query has reset false, so the frontend
+		// draws no new pass under the answer.
 		next := d.opt.next
 		ok, ended, err := r.runTool(ctx, d.opt.tool, d.args)
 		if err != nil {
 			return ended, err
 		}
-		r.treeUpdate(node, d, next == nil || ended)
+		r.treeUpdate(node, d, next == nil && !ended)
 		if ended {
 			return true, nil
 		}
@@ -275,7 +278,7 @@ func (r *run) autoRun(ctx context.Context, node *Node) (done bool, err error) {
 		if err != nil {
 			return ended, err
 		}
-		r.treeUpdate(node, decision{opt: o, reasoning: "Running " + o.id + " automatically."}, o.next == nil || ended)
+		r.treeUpdate(node, decision{opt: o, reasoning: "Running " + o.id + " automatically."}, o.next == nil && !ended)
 		if ended {
 			return true, nil
 		}
