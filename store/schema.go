@@ -76,6 +76,28 @@ var migrations = []migration{
 			`CREATE INDEX events_by_conversation ON events (user_id, conversation_id, seq)`,
 		},
 	},
+	{
+		// Feedback on answers (Elysia's /feedback routes): one rating per
+		// query, kept when its conversation is deleted, as Elysia keeps it.
+		sqlite: []string{
+			`CREATE TABLE feedback (
+				user_id TEXT NOT NULL,
+				conversation_id TEXT NOT NULL,
+				query_id TEXT NOT NULL,
+				rating INTEGER NOT NULL,
+				created_at INTEGER NOT NULL,
+				PRIMARY KEY (user_id, conversation_id, query_id))`,
+		},
+		postgres: []string{
+			`CREATE TABLE feedback (
+				user_id TEXT NOT NULL,
+				conversation_id TEXT NOT NULL,
+				query_id TEXT NOT NULL,
+				rating INTEGER NOT NULL,
+				created_at BIGINT NOT NULL,
+				PRIMARY KEY (user_id, conversation_id, query_id))`,
+		},
+	},
 }
 
 // migrate brings the schema to the latest version. It is idempotent. On

@@ -54,6 +54,7 @@ var behaviours = []struct {
 	{"lock honours ctx", testLockHonoursCtx},
 	{"lock keys are independent", testLockKeysIndependent},
 	{"lock across replicas", testLockAcrossReplicas},
+	{"feedback", testFeedback},
 }
 
 func TestStore(t *testing.T) {
