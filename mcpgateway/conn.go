@@ -50,17 +50,16 @@ type conn struct {
 	dialer func(hsCtx context.Context) (*session, error)
 
 	// mu guards everything below. It is never held across I/O.
-	mu         sync.Mutex
-	state      State
-	sess       *session              // the published session; nil when none
-	open       map[*session]struct{} // every session created and not yet closed
-	attempt    *flight               // in-flight connect, shared by concurrent callers
-	lastErr    string
-	deaths     []time.Time // recent session deaths, for crash-loop detection
-	retryAt    time.Time   // end of the back-off while state is failed
-	httpListen bool        // reconnect HTTP with continuous listening
-	closed     bool
-	closeDone  chan struct{}
+	mu        sync.Mutex
+	state     State
+	sess      *session              // the published session; nil when none
+	open      map[*session]struct{} // every session created and not yet closed
+	attempt   *flight               // in-flight connect, shared by concurrent callers
+	lastErr   string
+	deaths    []time.Time // recent session deaths, for crash-loop detection
+	retryAt   time.Time   // end of the back-off while state is failed
+	closed    bool
+	closeDone chan struct{}
 }
 
 // flight is one operation shared by concurrent callers: they wait for done,

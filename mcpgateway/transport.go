@@ -104,28 +104,27 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 // server answers the handshake's POST with a 4xx, as pre-2025-03-26 servers
 // do (mcp-go reports that as ErrLegacySSEServer but does not fall back).
 //
-// The standalone GET stream that carries list_changed from a legacy server
-// needs mcp-go's continuous listening, which pins the legacy protocol. So the
-// first connection negotiates freely; when it lands on a legacy version and
-// the server announces list_changed, the gateway reconnects with listening on
-// and remembers to do so from then on.
+// On the released protocol versions (the default) the standalone GET
+// stream stays open: servers send list_changed, log messages and requests
+// not tied to a call (elicitation, sampling, roots) on it. mcp-go's
+// continuous listening opens it, and pins a legacy version, which is the
+// point; a server that pins the 2026-07-28 draft has no such stream.
 func (c *conn) dialHTTP(hsCtx context.Context) (*session, error) {
-	c.mu.Lock()
-	listen := c.httpListen
-	c.mu.Unlock()
-	s, err := c.dialStreamable(hsCtx, listen)
+	s, err := c.dialStreamable(hsCtx, !mcp.IsModernProtocol(c.protocolVersion()))
 	if errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		c.logger.Info("server answered like an SSE server; falling back to SSE")
 		return c.dialSSE(hsCtx)
 	}
-	if err != nil || listen || !s.listChanged || mcp.IsModernProtocol(s.protocol) {
-		return s, err
+	return s, err
+}
+
+// protocolVersion is the protocol version the gateway asks for: the
+// server's protocol_version, else the newest released one.
+func (c *conn) protocolVersion() string {
+	if c.cfg.ProtocolVersion != "" {
+		return c.cfg.ProtocolVersion
 	}
-	c.closeSession(s)
-	c.mu.Lock()
-	c.httpListen = true
-	c.mu.Unlock()
-	return c.dialStreamable(hsCtx, true)
+	return mcp.LATEST_LEGACY_PROTOCOL_VERSION
 }
 
 func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
@@ -140,9 +139,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 	}
 	if listen {
 		// Deprecated because it pins the legacy protocol, which is the
-		// point: dialHTTP asks for it only after a connection landed on a
-		// legacy version whose server announces list_changed, as the only
-		// way to receive that notification there (DESIGN.md).
+		// point: see dialHTTP.
 		//lint:ignore SA1019 only used on legacy-protocol servers; see above
 		opts = append(opts, mcptransport.WithContinuousListening()) //nolint:staticcheck // legacy-protocol servers only; see above
 	}
@@ -227,8 +224,8 @@ func (c *conn) handshake(ctx context.Context, s *session) error {
 
 // clientOptions are the handlers of server-initiated requests on s, and
 // the capabilities they declare: elicitation (form and url), sampling
-// (refused unless the server has "sampling": true) and roots; plus the
-// pinned protocol version, if any.
+
+
 func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
 	opts := []mcpclient.ClientOption{
 		mcpclient.WithClientCapabilities(mcp.ClientCapabilities{
@@ -238,10 +235,14 @@ func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
 		mcpclient.WithSamplingHandler(sampling{c: c, s: s}),
 		mcpclient.WithRootsHandler(roots{c: c}),
 	}
-	if c.cfg.ProtocolVersion != "" {
-		opts = append(opts, mcpclient.WithProtocolVersion(c.cfg.ProtocolVersion))
-	}
-	return opts
+	// The initialize handshake of the newest released version unless the
+	// server pins one: mcp-go would otherwise probe for the 2026-07-28 draft
+	// with server/discover first, which lenient servers answer with an
+	// empty result, landing the session on a draft they do not speak
+	// (the conformance suite's initialize and sse-retry). Older servers
+	// negotiate down from it in the handshake.
+	version := c.protocolVersion()
+	return append(opts, mcpclient.WithProtocolVersion(version))
 }
 
 // notified dispatches a notification of s: progress and log messages are
