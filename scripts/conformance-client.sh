@@ -55,7 +55,10 @@ require("fs").writeFileSync("mcp.json", JSON.stringify({servers: {conformance: s
 # suite's authorization servers approve at once (issue 9, deliverable 6).
 export ELYSIA_OAUTH_BROWSER=fetch
 
-# Nothing reads the terminal: an elicitation or input prompt gets no answer.
+# Nothing reads the terminal: a server's question is answered with its
+# form's defaults (SEP-1034), as a user pressing Enter on every field would.
+export ELYSIA_ELICITATION=accept-defaults
+
 list() { "$elysia" mcp list --config mcp.json conformance </dev/null; }
 call() { "$elysia" mcp call --config mcp.json conformance "$1" "$2" </dev/null; }
 
