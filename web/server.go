@@ -110,6 +110,11 @@ type Options struct {
 	// header (curl, the CLI) are not affected; "null" is never allowed.
 	// Nil means the service's own origin only.
 	AllowedOrigins []string
+	// Changes tells the event streams (GET /events/...) about changes made
+	// outside this server's requests (an mcp.json reload, a gateway's
+	// state). Nil means the streams see only the changes made through this
+	// server's own routes.
+	Changes Changes
 }
 
 // Server is the HTTP API. It holds no per-request state and is safe for
@@ -131,6 +136,7 @@ type Server struct {
 	maxSocketQueries int
 	// writeTimeout is Options.StreamWriteTimeout, defaulted.
 	writeTimeout time.Duration
+	changes      Changes
 	// model and configFile are Options.Model and Options.ConfigFile.
 	model      ModelInfo
 	configFile string
@@ -186,6 +192,7 @@ func New(deps Deps, opts *Options) *Server {
 
 		maxSocketQueries: o.MaxQueriesPerSocket,
 		writeTimeout:     o.StreamWriteTimeout,
+		changes:          o.Changes,
 		model:            o.Model,
 		configFile:       o.ConfigFile,
 	}
@@ -204,6 +211,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
 	e.Use(requestIDMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
+	s.liveRoutes(e) // before the routes whose changes it watches
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
 	})
