@@ -91,6 +91,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Ready:          app.ready,
 		PublicHosts:    browser.PublicHosts,
 		AllowedOrigins: browser.AllowedOrigins,
+		Changes:        newLiveChanges(ctx, app.disc),
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
 	})
