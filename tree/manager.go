@@ -74,9 +74,9 @@ type Options struct {
 // A Manager is safe for concurrent use. Lock order: a user's token (see
 // ApplyUser), then a Conversation's saving token, then Manager.mu (the
 // cache's mu), then the Conversation's mu. users.mu is taken alone, and the
-// registry has no lock. The two mutexes are never held across I/O, a model
-// or tool call, an emit, or the building of a tree; the tokens exist to
-// order Store calls and are held across them.
+// registry has no lock. No mutex is held across I/O, a model or tool call,
+// an emit, or the building of a tree; the tokens exist to order Store calls
+// and are held across them.
 type Manager struct {
 	opts   Options
 	logger *slog.Logger

@@ -53,6 +53,10 @@ const runBuffer = 64
 // startRun calls Runner.RunQuery on a new goroutine. Cancelling ctx ends
 // the run; the caller must still wait for done.
 func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query string) run {
+	// A stop ends the run's ctx like a client that goes away; the stream
+	// itself goes on, so the client still sees the run end.
+	runCtx, cancel := context.WithCancel(ctx)
+	untrack := s.running.track(queryKey{userID, convID, queryID}, cancel)
 	events := make(chan tools.Envelope, runBuffer)
 	done := make(chan error, 1)
 	emit := func(env tools.Envelope) {
@@ -70,7 +74,9 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 			}
 			done <- err
 		}()
-		err = s.deps.Runner.RunQuery(ctx, userID, convID, queryID, query, emit)
+		defer cancel()
+		defer untrack()
+		err = s.deps.Runner.RunQuery(runCtx, userID, convID, queryID, query, emit)
 	}()
 	return run{events: events, done: done}
 }

@@ -137,6 +137,8 @@ type Server struct {
 	// writeTimeout is Options.StreamWriteTimeout, defaulted.
 	writeTimeout time.Duration
 	changes      Changes
+	// running holds the cancel funcs of the queries in flight (Stop).
+	running runningQueries
 	// model and configFile are Options.Model and Options.ConfigFile.
 	model      ModelInfo
 	configFile string
@@ -240,6 +242,8 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	}
 
 	e.POST("/query/:user_id/:conversation_id", s.requireUser, s.querySSE)
+	e.POST("/query/:user_id/:conversation_id/stop", s.requireUser, s.stopQuery)
+	e.POST("/elicitations/:elicitation_id", s.requireKey, s.answerElicitation)
 	// Each WebSocket message is checked against the key's user.
 	e.GET("/ws/query", s.requireKey, s.queryWS)
 
@@ -250,6 +254,11 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.GET("/api/servers", s.requireKey, s.listServers)
 	e.POST("/api/servers/:name/list", s.requireKey, s.serverList)
 	e.POST("/api/servers/:name/execute", s.requireKey, s.serverExecute)
+	e.POST("/api/servers/:name/resources", s.requireKey, s.serverResources)
+	e.POST("/api/servers/:name/resources/read", s.requireKey, s.serverReadResource)
+	e.POST("/api/servers/:name/prompts", s.requireKey, s.serverPrompts)
+	e.POST("/api/servers/:name/prompts/get", s.requireKey, s.serverGetPrompt)
+	e.GET("/api/servers/:name/logs", s.requireKey, s.serverLogs)
 	return e
 }
 

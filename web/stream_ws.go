@@ -138,6 +138,11 @@ func (ws *wsSession) readLoop(ctx context.Context) {
 			ws.send(ctx, errorEnvelope("want a text message holding JSON", "", "", ""))
 			continue
 		}
+		var ctl wsControl
+		if err := decodeJSON(data, &ctl, false); err == nil && ctl.Type != "" && ctl.Type != "query" {
+			ws.control(ctx, ctl)
+			continue
+		}
 		var m wsMessage
 		if err := decodeJSON(data, &m, false, "user_id", "conversation_id", "query"); err != nil {
 			ws.send(ctx, errorEnvelope(wsText(err.Error()), m.UserID, m.ConversationID, m.QueryID))

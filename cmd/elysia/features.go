@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+
+	"github.com/elysia-go/elysia/web"
+)
+
+var _ web.ServerFeatures = serversAPI{}
+
+// Resources lists a server's resources and resource templates.
+func (a serversAPI) Resources(ctx context.Context, name string) (any, error) {
+	g, err := a.gateway(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.ListResources(ctx)
+	if err != nil {
+		return nil, gatewayErr(g, err)
+	}
+	return res, nil
+}
+
+// ReadResource reads one resource of a server.
+func (a serversAPI) ReadResource(ctx context.Context, name, uri string) (any, error) {
+	g, err := a.gateway(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.ReadResource(ctx, uri)
+	if err != nil {
+		return nil, gatewayErr(g, err)
+	}
+	return web.ExecuteResult{IsError: res.IsError, Content: res.Content, Structured: res.Structured}, nil
+}
+
+// Prompts lists a server's prompts.
+func (a serversAPI) Prompts(ctx context.Context, name string) (any, error) {
+	g, err := a.gateway(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.ListPrompts(ctx)
+	if err != nil {
+		return nil, gatewayErr(g, err)
+	}
+	return res, nil
+}
+
+// GetPrompt fills one prompt of a server.
+func (a serversAPI) GetPrompt(ctx context.Context, name, prompt string, args map[string]string) (any, error) {
+	g, err := a.gateway(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.GetPrompt(ctx, prompt, args)
+	if err != nil {
+		return nil, gatewayErr(g, err)
+	}
+	return res, nil
+}
+
+// Logs returns a server's last log messages.
+func (a serversAPI) Logs(_ context.Context, name string) (any, error) {
+	g, err := a.gateway(name)
+	if err != nil {
+		return nil, err
+	}
+	return g.Logs(), nil
+}

@@ -1,0 +1,151 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// runningQueries holds the cancel funcs of the queries running on this
+// server, so that a user can stop one (the UI's Stop button, a stop
+// WebSocket message, POST /query/:u/:c/stop). The zero value is ready; it is
+// safe for concurrent use.
+type runningQueries struct {
+	// mu guards byKey.
+	mu    sync.Mutex
+	byKey map[queryKey]context.CancelFunc
+}
+
+type queryKey struct{ user, conv, query string }
+
+// track registers a running query; the returned func unregisters it.
+func (rq *runningQueries) track(k queryKey, cancel context.CancelFunc) (untrack func()) {
+	rq.mu.Lock()
+	defer rq.mu.Unlock()
+	if rq.byKey == nil {
+		rq.byKey = map[queryKey]context.CancelFunc{}
+	}
+	rq.byKey[k] = cancel
+	return func() {
+		rq.mu.Lock()
+		defer rq.mu.Unlock()
+		delete(rq.byKey, k)
+	}
+}
+
+// stop cancels the user's running queries that match: in conv (any
+// conversation when ""), with id query (any when ""). It returns how many.
+func (rq *runningQueries) stop(user, conv, query string) int {
+	rq.mu.Lock()
+	defer rq.mu.Unlock()
+	n := 0
+	for k, cancel := range rq.byKey {
+		if k.user == user && (conv == "" || k.conv == conv) && (query == "" || k.query == query) {
+			cancel()
+			n++
+		}
+	}
+	return n
+}
+
+// stopBody is the optional body of POST /query/:user_id/:conversation_id/stop.
+type stopBody struct {
+	QueryID string `json:"query_id"`
+}
+
+// stopQuery serves POST /query/:user_id/:conversation_id/stop: the
+// conversation's running query (the one named by query_id, or all) is
+// cancelled; the servers of its tool calls get notifications/cancelled and
+// the conversation is free at once.
+func (s *Server) stopQuery(c *gin.Context) {
+	var body stopBody
+	if err := s.decode(c, &body, true); err != nil {
+		s.fail(c, err, object{kv("stopped", 0)})
+		return
+	}
+	n := s.running.stop(c.Param("user_id"), c.Param("conversation_id"), body.QueryID)
+	if n == 0 {
+		s.fail(c, &requestError{http.StatusNotFound, "no query of this conversation is running"}, object{kv("stopped", 0)})
+		return
+	}
+	writeJSON(c, http.StatusOK, ok(kv("stopped", n)))
+}
+
+// elicitationBody is the body of POST /elicitations/:elicitation_id.
+type elicitationBody struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content"`
+	// UserID names the answering user when the key is an admin's (or there
+	// are no keys); a user's key answers for its user.
+	UserID string `json:"user_id"`
+}
+
+// answerElicitation serves POST /elicitations/:elicitation_id: the answer
+// to a server's question (an elicitation event) from the user who got it.
+// Anyone else gets 404, as for a question that does not exist; an answer the
+// form refuses gets 422 and the question keeps waiting.
+func (s *Server) answerElicitation(c *gin.Context) {
+	var body elicitationBody
+	if err := s.decode(c, &body, false, "action"); err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	user := Principal(c.Request.Context())
+	if user == AdminUser || user == "" {
+		user = body.UserID
+	}
+	if err := checkIDs("user_id", user); err != nil || user == "" {
+		s.fail(c, &requestError{http.StatusBadRequest, "user_id: say which user answers"}, nil)
+		return
+	}
+	ans := tools.Answer{Action: body.Action, Content: body.Content}
+	if err := s.deps.Trees.Answer(c.Request.Context(), user, c.Param("elicitation_id"), ans); err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	writeJSON(c, http.StatusOK, ok(kv("elicitation_id", c.Param("elicitation_id"))))
+}
+
+// wsControl is a WebSocket message that is not a query: {"type": "stop",
+// "query_id"} or {"type": "elicitation_response", "elicitation_id",
+// "action", "content"}.
+type wsControl struct {
+	Type           string         `json:"type"`
+	UserID         string         `json:"user_id"`
+	ConversationID string         `json:"conversation_id"`
+	QueryID        string         `json:"query_id"`
+	ElicitationID  string         `json:"elicitation_id"`
+	Action         string         `json:"action"`
+	Content        map[string]any `json:"content"`
+}
+
+// control handles a control message of the socket; the user is the
+// message's user_id, checked against the socket's key like a query's.
+func (ws *wsSession) control(ctx context.Context, m wsControl) {
+	fail := func(text string) { ws.send(ctx, errorEnvelope(text, m.UserID, m.ConversationID, m.QueryID)) }
+	if err := checkIDs("user_id", m.UserID, "conversation_id", m.ConversationID, "query_id", m.QueryID); err != nil || m.UserID == "" {
+		fail("a " + m.Type + " message needs a valid user_id")
+		return
+	}
+	if !mayActFor(ws.principal, m.UserID) {
+		fail(forbidden(m.UserID).Error())
+		return
+	}
+	switch m.Type {
+	case "stop":
+		if ws.s.running.stop(m.UserID, m.ConversationID, m.QueryID) == 0 {
+			fail("no such query is running")
+		}
+	case "elicitation_response":
+		err := ws.s.deps.Trees.Answer(ctx, m.UserID, m.ElicitationID, tools.Answer{Action: m.Action, Content: m.Content})
+		if err != nil {
+			fail(publicMessage(ctx, statusOf(err), err))
+		}
+	default:
+		fail(`unknown message type "` + m.Type + `": want a query, "stop" or "elicitation_response"`)
+	}
+}
