@@ -221,3 +221,22 @@ func BenchmarkIdleConversationMemory(b *testing.B) {
 	}
 	b.ReportMetric(total/float64(b.N), "B/conv")
 }
+
+// BenchmarkSetTools measures a config reload (SetTools, 10 gateways then
+// 9 in turn) on a Manager holding 10,000 conversations that have changed
+// their tree, so each has its own tree to bring onto the new gateways.
+func BenchmarkSetTools(b *testing.B) {
+	ctx := context.Background()
+	m := NewManager(nil)
+	ps := gateways(10)
+	m.SetTools(ps)
+	for i := range 10_000 {
+		if _, err := m.Apply(ctx, "u", fmt.Sprint("c", i), Op{Kind: OpAddBranch, BranchID: "notes", Root: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		m.SetTools(ps[:9+i%2])
+	}
+}
