@@ -4,12 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // browserTimeout bounds everything one browser test does in the page.
@@ -197,8 +206,9 @@ func TestBrowserUI(t *testing.T) {
 	p := screenshot(t, b, "ui.png")
 	t.Logf("screenshot: %s", p)
 
-	if ex := b.exceptions(); len(ex) > 0 {
-		t.Errorf("the page threw:\n%s", strings.Join(ex, "\n"))
+	// The only error the console may show is the 422 the test asked for.
+	if errs := b.consoleErrors("status of 422"); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 	t.Logf("browser flow took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -255,4 +265,221 @@ func screenshot(t *testing.T, b *browser, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// idleWindow is how long TestBrowserLive watches an idle page for requests.
+// It is not a wait for something to happen: the page must send nothing in
+// it, and the old UI's poll every 4 s would have sent two.
+const idleWindow = 6 * time.Second
+
+// countingProxy stands between the browser and the service and records
+// every request the page sends, so a test can tell that an idle page sends
+// none.
+type countingProxy struct {
+	URL string
+
+	mu   sync.Mutex // guards reqs
+	reqs []string   // "METHOD /path", in arrival order
+}
+
+func newCountingProxy(tb testing.TB, target string) *countingProxy {
+	tb.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	// Streams end when the browser closes; that is no error worth a line.
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) { w.WriteHeader(http.StatusBadGateway) }
+	p := &countingProxy{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.reqs = append(p.reqs, r.Method+" "+r.URL.Path)
+		p.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	tb.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// mark returns a position in the record, for since.
+func (p *countingProxy) mark() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.reqs)
+}
+
+// since returns the requests recorded after mark.
+func (p *countingProxy) since(mark int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.reqs[mark:]...)
+}
+
+// checkIcons fails the test unless every icon of the page is an inline SVG
+// with a size, and no text of the page needs an emoji font.
+func checkIcons(t *testing.T, b *browser) {
+	t.Helper()
+	problems := eval[[]string](b, "icons", `(() => {
+		const out = [];
+		const sized = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+		// Controls that must show an icon, each one an <svg> with a size
+		// when the control is shown (the gateway panel may be closed).
+		const holders = [
+			"#api-key-button", "#tree-refresh", "#new-conversation", ".topbar .brand",
+			"#conversations li.current button.delete", "#tool-panel-close",
+			"#tree .node.branch > .row .twisty", "#tool-list li .run",
+		];
+		for (const sel of holders) {
+			const els = document.querySelectorAll(sel);
+			if (!els.length) out.push(sel + ": not found");
+			for (const el of els) {
+				const svg = el.querySelector("svg.icon");
+				if (!svg) out.push(sel + ": no svg.icon in " + el.outerHTML.slice(0, 120));
+				else if (el.getClientRects().length && !sized(svg)) out.push(sel + ": its icon has no size");
+			}
+		}
+		const nodes = document.querySelectorAll("#tree .node");
+		if (!nodes.length) out.push("#tree: no nodes");
+		for (const n of nodes) {
+			const svg = n.querySelector(":scope > .row .node-icon > svg.icon");
+			if (!svg || !sized(svg)) out.push("#tree node " + n.dataset.id + ": no icon with a size");
+		}
+		// Every icon shown has a size (hidden ones, such as the narrow-screen
+		// menu button, have no box at all).
+		for (const svg of document.querySelectorAll("svg.icon")) {
+			if (svg.getClientRects().length && !sized(svg)) out.push("an icon without a size: " + svg.outerHTML.slice(0, 80));
+		}
+		const text = document.body.innerText;
+		const m = text.match(/[\p{Extended_Pictographic}\u{FE0F}]/u);
+		if (m) out.push("text needs an emoji font: " + JSON.stringify(m[0]) + " in " + JSON.stringify(text.slice(Math.max(0, m.index - 40), m.index + 40)));
+		return out;
+	})()`)
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// openGatewayTools opens the todo gateway's panel and lists its tools, so
+// that the panel's icons are on the page too.
+func openGatewayTools(b *browser) {
+	b.do("list the gateway's tools",
+		chromedp.Click(css(`#tree .node[data-id="mcp_todo"] > .row .label`)),
+		chromedp.WaitVisible(css(`#tool-panel`)),
+		chromedp.Click(css(`#list-tools`)),
+		chromedp.WaitVisible(css(`#tool-list li[data-tool="create_todo"] .run`)),
+	)
+}
+
+// TestBrowserIconsWithoutEmojiFont checks the page on a machine without an
+// emoji font: Chromium runs with a fontconfig that hides it, and every icon
+// must still be drawn.
+func TestBrowserIconsWithoutEmojiFont(t *testing.T) {
+	s := startService(t, serveOptions{})
+	b := newBrowserWith(t, browserTimeout, noEmojiFonts(t))
+	b.do("open the page",
+		chromedp.Navigate(s.URL+"/tree/alice/c1"),
+		chromedp.WaitVisible(css(`#tree .node[data-id="mcp_todo"]`)),
+		chromedp.WaitVisible(css(`#conversations li[data-conversation="c1"]`)),
+		waitJS(`document.body.dataset.live === "live"`),
+	)
+	openGatewayTools(b)
+	checkIcons(t, b)
+	t.Logf("screenshot without an emoji font: %s", screenshot(t, b, "ui-no-emoji-font.png"))
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestBrowserLive drives the page as it stays open: every icon is drawn
+// (with the emoji font installed, as with TestBrowserIconsWithoutEmojiFont
+// without it), a server added to mcp.json shows up through the event
+// stream with no request from the page, a suggestion chip sends its query
+// and the status goes back to idle after completed, the page then sends no
+// request at all while idle, and the console stays free of errors.
+func TestBrowserLive(t *testing.T) {
+	if !hasEmojiFont() {
+		testenv.Missing(t, "no emoji font (apt-get install -y fonts-noto-color-emoji)")
+	}
+	s := startService(t, serveOptions{})
+	proxy := newCountingProxy(t, s.URL)
+	b := newBrowser(t, 2*browserTimeout)
+	b.do("open the page",
+		chromedp.Navigate(proxy.URL+"/tree/alice/c1"),
+		chromedp.WaitVisible(css(`#tree .node[data-id="mcp_todo"]`)),
+		chromedp.WaitVisible(css(`#servers-status .server[data-server="todo"]`)),
+		chromedp.WaitVisible(css(`#conversations li[data-conversation="c1"]`)),
+		waitJS(`document.body.dataset.live === "live" && document.body.dataset.state === "idle"`),
+	)
+	if got := proxy.since(0); !slices.Contains(got, "GET /events/alice/c1") {
+		t.Errorf("the page's requests %q do not open the event stream", got)
+	}
+	openGatewayTools(b)
+	checkIcons(t, b)
+	b.do("close the panel", chromedp.Click(css(`#tool-panel-close`)), chromedp.WaitNotVisible(css(`#tool-panel`)))
+
+	// 1. A server added to mcp.json appears in the open page, pushed.
+	mark := proxy.mark()
+	notes := fmt.Sprintf(`"notes": {"type": "stdio", "command": %q, "env": {"TODO_DB": "./data/notes.db"}, "cwd": "."}`, testenv.TodoMCP(t))
+	cfg := strings.Replace(defaultConfig(t), `{"servers": {`, `{"servers": {`+notes+`, `, 1)
+	tmp := filepath.Join(s.Dir, "mcp.json.tmp")
+	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, s.Config); err != nil {
+		t.Fatal(err)
+	}
+	b.do("the new server appears",
+		chromedp.WaitVisible(css(`#tree .node[data-id="mcp_notes"][data-gateway="true"]`)),
+		chromedp.WaitVisible(css(`#servers-status .server[data-server="notes"]`)),
+	)
+	if got := proxy.since(mark); len(got) > 0 {
+		t.Errorf("the page sent %q to learn about the new server; want the event stream to bring it", got)
+	}
+	checkIcons(t, b)
+
+	// 2. A suggestion chip sends its query, and the status ends idle.
+	chip := eval[string](b, "first chip", `document.querySelector("#chat .suggestion").textContent`)
+	b.do("click a suggestion chip",
+		chromedp.Evaluate[chromedp.Void](`window.__status = [];
+			new MutationObserver(() => window.__status.push(document.querySelector("#connection").dataset.state))
+				.observe(document.querySelector("#connection"), {attributes: true, attributeFilter: ["data-state"]});`),
+		chromedp.Click(css(`#chat .suggestion`)),
+		chromedp.WaitVisible(css(`#chat [data-type="completed"]`)),
+		waitJS(`document.body.dataset.state === "idle" && document.querySelector("#connection").dataset.state === "idle"`),
+	)
+	if q := eval[string](b, "query bubble", `document.querySelector('#chat .user-query[data-type="query"]')?.textContent ?? ""`); q != chip {
+		t.Errorf("query bubble = %q, want the chip's text %q", q, chip)
+	}
+	if seen := eval[[]string](b, "status changes", `window.__status`); !slices.Contains(seen, "running") || seen[len(seen)-1] != "idle" {
+		t.Errorf("#connection went through %q; want running, then idle at the end", seen)
+	}
+	if text := eval[string](b, "status text", `document.querySelector("#connection").textContent`); text != "idle" {
+		t.Errorf("#connection says %q after completed, want idle", text)
+	}
+	done := eval[string](b, "duration", `(() => { const d = document.querySelector("#chat .done"); return d.dataset.ms + "|" + d.textContent; })()`)
+	ms, text, _ := strings.Cut(done, "|")
+	if ms == "" || ms == "undefined" || !(strings.HasSuffix(text, " ms") || strings.HasSuffix(text, " s")) || strings.Contains(text, " 0.0 s") {
+		t.Errorf("the turn ends with %q (data-ms %q); want its measured duration", text, ms)
+	}
+	b.do("the conversation list has the query's title", waitJS(`!!document.querySelector('#conversations li[data-conversation="c1"] .conv-time')?.textContent`))
+
+	// 3. Idle: no request at all, while the event stream stays open.
+	mark = proxy.mark()
+	select {
+	case <-time.After(idleWindow):
+	case <-b.ctx.Done():
+		t.Fatal(b.ctx.Err())
+	}
+	if got := proxy.since(mark); len(got) > 0 {
+		t.Errorf("the idle page sent %d requests in %v: %q; want none", len(got), idleWindow, got)
+	}
+	if live := eval[string](b, "stream state", `document.body.dataset.live`); live != "live" {
+		t.Errorf("body[data-live] = %q after the idle window, want live", live)
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-live.png"))
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
 }

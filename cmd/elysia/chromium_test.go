@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,6 +48,7 @@ type browser struct {
 	mu      sync.Mutex
 	console []string // console messages, logged when the test fails
 	thrown  []string // uncaught exceptions in the page
+	errors  []string // exceptions, console.error calls and error log entries
 }
 
 // newBrowser starts a headless Chromium with a fresh profile; its actions
@@ -114,6 +116,9 @@ func newBrowserWith(tb testing.TB, timeout time.Duration, extra ...chromedp.Exec
 			b.console = append(b.console, m.String())
 			if m.IsException() {
 				b.thrown = append(b.thrown, m.String())
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError {
+				b.errors = append(b.errors, m.String()+" ("+m.URL+")")
 			}
 			b.mu.Unlock()
 		}
@@ -205,6 +210,60 @@ func (b *browser) exceptions() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.thrown...)
+}
+
+// consoleErrors returns the console's errors so far: uncaught exceptions,
+// console.error calls and the browser's own error entries (a failed
+// request), less those containing one of allow (a test's expected 422).
+func (b *browser) consoleErrors(allow ...string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, m := range b.errors {
+		if !slices.ContainsFunc(allow, func(a string) bool { return strings.Contains(m, a) }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// noEmojiFonts is a Chromium option that hides every emoji font from it:
+// FONTCONFIG_FILE names a config that takes the system's fonts but rejects
+// any whose file name says emoji. It checks with fc-list that none is left.
+func noEmojiFonts(tb testing.TB) chromedp.ExecAllocatorOption {
+	tb.Helper()
+	dir := tb.TempDir()
+	conf := filepath.Join(dir, "fonts.conf")
+	const body = `<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<fontconfig>
+  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>
+  <selectfont><rejectfont><glob>*Emoji*</glob><glob>*emoji*</glob></rejectfont></selectfont>
+</fontconfig>
+`
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	env := "FONTCONFIG_FILE=" + conf
+	if fcList, err := exec.LookPath("fc-list"); err == nil {
+		cmd := exec.Command(fcList, ":", "family", "file")
+		cmd.Env = append(os.Environ(), env)
+		out, err := cmd.Output()
+		if err != nil {
+			tb.Fatalf("fc-list with %s: %v", conf, err)
+		}
+		if strings.Contains(strings.ToLower(string(out)), "emoji") {
+			tb.Fatalf("fc-list still lists an emoji font with %s:\n%s", conf, out)
+		}
+	}
+	return chromedp.Env(env)
+}
+
+// hasEmojiFont reports whether fontconfig knows an emoji font (the Debian
+// package fonts-noto-color-emoji, which make test installs).
+func hasEmojiFont() bool {
+	out, err := exec.Command("fc-list", ":", "family").Output()
+	return err == nil && strings.Contains(strings.ToLower(string(out)), "emoji")
 }
 
 // waitJS waits until the JavaScript expression is truthy.

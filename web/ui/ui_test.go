@@ -92,6 +92,46 @@ func TestNoExternalURLs(t *testing.T) {
 	}
 }
 
+// TestNoEmoji keeps symbols out of the UI's text: a machine without an
+// emoji or symbol font draws them as empty boxes, so icons are inline SVG
+// (icons.js). Typographic characters (… → · —) are fine: every text font
+// has them.
+func TestNoEmoji(t *testing.T) {
+	symbol := func(r rune) bool {
+		switch {
+		case r >= 0x25A0 && r <= 0x25FF, // geometric shapes: ◆ ▸ ▾
+			r >= 0x2600 && r <= 0x27BF,   // symbols and dingbats: ☰ ⚠ ✕ ✖
+			r >= 0x27F0 && r <= 0x27FF,   // arrows: ⟳
+			r >= 0x2B00 && r <= 0x2BFF,   // more symbols and arrows
+			r >= 0x1F000 && r <= 0x1FAFF, // emoji: 📁 🔧 🔌 🔑 🗑 💬
+			r == 0xFE0F:                  // emoji presentation selector
+			return true
+		}
+		return false
+	}
+	fsys := FS()
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, r := range line {
+				if symbol(r) {
+					t.Errorf("%s:%d: symbol %q (U+%04X) needs a font; use an icon from icons.js", name, i+1, r, r)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestJSParses runs node --check on every module. Node treats .js outside a
 // "type": "module" package as CommonJS, so the files are copied as .mjs.
 func TestJSParses(t *testing.T) {
@@ -129,16 +169,23 @@ func TestMarkdownEscapes(t *testing.T) {
 		}
 		t.Skip("node is not on PATH")
 	}
+	// The modules import each other as .js: a package.json makes node read
+	// them as ES modules.
 	dir := t.TempDir()
-	b, err := fs.ReadFile(FS(), "render.js")
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"type": "module"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "render.mjs"), b, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range jsFiles(t) {
+		b, err := fs.ReadFile(FS(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	script := `
-import { markdown } from "./render.mjs";
+import { markdown } from "./render.js";
 const cases = [
   ["<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"],
   ["**bold** and ` + "`<b>`" + `", "<strong>bold</strong> and <code>&lt;b&gt;</code>"],

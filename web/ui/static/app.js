@@ -2,8 +2,17 @@
 // /tree/<user_id>/<conversation_id>. Plain ES modules, no build step, no
 // network access beyond this service.
 //
+// The page opens one event stream (live.js) and re-renders what it pushes:
+// the servers' state, this conversation's tree and the conversation list.
+// It sends no request while idle: no timer polls.
+//
 // Stable selectors (for browser tests; keep them when restyling):
 //   body[data-state]          "loading" → "idle" | "running" (while a query runs)
+//   body[data-live]           the event stream: "connecting" | "live" | "retrying" | "stopped"
+//   #connection               the query status: data-state "idle" | "connecting" | "running" | "reconnecting",
+//                             its text says the same ("idle" once a query has completed)
+//   svg.icon                  every icon (inline SVG, no font needed); .node-icon holds a tree node's
+//   .suggestion               the empty chat's suggestion chips: a click sends the query
 //   #tree                     the decision tree; every node is .node[data-id="<option id>"],
 //                             gateways also [data-gateway="true"]; click
 //                             .node[data-id=X] > .row .label to open a gateway or branch;
@@ -25,13 +34,15 @@
 //   #new-conversation         new conversation (navigates to a random id)
 //   #api-key, #api-key-save   the API-key dialog (#api-key-dialog) shown on a 401
 //   #conversation-title       the conversation title
+//   #chat .done[data-ms]      a live turn's end: the query's real duration in ms
 import { apiJSON, getKey, promptForKey, resetDismissed } from "./api.js";
 import { h, relativeTime } from "./render.js";
 import { TreeView } from "./tree.js";
 import { ToolPanel } from "./toolpanel.js";
 import { ChatView, Transport } from "./chat.js";
+import { LiveEvents } from "./live.js";
+import { fillIcons, icon } from "./icons.js";
 
-const POLL_MS = 4000;
 const $ = (id) => document.getElementById(id);
 
 function randomID(prefix = "") {
@@ -82,14 +93,13 @@ class App {
         this.toolPanel.open(id);
       },
     });
-    this.toolPanel = new ToolPanel({ treeView: this.treeView, onServersChanged: () => this.pollServers() });
+    // The gateways' state after listing or running a tool comes over the
+    // event stream, like every other change.
+    this.toolPanel = new ToolPanel({ treeView: this.treeView });
     this.chat = new ChatView($("chat"), {
       onTreeUpdate: (p, queryID) => this.treeView.highlight(p, queryID),
       onTitle: (t) => this.setTitle(t, true),
-      onSuggestion: (s) => {
-        $("query-input").value = s;
-        $("query-input").focus();
-      },
+      onSuggestion: (s) => this.submit(s),
     });
     this.transport = new Transport({
       user, conversation,
@@ -97,17 +107,26 @@ class App {
       onState: (s) => this.setConnection(s),
       onDrop: () => this.onDrop(),
     });
+    this.live = new LiveEvents({
+      path: `/events/${this.base}`,
+      onMessage: (m) => this.onLive(m),
+      onState: (s, why) => this.setLive(s, why),
+    });
     this.serversKey = "";
+    this.convs = null; // the conversation list last received
   }
 
   async start() {
+    fillIcons();
     $("conversation-meta").textContent = `${this.user} · ${this.conversation}`;
     this.bindUI();
     document.body.dataset.state = "idle";
-    // The tree GET creates the conversation, so it goes first.
-    await this.pollTree();
-    await Promise.all([this.pollServers(), this.loadHistory(), this.loadConversations()]);
-    this.schedulePoll();
+    this.setStatus("idle");
+    // The tree GET creates the conversation (and asks for a key when one is
+    // needed), so it goes first; the event stream then brings the rest.
+    await this.loadTree();
+    await this.loadHistory();
+    this.live.start();
     $("query-input").focus();
   }
 
@@ -128,10 +147,7 @@ class App {
       input.style.height = Math.min(input.scrollHeight, 240) + "px";
     });
     $("new-conversation").addEventListener("click", () => location.assign(convPath(this.user, randomID("c-"))));
-    $("tree-refresh").addEventListener("click", () => {
-      this.pollTree();
-      this.pollServers();
-    });
+    $("tree-refresh").addEventListener("click", () => this.refresh());
     $("api-key-button").addEventListener("click", async () => {
       resetDismissed();
       await promptForKey(getKey() ? "Replace the stored API key." : "Enter an API key for this server.");
@@ -141,75 +157,125 @@ class App {
       const open = document.body.classList.toggle("sidebar-open");
       $("sidebar-toggle").setAttribute("aria-expanded", String(open));
     });
-    document.addEventListener("visibilitychange", () => {
-      if (document.visibilityState === "visible") this.pollNow();
+    window.addEventListener("pagehide", () => {
+      this.transport.close();
+      this.live.close();
     });
-    window.addEventListener("focus", () => this.pollNow());
-    window.addEventListener("pagehide", () => this.transport.close());
   }
 
   afterNewKey() {
     this.transport.resetWS();
     this.serversKey = "";
-    this.pollServers();
-    this.loadConversations();
+    this.live.restart();
+    if (!this.treeLoaded) this.loadTree();
   }
 
+  // setConnection follows the query transport. The status shows the query,
+  // not the socket: a WebSocket stays open between queries, and the status
+  // is "idle" again once a query has completed.
   setConnection(s) {
     const el = $("connection");
     el.dataset.transport = s;
-    el.textContent = { ws: "live", sse: "streaming", connecting: "connecting…", reconnecting: "reconnecting…", offline: "idle" }[s] || s;
-    el.title = { ws: "Connected over WebSocket", sse: "Streaming over server-sent events" }[s] || "";
+    if (!this.running) return;
+    if (s === "connecting" || s === "reconnecting") this.setStatus(s);
+    else if (s === "ws" || s === "sse") this.setStatus("running");
+  }
+
+  setStatus(state) {
+    const el = $("connection");
+    el.dataset.state = state;
+    el.textContent = { idle: "idle", connecting: "connecting…", running: "running…", reconnecting: "reconnecting…" }[state] || state;
+    const via = { ws: " over the WebSocket", sse: " over server-sent events" }[el.dataset.transport] || "";
+    el.title = state === "idle" ? "No query running" : `Query ${state}${via}`;
+  }
+
+  // setLive shows the state of the event stream that keeps the page up to
+  // date; only trouble is worth a note.
+  setLive(state, why) {
+    document.body.dataset.live = state;
+    const note = $("live-note");
+    if (state === "retrying" || state === "stopped") {
+      note.textContent = state === "stopped"
+        ? `Live updates stopped: ${why}.`
+        : `Live updates interrupted (${why}); reconnecting…`;
+      note.hidden = false;
+    } else if (state === "live") {
+      note.hidden = true;
+    }
   }
 
   setTitle(title, live) {
     this.title = title || "";
     $("conversation-title").textContent = this.title || "New conversation";
     document.title = this.title ? `${this.title} · Elysia` : "Elysia";
-    if (live) this.loadConversations();
+    if (live) this.renderConversations();
   }
 
-  // ---- polling: the tree and the servers, re-rendered only on change ----
+  // ---- live state: the event stream's messages, and one-shot loads ----
 
-  schedulePoll() {
-    clearTimeout(this.pollTimer);
-    this.pollTimer = setTimeout(async () => {
-      if (document.visibilityState !== "hidden") await Promise.all([this.pollTree(), this.pollServers()]);
-      this.schedulePoll();
-    }, POLL_MS);
+  onLive(msg) {
+    const p = msg.payload && typeof msg.payload === "object" ? msg.payload : {};
+    switch (msg.type) {
+      case "servers":
+        this.renderServers(p, 200);
+        break;
+      case "tree":
+        this.showTree(p);
+        break;
+      case "conversations":
+        if (Array.isArray(p.conversations)) {
+          this.convs = p.conversations;
+          this.renderConversations();
+        } else if (p.error) {
+          this.renderConversations(p.error);
+        }
+        break;
+      default:
+        // A message of a newer service: nothing to show.
+    }
   }
 
-  pollNow() {
-    const now = Date.now();
-    if (now - (this.lastPollNow || 0) < 1000) return;
-    this.lastPollNow = now;
-    Promise.all([this.pollTree(), this.pollServers()]).finally(() => this.schedulePoll());
+  // refresh reloads what the stream shows, at the user's request (the
+  // refresh button), for when the stream is down.
+  refresh() {
+    this.loadTree();
+    this.loadServers();
+    this.loadConversations();
+    this.live.start();
   }
 
-  async pollTree() {
+  async loadTree() {
     const r = await apiJSON(`/tree/${this.base}`, { interactive: !this.treeLoaded });
-    if (r.data && r.data.tree) {
-      this.treeLoaded = true;
-      if (this.treeView.setTree(r.data.tree)) this.toolPanel.refreshInfo();
-      return;
-    }
-    this.treeView.setError(r.error || "could not load the tree");
+    this.showTree(r.data && r.data.tree ? r.data : { error: r.error || "could not load the tree" });
   }
 
-  async pollServers() {
-    const r = await apiJSON("/api/servers", { interactive: false });
-    const el = $("servers-status");
-    if (!r.data || !Array.isArray(r.data.servers)) {
-      if (r.status === 401 || r.status === 403) el.replaceChildren(h("div", { class: "note error small" }, "Server status needs an API key."));
-      else if (!this.serversKey) el.replaceChildren(h("div", { class: "muted small" }, r.error || "Server status unavailable."));
+  showTree(data) {
+    if (data.tree && typeof data.tree === "object" && Object.keys(data.tree).length) {
+      this.treeLoaded = true;
+      if (this.treeView.setTree(data.tree)) this.toolPanel.refreshInfo();
       return;
     }
-    const key = JSON.stringify([r.data.servers, r.data.config_error]);
+    this.treeView.setError(data.error || "could not load the tree");
+  }
+
+  async loadServers() {
+    const r = await apiJSON("/api/servers", { interactive: false });
+    this.renderServers(r.data || { error: r.error }, r.status);
+  }
+
+  renderServers(data, status) {
+    const el = $("servers-status");
+    if (!data || !Array.isArray(data.servers) || (data.error && !data.servers.length)) {
+      if (status === 401 || status === 403) el.replaceChildren(h("div", { class: "note error small" }, "Server status needs an API key."));
+      else if (!this.serversKey) el.replaceChildren(h("div", { class: "muted small" }, (data && data.error) || "Server status unavailable."));
+      return;
+    }
+    const key = JSON.stringify([data.servers, data.config_error]);
     if (key === this.serversKey) return;
     this.serversKey = key;
-    this.treeView.setServers(r.data.servers);
+    this.treeView.setServers(data.servers);
     this.toolPanel.refreshInfo();
-    const items = r.data.servers.map((s) => {
+    const items = data.servers.map((s) => {
       const state = s.circuit && s.circuit.state === "open" ? "failed" : s.state || "unknown";
       return h("button", {
         type: "button", class: `server state-${state}`, dataset: { server: s.name, state: s.state || "unknown" },
@@ -218,7 +284,7 @@ class App {
       }, h("span", { class: "dot", "aria-hidden": "true" }), s.name, h("span", { class: "visually-hidden" }, ` ${s.state}`));
     });
     const children = [];
-    if (r.data.config_error) children.push(h("div", { class: "note error small", title: r.data.config_file || "" }, `Config error (last good config in force): ${r.data.config_error}`));
+    if (data.config_error) children.push(h("div", { class: "note error small", title: data.config_file || "" }, `Config error (last good config in force): ${data.config_error}`));
     if (items.length) children.push(h("div", { class: "server-chips" }, items));
     else children.push(h("div", { class: "muted small" }, "No MCP servers configured."));
     el.replaceChildren(...children);
@@ -228,10 +294,18 @@ class App {
 
   async loadConversations() {
     const r = await apiJSON(`/conversations/${encodeURIComponent(this.user)}`, { interactive: false });
+    if (r.data && Array.isArray(r.data.conversations)) this.convs = r.data.conversations;
+    this.renderConversations(r.error);
+  }
+
+  // renderConversations shows the last list received, with this
+  // conversation's title as this page knows it (a title event arrives
+  // before the list that holds it).
+  renderConversations(error) {
     const list = $("conversations");
-    const convs = r.data && Array.isArray(r.data.conversations) ? r.data.conversations : null;
+    const convs = this.convs;
     if (!convs) {
-      list.replaceChildren(h("li", { class: "muted small" }, r.error || "No conversations."));
+      list.replaceChildren(h("li", { class: "muted small" }, error || "No conversations."));
       return;
     }
     const sorted = [...convs].sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
@@ -241,7 +315,7 @@ class App {
     list.replaceChildren(...sorted.map((c) => {
       const current = c.conversation_id === this.conversation;
       const title = (current && this.title) || c.title || c.conversation_id;
-      const del = h("button", { type: "button", class: "delete icon-button", "aria-label": `Delete conversation ${title}`, title: "Delete" }, "🗑");
+      const del = h("button", { type: "button", class: "delete icon-button", "aria-label": `Delete conversation ${title}`, title: "Delete" }, icon("trash"));
       del.addEventListener("click", () => this.deleteConversation(c.conversation_id, del));
       return h("li", { class: current ? "current" : "", dataset: { conversation: c.conversation_id } },
         h("button", {
@@ -262,7 +336,7 @@ class App {
       setTimeout(() => {
         if (!button.isConnected) return;
         button.dataset.confirm = "";
-        button.textContent = "🗑";
+        button.replaceChildren(icon("trash"));
         button.classList.remove("confirm");
       }, 4000);
       return;
@@ -273,7 +347,11 @@ class App {
       return;
     }
     if (id === this.conversation) location.assign(convPath(this.user, randomID("c-")));
-    else this.loadConversations();
+    else if (this.convs) {
+      // The stream sends the new list too; this shows it at once.
+      this.convs = this.convs.filter((c) => c.conversation_id !== id);
+      this.renderConversations();
+    }
   }
 
   // loadHistory replays the saved event log so a reopened conversation
@@ -319,16 +397,21 @@ class App {
 
   // ---- queries ----
 
-  async submit() {
+  // submit sends text (a suggestion chip's), or else what the query box
+  // holds.
+  async submit(text) {
     const input = $("query-input");
-    const query = input.value.trim();
+    const query = (text ?? input.value).trim();
     if (!query || this.running) return;
-    input.value = "";
-    input.style.height = "auto";
+    if (text === undefined) {
+      input.value = "";
+      input.style.height = "auto";
+    }
     resetDismissed();
     const queryID = randomID("q-");
     this.running = { queryID, transport: "" };
     document.body.dataset.state = "running";
+    this.setStatus("connecting");
     $("query-send").disabled = true;
     this.treeView.clearHighlight();
     this.chat.addQuery(query, queryID, { live: true });
@@ -369,9 +452,8 @@ class App {
     this.chat.endTurn(run.queryID);
     this.running = null;
     document.body.dataset.state = "idle";
+    this.setStatus("idle");
     $("query-send").disabled = false;
-    this.loadConversations();
-    this.pollTree();
   }
 
   armWatchdog() {

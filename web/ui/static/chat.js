@@ -2,12 +2,14 @@
 // two transports that carry events: the WebSocket /ws/query, and the SSE
 // stream of POST /query/<user>/<conversation> read with fetch.
 import { api, getKey } from "./api.js";
-import { h, markdown, table, jsonBlock, prettyJSON, isToolList, toolCard } from "./render.js";
+import { h, markdown, table, jsonBlock, prettyJSON, isToolList, toolCard, formatDuration } from "./render.js";
+import { icon } from "./icons.js";
 
 const SUGGESTIONS = ["What tools do you have?", "List my todos", "Add a todo \"Buy milk\" with priority 2"];
 
 export class ChatView {
-  // el is #chat. hooks: onTreeUpdate(payload), onTitle(text), onSuggestion(text).
+  // el is #chat. hooks: onTreeUpdate(payload), onTitle(text), onSuggestion(text)
+  // (a suggestion chip was clicked: send it).
   constructor(el, hooks = {}) {
     this.el = el;
     this.hooks = hooks;
@@ -50,7 +52,7 @@ export class ChatView {
       const body = h("div", { class: "turn-events" });
       const el = h("section", { class: "turn", dataset: { queryId: key } }, body);
       this.el.append(el);
-      t = { el, body, started: 0 };
+      t = { el, body, started: 0, ticker: 0 };
       this.turns.set(key, t);
     }
     return t;
@@ -64,7 +66,14 @@ export class ChatView {
     if (live) {
       t.started = performance.now();
       t.el.classList.add("active");
-      t.el.append(h("div", { class: "progress", "aria-hidden": "true" }, h("span", { class: "spinner" }), h("span", { class: "progress-text" }, "Thinking…")));
+      const elapsed = h("span", { class: "elapsed" }, "");
+      t.el.append(h("div", { class: "progress", "aria-hidden": "true" }, h("span", { class: "spinner" }), h("span", { class: "progress-text" }, "Thinking…"), elapsed));
+      // The running time, while the query runs; it stops with the turn.
+      const tick = () => {
+        elapsed.textContent = formatDuration(performance.now() - t.started, 0.1);
+      };
+      tick();
+      t.ticker = setInterval(tick, 100);
     }
     this.scroll(true);
   }
@@ -72,6 +81,8 @@ export class ChatView {
   endTurn(queryID) {
     const t = this.turns.get(queryID || "_");
     if (!t) return;
+    clearInterval(t.ticker);
+    t.ticker = 0;
     t.el.classList.remove("active");
     t.el.querySelector(".progress")?.remove();
   }
@@ -117,7 +128,7 @@ export class ChatView {
       case "tree_update": {
         if (this.hooks.onTreeUpdate) this.hooks.onTreeUpdate(p, t.el.dataset.queryId);
         const el = h("div", { class: "decision" },
-          h("span", { class: "decision-path" }, "🧭 ", p.node ? h("code", null, p.node) : null, p.node ? " → " : "", h("code", { class: "chosen" }, p.decision ?? "?")));
+          h("span", { class: "decision-path" }, icon("compass"), " ", p.node ? h("code", null, p.node) : null, p.node ? " → " : "", h("code", { class: "chosen" }, p.decision ?? "?")));
         if (p.reasoning) el.append(h("span", { class: "reasoning-text" }, p.reasoning));
         return el;
       }
@@ -128,9 +139,9 @@ export class ChatView {
           h("strong", null, "Retrying after an error: "), p.error_message ?? "",
           p.feedback ? h("div", { class: "feedback" }, p.feedback) : null);
       case "warning":
-        return h("div", { class: "note warning" }, "⚠ ", p.text ?? p.message ?? p.warning ?? prettyJSON(p));
+        return h("div", { class: "note warning" }, icon("warning"), " ", p.text ?? p.message ?? p.warning ?? prettyJSON(p));
       case "error":
-        return h("div", { class: "note error" }, "✖ ", p.text ?? p.error ?? p.message ?? p.error_message ?? prettyJSON(p));
+        return h("div", { class: "note error" }, icon("error"), " ", p.text ?? p.error ?? p.message ?? p.error_message ?? prettyJSON(p));
       case "text": {
         const objs = Array.isArray(p.objects) ? p.objects : [];
         const text = objs.map((o) => (o && typeof o === "object" ? o.text ?? "" : String(o ?? ""))).filter(Boolean).join("\n\n") || p.text || "";
@@ -144,8 +155,11 @@ export class ChatView {
         return null;
       }
       case "completed": {
-        const ms = !replay && t.started ? performance.now() - t.started : 0;
-        return h("div", { class: "done" }, ms ? `done in ${(ms / 1000).toFixed(1)} s` : "done");
+        // Measured from the moment the query was sent; a replayed turn has
+        // no start, so it says only that it ended.
+        if (replay || !t.started) return h("div", { class: "done" }, "done");
+        const ms = performance.now() - t.started;
+        return h("div", { class: "done", dataset: { ms: String(Math.round(ms)) } }, `done in ${formatDuration(ms)}`);
       }
       default:
         return h("div", { class: "note" }, h("code", null, type), jsonBlock(p));

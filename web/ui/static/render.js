@@ -1,5 +1,6 @@
 // render.js: small DOM helpers and the renderers shared by the chat and the
 // tool panel: safe markdown, tables of objects, JSON, MCP tool results.
+import { icon } from "./icons.js";
 
 // h builds an element: h("div", {class: "x", dataset: {type: "t"}}, child, "text").
 export function h(tag, attrs, ...children) {
@@ -293,7 +294,7 @@ export function contentItem(item) {
       return box;
     }
     case "resource_link":
-      return h("div", { class: "resource" }, "🔗 ", h("code", null, item.uri || ""), item.name ? " " + item.name : "", item.description ? h("div", { class: "muted small" }, item.description) : null);
+      return h("div", { class: "resource" }, icon("link"), " ", h("code", null, item.uri || ""), item.name ? " " + item.name : "", item.description ? h("div", { class: "muted small" }, item.description) : null);
     default:
       return jsonBlock(item);
   }
@@ -325,6 +326,19 @@ function sameJSON(text, value) {
   } catch {
     return false;
   }
+}
+
+// formatDuration shows a duration in milliseconds as people read it: "8 ms",
+// "1.4 s", "2 min 05 s". minSeconds, when given, shows shorter durations in
+// seconds too (a running clock that should not jump between units).
+export function formatDuration(ms, minSeconds) {
+  if (!(ms >= 0)) return "";
+  if (minSeconds === undefined && ms < 1) return "<1 ms";
+  if (minSeconds === undefined && ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  return `${m} min ${String(Math.floor(s - m * 60)).padStart(2, "0")} s`;
 }
 
 export function relativeTime(iso) {

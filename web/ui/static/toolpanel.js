@@ -3,6 +3,7 @@
 // the execute action and renders what comes back.
 import { apiJSON } from "./api.js";
 import { h, inputSchemaOf, toolCard, toolResult } from "./render.js";
+import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
 
 // toolsOf reads the tool list from a list response, whichever shape the
@@ -123,7 +124,7 @@ export class ToolPanel {
     this.filter.hidden = this.tools.length < 8;
     const shown = this.tools.filter((t) => !q || t.name.toLowerCase().includes(q) || String(t.description || "").toLowerCase().includes(q));
     this.list.replaceChildren(...shown.map((t) => toolCard(t,
-      h("button", { type: "button", class: "small-button run", "aria-label": `Run ${t.name}`, onclick: () => this.openForm(t) }, "Run ▸"))));
+      h("button", { type: "button", class: "small-button run", "aria-label": `Run ${t.name}`, onclick: () => this.openForm(t) }, "Run ", icon("play")))));
   }
 
   openForm(tool) {

@@ -1,6 +1,7 @@
 // tree.js: the decision tree as a collapsible list, gateway state badges,
 // and the path the agent took highlighted from tree_update events.
 import { h } from "./render.js";
+import { icon } from "./icons.js";
 
 export function isGateway(id) {
   return typeof id === "string" && id.startsWith("mcp_");
@@ -116,7 +117,7 @@ export class TreeView {
         type: "button", class: "twisty", "aria-expanded": String(!collapsed),
         "aria-label": `${collapsed ? "Expand" : "Collapse"} ${n.name || id}`,
         onclick: () => this.toggle(id),
-      }, collapsed ? "▸" : "▾")
+      }, icon(collapsed ? "chevron-right" : "chevron-down"))
       : h("span", { class: "twisty-space" });
     const label = h("button", {
       type: "button", class: "label", title: desc || undefined,
@@ -131,7 +132,7 @@ export class TreeView {
         } else this.toggleDesc(id);
       },
     },
-    h("span", { class: "icon", "aria-hidden": "true" }, isBranch ? "📁" : gw ? "🔌" : "🔧"),
+    h("span", { class: "node-icon", "aria-hidden": "true" }, icon(isBranch ? "folder" : gw ? "plug" : "wrench")),
     h("span", { class: "name" }, n.name || id),
     n.name && n.name.toLowerCase().replace(/ /g, "_") !== id ? h("span", { class: "id" }, id) : null);
     const row = h("div", { class: "row" }, twisty, label, gw ? this.badge(id) : null);
@@ -227,7 +228,8 @@ export class TreeView {
       if (!r) continue;
       const text = this.reasoning.get(id);
       r.hidden = !text;
-      r.textContent = text ? "💭 " + text : "";
+      if (text) r.replaceChildren(icon("thought"), " ", text);
+      else r.replaceChildren();
     }
   }
 }
