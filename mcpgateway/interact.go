@@ -154,11 +154,18 @@ func progressText(p tools.ProgressPayload) string {
 	return text
 }
 
-// number reads a JSON number decoded as float64 (or json.Number).
+// number reads a number of a notification: float64 or json.Number from the
+// wire, any Go number from mcp-go's in-process transport.
 func number(v any) (float64, bool) {
 	switch n := v.(type) {
 	case float64:
 		return n, true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float32:
+		return float64(n), true
 	case interface{ Float64() (float64, error) }:
 		f, err := n.Float64()
 		return f, err == nil

@@ -1,0 +1,109 @@
+package mcpgateway
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// progressServer is an in-process server whose tool "work" sends n progress
+// notifications, each carrying its send time in its message, then waits
+// until the user's emitter has had them (got): mcp-go's in-process
+// transport delivers notifications on a goroutine of their own, which a
+// returned call would otherwise outrun.
+func progressServer(n int, got <-chan struct{}) *mcpserver.MCPServer {
+	srv := mcpserver.NewMCPServer("progress", "1.0.0", mcpserver.WithToolCapabilities(false))
+	srv.AddTool(mcp.NewTool("work"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		token := req.Params.Meta.ProgressToken
+		s := mcpserver.ServerFromContext(ctx)
+		for i := 1; i <= n; i++ {
+			_ = s.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+				"progressToken": token, "progress": i, "total": n,
+				"message": strconv.FormatInt(time.Now().UnixNano(), 10),
+			})
+		}
+		for range n {
+			select {
+			case <-got:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	return srv
+}
+
+// latencies records how long each progress event took from the server's
+// send to the user's emitter.
+type latencies struct {
+	got chan struct{} // one token per progress event
+	mu  sync.Mutex
+	d   []time.Duration
+}
+
+func (l *latencies) Emit(_ context.Context, ev tools.Event) {
+	p, ok := ev.Payload.(tools.ProgressPayload)
+	if !ok {
+		return
+	}
+	sent, err := strconv.ParseInt(p.Message, 10, 64)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.d = append(l.d, time.Since(time.Unix(0, sent)))
+	l.mu.Unlock()
+	l.got <- struct{}{}
+}
+
+// BenchmarkProgressRelay measures how long a progress notification takes
+// from the server to the emitter of the user whose call it is (in process,
+// so the gateway's own relay is what is measured); it reports the median
+// and p99 per notification.
+func BenchmarkProgressRelay(b *testing.B) {
+	const perCall = 100
+	l := &latencies{got: make(chan struct{}, perCall)}
+	srv := progressServer(perCall, l.got)
+	g := New(ServerConfig{Name: "progress", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
+	g.conn.dialer = func(hsCtx context.Context) (*session, error) {
+		c := g.conn
+		s := c.newSession("in-process")
+		s.client = mcpclient.NewClient(mcptransport.NewInProcessTransport(srv))
+		ctx, cancel := context.WithCancel(c.lifetime)
+		s.cancel = cancel
+		if err := s.client.Start(ctx); err != nil {
+			c.closeSession(s)
+			return nil, err
+		}
+		if err := c.handshake(hsCtx, s); err != nil {
+			c.closeSession(s)
+			return nil, err
+		}
+		return s, nil
+	}
+	b.Cleanup(func() { _ = g.Close() })
+	for b.Loop() {
+		if _, err := g.ExecuteWith(b.Context(), "work", nil, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		b.Fatal("no progress reached the emitter")
+	}
+	slices.Sort(l.d)
+	b.ReportMetric(float64(l.d[len(l.d)/2].Microseconds()), "p50-µs/progress")
+	b.ReportMetric(float64(l.d[len(l.d)*99/100].Microseconds()), "p99-µs/progress")
+}
