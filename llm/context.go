@@ -22,7 +22,9 @@ const (
 	gatewayInputs   = "tool_inputs"
 	actionList      = "list"
 	actionExecute   = "execute"
-	listResult      = "list"
+	// actionReadResource reads a resource by its uri input.
+	actionReadResource = "read_resource"
+	listResult         = "list"
 )
 
 // decision is the planner's view of the human message: the decision context

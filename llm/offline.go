@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -100,6 +101,9 @@ func (p *planner) decide() choice {
 	if p.finished() {
 		return p.answer()
 	}
+	if c, ok := p.readResource(gateways); ok {
+		return c
+	}
 	if len(gateways) > 0 {
 		return p.useGateways(gateways)
 	}
@@ -113,7 +117,7 @@ func (p *planner) decide() choice {
 // tools failed twice.
 func (p *planner) finished() bool {
 	for _, t := range p.d.TasksCompleted {
-		if t.Inputs[gatewayAction] == actionExecute && !t.Error {
+		if (t.Inputs[gatewayAction] == actionExecute || t.Inputs[gatewayAction] == actionReadResource) && !t.Error {
 			return true
 		}
 	}
@@ -377,4 +381,42 @@ func capText(s string) string {
 		return string(r[:maxAnswer]) + "… (cut)"
 	}
 	return s
+}
+
+// resourceURI finds a URI (scheme://...) in a prompt.
+var resourceURI = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+
+// readResource reads the resource a prompt names by its URI, on the gateway
+// that offers resources and best matches the prompt; ok is false when the
+// prompt names no URI, no gateway can read resources, or it was read.
+func (p *planner) readResource(gateways []function) (choice, bool) {
+	uri := strings.TrimRight(resourceURI.FindString(p.d.UserPrompt), ".,;:!?)")
+	if uri == "" {
+		return choice{}, false
+	}
+	for _, t := range p.d.TasksCompleted {
+		if t.Inputs[gatewayAction] == actionReadResource {
+			return choice{}, false
+		}
+	}
+	q := terms(p.d.UserPrompt)
+	best, bestScore := -1, -1
+	for i, g := range gateways {
+		action, _ := g.params.prop(gatewayAction)
+		if !slices.Contains(action.enum, any(actionReadResource)) || !strings.Contains(g.description, "resources") {
+			continue
+		}
+		if s := score(q, g.name, g.description, nil); s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	if best < 0 {
+		return choice{}, false
+	}
+	g := gateways[best]
+	return choice{
+		name:   g.name,
+		args:   map[string]any{gatewayAction: actionReadResource, "uri": uri},
+		update: fmt.Sprintf("%s Reading %s from %s.", Prefix, uri, g.name),
+	}, true
 }

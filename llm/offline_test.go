@@ -369,3 +369,35 @@ func FuzzOffline(f *testing.F) {
 		}
 	})
 }
+
+// TestOfflineReadsANamedResource: a prompt naming a resource by its URI
+// reads it on the gateway that offers resources, then answers.
+func TestOfflineReadsANamedResource(t *testing.T) {
+	gw := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "mcp_docs",
+		Description: "MCP server 'docs' (stdio) - provides access to multiple tools. Also offers resources and prompts (actions list_resources, read_resource, list_prompts, get_prompt)",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{
+			"action":      map[string]any{"type": "string", "enum": []string{"list", "execute", "list_resources", "read_resource", "list_prompts", "get_prompt"}},
+			"tool_name":   map[string]any{"type": "string"},
+			"tool_inputs": map[string]any{"type": "object"},
+			"uri":         map[string]any{"type": "string"},
+		}}}}
+	decide := func(tasks []map[string]any) call {
+		human, _ := json.Marshal(map[string]any{"user_prompt": "show me docs://guide/intro.md, please", "environment": map[string]any{},
+			"tasks_completed": tasks, "previous_errors": []any{}, "tree_count": "1/5"})
+		resp, err := NewOffline().GenerateContent(t.Context(), []llms.MessageContent{
+			llms.TextParts(llms.ChatMessageTypeHuman, string(human))}, llms.WithTools([]llms.Tool{answerFn, gw}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return oneCall(t, resp)
+	}
+	first := decide([]map[string]any{})
+	if want := (call{"mcp_docs", map[string]any{"action": "read_resource", "uri": "docs://guide/intro.md"}}); !cmp.Equal(first, want) {
+		t.Fatalf("first decision = %+v, want %+v", first, want)
+	}
+	second := decide([]map[string]any{{"tool": "mcp_docs", "inputs": first.Args, "result": "# Intro", "error": false}})
+	if second.Name != "text_response" {
+		t.Errorf("after reading: %+v, want the answer", second)
+	}
+}
