@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -130,5 +131,31 @@ func TestManagerRestart(t *testing.T) {
 	}
 	if _, ok, err := p.Load(ctx, "alice", "c1"); ok || err != nil {
 		t.Errorf("Load after Delete = %v, %v; want gone", ok, err)
+	}
+}
+
+func TestFeedback(t *testing.T) {
+	p, _ := openStore(t)
+	ctx := t.Context()
+	if err := p.AddFeedback(ctx, "alice", "c1", "q1", 2); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	if err := p.EachFeedback(ctx, "alice", func(r int, at time.Time) {
+		if at.IsZero() {
+			t.Error("a rating without a time")
+		}
+		got = append(got, r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []int{2}) {
+		t.Errorf("ratings = %v, want [2]", got)
+	}
+	if err := p.RemoveFeedback(ctx, "alice", "c1", "q1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RemoveFeedback(ctx, "alice", "c1", "q1"); !errors.Is(err, tree.ErrNotFound) {
+		t.Errorf("RemoveFeedback of a missing rating = %v, want tree.ErrNotFound", err)
 	}
 }
