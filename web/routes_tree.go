@@ -84,16 +84,14 @@ func (s *Server) initUser(c *gin.Context) {
 	if s.deps.Store != nil {
 		var err error
 		if existed, err = s.deps.Store.EnsureUser(c.Request.Context(), c.Param("user_id")); err != nil {
-			s.fail(c, err, object{kv("user_exists", false), kv("config", emptyObject)})
+			s.fail(c, err, object{kv("user_exists", false), kv("config", emptyObject), kv("frontend_config", emptyObject),
+				kv("correct_settings", emptyObject)})
 			return
 		}
 	}
-	writeJSON(c, http.StatusOK, ok(kv("user_exists", existed), kv("config", s.userConfig())))
-}
-
-// userConfig is the config POST /init/user answers with.
-func (s *Server) userConfig() object {
-	return object{kv("model", s.model), kv("branch_initialisation", string(tree.OneBranch)), kv("config_file", s.configFile)}
+	writeJSON(c, http.StatusOK, ok(kv("user_exists", existed), kv("config", s.elysiaConfig()),
+		kv("frontend_config", frontendConfig()), kv("correct_settings", s.correctSettings()),
+		kv("settings_not_needed", notNeededSettings)))
 }
 
 // availableTools serves GET /tools/available: every tool that can be added

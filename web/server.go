@@ -38,6 +38,9 @@ type Deps struct {
 	// Store keeps users and event logs. Nil means memory only: every user
 	// is new and conversations reopen without their event log.
 	Store Store
+	// Feedback keeps ratings of answers (the /feedback routes). Nil means
+	// none: adding feedback is refused with 503.
+	Feedback FeedbackStore
 }
 
 // Options configures a Server. A nil *Options means the defaults; New copies
@@ -250,6 +253,8 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.GET("/conversations/:user_id", s.requireUser, s.listConversations)
 	e.GET("/conversations/:user_id/:conversation_id", s.requireUser, s.getConversation)
 	e.DELETE("/conversations/:user_id/:conversation_id", s.requireUser, s.deleteConversation)
+
+	s.elysiaRoutes(e)
 
 	e.GET("/api/servers", s.requireKey, s.listServers)
 	e.POST("/api/servers/:name/list", s.requireKey, s.serverList)

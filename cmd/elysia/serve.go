@@ -260,7 +260,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 func (a *app) deps() web.Deps {
 	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc}}
 	if a.persist != nil {
-		d.Store = a.persist
+		d.Store, d.Feedback = a.persist, a.persist
 	}
 	return d
 }
