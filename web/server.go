@@ -99,6 +99,11 @@ type Options struct {
 	// the list is not empty (a keyed service behind a proxy needs nothing).
 	// Nil means loopback only without keys, no check with keys.
 	PublicHosts []string
+	// Frontend holds a static build of Weaviate Elysia's own frontend
+	// (index.html and _next/ at its root), served at /, /_next/* and
+	// /static/* as Elysia serves it (elysia serve --frontend DIR). Nil
+	// means none: the project's UI at /tree/... is the only one.
+	Frontend fs.FS
 	// Model names the model making the decisions, shown in the user
 	// config. The zero value shows empty names.
 	Model ModelInfo
@@ -142,6 +147,8 @@ type Server struct {
 	changes      Changes
 	// running holds the cancel funcs of the queries in flight (Stop).
 	running runningQueries
+	// frontend is Options.Frontend.
+	frontend fs.FS
 	// model and configFile are Options.Model and Options.ConfigFile.
 	model      ModelInfo
 	configFile string
@@ -198,6 +205,7 @@ func New(deps Deps, opts *Options) *Server {
 		maxSocketQueries: o.MaxQueriesPerSocket,
 		writeTimeout:     o.StreamWriteTimeout,
 		changes:          o.Changes,
+		frontend:         o.Frontend,
 		model:            o.Model,
 		configFile:       o.ConfigFile,
 	}
@@ -255,6 +263,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.DELETE("/conversations/:user_id/:conversation_id", s.requireUser, s.deleteConversation)
 
 	s.elysiaRoutes(e)
+	s.frontendRoutes(e)
 
 	e.GET("/api/servers", s.requireKey, s.listServers)
 	e.POST("/api/servers/:name/list", s.requireKey, s.serverList)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -41,6 +43,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var publicHosts hostsFlag
 	fs.Var(&publicHosts, "public-host", "a host name (or host:port) the service answers to beside loopback ones, such as app.example.com; "+
 		"repeatable or comma-separated, added to env ELYSIA_PUBLIC_HOSTS")
+	frontendDir := fs.String("frontend", "", "serve a static build of Weaviate Elysia's frontend (its folder holding index.html and _next/) at /, /_next/* and /static/*")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -61,6 +64,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger = slog.New(requestMetaHandler{logger.Handler()})
 	slog.SetDefault(logger)
 	gin.SetMode(gin.ReleaseMode) // no debug route dump; gin is otherwise only used by web
+
+	var frontend iofs.FS
+	if *frontendDir != "" {
+		if fi, err := os.Stat(filepath.Join(*frontendDir, "index.html")); err != nil || fi.IsDir() {
+			return usageErr("--frontend %s: no index.html there; give the folder of an Elysia static build", *frontendDir)
+		}
+		frontend = os.DirFS(*frontendDir)
+	}
 
 	keys, err := apiKeys()
 	if err != nil {
@@ -94,6 +105,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Changes:        newLiveChanges(ctx, app.disc),
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
+		Frontend:       frontend,
 	})
 
 	var lc net.ListenConfig

@@ -1,0 +1,73 @@
+package web
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// frontendRoutes serves Options.Frontend, a static build of Elysia's own
+// frontend, where Elysia's backend serves it: its index.html at /, its
+// Next.js assets at /_next/* and the whole build at /static/*. Like the
+// project's UI assets, the files need no key: they hold no user data.
+func (s *Server) frontendRoutes(e *gin.Engine) {
+	if s.frontend == nil {
+		return
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		e.Handle(method, "/", s.frontendFile(func(*gin.Context) string { return indexFile }))
+		e.Handle(method, "/_next/*filepath", s.frontendFile(func(c *gin.Context) string { return "_next" + c.Param("filepath") }))
+		e.Handle(method, "/static/*filepath", s.frontendFile(func(c *gin.Context) string {
+			return strings.TrimPrefix(c.Param("filepath"), "/")
+		}))
+	}
+}
+
+// frontendFile serves the file of Options.Frontend that name picks from
+// the request; a directory, a path outside the build or a missing file is
+// a 404.
+func (s *Server) frontendFile(name func(*gin.Context) string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		n := name(c)
+		if n == "" {
+			n = indexFile
+		}
+		if !fs.ValidPath(n) {
+			s.fail(c, &requestError{http.StatusNotFound, "no such file: " + c.Request.URL.Path}, nil)
+			return
+		}
+		if fi, err := fs.Stat(s.frontend, n); err != nil || fi.IsDir() {
+			s.fail(c, &requestError{http.StatusNotFound, "no such file: " + c.Request.URL.Path}, nil)
+			return
+		}
+		c.Header("X-Content-Type-Options", "nosniff")
+		if strings.HasPrefix(n, "_next/static/") {
+			c.Header("Cache-Control", "public, max-age=31536000, immutable") // content-hashed names
+		} else {
+			c.Header("Cache-Control", "no-cache")
+		}
+		f, err := s.frontend.Open(n)
+		if err != nil {
+			s.fail(c, &requestError{http.StatusNotFound, "no such file: " + c.Request.URL.Path}, nil)
+			return
+		}
+		defer func() { _ = f.Close() }() // read-only
+		rs, ok := f.(io.ReadSeeker)
+		if !ok {
+			b, err := io.ReadAll(f)
+			if err != nil {
+				s.fail(c, err, nil)
+				return
+			}
+			rs = bytes.NewReader(b)
+		}
+		// ServeContent, not ServeFileFS, which would redirect
+		// /static/index.html to /static/.
+		http.ServeContent(c.Writer, c.Request, n, time.Time{}, rs)
+	}
+}
