@@ -1,12 +1,15 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,5 +269,55 @@ func TestProcessCollectionSocket(t *testing.T) {
 			!strings.Contains(got.Error, "not processed here") {
 			t.Errorf("answer to %s = %s (%v)", msg, data, err)
 		}
+	}
+}
+
+// scriptedText is a TextModel answering with text, or failing with err.
+type scriptedText struct {
+	text string
+	err  error
+}
+
+func (m scriptedText) Complete(ctx context.Context, prompt string) (string, error) {
+	if !strings.Contains(prompt, "mcp_todo") {
+		return "", errors.New("prompt without the tree's tools")
+	}
+	return m.text, m.err
+}
+
+// TestFollowUpSuggestions checks the model's suggestions, list markers
+// taken off, and the fallback without a model or when it fails: built from
+// the tree's tools and the last query, the same on every call.
+func TestFollowUpSuggestions(t *testing.T) {
+	const body = `{"user_id": "alice", "conversation_id": "c1"}`
+	suggestions := func(h *harness) []string {
+		t.Helper()
+		rec := h.do(t, "POST", "/util/follow_up_suggestions", body)
+		var got struct {
+			Suggestions []string `json:"suggestions"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != 200 {
+			t.Fatalf("%d %v: %s", rec.Code, err, rec.Body)
+		}
+		return got.Suggestions
+	}
+
+	h := newHarness(t, nil)
+	h.srv.deps.Model = scriptedText{text: "1. Which todos are due today?\n- Mark \"Buy milk\" done\n\nList my tags\nOne too many"}
+	want := []string{"Which todos are due today?", "Mark \"Buy milk\" done", "List my tags"}
+	if got := suggestions(h); !slices.Equal(got, want) {
+		t.Errorf("from the model = %q, want %q", got, want)
+	}
+
+	h = newHarness(t, nil)
+	h.srv.deps.Model = scriptedText{err: errors.New("provider down")}
+	failed := suggestions(h)
+	h = newHarness(t, nil) // no model: the offline planner's case
+	first, second := suggestions(h), suggestions(h)
+	if len(first) == 0 || !slices.Equal(first, second) || !slices.Equal(first, failed) {
+		t.Errorf("without a model: %q then %q (after a model failure %q), want the same non-empty list", first, second, failed)
+	}
+	if !slices.Contains(first, "What can the todo tools do?") {
+		t.Errorf("without a model = %q, want one about the todo tools", first)
 	}
 }

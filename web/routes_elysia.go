@@ -335,9 +335,9 @@ type conversationBody struct {
 }
 
 // followUpSuggestions serves POST /util/follow_up_suggestions: questions the
-// user could ask next, from the conversation's last query and result and
-// the tools of its tree. They are built deterministically from those, with
-// no model call, so the route is cheap and works with the offline planner.
+// user could ask next, from the model when one is wired (Deps.Model), else
+// built deterministically from the conversation's last query and results
+// and the tools of its tree (see suggestions).
 func (s *Server) followUpSuggestions(c *gin.Context) {
 	var body conversationBody
 	extra := object{kv("suggestions", []string{})}
@@ -352,54 +352,7 @@ func (s *Server) followUpSuggestions(c *gin.Context) {
 		s.fail(c, err, extra)
 		return
 	}
-	writeJSON(c, http.StatusOK, ok(kv("suggestions", suggest(cv.Tree(), cv.State()))))
-}
-
-// maxSuggestions bounds the follow-up suggestions.
-const maxSuggestions = 3
-
-// suggest proposes follow-ups, in order: one about the newest result's
-// tool, then one per other tool of the tree (not the built-in answers), in
-// the tree's order.
-func suggest(t *tree.Tree, st tree.ConversationState) []string {
-	out := []string{}
-	last := ""
-	if n := len(st.History); n > 0 {
-		for i := n - 1; i >= 0; i-- {
-			if st.History[i].Role == "user" {
-				last = st.History[i].Content
-				break
-			}
-		}
-	}
-	var used []string
-	for tool := range st.Environment {
-		used = append(used, tool)
-	}
-	sort.Strings(used)
-	if last != "" && len(used) > 0 {
-		out = append(out, "Show more detail on the results of \""+clip(last, 60)+"\"")
-	}
-	for _, id := range t.Root().OptionIDs() {
-		if len(out) >= maxSuggestions {
-			break
-		}
-		if id == "text_response" || id == "cited_summarize" {
-			continue
-		}
-		name := strings.TrimPrefix(id, "mcp_")
-		out = append(out, "What can the "+name+" tools do?")
-	}
-	return out
-}
-
-// clip cuts s to at most n runes, adding an ellipsis when cut.
-func clip(s string, n int) string {
-	r := []rune(strings.TrimSpace(s))
-	if len(r) <= n {
-		return string(r)
-	}
-	return string(r[:n]) + "…"
+	writeJSON(c, http.StatusOK, ok(kv("suggestions", s.suggestions(c.Request.Context(), cv.Tree(), cv.State()))))
 }
 
 // title serves POST /util/title: the conversation's title (made from its

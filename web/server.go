@@ -41,6 +41,10 @@ type Deps struct {
 	// Feedback keeps ratings of answers (the /feedback routes). Nil means
 	// none: adding feedback is refused with 503.
 	Feedback FeedbackStore
+	// Model writes the follow-up suggestions. Nil means they are built
+	// from the conversation's tools and results without a model (as with
+	// the offline planner).
+	Model TextModel
 }
 
 // Options configures a Server. A nil *Options means the defaults; New copies

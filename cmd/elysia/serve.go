@@ -274,6 +274,9 @@ func (a *app) deps() web.Deps {
 	if a.persist != nil {
 		d.Store, d.Feedback = a.persist, a.persist
 	}
+	if a.info.Provider != llm.ProviderOffline {
+		d.Model = textModel{a.model} // the offline planner answers with tool calls, not text
+	}
 	return d
 }
 

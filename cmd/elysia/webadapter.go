@@ -24,8 +24,9 @@ type runner struct {
 }
 
 var (
-	_ web.Runner  = runner{}
-	_ web.Servers = serversAPI{}
+	_ web.Runner    = runner{}
+	_ web.Servers   = serversAPI{}
+	_ web.TextModel = textModel{}
 )
 
 func (r runner) RunQuery(ctx context.Context, userID, convID, queryID, query string, emit func(tools.Envelope)) error {
@@ -34,6 +35,13 @@ func (r runner) RunQuery(ctx context.Context, userID, convID, queryID, query str
 	}
 	defer r.runs.end()
 	return r.trees.Query(ctx, r.model, userID, convID, queryID, query, emit)
+}
+
+// textModel is the web.TextModel: the decision model asked for text.
+type textModel struct{ m llms.Model }
+
+func (t textModel) Complete(ctx context.Context, prompt string) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, t.m, prompt)
 }
 
 // serversAPI is the web.Servers view of the gateways: web never imports
