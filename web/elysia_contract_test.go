@@ -321,3 +321,19 @@ func TestFollowUpSuggestions(t *testing.T) {
 		t.Errorf("without a model = %q, want one about the todo tools", first)
 	}
 }
+
+// TestTreeConfigBesideTree checks that /tree/config/:user/:conversation
+// does not take /tree/:user/:conversation from a user named "config", and
+// that it checks the key against the user it names.
+func TestTreeConfigBesideTree(t *testing.T) {
+	h := newHarness(t, nil)
+	if rec := h.do(t, "GET", "/tree/config/c1", ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"tree":{"name":"Base"`) {
+		t.Errorf("GET /tree/config/c1 (user config's tree): %d %.100s", rec.Code, rec.Body)
+	}
+	k := newHarness(t, &Options{Keys: testKeys})
+	for path, want := range map[string]int{"/tree/config/alice/c1": 200, "/tree/config/bob/c1": 403, "/tree/config/alice/c1/x": 404, "/tree/alice/c1/x": 404} {
+		if rec := k.do(t, "GET", path, "", "Authorization", "Bearer key-alice"); rec.Code != want {
+			t.Errorf("GET %s with alice's key: %d, want %d: %s", path, rec.Code, want, rec.Body)
+		}
+	}
+}

@@ -67,7 +67,11 @@ func (s *Server) elysiaRoutes(e *gin.Engine) {
 	e.DELETE("/user/config/:user_id/:config_id", s.requireUser, s.userConfigDelete)
 	e.PATCH("/user/config/frontend_config/:user_id", s.requireUser, s.userConfigUnsaved)
 
-	e.GET("/tree/config/:user_id/:conversation_id", s.requireUser, s.treeConfig)
+	// GET /tree/config/:user_id/:conversation_id shares its first segments
+	// with GET /tree/:user_id/:conversation_id: a static "config" there
+	// would take /tree/config/<conversation> from a user named "config", so
+	// it is found under the tree route's params instead.
+	e.GET("/tree/:user_id/:conversation_id/*rest", s.treeConfigGet)
 	e.POST("/tree/config/:user_id/:conversation_id", s.requireUser, s.treeConfig)
 	e.POST("/tree/config/:user_id/:conversation_id/new", s.requireUser, s.treeConfig)
 
@@ -206,6 +210,25 @@ func (s *Server) treeConfig(c *gin.Context) {
 		}
 	}
 	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig())))
+}
+
+// treeConfigGet serves GET /tree/config/:user_id/:conversation_id, which
+// gin routes as /tree/:user_id/:conversation_id/*rest with user_id
+// "config".
+func (s *Server) treeConfigGet(c *gin.Context) {
+	user, conv := c.Param("conversation_id"), strings.TrimPrefix(c.Param("rest"), "/")
+	if c.Param("user_id") != "config" || conv == "" || strings.Contains(conv, "/") {
+		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
+		return
+	}
+	if !s.authorizeUser(c, user) {
+		return
+	}
+	if err := checkIDs("user_id", user, "conversation_id", conv); err != nil {
+		s.fail(c, err, object{kv("config", emptyObject)})
+		return
+	}
+	s.treeConfig(c)
 }
 
 // savedTrees serves GET /db/:user_id/saved_trees: the user's conversations
