@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -76,22 +75,7 @@ func BenchmarkProgressRelay(b *testing.B) {
 	l := &latencies{got: make(chan struct{}, perCall)}
 	srv := progressServer(perCall, l.got)
 	g := New(ServerConfig{Name: "progress", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-	g.conn.dialer = func(hsCtx context.Context) (*session, error) {
-		c := g.conn
-		s := c.newSession("in-process")
-		s.client = mcpclient.NewClient(mcptransport.NewInProcessTransport(srv))
-		ctx, cancel := context.WithCancel(c.lifetime)
-		s.cancel = cancel
-		if err := s.client.Start(ctx); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
-		if err := c.handshake(hsCtx, s); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
-		return s, nil
-	}
+	g.conn.dialer = dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
 	b.Cleanup(func() { _ = g.Close() })
 	for b.Loop() {
 		if _, err := g.ExecuteWith(b.Context(), "work", nil, l); err != nil {

@@ -35,10 +35,18 @@ func bigServer(t *testing.T, n int) *Gateway {
 			return mcp.NewToolResultText("sent"), nil
 		})
 	g := New(ServerConfig{Name: "big", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-	g.conn.dialer = func(hsCtx context.Context) (*session, error) {
-		c := g.conn
+	g.conn.dialer = dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+// dialInProcess is a dialer for tests: every session is a client on the
+// transport newTransport returns, started on the conn's lifetime and
+// initialized as the real dialers do.
+func dialInProcess(c *conn, newTransport func() mcptransport.Interface) func(context.Context) (*session, error) {
+	return func(hsCtx context.Context) (*session, error) {
 		s := c.newSession("in-process")
-		s.client = mcpclient.NewClient(mcptransport.NewInProcessTransport(srv))
+		s.client = mcpclient.NewClient(newTransport())
 		ctx, cancel := context.WithCancel(c.lifetime)
 		s.cancel = cancel
 		if err := s.client.Start(ctx); err != nil {
@@ -51,8 +59,6 @@ func bigServer(t *testing.T, n int) *Gateway {
 		}
 		return s, nil
 	}
-	t.Cleanup(func() { _ = g.Close() })
-	return g
 }
 
 // TestBigServerListIsCapped lists a server with 5,000 tools: the result fits
