@@ -206,6 +206,9 @@ func (g *Gateway) classify(ctx context.Context, err error) outcome {
 	switch {
 	case errors.Is(err, ErrClosed):
 		return outcomeCancelled
+	case errors.Is(err, ErrSignInRequired):
+		// The server answered: it wants the user to sign in.
+		return outcomeNotRun
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return outcomeCancelled
 	case errors.Is(err, context.DeadlineExceeded):

@@ -57,6 +57,13 @@ type ServerConfig struct {
 	// URL and Headers are for http and sse servers.
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth configures sign-in for an http or sse server; nil means
+	// sign-in with a dynamically registered client when the server asks
+	// for it (a 401 with WWW-Authenticate).
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
+	// PerUser gives every user a session of their own even when the
+	// server needs no sign-in ("per_user": true).
+	PerUser bool `json:"per_user,omitempty"`
 
 	// Enabled is false for "enabled": false or "disabled": true.
 	Enabled bool `json:"enabled"`
@@ -211,6 +218,10 @@ func (s *ServerConfig) problems() []problem {
 		}
 	default:
 		ps = append(ps, problem{"type", fmt.Sprintf("unknown type %q (want stdio, http or sse)", s.Transport)})
+	}
+	ps = append(ps, s.OAuth.problems()...)
+	if s.OAuth != nil && s.Transport == TransportStdio {
+		ps = append(ps, problem{"oauth", "oauth is for http and sse servers"})
 	}
 	for _, list := range []struct {
 		name  string

@@ -48,6 +48,9 @@ type conn struct {
 
 	// dialer, when set (by tests, before the first call), replaces dial.
 	dialer func(hsCtx context.Context) (*session, error)
+	// auth holds the OAuth state of the conn's user; nil for stdio servers
+	// and servers with a static Authorization header.
+	auth *authorizer
 
 	// mu guards everything below. It is never held across I/O.
 	mu        sync.Mutex
@@ -85,6 +88,10 @@ func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string)
 		open:      map[*session]struct{}{},
 		closeDone: make(chan struct{}),
 	}
+	if needsAuth(cfg) {
+		c.auth = newAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
+		c.auth.userless = o.user == "" && cfg.OAuth.grant() != GrantClientCredentials
+	}
 	switch {
 	case !cfg.Enabled:
 		c.state = StateDisabled
@@ -104,6 +111,11 @@ func (c *conn) serverErr(op string, err error) error {
 	var se *ServerError
 	if errors.As(err, &se) && se.Server == c.cfg.Name {
 		return err
+	}
+	// A sign-in needed reads as such, not as the transport error that
+	// carried it up through mcp-go.
+	if sr, ok := errors.AsType[*SignInRequiredError](err); ok {
+		err = sr
 	}
 	return &ServerError{
 		Server: c.cfg.Name,
@@ -241,6 +253,10 @@ func (c *conn) connect(a *flight) {
 		if err == nil {
 			err = ErrClosed
 		}
+	case errors.Is(err, ErrSignInRequired):
+		// The server is up; the user is not signed in. No back-off.
+		c.lastErr = err.Error()
+		c.state = StateNeedsSignIn
 	case err != nil:
 		c.lastErr = err.Error()
 		c.state = StateIdle

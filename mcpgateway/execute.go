@@ -147,6 +147,19 @@ func (p plain) Unwrap() error { return p.err }
 // after the last report, max_call_time at most); questions and messages the
 // server sends during the call reach cm's user only.
 func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+	c, err := g.route(ctx)
+	if err != nil {
+		return nil, plain{err: err}
+	}
+	res, err := c.callHere(ctx, cm, tool, inputs)
+	if c == g && g.switched(err) {
+		return g.call(ctx, cm, tool, inputs)
+	}
+	return res, err
+}
+
+// callHere is call on g's own conn.
+func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
 	s, err := g.conn.session(ctx)
 	if err != nil {
 		return nil, plain{err: err}
@@ -256,6 +269,9 @@ func levenshtein(a, b string) int {
 // action or tool, bad tool_inputs, an isError result, an unavailable server)
 // are error Results; only a done ctx is returned as an error.
 func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) (tools.Result, error) {
+	if call.UserID != "" {
+		ctx = WithUser(ctx, call.UserID)
+	}
 	action, _ := call.Args["action"].(string)
 	if action == "" {
 		action = "list"
@@ -341,6 +357,10 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 			fb = fmt.Sprintf("did you mean %q? ", ut.Closest) + fb
 		}
 		return tools.ErrorResult(fmt.Sprintf("unknown tool %q on server %q", ut.Tool, ut.Server), fb), nil
+	case errors.Is(err, ErrSignInRequired):
+		return tools.ErrorResult(g.mask(err.Error()), fmt.Sprintf(
+			"the user has not signed in to server %s: ask them to sign in (Connect in the UI, or `elysia mcp login %s`), then try again; meanwhile use another option",
+			g.cfg.Name, g.cfg.Name)), nil
 	case errors.Is(err, ErrCircuitOpen):
 		return tools.ErrorResult(err.Error(),
 			"the server keeps failing; use another option, or try it again after the time given"), nil

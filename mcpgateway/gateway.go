@@ -64,6 +64,18 @@ type Gateway struct {
 	drained   chan struct{} // closed when inflight drops to 0 while draining
 	// circuitRetryAt is when the open circuit lets a trial call through.
 	circuitRetryAt time.Time
+	// users are the children of a per-user gateway, by user (peruser.go);
+	// stopUsers ends their reaper.
+	users     map[string]*userGateway
+	stopUsers chan struct{}
+	// pending are the web sign-ins started and not finished, by state.
+	pending map[string]*pendingSignIn
+
+	// perUser is set when each user gets a session of their own: from
+	// the config, or once the shared session met a sign-in.
+	perUser atomic.Bool
+	// parent is the per-user gateway a child serves; nil otherwise.
+	parent *Gateway
 }
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
@@ -82,6 +94,7 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 		closeDone: make(chan struct{}),
 	}
 	g.conn.notify = g.notified
+	g.perUser.Store(o.user == "" && perUserStatic(cfg))
 	desc := describe(cfg, nil, nil)
 	g.description.Store(&desc)
 	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
@@ -193,7 +206,14 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 // Connect opens the session now instead of on first use (for "eager"
 // servers). ctx bounds only the wait; the session belongs to the gateway.
 func (g *Gateway) Connect(ctx context.Context) error {
-	_, err := g.conn.session(ctx)
+	c, err := g.route(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.conn.session(ctx)
+	if c == g && g.switched(err) {
+		return g.Connect(ctx)
+	}
 	return err
 }
 
@@ -211,6 +231,7 @@ func (g *Gateway) Close() error {
 	g.closed = true
 	g.mu.Unlock()
 
+	g.closeChildren()
 	g.conn.close()
 	g.wg.Wait()
 	g.logger.Info("gateway closed")

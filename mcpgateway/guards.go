@@ -19,10 +19,14 @@ import (
 // newHTTPClient returns the session's client: its own pool, and every
 // request ended by s.abort (which close calls after CloseGrace) whatever ctx
 // mcp-go gave it: its DELETE on close has context.Background and 5 s.
-func (s *session) newHTTPClient() *http.Client {
+//
+// Outside that, the auth layer puts the configured headers and the user's
+// token on every request (see authRoundTripper).
+func (c *conn) newHTTPClient(s *session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
-	return &http.Client{Transport: &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone()}}
+	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone()}
+	return &http.Client{Transport: &authRoundTripper{base: base, headers: c.cfg.Headers, auth: c.auth}}
 }
 
 type abortRoundTripper struct {

@@ -92,6 +92,19 @@ const maxRelists = 3
 // callers share one listing. A list_changed that arrives while a listing is
 // in flight makes that listing stale at once, so another one follows.
 func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
+	c, err := g.route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := c.toolsHere(ctx)
+	if c == g && g.switched(err) {
+		return g.tools(ctx)
+	}
+	return ts, err
+}
+
+// toolsHere is tools on g's own conn.
+func (g *Gateway) toolsHere(ctx context.Context) (*toolSet, error) {
 	for relists := 0; ; {
 		g.mu.Lock()
 		if ts := g.cache; g.freshLocked(ts) {
@@ -172,6 +185,9 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 		g.cache = ts
 		if ts.description != "" {
 			g.description.Store(&ts.description)
+			if g.parent != nil {
+				g.parent.description.Store(&ts.description)
+			}
 		}
 	}
 	g.mu.Unlock()

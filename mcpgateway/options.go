@@ -59,6 +59,28 @@ type Options struct {
 	// child inherits (see ChildEnv). Nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 
+	// Tokens keeps the OAuth tokens of servers that need sign-in, per
+	// (server, user). Nil means a MemoryTokenStore of the gateway's own:
+	// tokens then last as long as the gateway.
+	Tokens TokenStore
+
+	// Browser, when set, lets a call sign its user in by itself when the
+	// server asks for it (the CLI with ELYSIA_OAUTH_BROWSER=fetch). Nil
+	// means such a call fails with ErrSignInRequired, and the user signs
+	// in through SignIn or StartSignIn.
+	Browser Browser
+
+	// UserIdle closes a user's session of a per-user server after that
+	// long without a call; zero means 15 minutes. MaxUsers caps the
+	// per-user sessions of one server: the least recently used is closed
+	// first; zero means 100.
+	UserIdle time.Duration
+	MaxUsers int
+
+	// user is the user of a per-user gateway's child (see peruser.go);
+	// "" for the gateway itself.
+	user string
+
 	// OnProcessStart, when set, is called with the pid of every stdio child
 	// the gateway starts, after it started. It must not block. Tests use it
 	// to count spawns.
@@ -73,6 +95,8 @@ const (
 	defaultCrashBackoff    = 30 * time.Second
 	defaultCircuitFailures = 5
 	defaultCircuitOpenFor  = 30 * time.Second
+	defaultUserIdle        = 15 * time.Minute
+	defaultMaxUsers        = 100
 )
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set.
@@ -104,6 +128,15 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.CircuitOpenFor <= 0 {
 		c.CircuitOpenFor = defaultCircuitOpenFor
+	}
+	if c.Tokens == nil {
+		c.Tokens = &MemoryTokenStore{}
+	}
+	if c.UserIdle <= 0 {
+		c.UserIdle = defaultUserIdle
+	}
+	if c.MaxUsers <= 0 {
+		c.MaxUsers = defaultMaxUsers
 	}
 	if c.LookupEnv == nil {
 		c.LookupEnv = os.LookupEnv

@@ -398,6 +398,12 @@ func (sp *serverParse) member(m jmember, inList bool) {
 		if p.is(v, jBool, name, m.key) {
 			sp.s.Eager = v.boolean
 		}
+	case "per_user":
+		if p.is(v, jBool, name, m.key) {
+			sp.s.PerUser = v.boolean
+		}
+	case "oauth":
+		sp.oauth(v)
 	case "sampling":
 		if p.is(v, jBool, name, m.key) {
 			sp.s.Sampling = v.boolean

@@ -189,6 +189,19 @@ func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Con
 }
 
 func (g *Gateway) requestOnSession(ctx context.Context, op string, f func(ctx context.Context, s *session) error) error {
+	c, err := g.route(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.requestHere(ctx, op, f)
+	if c == g && g.switched(err) {
+		return g.requestOnSession(ctx, op, f)
+	}
+	return err
+}
+
+// requestHere is requestOnSession on g's own conn.
+func (g *Gateway) requestHere(ctx context.Context, op string, f func(ctx context.Context, s *session) error) error {
 	s, err := g.conn.session(ctx)
 	if err != nil {
 		return err

@@ -7,13 +7,14 @@ type State string
 
 // Gateway states. Closed is internal: a closed gateway is no longer listed.
 const (
-	StateIdle       State = "idle"       // no session; the next call connects
-	StateConnecting State = "connecting" // a connect attempt is running
-	StateConnected  State = "connected"  // a session is up
-	StateDegraded   State = "degraded"   // a session is up but recent calls failed
-	StateFailed     State = "failed"     // unresolved config, or back-off after a crash loop
-	StateDisabled   State = "disabled"   // "enabled": false in mcp.json
-	StateClosed     State = "closed"
+	StateIdle        State = "idle"          // no session; the next call connects
+	StateConnecting  State = "connecting"    // a connect attempt is running
+	StateConnected   State = "connected"     // a session is up
+	StateDegraded    State = "degraded"      // a session is up but recent calls failed
+	StateFailed      State = "failed"        // unresolved config, or back-off after a crash loop
+	StateDisabled    State = "disabled"      // "enabled": false in mcp.json
+	StateNeedsSignIn State = "needs_sign_in" // the asking user must sign in (OAuth)
+	StateClosed      State = "closed"
 )
 
 // Status is a snapshot of a gateway for GET /api/servers. Secrets are masked.

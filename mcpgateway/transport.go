@@ -129,7 +129,7 @@ func (c *conn) protocolVersion() string {
 
 func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
 	s := c.newSession(TransportHTTP)
-	s.httpClient = s.newHTTPClient()
+	s.httpClient = c.newHTTPClient(s)
 	opts := []mcptransport.StreamableHTTPCOption{
 		mcptransport.WithHTTPBasicClient(s.httpClient),
 		mcptransport.WithHTTPLogger(c.logger),
@@ -152,7 +152,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 
 func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
 	s := c.newSession(TransportSSE)
-	s.httpClient = s.newHTTPClient()
+	s.httpClient = c.newHTTPClient(s)
 	connect, _ := c.cfg.Timeouts()
 	opts := []mcptransport.ClientOption{
 		mcptransport.WithHTTPClient(s.httpClient),
@@ -224,7 +224,6 @@ func (c *conn) handshake(ctx context.Context, s *session) error {
 
 // clientOptions are the handlers of server-initiated requests on s, and
 // the capabilities they declare: elicitation (form and url), sampling
-
 
 func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
 	opts := []mcpclient.ClientOption{

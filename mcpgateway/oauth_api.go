@@ -1,0 +1,150 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The sign-in entry points a command or the web wires up: SignIn for a
+// terminal (loopback redirect, RFC 8252), StartSignIn and FinishSignIn for
+// a web callback, SignOut for both. Each is for one (server, user) and
+// leaves other users and servers alone; a failed sign-in stores nothing.
+
+// SignIn signs user in to the server: discovery, client identity, then the
+// authorization code flow with the redirect on a loopback listener,
+// through browser (which opens, prints or fetches the authorization URL).
+// For a client-credentials server it gets the service account's token.
+// ctx bounds the whole sign-in, the user's time in the browser included.
+func (g *Gateway) SignIn(ctx context.Context, user string, browser Browser) error {
+	a, err := g.authorizerFor(user)
+	if err != nil {
+		return err
+	}
+	ch, err := a.probe(ctx)
+	if err != nil {
+		return g.serverErr("sign in", err)
+	}
+	a.flow.Lock()
+	defer a.flow.Unlock()
+	if g.cfg.OAuth.grant() == GrantClientCredentials {
+		_, err = a.clientCredentials(ctx, ch, nil)
+	} else {
+		_, err = a.signInLoopback(ctx, ch, nil, browser)
+	}
+	return g.serverErr("sign in", err)
+}
+
+// pendingSignIn is a web sign-in between StartSignIn and FinishSignIn.
+type pendingSignIn struct {
+	user    string
+	a       *authorizer
+	p       *pendingAuth
+	expires time.Time
+}
+
+// signInTTL bounds how long a started web sign-in waits for its callback.
+const signInTTL = 10 * time.Minute
+
+// StartSignIn begins a web sign-in of user: it returns the authorization
+// URL to send the browser to, whose answer comes to redirectURI (the
+// service's callback). The state in it is bound to user and to this
+// gateway; FinishSignIn takes it back within ten minutes, once.
+func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI string) (authURL string, err error) {
+	a, err := g.authorizerFor(user)
+	if err != nil {
+		return "", err
+	}
+	if g.cfg.OAuth.grant() == GrantClientCredentials {
+		return "", fmt.Errorf("server %q signs in as a service account (client_credentials); no user sign-in", g.cfg.Name)
+	}
+	ch, err := a.probe(ctx)
+	if err != nil {
+		return "", g.serverErr("sign in", err)
+	}
+	p, authURL, err := a.begin(ctx, ch, nil, redirectURI)
+	if err != nil {
+		return "", g.serverErr("sign in", err)
+	}
+	now := time.Now()
+	g.mu.Lock()
+	if g.pending == nil {
+		g.pending = make(map[string]*pendingSignIn)
+	}
+	for s, ps := range g.pending {
+		if now.After(ps.expires) {
+			delete(g.pending, s)
+		}
+	}
+	g.pending[p.state] = &pendingSignIn{user: user, a: a, p: p, expires: now.Add(signInTTL)}
+	g.mu.Unlock()
+	return authURL, nil
+}
+
+// ErrUnknownState is matched by FinishSignIn's error when the state is
+// unknown, expired, already used, or another user's.
+var ErrUnknownState = errors.New("unknown or expired sign-in state")
+
+// FinishSignIn completes user's web sign-in with what came back to the
+// callback (code, state and, when sent, iss): the state must be one
+// StartSignIn gave user and not used yet.
+func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss string) error {
+	g.mu.Lock()
+	ps, ok := g.pending[state]
+	if ok {
+		delete(g.pending, state) // one use, whatever comes of it
+	}
+	g.mu.Unlock()
+	if !ok || ps.user != user || time.Now().After(ps.expires) {
+		return g.serverErr("sign in", ErrUnknownState)
+	}
+	ps.a.flow.Lock()
+	defer ps.a.flow.Unlock()
+	_, err := ps.a.finish(ctx, ps.p, code, state, iss)
+	return g.serverErr("sign in", err)
+}
+
+// SignOut forgets user's token for the server and closes user's session.
+func (g *Gateway) SignOut(ctx context.Context, user string) error {
+	if err := g.opts.Tokens.Delete(ctx, TokenKey{Server: g.cfg.Name, User: user}); err != nil {
+		return g.serverErr("sign out", err)
+	}
+	g.mu.Lock()
+	u := g.users[user]
+	delete(g.users, user)
+	g.mu.Unlock()
+	if u != nil {
+		_ = u.g.Close()
+	}
+	return nil
+}
+
+// probe sends the server an initialize without a token to read its
+// challenge (the resource_metadata and scope of WWW-Authenticate); an
+// empty challenge when it does not answer 401.
+func (a *authorizer) probe(ctx context.Context) (challenge, error) {
+	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"elysia","version":"0"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range a.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach the server: %w", unwrapURLError(err))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return challenge{}, nil
+	}
+	return parseChallenge(resp.Header.Values("WWW-Authenticate")), nil
+}

@@ -1,0 +1,129 @@
+package mcpgateway
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/sha512"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"hash"
+	"math/big"
+	"time"
+)
+
+// The private_key_jwt client assertion (RFC 7523 §2.2, RFC 7521 §4.2) is a
+// compact JWS the standard library signs on its own: ES256/384/512, RS256
+// and EdDSA need crypto/ecdsa, crypto/rsa and crypto/ed25519 only, so no
+// JWT dependency is taken for one signature.
+
+// clientAssertionType is the client_assertion_type of a JWT assertion.
+const clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+// parseSigningKey reads a PEM private key and returns it with the JWS
+// algorithm it signs with. Errors never quote the key.
+func parseSigningKey(pemText string) (crypto.Signer, string, error) {
+	block, _ := pem.Decode([]byte(pemText))
+	if block == nil {
+		return nil, "", errors.New("not a PEM private key")
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(block.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	default:
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot read the %s block (want PKCS #8, SEC 1 or PKCS #1)", block.Type)
+	}
+	switch k := key.(type) {
+	case *ecdsa.PrivateKey:
+		switch k.Curve {
+		case elliptic.P256():
+			return k, "ES256", nil
+		case elliptic.P384():
+			return k, "ES384", nil
+		case elliptic.P521():
+			return k, "ES512", nil
+		}
+		return nil, "", errors.New("unsupported EC curve (want P-256, P-384 or P-521)")
+	case *rsa.PrivateKey:
+		if k.N.BitLen() < 2048 {
+			return nil, "", errors.New("RSA key shorter than 2048 bits")
+		}
+		return k, "RS256", nil
+	case ed25519.PrivateKey:
+		return k, "EdDSA", nil
+	}
+	return nil, "", fmt.Errorf("unsupported key type %T", key)
+}
+
+// clientAssertion returns a signed JWT asserting clientID to the
+// authorization server audience (its issuer), valid for five minutes.
+func clientAssertion(pemKey, clientID, audience string, now time.Time) (string, error) {
+	key, alg, err := parseSigningKey(pemKey)
+	if err != nil {
+		return "", err
+	}
+	jti := make([]byte, 16)
+	_, _ = rand.Read(jti) // crypto/rand.Read never fails
+	header, _ := json.Marshal(map[string]string{"alg": alg, "typ": "JWT"})
+	claims, _ := json.Marshal(map[string]any{
+		"iss": clientID, "sub": clientID, "aud": audience,
+		"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
+		"jti": base64.RawURLEncoding.EncodeToString(jti),
+	})
+	enc := base64.RawURLEncoding
+	signing := enc.EncodeToString(header) + "." + enc.EncodeToString(claims)
+	sig, err := signJWS(key, alg, []byte(signing))
+	if err != nil {
+		return "", fmt.Errorf("sign the client assertion: %w", err)
+	}
+	return signing + "." + enc.EncodeToString(sig), nil
+}
+
+// signJWS signs data as JWS alg does (RFC 7518 §3).
+func signJWS(key crypto.Signer, alg string, data []byte) ([]byte, error) {
+	if alg == "EdDSA" {
+		return key.Sign(rand.Reader, data, crypto.Hash(0))
+	}
+	var h hash.Hash
+	var ch crypto.Hash
+	switch alg {
+	case "ES384":
+		h, ch = sha512.New384(), crypto.SHA384
+	case "ES512":
+		h, ch = sha512.New(), crypto.SHA512
+	default:
+		h, ch = sha256.New(), crypto.SHA256
+	}
+	h.Write(data)
+	digest := h.Sum(nil)
+	if k, ok := key.(*ecdsa.PrivateKey); ok {
+		// JWS wants r||s, each left-padded to the curve's size, not ASN.1.
+		r, s, err := ecdsa.Sign(rand.Reader, k, digest)
+		if err != nil {
+			return nil, err
+		}
+		size := (k.Curve.Params().BitSize + 7) / 8
+		out := make([]byte, 2*size)
+		fill(out[:size], r)
+		fill(out[size:], s)
+		return out, nil
+	}
+	return key.Sign(rand.Reader, digest, ch)
+}
+
+func fill(dst []byte, n *big.Int) { n.FillBytes(dst) }
