@@ -28,8 +28,9 @@ cd "$dir"
 
 # The config is written by node (already required by the suite) so that URL
 # and credentials are JSON-encoded correctly, PEM keys included. The "oauth"
-# block follows issue 9's mcp.json shape; until sign-in lands the gateway
-# ignores it with an unknown-key warning. call_timeout (seconds) ends a call
+# block is mcp.json's (DESIGN.md, "Sign-in and per-user credentials"): the
+# JWT's algorithm follows from the key, so the context's signing_algorithm
+# needs no field of its own. call_timeout (seconds) ends a call
 # whose server waits for an answer the client never gives before the
 # runner's own 30 s limit, which kills this script but not the CLI under it.
 node -e '
@@ -45,15 +46,22 @@ case "auth/client-credentials-basic":
 	break;
 case "auth/client-credentials-jwt":
 	server.oauth = {grant: "client_credentials", client_id: ctx.client_id,
-		private_key: ctx.private_key_pem, signing_algorithm: ctx.signing_algorithm || "ES256"};
+		client_auth: "private_key_jwt", private_key: ctx.private_key_pem};
+	break;
+case "auth/basic-cimd":
+	// The Client ID Metadata Document URL the suite expects; the client
+	// uses it because the authorization server advertises support.
+	server.oauth = {client_id: "https://conformance-test.local/client-metadata.json"};
 	break;
 }
 require("fs").writeFileSync("mcp.json", JSON.stringify({servers: {conformance: server}}, null, 2), {mode: 0o600});
 ' "$url" "$scenario"
 
-# Sign-in, once the CLI has it, fetches the authorization URL itself: the
-# suite's authorization servers approve at once (issue 9, deliverable 6).
-export ELYSIA_OAUTH_BROWSER=fetch
+# Sign-in fetches the authorization URL itself: the suite's authorization
+# servers approve at once. The tokens go to a file in the throwaway folder,
+# so that `mcp call` uses the sign-in of `mcp list` (the step-up scenario
+# needs that: its second authorization must be the escalation).
+export ELYSIA_OAUTH_BROWSER=fetch ELYSIA_TOKEN_FILE=$dir/tokens.json
 
 # Nothing reads the terminal: a server's question is answered with its
 # form's defaults (SEP-1034), as a user pressing Enter on every field would.

@@ -5,6 +5,8 @@
 //	elysia tree
 //	elysia mcp list [SERVER]
 //	elysia mcp call SERVER TOOL 'JSON'
+//	elysia mcp login SERVER [--browser open|print|fetch]
+//	elysia mcp logout SERVER
 //	elysia config check [FILE]
 //
 // Exit codes: 0 success, 1 a tool or server failure, 2 usage or config error.
@@ -53,6 +55,9 @@ commands:
   tree                      print the decision tree with the configured gateways
   mcp list [SERVER]         summarise every server, or list one server's tools
   mcp call SERVER TOOL JSON execute one tool of a server
+  mcp login SERVER [--browser open|print|fetch]
+                            sign in to a server (user $ELYSIA_USER, default cli)
+  mcp logout SERVER         forget the sign-in to a server
   config check [FILE]       validate an mcp.json
 
 every command takes --config FILE (default ./mcp.json), before or after the
@@ -113,8 +118,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cmdMCPList(ctx, sub(2), stdout, stderr)
 		case "call":
 			return cmdMCPCall(ctx, sub(2), stdout, stderr)
+		case "login":
+			return cmdMCPLogin(ctx, sub(2), stdout, stderr)
+		case "logout":
+			return cmdMCPLogout(ctx, sub(2), stdout, stderr)
 		}
-		return usageErr("mcp: unknown subcommand %q (want list or call)", args[1])
+		return usageErr("mcp: unknown subcommand %q (want list, call, login or logout)", args[1])
 	case "config":
 		if len(args) < 2 || args[1] != "check" {
 			return usageErr("config: want check")

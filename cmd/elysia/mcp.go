@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -58,9 +65,13 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	g := mcpgateway.New(sc, &mcpgateway.Options{Logger: cliLogger(stderr)})
+	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	if err != nil {
+		return err
+	}
+	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
-	infos, err := g.List(ctx)
+	infos, err := g.List(mcpgateway.WithUser(ctx, cliUser()))
 	if err != nil {
 		return failure(err)
 	}
@@ -137,7 +148,10 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	opts := &mcpgateway.Options{Logger: cliLogger(stderr)}
+	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	if err != nil {
+		return err
+	}
 	if sc.Sampling {
 		model, info, err := llm.FromEnv(ctx, os.LookupEnv, nil)
 		if err != nil {
@@ -147,7 +161,7 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
-	res, err := g.ExecuteWith(ctx, fs.Arg(1), inputs, callEmitter{stderr: stderr, asker: newTerminalAsker(stderr)})
+	res, err := g.ExecuteWith(mcpgateway.WithUser(ctx, cliUser()), fs.Arg(1), inputs, callEmitter{stderr: stderr, asker: newTerminalAsker(stderr)})
 	if err != nil {
 		return failure(err) // invalid inputs, an unknown tool, or the server failed
 	}
@@ -161,4 +175,246 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // cliLogger logs warnings and errors of one-shot commands to stderr.
 func cliLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// cliUser is the user the CLI signs in and calls as: ELYSIA_USER, else
+// "cli".
+func cliUser() string {
+	if u := os.Getenv("ELYSIA_USER"); u != "" {
+		return u
+	}
+	return "cli"
+}
+
+// cliOAuth completes o with the CLI's token file and, when
+// ELYSIA_OAUTH_BROWSER is "fetch", sign-in from inside a call (for test
+// authorization servers that approve at once; open and print need a
+// person, so they are for `elysia mcp login`).
+func cliOAuth(o *mcpgateway.Options) (*mcpgateway.Options, error) {
+	store, err := newTokenFile()
+	if err != nil {
+		return nil, err
+	}
+	o.Tokens = store
+	switch b := os.Getenv("ELYSIA_OAUTH_BROWSER"); b {
+	case "fetch":
+		o.Browser = mcpgateway.FetchBrowser{}
+	case "", "open", "print":
+	default:
+		return nil, usageErr("ELYSIA_OAUTH_BROWSER=%q: want open, print or fetch", b)
+	}
+	return o, nil
+}
+
+// cliBrowser returns the Browser named by --browser or
+// ELYSIA_OAUTH_BROWSER (default open).
+func cliBrowser(name string, stderr io.Writer) (mcpgateway.Browser, error) {
+	if name == "" {
+		name = os.Getenv("ELYSIA_OAUTH_BROWSER")
+	}
+	switch name {
+	case "", "open":
+		return openBrowser{stderr: stderr}, nil
+	case "print":
+		return printBrowser{stderr: stderr}, nil
+	case "fetch":
+		return mcpgateway.FetchBrowser{}, nil
+	}
+	return nil, usageErr("--browser %q: want open, print or fetch", name)
+}
+
+// printBrowser prints the authorization URL for the user to open.
+type printBrowser struct{ stderr io.Writer }
+
+func (b printBrowser) Open(_ context.Context, authURL string) error {
+	_, _ = fmt.Fprintf(b.stderr, "Open this link to sign in:\n\n  %s\n\nWaiting for the sign-in...\n", authURL)
+	return nil
+}
+
+// openBrowser opens the authorization URL in the desktop's browser, and
+// prints it too, for when no browser comes up.
+type openBrowser struct{ stderr io.Writer }
+
+func (b openBrowser) Open(ctx context.Context, authURL string) error {
+	_ = printBrowser(b).Open(ctx, authURL)
+	name := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		name = "open"
+	}
+	cmd := exec.CommandContext(ctx, name, authURL)
+	if err := cmd.Start(); err != nil {
+		_, _ = fmt.Fprintf(b.stderr, "(could not start %s: %v; open the link yourself)\n", name, err)
+		return nil
+	}
+	go func() { _ = cmd.Wait() }() // the opener returns at once; reap it
+	return nil
+}
+
+// loginTimeout bounds `elysia mcp login`, the user's time in the browser
+// included.
+const loginTimeout = 5 * time.Minute
+
+// cmdMCPLogin signs the CLI's user in to one server.
+func cmdMCPLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("mcp login", stderr)
+	browserName := fs.String("browser", "", "how to reach the sign-in page: open, print or fetch (default $ELYSIA_OAUTH_BROWSER, else open)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("mcp login: want SERVER")
+	}
+	browser, err := cliBrowser(*browserName, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*config, true)
+	if err != nil {
+		return err
+	}
+	sc, err := findServer(cfg, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	if err != nil {
+		return err
+	}
+	opts.Browser = nil
+	g := mcpgateway.New(sc, opts)
+	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
+	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
+	defer cancel()
+	if err := g.SignIn(ctx, cliUser(), browser); err != nil {
+		return failure(err)
+	}
+	_, _ = fmt.Fprintf(stdout, "signed in to %s as %s\n", sc.Name, cliUser())
+	return nil
+}
+
+// cmdMCPLogout forgets the CLI user's sign-in to one server.
+func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("mcp logout", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("mcp logout: want SERVER")
+	}
+	cfg, err := loadConfig(*config, true)
+	if err != nil {
+		return err
+	}
+	sc, err := findServer(cfg, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	if err != nil {
+		return err
+	}
+	g := mcpgateway.New(sc, opts)
+	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
+	if err := g.SignOut(ctx, cliUser()); err != nil {
+		return failure(err)
+	}
+	_, _ = fmt.Fprintf(stdout, "signed out of %s as %s\n", sc.Name, cliUser())
+	return nil
+}
+
+// tokenFile is the CLI's TokenStore: one JSON file, mode 0600, in the
+// user's config folder (ELYSIA_TOKEN_FILE overrides it), so that `elysia
+// mcp login` serves later commands. The service keeps tokens encrypted in
+// its store instead. Each method reads and rewrites the whole file.
+type tokenFile struct {
+	path string
+	// mu guards the file within the process.
+	mu sync.Mutex
+}
+
+var _ mcpgateway.TokenStore = (*tokenFile)(nil)
+
+func newTokenFile() (*tokenFile, error) {
+	if p := os.Getenv("ELYSIA_TOKEN_FILE"); p != "" {
+		return &tokenFile{path: p}, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return nil, usageErr("no folder for the sign-in tokens (%v); set ELYSIA_TOKEN_FILE", err)
+	}
+	return &tokenFile{path: filepath.Join(dir, "elysia", "tokens.json")}, nil
+}
+
+func tokenFileKey(k mcpgateway.TokenKey) string { return k.User + "\x00" + k.Server }
+
+func (f *tokenFile) read() (map[string]*mcpgateway.Token, error) {
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]*mcpgateway.Token{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]*mcpgateway.Token{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: not a token file", f.path)
+	}
+	return m, nil
+}
+
+func (f *tokenFile) write(m map[string]*mcpgateway.Token) error {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
+		return err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	tmp := f.path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, f.path)
+}
+
+// Get returns the token of key, or mcpgateway.ErrNoToken.
+func (f *tokenFile) Get(_ context.Context, key mcpgateway.TokenKey) (*mcpgateway.Token, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	t, ok := m[tokenFileKey(key)]
+	if !ok || t == nil {
+		return nil, mcpgateway.ErrNoToken
+	}
+	return t, nil
+}
+
+// Put stores tok under key.
+func (f *tokenFile) Put(_ context.Context, key mcpgateway.TokenKey, tok *mcpgateway.Token) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, err := f.read()
+	if err != nil {
+		return err
+	}
+	m[tokenFileKey(key)] = tok
+	return f.write(m)
+}
+
+// Delete forgets key's token.
+func (f *tokenFile) Delete(_ context.Context, key mcpgateway.TokenKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, err := f.read()
+	if err != nil {
+		return err
+	}
+	if _, ok := m[tokenFileKey(key)]; !ok {
+		return nil
+	}
+	delete(m, tokenFileKey(key))
+	return f.write(m)
 }
