@@ -56,7 +56,7 @@ func TestIndexReferencesAssets(t *testing.T) {
 	for _, id := range []string{
 		"tree", "servers-status", "tool-panel", "list-tools", "tool-list", "tool-form",
 		"tool-result", "query-input", "query-send", "chat", "conversations",
-		"new-conversation", "api-key", "api-key-save",
+		"new-conversation", "api-key", "api-key-save", "query-stop",
 	} {
 		if !strings.Contains(page, `id="`+id+`"`) {
 			t.Errorf("index.html lacks id %q", id)

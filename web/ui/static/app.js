@@ -26,6 +26,14 @@
 //                             errors (422 text) in #tool-form-error
 //   #tool-result              the execute result; data-state = running | ok | error | invalid
 //   #query-input, #query-send the query box and its button (Enter sends, Shift+Enter newline)
+//   #query-stop               shown while a query runs: stops it (the turn gets [data-type="stopped"])
+//   #chat .tool-progress      a tool call's progress: data-state "running" | "done" | "stopped",
+//                             data-tool, data-progress, data-total; its <progress> bar while running
+//   #chat .elicitation        a server's question: data-state (elicit.js), data-mode "form" | "url";
+//                             controls named after the schema's properties, buttons .accept
+//                             .decline .cancel, the server's refusal in .form-error
+//   #chat .status.sampling    a server had the model write a message
+//   #tool-panel tabs          #tab-tools #tab-resources #tab-prompts #tab-logs (see toolpanel.js)
 //   #chat                     the event log; one element per event with data-type="<envelope type>"
 //                             (the answer bubble is .answer[data-type="text"], the end marker
 //                             [data-type="completed"]); the user's query is .user-query[data-type="query"]
@@ -100,6 +108,7 @@ class App {
       onTreeUpdate: (p, queryID) => this.treeView.highlight(p, queryID),
       onTitle: (t) => this.setTitle(t, true),
       onSuggestion: (s) => this.submit(s),
+      onElicitationAnswer: (p, action, content, queryID) => this.answerElicitation(p, action, content, queryID),
     });
     this.transport = new Transport({
       user, conversation,
@@ -136,6 +145,7 @@ class App {
       ev.preventDefault();
       this.submit();
     });
+    $("query-stop").addEventListener("click", () => this.stop());
     input.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
         ev.preventDefault();
@@ -413,6 +423,7 @@ class App {
     document.body.dataset.state = "running";
     this.setStatus("connecting");
     $("query-send").disabled = true;
+    $("query-stop").hidden = false;
     this.treeView.clearHighlight();
     this.chat.addQuery(query, queryID, { live: true });
     this.armWatchdog();
@@ -430,6 +441,12 @@ class App {
     if (env.conversation_id && env.conversation_id !== this.conversation) return;
     const run = this.running;
     if (run && !env.query_id) env.query_id = run.queryID;
+    // The server refused an answer to its question: the form shows why,
+    // and the query goes on.
+    if (this.chat.takeFormError(env)) {
+      if (run && env.query_id === run.queryID) this.armWatchdog();
+      return;
+    }
     const isNew = this.chat.handle(env);
     if (!run || env.query_id !== run.queryID || !isNew) return;
     this.armWatchdog();
@@ -454,6 +471,38 @@ class App {
     document.body.dataset.state = "idle";
     this.setStatus("idle");
     $("query-send").disabled = false;
+    $("query-stop").hidden = true;
+  }
+
+  // stop ends the running query: the service cancels it (the servers of its
+  // tool calls get notifications/cancelled), and the page is free for the
+  // next query at once, without waiting for the run to wind down.
+  stop() {
+    const run = this.running;
+    if (!run) return;
+    const msg = { type: "stop", user_id: this.user, conversation_id: this.conversation, query_id: run.queryID };
+    if (!this.transport.sendControl(msg)) {
+      apiJSON(`/query/${this.base}/stop`, { method: "POST", body: { query_id: run.queryID } }).then((r) => {
+        // 404: the query had ended by itself.
+        if (!r.ok && r.status !== 404) this.chat.note(run.queryID, "error", `Could not stop the query: ${r.error}`);
+      });
+    }
+    this.chat.stopped(run.queryID);
+    this.finish();
+    $("query-input").focus();
+  }
+
+  // answerElicitation sends the user's answer to a server's question: over
+  // the open WebSocket (a refusal comes back as an error event of the
+  // query, which the form takes), else with POST /elicitations/<id>.
+  async answerElicitation(p, action, content, queryID) {
+    const msg = { type: "elicitation_response", user_id: this.user, conversation_id: this.conversation, query_id: queryID, elicitation_id: p.elicitation_id, action };
+    if (content !== undefined) msg.content = content;
+    if (this.transport.sendControl(msg)) return { sent: true };
+    const body = { action, user_id: this.user };
+    if (content !== undefined) body.content = content;
+    const r = await apiJSON(`/elicitations/${encodeURIComponent(p.elicitation_id)}`, { method: "POST", body });
+    return r.ok ? {} : { error: r.error || `request failed (${r.status})` };
   }
 
   armWatchdog() {

@@ -4,12 +4,29 @@
 import { api, getKey } from "./api.js";
 import { h, markdown, table, jsonBlock, prettyJSON, isToolList, toolCard, formatDuration } from "./render.js";
 import { icon } from "./icons.js";
+import { ElicitationCard } from "./elicit.js";
 
 const SUGGESTIONS = ["What tools do you have?", "List my todos", "Add a todo \"Buy milk\" with priority 2"];
 
+// CALL_ENDS are the events after which no tool call of the turn is running:
+// its progress bars give way to a line saying how far they got.
+const CALL_ENDS = new Set(["result", "self_healing_error", "error", "text", "tree_update", "completed"]);
+
+// isProgress reports whether a status event reports a tool's progress.
+function isProgress(type, p) {
+  return type === "status" && typeof p.progress === "number" && (p.tool || p.server);
+}
+
+function progressLabel(p) {
+  const total = typeof p.total === "number" && p.total > 0 ? p.total : null;
+  return total ? `${p.progress} / ${total}` : String(p.progress);
+}
+
 export class ChatView {
   // el is #chat. hooks: onTreeUpdate(payload), onTitle(text), onSuggestion(text)
-  // (a suggestion chip was clicked: send it).
+  // (a suggestion chip was clicked: send it), onElicitationAnswer(payload,
+  // action, content, queryID) (the user answered a server's question; see
+  // ElicitationCard.onAnswer for what it resolves to).
   constructor(el, hooks = {}) {
     this.el = el;
     this.hooks = hooks;
@@ -52,7 +69,7 @@ export class ChatView {
       const body = h("div", { class: "turn-events" });
       const el = h("section", { class: "turn", dataset: { queryId: key } }, body);
       this.el.append(el);
-      t = { el, body, started: 0, ticker: 0 };
+      t = { el, body, started: 0, ticker: 0, bars: new Map(), cards: [] };
       this.turns.set(key, t);
     }
     return t;
@@ -81,6 +98,8 @@ export class ChatView {
   endTurn(queryID) {
     const t = this.turns.get(queryID || "_");
     if (!t) return;
+    this.endCalls(t, t.stopped ? "stopped" : "done");
+    for (const c of t.cards) c.expire();
     clearInterval(t.ticker);
     t.ticker = 0;
     t.el.classList.remove("active");
@@ -91,6 +110,70 @@ export class ChatView {
     const t = this.turn(queryID);
     t.body.append(h("div", { class: `note ${cls}`, dataset: { type: "client" } }, text));
     this.scroll();
+  }
+
+  // stopped marks a turn the user stopped and ends it: its progress bars
+  // stop where they were, and what the run still sends is shown quietly.
+  stopped(queryID) {
+    const t = this.turn(queryID);
+    t.stopped = true;
+    t.body.append(h("div", { class: "note stopped", dataset: { type: "stopped" } }, icon("stop"), " Stopped."));
+    this.endTurn(queryID);
+    this.scroll();
+  }
+
+  // takeFormError gives an error event to the question of its turn whose
+  // answer is on its way: the server refused that answer (a 422 over the
+  // WebSocket), and the query goes on. It reports whether it did.
+  takeFormError(env) {
+    if (!env || env.type !== "error") return false;
+    const t = this.turns.get(env.query_id || "_");
+    const card = t && t.cards.find((c) => c.awaiting);
+    if (!card) return false;
+    const p = env.payload && typeof env.payload === "object" ? env.payload : {};
+    card.fail(p.text ?? p.error ?? p.message ?? "the server refused the answer");
+    return true;
+  }
+
+  // progress draws or moves the bar of one running tool call.
+  progress(t, p) {
+    const key = `${p.server || ""}\u0000${p.tool || ""}`;
+    const total = typeof p.total === "number" && p.total > 0 ? p.total : null;
+    let b = t.bars.get(key);
+    const fresh = !b;
+    if (fresh) {
+      const bar = h("progress", { "aria-label": `${p.tool || p.server} progress` });
+      const text = h("span", { class: "tp-count" });
+      const message = h("span", { class: "tp-message muted" });
+      const el = h("div", { class: "tool-progress", dataset: { state: "running", server: p.server || "", tool: p.tool || "" } },
+        h("div", { class: "tp-head" }, icon("wrench"), " ", h("code", null, p.tool || p.server), " ", text, " ", message), bar);
+      b = { el, bar, text, message, last: p };
+      t.bars.set(key, b);
+    }
+    b.last = p;
+    if (total) {
+      b.bar.max = total;
+      b.bar.value = Math.min(p.progress, total);
+    } else {
+      // No total: an indeterminate bar.
+      b.bar.removeAttribute("value");
+      b.bar.removeAttribute("max");
+    }
+    b.el.dataset.progress = String(p.progress);
+    b.el.dataset.total = total ? String(total) : "";
+    b.text.textContent = progressLabel(p);
+    b.message.textContent = p.message || "";
+    return fresh ? b.el : null;
+  }
+
+  // endCalls replaces the turn's progress bars with how far each got.
+  endCalls(t, state) {
+    for (const b of t.bars.values()) {
+      b.el.dataset.state = state;
+      b.bar.remove();
+      b.text.textContent = (state === "stopped" ? "stopped at " : "reached ") + progressLabel(b.last);
+    }
+    t.bars.clear();
   }
 
   // handle renders one event envelope. It returns false for a duplicate
@@ -106,6 +189,9 @@ export class ChatView {
     this.stick = replay || this.nearBottom();
     const p = env.payload && typeof env.payload === "object" ? env.payload : {};
     const t = this.turn(env.query_id);
+    if (CALL_ENDS.has(env.type)) this.endCalls(t, t.stopped ? "stopped" : "done");
+    // The run went on after an answer: the server took it.
+    if (env.type !== "error") for (const c of t.cards) c.confirm();
     const el = this.render(env.type, p, t, replay);
     if (el) {
       el.dataset.type = env.type;
@@ -124,7 +210,27 @@ export class ChatView {
   render(type, p, t, replay) {
     switch (type) {
       case "status":
+        if (isProgress("status", p)) return this.progress(t, p);
+        if (/ asked the model to write /.test(p.text ?? "")) {
+          // A server used the model (MCP sampling).
+          return h("div", { class: "status sampling", dataset: { kind: "sampling" } }, icon("spark"), " ", p.text);
+        }
         return h("div", { class: "status" }, p.text ?? "");
+      case "elicitation": {
+        const queryID = t.el.dataset.queryId;
+        const card = new ElicitationCard(p, {
+          replay: replay || t.stopped,
+          onAnswer: (action, content) => this.hooks.onElicitationAnswer
+            ? this.hooks.onElicitationAnswer(p, action, content, queryID)
+            : { error: "this page cannot answer" },
+        });
+        if (!replay && !t.stopped) {
+          t.cards.push(card);
+          // The question wants the user: bring it into view once shown.
+          queueMicrotask(() => card.show(this.el));
+        }
+        return card.el;
+      }
       case "tree_update": {
         if (this.hooks.onTreeUpdate) this.hooks.onTreeUpdate(p, t.el.dataset.queryId);
         const el = h("div", { class: "decision" },
@@ -140,8 +246,12 @@ export class ChatView {
           p.feedback ? h("div", { class: "feedback" }, p.feedback) : null);
       case "warning":
         return h("div", { class: "note warning" }, icon("warning"), " ", p.text ?? p.message ?? p.warning ?? prettyJSON(p));
-      case "error":
-        return h("div", { class: "note error" }, icon("error"), " ", p.text ?? p.error ?? p.message ?? p.error_message ?? prettyJSON(p));
+      case "error": {
+        const text = p.text ?? p.error ?? p.message ?? p.error_message ?? prettyJSON(p);
+        // What a run the user stopped says as it winds down is no news.
+        if (t.stopped) return h("div", { class: "note after-stop" }, `The run ended: ${text}`);
+        return h("div", { class: "note error" }, icon("error"), " ", text);
+      }
       case "text": {
         const objs = Array.isArray(p.objects) ? p.objects : [];
         const text = objs.map((o) => (o && typeof o === "object" ? o.text ?? "" : String(o ?? ""))).filter(Boolean).join("\n\n") || p.text || "";
@@ -361,6 +471,19 @@ export class Transport {
     } finally {
       this.sseAbort = null;
       if (this.mode === "sse") this.setState("offline");
+    }
+  }
+
+  // sendControl sends a control message ({"type": "stop"} or
+  // "elicitation_response") over the open WebSocket; false when there is
+  // none, and the caller uses the HTTP route instead.
+  sendControl(msg) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN || this.mode === "sse") return false;
+    try {
+      this.ws.send(JSON.stringify(msg));
+      return true;
+    } catch {
+      return false;
     }
   }
 
