@@ -57,6 +57,9 @@ func TestIndexReferencesAssets(t *testing.T) {
 		"tree", "servers-status", "tool-panel", "list-tools", "tool-list", "tool-form",
 		"tool-result", "query-input", "query-send", "chat", "conversations",
 		"new-conversation", "api-key", "api-key-save", "query-stop",
+		"tab-tools", "tab-resources", "tab-prompts", "tab-logs",
+		"resource-list", "resource-content", "prompt-list", "prompt-form", "prompt-result",
+		"server-logs", "logs-refresh",
 	} {
 		if !strings.Contains(page, `id="`+id+`"`) {
 			t.Errorf("index.html lacks id %q", id)

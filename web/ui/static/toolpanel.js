@@ -1,10 +1,25 @@
-// toolpanel.js: the gateway panel. "List tools" calls the gateway's list
-// action, "Run" turns a tool's input schema into a form, and the form calls
-// the execute action and renders what comes back.
+// toolpanel.js: the gateway panel, one tab per thing an MCP server offers.
+// Tools: "List tools" calls the gateway's list action, "Run" turns a tool's
+// input schema into a form, and the form calls the execute action and
+// renders what comes back. Resources: the server's resources (and resource
+// templates); a click reads one. Prompts: the server's prompts; a click
+// opens a form for its arguments and gets the prompt's messages. Logs: the
+// server's last log messages. A tab loads when the user opens it (or
+// presses its refresh), never on a timer.
+//
+// Selectors for tests: #tab-tools, #tab-resources, #tab-prompts, #tab-logs
+// (aria-selected); #resource-list li[data-uri] button.open (templates are
+// li[data-template] with an input and button.open), the content in
+// #resource-content[data-state]; #prompt-list li[data-prompt] button.open,
+// #prompt-form with a control named after each argument and
+// #prompt-form-submit, the messages in #prompt-result[data-state] as
+// .prompt-message[data-role]; #server-logs li[data-level], #logs-refresh.
 import { apiJSON } from "./api.js";
-import { h, inputSchemaOf, toolCard, toolResult } from "./render.js";
+import { h, contentItem, inputSchemaOf, toolCard, toolResult } from "./render.js";
 import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
+
+const TABS = ["tools", "resources", "prompts", "logs"];
 
 // toolsOf reads the tool list from a list response, whichever shape the
 // service chose: {tools}, {result: {objects}}, {objects}, {result: [...]}.
@@ -32,6 +47,34 @@ export class ToolPanel {
     this.tools = [];
     this.cache = new Map(); // gateway id → tools
     this.running = null;
+    this.tab = "tools";
+    this.loaded = new Set(); // tabs loaded for this gateway
+    this.resourceStatus = document.getElementById("resource-status");
+    this.resourceList = document.getElementById("resource-list");
+    this.resourceContent = document.getElementById("resource-content");
+    this.promptStatus = document.getElementById("prompt-status");
+    this.promptList = document.getElementById("prompt-list");
+    this.promptForm = document.getElementById("prompt-form");
+    this.promptResult = document.getElementById("prompt-result");
+    this.logList = document.getElementById("server-logs");
+    this.logStatus = document.getElementById("logs-status");
+
+    const tabs = [...this.panel.querySelectorAll('[role="tab"]')];
+    for (const b of tabs) b.addEventListener("click", () => this.selectTab(b.dataset.tab));
+    // Arrow keys move between tabs, as in any tab list.
+    this.panel.querySelector('[role="tablist"]').addEventListener("keydown", (ev) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[ev.key];
+      if (!step) return;
+      ev.preventDefault();
+      const next = TABS[(TABS.indexOf(this.tab) + step + TABS.length) % TABS.length];
+      this.selectTab(next);
+      document.getElementById("tab-" + next).focus();
+    });
+    document.getElementById("logs-refresh").addEventListener("click", () => this.loadLogs());
+    this.promptForm.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      this.getPrompt();
+    });
 
     document.getElementById("tool-panel-close").addEventListener("click", () => this.close());
     this.listButton.addEventListener("click", () => this.listTools());
@@ -67,8 +110,214 @@ export class ToolPanel {
       this.closeForm();
       this.result.replaceChildren();
       delete this.result.dataset.state;
+      this.resetFeatures();
     }
-    this.listButton.focus();
+    if (this.tab === "tools") this.listButton.focus();
+    else this.selectTab(this.tab);
+  }
+
+  // selectTab shows one tab and loads it the first time for this gateway.
+  selectTab(name) {
+    if (!TABS.includes(name)) return;
+    this.tab = name;
+    for (const t of TABS) {
+      const tab = document.getElementById("tab-" + t);
+      tab.setAttribute("aria-selected", String(t === name));
+      tab.tabIndex = t === name ? 0 : -1;
+      document.getElementById("tab-panel-" + t).hidden = t !== name;
+    }
+    if (!this.gateway || this.loaded.has(name)) return;
+    if (name === "resources") this.listResources();
+    else if (name === "prompts") this.listPrompts();
+    else if (name === "logs") this.loadLogs();
+  }
+
+  // resetFeatures forgets the resources, prompts and logs of the last gateway.
+  resetFeatures() {
+    this.loaded.clear();
+    this.resourceList.replaceChildren();
+    this.resourceStatus.textContent = "";
+    this.resourceContent.replaceChildren();
+    delete this.resourceContent.dataset.state;
+    this.promptList.replaceChildren();
+    this.promptStatus.textContent = "";
+    this.closePromptForm();
+    this.logList.replaceChildren();
+    this.logStatus.textContent = "";
+  }
+
+  featurePath(what) {
+    return `/api/servers/${encodeURIComponent(this.serverName())}/${what}`;
+  }
+
+  // ---- resources ----
+
+  async listResources() {
+    const gw = this.gateway;
+    this.loaded.add("resources");
+    this.resourceStatus.textContent = "Listing resources…";
+    const r = await apiJSON(this.featurePath("resources"), { method: "POST", body: {} });
+    if (gw !== this.gateway) return;
+    const list = r.data && Array.isArray(r.data.resources) ? r.data.resources : null;
+    if (!list) {
+      this.loaded.delete("resources");
+      this.resourceStatus.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
+      return;
+    }
+    this.resourceStatus.textContent = list.length ? `${list.length} resource${list.length === 1 ? "" : "s"}` : "This server offers no resources.";
+    this.resourceList.replaceChildren(...list.map((res) => this.resourceItem(res)));
+  }
+
+  resourceItem(res) {
+    const head = (action) => h("div", { class: "tool-head" },
+      h("span", { class: "feature-name" }, icon("file"), " ", res.name || res.uri || res.uri_template), action);
+    const meta = [res.mime_type, res.description].filter(Boolean).join(" · ");
+    if (!res.uri && res.uri_template) {
+      // A template: the user fills in its variables, then reads.
+      const input = h("input", { type: "text", class: "template-input", value: res.uri_template, "aria-label": `URI for ${res.name || res.uri_template}`, spellcheck: "false" });
+      return h("li", { class: "tool-item", dataset: { template: res.uri_template } },
+        head(null), meta ? h("div", { class: "desc" }, meta) : null,
+        h("div", { class: "template-row" }, input,
+          h("button", { type: "button", class: "small-button open", onclick: () => this.readResource(input.value.trim()) }, "Read")));
+    }
+    return h("li", { class: "tool-item", dataset: { uri: res.uri } },
+      head(h("button", { type: "button", class: "small-button open", "aria-label": `Read ${res.name || res.uri}`, onclick: () => this.readResource(res.uri) }, "Read")),
+      h("code", { class: "uri" }, res.uri), meta ? h("div", { class: "desc" }, meta) : null);
+  }
+
+  async readResource(uri) {
+    if (!uri) return;
+    const gw = this.gateway;
+    for (const li of this.resourceList.querySelectorAll("li.active")) li.classList.remove("active");
+    this.resourceList.querySelector(`li[data-uri="${CSS.escape(uri)}"]`)?.classList.add("active");
+    this.resourceContent.dataset.state = "running";
+    this.resourceContent.dataset.uri = uri;
+    this.resourceContent.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), " Reading ", h("code", null, uri), "…"));
+    const r = await apiJSON(this.featurePath("resources/read"), { method: "POST", body: { uri } });
+    if (gw !== this.gateway || this.resourceContent.dataset.uri !== uri) return;
+    const res = r.data && r.data.result;
+    if (!r.ok || !res) {
+      this.resourceContent.dataset.state = "error";
+      this.resourceContent.replaceChildren(h("div", { class: "note error" }, r.error || `request failed (${r.status})`));
+      return;
+    }
+    this.resourceContent.dataset.state = res.is_error ? "error" : "ok";
+    this.resourceContent.replaceChildren(h("div", { class: "result-head muted small" }, h("code", null, uri)), toolResult(res));
+  }
+
+  // ---- prompts ----
+
+  async listPrompts() {
+    const gw = this.gateway;
+    this.loaded.add("prompts");
+    this.promptStatus.textContent = "Listing prompts…";
+    const r = await apiJSON(this.featurePath("prompts"), { method: "POST", body: {} });
+    if (gw !== this.gateway) return;
+    const list = r.data && Array.isArray(r.data.prompts) ? r.data.prompts : null;
+    if (!list) {
+      this.loaded.delete("prompts");
+      this.promptStatus.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
+      return;
+    }
+    this.promptStatus.textContent = list.length ? `${list.length} prompt${list.length === 1 ? "" : "s"}` : "This server offers no prompts.";
+    this.promptList.replaceChildren(...list.map((pr) => {
+      const args = Array.isArray(pr.arguments) ? pr.arguments : [];
+      return h("li", { class: "tool-item", dataset: { prompt: pr.name } },
+        h("div", { class: "tool-head" }, h("span", { class: "feature-name" }, icon("message"), " ", h("code", null, pr.name)),
+          h("button", { type: "button", class: "small-button open", "aria-label": `Use prompt ${pr.name}`, onclick: () => this.openPrompt(pr) }, "Use")),
+        pr.description ? h("div", { class: "desc" }, pr.description) : null,
+        args.length ? h("div", { class: "params" }, args.map((a) => h("span", { class: "param" + (a.required ? " req" : "") }, a.name))) : null);
+    }));
+  }
+
+  // promptSchema turns a prompt's arguments (all strings) into a schema
+  // for the form.
+  promptSchema(pr) {
+    const args = Array.isArray(pr.arguments) ? pr.arguments : [];
+    const properties = {};
+    for (const a of args) properties[a.name] = { type: "string", description: a.description || "" };
+    return { type: "object", properties, required: args.filter((a) => a.required).map((a) => a.name) };
+  }
+
+  openPrompt(pr) {
+    this.prompt = pr;
+    for (const li of this.promptList.querySelectorAll("li.active")) li.classList.remove("active");
+    this.promptList.querySelector(`li[data-prompt="${CSS.escape(pr.name)}"]`)?.classList.add("active");
+    const f = this.promptForm;
+    f.replaceChildren();
+    buildForm(f, pr.name, this.promptSchema(pr), { onCancel: () => this.closePromptForm(), prefix: "prompt-arg-", submitID: "prompt-form-submit", verb: "Get", submitText: "Get prompt", errorID: "prompt-form-error" });
+    this.promptResult.replaceChildren();
+    delete this.promptResult.dataset.state;
+    f.scrollIntoView({ block: "nearest" });
+    (f.querySelector("input, textarea, button[type=submit]"))?.focus();
+  }
+
+  closePromptForm() {
+    this.prompt = null;
+    this.promptForm.hidden = true;
+    this.promptForm.replaceChildren();
+    for (const li of this.promptList.querySelectorAll("li.active")) li.classList.remove("active");
+  }
+
+  async getPrompt() {
+    const pr = this.prompt;
+    if (!pr) return;
+    const gw = this.gateway;
+    const schema = this.promptSchema(pr);
+    const { inputs, errors } = collect(this.promptForm, schema, { prefix: "prompt-arg-" });
+    if (Object.keys(errors).length) {
+      showFormError(this.promptForm, "", errors);
+      return;
+    }
+    showFormError(this.promptForm, "");
+    this.promptResult.dataset.state = "running";
+    this.promptResult.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), ` Getting ${pr.name}…`));
+    const r = await apiJSON(this.featurePath("prompts/get"), { method: "POST", body: { name: pr.name, arguments: inputs } });
+    if (gw !== this.gateway || this.prompt !== pr) return;
+    const msgs = r.data && Array.isArray(r.data.messages) ? r.data.messages : null;
+    if (r.status === 422 || r.status === 400) {
+      this.promptResult.dataset.state = "invalid";
+      this.promptResult.replaceChildren();
+      showFormError(this.promptForm, r.error || "invalid arguments");
+      return;
+    }
+    if (!r.ok || !msgs) {
+      this.promptResult.dataset.state = "error";
+      this.promptResult.replaceChildren(h("div", { class: "note error" }, r.error || `request failed (${r.status})`));
+      return;
+    }
+    this.promptResult.dataset.state = "ok";
+    this.promptResult.replaceChildren(
+      h("div", { class: "result-head muted small" }, h("code", null, pr.name), ` · ${msgs.length} message${msgs.length === 1 ? "" : "s"}`),
+      ...msgs.map((m) => h("div", { class: "prompt-message", dataset: { role: m.role || "" } },
+        h("div", { class: "role" }, m.role || "message"), contentItem(m.content))));
+  }
+
+  // ---- logs ----
+
+  async loadLogs() {
+    const gw = this.gateway;
+    if (!gw) return;
+    this.loaded.add("logs");
+    this.logStatus.textContent = "Loading…";
+    const r = await apiJSON(this.featurePath("logs"));
+    if (gw !== this.gateway) return;
+    const logs = r.data && Array.isArray(r.data.logs) ? r.data.logs : null;
+    if (!logs) {
+      this.loaded.delete("logs");
+      this.logStatus.replaceChildren(h("span", { class: "note error" }, r.error || "could not load the log"));
+      return;
+    }
+    this.logStatus.textContent = logs.length ? `last ${logs.length} message${logs.length === 1 ? "" : "s"}, newest last` : "No log messages from this server yet.";
+    this.logList.replaceChildren(...logs.map((e) => {
+      const t = Date.parse(e.time);
+      return h("li", { class: "log-line", dataset: { level: e.level || "" } },
+        h("time", { datetime: e.time || undefined }, Number.isNaN(t) ? "" : new Date(t).toLocaleTimeString()),
+        h("span", { class: "log-level" }, e.level || "?"),
+        e.logger ? h("code", { class: "log-logger" }, e.logger) : null,
+        h("span", { class: "log-data" }, e.data ?? ""));
+    }));
+    this.logList.lastElementChild?.scrollIntoView({ block: "nearest" });
   }
 
   close() {
