@@ -107,22 +107,7 @@ func newBrowserWith(tb testing.TB, timeout time.Duration, extra ...chromedp.Exec
 	}
 	tb.Logf("Chromium started in %v (pid %d)", time.Since(start).Round(time.Millisecond), pid)
 
-	go func() {
-		for m, err := range chromedp.Console(bctx) {
-			if err != nil {
-				return
-			}
-			b.mu.Lock()
-			b.console = append(b.console, m.String())
-			if m.IsException() {
-				b.thrown = append(b.thrown, m.String())
-			}
-			if m.IsException() || m.Type == chromedp.ConsoleError {
-				b.errors = append(b.errors, m.String()+" ("+m.URL+")")
-			}
-			b.mu.Unlock()
-		}
-	}()
+	go b.record(bctx)
 
 	ctx, cancel := context.WithTimeout(bctx, timeout)
 	b.ctx = ctx
@@ -153,6 +138,49 @@ func newBrowserWith(tb testing.TB, timeout time.Duration, extra ...chromedp.Exec
 		}
 	})
 	return b
+}
+
+// record keeps the console messages of the tab ctx runs in until ctx ends.
+func (b *browser) record(ctx context.Context) {
+	for m, err := range chromedp.Console(ctx) {
+		if err != nil {
+			return
+		}
+		b.mu.Lock()
+		b.console = append(b.console, m.String())
+		if m.IsException() {
+			b.thrown = append(b.thrown, m.String())
+		}
+		if m.IsException() || m.Type == chromedp.ConsoleError {
+			b.errors = append(b.errors, m.String()+" ("+m.URL+")")
+		}
+		b.mu.Unlock()
+	}
+}
+
+// newTab opens another tab of b's browser in a browser context of its own
+// (its own storage, as another person's browser would have). It shares b's
+// deadline; its console is kept apart. The tab closes when the test ends.
+func (b *browser) newTab(tb testing.TB) *browser {
+	tb.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		tb.Fatalf("open a tab: %v", err)
+	}
+	tab := &browser{ctx: ctx, t: tb}
+	go tab.record(ctx)
+	tb.Cleanup(func() {
+		cancel()
+		if tb.Failed() {
+			tab.mu.Lock()
+			if len(tab.console) > 0 {
+				tb.Logf("second tab's console:\n%s", strings.Join(tab.console, "\n"))
+			}
+			tab.mu.Unlock()
+		}
+	})
+	return tab
 }
 
 // stepTimeout bounds one step, so that a stuck step says which it is.
