@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -17,17 +18,20 @@ import (
 type runningQueries struct {
 	// mu guards byKey.
 	mu    sync.Mutex
-	byKey map[queryKey]context.CancelFunc
+	byKey map[queryKey]func()
 }
+
+// errStopped is the cause of a run's ctx ended by a user's stop.
+var errStopped = errors.New("stopped by the user")
 
 type queryKey struct{ user, conv, query string }
 
 // track registers a running query; the returned func unregisters it.
-func (rq *runningQueries) track(k queryKey, cancel context.CancelFunc) (untrack func()) {
+func (rq *runningQueries) track(k queryKey, cancel func()) (untrack func()) {
 	rq.mu.Lock()
 	defer rq.mu.Unlock()
 	if rq.byKey == nil {
-		rq.byKey = map[queryKey]context.CancelFunc{}
+		rq.byKey = map[queryKey]func(){}
 	}
 	rq.byKey[k] = cancel
 	return func() {
@@ -143,7 +147,11 @@ func (ws *wsSession) control(ctx context.Context, m wsControl) {
 	case "elicitation_response":
 		err := ws.s.deps.Trees.Answer(ctx, m.UserID, m.ElicitationID, tools.Answer{Action: m.Action, Content: m.Content})
 		if err != nil {
-			fail(publicMessage(ctx, statusOf(err), err))
+			// The refusal names the question, so the page marks the
+			// right form; the question keeps waiting for a better answer.
+			env, _ := tools.NewEnvelope(tools.Event{Type: tools.EventError, Payload: map[string]any{
+				"text": publicMessage(ctx, statusOf(err), err), "elicitation_id": m.ElicitationID}}, m.UserID, m.ConversationID, m.QueryID)
+			ws.send(ctx, env)
 		}
 	default:
 		fail(`unknown message type "` + m.Type + `": want a query, "stop" or "elicitation_response"`)

@@ -54,9 +54,10 @@ const runBuffer = 64
 // the run; the caller must still wait for done.
 func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query string) run {
 	// A stop ends the run's ctx like a client that goes away; the stream
-	// itself goes on, so the client still sees the run end.
-	runCtx, cancel := context.WithCancel(ctx)
-	untrack := s.running.track(queryKey{userID, convID, queryID}, cancel)
+	// itself goes on, so the client sees the run end: a status saying it
+	// was stopped, then completed.
+	runCtx, cancel := context.WithCancelCause(ctx)
+	untrack := s.running.track(queryKey{userID, convID, queryID}, func() { cancel(errStopped) })
 	events := make(chan tools.Envelope, runBuffer)
 	done := make(chan error, 1)
 	emit := func(env tools.Envelope) {
@@ -74,9 +75,17 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 			}
 			done <- err
 		}()
-		defer cancel()
+		defer cancel(nil)
 		defer untrack()
 		err = s.deps.Runner.RunQuery(runCtx, userID, convID, queryID, query, emit)
+		if err != nil && errors.Is(context.Cause(runCtx), errStopped) && ctx.Err() == nil {
+			for _, ev := range []tools.Event{tools.NewStatus("Stopped by the user."), {Type: tools.EventCompleted, Payload: map[string]any{}}} {
+				if env, nerr := tools.NewEnvelope(ev, userID, convID, queryID); nerr == nil {
+					emit(env)
+				}
+			}
+			err = nil
+		}
 	}()
 	return run{events: events, done: done}
 }

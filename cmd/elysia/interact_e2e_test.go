@@ -119,7 +119,11 @@ func TestProgressAndStop(t *testing.T) {
 	}
 
 	sendJSON(t, conn, map[string]any{"type": "stop", "user_id": "alice", "conversation_id": "c1", "query_id": "q1"})
-	// The stopped query ends: nothing more of it, and the conversation is free.
+	// The stopped query ends saying so, and the conversation is free.
+	evs = readUntil(t, conn, "q1", func(e envelope) bool { return e.Type == "completed" || e.Type == "error" })
+	if last := evs[len(evs)-1]; last.Type != "completed" || !strings.Contains(string(evs[len(evs)-2].Payload), "Stopped by the user.") {
+		t.Errorf("the stopped query ended with %v", types(evs))
+	}
 	sendWS(t, conn, map[string]string{"user_id": "alice", "conversation_id": "c1", "query_id": "q2", "query": "and now"})
 	evs = readWS(t, conn, "q2", 30*time.Second)
 	if !hasType(evs, "text") || hasType(evs, "error") {
