@@ -19,6 +19,11 @@ import (
 // unavailable (a server whose circuit is open). It maps to 503.
 var ErrUnavailable = errors.New("unavailable")
 
+// ErrUnknownState is matched by SignIns.FinishSignIn's error when the
+// callback's state is unknown, expired, already used or another user's. It
+// maps to 400.
+var ErrUnknownState = errors.New("unknown or expired sign-in state")
+
 // errWriteTimeout is the cause of a WebSocket write's ctx ending because
 // the write missed Options.StreamWriteTimeout, which tells it apart from
 // the session ending.
@@ -46,6 +51,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &re):
 		return re.status
+	case errors.Is(err, ErrUnknownState):
+		return http.StatusBadRequest
 	case errors.Is(err, tree.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, tree.ErrBusy):

@@ -87,9 +87,15 @@ func (s *Server) deleteConversation(c *gin.Context) {
 	writeJSON(c, http.StatusOK, ok(kv("conversation_id", conv)))
 }
 
-// listServers serves GET /api/servers.
+// listServers serves GET /api/servers, as the asking user sees them
+// (askingUser).
 func (s *Server) listServers(c *gin.Context) {
-	st, err := s.deps.Servers.Servers(c.Request.Context())
+	user, err := askingUser(c)
+	if err != nil {
+		s.fail(c, err, object{kv("servers", emptyList)})
+		return
+	}
+	st, err := s.serversFor(c.Request.Context(), user)
 	if err != nil {
 		s.fail(c, err, object{kv("servers", emptyList)})
 		return

@@ -158,6 +158,7 @@ func (r liveRunner) RunQuery(ctx context.Context, userID, conversationID, queryI
 // every query.
 func (s *Server) liveRoutes(e *gin.Engine) {
 	hub := newLiveHub()
+	s.hub = hub
 	s.deps.Runner = liveRunner{Runner: s.deps.Runner, hub: hub}
 	e.Use(hub.middleware)
 	e.GET("/events/:user_id", s.requireUser, s.liveEvents(hub))
@@ -323,7 +324,7 @@ func (ls *liveStream) failed(ctx context.Context, what string, err error, extra 
 }
 
 func (ls *liveStream) servers(ctx context.Context) object {
-	st, err := ls.s.deps.Servers.Servers(ctx)
+	st, err := ls.s.serversFor(ctx, ls.user)
 	if err != nil {
 		return ls.failed(ctx, "server status", err, kv("servers", emptyList))
 	}

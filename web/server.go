@@ -45,6 +45,13 @@ type Deps struct {
 	// from the conversation's tools and results without a model (as with
 	// the offline planner).
 	Model TextModel
+	// SignIns signs users in to the MCP servers that ask for it (the
+	// /oauth routes). Nil means none: those routes answer 404.
+	SignIns SignIns
+	// Secrets keeps users' own secrets (PUT and DELETE
+	// /users/:user_id/secrets/:name). Nil means none: those routes
+	// answer 404.
+	Secrets UserSecrets
 }
 
 // Options configures a Server. A nil *Options means the defaults; New copies
@@ -156,6 +163,9 @@ type Server struct {
 	// model and configFile are Options.Model and Options.ConfigFile.
 	model      ModelInfo
 	configFile string
+	// hub is the event streams' hub, set by liveRoutes, for the changes
+	// that no state-changing request makes (a sign-in's callback).
+	hub *liveHub
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -267,6 +277,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.DELETE("/conversations/:user_id/:conversation_id", s.requireUser, s.deleteConversation)
 
 	s.elysiaRoutes(e)
+	s.signInRoutes(e)
 	s.frontendRoutes(e)
 
 	e.GET("/api/servers", s.requireKey, s.listServers)
