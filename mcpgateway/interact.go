@@ -132,7 +132,7 @@ func (c *conn) progressed(s *session, n mcp.JSONRPCNotification) {
 		return
 	}
 	ac.extend()
-	p := tools.ProgressPayload{Server: ac.server, Tool: ac.tool, Progress: progress}
+	p := tools.ProgressPayload{CallID: ac.token, Server: ac.server, Tool: ac.tool, Progress: progress}
 	if total, ok := number(f["total"]); ok && total > 0 {
 		p.Total = &total
 	}

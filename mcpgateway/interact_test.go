@@ -116,6 +116,9 @@ func TestServerInitiatedMessages(t *testing.T) {
 					t.Fatalf("%d progress events, want 5: %+v", len(ps), ps)
 				}
 				for i, p := range ps {
+					if p.CallID == "" || p.CallID != ps[0].CallID {
+						t.Errorf("progress %d has call id %q, want the call's own, %q", i, p.CallID, ps[0].CallID)
+					}
 					if p.Progress != float64(i+1) || p.Total == nil || *p.Total != 5 || p.Tool != "trigger-long-running-operation" || p.Server != "everything" {
 						t.Errorf("progress %d = %+v", i, p)
 					}

@@ -11,7 +11,10 @@ const EventElicitation EventType = "elicitation"
 // progress (MCP notifications/progress). Progress only grows; Total is nil
 // when the server does not know it.
 type ProgressPayload struct {
-	Text     string   `json:"text"`
+	Text string `json:"text"`
+	// CallID tells apart the calls of a query: every progress of one call
+	// carries the same id.
+	CallID   string   `json:"call_id"`
 	Server   string   `json:"server"`
 	Tool     string   `json:"tool"`
 	Progress float64  `json:"progress"`
