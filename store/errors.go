@@ -8,3 +8,8 @@ var ErrNotFound = errors.New("not found")
 
 // ErrClosed is returned by the methods of a [Store] after [Store.Close].
 var ErrClosed = errors.New("store closed")
+
+// ErrWrongKey is matched by a [Vault]'s errors when the secret key does not
+// open what the database holds: it was sealed under another key (or
+// altered).
+var ErrWrongKey = errors.New("wrong secret key")

@@ -98,6 +98,11 @@ var migrations = []migration{
 				PRIMARY KEY (user_id, conversation_id, query_id))`,
 		},
 	},
+	{
+		// Users' OAuth tokens and secrets, sealed (issue 9; see Vault).
+		sqlite:   vaultMigration("INTEGER"),
+		postgres: vaultMigration("BIGINT"),
+	},
 }
 
 // migrate brings the schema to the latest version. It is idempotent. On
