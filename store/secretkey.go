@@ -43,7 +43,8 @@ func ParseSecretKey(text string) ([]byte, error) {
 // beside its database, created with mode 0600 and a random key on first
 // use; a key file that others than its owner may read or write is refused.
 // An in-memory SQLite store gets a random key that lasts as long as the
-// process. A PostgreSQL store needs text: its replicas must share one key.
+// process. A PostgreSQL store needs text (its replicas must share one
+// key): without it the error matches ErrNoSecretKey.
 func (s *Store) SecretKey(text string) ([]byte, error) {
 	if strings.TrimSpace(text) != "" {
 		key, err := ParseSecretKey(text)
@@ -53,7 +54,7 @@ func (s *Store) SecretKey(text string) ([]byte, error) {
 		return key, nil
 	}
 	if s.dialect == dialectPostgres {
-		return nil, errors.New("ELYSIA_SECRET_KEY is not set: a PostgreSQL store needs it, so that every replica seals and opens tokens and secrets with one key")
+		return nil, fmt.Errorf("%w: a PostgreSQL store needs ELYSIA_SECRET_KEY, so that every replica seals and opens tokens and secrets with one key", ErrNoSecretKey)
 	}
 	path := strings.TrimPrefix(s.where, "sqlite:")
 	if path == ":memory:" || path == "" {

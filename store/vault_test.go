@@ -260,7 +260,7 @@ func TestSecretKeyFile(t *testing.T) {
 
 func TestSecretKeyPostgresNeedsEnv(t *testing.T) {
 	s := openStore(t, postgresTestDSN(t))
-	if _, err := s.SecretKey(""); err == nil || !strings.Contains(err.Error(), "ELYSIA_SECRET_KEY") {
+	if _, err := s.SecretKey(""); !errors.Is(err, ErrNoSecretKey) || !strings.Contains(err.Error(), "ELYSIA_SECRET_KEY") {
 		t.Errorf("SecretKey on PostgreSQL without a key = %v, want an error naming ELYSIA_SECRET_KEY", err)
 	}
 }
