@@ -228,6 +228,10 @@ type app struct {
 	store  *store.Store
 	// persist is store's encoding of conversations; nil without a store.
 	persist *persist.Store
+	// secrets keeps users' own secrets (sealed in the store, or in memory
+	// without one); signIns signs users in to servers through the web.
+	secrets *userSecrets
+	signIns *signIns
 	trees   *tree.Manager
 	disc    *discovery.Discovery
 	// runs counts the queries in flight, so shutdown can wait for them.
@@ -240,14 +244,26 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	if err != nil {
 		return nil, usageErr("model: %v", err)
 	}
-	a := &app{logger: c.logger, model: model, info: info}
+	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
 	topts := &tree.Options{Logger: c.logger}
+	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
 	if c.dsn != "-" {
 		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger}); err != nil {
 			return nil, failure(fmt.Errorf("open the database: %w", err))
 		}
 		a.persist = persist.New(a.store)
 		topts.Store, topts.Locker = a.persist, a.store
+		switch vault, err := openVault(ctx, a.store, os.LookupEnv); {
+		case errors.Is(err, store.ErrNoSecretKey):
+			c.logger.Warn("ELYSIA_SECRET_KEY is not set: users' sign-ins and secrets are kept in memory only, " +
+				"lost on restart and not shared by replicas; set it to base64 of 32 random bytes (openssl rand -base64 32)")
+		case err != nil:
+			a.close()
+			return nil, usageErr("tokens and secrets: %v", err)
+		default:
+			a.secrets.v = vault
+			gopts.Tokens = vaultTokens{vault}
+		}
 	}
 	a.trees = tree.NewManager(topts)
 	load := &mcpgateway.LoadOptions{Logger: c.logger}
@@ -257,8 +273,9 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	a.disc = discovery.New(c.configPath, a.trees, &discovery.Options{
 		Logger:  c.logger,
 		Load:    load,
-		Gateway: &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}},
+		Gateway: gopts,
 	})
+	a.signIns = newSignIns(a.disc)
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()
 		if errors.Is(err, mcpgateway.ErrInvalidConfig) {
@@ -270,7 +287,8 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc}}
+	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc},
+		SignIns: a.signIns, Secrets: a.secrets}
 	if a.persist != nil {
 		d.Store, d.Feedback = a.persist, a.persist
 	}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/elysia-go/elysia/discovery"
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/store"
+	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web"
+)
+
+// vaultTokens is the gateways' TokenStore over the store's Vault: a token
+// is its JSON, sealed, so every replica sharing the database and the key
+// sees it.
+type vaultTokens struct{ v *store.Vault }
+
+var _ mcpgateway.TokenStore = vaultTokens{}
+
+func (t vaultTokens) Get(ctx context.Context, key mcpgateway.TokenKey) (*mcpgateway.Token, error) {
+	b, err := t.v.Token(ctx, key.Server, key.User)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, mcpgateway.ErrNoToken
+	}
+	if err != nil {
+		return nil, err
+	}
+	var tok mcpgateway.Token
+	if err := json.Unmarshal(b, &tok); err != nil {
+		// The error of json.Unmarshal may quote the input: not repeated.
+		return nil, fmt.Errorf("token of user %q for server %q is not a token", key.User, key.Server)
+	}
+	return &tok, nil
+}
+
+func (t vaultTokens) Put(ctx context.Context, key mcpgateway.TokenKey, tok *mcpgateway.Token) error {
+	if tok == nil {
+		return t.Delete(ctx, key)
+	}
+	b, err := json.Marshal(tok)
+	if err != nil {
+		return fmt.Errorf("encode token of user %q for server %q: %w", key.User, key.Server, err)
+	}
+	return t.v.PutToken(ctx, key.Server, key.User, b)
+}
+
+func (t vaultTokens) Delete(ctx context.Context, key mcpgateway.TokenKey) error {
+	return t.v.DeleteToken(ctx, key.Server, key.User)
+}
+
+// userSecrets keeps users' own secrets: sealed in the store's Vault, or
+// in memory when the service runs without a store.
+type userSecrets struct {
+	v *store.Vault // nil: memory
+
+	// mu guards mem.
+	mu  sync.Mutex
+	mem map[[2]string]string
+}
+
+var _ web.UserSecrets = (*userSecrets)(nil)
+
+// PutSecret implements web.UserSecrets.
+func (s *userSecrets) PutSecret(ctx context.Context, user, name, value string) error {
+	if s.v != nil {
+		return s.v.PutSecret(ctx, user, name, []byte(value))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mem == nil {
+		s.mem = make(map[[2]string]string)
+	}
+	s.mem[[2]string{user, name}] = value
+	return nil
+}
+
+// DeleteSecret implements web.UserSecrets.
+func (s *userSecrets) DeleteSecret(ctx context.Context, user, name string) error {
+	if s.v != nil {
+		return s.v.DeleteSecret(ctx, user, name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.mem, [2]string{user, name})
+	return nil
+}
+
+// Secret returns user's secret name, and whether there is one.
+func (s *userSecrets) Secret(ctx context.Context, user, name string) (string, bool, error) {
+	if s.v != nil {
+		b, err := s.v.Secret(ctx, user, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		return string(b), true, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.mem[[2]string{user, name}]
+	return v, ok, nil
+}
+
+// signInTTL is how long a started web sign-in waits for its callback, as
+// the gateway keeps its state.
+const signInTTL = 10 * time.Minute
+
+// signIns is web.SignIns over the gateways. The gateway binds a state to
+// its user; signIns also remembers which server and user each state it
+// handed out belongs to, since the callback (a redirect from the
+// authorization server) carries neither a key nor the server.
+//
+// Started sign-ins live in this process: with several replicas the
+// callback must reach the replica that started it (sticky sessions), as
+// the gateway's own state does.
+type signIns struct {
+	disc *discovery.Discovery
+
+	// mu guards pending.
+	mu      sync.Mutex
+	pending map[string]pendingSignIn
+}
+
+// pendingSignIn is a started sign-in whose callback has not come.
+type pendingSignIn struct {
+	server, user string
+	expires      time.Time
+}
+
+var (
+	_ web.SignIns     = (*signIns)(nil)
+	_ web.UserServers = serversAPI{}
+)
+
+func newSignIns(d *discovery.Discovery) *signIns {
+	return &signIns{disc: d, pending: make(map[string]pendingSignIn)}
+}
+
+func (s *signIns) gateway(name string) (*mcpgateway.Gateway, error) {
+	return serversAPI{s.disc}.gateway(name)
+}
+
+// StartSignIn implements web.SignIns.
+func (s *signIns) StartSignIn(ctx context.Context, server, user, redirectURI string) (string, error) {
+	g, err := s.gateway(server)
+	if err != nil {
+		return "", err
+	}
+	cfg := g.Config()
+	if cfg.Transport == mcpgateway.TransportStdio {
+		return "", fmt.Errorf("%w: server %q runs on this machine (stdio) and takes no sign-in; give it its secrets with ${user:NAME}",
+			tools.ErrInvalidArguments, cfg.Name)
+	}
+	authURL, err := g.StartSignIn(ctx, user, redirectURI)
+	if err != nil {
+		return "", gatewayErr(g, err)
+	}
+	u, err := url.Parse(authURL)
+	state := ""
+	if err == nil {
+		state = u.Query().Get("state")
+	}
+	if state == "" {
+		return "", gatewayErr(g, errors.New("the authorization URL carries no state"))
+	}
+	now := time.Now()
+	s.mu.Lock()
+	for st, p := range s.pending {
+		if now.After(p.expires) {
+			delete(s.pending, st)
+		}
+	}
+	s.pending[state] = pendingSignIn{server: cfg.Name, user: user, expires: now.Add(signInTTL)}
+	s.mu.Unlock()
+	return authURL, nil
+}
+
+// FinishSignIn implements web.SignIns.
+func (s *signIns) FinishSignIn(ctx context.Context, state, code, iss string) (string, string, error) {
+	s.mu.Lock()
+	p, ok := s.pending[state]
+	delete(s.pending, state) // one use, whatever comes of it
+	s.mu.Unlock()
+	if !ok || time.Now().After(p.expires) {
+		return "", "", web.ErrUnknownState
+	}
+	g, err := s.gateway(p.server)
+	if err != nil { // removed from mcp.json meanwhile
+		return p.server, p.user, err
+	}
+	if err := g.FinishSignIn(ctx, p.user, state, code, iss); err != nil {
+		if errors.Is(err, mcpgateway.ErrUnknownState) {
+			return p.server, p.user, web.ErrUnknownState
+		}
+		return p.server, p.user, gatewayErr(g, err)
+	}
+	return p.server, p.user, nil
+}
+
+// SignOut implements web.SignIns.
+func (s *signIns) SignOut(ctx context.Context, server, user string) error {
+	g, err := s.gateway(server)
+	if err != nil {
+		return err
+	}
+	if err := g.SignOut(ctx, user); err != nil {
+		return gatewayErr(g, err)
+	}
+	return nil
+}
+
+// ServersFor implements web.UserServers: Servers, with each server's state
+// (and what goes with it: tools, last error) as user sees it.
+func (a serversAPI) ServersFor(ctx context.Context, user string) (web.ServersStatus, error) {
+	st, err := a.Servers(ctx)
+	if err != nil {
+		return st, err
+	}
+	for i := range st.Servers {
+		g, ok := a.disc.Gateway(st.Servers[i].Name)
+		if !ok {
+			continue
+		}
+		us := g.StatusFor(ctx, user)
+		s := &st.Servers[i]
+		s.State, s.ToolCount, s.Tools, s.PID = string(us.State), us.ToolCount, us.Tools, us.PID
+		s.LastError = us.LastError
+	}
+	return st, nil
+}
+
+// openVault returns the store's Vault, with the key from
+// ELYSIA_SECRET_KEY or the key file beside the SQLite database; a bad or
+// wrong key is an error that says which. A PostgreSQL store without
+// ELYSIA_SECRET_KEY has no Vault: the error matches store.ErrNoSecretKey,
+// and the caller keeps sign-ins and secrets in memory.
+func openVault(ctx context.Context, s *store.Store, lookupEnv func(string) (string, bool)) (*store.Vault, error) {
+	text, _ := lookupEnv("ELYSIA_SECRET_KEY")
+	key, err := s.SecretKey(text)
+	if err != nil {
+		return nil, err
+	}
+	v, err := store.OpenVault(ctx, s, key)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
