@@ -50,6 +50,7 @@ import { ToolPanel } from "./toolpanel.js";
 import { ChatView, Transport } from "./chat.js";
 import { LiveEvents } from "./live.js";
 import { fillIcons, icon } from "./icons.js";
+import { SignIn } from "./signin.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -129,6 +130,7 @@ class App {
     fillIcons();
     $("conversation-meta").textContent = `${this.user} · ${this.conversation}`;
     this.bindUI();
+    new SignIn({ user: this.user, treeEl: $("tree"), chatEl: $("chat") }).install();
     document.body.dataset.state = "idle";
     this.setStatus("idle");
     // The tree GET creates the conversation (and asks for a key when one is
@@ -269,7 +271,7 @@ class App {
   }
 
   async loadServers() {
-    const r = await apiJSON("/api/servers", { interactive: false });
+    const r = await apiJSON(`/api/servers?user=${encodeURIComponent(this.user)}`, { interactive: false });
     this.renderServers(r.data || { error: r.error }, r.status);
   }
 

@@ -14,6 +14,7 @@ const STATE_LABEL = {
   degraded: "degraded",
   failed: "failed",
   disabled: "disabled",
+  needs_sign_in: "needs sign-in",
 };
 
 export class TreeView {
