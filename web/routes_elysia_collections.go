@@ -1,0 +1,101 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+)
+
+// noCollections is the error of the routes about one collection.
+const noCollections = "this service has no collections: its data comes from MCP servers, through their tools"
+
+// mappingTypes serves GET /collections/mapping_types: the display types a
+// collection's fields can be mapped to, none here.
+func (s *Server) mappingTypes(c *gin.Context) {
+	writeJSON(c, http.StatusOK, ok(kv("mapping_types", emptyList)))
+}
+
+// collectionsList serves GET /collections/:user_id/list: no collections,
+// an empty list (the Data page then says there are no sources).
+func (s *Server) collectionsList(c *gin.Context) {
+	writeJSON(c, http.StatusOK, ok(kv("collections", emptyList)))
+}
+
+// collectionsDeleteAll serves DELETE
+// /collections/:user_id/metadata/delete/all: there is nothing to delete.
+func (s *Server) collectionsDeleteAll(c *gin.Context) {
+	writeJSON(c, http.StatusOK, ok())
+}
+
+// noCollection answers a route about one collection: there are none, which
+// is said in "error" with 200, not 404, so the frontend does not treat the
+// route as missing.
+func (s *Server) noCollection(extra ...field) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength != 0 {
+			if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
+				s.fail(c, err, extra)
+				return
+			}
+		}
+		writeJSON(c, http.StatusOK, append(object{kv("error", "collection "+quote(c.Param("collection_name"))+": "+noCollections)}, extra...))
+	}
+}
+
+// processCollectionWS serves WebSocket /ws/process_collection: Elysia's
+// frontend asks it to analyse a Weaviate collection. There are none here,
+// so each message gets an error message in the socket's shape ({"type":
+// "error", "collection_name", "progress", "message", "error"}), which ends
+// the frontend's wait for that collection, and the socket stays open so
+// the frontend does not reconnect in a loop.
+func (s *Server) processCollectionWS(c *gin.Context) {
+	principal := c.GetString(principalKey)
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // browserGuard checked Origin
+	if _, proto := wsProtocolKey(c.Request); proto != "" {
+		opts.Subprotocols = []string{proto}
+	}
+	hw := &handshakeWriter{ResponseWriter: c.Writer}
+	conn, err := websocket.Accept(hw, c.Request, opts)
+	if err != nil {
+		if hw.status == 0 {
+			s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
+			return
+		}
+		c.Writer.Header().Del("Content-Type")
+		s.failStatus(c, hw.status, errors.New(strings.TrimSpace(hw.body.String())), nil)
+		return
+	}
+	defer func() { _ = conn.CloseNow() }()
+	conn.SetReadLimit(s.maxBody)
+	ctx := c.Request.Context()
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return // the client closed, or the message was over the limit
+		}
+		var m struct {
+			UserID         string `json:"user_id"`
+			CollectionName string `json:"collection_name"`
+		}
+		msg := "collections are not processed here: " + noCollections
+		if err := json.Unmarshal(data, &m); err != nil {
+			msg = "invalid JSON message: " + err.Error()
+		} else if !mayActFor(principal, m.UserID) {
+			msg = forbidden(m.UserID).Error()
+		}
+		reply := mustJSON(object{kv("type", "error"), kv("user_id", m.UserID), kv("collection_name", m.CollectionName),
+			kv("progress", 0), kv("message", msg), kv("error", msg)})
+		wctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
+		err = conn.Write(wctx, websocket.MessageText, reply)
+		cancel()
+		if err != nil {
+			return
+		}
+	}
+}
