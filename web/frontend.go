@@ -13,19 +13,46 @@ import (
 
 // frontendRoutes serves Options.Frontend, a static build of Elysia's own
 // frontend, where Elysia's backend serves it: its index.html at /, its
-// Next.js assets at /_next/* and the whole build at /static/*. Like the
-// project's UI assets, the files need no key: they hold no user data.
+// Next.js assets at /_next/* and the whole build at /static/*. Its
+// top-level files (icon.svg, logo.svg) are also served at /<name>: the
+// page's <link rel="icon" href="/icon.svg"> asks for one there, which
+// Elysia's backend answers 404. Like the project's UI assets, the files
+// need no key: they hold no user data.
 func (s *Server) frontendRoutes(e *gin.Engine) {
 	if s.frontend == nil {
 		return
 	}
+	top := topLevelFiles(s.frontend)
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
 		e.Handle(method, "/", s.frontendFile(func(*gin.Context) string { return indexFile }))
 		e.Handle(method, "/_next/*filepath", s.frontendFile(func(c *gin.Context) string { return "_next" + c.Param("filepath") }))
 		e.Handle(method, "/static/*filepath", s.frontendFile(func(c *gin.Context) string {
 			return strings.TrimPrefix(c.Param("filepath"), "/")
 		}))
+		for _, name := range top {
+			e.Handle(method, "/"+name, s.frontendFile(func(*gin.Context) string { return name }))
+		}
 	}
+}
+
+// topLevelFiles lists the files at the root of a build that can be routes
+// of their own: regular files whose names have an extension (so that no
+// route of the service, none of which has a dot, is taken) and hold no
+// character gin reads as a parameter.
+func topLevelFiles(build fs.FS) []string {
+	entries, err := fs.ReadDir(build, ".")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range entries {
+		name := d.Name()
+		if !d.Type().IsRegular() || !strings.Contains(name, ".") || strings.ContainsAny(name, ":*?#%/\\ ") {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 // frontendFile serves the file of Options.Frontend that name picks from

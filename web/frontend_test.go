@@ -26,6 +26,11 @@ func TestFrontend(t *testing.T) {
 		{"/_next/static/chunks/main-1.js", 200, "javascript"},
 		{"/_next/static/css/1.css", 200, "text/css"},
 		{"/static/icon.svg", 200, "image/svg+xml"},
+		// index.html links its icon at /icon.svg (Elysia's backend answers
+		// that 404); the build's top-level files are served at the root.
+		{"/icon.svg", 200, "image/svg+xml"},
+		{"/icon.svg?d6c34577c7161f78", 200, "image/svg+xml"},
+		{"/missing.svg", 404, "application/json"},
 		{"/static/_next/static/chunks/main-1.js", 200, "javascript"},
 		{"/static/index.html", 200, "text/html"},
 		{"/_next/static/missing.js", 404, "application/json"},
