@@ -46,6 +46,9 @@ type ConversationState struct {
 	History        []Message                              `json:"history"`
 	Environment    map[string]map[string][]tools.EnvEntry `json:"environment"`
 	UpdatedAt      time.Time                              `json:"updated_at"`
+	// Version is the Store's count of the conversation's saves when it
+	// was loaded (see [StoreVersioner]); 0 when the Store does not count.
+	Version int64 `json:"-"`
 }
 
 // ConversationInfo is one entry of a user's conversation list.
@@ -62,15 +65,17 @@ type ConversationInfo struct {
 type Conversation struct {
 	m *Manager
 
-	// mode, tree, gen, movedAt, ops, deleted, changes, saved, newer and
-	// older are guarded by m.mu. With no ops, the conversation runs on the
+	// mode, tree, gen, movedAt, ops, deleted, changes, saved, sv, newer
+	// and older are guarded by m.mu. With no ops, the conversation runs on the
 	// Manager's default tree for mode; with ops, on tree, its own, built on
 	// generation gen of the Manager's registry (nil or older: rebuilt from
 	// ops on use, see Manager.treeOf).
 	// deleted is set by Manager.Delete; a deleted conversation is never
 	// saved again. changes counts the changes made to the conversation in
 	// memory, and saved how many of them the Store has; only a
-	// conversation with nothing unsaved may be dropped from memory.
+	// conversation with nothing unsaved may be dropped from memory. sv is
+	// what the Store holds of it (nil: nothing known yet), for saving only
+	// what changed (saver.go).
 	// movedAt, newer and older place it in Manager.lru. m, mode, tree, gen,
 	// movedAt and ops, which a lookup and Tree read, come first, so that
 	// GET /tree reads the start of the conversation only.
@@ -82,6 +87,7 @@ type Conversation struct {
 	deleted bool
 	changes uint64
 	saved   uint64
+	sv      *savedState
 	newer   *Conversation
 	older   *Conversation
 
@@ -126,6 +132,7 @@ func (c *Conversation) restoreLocked(st ConversationState) {
 		c.env.Restore(st.Environment)
 	}
 	c.promptEnv = nil
+	c.sv = newSavedState(st)
 }
 
 // UserID returns the id of the conversation's user.

@@ -214,3 +214,11 @@ func foldErrors(es []PreviousError) []PreviousError {
 	}
 	return out
 }
+
+// DigestEntry returns the short form the decision prompt gives a result of
+// an earlier query (its first _REF_ID and a one-line digest: how many
+// objects, their keys), as the JSON of a [tools.EnvEntry]. It is the form
+// in which Stores keep a result once a later query makes it old; it is
+// built without marshalling e's objects. When it is not shorter than e's
+// JSON, the prompt shows e whole, and a Store should too.
+func DigestEntry(e tools.EnvEntry) []byte { return digestEntry(e) }

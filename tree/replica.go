@@ -42,7 +42,7 @@ func (m *Manager) Query(ctx context.Context, model llms.Model, userID, conversat
 			return fmt.Errorf("conversation %s/%s is busy with another query: %w: %w", userID, conversationID, ErrBusy, err)
 		}
 		defer unlock()
-		m.Forget(userID, conversationID) // reload what another replica may have saved
+		m.forgetStale(ctx, userID, conversationID) // reload what another replica may have saved
 	}
 	c, err := m.Conversation(ctx, userID, conversationID)
 	if err != nil {
@@ -53,11 +53,12 @@ func (m *Manager) Query(ctx context.Context, model llms.Model, userID, conversat
 
 // Reopen returns an existing conversation to show it again, as [Manager.Existing]
 // does; ok is false when it exists nowhere. With [Options.Locker] set (a Store
-// shared between replicas), an idle in-memory copy is dropped first, so that
-// what is returned is what any replica saved last.
+// shared between replicas), an idle in-memory copy is dropped first unless
+// the Store says it is the latest (see [StoreVersioner]), so that what is
+// returned is what any replica saved last.
 func (m *Manager) Reopen(ctx context.Context, userID, conversationID string) (c *Conversation, ok bool, err error) {
 	if m.opts.Locker != nil {
-		m.Forget(userID, conversationID)
+		m.forgetStale(ctx, userID, conversationID)
 	}
 	return m.Existing(ctx, userID, conversationID)
 }

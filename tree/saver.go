@@ -23,7 +23,8 @@ type saver struct {
 }
 
 // save writes c's state (and a query's events) to the Store, if any, unless
-// c was deleted.
+// c was deleted. With a [StoreAppender] it sends only what changed since
+// the last save.
 func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelope) error {
 	if s.store == nil {
 		return nil
@@ -33,10 +34,13 @@ func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelo
 	}
 	defer func() { <-c.saving }()
 	s.cache.mu.Lock()
-	deleted, changes := c.deleted, c.changes
+	deleted, changes, sv := c.deleted, c.changes, c.sv
 	s.cache.mu.Unlock()
 	if deleted {
 		return nil
+	}
+	if a, ok := s.store.(StoreAppender); ok {
+		return s.append(ctx, a, c, sv, changes, events)
 	}
 	st := c.State()
 	if err := s.store.Save(ctx, st, events); err != nil {
@@ -46,6 +50,39 @@ func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelo
 	// st holds at least the changes counted before it was read.
 	c.saved = max(c.saved, changes)
 	s.cache.mu.Unlock()
+	return nil
+}
+
+// append saves what changed in c since sv (nil: nothing of c is saved) and
+// events; s.save holds c's saving token. The new saved state knows the
+// Store's version only when no other save came between (the version is
+// one more than sv's); otherwise, and after a failed save, the version is
+// unknown (0), so that the next query under a Locker reloads the
+// conversation rather than run on a copy older than another replica's
+// save.
+func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv *savedState, changes uint64, events []tools.Envelope) error {
+	if sv == nil {
+		sv = &savedState{}
+	}
+	ch, counts := c.change(sv, events != nil)
+	version, err := a.Append(ctx, ch, events)
+	next := &savedState{messages: sv.messages, results: sv.results}
+	if err == nil {
+		next.messages, next.results = sv.messages+len(ch.Messages), counts
+		if version == sv.version+1 {
+			next.version = version
+		}
+	}
+	s.cache.mu.Lock()
+	c.sv = next
+	if err == nil {
+		// ch holds at least the changes counted before it was read.
+		c.saved = max(c.saved, changes)
+	}
+	s.cache.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
+	}
 	return nil
 }
 
