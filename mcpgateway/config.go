@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"time"
 )
 
@@ -31,8 +32,9 @@ type Config struct {
 	Warnings []string
 }
 
-// ServerConfig is one MCP server of mcp.json, with ${env:} and ${input:}
-// already substituted and relative paths resolved against the folder of the
+// ServerConfig is one MCP server of mcp.json, with ${env:}, ${input:},
+// ${VAR} and the editor's variables already substituted (${user:} is
+// substituted per user; see UserValues) and relative paths resolved against the folder of the
 // mcp.json file.
 //
 // Values that came from ${env:}/${input:}, and every value of Env and
@@ -64,6 +66,15 @@ type ServerConfig struct {
 	// PerUser gives every user a session of their own even when the
 	// server needs no sign-in ("per_user": true).
 	PerUser bool `json:"per_user,omitempty"`
+	// UserValues are the headers (of an http or sse server) and env
+	// entries (of a stdio server) that take the asking user's own secrets,
+	// ${user:NAME}, by the keys of Templates ("headers.Authorization",
+	// "env.TOKEN"). Headers and Env hold them with every other
+	// substitution done and each ${user:NAME} as written; each user's
+	// session fills them in from Options.UserSecrets, so a server with
+	// UserValues keeps a session (a stdio process) per user. Nil means
+	// none.
+	UserValues map[string]UserValue `json:"-"`
 
 	// Enabled is false for "enabled": false or "disabled": true.
 	Enabled bool `json:"enabled"`
@@ -100,8 +111,8 @@ type ServerConfig struct {
 	// negotiates ("2025-06-18", "2025-11-25", ...); empty lets it negotiate.
 	ProtocolVersion string `json:"protocol_version,omitempty"`
 
-	// Templates holds, for every field that used ${env:}, ${input:} or
-	// ${workspaceFolder}, or whose relative path was resolved against the
+	// Templates holds, for every field that used a substitution (${env:},
+	// ${input:}, ${VAR}, ${user:}, ${workspaceFolder}, ...), or whose relative path was resolved against the
 	// mcp.json folder, the text as written in the file (key: "command",
 	// "args[0]", "env.TOKEN", "url", "headers.Authorization", "cwd"). It is
 	// what a user is shown instead of the substituted value (see Display).
@@ -117,6 +128,33 @@ type ServerConfig struct {
 
 	// Line and Column locate the server's entry in the file, for errors.
 	Line, Column int `json:"-"`
+}
+
+// UserValue is a header or env value that takes the asking user's
+// secrets: literal text and ${user:NAME} references, in order.
+type UserValue []UserPart
+
+// UserPart is one part of a UserValue: the literal Text, or, when Secret
+// is set, the asking user's secret of that name.
+type UserPart struct {
+	Text   string
+	Secret string
+}
+
+// UserSecretNames returns the names of the users' own secrets the server
+// takes (${user:NAME}), sorted, each once; nil when none. Each user sets
+// them (PUT /users/:user/secrets/:name) before using the server.
+func (s ServerConfig) UserSecretNames() []string {
+	var names []string
+	for _, v := range s.UserValues {
+		for _, p := range v {
+			if p.Secret != "" && !slices.Contains(names, p.Secret) {
+				names = append(names, p.Secret)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Default timeouts, used when ConnectTimeout or CallTimeout is zero. Servers

@@ -357,6 +357,15 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 			fb = fmt.Sprintf("did you mean %q? ", ut.Closest) + fb
 		}
 		return tools.ErrorResult(fmt.Sprintf("unknown tool %q on server %q", ut.Tool, ut.Server), fb), nil
+	case errors.Is(err, ErrSecretRequired):
+		sr, _ := errors.AsType[*SecretRequiredError](err)
+		var names []string
+		if sr != nil {
+			names = sr.Names
+		}
+		return tools.ErrorResult(g.mask(err.Error()), fmt.Sprintf(
+			"the user has not set their own %s for server %s: ask them to set it (the key panel in the UI), then try again; meanwhile use another option",
+			strings.Join(names, ", "), g.cfg.Name)), nil
 	case errors.Is(err, ErrSignInRequired):
 		return tools.ErrorResult(g.mask(err.Error()), fmt.Sprintf(
 			"the user has not signed in to server %s: ask them to sign in (Connect in the UI, or `elysia mcp login %s`), then try again; meanwhile use another option",

@@ -65,9 +65,10 @@ type Gateway struct {
 	// circuitRetryAt is when the open circuit lets a trial call through.
 	circuitRetryAt time.Time
 	// users are the children of a per-user gateway, by user (peruser.go);
-	// stopUsers ends their reaper.
+	// stopUsers ends their reaper; userSeq orders their use.
 	users     map[string]*userGateway
 	stopUsers chan struct{}
+	userSeq   uint64
 	// pending are the web sign-ins started and not finished, by state.
 	pending map[string]*pendingSignIn
 
@@ -76,23 +77,32 @@ type Gateway struct {
 	perUser atomic.Bool
 	// parent is the per-user gateway a child serves; nil otherwise.
 	parent *Gateway
+	// userMask hides the secrets of the users' sessions of a server that
+	// takes user secrets (${user:NAME}), on top of the server's own, in
+	// what passes through g; set while g.mu is held, read without it.
+	userMask atomic.Pointer[func(string) string]
+	// childDialer, when set (by tests, before the first call), gives each
+	// user's child the dialer that replaces its dial.
+	childDialer func(c *conn) func(hsCtx context.Context) (*session, error)
 }
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
 // nil opts means the defaults; opts is copied.
 func New(cfg ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
+	g := &Gateway{cfg: cfg, opts: o, toolName: ToolName(cfg.Name), closeDone: make(chan struct{})}
 	mask := cfg.masker()
-	logger := newMaskLogger(o.Logger, mask).With("gateway", cfg.Name)
-	g := &Gateway{
-		cfg:       cfg,
-		opts:      o,
-		logger:    logger,
-		masker:    mask,
-		toolName:  ToolName(cfg.Name),
-		conn:      newConn(cfg, o, logger, mask),
-		closeDone: make(chan struct{}),
+	if len(cfg.UserValues) > 0 && o.user == "" {
+		// The users' sessions fill in their own secrets; what they report
+		// passes through here too (peruser.go, remaskLocked).
+		own := mask
+		none := func(s string) string { return s }
+		g.userMask.Store(&none)
+		mask = func(s string) string { return (*g.userMask.Load())(own(s)) }
 	}
+	g.masker = mask
+	g.logger = newMaskLogger(o.Logger, mask).With("gateway", cfg.Name)
+	g.conn = newConn(cfg, o, g.logger, mask)
 	g.conn.notify = g.notified
 	g.perUser.Store(o.user == "" && perUserStatic(cfg))
 	desc := describe(cfg, nil, nil)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -229,6 +230,54 @@ func (li *lineIndex) position(off int) (line, col int) {
 	col += utf8.RuneCount(li.data[from:off])
 	li.lastLine, li.lastOff, li.lastCol = line, off, col
 	return line, col
+}
+
+// stringOffset returns the offset in the file of byte i of the value of
+// the JSON string whose opening quote is at quote, so that an error about
+// part of a value ("${foo}" in the middle of it) points at that part:
+// escapes take more room in the file than in the value.
+func (li *lineIndex) stringOffset(quote, i int) int {
+	d := li.data
+	if quote < 0 || quote >= len(d) || d[quote] != '"' {
+		return quote
+	}
+	off := quote + 1
+	for n := 0; n < i && off < len(d); {
+		switch {
+		case d[off] != '\\':
+			off++
+			n++
+		case off+1 < len(d) && d[off+1] == 'u':
+			r := hexRune(d, off+2)
+			off += 6
+			if utf16.IsSurrogate(r) && off+1 < len(d) && d[off] == '\\' && d[off+1] == 'u' {
+				r = utf16.DecodeRune(r, hexRune(d, off+2))
+				off += 6
+			}
+			if l := utf8.RuneLen(r); l > 0 {
+				n += l
+			} else {
+				n += utf8.RuneLen(utf8.RuneError)
+			}
+		default:
+			off += 2
+			n++
+		}
+	}
+	return min(off, len(d))
+}
+
+// hexRune reads the four hex digits of a \u escape at d[at:], or
+// utf8.RuneError.
+func hexRune(d []byte, at int) rune {
+	if at+4 > len(d) {
+		return utf8.RuneError
+	}
+	v, err := strconv.ParseUint(string(d[at:at+4]), 16, 32)
+	if err != nil {
+		return utf8.RuneError
+	}
+	return rune(v)
 }
 
 // stripJSONC blanks out // and /* */ comments and trailing commas with

@@ -21,7 +21,7 @@ import (
 // For a client-credentials server it gets the service account's token.
 // ctx bounds the whole sign-in, the user's time in the browser included.
 func (g *Gateway) SignIn(ctx context.Context, user string, browser Browser) error {
-	a, err := g.authorizerFor(user)
+	a, err := g.authorizerFor(ctx, user)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ const signInTTL = 10 * time.Minute
 // service's callback). The state in it is bound to user and to this
 // gateway; FinishSignIn takes it back within ten minutes, once.
 func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI string) (authURL string, err error) {
-	a, err := g.authorizerFor(user)
+	a, err := g.authorizerFor(ctx, user)
 	if err != nil {
 		return "", err
 	}
@@ -116,6 +116,7 @@ func (g *Gateway) SignOut(ctx context.Context, user string) error {
 	g.mu.Lock()
 	u := g.users[user]
 	delete(g.users, user)
+	g.remaskLocked()
 	g.mu.Unlock()
 	if u != nil {
 		_ = u.g.Close()

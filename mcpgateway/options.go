@@ -64,6 +64,12 @@ type Options struct {
 	// tokens then last as long as the gateway.
 	Tokens TokenStore
 
+	// UserSecrets gives the users' own secrets that mcp.json takes as
+	// ${user:NAME} (in headers, and in env of stdio servers). Nil means no
+	// user has any: a call to such a server fails with a
+	// *SecretRequiredError naming what to set.
+	UserSecrets UserSecrets
+
 	// Browser, when set, lets a call sign its user in by itself when the
 	// server asks for it (the CLI with ELYSIA_OAUTH_BROWSER=fetch). Nil
 	// means such a call fails with ErrSignInRequired, and the user signs

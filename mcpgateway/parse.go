@@ -248,7 +248,7 @@ func (p *parser) server(name string, off int, obj *jnode, inList bool) {
 		return
 	}
 	line, col := p.lines.position(off)
-	sp := &serverParse{p: p, name: name, fieldOff: map[string]int{"": off}, local: map[string]Input{}, localVals: map[string]inputValue{}}
+	sp := &serverParse{p: p, name: name, fieldOff: map[string]int{"": off}, local: map[string]Input{}, localVals: map[string]inputValue{}, userOffs: map[string]int{}}
 	sp.s = ServerConfig{Name: name, Enabled: true, Line: line, Column: col}
 	nerr := len(p.errs)
 	for _, m := range obj.members { // before the others: prompts depend on it
@@ -298,6 +298,12 @@ type serverParse struct {
 	localVals map[string]inputValue // their values
 	secrets   []string
 
+	// userField is the env or header value being expanded ("env.TOKEN"),
+	// where ${user:NAME} may stand; "" elsewhere. userOffs is where each
+	// value's first ${user:} is, for errors.
+	userField string
+	userOffs  map[string]int
+
 	command, script, cwd, envFile *text
 	args                          []text
 	transport                     string
@@ -308,6 +314,9 @@ type text struct {
 	val, written string
 	templated    bool // val differs from written through ${...}
 	off          int
+	// user is set when the value takes the asking user's secrets; val
+	// then holds each ${user:NAME} as written.
+	user UserValue
 }
 
 // logLevels are the MCP (syslog) log levels log_level takes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 )
@@ -34,15 +35,19 @@ func UserFrom(ctx context.Context) string {
 	return u
 }
 
-// userGateway is one user's child and when it was last used.
+// userGateway is one user's child, when it was last used and, for a
+// server that takes user secrets, the values its config was filled in with.
 type userGateway struct {
 	g        *Gateway
 	lastUsed time.Time
+	seq      uint64 // order of last use, for LRU: clocks can tie
+	secrets  map[string]string
 }
 
 // perUserStatic reports whether cfg asks for a session per user.
 func perUserStatic(cfg ServerConfig) bool {
-	return cfg.PerUser || (cfg.OAuth != nil && cfg.OAuth.grant() == GrantAuthorizationCode && needsAuth(cfg))
+	return cfg.PerUser || len(cfg.UserValues) > 0 ||
+		(cfg.OAuth != nil && cfg.OAuth.grant() == GrantAuthorizationCode && needsAuth(cfg))
 }
 
 // route returns the gateway that serves ctx's user: g itself for a shared
@@ -55,37 +60,72 @@ func (g *Gateway) route(ctx context.Context) (*Gateway, error) {
 	if user == "" {
 		return nil, g.serverErr("connect", &SignInRequiredError{Server: g.cfg.Name, Reason: "the server keeps a session per user and the call names no user"})
 	}
-	return g.child(user)
+	return g.child(ctx, user)
 }
 
-// child returns user's child, creating it. It does no I/O.
-func (g *Gateway) child(user string) (*Gateway, error) {
+// child returns user's child, creating it. For a server that takes user
+// secrets it reads them first (bounded by ctx) and replaces a child whose
+// secrets changed since, so that a new or deleted secret is in force at
+// the next call; otherwise it does no I/O.
+func (g *Gateway) child(ctx context.Context, user string) (*Gateway, error) {
+	var vals map[string]string
+	if len(g.cfg.UserValues) > 0 {
+		var err error
+		if vals, err = g.userSecrets(ctx, user); err != nil {
+			return nil, g.serverErr("connect", err)
+		}
+	}
 	now := time.Now()
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
 		return nil, ErrClosed
 	}
+	g.userSeq++
+	var stale []*Gateway
 	if u, ok := g.users[user]; ok {
-		u.lastUsed = now
-		g.mu.Unlock()
-		return u.g, nil
+		if maps.Equal(u.secrets, vals) {
+			u.lastUsed, u.seq = now, g.userSeq
+			g.mu.Unlock()
+			return u.g, nil
+		}
+		delete(g.users, user) // the user changed a secret
+		stale = append(stale, u.g)
 	}
 	o := g.opts
 	o.user = user
 	o.Logger = g.opts.Logger.With("user", user)
-	c := New(g.cfg, &o)
+	c := New(withUserSecrets(g.cfg, vals), &o)
 	c.parent = g
+	if g.childDialer != nil {
+		c.conn.dialer = g.childDialer(c.conn)
+	}
 	if g.users == nil {
 		g.users = make(map[string]*userGateway)
 		g.stopUsers = make(chan struct{})
 		g.wg.Go(g.reapUsers)
 	}
-	g.users[user] = &userGateway{g: c, lastUsed: now}
-	evict := g.evictLocked(g.opts.MaxUsers, 0, now)
+	g.users[user] = &userGateway{g: c, lastUsed: now, seq: g.userSeq, secrets: vals}
+	stale = append(stale, g.evictLocked(g.opts.MaxUsers, 0, now)...)
+	g.remaskLocked()
 	g.mu.Unlock()
-	g.closeUsers(evict)
+	g.closeUsers(stale)
 	return c, nil
+}
+
+// remaskLocked rebuilds the mask of the users' secrets that g applies on
+// top of the server's own (see New): errors and logs of a user's session
+// pass through g, and must hide that user's secrets there too.
+func (g *Gateway) remaskLocked() {
+	if len(g.cfg.UserValues) == 0 {
+		return
+	}
+	var secrets []string
+	for _, u := range g.users {
+		secrets = append(secrets, u.g.cfg.Secrets...)
+	}
+	m := ServerConfig{Secrets: secrets}.masker()
+	g.userMask.Store(&m)
 }
 
 // evictLocked removes the children beyond max (least recently used first)
@@ -106,7 +146,7 @@ func (g *Gateway) evictLocked(max int, idle time.Duration, now time.Time) []*Gat
 		for user := range g.users {
 			users = append(users, user)
 		}
-		sort.Slice(users, func(i, j int) bool { return g.users[users[i]].lastUsed.Before(g.users[users[j]].lastUsed) })
+		sort.Slice(users, func(i, j int) bool { return g.users[users[i]].seq < g.users[users[j]].seq })
 		for _, user := range users[:len(users)-max] {
 			out = append(out, g.users[user].g)
 			delete(g.users, user)
@@ -139,6 +179,9 @@ func (g *Gateway) reapUsers() {
 		case now := <-t.C:
 			g.mu.Lock()
 			idle := g.evictLocked(g.opts.MaxUsers, g.opts.UserIdle, now)
+			if len(idle) > 0 {
+				g.remaskLocked()
+			}
 			g.mu.Unlock()
 			for _, c := range idle {
 				_ = c.Close()
@@ -179,7 +222,7 @@ func (g *Gateway) closeChildren() {
 
 // authorizerFor returns user's authorizer, making the gateway per user
 // (an explicit sign-in says the server is personal).
-func (g *Gateway) authorizerFor(user string) (*authorizer, error) {
+func (g *Gateway) authorizerFor(ctx context.Context, user string) (*authorizer, error) {
 	if user == "" {
 		return nil, errors.New("sign-in needs a user")
 	}
@@ -190,7 +233,7 @@ func (g *Gateway) authorizerFor(user string) (*authorizer, error) {
 		return g.conn.auth, nil
 	}
 	g.goPerUser()
-	c, err := g.child(user)
+	c, err := g.child(ctx, user)
 	if err != nil {
 		return nil, err
 	}
@@ -198,29 +241,45 @@ func (g *Gateway) authorizerFor(user string) (*authorizer, error) {
 }
 
 // StatusFor is Status as user sees it: for a per-user server, the state of
-// user's own session, or needs_sign_in when user has no token (it reads
-// the token store, bounded by ctx).
+// user's own session, or needs_sign_in when user has no token or has not
+// set a secret the server takes (MissingSecrets names them). It reads the
+// token store and the user's secrets, bounded by ctx.
 func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	if !g.perUser.Load() && !perUserStatic(g.cfg) {
 		return g.Status()
 	}
 	st := g.Status()
+	if st.State == StateDisabled || g.cfg.Unresolved != "" {
+		return st
+	}
+	if len(g.cfg.UserValues) > 0 {
+		if _, err := g.userSecrets(ctx, user); err != nil {
+			st.LastError = g.mask(err.Error())
+			if sr, ok := errors.AsType[*SecretRequiredError](err); ok {
+				st.State, st.MissingSecrets = StateNeedsSignIn, sr.Names
+			}
+			return st
+		}
+	}
 	g.mu.Lock()
 	u := g.users[user]
 	g.mu.Unlock()
 	if u != nil {
 		cs := u.g.Status()
-		st.State, st.LastError, st.Tools, st.ToolCount, st.PID = cs.State, cs.LastError, cs.Tools, cs.ToolCount, cs.PID
+		st.State, st.LastError, st.Tools, st.ToolCount, st.PID, st.RetryAt = cs.State, cs.LastError, cs.Tools, cs.ToolCount, cs.PID, cs.RetryAt
 		if st.State != StateNeedsSignIn && u.g.conn.auth != nil && !u.g.conn.auth.hasToken(ctx) {
 			st.State = StateNeedsSignIn
 		}
 		return st
 	}
-	if st.State == StateDisabled || st.State == StateFailed {
+	if st.State == StateFailed {
 		return st
 	}
 	st.State, st.LastError = StateIdle, ""
-	if needsAuth(g.cfg) {
+	// Sign-in is known to be needed from the config, or from a 401 that
+	// made the server per user.
+	oauth := g.cfg.OAuth != nil && g.cfg.OAuth.grant() == GrantAuthorizationCode
+	if needsAuth(g.cfg) && (oauth || !perUserStatic(g.cfg)) {
 		if _, err := g.opts.Tokens.Get(ctx, TokenKey{Server: g.cfg.Name, User: user}); err != nil {
 			st.State = StateNeedsSignIn
 		}

@@ -284,7 +284,8 @@ func (s ServerConfig) Equal(o ServerConfig) bool {
 		slices.Equal(s.Allow, o.Allow) && slices.Equal(s.Deny, o.Deny) &&
 		s.ConnectTimeout == o.ConnectTimeout && s.CallTimeout == o.CallTimeout && s.Eager == o.Eager &&
 		maps.Equal(s.Templates, o.Templates) && slices.Equal(s.Secrets, o.Secrets) &&
-		s.Unresolved == o.Unresolved && s.OAuth.equal(o.OAuth) && s.PerUser == o.PerUser
+		s.Unresolved == o.Unresolved && s.OAuth.equal(o.OAuth) && s.PerUser == o.PerUser &&
+		maps.EqualFunc(s.UserValues, o.UserValues, slices.Equal)
 }
 
 // inheritedEnv is what a stdio child takes from the service's environment:

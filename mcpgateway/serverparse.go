@@ -31,7 +31,9 @@ func (sp *serverParse) stringMap(key string, v *jnode) {
 		var t text
 		switch m.val.kind {
 		case jString:
+			sp.userField = key + "." + m.key
 			t = sp.expand(m.val)
+			sp.userField = ""
 		case jNumber:
 			t = text{val: m.val.str, written: m.val.str}
 		case jBool:
@@ -45,6 +47,12 @@ func (sp *serverParse) stringMap(key string, v *jnode) {
 		}
 		out[m.key] = t.val
 		sp.template(key+"."+m.key, &t)
+		if t.user != nil {
+			if sp.s.UserValues == nil {
+				sp.s.UserValues = make(map[string]UserValue)
+			}
+			sp.s.UserValues[key+"."+m.key] = t.user
+		}
 		sp.fieldOff[key+"."+m.key] = m.val.off
 	}
 	if key == "env" {
@@ -186,17 +194,41 @@ func (sp *serverParse) finish() {
 		sp.readEnvFile(sp.envFile.val)
 	}
 
-	for _, v := range s.Env {
-		sp.secrets = append(sp.secrets, v)
+	sp.checkUserValues()
+	// A value that takes a user's secret is no secret as written: each
+	// user's session masks it filled in (withUserSecrets).
+	for k, v := range s.Env {
+		if _, ok := s.UserValues["env."+k]; !ok {
+			sp.secrets = append(sp.secrets, v)
+		}
 	}
-	for _, v := range s.Headers {
-		sp.secrets = append(sp.secrets, v)
+	for k, v := range s.Headers {
+		if _, ok := s.UserValues["headers."+k]; !ok {
+			sp.secrets = append(sp.secrets, v)
+		}
 	}
 	sp.secrets = slices.DeleteFunc(sp.secrets, func(v string) bool { return v == "" })
 	slices.SortFunc(sp.secrets, func(a, b string) int {
 		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
 	})
 	s.Secrets = slices.Compact(sp.secrets)
+}
+
+// checkUserValues refuses a ${user:} where the transport does not use
+// it: headers of a stdio server, env of a remote one.
+func (sp *serverParse) checkUserValues() {
+	for _, key := range slices.Sorted(maps.Keys(sp.s.UserValues)) {
+		field, _, _ := strings.Cut(key, ".")
+		stdio := sp.s.Transport == TransportStdio
+		if (field == "env") == stdio {
+			continue
+		}
+		what := "headers of a stdio server are never sent"
+		if field == "env" {
+			what = "env of an " + sp.s.Transport + " server reaches no process; use headers"
+		}
+		sp.p.errAt(sp.userOffs[key], sp.name, "${user:} in %s: %s", key, what)
+	}
 }
 
 func hasKey(m map[string]int, k string) bool {

@@ -45,6 +45,10 @@ type Status struct {
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// PID is the stdio child's process id; 0 when none runs.
 	PID int `json:"pid,omitempty"`
+	// MissingSecrets, in a status for one user (StatusFor), names the
+	// secrets of that user's own the server takes (${user:NAME}) and the
+	// user has not set; the state is then needs_sign_in. Nil otherwise.
+	MissingSecrets []string `json:"missing_secrets,omitempty"`
 }
 
 // CircuitStatus is the circuit breaker's state.

@@ -2,6 +2,9 @@ package mcpgateway
 
 import (
 	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -106,61 +109,109 @@ func (p *parser) inputList(v *jnode, server string) []Input {
 	return out
 }
 
-// expand substitutes ${env:VAR}, ${input:ID} and ${workspaceFolder} in a
-// string node. A variable without a value makes the server unresolved; an
-// unknown form is a config error.
+// expand substitutes every form mcp.json takes in a string node: ours and
+// VS Code's ${env:VAR} and ${input:ID}; Claude Code's ${VAR} and
+// ${VAR:-default}; VS Code's and Cursor's ${workspaceFolder},
+// ${workspaceFolderBasename}, ${userHome}, ${pathSeparator} and ${/}; and,
+// in the one value sp.userField names (a header, or env of a stdio server),
+// ${user:NAME}, which stays in place for each user's session to fill in
+// (t.user). A variable without a value makes the server unresolved; an
+// unknown form is a config error located at its "${".
 func (sp *serverParse) expand(n *jnode) text {
 	t := text{val: n.str, written: n.str, off: n.off}
 	rest := n.str
 	if !strings.Contains(rest, "${") {
 		return t
 	}
-	var b strings.Builder
+	// b is the value, with ${user:NAME} left as written; lit is the
+	// literal text since the last ${user:}, for t.user.
+	var b, lit strings.Builder
+	var user UserValue
+	write := func(s string) {
+		b.WriteString(s)
+		lit.WriteString(s)
+	}
+	pos := 0 // of rest in n.str
 	for {
 		i := strings.Index(rest, "${")
 		if i < 0 {
-			b.WriteString(rest)
+			write(rest)
 			break
 		}
-		b.WriteString(rest[:i])
+		write(rest[:i])
+		at := sp.p.lines.stringOffset(n.off, pos+i)
 		j := strings.IndexByte(rest[i:], '}')
 		if j < 0 {
 			// The value is not quoted: it may hold a literal secret.
-			sp.p.errAt(n.off, sp.name, `unterminated "${" in the value (no closing "}")`)
+			sp.p.errAt(at, sp.name, `unterminated "${" in the value (no closing "}")`)
 			return t
 		}
 		expr := rest[i+2 : i+j]
-		rest = rest[i+j+1:]
-		v, ok := sp.lookup(expr, n)
+		rest, pos = rest[i+j+1:], pos+i+j+1
+		if name, ok := strings.CutPrefix(expr, "user:"); ok {
+			if !sp.userRef(name, at) {
+				return t
+			}
+			user = append(user, UserPart{Text: lit.String()}, UserPart{Secret: name})
+			lit.Reset()
+			b.WriteString("${user:" + name + "}")
+			continue
+		}
+		v, ok := sp.lookup(expr, at)
 		if !ok {
 			return t
 		}
-		b.WriteString(v)
+		write(v)
 	}
 	t.val, t.templated = b.String(), true
+	if user != nil {
+		user = append(user, UserPart{Text: lit.String()})
+		t.user = slices.DeleteFunc(user, func(p UserPart) bool { return p == UserPart{} })
+	}
 	return t
 }
 
-// lookup returns the value of one ${expr}; ok is false after a config
-// error.
-func (sp *serverParse) lookup(expr string, n *jnode) (string, bool) {
-	kind, name, _ := strings.Cut(expr, ":")
+// lookup returns the value of one ${expr} whose "${" is at off; ok is
+// false after a config error.
+func (sp *serverParse) lookup(expr string, off int) (string, bool) {
+	p := sp.p
+	kind, name, colon := strings.Cut(expr, ":")
 	switch {
 	case expr == "workspaceFolder":
-		return sp.p.opts.BaseDir, true
-	case (kind == "env" || kind == "input") && name == "":
-		sp.p.errAt(n.off, sp.name, "empty name in \"${%s}\"", expr)
+		return p.opts.BaseDir, true
+	case expr == "workspaceFolderBasename":
+		return filepath.Base(p.opts.BaseDir), true
+	case expr == "pathSeparator" || expr == "/":
+		return string(filepath.Separator), true
+	case expr == "userHome":
+		for _, k := range []string{"HOME", "USERPROFILE"} {
+			if v, ok := p.opts.LookupEnv(k); ok && v != "" {
+				return v, true
+			}
+		}
+		sp.unresolve("the home folder is unknown: HOME is not set (used as ${userHome})")
+		return "", true
+	case editorOnly[expr]:
+		p.errAt(off, sp.name, "\"${%s}\" is an editor variable with no meaning outside the editor", expr)
 		return "", false
-	case kind == "env":
-		v, ok := sp.p.opts.LookupEnv(name)
+	case colon && strings.HasPrefix(name, "-") && envName.MatchString(kind):
+		// Claude Code's ${VAR:-default}: the default when VAR is not set.
+		v, ok := p.opts.LookupEnv(kind)
 		if !ok {
-			sp.unresolve(fmt.Sprintf("environment variable %s is not set (used as ${env:%s})", name, name))
-			return "", true
+			v = name[1:]
 		}
 		sp.secrets = append(sp.secrets, v)
 		return v, true
+	case !colon && envName.MatchString(expr):
+		// Claude Code's ${VAR}, as ${env:VAR}.
+		return sp.env(expr, "${"+expr+"}"), true
+	case (kind == "env" || kind == "input") && name == "":
+		p.errAt(off, sp.name, "empty name in \"${%s}\"", expr)
+		return "", false
+	case kind == "env":
+		return sp.env(name, "${env:"+name+"}"), true
 	case kind == "input":
-		iv := sp.input(name, n)
+		iv := sp.input(name, off)
 		if !iv.ok {
 			sp.unresolve(iv.reason)
 			return "", true
@@ -168,8 +219,59 @@ func (sp *serverParse) lookup(expr string, n *jnode) (string, bool) {
 		sp.secrets = append(sp.secrets, iv.val)
 		return iv.val, true
 	}
-	sp.p.errAt(n.off, sp.name, "unknown substitution \"${%s}\" (want ${env:NAME}, ${input:ID} or ${workspaceFolder})", expr)
+	p.errAt(off, sp.name, "unknown substitution \"${%s}\" (want ${NAME}, ${NAME:-default}, ${env:NAME}, ${input:ID}, "+
+		"${user:NAME} in headers and env, ${workspaceFolder}, ${workspaceFolderBasename}, ${userHome} or ${pathSeparator})", expr)
 	return "", false
+}
+
+// env returns the value of the environment variable name, a secret, or
+// makes the server unresolved when it is not set (as written: how the
+// file used it).
+func (sp *serverParse) env(name, written string) string {
+	v, ok := sp.p.opts.LookupEnv(name)
+	if !ok {
+		sp.unresolve(fmt.Sprintf("environment variable %s is not set (used as %s)", name, written))
+		return ""
+	}
+	sp.secrets = append(sp.secrets, v)
+	return v
+}
+
+// userRef checks a ${user:NAME} whose "${" is at off: a valid name, in a
+// value that takes the asking user's secrets. It reports whether it is
+// fine.
+func (sp *serverParse) userRef(name string, off int) bool {
+	switch {
+	case name == "":
+		sp.p.errAt(off, sp.name, `empty name in "${user:}"`)
+	case !secretName.MatchString(name):
+		sp.p.errAt(off, sp.name, "invalid secret name %q in \"${user:%s}\" (want letters, digits, '_', '.' or '-', at most 128)", name, name)
+	case sp.userField == "":
+		sp.p.errAt(off, sp.name, "\"${user:%s}\" takes the asking user's own secret: only in headers, and in env of a stdio server", name)
+	default:
+		if _, ok := sp.userOffs[sp.userField]; !ok {
+			sp.userOffs[sp.userField] = off
+		}
+		return true
+	}
+	return false
+}
+
+// envName matches an environment variable name as ${VAR} takes it.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secretName matches the NAME of ${user:NAME}, which is also a path
+// segment of PUT /users/:user/secrets/:name.
+var secretName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// editorOnly are VS Code's variables about the open editor, which a
+// pasted file may hold and which mean nothing to a service. They are
+// refused by name rather than read as environment variables.
+var editorOnly = map[string]bool{
+	"file": true, "fileWorkspaceFolder": true, "relativeFile": true, "relativeFileDirname": true,
+	"fileBasename": true, "fileBasenameNoExtension": true, "fileExtname": true, "fileDirname": true,
+	"fileDirnameBasename": true, "cwd": true, "lineNumber": true, "columnNumber": true,
+	"selectedText": true, "execPath": true, "defaultBuildTask": true,
 }
 
 // input finds the value of an input: ELYSIA_INPUT_<ID>, else the prompter
@@ -178,7 +280,7 @@ func (sp *serverParse) lookup(expr string, n *jnode) (string, bool) {
 // was typed at start-up, resolves an input exactly as start-up did. Each
 // input is looked up once per Parse, so the operator is prompted at most
 // once for it.
-func (sp *serverParse) input(id string, n *jnode) inputValue {
+func (sp *serverParse) input(id string, off int) inputValue {
 	p := sp.p
 	in, local := sp.local[id]
 	cache := p.inputVals
@@ -187,7 +289,7 @@ func (sp *serverParse) input(id string, n *jnode) inputValue {
 	} else if g, ok := p.inputs[id]; ok {
 		in = g
 	} else {
-		p.warnAt(n.off, sp.name, "input %q is not declared in \"inputs\"", id)
+		p.warnAt(off, sp.name, "input %q is not declared in \"inputs\"", id)
 		in = Input{Type: "promptString", ID: id}
 	}
 	if iv, ok := cache[id]; ok {

@@ -33,6 +33,7 @@ type resolved struct {
 	Templates  map[string]string
 	Secrets    []string
 	Unresolved string
+	UserValues map[string]UserValue
 }
 
 func TestSubstitution(t *testing.T) {
@@ -97,6 +98,73 @@ func TestSubstitution(t *testing.T) {
 			want: resolved{URL: "http://h/v4lue", Templates: map[string]string{"url": "http://h/${input:loose}"}, Secrets: []string{"v4lue"}},
 		},
 		{
+			name: "Claude Code's ${VAR} and ${VAR:-default}",
+			src:  `{"mcpServers": {"gh": {"type": "http", "url": "${API_BASE:-https://api.example}/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}}}`,
+			env:  map[string]string{"GITHUB_TOKEN": "ghp_abc123"},
+			want: resolved{
+				URL: "https://api.example/mcp", Headers: map[string]string{"Authorization": "Bearer ghp_abc123"},
+				Templates: map[string]string{"url": "${API_BASE:-https://api.example}/mcp", "headers.Authorization": "Bearer ${GITHUB_TOKEN}"},
+				Secrets:   []string{"https://api.example", "Bearer ghp_abc123", "ghp_abc123"},
+			},
+		},
+		{
+			name: "a set variable wins over its default, even empty",
+			src:  `{"servers": {"a": {"command": "x", "args": ["--port=${PORT:-8080}", "--v=${V:-1}"], "env": {"E": "${EMPTY:-d}"}}}}`,
+			env:  map[string]string{"PORT": "9090", "EMPTY": ""},
+			want: resolved{
+				Command: "x", Args: []string{"--port=9090", "--v=1"}, Env: map[string]string{"E": ""},
+				Templates: map[string]string{"args[0]": "--port=${PORT:-8080}", "args[1]": "--v=${V:-1}", "env.E": "${EMPTY:-d}"},
+				Secrets:   []string{"9090", "1"},
+			},
+		},
+		{
+			name: "unset ${VAR} without a default",
+			src:  `{"servers": {"a": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}}}`,
+			want: resolved{
+				URL: "https://h/mcp", Headers: map[string]string{"Authorization": "Bearer "},
+				Templates:  map[string]string{"headers.Authorization": "Bearer ${GITHUB_TOKEN}"},
+				Secrets:    []string{"Bearer "},
+				Unresolved: "environment variable GITHUB_TOKEN is not set (used as ${GITHUB_TOKEN})",
+			},
+		},
+		{
+			name: "editor variables are not secrets",
+			src:  `{"servers": {"a": {"command": "${userHome}${/}bin${pathSeparator}srv", "args": ["${workspaceFolderBasename}"]}}}`,
+			env:  map[string]string{"HOME": "/home/u"},
+			want: resolved{
+				Command: "/home/u/bin/srv", Args: []string{"base"},
+				Templates: map[string]string{"command": "${userHome}${/}bin${pathSeparator}srv", "args[0]": "${workspaceFolderBasename}"},
+			},
+		},
+		{
+			name: "user secrets in headers stay for each user",
+			src: `{"servers": {"gh": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${user:GITHUB_TOKEN}",
+				"X-Org": "${ORG}-${user:org.id}", "X-Static": "s3cret-static"}}}}`,
+			env: map[string]string{"ORG": "acme"},
+			want: resolved{
+				URL:       "https://h/mcp",
+				Headers:   map[string]string{"Authorization": "Bearer ${user:GITHUB_TOKEN}", "X-Org": "acme-${user:org.id}", "X-Static": "s3cret-static"},
+				Templates: map[string]string{"headers.Authorization": "Bearer ${user:GITHUB_TOKEN}", "headers.X-Org": "${ORG}-${user:org.id}"},
+				Secrets:   []string{"s3cret-static", "acme"},
+				UserValues: map[string]UserValue{
+					"headers.Authorization": {{Text: "Bearer "}, {Secret: "GITHUB_TOKEN"}},
+					"headers.X-Org":         {{Text: "acme-"}, {Secret: "org.id"}},
+				},
+			},
+		},
+		{
+			name: "user secrets in env of a stdio server",
+			src:  `{"servers": {"a": {"command": "x", "env": {"TOKEN": "${user:T}", "BOTH": "${user:A}:${user:B}"}}}}`,
+			want: resolved{
+				Command: "x", Env: map[string]string{"TOKEN": "${user:T}", "BOTH": "${user:A}:${user:B}"},
+				Templates: map[string]string{"env.TOKEN": "${user:T}", "env.BOTH": "${user:A}:${user:B}"},
+				UserValues: map[string]UserValue{
+					"env.TOKEN": {{Secret: "T"}},
+					"env.BOTH":  {{Secret: "A"}, {Text: ":"}, {Secret: "B"}},
+				},
+			},
+		},
+		{
 			name: "workspaceFolder is not a secret",
 			src:  `{"servers": {"a": {"command": "x", "args": ["${workspaceFolder}/data"]}}}`,
 			want: resolved{Command: "x", Args: []string{"/base/data"}, Templates: map[string]string{"args[0]": "${workspaceFolder}/data"}},
@@ -105,7 +173,7 @@ func TestSubstitution(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := parseOK(t, tt.src, tt.env).Servers[0]
-			got := resolved{s.Command, s.Args, s.Env, s.URL, s.Headers, s.Templates, s.Secrets, s.Unresolved}
+			got := resolved{s.Command, s.Args, s.Env, s.URL, s.Headers, s.Templates, s.Secrets, s.Unresolved, s.UserValues}
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Parse(%s) mismatch (-want +got):\n%s", tt.src, diff)
 			}

@@ -1,0 +1,165 @@
+package mcpgateway
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ErrNoSecret is returned by a UserSecrets' Secret when the user has not
+// set a secret of that name.
+var ErrNoSecret = errors.New("no secret set")
+
+// ErrSecretRequired is matched (errors.Is) by the error of a call to a
+// server whose configuration takes a secret of the asking user's own
+// (${user:NAME}) that the user has not set. The error is a
+// *SecretRequiredError; it also matches ErrSignInRequired, since, like a
+// missing sign-in, the user must act before the server can serve them and
+// nothing is wrong with the server.
+var ErrSecretRequired = errors.New("user secret required")
+
+// UserSecrets gives the secrets users set for themselves (PUT
+// /users/:user/secrets/:name in the service), which mcp.json takes as
+// ${user:NAME} in headers and in env of stdio servers. The service backs it
+// with its encrypted store, shared by every replica; tests use a
+// MemoryUserSecrets.
+//
+// Secret returns the value user set under name, or an error matching
+// ErrNoSecret (errors.Is) when there is none; any other error is a failure
+// to read, and fails the call. The gateway asks on every call of a server
+// that takes user secrets (so a changed or deleted secret is in force at
+// the next call, on every replica), bounded by the call's ctx, and never
+// logs or returns the value. Implementations must be safe for concurrent
+// use, must not put values in their errors, and must never return one
+// user's secret for another.
+type UserSecrets interface {
+	Secret(ctx context.Context, user, name string) (string, error)
+}
+
+// SecretRequiredError says which secrets user must set before using the
+// server. It matches ErrSecretRequired and ErrSignInRequired.
+type SecretRequiredError struct {
+	Server string
+	User   string
+	// Names are the secrets missing, sorted.
+	Names []string
+}
+
+func (e *SecretRequiredError) Error() string {
+	var puts []string
+	for _, n := range e.Names {
+		puts = append(puts, fmt.Sprintf("PUT /users/%s/secrets/%s", e.User, n))
+	}
+	return fmt.Sprintf("user %q must set secret %s for server %q (%s)",
+		e.User, strings.Join(e.Names, ", "), e.Server, strings.Join(puts, ", "))
+}
+
+// Is reports whether target is ErrSecretRequired or ErrSignInRequired.
+func (e *SecretRequiredError) Is(target error) bool {
+	return target == ErrSecretRequired || target == ErrSignInRequired
+}
+
+// MemoryUserSecrets is a UserSecrets in memory, for the CLI and tests. The
+// zero value is ready to use; it is safe for concurrent use.
+type MemoryUserSecrets struct {
+	// mu guards vals.
+	mu   sync.Mutex
+	vals map[[2]string]string // (user, name) → value
+}
+
+var _ UserSecrets = (*MemoryUserSecrets)(nil)
+
+// Secret returns user's secret name, or ErrNoSecret.
+func (m *MemoryUserSecrets) Secret(_ context.Context, user, name string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.vals[[2]string{user, name}]
+	if !ok {
+		return "", ErrNoSecret
+	}
+	return v, nil
+}
+
+// Set sets user's secret name to value.
+func (m *MemoryUserSecrets) Set(user, name, value string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.vals == nil {
+		m.vals = make(map[[2]string]string)
+	}
+	m.vals[[2]string{user, name}] = value
+}
+
+// Delete forgets user's secret name; a missing one is no error.
+func (m *MemoryUserSecrets) Delete(user, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.vals, [2]string{user, name})
+}
+
+// userSecrets reads every secret of user the server takes, bounded by
+// ctx. A missing one is a *SecretRequiredError naming all that are
+// missing; with no UserSecrets, all are.
+func (g *Gateway) userSecrets(ctx context.Context, user string) (map[string]string, error) {
+	names := g.cfg.UserSecretNames()
+	vals := make(map[string]string, len(names))
+	var missing []string
+	for _, name := range names {
+		if g.opts.UserSecrets == nil {
+			missing = append(missing, name)
+			continue
+		}
+		v, err := g.opts.UserSecrets.Secret(ctx, user, name)
+		switch {
+		case errors.Is(err, ErrNoSecret):
+			missing = append(missing, name)
+		case err != nil:
+			return nil, fmt.Errorf("read secret %s of user %q: %w", name, user, err)
+		default:
+			vals[name] = v
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &SecretRequiredError{Server: g.cfg.Name, User: user, Names: missing}
+	}
+	return vals, nil
+}
+
+// withUserSecrets returns cfg as one user's session uses it: every
+// UserValue filled in with vals, and the values (each secret, and each
+// whole header or env value that holds one) added to Secrets, so that the
+// user's session masks them like every other secret.
+func withUserSecrets(cfg ServerConfig, vals map[string]string) ServerConfig {
+	if len(cfg.UserValues) == 0 {
+		return cfg
+	}
+	cfg.Headers, cfg.Env = maps.Clone(cfg.Headers), maps.Clone(cfg.Env)
+	secrets := slices.Clone(cfg.Secrets)
+	for key, uv := range cfg.UserValues {
+		var b strings.Builder
+		for _, p := range uv {
+			if p.Secret == "" {
+				b.WriteString(p.Text)
+				continue
+			}
+			b.WriteString(vals[p.Secret])
+			secrets = append(secrets, vals[p.Secret])
+		}
+		field, name, _ := strings.Cut(key, ".")
+		if field == "env" {
+			cfg.Env[name] = b.String()
+		} else {
+			cfg.Headers[name] = b.String()
+		}
+		secrets = append(secrets, b.String())
+	}
+	secrets = slices.DeleteFunc(secrets, func(v string) bool { return v == "" })
+	slices.SortFunc(secrets, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	cfg.Secrets = slices.Compact(secrets)
+	return cfg
+}
