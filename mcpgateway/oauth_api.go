@@ -108,9 +108,26 @@ func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss strin
 	return g.serverErr("sign in", err)
 }
 
-// SignOut forgets user's token for the server and closes user's session.
+// SignOut signs user out of the server: it revokes user's token at the
+// authorization server when that advertises revocation (RFC 7009; the
+// refresh token, then the access token, bounded by connect_timeout),
+// forgets the token and closes user's session. A failed revocation is
+// logged and the token forgotten all the same: the user asked to be
+// signed out here, and a token kept for a retry would be one more copy.
 func (g *Gateway) SignOut(ctx context.Context, user string) error {
-	if err := g.opts.Tokens.Delete(ctx, TokenKey{Server: g.cfg.Name, User: user}); err != nil {
+	key := TokenKey{Server: g.cfg.Name, User: user}
+	if a := g.conn.auth; a != nil {
+		tok, err := g.opts.Tokens.Get(ctx, key)
+		switch {
+		case err == nil:
+			if err := a.revoke(ctx, tok); err != nil {
+				g.logger.WarnContext(ctx, "could not revoke the token at sign-out; forgetting it all the same", "user", user, "err", err)
+			}
+		case !errors.Is(err, ErrNoToken):
+			g.logger.WarnContext(ctx, "could not read the token to revoke it; forgetting it all the same", "user", user, "err", err)
+		}
+	}
+	if err := g.opts.Tokens.Delete(ctx, key); err != nil {
 		return g.serverErr("sign out", err)
 	}
 	g.mu.Lock()

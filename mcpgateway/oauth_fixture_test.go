@@ -42,6 +42,9 @@ type authFixture struct {
 	badState      bool     // the AS sends back another state
 	neverEnough   bool     // tools/call always gets 403 insufficient_scope
 	ecKey         *ecdsa.PublicKey
+	noRevocation  bool // AS metadata without revocation_endpoint
+	revokeFails   int  // status the revocation endpoint answers with
+	revokeHangs   bool // the revocation endpoint never answers
 
 	mu       sync.Mutex
 	paths    []string          // every request, "AS GET /path" or "RS POST /path"
@@ -51,6 +54,7 @@ type authFixture struct {
 	refresh  map[string]string // refresh token → subject
 	codes    map[string]codeGrant
 	revoked  map[string]bool
+	revokes  []url.Values // revocation requests (form), with "auth" = the Authorization header
 	subjects int
 }
 
@@ -175,12 +179,18 @@ func (f *authFixture) serveAS(w http.ResponseWriter, r *http.Request) {
 		if f.noS256 {
 			methods = []string{"plain"}
 		}
-		writeJSON(w, map[string]any{
+		meta := map[string]any{
 			"issuer": f.as.URL, "authorization_endpoint": f.as.URL + "/authorize", "token_endpoint": f.as.URL + "/token",
 			"registration_endpoint": f.as.URL + "/register", "code_challenge_methods_supported": methods,
 			"token_endpoint_auth_methods_supported": []string{"none", "client_secret_basic", "private_key_jwt"},
-			"scopes_supported": []string{"read", "write", "offline_access"},
-		})
+			"scopes_supported":                      []string{"read", "write", "offline_access"},
+		}
+		if !f.noRevocation {
+			meta["revocation_endpoint"] = f.as.URL + "/revoke"
+		}
+		writeJSON(w, meta)
+	case "/revoke":
+		f.revoke(w, r)
 	case "/html":
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write([]byte("<html>not metadata</html>"))
@@ -270,6 +280,58 @@ func (f *authFixture) token(w http.ResponseWriter, form url.Values) {
 	f.issued[at] = issued{subject: subject, scopes: scopes, expiry: time.Now().Add(time.Duration(exp) * time.Second)}
 	f.refresh[rt] = subject
 	writeJSON(w, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": exp, "refresh_token": rt, "scope": strings.Join(scopes, " ")})
+}
+
+// revoke is the RFC 7009 endpoint: it forgets the token it is given,
+// access or refresh, and answers 200 even for one it does not know.
+func (f *authFixture) revoke(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm() // the body read, net/http sees the client leave
+	if f.revokeHangs {
+		<-r.Context().Done()
+		return
+	}
+	form := r.PostForm
+	form.Set("auth", r.Header.Get("Authorization"))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revokes = append(f.revokes, form)
+	if f.revokeFails != 0 {
+		w.WriteHeader(f.revokeFails)
+		return
+	}
+	tok := form.Get("token")
+	delete(f.issued, tok)
+	if _, ok := f.refresh[tok]; ok {
+		f.revoked[tok] = true
+	}
+}
+
+func (f *authFixture) revocations() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.revokes)
+}
+
+// expire makes the MCP server refuse every access token issued so far,
+// as if they had expired.
+func (f *authFixture) expire() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for at, is := range f.issued {
+		is.expiry = time.Now().Add(-time.Second)
+		f.issued[at] = is
+	}
+}
+
+// refreshes counts the refresh-token requests the token endpoint got.
+func (f *authFixture) refreshes() int {
+	n := 0
+	for _, r := range f.tokenRequests() {
+		if r.Get("grant_type") == "refresh_token" {
+			n++
+		}
+	}
+	return n
 }
 
 // verifyES256 checks a compact ES256 JWS.
