@@ -183,16 +183,22 @@ func (a *authorizer) unauthorized(ctx context.Context, ch challenge, used *Token
 	if tok, err := a.load(ctx); err == nil && tok != nil && !sameToken(tok, used) {
 		return tok, nil
 	}
+	why := "no token"
+	if used != nil {
+		why = "the server refused the token, which cannot be refreshed"
+	}
 	if used != nil && used.RefreshToken != "" {
 		tok, err := a.refresh(ctx, used)
 		if err == nil {
 			return tok, nil
 		}
-		if !errors.Is(err, ErrSignInRequired) {
+		sr, ok := errors.AsType[*SignInRequiredError](err)
+		if !ok {
 			return nil, err
 		}
+		why = sr.Reason // the user is told why they must sign in again
 	}
-	return a.grant(ctx, ch, nil, "no token")
+	return a.grant(ctx, ch, nil, why)
 }
 
 // insufficientScope handles a 403 insufficient_scope (step-up): a new
