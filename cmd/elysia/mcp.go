@@ -45,6 +45,10 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if fs.NArg() == 0 {
+		opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+		if err != nil {
+			return err
+		}
 		// The tabwriter buffers; a write error surfaces from Flush.
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		_, _ = fmt.Fprintln(w, "SERVER\tTOOL\tTRANSPORT\tTARGET\tNOTE")
@@ -54,7 +58,11 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if s.Transport == mcpgateway.TransportStdio {
 				target = strings.TrimSpace(d.Command + " " + strings.Join(d.Args, " "))
 			}
-			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, mcpgateway.ToolName(s.Name), s.Transport, target, strings.TrimSpace(serverNote(s)))
+			note := strings.TrimSpace(serverNote(s))
+			if note == "" {
+				note = userNote(ctx, s, opts)
+			}
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, mcpgateway.ToolName(s.Name), s.Transport, target, note)
 		}
 		return w.Flush()
 	}
@@ -84,6 +92,22 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return nil
+}
+
+// userNote says what the CLI's user must do before using s: sign in, or
+// set secrets; "" when nothing (or when the server asks only once
+// called). It reads the token file, and connects to nothing.
+func userNote(ctx context.Context, s mcpgateway.ServerConfig, opts *mcpgateway.Options) string {
+	g := mcpgateway.New(s, opts)
+	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
+	st := g.StatusFor(ctx, cliUser())
+	switch {
+	case st.State != mcpgateway.StateNeedsSignIn:
+		return ""
+	case len(st.MissingSecrets) > 0:
+		return fmt.Sprintf("needs_sign_in: %s must set %s", cliUser(), strings.Join(st.MissingSecrets, ", "))
+	}
+	return fmt.Sprintf("needs_sign_in: elysia mcp login %s (as %s)", s.Name, cliUser())
 }
 
 // paramSummary renders an input schema's properties as "a*, b" (* = required).
