@@ -19,10 +19,12 @@ type Store struct {
 }
 
 var (
-	_ tree.Store        = (*Store)(nil)
-	_ tree.StoreLister  = (*Store)(nil)
-	_ tree.StoreDeleter = (*Store)(nil)
-	_ tree.UserStore    = (*Store)(nil)
+	_ tree.Store          = (*Store)(nil)
+	_ tree.StoreLister    = (*Store)(nil)
+	_ tree.StoreDeleter   = (*Store)(nil)
+	_ tree.UserStore      = (*Store)(nil)
+	_ tree.StoreAppender  = (*Store)(nil)
+	_ tree.StoreVersioner = (*Store)(nil)
 	// The replica lock is the store's own.
 	_ tree.Locker = (*store.Store)(nil)
 )
@@ -51,7 +53,8 @@ func (e *missing) Error() string   { return e.err.Error() }
 func (e *missing) Unwrap() []error { return []error{e.err, tree.ErrNotFound} }
 
 // Load returns the saved state of a conversation; ok is false when none is
-// saved.
+// saved. The history and environment are its turns' in order, each turn's
+// results whole or, once a later query trimmed them, as their digests.
 func (p *Store) Load(ctx context.Context, userID, convID string) (tree.ConversationState, bool, error) {
 	c, err := p.s.GetConversation(ctx, userID, convID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -66,17 +69,62 @@ func (p *Store) Load(ctx context.Context, userID, convID string) (tree.Conversat
 		Title:          c.Title,
 		InitMode:       tree.InitMode(c.InitMode),
 		UpdatedAt:      c.UpdatedAt,
+		Version:        c.Version,
+		History:        []tree.Message{},
+		Environment:    map[string]map[string][]tools.EnvEntry{},
 	}
 	if err := unmarshalIf(c.TreeOps, &st.Ops); err != nil {
 		return st, false, fmt.Errorf("conversation %s/%s: tree ops: %w", userID, convID, err)
 	}
-	if err := unmarshalIf(c.History, &st.History); err != nil {
-		return st, false, fmt.Errorf("conversation %s/%s: history: %w", userID, convID, err)
+	turns, err := p.s.Turns(ctx, userID, convID)
+	if errors.Is(err, store.ErrNotFound) {
+		return tree.ConversationState{}, false, nil // deleted in between
 	}
-	if err := unmarshalIf(c.Environment, &st.Environment); err != nil {
-		return st, false, fmt.Errorf("conversation %s/%s: environment: %w", userID, convID, err)
+	if err != nil {
+		return st, false, err
+	}
+	for _, t := range turns {
+		if err := p.loadTurn(ctx, &st, t); err != nil {
+			return st, false, fmt.Errorf("conversation %s/%s: turn %d: %w", userID, convID, t.Seq, err)
+		}
 	}
 	return st, true, nil
+}
+
+// loadTurn appends turn t to st. A turn moved from the first schema, whose
+// results have no digests, gets them, so that the next query can trim it.
+func (p *Store) loadTurn(ctx context.Context, st *tree.ConversationState, t store.Turn) error {
+	var msgs []tree.Message
+	if err := json.Unmarshal(t.Messages, &msgs); err != nil {
+		return fmt.Errorf("messages: %w", err)
+	}
+	st.History = append(st.History, msgs...)
+	raw := t.Results
+	if raw == nil {
+		raw = t.Digests
+	}
+	var results map[string]map[string][]tools.EnvEntry
+	if err := unmarshalIf(raw, &results); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	for tool, byName := range results {
+		if st.Environment[tool] == nil {
+			st.Environment[tool] = map[string][]tools.EnvEntry{}
+		}
+		for name, list := range byName {
+			st.Environment[tool][name] = append(st.Environment[tool][name], list...)
+		}
+	}
+	if t.Results != nil && t.Digests == nil && len(results) > 0 {
+		_, digests, err := encodeResults(results)
+		if err != nil {
+			return err
+		}
+		if err := p.s.SetDigests(ctx, st.UserID, st.ConversationID, t.Seq, digests); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func unmarshalIf(b json.RawMessage, v any) error {
@@ -86,37 +134,81 @@ func unmarshalIf(b json.RawMessage, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// Save stores a conversation's state and, when events is not nil, appends
-// one query's events to its event log, in one transaction. Either creates
-// the user when needed.
+// Save replaces a conversation's saved state with st, in one turn, and,
+// when events is not nil, appends one query's events to its event log, in
+// one transaction. Either creates the user when needed. The Manager saves
+// with [Store.Append]; Save is for a state made whole elsewhere (a copy,
+// an import).
 func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []tools.Envelope) error {
-	c := &store.Conversation{UserID: st.UserID, ID: st.ConversationID, Title: st.Title, InitMode: string(st.InitMode)}
-	var err error
-	if c.TreeOps, err = json.Marshal(nonNil(st.Ops)); err != nil {
+	c, err := conversationRow(st.UserID, st.ConversationID, st.Title, st.InitMode, st.Ops)
+	if err != nil {
 		return err
 	}
-	if c.History, err = json.Marshal(nonNil(st.History)); err != nil {
+	turn, err := newTurn("", st.History, st.Environment)
+	if err != nil {
 		return err
 	}
-	env := st.Environment
-	if env == nil {
-		env = map[string]map[string][]tools.EnvEntry{}
-	}
-	if c.Environment, err = json.Marshal(env); err != nil {
+	evs, queryID, err := encodeEvents(events)
+	if err != nil {
 		return err
 	}
-	if events == nil {
-		return p.s.SaveConversation(ctx, c)
+	return p.s.ReplaceConversation(ctx, c, turn, queryID, evs)
+}
+
+// Append saves what changed in a conversation since its last save, and
+// appends a query's events: a tree change (no messages, results or events)
+// updates the conversation's row; a query's appends one turn with its
+// messages and results, whole and as digests, and its events, large
+// results with a digest too, so that the store trims what the next query
+// makes old.
+func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events []tools.Envelope) (int64, error) {
+	c, err := conversationRow(ch.UserID, ch.ConversationID, ch.Title, ch.InitMode, ch.Ops)
+	if err != nil {
+		return 0, err
 	}
-	raw := make([]json.RawMessage, len(events))
-	queryID := ""
-	for i, ev := range events {
-		if raw[i], err = tools.Marshal(ev); err != nil {
-			return err
+	if len(ch.Messages) == 0 && len(ch.Results) == 0 && events == nil {
+		if err := p.s.SaveConversation(ctx, c); err != nil {
+			return 0, err
 		}
-		queryID = ev.QueryID
+		return c.Version, nil
 	}
-	return p.s.SaveQuery(ctx, c, queryID, raw)
+	var turn *store.Turn
+	if len(ch.Messages) > 0 || len(ch.Results) > 0 {
+		if turn, err = newTurn("", ch.Messages, ch.Results); err != nil {
+			return 0, err
+		}
+	}
+	evs, queryID, err := encodeEvents(events)
+	if err != nil {
+		return 0, err
+	}
+	if turn != nil {
+		turn.QueryID = queryID
+	}
+	if err := p.s.SaveQuery(ctx, c, turn, queryID, evs); err != nil {
+		return 0, err
+	}
+	return c.Version, nil
+}
+
+// Version returns how many times a conversation was saved; ok is false
+// when it is not saved.
+func (p *Store) Version(ctx context.Context, userID, convID string) (int64, bool, error) {
+	v, err := p.s.Version(ctx, userID, convID)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, false, nil
+	}
+	return v, err == nil, err
+}
+
+// conversationRow encodes a conversation's row.
+func conversationRow(userID, convID, title string, mode tree.InitMode, ops []tree.Op) (*store.Conversation, error) {
+	c := &store.Conversation{UserID: userID, ID: convID, Title: title, InitMode: string(mode)}
+	var err error
+	if c.TreeOps, err = json.Marshal(nonNil(ops)); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func nonNil[T any](s []T) []T {

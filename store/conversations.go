@@ -9,9 +9,12 @@ import (
 	"time"
 )
 
-// Conversation is a conversation's saved state. The JSON blobs belong to the
-// tree and web layers; the store keeps them byte for byte, and nil (or empty)
-// means absent.
+// Conversation is a conversation's saved row: what it is, not what was
+// said in it. What each query said and found is kept in turns of their own
+// ([Turn], [Store.SaveQuery]), so that saving a query appends to the
+// conversation instead of rewriting a row that grows with it. The JSON blob
+// belongs to the tree layer; the store keeps it byte for byte, and nil (or
+// empty) means absent.
 type Conversation struct {
 	// UserID and ID together are the key: two users may each have a
 	// conversation with the same ID.
@@ -23,10 +26,12 @@ type Conversation struct {
 	InitMode string
 	// TreeOps are the tools and branches added or removed through the API.
 	TreeOps json.RawMessage
-	// History is the conversation history.
-	History json.RawMessage
-	// Environment holds the results gathered so far.
-	Environment json.RawMessage
+	// Turns counts the conversation's turns; read only, set by the store.
+	Turns int64
+	// Version counts the saves of the conversation: every save method
+	// sets it to the stored one, one more than the last save's. It is
+	// read only: the value the caller sets is ignored.
+	Version int64
 	// CreatedAt and UpdatedAt are in UTC with microsecond precision. The
 	// save methods set both: CreatedAt to the stored creation time (the
 	// given one, or now, when the conversation is created) and UpdatedAt to
@@ -49,48 +54,70 @@ type Event struct {
 	Seq int64
 	// QueryID is the query that produced the event.
 	QueryID string
-	// Envelope is the event as it was sent on the wire.
+	// Envelope is the event as it was sent on the wire, or its digest once
+	// a later query trimmed it (see [NewEvent]).
 	Envelope json.RawMessage
 }
 
 // The columns each save method owns when the conversation already exists:
 // the tree API and queries write different parts of a conversation, so that
 // a stale copy in one cannot undo the other's last save. On insert every
-// column is written.
+// column is written. Every save counts a version.
 const (
 	upsertConversation = `INSERT INTO conversations
-		(user_id, id, title, init_mode, tree_ops, history, environment, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (user_id, id) DO UPDATE SET `
+		(user_id, id, title, init_mode, tree_ops, created_at, updated_at, version, turns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
+		ON CONFLICT (user_id, id) DO UPDATE SET version = conversations.version + 1, `
 	saveConversationSet = `init_mode = excluded.init_mode,
-		tree_ops = excluded.tree_ops, updated_at = excluded.updated_at RETURNING created_at`
-	saveQuerySet = `title = excluded.title, history = excluded.history,
-		environment = excluded.environment, updated_at = excluded.updated_at RETURNING created_at`
+		tree_ops = excluded.tree_ops, updated_at = excluded.updated_at RETURNING created_at, version, turns`
+	saveQuerySet = `title = excluded.title, turns = conversations.turns + excluded.turns,
+		updated_at = excluded.updated_at RETURNING created_at, version, turns`
+	replaceSet = `title = excluded.title, init_mode = excluded.init_mode, tree_ops = excluded.tree_ops,
+		turns = excluded.turns, updated_at = excluded.updated_at RETURNING created_at, version, turns`
 )
 
-// GetConversation returns the conversation convID of userID, or
-// [ErrNotFound].
+// GetConversation returns the row of the conversation convID of userID, or
+// [ErrNotFound]; [Store.Turns] returns what its queries said.
 func (s *Store) GetConversation(ctx context.Context, userID, convID string) (*Conversation, error) {
 	if err := s.check(userID, convID); err != nil {
 		return nil, err
 	}
 	c := &Conversation{UserID: userID, ID: convID}
 	var (
-		treeOps, history, env sql.NullString
-		created, updated      int64
+		treeOps          sql.NullString
+		created, updated int64
 	)
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT title, init_mode, tree_ops, history, environment, created_at, updated_at
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT title, init_mode, tree_ops, turns, version, created_at, updated_at
 		FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).
-		Scan(&c.Title, &c.InitMode, &treeOps, &history, &env, &created, &updated)
+		Scan(&c.Title, &c.InitMode, &treeOps, &c.Turns, &c.Version, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get conversation %q of user %q: %w", convID, userID, err)
 	}
-	c.TreeOps, c.History, c.Environment = rawJSON(treeOps), rawJSON(history), rawJSON(env)
+	c.TreeOps = rawJSON(treeOps)
 	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return c, nil
+}
+
+// Version returns the version of the conversation convID of userID (see
+// [Conversation.Version]), or [ErrNotFound]. It reads one small row, so a
+// replica can check cheaply whether its copy of a conversation is the
+// latest saved.
+func (s *Store) Version(ctx context.Context, userID, convID string) (int64, error) {
+	if err := s.check(userID, convID); err != nil {
+		return 0, err
+	}
+	var v int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT version FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("version of conversation %q of user %q: %w", convID, userID, err)
+	}
+	return v, nil
 }
 
 // ListConversations returns userID's conversations, most recently updated
@@ -121,101 +148,6 @@ func (s *Store) ListConversations(ctx context.Context, userID string) ([]Convers
 		return nil, fmt.Errorf("list conversations of user %q: %w", userID, err)
 	}
 	return list, nil
-}
-
-// SaveConversation creates the conversation c (and its user) or, when it
-// exists, updates the parts the tree API changes: InitMode, TreeOps and
-// UpdatedAt. Title, History and Environment are written only when the
-// conversation is created; queries update them with [Store.SaveQuery]. (A
-// replica holding an older copy of the conversation must not blank the
-// title a query set elsewhere.)
-func (s *Store) SaveConversation(ctx context.Context, c *Conversation) error {
-	return s.save(ctx, c, saveConversationSet, "", nil)
-}
-
-// SaveQuery saves what one query did, in one transaction: it creates the
-// conversation c (and its user) or updates its Title, History, Environment
-// and UpdatedAt, and appends envelopes, in order, to the conversation's event
-// log under queryID. Either all of it is saved or none of it is. Each
-// envelope must be a JSON value.
-//
-// Concurrent SaveQuery calls on one conversation are safe but their events
-// may interleave; callers serialise a conversation's queries with
-// [Store.Lock].
-func (s *Store) SaveQuery(ctx context.Context, c *Conversation, queryID string, envelopes []json.RawMessage) error {
-	for i, e := range envelopes {
-		if len(e) == 0 || !json.Valid(e) {
-			return fmt.Errorf("save query %q: event %d is not valid JSON", queryID, i)
-		}
-	}
-	return s.save(ctx, c, saveQuerySet, queryID, envelopes)
-}
-
-// save upserts c with the given SET clause and appends envelopes, in one
-// transaction.
-func (s *Store) save(ctx context.Context, c *Conversation, set, queryID string, envelopes []json.RawMessage) (err error) {
-	if c == nil {
-		return errors.New("save conversation: nil conversation")
-	}
-	if err := s.check(c.UserID, c.ID); err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			err = fmt.Errorf("save conversation %q of user %q: %w", c.ID, c.UserID, err)
-		}
-	}()
-	for _, f := range []struct {
-		name string
-		b    json.RawMessage
-	}{{"tree ops", c.TreeOps}, {"history", c.History}, {"environment", c.Environment}} {
-		if err := validJSON(f.name, f.b); err != nil {
-			return err
-		}
-	}
-	t := s.now()
-	created := c.CreatedAt
-	if created.IsZero() {
-		created = t
-	}
-
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
-	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO users (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`),
-		c.UserID, t.UnixMicro()); err != nil {
-		return err
-	}
-	var stored int64
-	if err := tx.QueryRowContext(ctx, s.q(upsertConversation+set),
-		c.UserID, c.ID, c.Title, c.InitMode, nullJSON(c.TreeOps), nullJSON(c.History), nullJSON(c.Environment),
-		created.UnixMicro(), t.UnixMicro()).Scan(&stored); err != nil {
-		return err
-	}
-	if len(envelopes) > 0 {
-		stmt, err := tx.PrepareContext(ctx, s.q(`INSERT INTO events (user_id, conversation_id, query_id, envelope) VALUES (?, ?, ?, ?)`))
-		if err != nil {
-			return err
-		}
-		defer func() { _ = stmt.Close() }() // the transaction's end frees it anyway
-		for i, e := range envelopes {
-			if s.beforeEvent != nil {
-				if err := s.beforeEvent(i); err != nil {
-					return err
-				}
-			}
-			if _, err := stmt.ExecContext(ctx, c.UserID, c.ID, queryID, string(e)); err != nil {
-				return fmt.Errorf("event %d: %w", i, err)
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	c.CreatedAt, c.UpdatedAt = fromMicros(stored), t
-	return nil
 }
 
 // Events returns the event log of the conversation convID of userID, oldest
@@ -275,10 +207,12 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, convID string) (
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
-	// The foreign key would cascade, but deleting the events explicitly
+	// The foreign keys would cascade, but deleting the events and turns explicitly
 	// does not depend on SQLite's foreign_keys pragma.
-	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM events WHERE user_id = ? AND conversation_id = ?`), userID, convID); err != nil {
-		return err
+	for _, table := range []string{"events", "turns"} {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE user_id = ? AND conversation_id = ?`), userID, convID); err != nil {
+			return err
+		}
 	}
 	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM conversations WHERE user_id = ? AND id = ?`), userID, convID)
 	if err != nil {

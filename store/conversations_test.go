@@ -13,12 +13,35 @@ import (
 )
 
 // envelopes returns n distinct event envelopes of query q.
-func envelopes(q string, n int) []json.RawMessage {
-	out := make([]json.RawMessage, n)
+func envelopes(q string, n int) []NewEvent {
+	out := make([]NewEvent, n)
 	for i := range out {
-		out[i] = json.RawMessage(fmt.Sprintf(`{"type": "status", "query_id": %q, "payload": {"n": %d}}`, q, i))
+		out[i].Envelope = json.RawMessage(fmt.Sprintf(`{"type": "status", "query_id": %q, "payload": {"n": %d}}`, q, i))
 	}
 	return out
+}
+
+// turn returns a turn that adds the messages msgs (a JSON array).
+func turn(msgs string) *Turn { return &Turn{Messages: json.RawMessage(msgs)} }
+
+func mustTurns(t *testing.T, s *Store, user, conv string) []Turn {
+	t.Helper()
+	turns, err := s.Turns(t.Context(), user, conv)
+	if err != nil {
+		t.Fatalf("Turns(%s, %s): %v", user, conv, err)
+	}
+	return turns
+}
+
+// history returns the messages of a conversation's turns, each turn's
+// array as it was saved, joined by spaces.
+func history(t *testing.T, s *Store, user, conv string) string {
+	t.Helper()
+	var parts []string
+	for _, tn := range mustTurns(t, s, user, conv) {
+		parts = append(parts, string(tn.Messages))
+	}
+	return strings.Join(parts, " ")
 }
 
 func mustEvents(t *testing.T, s *Store, user, conv string) []Event {
@@ -46,17 +69,18 @@ func testRoundTrip(t *testing.T, newDSN newDSN) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
 	// Odd spacing and key order must survive: the tree JSON's key order matters.
 	want := &Conversation{
-		UserID:      "alice",
-		ID:          "c1",
-		Title:       "Buy milk ✓",
-		InitMode:    "multi_branch",
-		TreeOps:     json.RawMessage(`[{"op": "add",  "z": 1, "a": 2}]`),
-		History:     json.RawMessage(`[{"role":"user","content":"hi \u0000 \"there\""}]`),
-		Environment: json.RawMessage(`{"mcp_todo": {"list": [1, 2.50, "x"]}}`),
-		CreatedAt:   created,
+		UserID:    "alice",
+		ID:        "c1",
+		Title:     "Buy milk ✓",
+		InitMode:  "multi_branch",
+		TreeOps:   json.RawMessage(`[{"op": "add",  "z": 1, "a": 2}]`),
+		CreatedAt: created,
 	}
 	if err := s.SaveConversation(ctx, want); err != nil {
 		t.Fatalf("SaveConversation: %v", err)
+	}
+	if want.Version != 1 || want.Turns != 0 {
+		t.Errorf("after the first save: version %d, %d turns; want 1 and 0", want.Version, want.Turns)
 	}
 	if !want.CreatedAt.Equal(created) || want.UpdatedAt.IsZero() {
 		t.Errorf("after save: CreatedAt %v, UpdatedAt %v; want %v and now", want.CreatedAt, want.UpdatedAt, created)
@@ -66,14 +90,33 @@ func testRoundTrip(t *testing.T, newDSN newDSN) {
 		t.Errorf("GetConversation mismatch (-want +got):\n%s", diff)
 	}
 
+	// A turn comes back byte for byte.
+	tn := &Turn{QueryID: "q1", Messages: json.RawMessage(`[{"role":"user","content":"hi \u0000 \"there\""}]`),
+		Results: json.RawMessage(`{"mcp_todo": {"list": [1, 2.50, "x"]}}`), Digests: json.RawMessage(`{"mcp_todo": {"list": [1]}}`)}
+	if err := s.SaveQuery(ctx, want, tn, "q1", nil); err != nil {
+		t.Fatalf("SaveQuery: %v", err)
+	}
+	if tn.Seq != 1 || want.Version != 2 || want.Turns != 1 {
+		t.Errorf("after a query: turn %d, version %d, %d turns; want 1, 2, 1", tn.Seq, want.Version, want.Turns)
+	}
+	if diff := cmp.Diff([]Turn{*tn}, mustTurns(t, s, "alice", "c1")); diff != "" {
+		t.Errorf("Turns mismatch (-want +got):\n%s", diff)
+	}
+	if v, err := s.Version(ctx, "alice", "c1"); err != nil || v != 2 {
+		t.Errorf("Version = %d, %v; want 2", v, err)
+	}
+
 	// Absent blobs stay absent.
 	bare := &Conversation{UserID: "alice", ID: "c2"}
-	if err := s.SaveQuery(ctx, bare, "q1", nil); err != nil {
+	if err := s.SaveQuery(ctx, bare, nil, "q1", nil); err != nil {
 		t.Fatalf("SaveQuery: %v", err)
 	}
 	got = mustGet(t, s, "alice", "c2")
-	if got.TreeOps != nil || got.History != nil || got.Environment != nil || got.Title != "" {
+	if got.TreeOps != nil || got.Title != "" {
 		t.Errorf("bare conversation came back as %+v", got)
+	}
+	if turns := mustTurns(t, s, "alice", "c2"); turns == nil || len(turns) != 0 {
+		t.Errorf("Turns of a conversation without turns = %#v, want empty and non-nil", turns)
 	}
 	if events := mustEvents(t, s, "alice", "c2"); events == nil || len(events) != 0 {
 		t.Errorf("Events of a conversation without events = %#v, want empty and non-nil", events)
@@ -85,6 +128,12 @@ func testRoundTrip(t *testing.T, newDSN newDSN) {
 	if _, err := s.Events(ctx, "alice", "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Events of a missing conversation: got %v, want ErrNotFound", err)
 	}
+	if _, err := s.Turns(ctx, "alice", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Turns of a missing conversation: got %v, want ErrNotFound", err)
+	}
+	if _, err := s.Version(ctx, "alice", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Version of a missing conversation: got %v, want ErrNotFound", err)
+	}
 }
 
 func testLargeBlobs(t *testing.T, newDSN newDSN) {
@@ -93,13 +142,14 @@ func testLargeBlobs(t *testing.T, newDSN newDSN) {
 	big := func(c byte) json.RawMessage {
 		return json.RawMessage(`"` + strings.Repeat(string(c), 1<<20) + `"`)
 	}
-	c := &Conversation{UserID: "alice", ID: "c1", History: big('h'), Environment: big('e')}
-	if err := s.SaveQuery(t.Context(), c, "q1", []json.RawMessage{big('1'), big('2')}); err != nil {
+	c := &Conversation{UserID: "alice", ID: "c1"}
+	tn := &Turn{Messages: json.RawMessage(`[` + string(big('h')) + `]`), Results: big('e'), Digests: big('d')}
+	if err := s.SaveQuery(t.Context(), c, tn, "q1", []NewEvent{{Envelope: big('1')}, {Envelope: big('2')}}); err != nil {
 		t.Fatalf("SaveQuery: %v", err)
 	}
-	got := mustGet(t, s, "alice", "c1")
-	if string(got.History) != string(c.History) || string(got.Environment) != string(c.Environment) {
-		t.Error("1 MiB history or environment did not round-trip")
+	got := mustTurns(t, s, "alice", "c1")
+	if len(got) != 1 || string(got[0].Messages) != string(tn.Messages) || string(got[0].Results) != string(tn.Results) {
+		t.Error("1 MiB messages or results did not round-trip")
 	}
 	events := mustEvents(t, s, "alice", "c1")
 	if len(events) != 2 || string(events[0].Envelope) != string(big('1')) || string(events[1].Envelope) != string(big('2')) {
@@ -159,8 +209,8 @@ func testSaveConversationKeepsQueryState(t *testing.T, newDSN newDSN) {
 		t.Fatal(err)
 	}
 	fresh := *stale
-	fresh.Title, fresh.History, fresh.Environment = "T", json.RawMessage(`["q1"]`), json.RawMessage(`{"r": 1}`)
-	if err := s.SaveQuery(ctx, &fresh, "q1", envelopes("q1", 1)); err != nil {
+	fresh.Title = "T"
+	if err := s.SaveQuery(ctx, &fresh, turn(`["q1"]`), "q1", envelopes("q1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	// The tree API saves its change from a copy taken before the query,
@@ -173,8 +223,8 @@ func testSaveConversationKeepsQueryState(t *testing.T, newDSN newDSN) {
 	if got.Title != "T" {
 		t.Errorf("title %q after a stale tree change, want the query's %q", got.Title, "T")
 	}
-	if string(got.History) != `["q1"]` || string(got.Environment) != `{"r": 1}` || string(got.TreeOps) != `[{"op": "add"}]` {
-		t.Errorf("got history %s, environment %s, tree ops %s; want the query's state and the tree op", got.History, got.Environment, got.TreeOps)
+	if h := history(t, s, "alice", "c1"); h != `["q1"]` || string(got.TreeOps) != `[{"op": "add"}]` || got.Turns != 1 {
+		t.Errorf("got history %s (%d turns), tree ops %s; want the query's turn and the tree op", h, got.Turns, got.TreeOps)
 	}
 }
 
@@ -191,8 +241,8 @@ func testSaveQueryAtomic(t *testing.T, newDSN newDSN) {
 	}
 
 	// A new conversation: nothing of it may remain.
-	c := &Conversation{UserID: "alice", ID: "new", History: json.RawMessage(`["q1"]`)}
-	if err := s.SaveQuery(ctx, c, "q1", envelopes("q1", 4)); !errors.Is(err, boom) {
+	c := &Conversation{UserID: "alice", ID: "new"}
+	if err := s.SaveQuery(ctx, c, turn(`["q1"]`), "q1", envelopes("q1", 4)); !errors.Is(err, boom) {
 		t.Fatalf("SaveQuery with a failure midway: got %v, want the injected failure", err)
 	}
 	if _, err := s.GetConversation(ctx, "alice", "new"); !errors.Is(err, ErrNotFound) {
@@ -204,8 +254,8 @@ func testSaveQueryAtomic(t *testing.T, newDSN newDSN) {
 
 	// An existing conversation keeps its last committed state.
 	s.beforeEvent = nil
-	c = &Conversation{UserID: "alice", ID: "old", Title: "one", History: json.RawMessage(`["q1"]`)}
-	if err := s.SaveQuery(ctx, c, "q1", envelopes("q1", 2)); err != nil {
+	c = &Conversation{UserID: "alice", ID: "old", Title: "one"}
+	if err := s.SaveQuery(ctx, c, turn(`["q1"]`), "q1", envelopes("q1", 2)); err != nil {
 		t.Fatal(err)
 	}
 	s.beforeEvent = func(i int) error {
@@ -214,13 +264,13 @@ func testSaveQueryAtomic(t *testing.T, newDSN newDSN) {
 		}
 		return nil
 	}
-	c.Title, c.History = "two", json.RawMessage(`["q1", "q2"]`)
-	if err := s.SaveQuery(ctx, c, "q2", envelopes("q2", 3)); !errors.Is(err, boom) {
+	c.Title = "two"
+	if err := s.SaveQuery(ctx, c, turn(`["q2"]`), "q2", envelopes("q2", 3)); !errors.Is(err, boom) {
 		t.Fatalf("SaveQuery with a failure midway: got %v, want the injected failure", err)
 	}
 	got := mustGet(t, s, "alice", "old")
-	if got.Title != "one" || string(got.History) != `["q1"]` {
-		t.Errorf("after a failed query: title %q, history %s; want the previous query's", got.Title, got.History)
+	if h := history(t, s, "alice", "old"); got.Title != "one" || h != `["q1"]` || got.Version != 1 || got.Turns != 1 {
+		t.Errorf("after a failed query: title %q, history %s, version %d, %d turns; want the previous query's", got.Title, h, got.Version, got.Turns)
 	}
 	if events := mustEvents(t, s, "alice", "old"); len(events) != 2 {
 		t.Errorf("after a failed query: %d events, want the previous query's 2", len(events))
@@ -235,11 +285,11 @@ func testEventsInOrder(t *testing.T, newDSN newDSN) {
 	for q := range 3 {
 		qid := fmt.Sprintf("q%d", q)
 		envs := envelopes(qid, 5)
-		if err := s.SaveQuery(t.Context(), c, qid, envs); err != nil {
+		if err := s.SaveQuery(t.Context(), c, nil, qid, envs); err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range envs {
-			want = append(want, qid+" "+string(e))
+			want = append(want, qid+" "+string(e.Envelope))
 		}
 	}
 	events := mustEvents(t, s, "alice", "c1")
@@ -274,7 +324,7 @@ func testListNewestFirst(t *testing.T, newDSN newDSN) {
 	c2 := save("c2", "second")
 	save("c3", "third")
 	c1 := &Conversation{UserID: "alice", ID: "c1", Title: "first, again"}
-	if err := s.SaveQuery(ctx, c1, "q1", envelopes("q1", 1)); err != nil {
+	if err := s.SaveQuery(ctx, c1, turn(`[]`), "q1", envelopes("q1", 1)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.ListConversations(ctx, "alice")
@@ -297,7 +347,7 @@ func testDelete(t *testing.T, newDSN newDSN) {
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	for _, id := range []string{"c1", "c2"} {
-		if err := s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: id}, "q1", envelopes("q1", 3)); err != nil {
+		if err := s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: id}, turn(`["q1"]`), "q1", envelopes("q1", 3)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -311,8 +361,10 @@ func testDelete(t *testing.T, newDSN newDSN) {
 		t.Errorf("Events after delete: got %v, want ErrNotFound", err)
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM events WHERE conversation_id = ?"), "c1").Scan(&n); err != nil || n != 0 {
-		t.Errorf("%d events of the deleted conversation remain (%v)", n, err)
+	for _, table := range []string{"events", "turns"} {
+		if err := s.db.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM "+table+" WHERE conversation_id = ?"), "c1").Scan(&n); err != nil || n != 0 {
+			t.Errorf("%d %s of the deleted conversation remain (%v)", n, table, err)
+		}
 	}
 	if err := s.DeleteConversation(ctx, "alice", "c1"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("second DeleteConversation: got %v, want ErrNotFound", err)
@@ -331,16 +383,16 @@ func testUserIsolation(t *testing.T, newDSN newDSN) {
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	for _, u := range []string{"alice", "bob"} {
-		c := &Conversation{UserID: u, ID: "c1", Title: u + "'s", History: json.RawMessage(`["` + u + `"]`)}
-		if err := s.SaveQuery(ctx, c, "q-"+u, envelopes("q-"+u, 2)); err != nil {
+		c := &Conversation{UserID: u, ID: "c1", Title: u + "'s"}
+		if err := s.SaveQuery(ctx, c, turn(`["`+u+`"]`), "q-"+u, envelopes("q-"+u, 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := s.SaveConversation(ctx, &Conversation{UserID: "alice", ID: "only-alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustGet(t, s, "bob", "c1"); got.Title != "bob's" || string(got.History) != `["bob"]` {
-		t.Errorf("bob reads %q %s, want his own conversation", got.Title, got.History)
+	if got, h := mustGet(t, s, "bob", "c1"), history(t, s, "bob", "c1"); got.Title != "bob's" || h != `["bob"]` {
+		t.Errorf("bob reads %q %s, want his own conversation", got.Title, h)
 	}
 	for _, e := range mustEvents(t, s, "bob", "c1") {
 		if e.QueryID != "q-bob" {
@@ -377,11 +429,14 @@ func testInvalidInput(t *testing.T, newDSN newDSN) {
 		err  error
 	}{
 		{"empty user id", s.SaveConversation(ctx, &Conversation{ID: "c1"})},
-		{"empty conversation id", s.SaveQuery(ctx, &Conversation{UserID: "alice"}, "q1", nil)},
+		{"empty conversation id", s.SaveQuery(ctx, &Conversation{UserID: "alice"}, nil, "q1", nil)},
 		{"nil conversation", s.SaveConversation(ctx, nil)},
-		{"invalid history", s.SaveConversation(ctx, &Conversation{UserID: "alice", ID: "c1", History: json.RawMessage(`{`)})},
-		{"invalid event", s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: "c1"}, "q1", []json.RawMessage{json.RawMessage(`nope`)})},
-		{"empty event", s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: "c1"}, "q1", []json.RawMessage{nil})},
+		{"invalid tree ops", s.SaveConversation(ctx, &Conversation{UserID: "alice", ID: "c1", TreeOps: json.RawMessage(`{`)})},
+		{"invalid messages", s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: "c1"}, turn(`{`), "q1", nil)},
+		{"invalid results", s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: "c1"}, &Turn{Results: json.RawMessage(`[`)}, "q1", nil)},
+		{"invalid event", s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: "c1"}, nil, "q1", []NewEvent{{Envelope: json.RawMessage(`nope`)}})},
+		{"invalid event digest", s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: "c1"}, nil, "q1", []NewEvent{{Envelope: json.RawMessage(`{}`), Digest: json.RawMessage(`nope`)}})},
+		{"empty event", s.SaveQuery(ctx, &Conversation{UserID: "alice", ID: "c1"}, nil, "q1", []NewEvent{{}})},
 		{"invalid user config", s.SaveUser(ctx, &User{ID: "alice", Config: json.RawMessage(`[`)})},
 	}
 	for _, tc := range tests {
@@ -404,8 +459,7 @@ func testConcurrentSaveQuery(t *testing.T, newDSN newDSN) {
 		wg.Go(func() {
 			conv := &Conversation{UserID: "alice", ID: fmt.Sprintf("c%d", c)}
 			for q := range queries {
-				conv.History = json.RawMessage(fmt.Sprintf(`[%d]`, q))
-				if err := s.SaveQuery(t.Context(), conv, fmt.Sprintf("q%d", q), envelopes(fmt.Sprintf("q%d", q), perQuery)); err != nil {
+				if err := s.SaveQuery(t.Context(), conv, turn(fmt.Sprintf(`[%d]`, q)), fmt.Sprintf("q%d", q), envelopes(fmt.Sprintf("q%d", q), perQuery)); err != nil {
 					errs <- err
 					return
 				}
@@ -419,8 +473,12 @@ func testConcurrentSaveQuery(t *testing.T, newDSN newDSN) {
 	}
 	for c := range convs {
 		id := fmt.Sprintf("c%d", c)
-		if got := mustGet(t, s, "alice", id); string(got.History) != fmt.Sprintf(`[%d]`, queries-1) {
-			t.Errorf("%s: history %s, want the last query's", id, got.History)
+		var want []string
+		for q := range queries {
+			want = append(want, fmt.Sprintf(`[%d]`, q))
+		}
+		if h := history(t, s, "alice", id); h != strings.Join(want, " ") {
+			t.Errorf("%s: history %s, want every query's turn in order", id, h)
 		}
 		events := mustEvents(t, s, "alice", id)
 		if len(events) != queries*perQuery {
@@ -439,13 +497,13 @@ func testReplicasShareData(t *testing.T, newDSN newDSN) {
 	dsn := newDSN(t)
 	a, b := openStore(t, dsn), openStore(t, dsn)
 	ctx := t.Context()
-	c := &Conversation{UserID: "alice", ID: "c1", Title: "from a", History: json.RawMessage(`["hi"]`)}
-	if err := a.SaveQuery(ctx, c, "q1", envelopes("q1", 2)); err != nil {
+	c := &Conversation{UserID: "alice", ID: "c1", Title: "from a"}
+	if err := a.SaveQuery(ctx, c, turn(`["hi"]`), "q1", envelopes("q1", 2)); err != nil {
 		t.Fatal(err)
 	}
 	got := mustGet(t, b, "alice", "c1")
-	if got.Title != "from a" || string(got.History) != `["hi"]` {
-		t.Errorf("replica b reads %q %s, want what a saved", got.Title, got.History)
+	if h := history(t, b, "alice", "c1"); got.Title != "from a" || h != `["hi"]` {
+		t.Errorf("replica b reads %q %s, want what a saved", got.Title, h)
 	}
 	if events := mustEvents(t, b, "alice", "c1"); len(events) != 2 {
 		t.Errorf("replica b reads %d events, want 2", len(events))

@@ -11,8 +11,9 @@ import (
 	"github.com/elysia-go/elysia/store"
 )
 
-// A query's conversation state and its events are saved together, under the
-// conversation's lock, and read back after a restart.
+// A query's turn (the messages and results it added) and its events are
+// saved together, under the conversation's lock, and read back after a
+// restart.
 func Example() {
 	dir, err := os.MkdirTemp("", "elysia-store-example-")
 	if err != nil {
@@ -29,12 +30,13 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	c := &store.Conversation{UserID: "alice", ID: "c1", Title: "Groceries", History: json.RawMessage(`["add milk"]`)}
-	events := []json.RawMessage{
-		json.RawMessage(`{"type": "text", "query_id": "q1", "payload": {}}`),
-		json.RawMessage(`{"type": "completed", "query_id": "q1", "payload": {}}`),
+	c := &store.Conversation{UserID: "alice", ID: "c1", Title: "Groceries"}
+	turn := &store.Turn{QueryID: "q1", Messages: json.RawMessage(`["add milk"]`)}
+	events := []store.NewEvent{
+		{Envelope: json.RawMessage(`{"type": "text", "query_id": "q1", "payload": {}}`)},
+		{Envelope: json.RawMessage(`{"type": "completed", "query_id": "q1", "payload": {}}`)},
 	}
-	if err := s.SaveQuery(ctx, c, "q1", events); err != nil {
+	if err := s.SaveQuery(ctx, c, turn, "q1", events); err != nil {
 		log.Fatal(err)
 	}
 	unlock()
@@ -56,10 +58,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	turns, err := s.Turns(ctx, "alice", "c1")
+	if err != nil {
+		log.Fatal(err)
+	}
 	saved, err := s.Events(ctx, "alice", "c1")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(got.Title, string(got.History), len(saved), "events")
+	fmt.Println(got.Title, string(turns[0].Messages), len(saved), "events")
 	// Output: Groceries ["add milk"] 2 events
 }

@@ -103,12 +103,62 @@ var migrations = []migration{
 		sqlite:   vaultMigration("INTEGER"),
 		postgres: vaultMigration("BIGINT"),
 	},
+	{
+		// Bounded storage per conversation (issue 12): the history and
+		// environment move out of the conversation's row, which every query
+		// rewrote whole, into a turn per query, appended; a turn's results
+		// and an event are kept whole until a later query trims them to the
+		// digests stored beside them. The old blobs become each
+		// conversation's first turn (their results stay whole until the
+		// service gives them digests on the next load).
+		sqlite:   turnsMigration("INTEGER"),
+		postgres: turnsMigration("BIGINT"),
+	},
+}
+
+// turnsMigration is the third migration; integer is the dialect's 64-bit
+// integer type.
+func turnsMigration(integer string) []string {
+	return []string{
+		`ALTER TABLE conversations ADD COLUMN version ` + integer + ` NOT NULL DEFAULT 0`,
+		`ALTER TABLE conversations ADD COLUMN turns ` + integer + ` NOT NULL DEFAULT 0`,
+		`CREATE TABLE turns (
+			user_id TEXT NOT NULL,
+			conversation_id TEXT NOT NULL,
+			seq ` + integer + ` NOT NULL,
+			query_id TEXT NOT NULL,
+			messages TEXT NOT NULL,
+			results TEXT,
+			digests TEXT,
+			PRIMARY KEY (user_id, conversation_id, seq),
+			FOREIGN KEY (user_id, conversation_id) REFERENCES conversations (user_id, id) ON DELETE CASCADE)`,
+		// The turns and events a save may trim: few per conversation.
+		`CREATE INDEX turns_whole ON turns (user_id, conversation_id, seq)
+			WHERE results IS NOT NULL AND digests IS NOT NULL`,
+		`ALTER TABLE events ADD COLUMN digest TEXT`,
+		`CREATE INDEX events_whole ON events (user_id, conversation_id) WHERE digest IS NOT NULL`,
+		`INSERT INTO turns (user_id, conversation_id, seq, query_id, messages, results, digests)
+			SELECT user_id, id, 1, '',
+				CASE WHEN history IS NULL OR history = 'null' THEN '[]' ELSE history END,
+				CASE WHEN environment IS NULL OR environment IN ('{}', 'null') THEN NULL ELSE environment END,
+				NULL
+			FROM conversations
+			WHERE (history IS NOT NULL AND history NOT IN ('[]', 'null'))
+				OR (environment IS NOT NULL AND environment NOT IN ('{}', 'null'))`,
+		`UPDATE conversations SET turns = 1
+			WHERE EXISTS (SELECT 1 FROM turns t WHERE t.user_id = conversations.user_id AND t.conversation_id = conversations.id)`,
+		`UPDATE conversations SET history = NULL, environment = NULL`,
+	}
 }
 
 // migrate brings the schema to the latest version. It is idempotent. On
 // PostgreSQL it holds an advisory lock for the whole migration; on SQLite the
 // immediate transaction serialises it.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error { return s.migrateTo(ctx, len(migrations)) }
+
+// migrateTo brings the schema to version target (tests start from an older
+// one to check a migration).
+func (s *Store) migrateTo(ctx context.Context, target int) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -144,7 +194,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if current > len(migrations) {
 		return fmt.Errorf("database schema version %d is newer than this program knows (%d): upgrade the program", current, len(migrations))
 	}
-	for v := current; v < len(migrations); v++ {
+	for v := current; v < target; v++ {
 		stmts := migrations[v].sqlite
 		if s.dialect == dialectPostgres {
 			stmts = migrations[v].postgres
@@ -161,8 +211,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	if current < len(migrations) {
-		s.logger.InfoContext(ctx, "schema migrated", "from_version", current, "to_version", len(migrations))
+	if current < target {
+		s.logger.InfoContext(ctx, "schema migrated", "from_version", current, "to_version", target)
 	}
 	return nil
 }

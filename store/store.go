@@ -70,9 +70,11 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// mu guards pgLocks, the PostgreSQL locks held, which Close releases.
+	// mu guards pgLocks, the PostgreSQL locks held, which Close releases,
+	// and stmts, SQLite's prepared statements by query (see prepared).
 	mu      sync.Mutex
 	pgLocks map[*pgLock]struct{}
+	stmts   map[string]*sql.Stmt
 }
 
 // Open connects to the database named by dsn, creates or migrates its

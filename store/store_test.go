@@ -55,6 +55,8 @@ var behaviours = []struct {
 	{"lock keys are independent", testLockKeysIndependent},
 	{"lock across replicas", testLockAcrossReplicas},
 	{"feedback", testFeedback},
+	{"turns and events are trimmed", testTrim},
+	{"first schema's blobs become a turn", testMigrateBlobs},
 }
 
 func TestStore(t *testing.T) {

@@ -1,0 +1,384 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Turn is what one save of a query added to a conversation: the history
+// messages and the results it found. A conversation's turns, in order, are
+// its whole history and environment. The JSON blobs belong to the tree
+// layer; the store keeps them byte for byte.
+type Turn struct {
+	// Seq numbers the turns of a conversation from 1; set by the store.
+	Seq int64
+	// QueryID is the query that made the turn, "" for one that was not
+	// made by a query (a whole conversation saved at once, or one moved
+	// from the first schema).
+	QueryID string
+	// Messages are the history messages the turn added: a JSON array.
+	Messages json.RawMessage
+	// Results are the results the turn added, whole; nil when there are
+	// none, and once trimmed: a later turn with results trims the earlier
+	// ones' to their Digests.
+	Results json.RawMessage
+	// Digests are the Results in a short form that the store keeps once
+	// they are trimmed; nil: the Results are kept whole (a turn moved from
+	// the first schema keeps them until [Store.SetDigests] gives some).
+	Digests json.RawMessage
+}
+
+// NewEvent is an event to append to a conversation's event log.
+type NewEvent struct {
+	// Envelope is the event as it was sent on the wire.
+	Envelope json.RawMessage
+	// Digest, when not nil, is the short form that replaces Envelope once a
+	// later query of the conversation saves its events, so that the log
+	// keeps only the newest query's large results whole.
+	Digest json.RawMessage
+}
+
+// txExec runs query (with ? placeholders) in tx, from its prepared
+// statement when [Store.prepare] made one: on SQLite the driver would
+// otherwise parse the SQL again for every call, a third of the CPU a
+// query's save costs. (pgx caches each connection's statements itself.)
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.preparedStmt(query); st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, s.q(query), args...)
+}
+
+// txQueryRow is txExec for a query that returns one row.
+func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := s.preparedStmt(query); st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, s.q(query), args...)
+}
+
+// preparedStmt returns the statement prepare made of query, or nil.
+func (s *Store) preparedStmt(query string) *sql.Stmt {
+	if s.dialect != dialectSQLite {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stmts[query]
+}
+
+// prepare prepares the queries not prepared yet, on SQLite, once per
+// Store; the statements live until the database is closed. It must be
+// called outside a transaction: SQLite has one connection, which a
+// transaction holds. A query that fails to prepare is left to fail when
+// it runs.
+func (s *Store) prepare(ctx context.Context, queries ...string) {
+	if s.dialect != dialectSQLite {
+		return
+	}
+	for _, q := range queries {
+		if s.preparedStmt(q) != nil {
+			continue
+		}
+		st, err := s.db.PrepareContext(ctx, s.q(q))
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		if s.stmts == nil {
+			s.stmts = make(map[string]*sql.Stmt)
+		}
+		if s.stmts[q] == nil {
+			s.stmts[q], st = st, nil
+		}
+		s.mu.Unlock()
+		if st != nil {
+			_ = st.Close() // another caller prepared it first; nothing ran on this one
+		}
+	}
+}
+
+// eventBatch bounds the rows of one INSERT of events (5 arguments each,
+// well within both drivers' limits).
+const eventBatch = 100
+
+// The statements of a save; see Store.save.
+const (
+	insertUser = `INSERT INTO users (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`
+	// trimTurns reads only the turns still whole (a partial index), so its
+	// cost does not grow with the conversation; trimEvents likewise.
+	trimTurns = `UPDATE turns SET results = NULL
+		WHERE user_id = ? AND conversation_id = ? AND results IS NOT NULL AND digests IS NOT NULL AND seq < ?`
+	insertTurn = `INSERT INTO turns (user_id, conversation_id, seq, query_id, messages, results, digests)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	trimEvents = `UPDATE events SET envelope = digest, digest = NULL
+		WHERE user_id = ? AND conversation_id = ? AND digest IS NOT NULL AND query_id <> ?`
+)
+
+// SaveConversation creates the conversation c (and its user) or, when it
+// exists, updates the parts the tree API changes: InitMode, TreeOps and
+// UpdatedAt. Title is written only when the conversation is created;
+// queries update it with [Store.SaveQuery]. (A replica holding an older
+// copy of the conversation must not blank the title a query set elsewhere.)
+func (s *Store) SaveConversation(ctx context.Context, c *Conversation) error {
+	return s.save(ctx, c, saveConversationSet, nil, "", nil)
+}
+
+// SaveQuery saves what one query did, in one transaction: it creates the
+// conversation c (and its user) or updates its Title and UpdatedAt; appends
+// turn, when not nil, as the conversation's next turn (setting its Seq);
+// and appends events, in order, to the conversation's event log under
+// queryID. Either all of it is saved or none of it is. A turn with Results
+// trims the earlier turns' to their Digests, and events trim the earlier
+// queries' events to theirs: what the conversation stores stays bounded by
+// its newest query's results plus the digests of the others. Each blob must
+// be JSON.
+//
+// Concurrent SaveQuery calls on one conversation are safe but their turns
+// and events may interleave; callers serialise a conversation's queries
+// with [Store.Lock].
+func (s *Store) SaveQuery(ctx context.Context, c *Conversation, turn *Turn, queryID string, events []NewEvent) error {
+	if err := checkEvents(queryID, events); err != nil {
+		return err
+	}
+	return s.save(ctx, c, saveQuerySet, turn, queryID, events)
+}
+
+// ReplaceConversation writes every column of the conversation c (creating
+// it and its user when needed) and replaces all its turns with turn (none
+// when nil), then appends events as [Store.SaveQuery] does, in one
+// transaction.
+func (s *Store) ReplaceConversation(ctx context.Context, c *Conversation, turn *Turn, queryID string, events []NewEvent) error {
+	if err := checkEvents(queryID, events); err != nil {
+		return err
+	}
+	return s.save(ctx, c, replaceSet, turn, queryID, events)
+}
+
+func checkEvents(queryID string, events []NewEvent) error {
+	for i, e := range events {
+		if len(e.Envelope) == 0 || !json.Valid(e.Envelope) {
+			return fmt.Errorf("save query %q: event %d is not valid JSON", queryID, i)
+		}
+		if len(e.Digest) > 0 && !json.Valid(e.Digest) {
+			return fmt.Errorf("save query %q: the digest of event %d is not valid JSON", queryID, i)
+		}
+	}
+	return nil
+}
+
+// save upserts c with the given SET clause, appends turn and events, and
+// trims what they make old, in one transaction. set is one of the *Set
+// constants; replaceSet also deletes the conversation's turns first.
+func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Turn, queryID string, events []NewEvent) (err error) {
+	if c == nil {
+		return errors.New("save conversation: nil conversation")
+	}
+	if err := s.check(c.UserID, c.ID); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("save conversation %q of user %q: %w", c.ID, c.UserID, err)
+		}
+	}()
+	if err := validJSON("tree ops", c.TreeOps); err != nil {
+		return err
+	}
+	if turn != nil {
+		if len(turn.Messages) == 0 {
+			turn.Messages = json.RawMessage("[]")
+		}
+		for _, f := range []struct {
+			name string
+			b    json.RawMessage
+		}{{"messages", turn.Messages}, {"results", turn.Results}, {"digests", turn.Digests}} {
+			if err := validJSON(f.name, f.b); err != nil {
+				return err
+			}
+		}
+	}
+	t := s.now()
+	created := c.CreatedAt
+	if created.IsZero() {
+		created = t
+	}
+	added := int64(0)
+	if turn != nil {
+		added = 1
+	}
+
+	batches := eventInserts(len(events))
+	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents}, batches...)...)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
+	if _, err := s.txExec(ctx, tx, insertUser,
+		c.UserID, t.UnixMicro()); err != nil {
+		return err
+	}
+	if set == replaceSet {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM turns WHERE user_id = ? AND conversation_id = ?`), c.UserID, c.ID); err != nil {
+			return err
+		}
+	}
+	var stored, version, turns int64
+	if err := s.txQueryRow(ctx, tx, upsertConversation+set,
+		c.UserID, c.ID, c.Title, c.InitMode, nullJSON(c.TreeOps), created.UnixMicro(), t.UnixMicro(), added).
+		Scan(&stored, &version, &turns); err != nil {
+		return err
+	}
+	if turn != nil {
+		if err := s.appendTurn(ctx, tx, c, turn, turns); err != nil {
+			return err
+		}
+	}
+	if err := s.appendEvents(ctx, tx, c, queryID, events, batches); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	c.CreatedAt, c.UpdatedAt, c.Version, c.Turns = fromMicros(stored), t, version, turns
+	if turn != nil {
+		turn.Seq = turns
+	}
+	return nil
+}
+
+// appendTurn inserts turn as turn seq of c and, when it has results, trims
+// the earlier turns' results to their digests.
+func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, turn *Turn, seq int64) error {
+	if len(turn.Results) > 0 {
+		if _, err := s.txExec(ctx, tx, trimTurns, c.UserID, c.ID, seq); err != nil {
+			return fmt.Errorf("trim earlier turns: %w", err)
+		}
+	}
+	if _, err := s.txExec(ctx, tx, insertTurn, c.UserID, c.ID, seq, turn.QueryID, string(turn.Messages), nullJSON(turn.Results), nullJSON(turn.Digests)); err != nil {
+		return fmt.Errorf("turn %d: %w", seq, err)
+	}
+	return nil
+}
+
+// appendEvents trims the earlier queries' events to their digests, then
+// inserts events under queryID, a batch of rows per statement (batches,
+// from eventInserts).
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, queryID string, events []NewEvent, batches []string) error {
+	if len(events) == 0 {
+		return nil
+	}
+	if _, err := s.txExec(ctx, tx, trimEvents, c.UserID, c.ID, queryID); err != nil {
+		return fmt.Errorf("trim earlier events: %w", err)
+	}
+	for b, q := range batches {
+		start := b * eventBatch
+		batch := events[start:min(start+eventBatch, len(events))]
+		args := make([]any, 0, 5*len(batch))
+		for i, e := range batch {
+			if s.beforeEvent != nil {
+				if err := s.beforeEvent(start + i); err != nil {
+					return err
+				}
+			}
+			args = append(args, c.UserID, c.ID, queryID, string(e.Envelope), nullJSON(e.Digest))
+		}
+		if _, err := s.txExec(ctx, tx, q, args...); err != nil {
+			return fmt.Errorf("events %d to %d: %w", start, start+len(batch)-1, err)
+		}
+	}
+	return nil
+}
+
+// eventInserts returns the INSERT statements that add n events, one per
+// batch of eventBatch.
+func eventInserts(n int) []string {
+	var out []string
+	for start := 0; start < n; start += eventBatch {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO events (user_id, conversation_id, query_id, envelope, digest) VALUES `)
+		for i := range min(eventBatch, n-start) {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString(`(?, ?, ?, ?, ?)`)
+		}
+		out = append(out, q.String())
+	}
+	return out
+}
+
+// Turns returns the turns of the conversation convID of userID, oldest
+// first, or [ErrNotFound] when the conversation does not exist. A
+// conversation without turns has an empty, non-nil list.
+func (s *Store) Turns(ctx context.Context, userID, convID string) ([]Turn, error) {
+	if err := s.check(userID, convID); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, query_id, messages, results, digests FROM turns
+		WHERE user_id = ? AND conversation_id = ? ORDER BY seq`), userID, convID)
+	if err != nil {
+		return nil, fmt.Errorf("turns of conversation %q of user %q: %w", convID, userID, err)
+	}
+	defer func() { _ = rows.Close() }() // read-only; rows.Err is checked below
+	turns := []Turn{}
+	for rows.Next() {
+		var (
+			t                Turn
+			msgs             string
+			results, digests sql.NullString
+		)
+		if err := rows.Scan(&t.Seq, &t.QueryID, &msgs, &results, &digests); err != nil {
+			return nil, fmt.Errorf("turns of conversation %q of user %q: %w", convID, userID, err)
+		}
+		t.Messages, t.Results, t.Digests = json.RawMessage(msgs), rawJSON(results), rawJSON(digests)
+		turns = append(turns, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("turns of conversation %q of user %q: %w", convID, userID, err)
+	}
+	if len(turns) == 0 {
+		if err := s.exists(ctx, userID, convID); err != nil {
+			return nil, err
+		}
+	}
+	return turns, nil
+}
+
+// SetDigests gives turn seq of the conversation convID of userID the
+// digests of its results, so that a later turn can trim them (a turn moved
+// from the first schema has none). It is a no-op when the turn has digests
+// already or does not exist.
+func (s *Store) SetDigests(ctx context.Context, userID, convID string, seq int64, digests json.RawMessage) error {
+	if err := s.check(userID, convID); err != nil {
+		return err
+	}
+	if len(digests) == 0 || !json.Valid(digests) {
+		return fmt.Errorf("digests of turn %d of conversation %q of user %q are not valid JSON", seq, convID, userID)
+	}
+	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE turns SET digests = ?
+		WHERE user_id = ? AND conversation_id = ? AND seq = ? AND digests IS NULL`),
+		string(digests), userID, convID, seq); err != nil {
+		return fmt.Errorf("digests of turn %d of conversation %q of user %q: %w", seq, convID, userID, err)
+	}
+	return nil
+}
+
+// exists returns nil when the conversation convID of userID exists, and
+// [ErrNotFound] when it does not.
+func (s *Store) exists(ctx context.Context, userID, convID string) error {
+	var one int
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT 1 FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("conversation %q of user %q: %w", convID, userID, err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"testing"
+)
+
+// testTrim saves three queries, each with a large result: only the newest
+// query's results and events stay whole, the others keep their digests.
+func testTrim(t *testing.T, newDSN newDSN) {
+	t.Helper()
+	s := openStore(t, newDSN(t))
+	ctx := t.Context()
+	c := &Conversation{UserID: "alice", ID: "c1"}
+	for _, q := range []string{"q1", "q2", "q3"} {
+		tn := &Turn{QueryID: q, Messages: json.RawMessage(`["` + q + `"]`),
+			Results: json.RawMessage(`{"big": "` + q + ` whole"}`), Digests: json.RawMessage(`{"big": "` + q + ` digest"}`)}
+		events := []NewEvent{
+			{Envelope: json.RawMessage(`{"result": "` + q + ` whole"}`), Digest: json.RawMessage(`{"result": "` + q + ` digest"}`)},
+			{Envelope: json.RawMessage(`{"text": "` + q + ` answer"}`)},
+		}
+		if err := s.SaveQuery(ctx, c, tn, q, events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A query without results or events trims nothing.
+	if err := s.SaveQuery(ctx, c, turn(`["q4"]`), "q4", nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tn := range mustTurns(t, s, "alice", "c1") {
+		got = append(got, string(tn.Messages)+" "+string(tn.Results)+" "+string(tn.Digests))
+	}
+	want := []string{
+		`["q1"]  {"big": "q1 digest"}`,
+		`["q2"]  {"big": "q2 digest"}`,
+		`["q3"] {"big": "q3 whole"} {"big": "q3 digest"}`,
+		`["q4"]  `,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("turns after 4 queries:\n got %q\nwant %q", got, want)
+	}
+	got = got[:0]
+	for _, e := range mustEvents(t, s, "alice", "c1") {
+		got = append(got, string(e.Envelope))
+	}
+	want = []string{
+		`{"result": "q1 digest"}`, `{"text": "q1 answer"}`,
+		`{"result": "q2 digest"}`, `{"text": "q2 answer"}`,
+		`{"result": "q3 whole"}`, `{"text": "q3 answer"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events after 4 queries:\n got %q\nwant %q", got, want)
+	}
+}
+
+// testMigrateBlobs opens a database at the second schema version, with
+// conversations saved as growing blobs, and checks that the third moves
+// each one's history and environment into its first turn.
+func testMigrateBlobs(t *testing.T, newDSN newDSN) {
+	t.Helper()
+	dsn := newDSN(t)
+	old := openAt(t, dsn, 2)
+	ctx := t.Context()
+	history := `[{"role":"user","content":"add milk"},{"role":"assistant","content":"Added."}]`
+	env := `{"mcp_todo":{"list":[{"objects":[{"_REF_ID":"mcp_todo_list_0_0"}],"metadata":{}}]}}`
+	for _, stmt := range []struct {
+		q    string
+		args []any
+	}{
+		{`INSERT INTO users (id, created_at) VALUES (?, 1)`, []any{"alice"}},
+		{`INSERT INTO conversations (user_id, id, title, init_mode, tree_ops, history, environment, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 1, 2)`, []any{"alice", "c1", "Milk", "one_branch", `[]`, history, env}},
+		{`INSERT INTO conversations (user_id, id, title, init_mode, tree_ops, history, environment, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 1, 2)`, []any{"alice", "empty", "", "one_branch", `[]`, `[]`, `{}`}},
+	} {
+		if _, err := old.db.ExecContext(ctx, old.q(stmt.q), stmt.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, dsn)
+	c := mustGet(t, s, "alice", "c1")
+	if c.Title != "Milk" || c.Turns != 1 || c.Version != 0 {
+		t.Errorf("migrated row: title %q, %d turns, version %d; want Milk, 1, 0", c.Title, c.Turns, c.Version)
+	}
+	turns := mustTurns(t, s, "alice", "c1")
+	if len(turns) != 1 || string(turns[0].Messages) != history || string(turns[0].Results) != env || turns[0].Digests != nil || turns[0].Seq != 1 {
+		t.Errorf("migrated turns = %+v, want one with the old history and environment, without digests", turns)
+	}
+	if turns := mustTurns(t, s, "alice", "empty"); len(turns) != 0 {
+		t.Errorf("an empty conversation got turns %+v", turns)
+	}
+	var blobs int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE history IS NOT NULL OR environment IS NOT NULL`).Scan(&blobs); err != nil || blobs != 0 {
+		t.Errorf("%d rows keep their old blobs (%v)", blobs, err)
+	}
+
+	// The turn gets digests; the next turn with results trims it.
+	if err := s.SetDigests(ctx, "alice", "c1", 1, json.RawMessage(`{"d": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	next := &Turn{QueryID: "q2", Messages: json.RawMessage(`[]`), Results: json.RawMessage(`{"r": 2}`), Digests: json.RawMessage(`{"d": 2}`)}
+	if err := s.SaveQuery(ctx, c, next, "q2", nil); err != nil {
+		t.Fatal(err)
+	}
+	turns = mustTurns(t, s, "alice", "c1")
+	if len(turns) != 2 || turns[0].Results != nil || string(turns[0].Digests) != `{"d": 1}` || next.Seq != 2 {
+		t.Errorf("after the next query: turns %+v (new one %d), want the first trimmed to its digests", turns, next.Seq)
+	}
+}
+
+// openAt opens the database dsn with its schema brought to version only;
+// the caller closes s.db.
+func openAt(t *testing.T, dsn string, version int) *Store {
+	t.Helper()
+	d, driverDSN, where, err := parseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver := "sqlite"
+	if d == dialectPostgres {
+		driver = "pgx"
+	}
+	db, err := sql.Open(driver, driverDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &Store{dialect: d, db: db, logger: slog.New(slog.DiscardHandler), where: where}
+	if err := s.migrateTo(t.Context(), version); err != nil {
+		_ = db.Close()
+		t.Fatal(err)
+	}
+	return s
+}
