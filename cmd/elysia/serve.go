@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,6 +210,21 @@ func apiKeys() (map[string]string, error) {
 	return map[string]string{}, nil // no keys: authentication is off
 }
 
+// maxPromptBytes reads ELYSIA_MAX_PROMPT_BYTES, the byte budget of a
+// decision prompt ([tree.Options.MaxPromptBytes]): unset, empty or 0 is
+// the default (24 KiB), a negative number means no budget.
+func maxPromptBytes(lookup func(string) (string, bool)) (int, error) {
+	v, ok := lookup("ELYSIA_MAX_PROMPT_BYTES")
+	if !ok || strings.TrimSpace(v) == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("ELYSIA_MAX_PROMPT_BYTES=%q: want a whole number of bytes (0: the default, 24 KiB; negative: no budget)", v)
+	}
+	return n, nil
+}
+
 // appConfig says how to assemble the service's parts.
 type appConfig struct {
 	configPath  string
@@ -246,6 +262,9 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
 	topts := &tree.Options{Logger: c.logger}
+	if topts.MaxPromptBytes, err = maxPromptBytes(os.LookupEnv); err != nil {
+		return nil, usageErr("%v", err)
+	}
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
 	if c.dsn != "-" {
 		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger}); err != nil {
