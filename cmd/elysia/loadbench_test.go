@@ -6,8 +6,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -20,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,19 +36,26 @@ import (
 // BenchmarkConcurrentQueries puts the whole service under query load: the
 // service as `elysia serve` assembles it (newApp, app.deps, web.New) with a
 // real SQLite store, the real todo-mcp over stdio and an OpenAI-compatible
-// scripted model, behind a loopback httptest.Server. loadClients clients
-// each send POST /query/load/c<i> ("add a todo") over and over, on their own
-// conversation, reading the event stream to its completed envelope, until
-// ELYSIA_LOAD_DURATION (default 30s) has passed; queries running at the
-// deadline finish and count.
+// scripted model, behind a loopback httptest.Server. Each sub-benchmark
+// starts a service of its own, then runs clients clients that each send
+// POST /query/load/<conversation> ("add a todo") over and over, reading the
+// event stream to its completed envelope, until ELYSIA_LOAD_DURATION
+// (default 30s) has passed; queries running at the deadline finish and
+// count. conv=long: every client reuses one conversation for all its
+// queries, so conversations grow for the whole run; conv=new: every query
+// starts a new conversation.
 //
 // Each benchmark iteration runs the whole load once, on the same service
 // (conversations go on growing), so run it with -benchtime 1x; ns/op is
 // then the length of one load run, and the figures to read are the
 // reported metrics: queries/s, latency percentiles (p50-ms, p95-ms,
-// p99-ms, max-ms), errors (any non-200, error envelope or stream without
-// completed; must be 0) and goroutines (left after the service is closed,
-// compared with before it was assembled; should be 0).
+// p99-ms, max-ms), cpu-ms/query (the test process's user+system CPU time
+// from getrusage over the run, divided by the completed queries: the
+// service, and also the scripted model and the load client, which run in
+// the same process; todo-mcp is a child process and not counted), errors
+// (any non-200, error envelope or stream without completed; must be 0) and
+// goroutines (left after the service is closed, compared with before it
+// was assembled; should be 0).
 //
 // Afterwards the todo server must hold exactly one todo per completed
 // query: the scripted model lists the todo tools once per conversation,
@@ -53,9 +63,22 @@ import (
 //
 //	ELYSIA_LOAD_DURATION=5s go test -run '^$' -bench BenchmarkConcurrentQueries -benchtime 1x ./cmd/elysia/
 func BenchmarkConcurrentQueries(b *testing.B) {
+	for _, clients := range []int{8, 200} {
+		for _, long := range []bool{true, false} {
+			name := fmt.Sprintf("clients=%d/conv=new", clients)
+			if long {
+				name = fmt.Sprintf("clients=%d/conv=long", clients)
+			}
+			b.Run(name, func(b *testing.B) { benchmarkLoad(b, clients, long) })
+		}
+	}
+}
+
+// benchmarkLoad is one sub-benchmark of BenchmarkConcurrentQueries.
+func benchmarkLoad(b *testing.B, clients int, long bool) {
 	dur := loadDuration(b)
 	baseline := runtime.NumGoroutine()
-	svc := loadNewService(b)
+	svc := loadNewService(b, clients)
 	closed := false
 	defer func() {
 		if !closed {
@@ -68,13 +91,14 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 	var st loadStats
 	b.ResetTimer()
 	for range b.N {
-		st.merge(loadRun(svc.url, svc.client, loadClients, dur))
+		st.merge(loadRun(b, svc.url, svc.client, clients, long, dur))
 	}
 	b.StopTimer()
 	peakGoroutines := peak()
 	idleGoroutines := runtime.NumGoroutine()
 	idleStacks := loadGoroutineSummary(4)
 	todos, titles := svc.storedTodos(b)
+	dbBytes := svc.storeBytes(b)
 	warnings := svc.logs.lines()
 	closed = true
 	svc.close()
@@ -83,11 +107,17 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 	lat := st.latencies
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	perQuery := time.Duration(0)
+	if st.completed > 0 {
+		perQuery = st.cpu / time.Duration(st.completed)
+	}
 	b.ReportMetric(float64(st.completed)/st.elapsed.Seconds(), "queries/s")
 	b.ReportMetric(ms(loadPercentile(lat, 0.50)), "p50-ms")
 	b.ReportMetric(ms(loadPercentile(lat, 0.95)), "p95-ms")
 	b.ReportMetric(ms(loadPercentile(lat, 0.99)), "p99-ms")
 	b.ReportMetric(ms(loadPercentile(lat, 1)), "max-ms")
+	b.ReportMetric(ms(perQuery), "cpu-ms/query")
+	b.ReportMetric(float64(dbBytes)/float64(max(st.completed, 1)), "db-B/query")
 	b.ReportMetric(float64(st.errors), "errors")
 	b.ReportMetric(float64(left), "goroutines")
 
@@ -95,12 +125,12 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 	// passes: the summary comes first.
 	// The metrics line is not printed when the benchmark fails: the
 	// summary repeats it.
-	b.Logf("%d clients for %v: %d queries completed (%.1f/s; p50 %v, p95 %v, p99 %v, max %v), %d errors, %d self-healing errors; %d todos stored (%d titles); %.2f model calls/query (%d bad model requests)",
-		loadClients, st.elapsed.Round(time.Millisecond), st.completed, float64(st.completed)/st.elapsed.Seconds(),
+	b.Logf("%d clients (%s conversations) for %v: %d queries completed (%.1f/s; p50 %v, p95 %v, p99 %v, max %v; %v CPU/query), %d errors, %d self-healing errors; %d todos stored (%d titles); %.2f model calls/query (%d bad model requests); database %d bytes",
+		clients, map[bool]string{true: "long", false: "new"}[long], st.elapsed.Round(time.Millisecond), st.completed, float64(st.completed)/st.elapsed.Seconds(),
 		loadPercentile(lat, 0.50).Round(time.Millisecond), loadPercentile(lat, 0.95).Round(time.Millisecond),
-		loadPercentile(lat, 0.99).Round(time.Millisecond), loadPercentile(lat, 1).Round(time.Millisecond),
+		loadPercentile(lat, 0.99).Round(time.Millisecond), loadPercentile(lat, 1).Round(time.Millisecond), perQuery.Round(time.Microsecond),
 		st.errors, st.heals, todos, titles,
-		float64(svc.model.calls.Load())/float64(max(st.completed, 1)), svc.model.bad.Load())
+		float64(svc.model.calls.Load())/float64(max(st.completed, 1)), svc.model.bad.Load(), dbBytes)
 	b.Logf("goroutines: %d before, peak %d under load, %d idle after the load, %d left after closing",
 		baseline, peakGoroutines, idleGoroutines, baseline+left)
 	for _, e := range st.errorKinds() {
@@ -127,7 +157,6 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 }
 
 const (
-	loadClients         = 200
 	loadUser            = "load"
 	loadDefaultDuration = 30 * time.Second
 	// loadQueryTimeout bounds one query; a query this slow is an error.
@@ -160,12 +189,13 @@ type loadService struct {
 	modelClient *http.Client
 	logs        *loadLog
 	todoDB      string // the todo server's SQLite file
+	db          string // the service's SQLite file
 }
 
 // loadNewService assembles the service with newApp, as `elysia serve` does,
 // with the model pointed at a scripted model server and its own connection
 // pool sized for the load.
-func loadNewService(b *testing.B) *loadService {
+func loadNewService(b *testing.B, clients int) *loadService {
 	b.Helper()
 	todoBin := testenv.TodoMCP(b)
 	dir := b.TempDir()
@@ -177,7 +207,7 @@ func loadNewService(b *testing.B) *loadService {
 		b.Fatal(err)
 	}
 
-	s := &loadService{model: loadNewModel(), logs: &loadLog{}, todoDB: todoDB}
+	s := &loadService{model: loadNewModel(), logs: &loadLog{}, todoDB: todoDB, db: filepath.Join(dir, "elysia.db")}
 	env := map[string]string{
 		llm.EnvProvider:      string(llm.ProviderOpenAI),
 		llm.EnvOpenAIBaseURL: s.model.srv.URL + "/v1",
@@ -188,7 +218,7 @@ func loadNewService(b *testing.B) *loadService {
 		b.Setenv(k, v) // newApp reads the model from the process environment
 	}
 	logger := slog.New(slog.NewJSONHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := newApp(context.Background(), appConfig{configPath: cfg, dsn: filepath.Join(dir, "elysia.db"), logger: logger})
+	a, err := newApp(context.Background(), appConfig{configPath: cfg, dsn: s.db, logger: logger})
 	if err != nil {
 		s.model.srv.Close()
 		b.Fatal(err)
@@ -197,7 +227,7 @@ func loadNewService(b *testing.B) *loadService {
 	// newApp's model uses the default client, which keeps 2 idle
 	// connections per host: under this load it would open and close a
 	// connection per call. Swap in the same model with a pool.
-	s.modelClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * loadClients}}
+	s.modelClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * clients}}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	model, info, err := llm.FromEnv(context.Background(), lookup, &llm.Options{HTTPClient: s.modelClient})
 	if err != nil {
@@ -209,7 +239,7 @@ func loadNewService(b *testing.B) *loadService {
 	srv := web.New(a.deps(), &web.Options{Logger: logger, Registry: prometheus.NewRegistry(), Ready: a.ready})
 	s.srv = httptest.NewServer(srv.Handler())
 	s.url = s.srv.URL
-	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * loadClients, DisableCompression: true}}
+	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients, DisableCompression: true}}
 	return s
 }
 
@@ -285,6 +315,24 @@ func (s *loadService) storedTodos(b *testing.B) (n, titles int) {
 		b.Fatalf("count the todos in %s: %v", s.todoDB, err)
 	}
 	return n, titles
+}
+
+// storeBytes returns the size of the service's SQLite database, its
+// write-ahead log included.
+func (s *loadService) storeBytes(b *testing.B) int64 {
+	b.Helper()
+	var n int64
+	for _, p := range []string{s.db, s.db + "-wal"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
 }
 
 // loadLog collects the service's log lines (warnings and errors).
@@ -427,6 +475,7 @@ func loadMessageText(raw json.RawMessage) string {
 // loadStats is what a load run measured.
 type loadStats struct {
 	elapsed   time.Duration
+	cpu       time.Duration // process CPU time (user+system)
 	completed int
 	errors    int
 	heals     int // self_healing_error envelopes (not errors)
@@ -439,6 +488,7 @@ type loadStats struct {
 
 func (s *loadStats) merge(o loadStats) {
 	s.elapsed += o.elapsed
+	s.cpu += o.cpu
 	s.completed += o.completed
 	s.errors += o.errors
 	s.heals += o.heals
@@ -469,9 +519,13 @@ func (s *loadStats) errorKinds() []string {
 	return out
 }
 
-// loadRun runs clients clients, each sending queries on its own
-// conversation until d has passed, and waits for the queries in flight.
-func loadRun(base string, client *http.Client, clients int, d time.Duration) loadStats {
+// loadRun runs clients clients, each sending queries until d has passed,
+// and waits for the queries in flight. With long set, each client sends
+// all its queries on one conversation; otherwise each query starts a new
+// one.
+func loadRun(b *testing.B, base string, client *http.Client, clients int, long bool, d time.Duration) loadStats {
+	b.Helper()
+	cpu0 := loadCPUTime(b)
 	start := time.Now()
 	deadline := start.Add(d)
 	results := make([]loadStats, clients)
@@ -479,8 +533,11 @@ func loadRun(base string, client *http.Client, clients int, d time.Duration) loa
 	for i := range clients {
 		wg.Go(func() {
 			st := &results[i]
-			url := fmt.Sprintf("%s/query/%s/c%d", base, loadUser, i)
-			for time.Now().Before(deadline) {
+			for n := 0; time.Now().Before(deadline); n++ {
+				url := fmt.Sprintf("%s/query/%s/c%d", base, loadUser, i)
+				if !long {
+					url = fmt.Sprintf("%s/query/%s/c%d-%d", base, loadUser, i, n)
+				}
 				t0 := time.Now()
 				heals, kind, err := loadQuery(client, url)
 				st.heals += heals
@@ -500,7 +557,18 @@ func loadRun(base string, client *http.Client, clients int, d time.Duration) loa
 		all.merge(r)
 	}
 	all.elapsed = time.Since(start)
+	all.cpu = loadCPUTime(b) - cpu0
 	return all
+}
+
+// loadCPUTime is the process's user plus system CPU time, from getrusage.
+func loadCPUTime(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loadQuery sends one query and reads its stream to the completed
