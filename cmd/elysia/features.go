@@ -14,7 +14,7 @@ func (a serversAPI) Resources(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := g.ListResources(ctx)
+	res, err := g.ListResources(forUser(ctx))
 	if err != nil {
 		return nil, gatewayErr(g, err)
 	}
@@ -27,7 +27,7 @@ func (a serversAPI) ReadResource(ctx context.Context, name, uri string) (any, er
 	if err != nil {
 		return nil, err
 	}
-	res, err := g.ReadResource(ctx, uri)
+	res, err := g.ReadResource(forUser(ctx), uri)
 	if err != nil {
 		return nil, gatewayErr(g, err)
 	}
@@ -40,7 +40,7 @@ func (a serversAPI) Prompts(ctx context.Context, name string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := g.ListPrompts(ctx)
+	res, err := g.ListPrompts(forUser(ctx))
 	if err != nil {
 		return nil, gatewayErr(g, err)
 	}
@@ -53,7 +53,7 @@ func (a serversAPI) GetPrompt(ctx context.Context, name, prompt string, args map
 	if err != nil {
 		return nil, err
 	}
-	res, err := g.GetPrompt(ctx, prompt, args)
+	res, err := g.GetPrompt(forUser(ctx), prompt, args)
 	if err != nil {
 		return nil, gatewayErr(g, err)
 	}

@@ -266,6 +266,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("%v", err)
 	}
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
+	gopts.UserSecrets = gatewaySecrets{a.secrets}
 	if c.dsn != "-" {
 		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger}); err != nil {
 			return nil, failure(fmt.Errorf("open the database: %w", err))

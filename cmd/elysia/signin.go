@@ -254,3 +254,21 @@ func openVault(ctx context.Context, s *store.Store, lookupEnv func(string) (stri
 	}
 	return v, nil
 }
+
+// gatewaySecrets is the gateways' view of users' secrets, for ${user:NAME}
+// in mcp.json: the same sealed values web sets and deletes.
+type gatewaySecrets struct{ s *userSecrets }
+
+var _ mcpgateway.UserSecrets = gatewaySecrets{}
+
+// Secret returns user's secret name, or mcpgateway.ErrNoSecret.
+func (g gatewaySecrets) Secret(ctx context.Context, user, name string) (string, error) {
+	v, ok, err := g.s.Secret(ctx, user, name)
+	switch {
+	case err != nil:
+		return "", err
+	case !ok:
+		return "", mcpgateway.ErrNoSecret
+	}
+	return v, nil
+}

@@ -69,6 +69,16 @@ func (a serversAPI) Servers(context.Context) (web.ServersStatus, error) {
 	return st, nil
 }
 
+// forUser names the key's user as the one asking, so a server that keeps a
+// session per user (sign-in, ${user:NAME}) serves that user's own. An
+// admin key or a keyless service names nobody.
+func forUser(ctx context.Context) context.Context {
+	if p := web.Principal(ctx); p != "" && p != web.AdminUser {
+		return mcpgateway.WithUser(ctx, p)
+	}
+	return ctx
+}
+
 func (a serversAPI) gateway(name string) (*mcpgateway.Gateway, error) {
 	g, ok := a.disc.Gateway(name)
 	if !ok {
@@ -83,7 +93,7 @@ func (a serversAPI) List(ctx context.Context, name string, q web.ListRequest) (w
 	if err != nil {
 		return web.ToolPage{}, err
 	}
-	page, err := g.ListTools(ctx, mcpgateway.ListQuery{Query: q.Query, Cursor: q.Cursor})
+	page, err := g.ListTools(forUser(ctx), mcpgateway.ListQuery{Query: q.Query, Cursor: q.Cursor})
 	if errors.Is(err, mcpgateway.ErrBadCursor) {
 		return web.ToolPage{}, categorized{tools.ErrInvalidArguments, err}
 	}
@@ -105,7 +115,7 @@ func (a serversAPI) Execute(ctx context.Context, name, tool string, inputs map[s
 	if err != nil {
 		return web.ExecuteResult{}, err
 	}
-	res, err := g.Execute(ctx, tool, inputs)
+	res, err := g.Execute(forUser(ctx), tool, inputs)
 	if err != nil {
 		return web.ExecuteResult{}, gatewayErr(g, err)
 	}
