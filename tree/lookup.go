@@ -14,6 +14,15 @@ func (m *Manager) Conversation(ctx context.Context, userID, conversationID strin
 	return c, err
 }
 
+// queryConversation is [Manager.Conversation] for a query about to run on
+// the conversation: one it creates is not saved here, since the query
+// saves it at its end, but created is set so that the caller saves it with
+// [Manager.saveCreated] should the query end without saving.
+func (m *Manager) queryConversation(ctx context.Context, userID, conversationID string) (c *Conversation, created bool, err error) {
+	c, _, created, err = m.lookup(ctx, userID, conversationID, true)
+	return c, created, err
+}
+
 // Existing returns the conversation when it is in memory or saved in the
 // Store, without creating it; ok is false when it exists nowhere.
 func (m *Manager) Existing(ctx context.Context, userID, conversationID string) (c *Conversation, ok bool, err error) {
@@ -43,6 +52,20 @@ func (m *Manager) Forget(userID, conversationID string) {
 // with errDeleted rather than bring it back; one that overlaps a drop from
 // memory loads again (see pending).
 func (m *Manager) load(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok bool, err error) {
+	c, ok, created, err := m.lookup(ctx, userID, conversationID, create)
+	if created {
+		// A new conversation exists from now on (GET /tree "creates the
+		// conversation"): saved, so it is listed and survives a restart
+		// like any other.
+		m.saveNew(ctx, c)
+	}
+	return c, ok, err
+}
+
+// lookup is load without the save of a conversation it creates: created
+// reports that it made c, new, and counted the creation as a change to
+// save, so that c stays in memory until it is saved.
+func (m *Manager) lookup(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok, created bool, err error) {
 	k := convKey{userID, conversationID}
 	for {
 		m.mu.Lock()
@@ -53,7 +76,7 @@ func (m *Manager) load(ctx context.Context, userID, conversationID string, creat
 		}
 		m.mu.Unlock()
 		if c != nil {
-			return c, true, nil
+			return c, true, false, nil
 		}
 		var st ConversationState
 		var found bool
@@ -76,17 +99,12 @@ func (m *Manager) load(ctx context.Context, userID, conversationID string, creat
 		case found || create:
 			c, ok = m.insertLocked(k, found, st, userOps), true
 			if !found {
-				// A new conversation exists from now on (GET /tree
-				// "creates the conversation"): saved, so it is listed
-				// and survives a restart like any other.
-				c.changes++
-				m.mu.Unlock()
-				m.saveNew(ctx, c)
-				return c, true, nil
+				c.changes++ // its creation, saved by the caller
+				created = true
 			}
 		}
 		m.mu.Unlock()
-		return c, ok, err
+		return c, ok, created, err
 	}
 }
 
@@ -97,6 +115,23 @@ func (m *Manager) saveNew(ctx context.Context, c *Conversation) {
 	if err := m.save(ctx, c, nil); err != nil {
 		m.logger.WarnContext(ctx, "save new conversation", "user", c.userID, "conversation", c.id, "err", err)
 	}
+}
+
+// saveCreated saves c, a conversation a query created, when nothing of
+// it is saved yet: the query ended before its save (it failed to start,
+// was busy or was cancelled early) or its save failed. A failure is
+// logged, as in saveNew. It saves with a ctx of its own, bounded, since
+// the query's may have ended.
+func (m *Manager) saveCreated(ctx context.Context, c *Conversation) {
+	m.mu.Lock()
+	saved := c.saved > 0
+	m.mu.Unlock()
+	if saved {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	m.saveNew(sctx, c)
 }
 
 // insertLocked puts conversation k in memory, restored from st when found

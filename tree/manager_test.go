@@ -173,6 +173,42 @@ func TestNewConversationIsSaved(t *testing.T) {
 // tree 20 times, and checks every outcome: no operation fails, every run
 // answers and completes, every branch and every query lands in its
 // conversation, and the gateways set last are the ones in every tree.
+// TestQueryCreatesAndSavesOnce: a query on a new conversation saves it
+// once, with the query, not on creation too; and a query that ends before
+// its save still leaves the conversation it created saved, as GET /tree
+// would.
+func TestQueryCreatesAndSavesOnce(t *testing.T) {
+	ctx := t.Context()
+	st := newMemStore()
+	m := NewManager(&Options{Store: st})
+	model := script(step{call: "text_response", args: `{"text":"hi"}`})
+	if err := m.Query(ctx, model, "u", "fresh", "q1", "hello", nil); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	saves := st.saves
+	st.mu.Unlock()
+	if saves != 1 {
+		t.Errorf("a query on a new conversation saved it %d times; want 1", saves)
+	}
+	got, ok, events := st.stored(t, "u", "fresh")
+	if !ok || len(got.History) != 2 || events == 0 || got.UpdatedAt.IsZero() {
+		t.Errorf("saved: ok %v, %d messages, %d events, updated %v; want the query's turn and events", ok, len(got.History), events, got.UpdatedAt)
+	}
+
+	if err := m.Query(ctx, nil, "u", "unrun", "q2", "hello", nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Query with a nil model = %v; want ErrInvalid", err)
+	}
+	if _, ok, _ := st.stored(t, "u", "unrun"); !ok {
+		t.Error("a conversation created by a query that did not run was not saved")
+	}
+	m2 := NewManager(&Options{Store: st})
+	c, ok, err := m2.Existing(ctx, "u", "unrun")
+	if err != nil || !ok || c.Info().UpdatedAt.IsZero() {
+		t.Errorf("after a restart: Existing = %v, %v; want unrun with its creation time", ok, err)
+	}
+}
+
 func TestManagerConcurrentUse(t *testing.T) {
 	const workers, rounds, convs = 8, 20, 3
 	ctx := t.Context()

@@ -44,11 +44,17 @@ func (m *Manager) Query(ctx context.Context, model llms.Model, userID, conversat
 		defer unlock()
 		m.forgetStale(ctx, userID, conversationID) // reload what another replica may have saved
 	}
-	c, err := m.Conversation(ctx, userID, conversationID)
+	// A conversation the query creates is saved once, with the query,
+	// rather than on creation and again after the query.
+	c, created, err := m.queryConversation(ctx, userID, conversationID)
 	if err != nil {
 		return err
 	}
-	return c.Run(ctx, model, query, queryID, emit)
+	err = c.Run(ctx, model, query, queryID, emit)
+	if created {
+		m.saveCreated(ctx, c)
+	}
+	return err
 }
 
 // Reopen returns an existing conversation to show it again, as [Manager.Existing]
