@@ -69,8 +69,10 @@ func encodeResults(results map[string]map[string][]tools.EnvEntry) (whole, diges
 
 // encodeEvents encodes a query's events, a large result with a digest
 // that the store keeps once a later query saves its events; queryID is the
-// query's id.
-func encodeEvents(events []tools.Envelope) (evs []store.NewEvent, queryID string, err error) {
+// query's id. payloads are the result events' payloads before encoding, by
+// envelope ID (see tree.ConversationChange.ResultPayloads): a result
+// missing from it is decoded to make its digest.
+func encodeEvents(events []tools.Envelope, payloads map[string]tools.ResultPayload) (evs []store.NewEvent, queryID string, err error) {
 	evs = make([]store.NewEvent, len(events))
 	for i, ev := range events {
 		if evs[i].Envelope, err = tools.Marshal(ev); err != nil {
@@ -80,7 +82,13 @@ func encodeEvents(events []tools.Envelope) (evs []store.NewEvent, queryID string
 		if ev.Type != tools.EventResult || len(ev.Payload) < minEventDigest {
 			continue
 		}
-		if evs[i].Digest, err = digestEvent(ev); err != nil {
+		p, ok := payloads[ev.ID]
+		if !ok {
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				return nil, "", fmt.Errorf("decode result event %s: %w", ev.ID, err)
+			}
+		}
+		if evs[i].Digest, err = digestEvent(ev, p); err != nil {
 			return nil, "", err
 		}
 		if len(evs[i].Digest) >= len(evs[i].Envelope) {
@@ -90,13 +98,10 @@ func encodeEvents(events []tools.Envelope) (evs []store.NewEvent, queryID string
 	return evs, queryID, nil
 }
 
-// digestEvent returns result event ev with its objects replaced by their
-// digest (tree.DigestEntry) and its metadata kept when small.
-func digestEvent(ev tools.Envelope) (json.RawMessage, error) {
-	var p tools.ResultPayload
-	if err := json.Unmarshal(ev.Payload, &p); err != nil {
-		return nil, fmt.Errorf("decode result event %s: %w", ev.ID, err)
-	}
+// digestEvent returns result event ev, whose payload is p, with its
+// objects replaced by their digest (tree.DigestEntry) and its metadata
+// kept when small.
+func digestEvent(ev tools.Envelope, p tools.ResultPayload) (json.RawMessage, error) {
 	var short struct {
 		Objects  json.RawMessage `json:"objects"`
 		Metadata json.RawMessage `json:"metadata"`

@@ -148,7 +148,7 @@ func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []to
 	if err != nil {
 		return err
 	}
-	evs, queryID, err := encodeEvents(events)
+	evs, queryID, err := encodeEvents(events, nil)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events [
 			return 0, err
 		}
 	}
-	evs, queryID, err := encodeEvents(events)
+	evs, queryID, err := encodeEvents(events, ch.ResultPayloads)
 	if err != nil {
 		return 0, err
 	}

@@ -52,6 +52,12 @@ type ConversationChange struct {
 	// saved list of the same tool and name.
 	Results   map[string]map[string][]tools.EnvEntry
 	UpdatedAt time.Time
+	// ResultPayloads are the payloads of result events among the events
+	// saved with the change, by envelope ID, as they were before they were
+	// encoded, so that a Store can make a short form of a large result
+	// without decoding its envelope again. It may miss some (or be nil):
+	// the Store then decodes those. They must not be changed.
+	ResultPayloads map[string]tools.ResultPayload
 }
 
 // savedState is what the Store holds of a conversation, so that a save

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -135,10 +136,12 @@ type run struct {
 	// the events are recorded, without holding mu across it.
 	emitting chan struct{}
 
-	// mu guards events and texts.
-	mu     sync.Mutex
-	events []tools.Envelope
-	texts  []string
+	// mu guards events, results and texts. results holds the payloads of
+	// the result events, by envelope ID, for the Store's digests.
+	mu      sync.Mutex
+	events  []tools.Envelope
+	results map[string]tools.ResultPayload
+	texts   []string
 }
 
 func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func(tools.Envelope)) *run {
@@ -183,6 +186,12 @@ func (r *run) deliver(env tools.Envelope, ev tools.Event) {
 
 func (r *run) record(env tools.Envelope, ev tools.Event) {
 	r.events = append(r.events, env)
+	if p, ok := ev.Payload.(tools.ResultPayload); ok && ev.Type == tools.EventResult {
+		if r.results == nil {
+			r.results = map[string]tools.ResultPayload{}
+		}
+		r.results[env.ID] = p
+	}
 	if p, ok := ev.Payload.(tools.TextPayload); ok && ev.Type == tools.EventText {
 		for _, o := range p.Objects {
 			if t, _ := o["text"].(string); t != "" {
@@ -392,7 +401,8 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 		r.commit()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := r.c.m.save(sctx, r.c, r.snapshotEvents()); err != nil {
+		events, results := r.snapshotEvents()
+		if err := r.c.m.saveQuery(sctx, r.c, events, results); err != nil {
 			r.logger.Warn("saving a cancelled query", "err", err)
 		}
 		return runErr
@@ -403,8 +413,8 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 	r.commit()
 	done := tools.Event{Type: tools.EventCompleted}
 	completed, _ := tools.NewEnvelope(done, r.c.userID, r.c.id, r.queryID)
-	events := append(r.snapshotEvents(), completed)
-	saveErr := r.c.m.save(ctx, r.c, events)
+	events, results := r.snapshotEvents()
+	saveErr := r.c.m.saveQuery(ctx, r.c, append(events, completed), results)
 	if saveErr != nil {
 		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: "the conversation could not be saved"}})
 	}
@@ -412,10 +422,12 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 	return errors.Join(runErr, saveErr)
 }
 
-func (r *run) snapshotEvents() []tools.Envelope {
+// snapshotEvents returns copies of the events so far and of the payloads
+// of the result events among them.
+func (r *run) snapshotEvents() ([]tools.Envelope, map[string]tools.ResultPayload) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]tools.Envelope(nil), r.events...)
+	return append([]tools.Envelope(nil), r.events...), maps.Clone(r.results)
 }
 
 // commit adds the query and its answer to the conversation's history, and

@@ -333,7 +333,14 @@ func (m *Manager) Delete(ctx context.Context, userID, conversationID string) err
 
 // save writes c's state (and a query's events) to the Store; see saver.
 func (m *Manager) save(ctx context.Context, c *Conversation, events []tools.Envelope) error {
-	return m.saver.save(ctx, c, events)
+	return m.saver.save(ctx, c, events, nil)
+}
+
+// saveQuery is save for a query's end: results are the payloads of the
+// result events among events, by envelope ID (see
+// [ConversationChange.ResultPayloads]).
+func (m *Manager) saveQuery(ctx context.Context, c *Conversation, events []tools.Envelope, results map[string]tools.ResultPayload) error {
+	return m.saver.save(ctx, c, events, results)
 }
 
 // changed counts a change to c that is not saved yet.

@@ -24,8 +24,9 @@ type saver struct {
 
 // save writes c's state (and a query's events) to the Store, if any, unless
 // c was deleted. With a [StoreAppender] it sends only what changed since
-// the last save.
-func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelope) error {
+// the last save, and results, the payloads of the result events among
+// events by envelope ID (nil: none known).
+func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelope, results map[string]tools.ResultPayload) error {
 	if s.store == nil {
 		return nil
 	}
@@ -40,7 +41,7 @@ func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelo
 		return nil
 	}
 	if a, ok := s.store.(StoreAppender); ok {
-		return s.append(ctx, a, c, sv, changes, events)
+		return s.append(ctx, a, c, sv, changes, events, results)
 	}
 	st := c.State()
 	if err := s.store.Save(ctx, st, events); err != nil {
@@ -60,11 +61,12 @@ func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelo
 // unknown (0), so that the next query under a Locker reloads the
 // conversation rather than run on a copy older than another replica's
 // save.
-func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv *savedState, changes uint64, events []tools.Envelope) error {
+func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv *savedState, changes uint64, events []tools.Envelope, results map[string]tools.ResultPayload) error {
 	if sv == nil {
 		sv = &savedState{}
 	}
 	ch, counts := c.change(sv, events != nil)
+	ch.ResultPayloads = results
 	version, err := a.Append(ctx, ch, events)
 	next := &savedState{messages: sv.messages, results: sv.results}
 	if err == nil {
