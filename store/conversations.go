@@ -76,6 +76,15 @@ const (
 		turns = excluded.turns, updated_at = excluded.updated_at RETURNING created_at, version, turns`
 )
 
+// The reads every query makes: a query on a conversation not in memory
+// loads it (a new one included), and one under a replica lock checks its
+// version. SQLite runs them from statements prepared once (queryRow).
+const (
+	selectConversation = `SELECT title, init_mode, tree_ops, turns, version, created_at, updated_at
+		FROM conversations WHERE user_id = ? AND id = ?`
+	selectVersion = `SELECT version FROM conversations WHERE user_id = ? AND id = ?`
+)
+
 // GetConversation returns the row of the conversation convID of userID, or
 // [ErrNotFound]; [Store.Turns] returns what its queries said.
 func (s *Store) GetConversation(ctx context.Context, userID, convID string) (*Conversation, error) {
@@ -87,8 +96,7 @@ func (s *Store) GetConversation(ctx context.Context, userID, convID string) (*Co
 		treeOps          sql.NullString
 		created, updated int64
 	)
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT title, init_mode, tree_ops, turns, version, created_at, updated_at
-		FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).
+	err := s.queryRow(ctx, selectConversation, userID, convID).
 		Scan(&c.Title, &c.InitMode, &treeOps, &c.Turns, &c.Version, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
@@ -110,7 +118,7 @@ func (s *Store) Version(ctx context.Context, userID, convID string) (int64, erro
 		return 0, err
 	}
 	var v int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT version FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).Scan(&v)
+	err := s.queryRow(ctx, selectVersion, userID, convID).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
 	}

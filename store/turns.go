@@ -61,6 +61,16 @@ func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args .
 	return tx.QueryRowContext(ctx, s.q(query), args...)
 }
 
+// queryRow runs query, which returns one row, outside a transaction, from
+// a statement prepared once (see txExec) on SQLite.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s.prepare(ctx, query)
+	if st := s.preparedStmt(query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.db.QueryRowContext(ctx, s.q(query), args...)
+}
+
 // preparedStmt returns the statement prepare made of query, or nil.
 func (s *Store) preparedStmt(query string) *sql.Stmt {
 	if s.dialect != dialectSQLite {
