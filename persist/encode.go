@@ -1,8 +1,11 @@
 package persist
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tools"
@@ -36,35 +39,56 @@ func newTurn(queryID string, msgs []tree.Message, results map[string]map[string]
 // encodeResults returns the JSON of results, in the shape of the
 // environment, whole and with each entry as its digest (tree.DigestEntry,
 // the form the decision prompt gives an earlier query's result) when that
-// is shorter.
+// is shorter. Each entry is encoded once and copied into both, keys in
+// order, as json.Marshal would write them; marshalling maps of the encoded
+// entries instead would compact every entry again.
 func encodeResults(results map[string]map[string][]tools.EnvEntry) (whole, digests json.RawMessage, err error) {
-	w := make(map[string]map[string][]json.RawMessage, len(results))
-	d := make(map[string]map[string][]json.RawMessage, len(results))
-	for tool, byName := range results {
-		w[tool] = make(map[string][]json.RawMessage, len(byName))
-		d[tool] = make(map[string][]json.RawMessage, len(byName))
-		for name, list := range byName {
-			ws := make([]json.RawMessage, len(list))
-			ds := make([]json.RawMessage, len(list))
-			for i, e := range list {
-				if ws[i], err = tools.Marshal(e); err != nil {
-					return nil, nil, fmt.Errorf("encode result %s/%s %d: %w", tool, name, i, err)
-				}
-				ds[i] = ws[i]
-				if dg := tree.DigestEntry(e); len(dg) < len(ws[i]) {
-					ds[i] = dg
-				}
-			}
-			w[tool][name], d[tool][name] = ws, ds
+	var w, d []byte
+	w, d = append(w, '{'), append(d, '{')
+	for i, tool := range slices.Sorted(maps.Keys(results)) {
+		byName := results[tool]
+		if w, d, err = appendKey(w, d, i, tool); err != nil {
+			return nil, nil, err
 		}
+		w, d = append(w, '{'), append(d, '{')
+		for j, name := range slices.Sorted(maps.Keys(byName)) {
+			if w, d, err = appendKey(w, d, j, name); err != nil {
+				return nil, nil, err
+			}
+			w, d = append(w, '['), append(d, '[')
+			for k, e := range byName[name] {
+				enc, err := tools.Marshal(e)
+				if err != nil {
+					return nil, nil, fmt.Errorf("encode result %s/%s %d: %w", tool, name, k, err)
+				}
+				dg := enc
+				if short := tree.DigestEntry(e); len(short) < len(enc) {
+					dg = short
+				}
+				if k > 0 {
+					w, d = append(w, ','), append(d, ',')
+				}
+				w, d = append(w, enc...), append(d, dg...)
+			}
+			w, d = append(w, ']'), append(d, ']')
+		}
+		w, d = append(w, '}'), append(d, '}')
 	}
-	if whole, err = tools.Marshal(w); err != nil {
+	w, d = append(w, '}'), append(d, '}')
+	return w, d, nil
+}
+
+// appendKey appends the i-th key of an object, key, to both w and d.
+func appendKey(w, d []byte, i int, key string) ([]byte, []byte, error) {
+	k, err := tools.Marshal(key)
+	if err != nil {
 		return nil, nil, err
 	}
-	if digests, err = tools.Marshal(d); err != nil {
-		return nil, nil, err
+	if i > 0 {
+		w, d = append(w, ','), append(d, ',')
 	}
-	return whole, digests, nil
+	w, d = append(append(w, k...), ':'), append(append(d, k...), ':')
+	return w, d, nil
 }
 
 // encodeEvents encodes a query's events, a large result with a digest
@@ -75,7 +99,7 @@ func encodeResults(results map[string]map[string][]tools.EnvEntry) (whole, diges
 func encodeEvents(events []tools.Envelope, payloads map[string]tools.ResultPayload) (evs []store.NewEvent, queryID string, err error) {
 	evs = make([]store.NewEvent, len(events))
 	for i, ev := range events {
-		if evs[i].Envelope, err = tools.Marshal(ev); err != nil {
+		if evs[i].Envelope, err = encodeEnvelope(ev); err != nil {
 			return nil, "", err
 		}
 		queryID = ev.QueryID
@@ -96,6 +120,26 @@ func encodeEvents(events []tools.Envelope, payloads map[string]tools.ResultPaylo
 		}
 	}
 	return evs, queryID, nil
+}
+
+// encodeEnvelope returns the JSON of ev as tools.Marshal writes it, with
+// ev.Payload copied in as it is rather than compacted again: a payload is
+// the compact JSON tools.NewEnvelope made (the store checks that it is
+// JSON).
+func encodeEnvelope(ev tools.Envelope) (json.RawMessage, error) {
+	payload := ev.Payload
+	ev.Payload = nil
+	b, err := tools.Marshal(ev)
+	if err != nil || len(payload) == 0 {
+		return b, err
+	}
+	const tail = `null}` // the nil payload, last of the envelope's fields
+	if !bytes.HasSuffix(b, []byte(tail)) {
+		return nil, fmt.Errorf("encode event %s: unexpected envelope encoding", ev.ID)
+	}
+	out := make([]byte, 0, len(b)-len(tail)+len(payload)+1)
+	out = append(append(append(out, b[:len(b)-len(tail)]...), payload...), '}')
+	return out, nil
 }
 
 // digestEvent returns result event ev, whose payload is p, with its
