@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,28 @@ func startServer(t *testing.T, h *harness) *httptest.Server {
 	ts := httptest.NewServer(h.srv.Handler()) // listens on 127.0.0.1
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// startServerClosing is startServer for a test that reads what handlers
+// logged: closeAll closes the server and returns once every handler has
+// returned. ts.Close alone waits only for the handlers of connections it
+// still tracks, and a WebSocket's connection is hijacked, so its handler
+// may still be running (and logging) after ts.Close returns.
+func startServerClosing(t *testing.T, h *harness) (ts *httptest.Server, closeAll func()) {
+	t.Helper()
+	var handlers sync.WaitGroup
+	inner := h.srv.Handler()
+	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handlers.Add(1) // before the handler can affect the test, so before closeAll's Wait
+		defer handlers.Done()
+		inner.ServeHTTP(w, r)
+	}))
+	closeAll = func() {
+		ts.Close()
+		handlers.Wait()
+	}
+	t.Cleanup(closeAll)
+	return ts, closeAll
 }
 
 // sseStream reads an event stream: data messages and ping comments.
@@ -565,7 +588,7 @@ func TestStalledClientEndsStream(t *testing.T) {
 			leaks := goleak.IgnoreCurrent()
 			t.Cleanup(func() { goleak.VerifyNone(t, leaks) }) // the first cleanup registered runs last
 			h := newHarness(t, &Options{StreamWriteTimeout: 100 * time.Millisecond})
-			ts := startServer(t, h)
+			ts, closeAll := startServerClosing(t, h)
 			ctx, cancel := context.WithTimeout(t.Context(), stallWait)
 			defer cancel()
 
@@ -590,7 +613,11 @@ func TestStalledClientEndsStream(t *testing.T) {
 				t.Errorf("query after the stall ended with %s %s, want completed", env.Type, env.Payload)
 			}
 
-			ts.Close() // waits for the stalled stream's handler, so its log is complete
+			// The stalled stream's handler may still be running: the
+			// library closes the socket when the write's deadline passes,
+			// and the reader, seeing it closed, can cancel the run before
+			// the writer returns from the write and logs the timeout.
+			closeAll()
 			var warned []map[string]any
 			for line := range strings.Lines(h.logs.String()) {
 				var rec map[string]any
