@@ -98,8 +98,9 @@ func New(path string, sink Sink, opts *Options) *Discovery {
 		cancel:   cancel,
 		answers:  map[answerKey]answer{},
 	}
-	// Every gateway reports its calls and circuit changes to d, which
-	// passes them on to the caller's Observer and tells Notify's channels.
+	// Every gateway reports its calls, circuit changes and state changes
+	// to d, which passes them on to the caller's Observer and tells
+	// Notify's channels.
 	var gw mcpgateway.Options
 	if o.Gateway != nil {
 		gw = *o.Gateway

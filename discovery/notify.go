@@ -9,9 +9,10 @@ import (
 // Notify makes d send a value to c whenever what Gateways, ConfigError or a
 // gateway's Status report may have changed: after every load and reload
 // (also one that failed), after an eager connect ends, and after every
-// execute or change of a circuit that a gateway reports to its Observer.
-// Changes a gateway makes on its own between those (a server process that
-// dies, a health ping that fails) are not signalled.
+// execute, change of a circuit or change of state that a gateway reports to
+// its Observer. The last include the changes a gateway makes on its own,
+// with no request or reload behind them: a server process that dies, a
+// health ping that fails, a back-off that runs out, a session connecting.
 //
 // As with signal.Notify, d never blocks sending to c: a value that does not
 // fit is dropped, so c should have a buffer of one, and a value waiting in
@@ -51,14 +52,18 @@ func (d *Discovery) changed() {
 }
 
 // changeObserver is the Observer every gateway of a Discovery gets: it
-// passes each observation on to next (the caller's Observer, if any) and
-// then tells the Notify channels.
+// passes each observation on to next (the caller's Observer, if any, and a
+// state change only when next is a StateObserver too) and then tells the
+// Notify channels.
 type changeObserver struct {
 	next mcpgateway.Observer
 	d    *Discovery
 }
 
-var _ mcpgateway.Observer = changeObserver{}
+var (
+	_ mcpgateway.Observer      = changeObserver{}
+	_ mcpgateway.StateObserver = changeObserver{}
+)
 
 func (o changeObserver) ObserveCall(server, tool, status string, dur time.Duration) {
 	if o.next != nil {
@@ -70,6 +75,13 @@ func (o changeObserver) ObserveCall(server, tool, status string, dur time.Durati
 func (o changeObserver) ObserveCircuit(server, state string) {
 	if o.next != nil {
 		o.next.ObserveCircuit(server, state)
+	}
+	o.d.changed()
+}
+
+func (o changeObserver) ObserveState(server string, state mcpgateway.State) {
+	if so, ok := o.next.(mcpgateway.StateObserver); ok {
+		so.ObserveState(server, state)
 	}
 	o.d.changed()
 }

@@ -16,10 +16,10 @@ import (
 
 // conn owns the sessions of one MCP server. It is the one place a session is
 // created, published, retired and closed, and it owns every goroutine it
-// starts (connect attempts, session watchers, health pings, stderr drains and
-// exit watchers). close therefore ends every session it ever created —
-// current, retired by a call, or still being dialled — and waits for all of
-// its goroutines.
+// starts (connect attempts, session watchers, health pings, stderr drains,
+// exit watchers and the feed of states to a StateObserver). close therefore
+// ends every session it ever created — current, retired by a call, or still
+// being dialled — and waits for all of its goroutines.
 //
 // The Gateway (the tool facade: actions, cache, circuit, stats, drain) sits on
 // top and reaches the server only through a conn. All methods are safe for
@@ -51,6 +51,11 @@ type conn struct {
 	// auth holds the OAuth state of the conn's user; nil for stdio servers
 	// and servers with a static Authorization header.
 	auth *authorizer
+	// stateObs is opts.Observer when it is a StateObserver, else nil.
+	// stateWake (buffer of one) wakes feedStates after a change of state;
+	// a value waiting in it means "look again".
+	stateObs  StateObserver
+	stateWake chan struct{}
 
 	// mu guards everything below. It is never held across I/O.
 	mu        sync.Mutex
@@ -61,6 +66,7 @@ type conn struct {
 	lastErr   string
 	deaths    []time.Time // recent session deaths, for crash-loop detection
 	retryAt   time.Time   // end of the back-off while state is failed
+	feeding   bool        // feedStates has been started
 	closed    bool
 	closeDone chan struct{}
 }
@@ -87,6 +93,10 @@ func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string)
 		state:     StateIdle,
 		open:      map[*session]struct{}{},
 		closeDone: make(chan struct{}),
+	}
+	if so, ok := o.Observer.(StateObserver); ok {
+		c.stateObs = so
+		c.stateWake = make(chan struct{}, 1)
 	}
 	if needsAuth(cfg) {
 		c.auth = newAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
@@ -214,13 +224,17 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 		return s, nil
 	}
 	a := c.attempt
-	if a == nil {
+	started := a == nil
+	if started {
 		a = &flight{done: make(chan struct{})}
 		c.attempt = a
 		c.state = StateConnecting
 		c.goFunc(func() { c.connect(a) })
 	}
 	c.mu.Unlock()
+	if started {
+		c.stateChanged()
+	}
 	select {
 	case <-a.done:
 	case <-ctx.Done():
@@ -275,6 +289,9 @@ func (c *conn) connect(a *flight) {
 	if closedNow && s != nil {
 		c.closeSession(s)
 	}
+	if !closedNow {
+		c.stateChanged()
+	}
 	if err == nil {
 		c.logger.Info("gateway connected", "transport", s.transport, "protocol", s.protocol, "pid", s.pid())
 	} else {
@@ -319,17 +336,21 @@ func (c *conn) watch(s *session) {
 // close) still closes s.
 func (c *conn) retire(s *session) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.retireLocked(s)
+	retired := c.retireLocked(s)
+	c.mu.Unlock()
+	if retired {
+		c.stateChanged()
+	}
 }
 
 // retireLocked is retire with mu held. The gateway goes back to idle with the
 // death recorded, so that a crash loop brings back-off. A session the server
 // terminated (HTTP 404) is not a death: the server answered, so it is up, and
-// backing off would lock callers out of a working server.
-func (c *conn) retireLocked(s *session) {
+// backing off would lock callers out of a working server. It reports whether
+// it retired s; the caller then calls stateChanged once mu is released.
+func (c *conn) retireLocked(s *session) bool {
 	if c.sess != s || !s.isDead() {
-		return
+		return false
 	}
 	c.sess = nil
 	c.lastErr = c.serverErr("session", s.deadErr).Error()
@@ -337,10 +358,13 @@ func (c *conn) retireLocked(s *session) {
 	if !errors.Is(s.deadErr, mcptransport.ErrSessionTerminated) {
 		c.noteDeathLocked()
 	}
+	return true
 }
 
 // noteDeathLocked records a session death or failed connect and enters
-// back-off when there were CrashLoopDeaths within CrashLoopWindow.
+// back-off when there were CrashLoopDeaths within CrashLoopWindow. Its
+// callers (connect, retire) report the change of state; the end of the
+// back-off, which no event marks, is reported by feedStates' timer.
 func (c *conn) noteDeathLocked() {
 	now := time.Now()
 	keep := c.deaths[:0]

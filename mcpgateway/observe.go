@@ -25,6 +25,26 @@ type Observer interface {
 	ObserveCircuit(server, state string)
 }
 
+// StateObserver is an optional interface of an Options.Observer: one that
+// implements it is also told of every change of a server's state, including
+// those no call or reload is behind (a stdio process that dies, a failed
+// health ping, a back-off that runs out, a session connecting), so that a
+// UI or a gauge can follow them without polling Status.
+//
+// ObserveState is called on a goroutine the gateway owns, never while it
+// holds a lock, and one call at a time for each session owner: in the order
+// the changes happened, with changes that come faster than the observer
+// takes them coalesced, so a passing state (connecting) may be skipped but
+// the last call always carries the current state. state is the state Status
+// reports, except that connected stays connected when calls fail (ObserveCall
+// reports those) and closed is never reported. A server with a session per
+// user reports each user's session under the server's name. ObserveState
+// must be quick, must not block (Close waits for it), must be safe for
+// concurrent use, and must not call back into the gateway.
+type StateObserver interface {
+	ObserveState(server string, state State)
+}
+
 // Call statuses, as logged and given to Observer.ObserveCall.
 const (
 	CallSuccess = "success"
@@ -79,5 +99,59 @@ func (g *Gateway) observeCall(ctx context.Context, cm callMeta, tool string, o o
 	g.logCall(ctx, cm, "execute", tool, status, d, err)
 	if g.opts.Observer != nil {
 		g.opts.Observer.ObserveCall(g.cfg.Name, tool, status, d)
+	}
+}
+
+// stateChanged tells the StateObserver, if any, that c's state may have
+// changed. It never blocks, and must be called without mu held, after the
+// change: it starts feedStates on first use and wakes it.
+func (c *conn) stateChanged() {
+	if c.stateObs == nil {
+		return
+	}
+	c.mu.Lock()
+	if !c.feeding && !c.closed { // closed: wg may be waited on already
+		c.feeding = true
+		c.goFunc(c.feedStates)
+	}
+	c.mu.Unlock()
+	select {
+	case c.stateWake <- struct{}{}:
+	default: // a wake is pending; feedStates will read the state after this change
+	}
+}
+
+// feedStates passes c's state to the StateObserver whenever it differs from
+// the last one passed: after each wake, and when a back-off runs out, which
+// changes the state Status reports (failed becomes idle) with no event to
+// wake it, so a timer it owns marks it. Being the only caller of
+// ObserveState for c, it keeps the calls in order, and it calls the observer
+// without holding mu. It is started by stateChanged, owned by wg, and ends
+// with close, stopping its timer.
+func (c *conn) feedStates() {
+	var last State // none yet: the first wake follows a change
+	backoff := time.NewTimer(time.Hour)
+	backoff.Stop()
+	defer backoff.Stop()
+	for {
+		select {
+		case <-c.lifetime.Done():
+			return
+		case <-c.stateWake:
+		case <-backoff.C:
+		}
+		st := c.status()
+		if st.state == StateClosed {
+			return
+		}
+		if st.retryAt.IsZero() {
+			backoff.Stop()
+		} else {
+			backoff.Reset(time.Until(st.retryAt))
+		}
+		if st.state != last {
+			last = st.state
+			c.stateObs.ObserveState(c.cfg.Name, st.state)
+		}
 	}
 }
