@@ -52,7 +52,8 @@ type Options struct {
 	Sampler Sampler
 
 	// Observer, when set, is told the outcome of every execute and every
-	// change of the circuit (see Observer). Nil means none.
+	// change of the circuit (see Observer) and, when it also implements
+	// StateObserver, every change of the connection's state. Nil means none.
 	Observer Observer
 
 	// LookupEnv reads the service's environment for the allow-list a stdio

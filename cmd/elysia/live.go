@@ -9,7 +9,8 @@ import (
 
 // liveChanges is web.Changes over the Discovery: each event stream gets a
 // channel that the Discovery signals whenever its servers' status may have
-// changed (a reload, an eager connect, a tool call, a circuit change).
+// changed (a reload, an eager connect, a tool call, a circuit change, a
+// gateway's own state change: a process that died, a back-off that ended).
 type liveChanges struct {
 	disc *discovery.Discovery
 	// life is the service's lifetime: when it ends (the service is
