@@ -247,12 +247,7 @@ func newOpenAI(get func(string) string, o *Options, info *Info) (llms.Model, err
 	if o.HTTPClient != nil {
 		opts = append(opts, openai.WithHTTPClient(o.HTTPClient))
 	}
-	m, err := openai.New(opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &openAIChat{LLM: m, client: o.HTTPClient, url: strings.TrimSuffix(base, "/") + "/chat/completions",
-		token: key, model: info.Model, organization: get(EnvOpenAIOrg), direct: directModel(info.Model)}, nil
+	return openai.New(opts...)
 }
 
 func missingKey(env string) error {
