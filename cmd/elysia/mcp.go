@@ -34,6 +34,30 @@ func findServer(cfg *mcpgateway.Config, name string) (mcpgateway.ServerConfig, e
 	return mcpgateway.ServerConfig{}, usageErr("no server %q in %s (servers: %s)", name, cfg.File, strings.Join(names, ", "))
 }
 
+// loadServer loads the config at path and returns the server called name
+// with the options an mcp command opens its gateway with.
+func loadServer(path, name string, stderr io.Writer) (mcpgateway.ServerConfig, *mcpgateway.Options, error) {
+	cfg, err := loadConfig(path, true)
+	if err != nil {
+		return mcpgateway.ServerConfig{}, nil, err
+	}
+	return serverOptions(cfg, name, stderr)
+}
+
+// serverOptions returns the server of cfg called name with the options an
+// mcp command opens its gateway with.
+func serverOptions(cfg *mcpgateway.Config, name string, stderr io.Writer) (mcpgateway.ServerConfig, *mcpgateway.Options, error) {
+	sc, err := findServer(cfg, name)
+	if err != nil {
+		return mcpgateway.ServerConfig{}, nil, err
+	}
+	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	if err != nil {
+		return mcpgateway.ServerConfig{}, nil, err
+	}
+	return sc, opts, nil
+}
+
 // cmdMCPList summarises every server, or connects to one and lists its tools.
 func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, config := newFlags("mcp list", stderr)
@@ -69,11 +93,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 1 {
 		return usageErr("mcp list: want at most one SERVER")
 	}
-	sc, err := findServer(cfg, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	sc, opts, err := serverOptions(cfg, fs.Arg(0), stderr)
 	if err != nil {
 		return err
 	}
@@ -164,15 +184,7 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return usageErr("mcp call: inputs must be a JSON object: %v", err)
 		}
 	}
-	cfg, err := loadConfig(*config, true)
-	if err != nil {
-		return err
-	}
-	sc, err := findServer(cfg, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	sc, opts, err := loadServer(*config, fs.Arg(0), stderr)
 	if err != nil {
 		return err
 	}
@@ -292,15 +304,7 @@ func cmdMCPLogin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*config, true)
-	if err != nil {
-		return err
-	}
-	sc, err := findServer(cfg, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	sc, opts, err := loadServer(*config, fs.Arg(0), stderr)
 	if err != nil {
 		return err
 	}
@@ -325,15 +329,7 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if fs.NArg() != 1 {
 		return usageErr("mcp logout: want SERVER")
 	}
-	cfg, err := loadConfig(*config, true)
-	if err != nil {
-		return err
-	}
-	sc, err := findServer(cfg, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
+	sc, opts, err := loadServer(*config, fs.Arg(0), stderr)
 	if err != nil {
 		return err
 	}
