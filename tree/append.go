@@ -2,7 +2,6 @@ package tree
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/elysia-go/elysia/tools"
@@ -93,12 +92,7 @@ func newSavedState(st ConversationState) *savedState {
 // with new messages) reads the environment: a tree change does not write
 // it.
 func (c *Conversation) change(sv *savedState, query bool) (ConversationChange, map[resultKey]int) {
-	c.m.mu.Lock()
-	mode, ops := c.mode, slices.Clone(c.ops)
-	c.m.mu.Unlock()
-	if ops == nil {
-		ops = []Op{}
-	}
+	mode, ops := c.treeState()
 	c.mu.Lock()
 	ch := ConversationChange{UserID: c.userID, ConversationID: c.id, Title: c.title, InitMode: mode, Ops: ops, UpdatedAt: c.updated}
 	if sv.messages < len(c.history) {

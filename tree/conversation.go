@@ -166,14 +166,21 @@ func (c *Conversation) Info() ConversationInfo {
 	return ConversationInfo{ConversationID: c.id, Title: c.title, UpdatedAt: c.updated}
 }
 
-// State returns the conversation's state, as saved.
-func (c *Conversation) State() ConversationState {
+// treeState returns c's init mode and a copy of its ops, never nil, as
+// the Store saves them. It takes the Manager's lock, which guards both.
+func (c *Conversation) treeState() (InitMode, []Op) {
 	c.m.mu.Lock()
 	mode, ops := c.mode, slices.Clone(c.ops)
 	c.m.mu.Unlock()
 	if ops == nil {
 		ops = []Op{}
 	}
+	return mode, ops
+}
+
+// State returns the conversation's state, as saved.
+func (c *Conversation) State() ConversationState {
+	mode, ops := c.treeState()
 	c.mu.Lock()
 	st := ConversationState{UserID: c.userID, ConversationID: c.id, Title: c.title,
 		InitMode: mode, Ops: ops, History: slices.Clone(c.history), UpdatedAt: c.updated}
