@@ -3,10 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
@@ -56,19 +53,8 @@ func (s *Server) noCollection(extra ...field) gin.HandlerFunc {
 // the frontend does not reconnect in a loop.
 func (s *Server) processCollectionWS(c *gin.Context) {
 	principal := c.GetString(principalKey)
-	opts := &websocket.AcceptOptions{InsecureSkipVerify: true} // browserGuard checked Origin
-	if _, proto := wsProtocolKey(c.Request); proto != "" {
-		opts.Subprotocols = []string{proto}
-	}
-	hw := &handshakeWriter{ResponseWriter: c.Writer}
-	conn, err := websocket.Accept(hw, c.Request, opts)
-	if err != nil {
-		if hw.status == 0 {
-			s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
-			return
-		}
-		c.Writer.Header().Del("Content-Type")
-		s.failStatus(c, hw.status, errors.New(strings.TrimSpace(hw.body.String())), nil)
+	conn, accepted := s.acceptWS(c)
+	if !accepted {
 		return
 	}
 	defer func() { _ = conn.CloseNow() }()

@@ -30,25 +30,8 @@ const minPingTimeout = 5 * time.Second
 // write that misses Options.StreamWriteTimeout, which closes the socket.
 func (s *Server) queryWS(c *gin.Context) {
 	principal := c.GetString(principalKey)
-	// browserGuard has checked Origin (same origin or allowed) for every
-	// upgrade request, with the same rules as the other routes; the
-	// library's own check, which knows only host patterns, would disagree.
-	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
-	if _, proto := wsProtocolKey(c.Request); proto != "" {
-		opts.Subprotocols = []string{proto}
-	}
-	hw := &handshakeWriter{ResponseWriter: c.Writer}
-	conn, err := websocket.Accept(hw, c.Request, opts)
-	if err != nil {
-		if hw.status == 0 {
-			s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
-			return
-		}
-		if hw.status < 500 { // failStatus logs the others
-			s.logger.WarnContext(c.Request.Context(), "websocket handshake refused", slog.Int("status", hw.status), slog.Any("err", err))
-		}
-		c.Writer.Header().Del("Content-Type") // Accept's text/plain
-		s.failStatus(c, hw.status, errors.New(strings.TrimSpace(hw.body.String())), nil)
+	conn, accepted := s.acceptWS(c)
+	if !accepted {
 		return
 	}
 	defer func() { _ = conn.CloseNow() }() // backstop; fails harmlessly after the Close below
@@ -72,10 +55,39 @@ func (s *Server) queryWS(c *gin.Context) {
 	_ = conn.Close(websocket.StatusNormalClosure, "")
 }
 
+// acceptWS completes the WebSocket handshake of c, echoing the API key
+// subprotocol when the client sent one. When the handshake fails it has
+// answered (a refusal with the API's JSON error body) and logged, and it
+// returns false; otherwise the caller owns the conn and must close it.
+func (s *Server) acceptWS(c *gin.Context) (*websocket.Conn, bool) {
+	// browserGuard has checked Origin (same origin or allowed) for every
+	// upgrade request, with the same rules as the other routes; the
+	// library's own check, which knows only host patterns, would disagree.
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
+	if _, proto := wsProtocolKey(c.Request); proto != "" {
+		opts.Subprotocols = []string{proto}
+	}
+	hw := &handshakeWriter{ResponseWriter: c.Writer}
+	conn, err := websocket.Accept(hw, c.Request, opts)
+	if err == nil {
+		return conn, true
+	}
+	if hw.status == 0 {
+		s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
+		return nil, false
+	}
+	if hw.status < 500 { // failStatus logs the others
+		s.logger.WarnContext(c.Request.Context(), "websocket handshake refused", slog.Int("status", hw.status), slog.Any("err", err))
+	}
+	c.Writer.Header().Del("Content-Type") // Accept's text/plain
+	s.failStatus(c, hw.status, errors.New(strings.TrimSpace(hw.body.String())), nil)
+	return nil, false
+}
+
 // handshakeWriter is the response writer websocket.Accept gets. When
 // Accept refuses a handshake (no Upgrade header, a bad version, a foreign
 // Origin) it holds back the status and the plain-text message Accept
-// writes, so that queryWS answers with the API's JSON error body instead.
+// writes, so that acceptWS answers with the API's JSON error body instead.
 // A handshake that succeeds passes through untouched, Hijack included.
 type handshakeWriter struct {
 	gin.ResponseWriter
