@@ -2,6 +2,7 @@ package tree
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/elysia-go/elysia/tools"
@@ -113,9 +114,7 @@ func (c *Conversation) change(sv *savedState, query bool) (ConversationChange, m
 			if ch.Results == nil {
 				ch.Results = map[string]map[string][]tools.EnvEntry{}
 				counts = make(map[resultKey]int, len(sv.results)+1)
-				for k, v := range sv.results {
-					counts[k] = v
-				}
+				maps.Copy(counts, sv.results)
 			}
 			if ch.Results[tool] == nil {
 				ch.Results[tool] = map[string][]tools.EnvEntry{}

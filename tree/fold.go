@@ -2,6 +2,7 @@ package tree
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/elysia-go/elysia/tools"
@@ -177,11 +178,11 @@ func foldTasks(ts []Task) (out []Task, folded int) {
 func capInputs(in map[string]any) map[string]any {
 	var out map[string]any
 	for k, v := range in {
-		switch v.(type) {
+		switch x := v.(type) {
 		case nil, bool, float64, int:
 			continue
 		case string:
-			if len(v.(string)) <= maxTaskInput {
+			if len(x) <= maxTaskInput {
 				continue
 			}
 		}
@@ -190,10 +191,7 @@ func capInputs(in map[string]any) map[string]any {
 			continue
 		}
 		if out == nil {
-			out = make(map[string]any, len(in))
-			for k2, v2 := range in {
-				out[k2] = v2
-			}
+			out = maps.Clone(in)
 		}
 		out[k] = fmt.Sprintf("%s (%d bytes of JSON, cut)", cut(string(enc), maxTaskInput/2), len(enc))
 	}
