@@ -446,12 +446,18 @@ func minSize(v any, limit int) int {
 			for _, e := range x {
 				walk(e)
 				n++
+				if n > limit {
+					return
+				}
 			}
 		case []map[string]any:
 			n += 2
 			for _, e := range x {
 				walk(e)
 				n++
+				if n > limit {
+					return
+				}
 			}
 		case tools.EnvEntry:
 			n += len(`{"objects":,"metadata":}`)
@@ -460,6 +466,9 @@ func minSize(v any, limit int) int {
 		case []string:
 			for _, e := range x {
 				n += len(e) + 3
+				if n > limit {
+					return
+				}
 			}
 		default:
 			n++
