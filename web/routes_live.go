@@ -332,16 +332,11 @@ func (ls *liveStream) servers(ctx context.Context) object {
 }
 
 func (ls *liveStream) tree(ctx context.Context) object {
-	extra := []field{kv("conversation_id", ls.conv), kv("tree", emptyObject)}
-	cv, err := ls.s.deps.Trees.Conversation(ctx, ls.user, ls.conv)
+	b, err := ls.s.treeJSON(ctx, ls.user, ls.conv)
 	if err != nil {
-		return ls.failed(ctx, "tree", err, extra...)
+		return ls.failed(ctx, "tree", err, kv("conversation_id", ls.conv), kv("tree", emptyObject))
 	}
-	b, err := cv.Tree().MarshalJSON()
-	if err != nil {
-		return ls.failed(ctx, "tree", err, extra...)
-	}
-	return ok(kv("conversation_id", ls.conv), kv("tree", json.RawMessage(b)))
+	return ok(kv("conversation_id", ls.conv), kv("tree", b))
 }
 
 func (ls *liveStream) conversations(ctx context.Context) object {
