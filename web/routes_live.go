@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -295,11 +294,16 @@ func (ls *liveStream) message(typ string, body object) (bool, error) {
 		return false, nil
 	}
 	ls.last[typ] = b
-	msg, err := tools.Marshal(object{kv("type", typ), kv("payload", json.RawMessage(b))})
-	if err != nil {
-		return false, err
-	}
-	return true, ls.w.write(append(append([]byte("data: "), msg...), '\n', '\n'))
+	// The message is spliced rather than marshalled: b is already compact
+	// JSON (a tree can be large), and typ is one of the live* constants,
+	// which need no escaping.
+	msg := make([]byte, 0, len(b)+len(typ)+40)
+	msg = append(msg, `data: {"type":"`...)
+	msg = append(msg, typ...)
+	msg = append(msg, `","payload":`...)
+	msg = append(msg, b...)
+	msg = append(msg, "}\n\n"...)
+	return true, ls.w.write(msg)
 }
 
 // stop logs why a stream ended early, when that is worth a line.
