@@ -104,6 +104,16 @@ type retryAter interface {
 	RetryAt() time.Time
 }
 
+// serverStatus is statusOf for the errors of an MCP server (or its
+// authorization server): an unclassified one is that server's failure,
+// 502, not this service's.
+func serverStatus(err error) int {
+	if status := statusOf(err); status != http.StatusInternalServerError {
+		return status
+	}
+	return http.StatusBadGateway
+}
+
 // failServer is fail for the MCP server routes, where an unclassified error
 // is a failure of the server behind the gateway (502), not of this service.
 // Unlike other 5xx answers, these show the error's own text, which Servers
@@ -112,10 +122,7 @@ type retryAter interface {
 // the error says when the server is tried again, the answer says it too and
 // carries Retry-After.
 func (s *Server) failServer(c *gin.Context, err error, extra object) {
-	status := statusOf(err)
-	if status == http.StatusInternalServerError {
-		status = http.StatusBadGateway
-	}
+	status := serverStatus(err)
 	if status < 500 {
 		s.failStatus(c, status, err, extra)
 		return

@@ -174,10 +174,7 @@ func (s *Server) oauthCallback(c *gin.Context) {
 // start or callback: as failServer shows them (an unclassified error is
 // the server's or its authorization server's, 502, with its own text).
 func (s *Server) signInFailure(ctx context.Context, err error) (int, string) {
-	status := statusOf(err)
-	if status == http.StatusInternalServerError {
-		status = http.StatusBadGateway
-	}
+	status := serverStatus(err)
 	if status >= 500 {
 		s.logger.WarnContext(ctx, "sign-in failed", slog.Int("status", status), slog.Any("err", err))
 	}
