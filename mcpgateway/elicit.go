@@ -34,7 +34,7 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid elicitation request: %w", err)
 	}
-	payload := tools.ElicitationPayload{Server: e.c.cfg.Name, Mode: mode, Message: truncate(p.Message, 2000)}
+	payload := tools.ElicitationPayload{Server: e.c.cfg.Name, Mode: mode, Message: truncate(e.c.mask(p.Message), 2000)}
 	var check func(map[string]any) (map[string]any, error)
 	if mode == mcp.ElicitationModeForm {
 		schema, err := formSchema(p.RequestedSchema)

@@ -137,7 +137,9 @@ func (c *conn) progressed(s *session, n mcp.JSONRPCNotification) {
 		p.Total = &total
 	}
 	msg, _ := f["message"].(string)
-	p.Message = c.mask(truncate(msg, 200))
+	// Mask before cutting: a secret cut in two no longer matches the mask,
+	// and its first half would go out.
+	p.Message = truncate(c.mask(msg), 200)
 	p.Text = progressText(p)
 	ac.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: p})
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/elysia-go/elysia/internal/testenv"
 )
 
@@ -136,4 +138,21 @@ func (g *Gateway) stderrTail() []string {
 		return nil
 	}
 	return s.proc.ring.last(stderrLines)
+}
+
+// TestServerLogMaskedBeforeCut checks that a server's log message with a
+// secret across the point where it is cut keeps no part of the secret.
+func TestServerLogMaskedBeforeCut(t *testing.T) {
+	const secret = "SECRET-0123456789"
+	cfg := ServerConfig{Name: "s", Secrets: []string{secret}}
+	c := newConn(cfg, Options{}, slog.New(slog.DiscardHandler), cfg.masker())
+	data := strings.Repeat("x", maxLogData-6) + secret
+	n := mcp.JSONRPCNotification{}
+	n.Params.AdditionalFields = map[string]any{"level": "info", "data": data}
+	c.logged(newSession(), n)
+	for _, e := range c.logs.all() {
+		if strings.Contains(e.Data, "SECRET") {
+			t.Errorf("kept log data holds part of a secret: ...%s", e.Data[len(e.Data)-20:])
+		}
+	}
 }

@@ -78,7 +78,8 @@ func (c *conn) logged(s *session, n mcp.JSONRPCNotification) {
 		b, _ := json.Marshal(f["data"])
 		data = string(b)
 	}
-	e := LogEntry{Time: time.Now(), Level: truncate(level, 16), Logger: c.mask(truncate(logger, 64)), Data: c.mask(truncate(data, maxLogData))}
+	// Mask before cutting, as progressed does.
+	e := LogEntry{Time: time.Now(), Level: truncate(level, 16), Logger: truncate(c.mask(logger), 64), Data: truncate(c.mask(data), maxLogData)}
 	c.logs.add(e)
 	if !slices.Contains(warnLevels, e.Level) {
 		return
