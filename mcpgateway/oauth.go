@@ -67,8 +67,10 @@ type authorizer struct {
 	client *http.Client
 
 	// flow serialises refreshes and sign-ins: concurrent calls that all
-	// got a 401 refresh once.
-	flow sync.Mutex
+	// got a 401 refresh once. It is held across OAuth requests and a
+	// user's time in the browser, so it is a channel of one rather than a
+	// mutex: a waiter whose ctx ends gives up (lockFlow).
+	flow chan struct{}
 
 	// userless is set on the shared session of a server that may need
 	// sign-in: it has no user, so it sends no token and answers a 401
@@ -93,8 +95,22 @@ func newAuthorizer(cfg ServerConfig, user string, store TokenStore, browser Brow
 		browser: browser,
 		logger:  logger,
 		client:  &http.Client{Timeout: connect, Transport: &resourceOnRefresh{base: base}},
+		flow:    make(chan struct{}, 1),
 	}
 }
+
+// lockFlow takes flow, or returns ctx's error if ctx ends first. The
+// caller calls unlockFlow once done.
+func (a *authorizer) lockFlow(ctx context.Context) error {
+	select {
+	case a.flow <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *authorizer) unlockFlow() { <-a.flow }
 
 // oauthCtx is ctx carrying the authorizer's HTTP client for x/oauth2.
 func (a *authorizer) oauthCtx(ctx context.Context) context.Context {
@@ -145,8 +161,10 @@ func (a *authorizer) load(ctx context.Context) (*Token, error) {
 
 // refreshed refreshes used unless another call already replaced it.
 func (a *authorizer) refreshed(ctx context.Context, used *Token) (*Token, error) {
-	a.flow.Lock()
-	defer a.flow.Unlock()
+	if err := a.lockFlow(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockFlow()
 	if tok := a.peek(); !sameToken(tok, used) {
 		return tok, nil
 	}
@@ -174,8 +192,10 @@ func (a *authorizer) unauthorized(ctx context.Context, ch challenge, used *Token
 	if a.userless {
 		return nil, &SignInRequiredError{Server: a.key.Server, Scopes: ch.scopes(), Reason: "the server asks every user to sign in"}
 	}
-	a.flow.Lock()
-	defer a.flow.Unlock()
+	if err := a.lockFlow(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockFlow()
 	if tok := a.peek(); tok != nil && !sameToken(tok, used) {
 		return tok, nil
 	}
@@ -206,8 +226,10 @@ func (a *authorizer) unauthorized(ctx context.Context, ch challenge, used *Token
 // challenge for scopes the token already has is not retried: the server
 // will refuse again whatever is asked (the retry limit of the spec).
 func (a *authorizer) insufficientScope(ctx context.Context, ch challenge, used *Token) (*Token, error) {
-	a.flow.Lock()
-	defer a.flow.Unlock()
+	if err := a.lockFlow(ctx); err != nil {
+		return nil, err
+	}
+	defer a.unlockFlow()
 	if tok := a.peek(); tok != nil && !sameToken(tok, used) {
 		return tok, nil
 	}

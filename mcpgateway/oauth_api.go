@@ -29,8 +29,10 @@ func (g *Gateway) SignIn(ctx context.Context, user string, browser Browser) erro
 	if err != nil {
 		return g.serverErr("sign in", err)
 	}
-	a.flow.Lock()
-	defer a.flow.Unlock()
+	if err := a.lockFlow(ctx); err != nil {
+		return g.serverErr("sign in", err)
+	}
+	defer a.unlockFlow()
 	if g.cfg.OAuth.grant() == GrantClientCredentials {
 		_, err = a.clientCredentials(ctx, ch, nil)
 	} else {
@@ -102,8 +104,10 @@ func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss strin
 	if !ok || ps.user != user || time.Now().After(ps.expires) {
 		return g.serverErr("sign in", ErrUnknownState)
 	}
-	ps.a.flow.Lock()
-	defer ps.a.flow.Unlock()
+	if err := ps.a.lockFlow(ctx); err != nil {
+		return g.serverErr("sign in", err)
+	}
+	defer ps.a.unlockFlow()
 	_, err := ps.a.finish(ctx, ps.p, code, state, iss)
 	return g.serverErr("sign in", err)
 }

@@ -2,6 +2,7 @@ package mcpgateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -398,4 +401,24 @@ func TestOAuthConfigParses(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "oauth.grant") {
 		t.Errorf("bad grant: %v", err)
 	}
+}
+
+// TestFlowWaitEndsWithCtx checks that a call waiting for another's refresh
+// or sign-in (which may take the user's time in a browser) gives up when
+// its own ctx ends.
+func TestFlowWaitEndsWithCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := ServerConfig{Name: "s", Transport: TransportHTTP, URL: "https://mcp.example/mcp"}
+		a := newAuthorizer(cfg, "alice", &MemoryTokenStore{}, nil, slog.New(slog.DiscardHandler))
+		if err := a.lockFlow(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer a.unlockFlow()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		used := &Token{AccessToken: "old", RefreshToken: "r"}
+		if _, err := a.refreshed(ctx, used); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("refreshed while another holds the flow: err = %v, want %v", err, context.DeadlineExceeded)
+		}
+	})
 }
