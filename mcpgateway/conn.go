@@ -403,6 +403,12 @@ func (c *conn) close() {
 	c.closeOpen()
 	c.wg.Wait()
 	c.closeOpen()
+	if c.auth != nil {
+		// The authorizer's client has a pool of its own (metadata, token
+		// and revocation requests); its keep-alive connections would
+		// otherwise outlive the conn, one pool per user's child.
+		c.auth.client.CloseIdleConnections()
+	}
 	close(c.closeDone)
 }
 
