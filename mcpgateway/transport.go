@@ -223,8 +223,8 @@ func (c *conn) handshake(ctx context.Context, s *session) error {
 }
 
 // clientOptions are the handlers of server-initiated requests on s, and
-// the capabilities they declare: elicitation (form and url), sampling
-
+// the capabilities they declare: elicitation (form and url), sampling and
+// roots.
 func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
 	opts := []mcpclient.ClientOption{
 		mcpclient.WithClientCapabilities(mcp.ClientCapabilities{
