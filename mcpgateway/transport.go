@@ -145,6 +145,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 	}
 	t, err := mcptransport.NewStreamableHTTP(c.cfg.URL, opts...)
 	if err != nil {
+		c.closeSession(s)
 		return nil, err
 	}
 	return c.startRemote(hsCtx, s, mcpclient.NewClient(t, c.clientOptions(s)...))
@@ -164,6 +165,7 @@ func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
 	}
 	t, err := mcptransport.NewSSE(c.cfg.URL, opts...)
 	if err != nil {
+		c.closeSession(s)
 		return nil, err
 	}
 	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}, c.clientOptions(s)...))
