@@ -225,6 +225,13 @@ func TestAnthropicToolCallInOneChoice(t *testing.T) {
 // TestFromEnvPoolsConnections sends concurrent requests through a model
 // from FromEnv with no client given: the default client keeps enough idle
 // connections that later rounds reuse them instead of dialling again.
+//
+// A connection goes back to the pool on the transport's read goroutine just
+// after the caller saw the end of the body, so a request of the next round
+// can miss one that is on its way back and dial: the bound allows for that
+// (at most one extra connection per request of the first round). Go's
+// default client, which keeps 2 idle connections per host, dials
+// parallel + (rounds-1)*(parallel-2) = 32 times here.
 func TestFromEnvPoolsConnections(t *testing.T) {
 	var mu sync.Mutex // guards dials
 	dials := 0
@@ -244,7 +251,8 @@ func TestFromEnvPoolsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	const rounds = 5
+	for range rounds {
 		var wg sync.WaitGroup
 		for range parallel {
 			wg.Go(func() {
@@ -258,8 +266,8 @@ func TestFromEnvPoolsConnections(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if dials > parallel {
-		t.Errorf("%d connections for 3 rounds of %d concurrent requests, want at most %d", dials, parallel, parallel)
+	if dials > 2*parallel {
+		t.Errorf("%d connections for %d rounds of %d concurrent requests, want at most %d", dials, rounds, parallel, 2*parallel)
 	}
 }
 
