@@ -285,7 +285,10 @@ func (s ServerConfig) Equal(o ServerConfig) bool {
 		s.ConnectTimeout == o.ConnectTimeout && s.CallTimeout == o.CallTimeout && s.Eager == o.Eager &&
 		maps.Equal(s.Templates, o.Templates) && slices.Equal(s.Secrets, o.Secrets) &&
 		s.Unresolved == o.Unresolved && s.OAuth.equal(o.OAuth) && s.PerUser == o.PerUser &&
-		maps.EqualFunc(s.UserValues, o.UserValues, slices.Equal)
+		maps.EqualFunc(s.UserValues, o.UserValues, slices.Equal) &&
+		s.MaxCallTime == o.MaxCallTime && s.ElicitationTimeout == o.ElicitationTimeout &&
+		s.Sampling == o.Sampling && slices.Equal(s.Roots, o.Roots) && s.LogLevel == o.LogLevel &&
+		s.ProtocolVersion == o.ProtocolVersion
 }
 
 // inheritedEnv is what a stdio child takes from the service's environment:

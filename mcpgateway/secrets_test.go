@@ -3,6 +3,7 @@ package mcpgateway
 import (
 	"bytes"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +86,45 @@ func TestEqual(t *testing.T) {
 	}
 	if !(ServerConfig{Args: []string{}}).Equal(ServerConfig{}) {
 		t.Errorf("Equal: empty and nil args differ")
+	}
+}
+
+// TestEqualComparesEveryField changes each field of a ServerConfig in turn:
+// a field Equal forgot would make a reload keep a gateway running on the
+// old value (as it once did for sampling, roots and log_level).
+func TestEqualComparesEveryField(t *testing.T) {
+	ignored := map[string]bool{"Line": true, "Column": true}
+	typ := reflect.TypeFor[ServerConfig]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if ignored[f.Name] {
+			continue
+		}
+		var changed ServerConfig
+		v := reflect.ValueOf(&changed).Elem().Field(i)
+		switch f.Type.Kind() {
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int64:
+			v.SetInt(1)
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(f.Type, 1, 1))
+			if e := v.Index(0); e.Kind() == reflect.String {
+				e.SetString("x")
+			}
+		case reflect.Map:
+			v.Set(reflect.MakeMap(f.Type))
+			v.SetMapIndex(reflect.ValueOf("k"), reflect.New(f.Type.Elem()).Elem())
+		case reflect.Pointer:
+			v.Set(reflect.New(f.Type.Elem()))
+		default:
+			t.Fatalf("field %s of kind %s: teach this test to change it", f.Name, f.Type.Kind())
+		}
+		if (ServerConfig{}).Equal(changed) {
+			t.Errorf("Equal ignores %s", f.Name)
+		}
 	}
 }
 
