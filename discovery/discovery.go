@@ -194,7 +194,8 @@ func (d *Discovery) notify(err error) {
 	}
 }
 
-// apply builds the new gateway list (reusing unchanged gateways), hands the
+// apply builds the new gateway list (reusing unchanged gateways, and those
+// that can adopt the change in place: new roots), hands the
 // placements to the sink, then retires the gateways that left.
 func (d *Discovery) apply(cfg *mcpgateway.Config) {
 	for _, w := range cfg.Warnings {
@@ -212,7 +213,7 @@ func (d *Discovery) apply(cfg *mcpgateway.Config) {
 	next := make([]*mcpgateway.Gateway, 0, len(cfg.Servers))
 	var started []*mcpgateway.Gateway
 	for _, sc := range cfg.Servers {
-		if g, ok := old[sc.Name]; ok && g.Config().Equal(sc) {
+		if g, ok := old[sc.Name]; ok && g.Adopt(sc) {
 			next = append(next, g)
 			delete(old, sc.Name)
 			continue

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -508,5 +509,41 @@ func TestReloadReplaysAFailedPrompt(t *testing.T) {
 	}
 	if got, _ := d.Gateway("s"); got != g {
 		t.Errorf("reload replaced the gateway: Unresolved %q, was %q", got.Config().Unresolved, before)
+	}
+}
+
+// TestReloadAdoptsNewRootsInPlace: an edit of a server's roots keeps its
+// gateway (the session is told with roots/list_changed), an edit of
+// anything a session cannot be told about replaces it.
+func TestReloadAdoptsNewRootsInPlace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	withRoots := func(extra string) string {
+		return fmt.Sprintf(`{"servers": {"x": {"command": "x-mcp", "roots": ["./a"%s]}}}`, extra)
+	}
+	writeConfig(t, path, withRoots(""))
+	d := New(path, &recordingSink{}, nil)
+	defer closeDiscovery(t, d)
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := d.Gateway("x")
+
+	writeConfig(t, path, withRoots(`, "./b"`))
+	if err := d.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := d.Gateway("x")
+	want := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
+	if got != g || !slices.Equal(got.Config().Roots, want) {
+		t.Fatalf("after a roots edit: same gateway %v, roots %q, want %q", got == g, got.Config().Roots, want)
+	}
+
+	writeConfig(t, path, `{"servers": {"x": {"command": "x-mcp", "roots": ["./a", "./b"], "sampling": true}}}`)
+	if err := d.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.Gateway("x"); got == g || !got.Config().Sampling {
+		t.Errorf("turning sampling on kept the gateway (sampling %v)", got.Config().Sampling)
 	}
 }

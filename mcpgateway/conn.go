@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,9 @@ type conn struct {
 	seq atomic.Int64
 	// logs keeps the server's last log messages.
 	logs logRing
+	// roots are the folders roots/list answers with: cfg.Roots until a
+	// reload changes them (setRoots).
+	roots atomic.Pointer[[]string]
 
 	// dialer, when set (by tests, before the first call), replaces dial.
 	dialer func(hsCtx context.Context) (*session, error)
@@ -94,6 +98,7 @@ func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string)
 		open:      map[*session]struct{}{},
 		closeDone: make(chan struct{}),
 	}
+	c.roots.Store(&cfg.Roots)
 	if so, ok := o.Observer.(StateObserver); ok {
 		c.stateObs = so
 		c.stateWake = make(chan struct{}, 1)
@@ -161,6 +166,35 @@ func (c *conn) goFunc(f func()) {
 		defer c.wg.Done()
 		f()
 	}()
+}
+
+// currentRoots returns the roots in force. The slice is never modified.
+func (c *conn) currentRoots() []string { return *c.roots.Load() }
+
+// setRoots replaces the roots and tells the open session, if any, with
+// notifications/roots/list_changed (the roots capability declares
+// listChanged), so the server asks roots/list again; a session opened later
+// gets the new roots when it asks. The notification is sent on a goroutine
+// the conn owns, bounded by the call timeout.
+func (c *conn) setRoots(roots []string) {
+	roots = slices.Clone(roots)
+	c.roots.Store(&roots)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sess
+	if s == nil || c.closed {
+		return
+	}
+	c.goFunc(func() {
+		_, timeout := c.cfg.Timeouts()
+		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
+		defer cancel()
+		if err := s.client.RootListChanges(ctx); err != nil {
+			c.logger.Warn("notifications/roots/list_changed not sent", "err", err)
+			return
+		}
+		c.logger.Info("roots changed", "roots", len(roots))
+	})
 }
 
 // unavailable returns why the server cannot be used now, or nil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,8 +112,42 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 	return g
 }
 
-// Config returns the server's configuration as given to New.
-func (g *Gateway) Config() ServerConfig { return g.cfg }
+// Config returns the server's configuration as given to New, with the
+// roots Adopt last set.
+func (g *Gateway) Config() ServerConfig {
+	cfg := g.cfg
+	cfg.Roots = g.conn.currentRoots()
+	return cfg
+}
+
+// Adopt takes cfg in place of the gateway's configuration when the two
+// differ only in what a running session can be told about, and reports
+// whether it did; otherwise the caller replaces the gateway. Today that is
+// the roots: the new ones reach every open session of the server (the
+// shared one and each user's) as notifications/roots/list_changed, and no
+// session is closed.
+func (g *Gateway) Adopt(cfg ServerConfig) bool {
+	cur := g.Config()
+	probe := cfg
+	probe.Roots = cur.Roots
+	if !cur.Equal(probe) {
+		return false
+	}
+	if slices.Equal(cur.Roots, cfg.Roots) {
+		return true
+	}
+	g.conn.setRoots(cfg.Roots)
+	g.mu.Lock()
+	children := make([]*Gateway, 0, len(g.users))
+	for _, u := range g.users {
+		children = append(children, u.g)
+	}
+	g.mu.Unlock()
+	for _, c := range children {
+		c.conn.setRoots(cfg.Roots)
+	}
+	return true
+}
 
 // Name returns the gateway's tool name, mcp_<server>.
 func (g *Gateway) Name() string { return g.toolName }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -162,6 +163,37 @@ func TestServerInitiatedMessages(t *testing.T) {
 				}
 			})
 
+			t.Run("roots changed in place", func(t *testing.T) {
+				run(t, g, &userStream{}, "get-roots-list", nil) // the server has the old roots
+				pid := g.Status().PID
+				cfg := g.Config()
+				cfg.Roots = append(slices.Clone(cfg.Roots), filepath.Join(root, "docs"))
+				if !g.Adopt(cfg) {
+					t.Fatal("Adopt refused a change of roots only")
+				}
+				// The server asks roots/list again on list_changed and logs
+				// the count it received.
+				deadline := time.Now().Add(10 * time.Second)
+				for !logged(g, "Roots updated: 2 root(s)") {
+					if time.Now().After(deadline) {
+						t.Fatalf("the server never re-read the roots; its log: %+v", g.Logs())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				res := run(t, g, &userStream{}, "get-roots-list", nil)
+				if !strings.Contains(res.LLMText, "file://"+filepath.ToSlash(filepath.Join(root, "docs"))) {
+					t.Errorf("result %q, want the added root", res.LLMText)
+				}
+				if g.Status().PID != pid {
+					t.Errorf("the session was replaced (pid %d, then %d)", pid, g.Status().PID)
+				}
+				other := g.Config()
+				other.Sampling = false
+				if g.Adopt(other) {
+					t.Error("Adopt took a change of sampling, which needs a new session")
+				}
+			})
+
 			t.Run("resources and prompts", func(t *testing.T) {
 				if !strings.Contains(g.Description(), "Also offers resources and prompts") {
 					t.Errorf("description %q does not say what the server offers", g.Description())
@@ -303,4 +335,14 @@ func TestQuestionReachesOnlyTheAskingUser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logged reports whether the server logged a message containing text.
+func logged(g *Gateway, text string) bool {
+	for _, e := range g.Logs() {
+		if strings.Contains(e.Data, text) {
+			return true
+		}
+	}
+	return false
 }

@@ -95,7 +95,7 @@ func (g *Gateway) child(ctx context.Context, user string) (*Gateway, error) {
 	o := g.opts
 	o.user = user
 	o.Logger = g.opts.Logger.With("user", user)
-	c := New(withUserSecrets(g.cfg, vals), &o)
+	c := New(withUserSecrets(g.Config(), vals), &o)
 	c.parent = g
 	if g.childDialer != nil {
 		c.conn.dialer = g.childDialer(c.conn)

@@ -137,7 +137,7 @@ type roots struct{ c *conn }
 // ListRoots implements mcp-go's client.RootsHandler.
 func (r roots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	out := &mcp.ListRootsResult{Roots: []mcp.Root{}}
-	for _, p := range r.c.cfg.Roots {
+	for _, p := range r.c.currentRoots() {
 		u := url.URL{Scheme: "file", Path: filepath.ToSlash(p)}
 		out.Roots = append(out.Roots, mcp.Root{URI: u.String(), Name: filepath.Base(p)})
 	}
