@@ -114,6 +114,28 @@ var migrations = []migration{
 		sqlite:   turnsMigration("INTEGER"),
 		postgres: turnsMigration("BIGINT"),
 	},
+	{
+		// Users' named configs (Elysia's Settings page): at most one per
+		// user is the default, which the user's queries use.
+		sqlite:   userConfigsMigration("INTEGER"),
+		postgres: userConfigsMigration("BIGINT"),
+	},
+}
+
+// userConfigsMigration is the fifth migration; integer is the dialect's
+// 64-bit integer type.
+func userConfigsMigration(integer string) []string {
+	return []string{
+		`CREATE TABLE user_configs (
+			user_id TEXT NOT NULL,
+			id TEXT NOT NULL,
+			name TEXT NOT NULL,
+			is_default ` + integer + ` NOT NULL DEFAULT 0,
+			body TEXT NOT NULL,
+			updated_at ` + integer + ` NOT NULL,
+			PRIMARY KEY (user_id, id))`,
+		`CREATE UNIQUE INDEX user_configs_default ON user_configs (user_id) WHERE is_default = 1`,
+	}
 }
 
 // turnsMigration is the third migration; integer is the dialect's 64-bit

@@ -55,6 +55,7 @@ var behaviours = []struct {
 	{"lock keys are independent", testLockKeysIndependent},
 	{"lock across replicas", testLockAcrossReplicas},
 	{"feedback", testFeedback},
+	{"user configs", testUserConfigs},
 	{"turns and events are trimmed", testTrim},
 	{"first schema's blobs become a turn", testMigrateBlobs},
 }
