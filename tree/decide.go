@@ -99,7 +99,7 @@ func (r *run) messages(node *Node, avail []optionInfo, unavail []unavailableInfo
 		budget:              promptBudget(r.opts),
 		cache:               r.forms,
 	}
-	msgs, err := messages(node.instruction, dc)
+	msgs, err := messages(r.intro+node.instruction, dc)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ type fakeModel struct {
 	calls   int
 	offered [][]string    // function names offered per call
 	prompts []string      // the human message of each call
+	systems []string      // the system message of each call
 	block   chan struct{} // when set, calls wait for it to close
 	entered chan struct{} // when set, receives once per blocked call
 }
@@ -48,17 +49,20 @@ func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageCont
 	for _, t := range o.Tools {
 		names = append(names, t.Function.Name)
 	}
-	var human string
+	var human, system string
 	for _, msg := range msgs {
-		if msg.Role == llms.ChatMessageTypeHuman {
+		switch msg.Role {
+		case llms.ChatMessageTypeHuman:
 			human = fmt.Sprint(msg.Parts[0])
-			break
+		case llms.ChatMessageTypeSystem:
+			system = fmt.Sprint(msg.Parts[0])
 		}
 	}
 	m.mu.Lock()
 	m.calls++
 	m.offered = append(m.offered, names)
 	m.prompts = append(m.prompts, human)
+	m.systems = append(m.systems, system)
 	var s step
 	switch {
 	case len(m.steps) > 0:

@@ -56,6 +56,7 @@ func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID
 	}
 	defer func() { <-cur.sem }()
 	r := cur.newRun(model, query, queryID, emit)
+	r.intro = cur.m.profile(ctx, cur.userID).intro()
 	return r.finish(ctx, r.loop(ctx))
 }
 
@@ -115,8 +116,10 @@ type run struct {
 	tree    *Tree
 	query   string
 	queryID string
-	title   string // non-empty on the first query
-	index   int    // the query's index in the conversation (tree_index)
+	// intro is the user's profile as the system message opens with it.
+	intro string
+	title string // non-empty on the first query
+	index int    // the query's index in the conversation (tree_index)
 	// history is the conversation's history as the prompt shows it.
 	history historyFold
 	// forms keeps the prompt forms of the query's results between its

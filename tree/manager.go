@@ -50,6 +50,9 @@ type Options struct {
 	MaxConversations int
 	// Store loads and saves conversations. Nil: memory only.
 	Store Store
+	// Profiles gives each user's agent description, style and end goal,
+	// read at the start of each of the user's queries. Nil: the default.
+	Profiles Profiles
 	// Locker serialises a conversation's queries across the processes
 	// that share Store ([Manager.Query]). Nil: queries are serialised
 	// within this process only.
