@@ -3,6 +3,7 @@ package tree
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // Profile is how the agent presents itself in one user's queries: the
@@ -62,4 +63,14 @@ func (m *Manager) profile(ctx context.Context, userID string) Profile {
 		return Profile{}
 	}
 	return p
+}
+
+// SavedProfile is one of a user's named configs: a Profile under an id and
+// a name, one of them the user's default (the one Profiles gives).
+type SavedProfile struct {
+	ID      string
+	Name    string
+	Default bool
+	Updated time.Time
+	Profile Profile
 }
