@@ -157,6 +157,9 @@ func (m *Manager) SetTools(placements []Placement) {
 	m.reg.set(slices.Clone(placements))
 }
 
+// DefaultMode returns the init mode of new conversations that name none.
+func (m *Manager) DefaultMode() InitMode { return m.opts.DefaultMode }
+
 // DefaultTree returns the shared default tree of mode ("" means the
 // Manager's default mode). The tree must not be changed.
 func (m *Manager) DefaultTree(mode InitMode) (*Tree, error) {

@@ -46,7 +46,7 @@ func realTrees(tb testing.TB) (*tree.Manager, *persist.Store, *store.Store) {
 	}
 	tb.Cleanup(func() { _ = db.Close() })
 	ps := persist.New(db)
-	m := tree.NewManager(&tree.Options{Store: ps, Locker: db, QueryWait: 50 * time.Millisecond})
+	m := tree.NewManager(&tree.Options{Store: ps, Locker: db, Profiles: ps, QueryWait: 50 * time.Millisecond})
 	m.SetTools([]tree.Placement{{Tool: todoGateway{}}})
 	st := tree.ConversationState{UserID: "alice", ConversationID: "c1", Title: "Todos", InitMode: tree.OneBranch,
 		History: []tree.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "Hello."}}}

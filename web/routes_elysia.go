@@ -22,19 +22,19 @@ func (s *Server) elysiaRoutes(e *gin.Engine) {
 	e.GET("/user/config/:user_id", s.requireUser, s.userConfigGet)
 	e.GET("/user/config/:user_id/list", s.requireUser, s.userConfigList)
 	e.GET("/user/config/:user_id/:config_id/load", s.requireUser, s.userConfigGet)
-	e.POST("/user/config/:user_id/:config_id/load", s.requireUser, s.userConfigGet)
-	e.POST("/user/config/:user_id/new", s.requireUser, s.userConfigUnsaved)
-	e.POST("/user/config/:user_id/:config_id", s.requireUser, s.userConfigUnsaved)
+	e.POST("/user/config/:user_id/:config_id/load", s.requireUser, s.userConfigLoad)
+	e.POST("/user/config/:user_id/new", s.requireUser, s.userConfigNew)
+	e.POST("/user/config/:user_id/:config_id", s.requireUser, s.userConfigSave)
 	e.DELETE("/user/config/:user_id/:config_id", s.requireUser, s.userConfigDelete)
-	e.PATCH("/user/config/frontend_config/:user_id", s.requireUser, s.userConfigUnsaved)
+	e.PATCH("/user/config/frontend_config/:user_id", s.requireUser, s.userConfigFrontend)
 
 	// GET /tree/config/:user_id/:conversation_id shares its first segments
 	// with GET /tree/:user_id/:conversation_id: a static "config" there
 	// would take /tree/config/<conversation> from a user named "config", so
 	// it is found under the tree route's params instead.
 	e.GET("/tree/:user_id/:conversation_id/*rest", s.treeConfigGet)
-	e.POST("/tree/config/:user_id/:conversation_id", s.requireUser, s.treeConfig)
-	e.POST("/tree/config/:user_id/:conversation_id/new", s.requireUser, s.treeConfig)
+	e.POST("/tree/config/:user_id/:conversation_id", s.requireUser, s.treeConfigPost)
+	e.POST("/tree/config/:user_id/:conversation_id/new", s.requireUser, s.treeConfigPost)
 
 	e.GET("/db/:user_id/saved_trees", s.requireUser, s.savedTrees)
 	e.GET("/db/:user_id/load_tree/:conversation_id", s.requireUser, s.loadTree)

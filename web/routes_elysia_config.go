@@ -1,17 +1,57 @@
 package web
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 )
 
-// defaultConfigID is the id of the one config a user has: the service's
-// settings, which come from the environment and mcp.json.
-const defaultConfigID = "default"
+// ConfigStore keeps users' named configs (Elysia's Settings page): a name
+// and a tree.Profile each, at most one of a user's the default. persist
+// satisfies it. Safe for concurrent use.
+type ConfigStore interface {
+	// SaveConfig creates or replaces a config; one saved as the default
+	// stops the user's others from being it.
+	SaveConfig(ctx context.Context, userID string, sp tree.SavedProfile) error
+	// Config returns a config; a missing one is an error matching
+	// tree.ErrNotFound.
+	Config(ctx context.Context, userID, configID string) (tree.SavedProfile, error)
+	// DefaultConfig returns the user's default config; ok is false when
+	// the user has none.
+	DefaultConfig(ctx context.Context, userID string) (sp tree.SavedProfile, ok bool, err error)
+	// Configs returns the user's configs, the most recently saved first.
+	Configs(ctx context.Context, userID string) ([]tree.SavedProfile, error)
+	// DeleteConfig removes a config; a missing one is an error matching
+	// tree.ErrNotFound.
+	DeleteConfig(ctx context.Context, userID, configID string) error
+}
+
+// The built-in config: what a user who saved none has, with the texts the
+// Settings page shows for the fields a saved config leaves empty. Saved
+// configs store only what differs from these, so that saving the page
+// unchanged leaves the decision prompt as it was.
+const (
+	builtinConfigID         = "default"
+	builtinConfigName       = "Elysia-Go"
+	newConfigName           = "New Config"
+	defaultStyle            = "Informative, polite and friendly."
+	defaultAgentDescription = "You choose and call the tools of the configured MCP servers to satisfy the user's query, then answer concisely."
+	defaultEndGoal          = "You have satisfied the user's query, or exhausted the tools available, or asked the user for clarification."
+	// maxConfigText bounds each of style, agent_description and end_goal:
+	// they go into every decision's system message.
+	maxConfigText = 4000
+	// maxConfigName bounds a config's name.
+	maxConfigName = 200
+)
 
 // notNeededSettings are Elysia's settings (Settings.check) that configure
 // Weaviate, which an MCP backend does not use. POST /init/user lists them
@@ -19,38 +59,97 @@ const defaultConfigID = "default"
 // that the frontend neither claims they are set nor asks for them.
 var notNeededSettings = []string{"wcd_url", "wcd_api_key", "weaviate_is_local", "local_weaviate_port", "local_weaviate_grpc_port"}
 
-// configWarning says why a config cannot be saved, created or deleted here.
-const configWarning = "Elysia-Go takes its model from the environment (ELYSIA_LLM, ELYSIA_MODEL, the provider keys) and its tools from mcp.json; settings changed here are not saved."
+// errNoConfigStore is the warning of the config routes without a database.
+const errNoConfigStore = "configs are not saved: the service runs without a database"
 
-// elysiaConfig is the user's config in Elysia's Config.to_json shape, with
-// the service's model and tree settings, plus "model" and "config_file".
-func (s *Server) elysiaConfig() object {
+// builtinConfig is the config of a user who saved none.
+func builtinConfig() tree.SavedProfile {
+	return tree.SavedProfile{ID: builtinConfigID, Name: builtinConfigName, Default: true}
+}
+
+// userConfig returns the config the user's queries use: the saved default,
+// else the built-in one.
+func (s *Server) userConfig(ctx context.Context, userID string) (tree.SavedProfile, error) {
+	if s.deps.Configs == nil {
+		return builtinConfig(), nil
+	}
+	sp, ok, err := s.deps.Configs.DefaultConfig(ctx, userID)
+	if err != nil || !ok {
+		return builtinConfig(), err
+	}
+	return sp, nil
+}
+
+// configByID returns one of the user's configs; the built-in id names the
+// built-in config until the user saves one under it.
+func (s *Server) configByID(ctx context.Context, userID, id string) (tree.SavedProfile, error) {
+	if s.deps.Configs != nil {
+		sp, err := s.deps.Configs.Config(ctx, userID, id)
+		if !errors.Is(err, tree.ErrNotFound) {
+			return sp, err
+		}
+	}
+	if id == builtinConfigID {
+		sp := builtinConfig()
+		if s.deps.Configs != nil {
+			// Not the default when the user made a saved config the default.
+			_, hasDefault, err := s.deps.Configs.DefaultConfig(ctx, userID)
+			if err != nil {
+				return tree.SavedProfile{}, err
+			}
+			sp.Default = !hasDefault
+		}
+		return sp, nil
+	}
+	return tree.SavedProfile{}, &requestError{http.StatusNotFound, "no config " + quote(id) + " for user " + quote(userID)}
+}
+
+// orDefault returns v, or def when v is empty.
+func orDefault(v, def string) string {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	return v
+}
+
+// elysiaConfig is sp in Elysia's Config.to_json shape, with the service's
+// model settings, plus "model" and "config_file".
+func (s *Server) elysiaConfig(sp tree.SavedProfile) object {
+	mode := sp.Profile.InitMode
+	if mode == "" {
+		mode = s.deps.Trees.DefaultMode()
+	}
+	return object{
+		kv("id", sp.ID),
+		kv("name", sp.Name),
+		kv("settings", s.modelSettings(sp.ID)),
+		kv("style", orDefault(sp.Profile.Style, defaultStyle)),
+		kv("agent_description", orDefault(sp.Profile.AgentDescription, defaultAgentDescription)),
+		kv("end_goal", orDefault(sp.Profile.EndGoal, defaultEndGoal)),
+		kv("branch_initialisation", string(mode)),
+		kv("use_elysia_collections", false),
+		kv("model", s.model),
+		kv("config_file", s.configFile),
+	}
+}
+
+// modelSettings is Elysia's Settings.to_json for this service: the model
+// comes from the environment, and Weaviate is not used.
+func (s *Server) modelSettings(id string) object {
 	m := s.model
 	var base any
 	if m.BaseURL != "" {
 		base = m.BaseURL
 	}
-	settings := object{
+	return object{
 		kv("API_KEYS", emptyObject),
 		kv("BASE_MODEL", m.Model), kv("BASE_PROVIDER", m.Provider),
 		kv("COMPLEX_MODEL", m.Model), kv("COMPLEX_PROVIDER", m.Provider),
 		kv("MODEL_API_BASE", base),
 		kv("LOGGING_LEVEL", "INFO"), kv("LOGGING_LEVEL_INT", 20),
-		kv("SETTINGS_ID", defaultConfigID), kv("USE_FEEDBACK", s.deps.Feedback != nil),
+		kv("SETTINGS_ID", id), kv("USE_FEEDBACK", s.deps.Feedback != nil),
 		kv("WCD_URL", ""), kv("WCD_API_KEY", ""), kv("WEAVIATE_IS_LOCAL", false),
 		kv("LOCAL_WEAVIATE_PORT", 8080), kv("LOCAL_WEAVIATE_GRPC_PORT", 50051),
-	}
-	return object{
-		kv("id", defaultConfigID),
-		kv("name", "Elysia-Go"),
-		kv("settings", settings),
-		kv("style", "Informative, polite and friendly."),
-		kv("agent_description", "You choose and call the tools of the configured MCP servers to satisfy the user's query, then answer concisely."),
-		kv("end_goal", "You have satisfied the user's query, or exhausted the tools available, or asked the user for clarification."),
-		kv("branch_initialisation", string(tree.OneBranch)),
-		kv("use_elysia_collections", false),
-		kv("model", s.model),
-		kv("config_file", s.configFile),
 	}
 }
 
@@ -86,54 +185,319 @@ func (s *Server) configModels(c *gin.Context) {
 	writeJSON(c, http.StatusOK, ok(kv("models", models)))
 }
 
-// userConfigGet serves GET /user/config/:user_id and loading the one
-// config (GET or POST /user/config/:user_id/:config_id/load).
-func (s *Server) userConfigGet(c *gin.Context) {
-	if id := c.Param("config_id"); id != "" && id != defaultConfigID {
-		s.fail(c, &requestError{http.StatusNotFound, "no config " + quote(id) + ": the only config is " + quote(defaultConfigID)},
-			object{kv("config", emptyObject), kv("frontend_config", emptyObject), kv("warnings", []string{})})
-		return
+// configAnswer answers 200 with sp, the frontend config and warnings.
+func (s *Server) configAnswer(c *gin.Context, sp tree.SavedProfile, warnings []string) {
+	if warnings == nil {
+		warnings = []string{}
 	}
-	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig()), kv("frontend_config", frontendConfig()), kv("warnings", []string{})))
+	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig(sp)), kv("frontend_config", frontendConfig()), kv("warnings", warnings)))
 }
 
-// userConfigList serves GET /user/config/:user_id/list.
+// configFailed is the extra of a failed config answer.
+var configFailed = object{kv("config", emptyObject), kv("frontend_config", emptyObject), kv("warnings", []string{})}
+
+// userConfigGet serves GET /user/config/:user_id (the config in force) and
+// GET /user/config/:user_id/:config_id/load (one config).
+func (s *Server) userConfigGet(c *gin.Context) {
+	ctx, user := c.Request.Context(), c.Param("user_id")
+	var (
+		sp  tree.SavedProfile
+		err error
+	)
+	if id := c.Param("config_id"); id != "" {
+		sp, err = s.configByID(ctx, user, id)
+	} else {
+		sp, err = s.userConfig(ctx, user)
+	}
+	if err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	s.configAnswer(c, sp, nil)
+}
+
+// userConfigLoad serves POST /user/config/:user_id/:config_id/load: the
+// config becomes the one the user's queries use.
+func (s *Server) userConfigLoad(c *gin.Context) {
+	ctx, user := c.Request.Context(), c.Param("user_id")
+	sp, err := s.configByID(ctx, user, c.Param("config_id"))
+	if err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	if s.deps.Configs == nil {
+		s.configAnswer(c, sp, []string{errNoConfigStore})
+		return
+	}
+	sp.Default = true
+	if err := s.deps.Configs.SaveConfig(ctx, user, sp); err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	s.configAnswer(c, sp, nil)
+}
+
+// userConfigList serves GET /user/config/:user_id/list. The built-in
+// config is listed while the user has not replaced it, and is the default
+// while no saved config is.
 func (s *Server) userConfigList(c *gin.Context) {
-	list := []object{{kv("config_id", defaultConfigID), kv("name", "Elysia-Go"), kv("last_update_time", ""), kv("default", true)}}
+	ctx, user := c.Request.Context(), c.Param("user_id")
+	var saved []tree.SavedProfile
+	if s.deps.Configs != nil {
+		var err error
+		if saved, err = s.deps.Configs.Configs(ctx, user); err != nil {
+			s.fail(c, err, object{kv("configs", []object{}), kv("warnings", []string{})})
+			return
+		}
+	}
+	hasDefault, hasBuiltin := false, false
+	for _, sp := range saved {
+		hasDefault = hasDefault || sp.Default
+		hasBuiltin = hasBuiltin || sp.ID == builtinConfigID
+	}
+	list := make([]object, 0, len(saved)+1)
+	for _, sp := range saved {
+		list = append(list, object{kv("config_id", sp.ID), kv("name", sp.Name),
+			kv("last_update_time", sp.Updated.Format(time.RFC3339)), kv("default", sp.Default)})
+	}
+	if !hasBuiltin {
+		list = append(list, object{kv("config_id", builtinConfigID), kv("name", builtinConfigName),
+			kv("last_update_time", ""), kv("default", !hasDefault)})
+	}
 	writeJSON(c, http.StatusOK, ok(kv("configs", list), kv("warnings", []string{})))
 }
 
-// userConfigUnsaved serves the routes that would change a config (save,
-// new, the frontend config): the settings are the service's own, so
-// nothing changes, and the answer says so in "warnings".
-func (s *Server) userConfigUnsaved(c *gin.Context) {
+// userConfigNew serves POST /user/config/:user_id/new: a new config with
+// the built-in settings under a fresh id, not saved until the page saves it
+// (as Elysia does).
+func (s *Server) userConfigNew(c *gin.Context) {
 	if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
-		s.fail(c, err, nil)
+		s.fail(c, err, configFailed)
 		return
 	}
-	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig()), kv("frontend_config", frontendConfig()), kv("warnings", []string{configWarning})))
+	s.configAnswer(c, tree.SavedProfile{ID: tools.NewID(), Name: newConfigName}, nil)
 }
 
-// userConfigDelete serves DELETE /user/config/:user_id/:config_id.
-func (s *Server) userConfigDelete(c *gin.Context) {
-	if c.Param("config_id") != defaultConfigID {
-		s.fail(c, &requestError{http.StatusNotFound, "no config " + quote(c.Param("config_id"))}, nil)
+// saveConfigBody is the body of POST /user/config/:user_id/:config_id
+// (Elysia's SaveConfigUserData). Every field is optional; config holds
+// only what changes.
+type saveConfigBody struct {
+	Name           *string                    `json:"name"`
+	Default        *bool                      `json:"default"`
+	Config         map[string]json.RawMessage `json:"config"`
+	FrontendConfig json.RawMessage            `json:"frontend_config"`
+}
+
+// userConfigSave serves POST /user/config/:user_id/:config_id: the changes
+// apply to the saved config of that id (or the built-in settings), which
+// is saved, and becomes the default when "default" is true. Settings this
+// service takes from its environment (the model, API keys) are not
+// changed; a warning names each that the body tried to change.
+func (s *Server) userConfigSave(c *gin.Context) {
+	ctx, user, id := c.Request.Context(), c.Param("user_id"), c.Param("config_id")
+	var body saveConfigBody
+	if err := s.decode(c, &body, true); err != nil {
+		s.fail(c, err, configFailed)
 		return
 	}
-	s.fail(c, &requestError{http.StatusUnprocessableEntity, "the default config cannot be deleted: " + configWarning}, nil)
+	if err := checkIDs("config_id", id); err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	sp, err := s.configByID(ctx, user, id)
+	var re *requestError
+	if errors.As(err, &re) && re.status == http.StatusNotFound {
+		sp, err = tree.SavedProfile{ID: id, Name: newConfigName}, nil // a config the page made with /new
+	}
+	if err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	warnings, err := s.applyConfig(&sp, body)
+	if err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	if s.deps.Configs == nil {
+		s.configAnswer(c, sp, append(warnings, errNoConfigStore))
+		return
+	}
+	if err := s.deps.Configs.SaveConfig(ctx, user, sp); err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	s.configAnswer(c, sp, warnings)
+}
+
+// applyConfig applies body to sp. It fails on a field of the wrong type or
+// size, naming it; settings it cannot change become warnings.
+func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnings []string, err error) {
+	if body.Name != nil {
+		name := strings.TrimSpace(*body.Name)
+		if len(name) > maxConfigName {
+			return nil, badRequest(fmt.Sprintf("name is %d bytes long; at most %d", len(name), maxConfigName))
+		}
+		if name != "" {
+			sp.Name = name
+		}
+	}
+	if body.Default != nil {
+		sp.Default = *body.Default
+	}
+	texts := []struct {
+		key, def string
+		dst      *string
+	}{
+		{"style", defaultStyle, &sp.Profile.Style},
+		{"agent_description", defaultAgentDescription, &sp.Profile.AgentDescription},
+		{"end_goal", defaultEndGoal, &sp.Profile.EndGoal},
+	}
+	for _, f := range texts {
+		raw, ok := body.Config[f.key]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			return nil, badRequest("config." + f.key + " must be a string")
+		}
+		v = strings.TrimSpace(v)
+		if len(v) > maxConfigText {
+			return nil, badRequest(fmt.Sprintf("config.%s is %d bytes long; at most %d", f.key, len(v), maxConfigText))
+		}
+		if v == f.def {
+			v = "" // the built-in text: nothing to add to the prompt
+		}
+		*f.dst = v
+	}
+	if raw, ok := body.Config["branch_initialisation"]; ok && string(raw) != "null" {
+		var v string
+		if json.Unmarshal(raw, &v) != nil {
+			return nil, badRequest("config.branch_initialisation must be a string")
+		}
+		mode, err := tree.ParseInitMode(v)
+		if err != nil {
+			return nil, badRequest("config.branch_initialisation: " + err.Error())
+		}
+		sp.Profile.InitMode = mode
+	}
+	if raw, ok := body.Config["settings"]; ok && string(raw) != "null" {
+		var settings map[string]json.RawMessage
+		if json.Unmarshal(raw, &settings) != nil {
+			return nil, badRequest("config.settings must be an object")
+		}
+		warnings = s.settingsWarnings(settings)
+	}
+	return warnings, nil
+}
+
+// settingsWarnings names each setting of a save that differs from what
+// this service reports and cannot change here. Values are never repeated:
+// they may be API keys.
+func (s *Server) settingsWarnings(settings map[string]json.RawMessage) []string {
+	reported := map[string]any{}
+	for _, e := range s.modelSettings("") {
+		reported[e.Key] = e.Value
+	}
+	var out []string
+	for _, e := range s.modelSettings("") {
+		raw, ok := settings[e.Key]
+		if !ok || e.Key == "SETTINGS_ID" {
+			continue
+		}
+		var got any
+		if json.Unmarshal(raw, &got) != nil || settingEqual(got, reported[e.Key]) {
+			continue
+		}
+		switch {
+		case e.Key == "API_KEYS":
+			out = append(out, "config.settings.API_KEYS: API keys are not stored here; the model's keys come from the service's environment")
+		case strings.Contains(e.Key, "MODEL") || strings.Contains(e.Key, "PROVIDER"):
+			out = append(out, "config.settings."+e.Key+": the model comes from the service's environment (ELYSIA_LLM, ELYSIA_MODEL, ELYSIA_BASE_URL); not changed")
+		default:
+			out = append(out, "config.settings."+e.Key+": not used by this service; not changed")
+		}
+	}
+	return out
+}
+
+// settingEqual compares a decoded setting with the value reported for it.
+func settingEqual(got, reported any) bool {
+	a, errA := json.Marshal(got)
+	b, errB := json.Marshal(reported)
+	if errA != nil || errB != nil {
+		return false
+	}
+	if string(b) == "{}" && (string(a) == "{}" || string(a) == "null") {
+		return true
+	}
+	return string(a) == string(b)
+}
+
+// userConfigFrontend serves PATCH /user/config/frontend_config/:user_id:
+// the frontend config says where Elysia saves to Weaviate, which this
+// service does not use, so nothing changes and the answer says so.
+func (s *Server) userConfigFrontend(c *gin.Context) {
+	if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	sp, err := s.userConfig(c.Request.Context(), c.Param("user_id"))
+	if err != nil {
+		s.fail(c, err, configFailed)
+		return
+	}
+	s.configAnswer(c, sp, []string{"the frontend config says where to save to Weaviate; this service saves to its own database, so it is not changed"})
+}
+
+// userConfigDelete serves DELETE /user/config/:user_id/:config_id. The
+// user's queries fall back to the built-in config when the default is
+// deleted.
+func (s *Server) userConfigDelete(c *gin.Context) {
+	ctx, user, id := c.Request.Context(), c.Param("user_id"), c.Param("config_id")
+	if s.deps.Configs != nil {
+		err := s.deps.Configs.DeleteConfig(ctx, user, id)
+		if !errors.Is(err, tree.ErrNotFound) {
+			if err != nil {
+				s.fail(c, err, nil)
+				return
+			}
+			writeJSON(c, http.StatusOK, ok())
+			return
+		}
+	}
+	if id == builtinConfigID {
+		s.fail(c, &requestError{http.StatusUnprocessableEntity, "the built-in config cannot be deleted"}, nil)
+		return
+	}
+	s.fail(c, &requestError{http.StatusNotFound, "no config " + quote(id) + " for user " + quote(user)}, nil)
 }
 
 // treeConfig serves /tree/config/:user_id/:conversation_id (get, save,
-// new): a conversation's config is the user's.
-func (s *Server) treeConfig(c *gin.Context) {
+// new): a conversation uses its user's config, so saving one for a single
+// conversation is refused with a warning that says where to save it.
+func (s *Server) treeConfig(c *gin.Context, user string) {
+	var warnings []string
 	if c.Request.Method == http.MethodPost {
 		if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
 			s.fail(c, err, object{kv("config", emptyObject)})
 			return
 		}
+		warnings = []string{"a conversation uses its user's config: save it with POST /user/config/" + user + "/<config_id>"}
 	}
-	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig())))
+	sp, err := s.userConfig(c.Request.Context(), user)
+	if err != nil {
+		s.fail(c, err, object{kv("config", emptyObject)})
+		return
+	}
+	if warnings == nil {
+		warnings = []string{}
+	}
+	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig(sp)), kv("warnings", warnings)))
 }
+
+// treeConfigPost serves POST /tree/config/:user_id/:conversation_id[/new].
+func (s *Server) treeConfigPost(c *gin.Context) { s.treeConfig(c, c.Param("user_id")) }
 
 // treeConfigGet serves GET /tree/config/:user_id/:conversation_id, which
 // gin routes as /tree/:user_id/:conversation_id/*rest with user_id
@@ -151,5 +515,5 @@ func (s *Server) treeConfigGet(c *gin.Context) {
 		s.fail(c, err, object{kv("config", emptyObject)})
 		return
 	}
-	s.treeConfig(c)
+	s.treeConfig(c, user)
 }

@@ -70,6 +70,17 @@ func (s *Server) initTree(c *gin.Context) {
 		s.fail(c, err, extra)
 		return
 	}
+	if body.BranchInitialisation == "" {
+		// The mode of the user's config, as Elysia's /init/tree takes it.
+		sp, err := s.userConfig(c.Request.Context(), c.Param("user_id"))
+		if err != nil {
+			s.fail(c, err, extra)
+			return
+		}
+		if sp.Profile.InitMode != "" {
+			mode = sp.Profile.InitMode
+		}
+	}
 	cv, err := s.deps.Trees.InitConversation(c.Request.Context(), c.Param("user_id"), conv, mode)
 	if err != nil {
 		s.fail(c, err, extra)
@@ -89,7 +100,13 @@ func (s *Server) initUser(c *gin.Context) {
 			return
 		}
 	}
-	writeJSON(c, http.StatusOK, ok(kv("user_exists", existed), kv("config", s.elysiaConfig()),
+	sp, err := s.userConfig(c.Request.Context(), c.Param("user_id"))
+	if err != nil {
+		s.fail(c, err, object{kv("user_exists", existed), kv("config", emptyObject), kv("frontend_config", emptyObject),
+			kv("correct_settings", emptyObject)})
+		return
+	}
+	writeJSON(c, http.StatusOK, ok(kv("user_exists", existed), kv("config", s.elysiaConfig(sp)),
 		kv("frontend_config", frontendConfig()), kv("correct_settings", s.correctSettings()),
 		kv("settings_not_needed", notNeededSettings)))
 }

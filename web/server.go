@@ -41,6 +41,11 @@ type Deps struct {
 	// Feedback keeps ratings of answers (the /feedback routes). Nil means
 	// none: adding feedback is refused with 503.
 	Feedback FeedbackStore
+	// Configs keeps users' named configs (Elysia's Settings page); the
+	// default one's agent description, style and end goal reach the
+	// user's decisions through the tree's Profiles. Nil means none: the
+	// config routes show the service's defaults and save nothing.
+	Configs ConfigStore
 	// Model writes the follow-up suggestions. Nil means they are built
 	// from the conversation's tools and results without a model (as with
 	// the offline planner).

@@ -102,7 +102,7 @@ func newHarness(tb testing.TB, opts *Options) *harness {
 	if o.ConfigFile == "" {
 		o.ConfigFile = "mcp.json"
 	}
-	h.srv = New(Deps{Trees: h.trees, Runner: h.runner, Servers: h.servers, Store: h.store, Feedback: h.store}, &o)
+	h.srv = New(Deps{Trees: h.trees, Runner: h.runner, Servers: h.servers, Store: h.store, Feedback: h.store, Configs: h.store}, &o)
 	return h
 }
 

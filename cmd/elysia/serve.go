@@ -272,7 +272,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 			return nil, failure(fmt.Errorf("open the database: %w", err))
 		}
 		a.persist = persist.New(a.store)
-		topts.Store, topts.Locker = a.persist, a.store
+		topts.Store, topts.Locker, topts.Profiles = a.persist, a.store, a.persist
 		switch vault, err := openVault(ctx, a.store, os.LookupEnv); {
 		case errors.Is(err, store.ErrNoSecretKey):
 			c.logger.Warn("ELYSIA_SECRET_KEY is not set: users' sign-ins and secrets are kept in memory only, " +
@@ -310,7 +310,7 @@ func (a *app) deps() web.Deps {
 	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc},
 		SignIns: a.signIns, Secrets: a.secrets}
 	if a.persist != nil {
-		d.Store, d.Feedback = a.persist, a.persist
+		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist
 	}
 	if a.info.Provider != llm.ProviderOffline {
 		d.Model = textModel{a.model} // the offline planner answers with tool calls, not text
