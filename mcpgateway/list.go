@@ -199,8 +199,6 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 // nextCursor, and keeps each tool's schemas as raw JSON: mcp-go's typed
 // mcp.Tool drops $schema and the composition keywords.
 func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
-	t := s.client.GetTransport()
-	version := s.client.ProtocolVersion()
 	var out []rawTool
 	seen := map[string]bool{}
 	cursor := ""
@@ -212,41 +210,15 @@ func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		var header map[string][]string
-		if mcp.IsModernProtocol(version) {
-			// The 2026-07-28 core carries the protocol in every request.
-			params["_meta"] = map[string]any{
-				mcp.MetaKeyProtocolVersion:    version,
-				mcp.MetaKeyClientInfo:         clientInfo,
-				mcp.MetaKeyClientCapabilities: mcp.ClientCapabilities{},
-			}
-			encoded, _ := json.Marshal(params)
-			header = map[string][]string{}
-			for k, v := range mcp.StandardHeaders(version, mcp.MethodToolsList, encoded) {
-				header[k] = []string{v}
-			}
-		}
-		resp, err := t.SendRequest(ctx, mcptransport.JSONRPCRequest{
-			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      mcp.NewRequestId(fmt.Sprintf("elysia-list-%d", c.seq.Add(1))),
-			Method:  string(mcp.MethodToolsList),
-			Params:  params,
-			Header:  header,
-		})
+		raw, err := c.request(ctx, s, mcp.MethodToolsList, params)
 		if err != nil {
 			return nil, err
-		}
-		if resp == nil {
-			return nil, errors.New("tools/list: no response")
-		}
-		if resp.Error != nil {
-			return nil, fmt.Errorf("tools/list: %w", resp.Error.AsError())
 		}
 		var result struct {
 			Tools      []rawTool `json:"tools"`
 			NextCursor string    `json:"nextCursor"`
 		}
-		if err := json.Unmarshal(resp.Result, &result); err != nil {
+		if err := json.Unmarshal(raw, &result); err != nil {
 			return nil, fmt.Errorf("tools/list: decode result: %w", err)
 		}
 		out = append(out, result.Tools...)
@@ -256,6 +228,50 @@ func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		seen[result.NextCursor] = true
 		cursor = result.NextCursor
 	}
+}
+
+// request sends one request on s's transport as it is, outside mcp-go's
+// typed client, and returns its result: for answers the typed client
+// decodes into types that drop what the gateway needs (a tool's inputSchema
+// as sent, a task). On the 2026-07-28 core the request carries the
+// protocol in _meta and in the standard headers. params is the caller's
+// and gains _meta there.
+func (c *conn) request(ctx context.Context, s *session, method mcp.MCPMethod, params map[string]any) (json.RawMessage, error) {
+	t := s.client.GetTransport()
+	version := s.client.ProtocolVersion()
+	var header map[string][]string
+	if mcp.IsModernProtocol(version) {
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta[mcp.MetaKeyProtocolVersion] = version
+		meta[mcp.MetaKeyClientInfo] = clientInfo
+		meta[mcp.MetaKeyClientCapabilities] = mcp.ClientCapabilities{}
+		params["_meta"] = meta
+		encoded, _ := json.Marshal(params)
+		header = map[string][]string{}
+		for k, v := range mcp.StandardHeaders(version, method, encoded) {
+			header[k] = []string{v}
+		}
+	}
+	resp, err := t.SendRequest(ctx, mcptransport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(fmt.Sprintf("elysia-%s-%d", method, c.seq.Add(1))),
+		Method:  string(method),
+		Params:  params,
+		Header:  header,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, fmt.Errorf("%s: no response", method)
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("%s: %w", method, resp.Error.AsError())
+	}
+	return resp.Result, nil
 }
 
 // buildToolSet filters raw by allow/deny and compiles each input schema once.
