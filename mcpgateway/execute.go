@@ -95,6 +95,7 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
+	cm.task = ts.task[tool]
 	res, err := g.call(ctx, cm, tool, inputs)
 	if err != nil && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
 		// A session the server forgot (HTTP 404) or that died before the
@@ -173,13 +174,18 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 	ac := &activeCall{token: fmt.Sprintf("elysia-%d", g.conn.seq.Add(1)), server: g.cfg.Name, tool: tool,
 		user: cm.user, emit: emit, extend: extend}
 	defer s.track(ac)()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	req.Params.Arguments = inputs
-	req.Params.Meta = &mcp.Meta{ProgressToken: ac.token}
-	stop := s.wedgeGuard(cctx, "call "+tool)
-	res, err := s.client.CallTool(withCall(cctx, ac), req)
-	stop()
+	var res *mcp.CallToolResult
+	if cm.task {
+		res, err = g.conn.callTask(withCall(cctx, ac), s, ac, tool, inputs)
+	} else {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		req.Params.Arguments = inputs
+		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token}
+		stop := s.wedgeGuard(cctx, "call "+tool)
+		res, err = s.client.CallTool(withCall(cctx, ac), req)
+		stop()
+	}
 	if err == nil {
 		return res, nil
 	}

@@ -3,6 +3,7 @@ package mcpgateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -160,6 +161,28 @@ func TestServerInitiatedMessages(t *testing.T) {
 				res := run(t, g, &userStream{}, "get-roots-list", nil)
 				if !strings.Contains(res.LLMText, "file://"+filepath.ToSlash(filepath.Join(root, "project"))) {
 					t.Errorf("result %q, want the configured root", res.LLMText)
+				}
+			})
+
+			t.Run("task with a question", func(t *testing.T) {
+				u := &userStream{answer: func(tools.Question) tools.Answer {
+					return tools.Answer{Action: tools.ElicitAccept, Content: map[string]any{"interpretation": "programming"}}
+				}}
+				res := run(t, g, u, "simulate-research-query", map[string]any{"topic": "python", "ambiguous": true})
+				if res.IsError || !strings.Contains(res.LLMText, "Research Report: python (programming)") {
+					t.Fatalf("result %+v, want the report with the user's answer", res)
+				}
+				if len(u.asked) != 1 || u.asked[0].Payload.Tool != "simulate-research-query" {
+					t.Errorf("asked %+v, want the task's one question", u.asked)
+				}
+				var msgs []string
+				for _, p := range u.progress() {
+					msgs = append(msgs, p.Message)
+				}
+				// Once the task waits for input, tasks/result carries the
+				// question and then blocks until the task is done.
+				if len(msgs) < 2 || msgs[0] != "Gathering sources..." || !strings.HasPrefix(msgs[len(msgs)-1], "Found multiple interpretations") {
+					t.Errorf("status messages %q, want the task's stages up to its question", msgs)
 				}
 			})
 
@@ -345,4 +368,38 @@ func logged(g *Gateway, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestTaskCancelledWithItsCall: a task whose call ends (the user stopped
+// the query) is cancelled at the server with tasks/cancel, which the
+// server accepts.
+func TestTaskCancelledWithItsCall(t *testing.T) {
+	logs := &syncBuffer{}
+	g := newGateway(t, everythingStdio(t), &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	ctx, cancel := context.WithCancel(t.Context())
+	u := &stopAfterProgress{cancel: cancel}
+	_, err := g.Run(ctx, tools.Call{UserID: "alice", Args: map[string]any{"action": "execute",
+		"tool_name": "simulate-research-query", "tool_inputs": map[string]any{"topic": "go"}}}, u)
+	if err == nil || ctx.Err() == nil {
+		t.Fatalf("Run = %v with ctx %v, want the call stopped", err, ctx.Err())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "task cancelled") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tasks/cancel accepted by the server; log:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stopAfterProgress cancels its call at the first status event.
+type stopAfterProgress struct {
+	once   sync.Once
+	cancel context.CancelFunc
+}
+
+func (s *stopAfterProgress) Emit(_ context.Context, ev tools.Event) {
+	if _, ok := ev.Payload.(tools.ProgressPayload); ok {
+		s.once.Do(s.cancel)
+	}
 }

@@ -32,6 +32,9 @@ type toolSet struct {
 	// retry holds the tools annotated readOnlyHint or idempotentHint true:
 	// an execute of one of them is retried once on a transport failure.
 	retry map[string]bool
+	// task holds the tools the server runs only as tasks
+	// (execution.taskSupport "required"); see callTask.
+	task map[string]bool
 	// description is the gateway's description with these tools' names.
 	description string
 	// sess is the session the tools were listed on, and changes the count
@@ -52,6 +55,9 @@ type rawTool struct {
 		ReadOnlyHint   *bool `json:"readOnlyHint"`
 		IdempotentHint *bool `json:"idempotentHint"`
 	} `json:"annotations"`
+	Execution struct {
+		TaskSupport mcp.TaskSupport `json:"taskSupport"`
+	} `json:"execution"`
 }
 
 // safeToRetry reports whether the server says running the tool twice does no
@@ -276,7 +282,7 @@ func (c *conn) request(ctx context.Context, s *session, method mcp.MCPMethod, pa
 
 // buildToolSet filters raw by allow/deny and compiles each input schema once.
 func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
-	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw)), retry: map[string]bool{}}
+	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw)), retry: map[string]bool{}, task: map[string]bool{}}
 	for _, rt := range raw {
 		if rt.Name == "" || !g.allowed(rt.Name) {
 			continue
@@ -296,6 +302,9 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 			g.logger.Warn("tool has an invalid input schema", "tool", rt.Name, "err", err)
 		}
 		ts.schema[rt.Name] = sch
+		if rt.Execution.TaskSupport == mcp.TaskSupportRequired {
+			ts.task[rt.Name] = true
+		}
 		if rt.safeToRetry() {
 			ts.retry[rt.Name] = true
 		}

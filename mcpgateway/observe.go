@@ -61,6 +61,8 @@ type callMeta struct {
 	// emit receives the server's messages during the call (progress,
 	// questions through tools.Asker, warnings); nil means nobody listens.
 	emit tools.Emitter
+	// task: the tool runs only as a task (callTask).
+	task bool
 }
 
 func (o outcome) status() string {
