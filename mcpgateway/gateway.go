@@ -70,8 +70,6 @@ type Gateway struct {
 	users     map[string]*userGateway
 	stopUsers chan struct{}
 	userSeq   uint64
-	// pending are the web sign-ins started and not finished, by state.
-	pending map[string]*pendingSignIn
 
 	// perUser is set when each user gets a session of their own: from
 	// the config, or once the shared session met a sign-in.

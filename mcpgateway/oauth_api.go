@@ -41,21 +41,14 @@ func (g *Gateway) SignIn(ctx context.Context, user string, browser Browser) erro
 	return g.serverErr("sign in", err)
 }
 
-// pendingSignIn is a web sign-in between StartSignIn and FinishSignIn.
-type pendingSignIn struct {
-	user    string
-	a       *authorizer
-	p       *pendingAuth
-	expires time.Time
-}
-
 // signInTTL bounds how long a started web sign-in waits for its callback.
 const signInTTL = 10 * time.Minute
 
 // StartSignIn begins a web sign-in of user: it returns the authorization
 // URL to send the browser to, whose answer comes to redirectURI (the
 // service's callback). The state in it is bound to user and to this
-// gateway; FinishSignIn takes it back within ten minutes, once.
+// gateway, and kept in Options.Pending: FinishSignIn or FinishPending, on
+// any replica sharing it, takes it back within ten minutes, once.
 func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI string) (authURL string, err error) {
 	a, err := g.authorizerFor(ctx, user)
 	if err != nil {
@@ -72,18 +65,9 @@ func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI string) (au
 	if err != nil {
 		return "", g.serverErr("sign in", err)
 	}
-	now := time.Now()
-	g.mu.Lock()
-	if g.pending == nil {
-		g.pending = make(map[string]*pendingSignIn)
+	if err := g.opts.Pending.Put(ctx, p.state, g.pendingOf(user, p), time.Now().Add(signInTTL)); err != nil {
+		return "", g.serverErr("sign in", fmt.Errorf("keep the sign-in: %w", err))
 	}
-	for s, ps := range g.pending {
-		if now.After(ps.expires) {
-			delete(g.pending, s)
-		}
-	}
-	g.pending[p.state] = &pendingSignIn{user: user, a: a, p: p, expires: now.Add(signInTTL)}
-	g.mu.Unlock()
 	return authURL, nil
 }
 
@@ -95,20 +79,35 @@ var ErrUnknownState = errors.New("unknown or expired sign-in state")
 // callback (code, state and, when sent, iss): the state must be one
 // StartSignIn gave user and not used yet.
 func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss string) error {
-	g.mu.Lock()
-	ps, ok := g.pending[state]
-	if ok {
-		delete(g.pending, state) // one use, whatever comes of it
-	}
-	g.mu.Unlock()
-	if !ok || ps.user != user || time.Now().After(ps.expires) {
-		return g.serverErr("sign in", ErrUnknownState)
-	}
-	if err := ps.a.lockFlow(ctx); err != nil {
+	p, err := g.opts.Pending.Take(ctx, state)
+	if err != nil {
+		if !errors.Is(err, ErrUnknownState) {
+			err = fmt.Errorf("%w: %w", ErrUnknownState, err)
+		}
 		return g.serverErr("sign in", err)
 	}
-	defer ps.a.unlockFlow()
-	_, err := ps.a.finish(ctx, ps.p, code, state, iss)
+	if p.User != user {
+		return g.serverErr("sign in", ErrUnknownState)
+	}
+	return g.FinishPending(ctx, p, state, code, iss)
+}
+
+// FinishPending completes the web sign-in p, which the caller took from
+// Options.Pending by its state (as a callback that knows neither the server
+// nor the user does), with what came back to the callback.
+func (g *Gateway) FinishPending(ctx context.Context, p *PendingSignIn, state, code, iss string) error {
+	if p.Server != g.cfg.Name {
+		return g.serverErr("sign in", ErrUnknownState)
+	}
+	a, err := g.authorizerFor(ctx, p.User)
+	if err != nil {
+		return g.serverErr("sign in", err)
+	}
+	if err := a.lockFlow(ctx); err != nil {
+		return g.serverErr("sign in", err)
+	}
+	defer a.unlockFlow()
+	_, err = a.finish(ctx, a.resume(p, state), code, state, iss)
 	return g.serverErr("sign in", err)
 }
 

@@ -64,6 +64,10 @@ type Options struct {
 	// (server, user). Nil means a MemoryTokenStore of the gateway's own:
 	// tokens then last as long as the gateway.
 	Tokens TokenStore
+	// Pending keeps the web sign-ins started and not finished (see
+	// StartSignIn). Nil means a MemoryPendingSignIns of the gateway's own:
+	// the callback must then reach the process that started the sign-in.
+	Pending PendingSignIns
 
 	// UserSecrets gives the users' own secrets that mcp.json takes as
 	// ${user:NAME} (in headers, and in env of stdio servers). Nil means no
@@ -138,6 +142,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.Tokens == nil {
 		c.Tokens = &MemoryTokenStore{}
+	}
+	if c.Pending == nil {
+		c.Pending = &MemoryPendingSignIns{}
 	}
 	if c.UserIdle <= 0 {
 		c.UserIdle = defaultUserIdle
