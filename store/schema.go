@@ -120,6 +120,24 @@ var migrations = []migration{
 		sqlite:   userConfigsMigration("INTEGER"),
 		postgres: userConfigsMigration("BIGINT"),
 	},
+	{
+		// Web sign-ins between their start and their callback, sealed, so
+		// that the callback may reach any replica (see Vault.TakePending).
+		sqlite:   pendingMigration("INTEGER"),
+		postgres: pendingMigration("BIGINT"),
+	},
+}
+
+// pendingMigration is the sixth migration; integer is the dialect's 64-bit
+// integer type. A sign-in's state is kept as its SHA-256, never in clear.
+func pendingMigration(integer string) []string {
+	return []string{
+		`CREATE TABLE oauth_pending (
+			state_hash TEXT PRIMARY KEY,
+			sealed TEXT NOT NULL,
+			expires_at ` + integer + ` NOT NULL)`,
+		`CREATE INDEX oauth_pending_expiry ON oauth_pending (expires_at)`,
+	}
 }
 
 // userConfigsMigration is the fifth migration; integer is the dialect's

@@ -41,6 +41,7 @@ func TestVault(t *testing.T) {
 				{"never in clear", testVaultNeverInClear},
 				{"wrong key", testVaultWrongKey},
 				{"row bound", testVaultRowBound},
+				{"pending sign-ins", testVaultPending},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
