@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -174,5 +177,57 @@ func TestPostgresReplicasShareConversations(t *testing.T) {
 	code, body = do(t, http.MethodGet, a.URL+"/conversations/alice/c1", "", nil)
 	if hist, _ := get(body, "conversation", "history").([]any); code != http.StatusOK || len(hist) != 4 {
 		t.Errorf("history read back on A: %d %v", code, get(body, "conversation", "history"))
+	}
+}
+
+// TestPostgresReplicasShareSignIns starts alice's web sign-in on replica A
+// and lets the authorization server's redirect land on replica B (as a
+// load balancer without sticky sessions would): B finishes it from the
+// shared, sealed store, and both replicas then serve alice signed in. The
+// same callback replayed is refused.
+func TestPostgresReplicasShareSignIns(t *testing.T) {
+	t.Parallel()
+	dsn := postgresURL(t)
+	f := newOAuthFixture(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	opts := serveOptions{
+		Env:    []string{"ELYSIA_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key)},
+		Args:   []string{"--db", dsn},
+		Config: fmt.Sprintf(`{"servers": {"secure": {"type": "http", "url": %q, "oauth": {}}}}`, f.rs.URL+"/mcp"),
+	}
+	a, b := startService(t, opts), startService(t, opts)
+
+	code, _, raw := rawDo(t, http.MethodGet, a.URL+"/oauth/start/secure?user=alice", "", nil, map[string]string{"Accept": "application/json"})
+	var started struct{ URL string }
+	if err := json.Unmarshal(raw, &started); code != http.StatusOK || err != nil || started.URL == "" {
+		t.Fatalf("start on A: %d %s", code, raw)
+	}
+	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(started.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	callback, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || !strings.HasPrefix(callback.String(), a.URL+"/oauth/callback") {
+		t.Fatalf("the authorization server redirected to %q, want A's callback", resp.Header.Get("Location"))
+	}
+	onB := strings.Replace(callback.String(), a.URL, b.URL, 1)
+	if code, _, raw := rawDo(t, http.MethodGet, onB, "", nil, nil); code != http.StatusOK {
+		t.Fatalf("callback on B: %d %s", code, raw)
+	}
+	for name, s := range map[string]*serviceProc{"A": a, "B": b} {
+		code, body := do(t, http.MethodGet, s.URL+"/api/servers?user=alice", "", nil)
+		state := any(nil)
+		if servers, _ := body["servers"].([]any); len(servers) == 1 {
+			state = get(servers[0], "state")
+		}
+		if code != http.StatusOK || state == nil || state == "needs_sign_in" {
+			t.Errorf("alice's state on %s after the sign-in: %d %v", name, code, state)
+		}
+	}
+	if code, _, _ := rawDo(t, http.MethodGet, onB, "", nil, nil); code == http.StatusOK {
+		t.Errorf("a replayed callback was accepted")
 	}
 }

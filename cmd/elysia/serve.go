@@ -282,8 +282,11 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 			return nil, usageErr("tokens and secrets: %v", err)
 		default:
 			a.secrets.v = vault
-			gopts.Tokens = vaultTokens{vault}
+			gopts.Tokens, gopts.Pending = vaultTokens{vault}, vaultPending{vault}
 		}
+	}
+	if gopts.Pending == nil {
+		gopts.Pending = &mcpgateway.MemoryPendingSignIns{} // shared by every gateway of this process
 	}
 	a.trees = tree.NewManager(topts)
 	load := &mcpgateway.LoadOptions{Logger: c.logger}
@@ -295,7 +298,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		Load:    load,
 		Gateway: gopts,
 	})
-	a.signIns = newSignIns(a.disc)
+	a.signIns = newSignIns(a.disc, gopts.Pending)
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()
 		if errors.Is(err, mcpgateway.ErrInvalidConfig) {

@@ -54,6 +54,37 @@ func (t vaultTokens) Delete(ctx context.Context, key mcpgateway.TokenKey) error 
 	return t.v.DeleteToken(ctx, key.Server, key.User)
 }
 
+// vaultPending is the gateways' PendingSignIns over the store's Vault: a
+// started web sign-in is its JSON, sealed, so the callback may reach any
+// replica sharing the database and the key.
+type vaultPending struct{ v *store.Vault }
+
+var _ mcpgateway.PendingSignIns = vaultPending{}
+
+func (p vaultPending) Put(ctx context.Context, state string, ps *mcpgateway.PendingSignIn, expires time.Time) error {
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return fmt.Errorf("encode the sign-in of user %q for server %q: %w", ps.User, ps.Server, err)
+	}
+	return p.v.PutPending(ctx, state, b, expires)
+}
+
+func (p vaultPending) Take(ctx context.Context, state string) (*mcpgateway.PendingSignIn, error) {
+	b, err := p.v.TakePending(ctx, state)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, mcpgateway.ErrUnknownState
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ps mcpgateway.PendingSignIn
+	if err := json.Unmarshal(b, &ps); err != nil {
+		// The error of json.Unmarshal may quote the input: not repeated.
+		return nil, errors.New("a kept sign-in is not a sign-in")
+	}
+	return &ps, nil
+}
+
 // userSecrets keeps users' own secrets: sealed in the store's Vault, or
 // in memory when the service runs without a store.
 type userSecrets struct {
@@ -109,30 +140,15 @@ func (s *userSecrets) Secret(ctx context.Context, user, name string) (string, bo
 	return v, ok, nil
 }
 
-// signInTTL is how long a started web sign-in waits for its callback, as
-// the gateway keeps its state.
-const signInTTL = 10 * time.Minute
-
-// signIns is web.SignIns over the gateways. The gateway binds a state to
-// its user; signIns also remembers which server and user each state it
-// handed out belongs to, since the callback (a redirect from the
-// authorization server) carries neither a key nor the server.
+// signIns is web.SignIns over the gateways. The callback (a redirect from
+// the authorization server) carries neither a key nor the server: the
+// started sign-in, found by its state, says which server and user it is.
 //
-// Started sign-ins live in this process: with several replicas the
-// callback must reach the replica that started it (sticky sessions), as
-// the gateway's own state does.
+// Started sign-ins are kept in pending, which the gateways share: with the
+// store's Vault every replica sees them, so the callback may reach any.
 type signIns struct {
-	disc *discovery.Discovery
-
-	// mu guards pending.
-	mu      sync.Mutex
-	pending map[string]pendingSignIn
-}
-
-// pendingSignIn is a started sign-in whose callback has not come.
-type pendingSignIn struct {
-	server, user string
-	expires      time.Time
+	disc    *discovery.Discovery
+	pending mcpgateway.PendingSignIns
 }
 
 var (
@@ -140,8 +156,8 @@ var (
 	_ web.UserServers = serversAPI{}
 )
 
-func newSignIns(d *discovery.Discovery) *signIns {
-	return &signIns{disc: d, pending: make(map[string]pendingSignIn)}
+func newSignIns(d *discovery.Discovery, pending mcpgateway.PendingSignIns) *signIns {
+	return &signIns{disc: d, pending: pending}
 }
 
 func (s *signIns) gateway(name string) (*mcpgateway.Gateway, error) {
@@ -171,38 +187,29 @@ func (s *signIns) StartSignIn(ctx context.Context, server, user, redirectURI str
 	if state == "" {
 		return "", gatewayErr(g, errors.New("the authorization URL carries no state"))
 	}
-	now := time.Now()
-	s.mu.Lock()
-	for st, p := range s.pending {
-		if now.After(p.expires) {
-			delete(s.pending, st)
-		}
-	}
-	s.pending[state] = pendingSignIn{server: cfg.Name, user: user, expires: now.Add(signInTTL)}
-	s.mu.Unlock()
 	return authURL, nil
 }
 
 // FinishSignIn implements web.SignIns.
 func (s *signIns) FinishSignIn(ctx context.Context, state, code, iss string) (string, string, error) {
-	s.mu.Lock()
-	p, ok := s.pending[state]
-	delete(s.pending, state) // one use, whatever comes of it
-	s.mu.Unlock()
-	if !ok || time.Now().After(p.expires) {
+	p, err := s.pending.Take(ctx, state)
+	if errors.Is(err, mcpgateway.ErrUnknownState) {
 		return "", "", web.ErrUnknownState
 	}
-	g, err := s.gateway(p.server)
+	if err != nil {
+		return "", "", err
+	}
+	g, err := s.gateway(p.Server)
 	if err != nil { // removed from mcp.json meanwhile
-		return p.server, p.user, err
+		return p.Server, p.User, err
 	}
-	if err := g.FinishSignIn(ctx, p.user, state, code, iss); err != nil {
+	if err := g.FinishPending(ctx, p, state, code, iss); err != nil {
 		if errors.Is(err, mcpgateway.ErrUnknownState) {
-			return p.server, p.user, web.ErrUnknownState
+			return p.Server, p.User, web.ErrUnknownState
 		}
-		return p.server, p.user, gatewayErr(g, err)
+		return p.Server, p.User, gatewayErr(g, err)
 	}
-	return p.server, p.user, nil
+	return p.Server, p.User, nil
 }
 
 // SignOut implements web.SignIns.
