@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"repeatable or comma-separated, added to env ELYSIA_PUBLIC_HOSTS")
 	frontendDir := fs.String("frontend", "", "serve a static build of Weaviate Elysia's frontend (its folder holding index.html and _next/) at /, /_next/* and /static/*")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof (benchmarks)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -59,6 +61,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return failure(err)
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				logger.Warn("writing the CPU profile", "err", err)
+			}
+		}()
 	}
 	// A gateway called through the API logs its calls with the request id
 	// and user it finds in the request's ctx.
@@ -156,6 +169,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return failure(fmt.Errorf("serve: %w", err))
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process's CPU into the file at path until
+// the returned func is called.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close() // the profile never started; its error is the one to report
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
