@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,34 +35,47 @@ import (
 )
 
 // BenchmarkConcurrentQueries puts the whole service under query load: the
-// service as `elysia serve` assembles it (newApp, app.deps, web.New) with a
-// real SQLite store, the real todo-mcp over stdio and an OpenAI-compatible
-// scripted model, behind a loopback httptest.Server. Each sub-benchmark
-// starts a service of its own, then runs clients clients that each send
-// POST /query/load/<conversation> ("add a todo") over and over, reading the
-// event stream to its completed envelope, until ELYSIA_LOAD_DURATION
-// (default 30s) has passed; queries running at the deadline finish and
-// count. conv=long: every client reuses one conversation for all its
-// queries, so conversations grow for the whole run; conv=new: every query
-// starts a new conversation.
+// real `elysia serve` binary (see elysiaBin) with a real SQLite store, the
+// real todo-mcp over stdio and an OpenAI-compatible scripted model served
+// by the test process. Each sub-benchmark starts a service of its own,
+// then runs clients clients that each send POST /query/load/<conversation>
+// ("add a todo") over and over, reading the event stream to its completed
+// envelope, until ELYSIA_LOAD_DURATION (default 30s) has passed; queries
+// running at the deadline finish and count. conv=long: every client reuses
+// one conversation for all its queries, so conversations grow for the
+// whole run; conv=new: every query starts a new conversation.
+//
+// The service runs in a process of its own so that its CPU time can be
+// told from the harness's (the scripted model and the load client, in the
+// test process): Go cannot attribute CPU time to goroutines. With
+// ELYSIA_LOAD_SERVICE=inprocess the service is assembled in the test
+// process instead, as `elysia serve` does it (newApp, app.deps, web.New)
+// behind a loopback httptest.Server, the way this benchmark measured before
+// 2026-11-24; then the test's -cpuprofile covers the service, and the
+// goroutine check covers the service as well as the harness.
+// ELYSIA_LOAD_CPUPROFILE=FILE has each sub-benchmark's service process
+// write a CPU profile of its run (serve --cpuprofile) to FILE with the
+// sub-benchmark's name inserted before the extension.
 //
 // Each benchmark iteration runs the whole load once, on the same service
 // (conversations go on growing), so run it with -benchtime 1x; ns/op is
 // then the length of one load run, and the figures to read are the
 // reported metrics: queries/s, latency percentiles (p50-ms, p95-ms,
-// p99-ms, max-ms), cpu-ms/query (the test process's user+system CPU time
-// from getrusage over the run, divided by the completed queries: the
-// service, and also the scripted model and the load client, which run in
-// the same process; todo-mcp is a child process and not counted), errors
-// (any non-200, error envelope or stream without completed; must be 0) and
-// goroutines (left after the service is closed, compared with before it
-// was assembled; should be 0).
+// p99-ms, max-ms), cpu-ms/query (user+system CPU time of the service and
+// the harness over the run, divided by the completed queries; todo-mcp is
+// the service's child and not counted), service-cpu-ms/query and
+// harness-cpu-ms/query (its two parts: the service process's, from
+// /proc/<pid>/stat, and the test process's, from getrusage; only when the
+// service runs in its own process), errors (any non-200, error envelope or
+// stream without completed; must be 0) and goroutines (left in the test
+// process after the service is closed, compared with before it was
+// started; should be 0). A service process must exit 0 when stopped.
 //
 // Afterwards the todo server must hold exactly one todo per completed
 // query: the scripted model lists the todo tools once per conversation,
 // creates one todo per query, then answers.
 //
-//	ELYSIA_LOAD_DURATION=5s go test -run '^$' -bench BenchmarkConcurrentQueries -benchtime 1x ./cmd/elysia/
+//	make build && ELYSIA_BIN=$PWD/bin/elysia ELYSIA_LOAD_DURATION=5s go test -run '^$' -bench BenchmarkConcurrentQueries -benchtime 1x ./cmd/elysia/
 func BenchmarkConcurrentQueries(b *testing.B) {
 	for _, clients := range []int{8, 200} {
 		for _, long := range []bool{true, false} {
@@ -77,12 +91,18 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 // benchmarkLoad is one sub-benchmark of BenchmarkConcurrentQueries.
 func benchmarkLoad(b *testing.B, clients int, long bool) {
 	dur := loadDuration(b)
+	inProcess := loadInProcess(b)
 	baseline := runtime.NumGoroutine()
-	svc := loadNewService(b, clients)
+	var svc *loadService
+	if inProcess {
+		svc = loadNewService(b, clients)
+	} else {
+		svc = loadStartService(b, clients)
+	}
 	closed := false
 	defer func() {
 		if !closed {
-			svc.close()
+			svc.close(b)
 		}
 	}()
 	svc.warmUp(b)
@@ -91,7 +111,7 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	var st loadStats
 	b.ResetTimer()
 	for range b.N {
-		st.merge(loadRun(b, svc.url, svc.client, clients, long, dur))
+		st.merge(loadRun(b, svc, clients, long, dur))
 	}
 	b.StopTimer()
 	peakGoroutines := peak()
@@ -99,24 +119,31 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	idleStacks := loadGoroutineSummary(4)
 	todos, titles := svc.storedTodos(b)
 	dbBytes := svc.storeBytes(b)
-	warnings := svc.logs.lines()
+	warnings := svc.logLines()
 	closed = true
-	svc.close()
+	svc.close(b)
+	if svc.proc != nil {
+		if code := svc.proc.cmd.ProcessState.ExitCode(); code != 0 {
+			b.Errorf("elysia serve exited %d when stopped:\n%s", code, svc.proc.Output())
+		}
+	}
 	left, stacks := loadSettleGoroutines(baseline, 15*time.Second)
 
 	lat := st.latencies
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	perQuery := time.Duration(0)
-	if st.completed > 0 {
-		perQuery = st.cpu / time.Duration(st.completed)
-	}
+	perQuery := func(d time.Duration) time.Duration { return d / time.Duration(max(st.completed, 1)) }
+	cpu := st.harnessCPU + st.serviceCPU
 	b.ReportMetric(float64(st.completed)/st.elapsed.Seconds(), "queries/s")
 	b.ReportMetric(ms(loadPercentile(lat, 0.50)), "p50-ms")
 	b.ReportMetric(ms(loadPercentile(lat, 0.95)), "p95-ms")
 	b.ReportMetric(ms(loadPercentile(lat, 0.99)), "p99-ms")
 	b.ReportMetric(ms(loadPercentile(lat, 1)), "max-ms")
-	b.ReportMetric(ms(perQuery), "cpu-ms/query")
+	b.ReportMetric(ms(perQuery(cpu)), "cpu-ms/query")
+	if !inProcess {
+		b.ReportMetric(ms(perQuery(st.serviceCPU)), "service-cpu-ms/query")
+		b.ReportMetric(ms(perQuery(st.harnessCPU)), "harness-cpu-ms/query")
+	}
 	b.ReportMetric(float64(dbBytes)/float64(max(st.completed, 1)), "db-B/query")
 	b.ReportMetric(float64(st.errors), "errors")
 	b.ReportMetric(float64(left), "goroutines")
@@ -125,10 +152,15 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	// passes: the summary comes first.
 	// The metrics line is not printed when the benchmark fails: the
 	// summary repeats it.
-	b.Logf("%d clients (%s conversations) for %v: %d queries completed (%.1f/s; p50 %v, p95 %v, p99 %v, max %v; %v CPU/query), %d errors, %d self-healing errors; %d todos stored (%d titles); %.2f model calls/query (%d bad model requests); database %d bytes",
-		clients, map[bool]string{true: "long", false: "new"}[long], st.elapsed.Round(time.Millisecond), st.completed, float64(st.completed)/st.elapsed.Seconds(),
+	where := fmt.Sprintf("in its own process (%v of the CPU/query)", perQuery(st.serviceCPU).Round(time.Microsecond))
+	if inProcess {
+		where = "in the test process"
+	}
+	b.Logf("%d clients (%s conversations), service %s, for %v: %d queries completed (%.1f/s; p50 %v, p95 %v, p99 %v, max %v; %v CPU/query), %d errors, %d self-healing errors; %d todos stored (%d titles); %.2f model calls/query (%d bad model requests); database %d bytes",
+		clients, map[bool]string{true: "long", false: "new"}[long], where, st.elapsed.Round(time.Millisecond), st.completed, float64(st.completed)/st.elapsed.Seconds(),
 		loadPercentile(lat, 0.50).Round(time.Millisecond), loadPercentile(lat, 0.95).Round(time.Millisecond),
-		loadPercentile(lat, 0.99).Round(time.Millisecond), loadPercentile(lat, 1).Round(time.Millisecond), perQuery.Round(time.Microsecond),
+		loadPercentile(lat, 0.99).Round(time.Millisecond), loadPercentile(lat, 1).Round(time.Millisecond),
+		perQuery(cpu).Round(time.Microsecond),
 		st.errors, st.heals, todos, titles,
 		float64(svc.model.calls.Load())/float64(max(st.completed, 1)), svc.model.bad.Load(), dbBytes)
 	b.Logf("goroutines: %d before, peak %d under load, %d idle after the load, %d left after closing",
@@ -177,19 +209,72 @@ func loadDuration(b *testing.B) time.Duration {
 	return d
 }
 
-// loadService is the assembled service, its scripted model and the client
-// the load is sent with.
+// loadService is the service under load, its scripted model and the
+// client the load is sent with. The service is either an `elysia serve`
+// process (proc) or assembled in the test process (app, srv).
 type loadService struct {
 	model  *loadModel
-	app    *app
-	srv    *httptest.Server
 	url    string
 	client *http.Client
-	// modelClient carries the service's model requests.
+	todoDB string // the todo server's SQLite file
+	db     string // the service's SQLite file
+
+	// proc is the service's process; nil when it runs in the test process.
+	proc *serviceProc
+
+	// In the test process: the service, its listener, the client of its
+	// model requests and its log.
+	app         *app
+	srv         *httptest.Server
 	modelClient *http.Client
 	logs        *loadLog
-	todoDB      string // the todo server's SQLite file
-	db          string // the service's SQLite file
+}
+
+// loadInProcess reads ELYSIA_LOAD_SERVICE: "process" (or unset) runs the
+// service as its own process, "inprocess" in the test process.
+func loadInProcess(b *testing.B) bool {
+	b.Helper()
+	switch v := os.Getenv("ELYSIA_LOAD_SERVICE"); v {
+	case "", "process":
+		return false
+	case "inprocess":
+		return true
+	default:
+		b.Fatalf("ELYSIA_LOAD_SERVICE=%q: want process or inprocess", v)
+		return false
+	}
+}
+
+// loadStartService starts `elysia serve` on a loopback port, with its model
+// pointed at a scripted model server in the test process, and waits until
+// it is ready. The process is stopped by close, or at the latest when b
+// ends (startService kills it if SIGINT does not end it in 15 s).
+func loadStartService(b *testing.B, clients int) *loadService {
+	b.Helper()
+	dir := b.TempDir()
+	s := &loadService{model: loadNewModel(), todoDB: filepath.Join(dir, "todos.db"), db: filepath.Join(dir, "elysia.db")}
+	b.Cleanup(s.model.srv.Close) // after the service's own cleanup, which was registered later
+	args := []string{"--db", s.db, "--log-level", "warn"}
+	if p := os.Getenv("ELYSIA_LOAD_CPUPROFILE"); p != "" {
+		ext := filepath.Ext(p)
+		name := strings.ReplaceAll(strings.TrimPrefix(b.Name(), "BenchmarkConcurrentQueries/"), "/", "-")
+		args = append(args, "--cpuprofile", strings.TrimSuffix(p, ext)+"."+name+ext)
+	}
+	s.proc = startService(b, serveOptions{
+		Dir: dir,
+		Config: fmt.Sprintf(`{"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": %q}, "description": "A todo list."}}}`,
+			testenv.TodoMCP(b), s.todoDB),
+		Env: []string{
+			llm.EnvProvider + "=" + string(llm.ProviderOpenAI),
+			llm.EnvOpenAIBaseURL + "=" + s.model.srv.URL + "/v1",
+			llm.EnvOpenAIKey + "=test",
+			llm.EnvModel + "=scripted",
+		},
+		Args: args,
+	})
+	s.url = s.proc.URL
+	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients, DisableCompression: true}}
+	return s
 }
 
 // loadNewService assembles the service with newApp, as `elysia serve` does,
@@ -208,6 +293,7 @@ func loadNewService(b *testing.B, clients int) *loadService {
 	}
 
 	s := &loadService{model: loadNewModel(), logs: &loadLog{}, todoDB: todoDB, db: filepath.Join(dir, "elysia.db")}
+	b.Cleanup(s.model.srv.Close) // idempotent; close closes it first
 	env := map[string]string{
 		llm.EnvProvider:      string(llm.ProviderOpenAI),
 		llm.EnvOpenAIBaseURL: s.model.srv.URL + "/v1",
@@ -231,7 +317,7 @@ func loadNewService(b *testing.B, clients int) *loadService {
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	model, info, err := llm.FromEnv(context.Background(), lookup, &llm.Options{HTTPClient: s.modelClient})
 	if err != nil {
-		s.close()
+		s.close(b)
 		b.Fatal(err)
 	}
 	a.model, a.info = model, info
@@ -243,11 +329,16 @@ func loadNewService(b *testing.B, clients int) *loadService {
 	return s
 }
 
-// close stops the load client, the HTTP server, the service (its gateway
-// stops todo-mcp) and the model server, in that order.
-func (s *loadService) close() {
+// close stops the load client, the service (its gateway stops todo-mcp)
+// and the model server, in that order. A service process that does not
+// stop within 15 s of SIGINT is killed, and tb fails.
+func (s *loadService) close(tb testing.TB) {
+	tb.Helper()
 	if s.client != nil {
 		s.client.CloseIdleConnections()
+	}
+	if s.proc != nil {
+		s.proc.Stop(tb)
 	}
 	if s.srv != nil {
 		s.srv.Close()
@@ -259,6 +350,52 @@ func (s *loadService) close() {
 		s.modelClient.CloseIdleConnections()
 	}
 	s.model.srv.Close()
+}
+
+// logLines returns the service's warnings and errors, one JSON line each.
+func (s *loadService) logLines() []string {
+	if s.proc == nil {
+		return s.logs.lines()
+	}
+	var out []string
+	for l := range strings.Lines(s.proc.Output()) {
+		if strings.HasPrefix(l, "{") {
+			out = append(out, strings.TrimRight(l, "\n"))
+		}
+	}
+	return out
+}
+
+// cpuTime is the user plus system CPU time of the service's process, from
+// /proc/<pid>/stat (all its threads; not its children, such as todo-mcp),
+// or 0 when the service runs in the test process.
+func (s *loadService) cpuTime(b *testing.B) time.Duration {
+	b.Helper()
+	if s.proc == nil {
+		return 0
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.proc.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("read the service's CPU time: %v", err)
+	}
+	// The command name, in parentheses, may hold spaces: fields are
+	// counted after its closing parenthesis, from field 3 (state) on.
+	_, rest, ok := bytes.Cut(raw, []byte(") "))
+	f := strings.Fields(string(rest))
+	if !ok || len(f) < 13 {
+		b.Fatalf("unexpected /proc/%d/stat: %q", s.proc.cmd.Process.Pid, raw)
+	}
+	var ticks int64
+	for _, v := range f[11:13] { // utime and stime, fields 14 and 15
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatalf("unexpected /proc/%d/stat: %q", s.proc.cmd.Process.Pid, raw)
+		}
+		ticks += n
+	}
+	// Linux reports them in USER_HZ, which is 100 on every architecture Go
+	// supports.
+	return time.Duration(ticks) * (time.Second / 100)
 }
 
 // warmUp starts the todo gateway (gateways are lazy) and checks that the
@@ -275,20 +412,31 @@ func (s *loadService) warmUp(b *testing.B) {
 // is only for a short list; see storedTodos.
 func (s *loadService) countTodos(b *testing.B) int {
 	b.Helper()
-	g, ok := s.app.disc.Gateway("todo")
-	if !ok {
-		b.Fatal("no gateway named todo")
+	var structured any
+	if s.proc != nil {
+		code, body := do(b, http.MethodPost, s.url+"/api/servers/todo/execute", "", map[string]any{"tool_name": "list_todos"})
+		res, _ := body["result"].(map[string]any)
+		if code != http.StatusOK || res == nil || res["is_error"] == true {
+			b.Fatalf("list_todos: %d %v", code, body)
+		}
+		structured = res["structured"]
+	} else {
+		g, ok := s.app.disc.Gateway("todo")
+		if !ok {
+			b.Fatal("no gateway named todo")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := g.Execute(ctx, "list_todos", map[string]any{})
+		if err != nil {
+			b.Fatalf("list_todos: %v", err)
+		}
+		if res.IsError {
+			b.Fatalf("list_todos: %s", res.Text())
+		}
+		structured = res.Structured
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := g.Execute(ctx, "list_todos", map[string]any{})
-	if err != nil {
-		b.Fatalf("list_todos: %v", err)
-	}
-	if res.IsError {
-		b.Fatalf("list_todos: %s", res.Text())
-	}
-	raw, err := json.Marshal(res.Structured)
+	raw, err := json.Marshal(structured)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -474,12 +622,16 @@ func loadMessageText(raw json.RawMessage) string {
 
 // loadStats is what a load run measured.
 type loadStats struct {
-	elapsed   time.Duration
-	cpu       time.Duration // process CPU time (user+system)
-	completed int
-	errors    int
-	heals     int // self_healing_error envelopes (not errors)
-	latencies []time.Duration
+	elapsed time.Duration
+	// harnessCPU is the test process's CPU time (user+system), and
+	// serviceCPU the service process's; with the service in the test
+	// process, harnessCPU holds both and serviceCPU is 0.
+	harnessCPU time.Duration
+	serviceCPU time.Duration
+	completed  int
+	errors     int
+	heals      int // self_healing_error envelopes (not errors)
+	latencies  []time.Duration
 	// kinds counts errors by a short description; examples keeps one
 	// full message per kind.
 	kinds    map[string]int
@@ -488,7 +640,8 @@ type loadStats struct {
 
 func (s *loadStats) merge(o loadStats) {
 	s.elapsed += o.elapsed
-	s.cpu += o.cpu
+	s.harnessCPU += o.harnessCPU
+	s.serviceCPU += o.serviceCPU
 	s.completed += o.completed
 	s.errors += o.errors
 	s.heals += o.heals
@@ -523,9 +676,10 @@ func (s *loadStats) errorKinds() []string {
 // and waits for the queries in flight. With long set, each client sends
 // all its queries on one conversation; otherwise each query starts a new
 // one.
-func loadRun(b *testing.B, base string, client *http.Client, clients int, long bool, d time.Duration) loadStats {
+func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Duration) loadStats {
 	b.Helper()
-	cpu0 := loadCPUTime(b)
+	base, client := svc.url, svc.client
+	cpu0, svcCPU0 := loadCPUTime(b), svc.cpuTime(b)
 	start := time.Now()
 	deadline := start.Add(d)
 	results := make([]loadStats, clients)
@@ -557,7 +711,8 @@ func loadRun(b *testing.B, base string, client *http.Client, clients int, long b
 		all.merge(r)
 	}
 	all.elapsed = time.Since(start)
-	all.cpu = loadCPUTime(b) - cpu0
+	all.harnessCPU = loadCPUTime(b) - cpu0
+	all.serviceCPU = svc.cpuTime(b) - svcCPU0
 	return all
 }
 
