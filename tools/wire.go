@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // Marshal is json.Marshal without HTML escaping: the wire form of
@@ -12,14 +13,36 @@ import (
 // of ours is, and a schema error such as "/priority: must be <= 5" should
 // read the same on the wire as in DESIGN.md's examples.
 func Marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+	m := marshalers.Get().(*marshaler)
+	if err := m.enc.Encode(v); err != nil {
+		return nil, err // m is dropped: it may hold half a value
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	out := bytes.Clone(bytes.TrimSuffix(m.buf.Bytes(), []byte("\n")))
+	if m.buf.Cap() <= maxPooledMarshal {
+		m.buf.Reset()
+		marshalers.Put(m)
+	}
+	return out, nil
 }
+
+// maxPooledMarshal is the largest buffer Marshal keeps for the next call:
+// a rare large value should not pin its buffer.
+const maxPooledMarshal = 64 << 10
+
+// marshaler is an encoder with its buffer, which Marshal reuses between
+// calls: a fresh buffer grows by doubling, allocating about twice the
+// output again, and its slack was kept by whoever held the result.
+type marshaler struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var marshalers = sync.Pool{New: func() any {
+	m := &marshaler{}
+	m.enc = json.NewEncoder(&m.buf)
+	m.enc.SetEscapeHTML(false)
+	return m
+}}
 
 // Object is a JSON object that keeps its members in the order given, where
 // a map would sort them: DESIGN.md's examples put "error" first, and a

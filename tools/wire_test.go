@@ -2,6 +2,8 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -35,4 +37,38 @@ func TestObjectKeepsOrder(t *testing.T) {
 	if _, err := Marshal(Object{{"f", func() {}}}); err == nil {
 		t.Error("an unmarshallable member gave no error")
 	}
+}
+
+// Marshal reuses its buffers: a result must not share memory with a later
+// call's, whether that call succeeds or fails.
+func TestMarshalResultsAreOwned(t *testing.T) {
+	first, err := Marshal(map[string]string{"a": "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := Marshal(Object{{"a", "x"}, {"f", func() {}}}); err == nil {
+			t.Fatal("an unmarshallable member gave no error")
+		}
+		if _, err := Marshal(map[string]string{"b": "second, longer than the first"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := `{"a":"first"}`; string(first) != want {
+		t.Errorf("after more calls the first result reads %s, want %s", first, want)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 200 {
+				want := fmt.Sprintf(`{"i":%d,"j":%d}`, i, j)
+				got, err := Marshal(Object{{"i", i}, {"j", j}})
+				if err != nil || string(got) != want {
+					t.Errorf("Marshal = %s, %v; want %s", got, err, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
