@@ -3,6 +3,7 @@ package tree
 import (
 	"bytes"
 	"strconv"
+	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -189,7 +190,9 @@ func inputSchema(in []tools.Input) map[string]any {
 
 // messages builds the system and human messages of a decision.
 func messages(instruction string, dc *decisionContext) ([]llms.MessageContent, error) {
-	human, err := dc.encode()
+	pb := promptBuffers.Get().(*promptBuffer)
+	defer pb.release()
+	human, err := dc.encode(pb)
 	if err != nil {
 		return nil, err
 	}
@@ -199,34 +202,60 @@ func messages(instruction string, dc *decisionContext) ([]llms.MessageContent, e
 	}, nil
 }
 
-// encode writes the context in the contract's key order. It is what
-// tools.Marshal would write, built by hand because encoding/json re-compacts
-// the output of every option's inputs Marshaler, which dominated a decision
-// step with many options.
-func (dc *decisionContext) encode() ([]byte, error) {
-	var b bytes.Buffer
+// promptBuffer holds the buffers a human message is written in. The
+// message is copied out of them, so decisions reuse them instead of
+// growing new ones by doubling every time.
+type promptBuffer struct {
+	b, tail bytes.Buffer
+}
+
+// maxPooledPrompt is the largest buffer kept for the next decision; the
+// prompt budget (24 KiB by default) keeps most messages well under it.
+const maxPooledPrompt = 256 << 10
+
+var promptBuffers = sync.Pool{New: func() any { return new(promptBuffer) }}
+
+// release empties pb and returns it to the pool, unless it grew too big.
+func (pb *promptBuffer) release() {
+	if pb.b.Cap() > maxPooledPrompt || pb.tail.Cap() > maxPooledPrompt {
+		return
+	}
+	pb.b.Reset()
+	pb.tail.Reset()
+	promptBuffers.Put(pb)
+}
+
+// encode writes the context in the contract's key order into pb and
+// returns it, valid until pb is reused. It is what tools.Marshal would
+// write, built by hand because encoding/json re-compacts the output of
+// every option's inputs Marshaler, which dominated a decision step with
+// many options.
+func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
+	pb.b.Reset()
+	pb.tail.Reset()
+	b := &pb.b
 	b.Grow(512 + 512*len(dc.AvailableOptions))
 	b.WriteString(`{"user_prompt":`)
-	writeString(&b, dc.UserPrompt)
+	writeString(b, dc.UserPrompt)
 	b.WriteString(`,"conversation_summary":`)
-	writeString(&b, dc.ConversationSummary)
+	writeString(b, dc.ConversationSummary)
 	b.WriteString(`,"conversation_history":`)
-	if err := writeJSON(&b, dc.ConversationHistory); err != nil {
+	if err := writeJSON(b, dc.ConversationHistory); err != nil {
 		return nil, err
 	}
 	b.WriteString(`,"node":{"id":`)
-	writeString(&b, dc.Node.ID)
+	writeString(b, dc.Node.ID)
 	b.WriteString(`,"instruction":`)
-	writeString(&b, dc.Node.Instruction)
+	writeString(b, dc.Node.Instruction)
 	b.WriteString(`},"available_options":[`)
 	for i, o := range dc.AvailableOptions {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(`{"name":`)
-		writeString(&b, o.Name)
+		writeString(b, o.Name)
 		b.WriteString(`,"description":`)
-		writeString(&b, o.Description)
+		writeString(b, o.Description)
 		b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `,"inputs":`)
 		in, err := o.Inputs.MarshalJSON()
 		if err != nil {
@@ -236,23 +265,23 @@ func (dc *decisionContext) encode() ([]byte, error) {
 		b.WriteByte('}')
 	}
 	b.WriteString(`],"unavailable_options":`)
-	if err := writeJSON(&b, dc.UnavailableOptions); err != nil {
+	if err := writeJSON(b, dc.UnavailableOptions); err != nil {
 		return nil, err
 	}
 	b.WriteString(`,"environment":`)
 	// The rest of the message is written first, so that the environment
 	// gets what it leaves of the budget.
-	var tail bytes.Buffer
+	tail := &pb.tail
 	tail.WriteString(`,"tasks_completed":`)
-	if err := writeJSON(&tail, dc.TasksCompleted); err != nil {
+	if err := writeJSON(tail, dc.TasksCompleted); err != nil {
 		return nil, err
 	}
 	tail.WriteString(`,"previous_errors":`)
-	if err := writeJSON(&tail, dc.PreviousErrors); err != nil {
+	if err := writeJSON(tail, dc.PreviousErrors); err != nil {
 		return nil, err
 	}
 	tail.WriteString(`,"tree_count":`)
-	writeString(&tail, dc.TreeCount)
+	writeString(tail, dc.TreeCount)
 	tail.WriteByte('}')
 	lim := envLimits{total: dc.envLimit, old: -1}
 	if dc.budget >= 0 {
@@ -263,7 +292,7 @@ func (dc *decisionContext) encode() ([]byte, error) {
 		lim.old = dc.budget / oldEnvDiv
 	}
 	dc.envBound = lim.total
-	st, err := writeEnvironment(&b, dc.Environment, dc.recent, lim, dc.cache)
+	st, err := writeEnvironment(b, dc.Environment, dc.recent, lim, dc.cache)
 	if err != nil {
 		return nil, err
 	}
