@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -127,19 +126,7 @@ func encodeEvents(events []tools.Envelope, payloads map[string]tools.ResultPaylo
 // the compact JSON tools.NewEnvelope made (the store checks that it is
 // JSON).
 func encodeEnvelope(ev tools.Envelope) (json.RawMessage, error) {
-	payload := ev.Payload
-	ev.Payload = nil
-	b, err := tools.Marshal(ev)
-	if err != nil || len(payload) == 0 {
-		return b, err
-	}
-	const tail = `null}` // the nil payload, last of the envelope's fields
-	if !bytes.HasSuffix(b, []byte(tail)) {
-		return nil, fmt.Errorf("encode event %s: unexpected envelope encoding", ev.ID)
-	}
-	out := make([]byte, 0, len(b)-len(tail)+len(payload)+1)
-	out = append(append(append(out, b[:len(b)-len(tail)]...), payload...), '}')
-	return out, nil
+	return tools.AppendEnvelope(nil, ev)
 }
 
 // digestEvent returns result event ev, whose payload is p, with its

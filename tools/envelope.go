@@ -1,9 +1,12 @@
 package tools
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 )
 
 // Envelope is one event as it goes over the wire (SSE data line, WebSocket
@@ -62,4 +65,27 @@ func NewID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
+}
+
+// AppendEnvelope appends env's JSON to dst as Marshal writes it, but with
+// env.Payload copied in as it is instead of validated and compacted again:
+// the payload must be compact JSON, as NewEnvelope makes it. For a large
+// result that second pass over the payload was most of the envelope's cost.
+// An empty payload is written as null.
+func AppendEnvelope(dst []byte, env Envelope) ([]byte, error) {
+	payload := env.Payload
+	env.Payload = nil
+	head, err := Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) == 0 {
+		return append(dst, head...), nil
+	}
+	const tail = `null}` // the nil payload, last of the envelope's fields
+	if !bytes.HasSuffix(head, []byte(tail)) {
+		return nil, fmt.Errorf("encode event %s: unexpected envelope encoding %s", env.ID, head)
+	}
+	dst = slices.Grow(dst, len(head)-len(tail)+len(payload)+1)
+	return append(append(append(dst, head[:len(head)-len(tail)]...), payload...), '}'), nil
 }

@@ -72,3 +72,34 @@ func TestMarshalResultsAreOwned(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// AppendEnvelope writes what Marshal writes for an envelope whose payload
+// is compact, after what dst holds.
+func TestAppendEnvelope(t *testing.T) {
+	for _, env := range []Envelope{
+		{Type: EventResult, ID: "res-1", UserID: "u<1>", ConversationID: "c", QueryID: "q", Payload: json.RawMessage(`{"objects":[{"a":"<&>"}],"n":[1,2]}`)},
+		{Type: EventCompleted, ID: "com-1"},
+	} {
+		want, err := Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendEnvelope([]byte("data: "), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "data: "+string(want) {
+			t.Errorf("AppendEnvelope =\n%s\nwant\ndata: %s", got, want)
+		}
+	}
+}
+
+func TestAppendEnvelopeEmptyPayload(t *testing.T) {
+	got, err := AppendEnvelope(nil, Envelope{Type: EventText, ID: "tex-1", Payload: json.RawMessage{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"text","id":"tex-1","user_id":"","conversation_id":"","query_id":"","payload":null}`; string(got) != want {
+		t.Errorf("AppendEnvelope = %s, want %s", got, want)
+	}
+}

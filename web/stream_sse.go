@@ -129,11 +129,13 @@ func (w *sseWriter) event(env tools.Envelope) error {
 	if w.err != nil { // the drain after a failure must not marshal every event
 		return w.err
 	}
-	b, err := tools.Marshal(env)
+	// The payload is NewEnvelope's compact JSON: it is copied in, not
+	// compacted again.
+	b, err := tools.AppendEnvelope(append(make([]byte, 0, 256+len(env.Payload)), "data: "...), env)
 	if err != nil {
 		return err
 	}
-	return w.write(append(append([]byte("data: "), b...), '\n', '\n'))
+	return w.write(append(b, '\n', '\n'))
 }
 
 // ping writes a heartbeat comment, which EventSource clients ignore.
