@@ -181,19 +181,26 @@ func (c *conn) setRoots(roots []string) {
 	c.roots.Store(&roots)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.sess
-	if s == nil || c.closed {
-		return
+	if s := c.sess; s != nil && !c.closed {
+		c.rootsChangedLocked(s)
 	}
+}
+
+// rootsChangedLocked sends notifications/roots/list_changed on s from a
+// goroutine the conn owns; c.mu is held and the conn is not closed.
+func (c *conn) rootsChangedLocked(s *session) {
 	c.goFunc(func() {
 		_, timeout := c.cfg.Timeouts()
 		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
 		defer cancel()
-		if err := s.client.RootListChanges(ctx); err != nil {
+		stop := s.wedgeGuard(ctx, "roots/list_changed")
+		err := s.client.RootListChanges(ctx)
+		stop()
+		if err != nil {
 			c.logger.Warn("notifications/roots/list_changed not sent", "err", err)
 			return
 		}
-		c.logger.Info("roots changed", "roots", len(roots))
+		c.logger.Info("roots changed", "roots", len(c.currentRoots()))
 	})
 }
 
@@ -287,6 +294,7 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 func (c *conn) connect(a *flight) {
 	timeout, _ := c.cfg.Timeouts()
 	ctx, cancel := context.WithTimeout(c.lifetime, timeout)
+	roots := c.roots.Load() // what the server may ask for during the handshake
 	s, err := c.safeDial(ctx)
 	cancel()
 	if err != nil && c.lifetime.Err() != nil {
@@ -316,6 +324,11 @@ func (c *conn) connect(a *flight) {
 		c.goFunc(func() { c.watch(s) })
 		if c.opts.HealthInterval > 0 {
 			c.goFunc(func() { c.health(s) })
+		}
+		if c.roots.Load() != roots {
+			// New roots came while the session was being dialled, after
+			// the server may have read the old ones.
+			c.rootsChangedLocked(s)
 		}
 	}
 	closedNow := c.closed

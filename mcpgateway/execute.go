@@ -175,7 +175,9 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 		user: cm.user, emit: emit, extend: extend}
 	defer s.track(ac)()
 	var res *mcp.CallToolResult
-	if cm.task {
+	if cm.task && !mcp.IsModernProtocol(s.protocol) {
+		// Tasks as 2025-11-25 defines them; the 2026-07-28 core changes
+		// them, and mcp-go's typed call handles its multi-round results.
 		res, err = g.conn.callTask(withCall(cctx, ac), s, ac, tool, inputs)
 	} else {
 		req := mcp.CallToolRequest{}
@@ -192,8 +194,9 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 	if isSessionGone(err) {
 		s.markDead(err)
 		g.conn.retire(s)
-		// A 404 means the server never ran the request.
-		if sentNothing(err) && cctx.Err() == nil {
+		// A 404 means the server never ran the request; but the polls of a
+		// task the server created come after it started working.
+		if sentNothing(err) && cctx.Err() == nil && !isTaskStarted(err) {
 			return nil, retryable{err}
 		}
 	}

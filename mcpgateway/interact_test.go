@@ -181,8 +181,10 @@ func TestServerInitiatedMessages(t *testing.T) {
 				}
 				// Once the task waits for input, tasks/result carries the
 				// question and then blocks until the task is done.
-				if len(msgs) < 2 || msgs[0] != "Gathering sources..." || !strings.HasPrefix(msgs[len(msgs)-1], "Found multiple interpretations") {
-					t.Errorf("status messages %q, want the task's stages up to its question", msgs)
+				if len(msgs) < 2 || msgs[0] != "Gathering sources..." || !slices.ContainsFunc(msgs, func(m string) bool {
+					return strings.HasPrefix(m, "Found multiple interpretations")
+				}) {
+					t.Errorf("status messages %q, want the task's stages and its question", msgs)
 				}
 			})
 
@@ -368,6 +370,24 @@ func logged(g *Gateway, text string) bool {
 		}
 	}
 	return false
+}
+
+// TestTaskKeepsItsDeadlineWhileWaitingForTheUser: a task that waits for the
+// user longer than call_timeout, then works on for longer still, is not cut
+// off: while tasks/result waits, tasks/get goes on watching the task and
+// moves the deadline on, up to max_call_time.
+func TestTaskKeepsItsDeadlineWhileWaitingForTheUser(t *testing.T) {
+	cfg := everythingStdio(t)
+	cfg.CallTimeout, cfg.MaxCallTime = 1500*time.Millisecond, time.Minute
+	g := newGateway(t, cfg, nil)
+	u := &userStream{answer: func(tools.Question) tools.Answer {
+		time.Sleep(2500 * time.Millisecond) // a user who takes longer than call_timeout
+		return tools.Answer{Action: tools.ElicitAccept, Content: map[string]any{"interpretation": "historical"}}
+	}}
+	res := run(t, g, u, "simulate-research-query", map[string]any{"topic": "rome", "ambiguous": true})
+	if res.IsError || !strings.Contains(res.LLMText, "rome (historical)") {
+		t.Fatalf("result %+v, want the report with the late answer", res)
+	}
 }
 
 // TestTaskCancelledWithItsCall: a task whose call ends (the user stopped

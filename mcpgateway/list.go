@@ -253,7 +253,7 @@ func (c *conn) request(ctx context.Context, s *session, method mcp.MCPMethod, pa
 		}
 		meta[mcp.MetaKeyProtocolVersion] = version
 		meta[mcp.MetaKeyClientInfo] = clientInfo
-		meta[mcp.MetaKeyClientCapabilities] = mcp.ClientCapabilities{}
+		meta[mcp.MetaKeyClientCapabilities] = clientCapabilities()
 		params["_meta"] = meta
 		encoded, _ := json.Marshal(params)
 		header = map[string][]string{}

@@ -82,7 +82,7 @@ func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss strin
 	p, err := g.opts.Pending.Take(ctx, state)
 	if err != nil {
 		if !errors.Is(err, ErrUnknownState) {
-			err = fmt.Errorf("%w: %w", ErrUnknownState, err)
+			err = fmt.Errorf("read the started sign-in: %w", err)
 		}
 		return g.serverErr("sign in", err)
 	}
@@ -98,6 +98,11 @@ func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss strin
 func (g *Gateway) FinishPending(ctx context.Context, p *PendingSignIn, state, code, iss string) error {
 	if p.Server != g.cfg.Name {
 		return g.serverErr("sign in", ErrUnknownState)
+	}
+	if g.cfg.OAuth.grant() == GrantClientCredentials {
+		// mcp.json changed since the sign-in started: the server now uses
+		// one service account, which a user's token must never become.
+		return g.serverErr("sign in", fmt.Errorf("server %q now signs in as a service account (client_credentials); the sign-in started before is void", g.cfg.Name))
 	}
 	a, err := g.authorizerFor(ctx, p.User)
 	if err != nil {

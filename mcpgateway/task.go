@@ -3,7 +3,9 @@ package mcpgateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -14,12 +16,14 @@ import (
 // A tool the server runs only as a task (MCP 2025-11-25: its
 // execution.taskSupport is "required") is called as one. tools/call with a
 // task answers at once with the task; tasks/get says how it goes: its
-// status message becomes a status event of the call, and each poll that
-// finds it still working moves the call's deadline on, as progress does,
+// status message becomes a status event of the call, and each answer that
+// finds it still running moves the call's deadline on, as progress does,
 // up to max_call_time. Once the task ended or waits for input, tasks/result
 // gives the tool's result (and carries the server's questions to the user
-// meanwhile). A call whose ctx ends first cancels the task with
-// tasks/cancel.
+// meanwhile), while tasks/get goes on watching the task until then. A call
+// that ends any other way (the user stopped it, a deadline, a failed poll)
+// cancels the task with tasks/cancel, and is never sent again: the server
+// may have done some of the work.
 
 // Bounds of the wait between two tasks/get, whatever pollInterval the
 // server suggests; defaultTaskPoll when it suggests none.
@@ -28,6 +32,13 @@ const (
 	maxTaskPoll     = 5 * time.Second
 	defaultTaskPoll = 500 * time.Millisecond
 )
+
+// taskStarted wraps an error of a call whose task the server created: the
+// call must not be retried on a new session, even when the session is gone.
+type taskStarted struct{ err error }
+
+func (t taskStarted) Error() string { return t.err.Error() }
+func (t taskStarted) Unwrap() error { return t.err }
 
 // callTask runs tool as a task on s for the call ac; ctx is the call's
 // (deadline, cancellation, and ac for the server's questions).
@@ -52,57 +63,145 @@ func (c *conn) callTask(ctx context.Context, s *session, ac *activeCall, tool st
 		return mcp.ParseCallToolResult(&raw) // run at once after all
 	}
 	res, err := c.awaitTask(ctx, s, ac, *created.Task)
-	if err != nil && ctx.Err() != nil {
+	if err != nil {
 		c.cancelTask(s, created.Task.TaskId)
+		return nil, taskStarted{err}
 	}
-	return res, err
+	return res, nil
 }
 
 // awaitTask polls task until it ends or waits for input, then fetches its
 // result.
 func (c *conn) awaitTask(ctx context.Context, s *session, ac *activeCall, task mcp.Task) (*mcp.CallToolResult, error) {
-	id := task.TaskId
-	shown, reports := "", 0
+	w := &taskWatch{c: c, s: s, ac: ac, id: task.TaskId}
+	w.show(task)
 	for {
-		if msg := task.StatusMessage; msg != "" && msg != shown {
-			shown = msg
-			reports++
-			c.taskStatus(ac, reports, msg)
-		}
 		switch task.Status {
 		case mcp.TaskStatusCompleted, mcp.TaskStatusFailed, mcp.TaskStatusInputRequired:
-			raw, err := c.taskRequest(ctx, s, "tasks/result "+id, mcp.MethodTasksResult, map[string]any{"taskId": id})
-			if err != nil {
-				return nil, err
-			}
-			return mcp.ParseCallToolResult(&raw)
+			return w.result(ctx, task)
 		case mcp.TaskStatusCancelled:
-			return nil, fmt.Errorf("the server cancelled task %s (%s)", id, task.StatusMessage)
+			return w.cancelled(task), nil
 		}
-		wait := defaultTaskPoll
-		if task.PollInterval != nil {
-			wait = min(max(time.Duration(*task.PollInterval)*time.Millisecond, minTaskPoll), maxTaskPoll)
+		if err := sleepCtx(ctx, pollWait(task)); err != nil {
+			return nil, err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		raw, err := c.taskRequest(ctx, s, "tasks/get "+id, mcp.MethodTasksGet, map[string]any{"taskId": id})
+		next, err := w.get(ctx)
 		if err != nil {
 			return nil, err
 		}
-		var next mcp.Task
-		if err := json.Unmarshal(raw, &next); err != nil {
-			return nil, fmt.Errorf("tasks/get: decode the task: %w", err)
-		}
-		if next.Status == "" {
-			return nil, fmt.Errorf("tasks/get %s: the answer has no status", id)
-		}
 		task = next
 		ac.extend() // the server still answers for the task: like progress
+		w.show(task)
+	}
+}
+
+// taskWatch follows one task of a call.
+type taskWatch struct {
+	c  *conn
+	s  *session
+	ac *activeCall
+	id string
+
+	// mu guards shown and reports: show runs on the poller too.
+	mu      sync.Mutex
+	shown   string
+	reports int
+}
+
+// show relays the task's status message as a status event of its call,
+// once per new message.
+func (w *taskWatch) show(task mcp.Task) {
+	msg := task.StatusMessage
+	w.mu.Lock()
+	if msg == "" || msg == w.shown {
+		w.mu.Unlock()
+		return
+	}
+	w.shown = msg
+	w.reports++
+	n := w.reports
+	w.mu.Unlock()
+	p := tools.ProgressPayload{CallID: w.ac.token, Server: w.ac.server, Tool: w.ac.tool, Progress: float64(n),
+		Message: truncate(w.c.mask(msg), 200)}
+	p.Text = progressText(p)
+	w.ac.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: p})
+}
+
+// get sends one tasks/get.
+func (w *taskWatch) get(ctx context.Context) (mcp.Task, error) {
+	raw, err := w.c.taskRequest(ctx, w.s, "tasks/get "+w.id, mcp.MethodTasksGet, map[string]any{"taskId": w.id})
+	if err != nil {
+		return mcp.Task{}, err
+	}
+	var t mcp.Task
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return mcp.Task{}, fmt.Errorf("tasks/get: decode the task: %w", err)
+	}
+	if t.Status == "" {
+		return mcp.Task{}, fmt.Errorf("tasks/get %s: the answer has no status", w.id)
+	}
+	return t, nil
+}
+
+// result sends tasks/result, which the server answers once the task has
+// ended; meanwhile a poller goes on with tasks/get, so that a task that
+// waits for the user, then works on, keeps its deadline moving and its
+// status lines coming.
+func (w *taskWatch) result(ctx context.Context, task mcp.Task) (*mcp.CallToolResult, error) {
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if !task.Status.IsTerminal() {
+		wg.Go(func() {
+			for sleepCtx(pollCtx, pollWait(task)) == nil {
+				next, err := w.get(pollCtx)
+				if err != nil {
+					return // tasks/result says what became of the task
+				}
+				if next.Status.IsTerminal() {
+					return
+				}
+				task = next
+				w.ac.extend()
+				w.show(task)
+			}
+		})
+	}
+	raw, err := w.c.taskRequest(ctx, w.s, "tasks/result "+w.id, mcp.MethodTasksResult, map[string]any{"taskId": w.id})
+	stopPolling()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	return mcp.ParseCallToolResult(&raw)
+}
+
+// cancelled is the result of a task the server cancelled: a tool error the
+// model can read, not a failure of the server.
+func (w *taskWatch) cancelled(task mcp.Task) *mcp.CallToolResult {
+	msg := "the server cancelled the task"
+	if task.StatusMessage != "" {
+		msg += ": " + w.c.mask(task.StatusMessage)
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.NewTextContent(msg)}}
+}
+
+// pollWait is how long to wait before asking after task again.
+func pollWait(task mcp.Task) time.Duration {
+	if task.PollInterval == nil {
+		return defaultTaskPoll
+	}
+	return min(max(time.Duration(*task.PollInterval)*time.Millisecond, minTaskPoll), maxTaskPoll)
+}
+
+// sleepCtx waits d, or returns ctx's error once it ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -111,14 +210,6 @@ func (c *conn) taskRequest(ctx context.Context, s *session, what string, method 
 	stop := s.wedgeGuard(ctx, what)
 	defer stop()
 	return c.request(ctx, s, method, params)
-}
-
-// taskStatus relays a task's status message as a status event of its call.
-func (c *conn) taskStatus(ac *activeCall, n int, msg string) {
-	p := tools.ProgressPayload{CallID: ac.token, Server: ac.server, Tool: ac.tool, Progress: float64(n),
-		Message: truncate(c.mask(msg), 200)}
-	p.Text = progressText(p)
-	ac.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: p})
 }
 
 // cancelTask sends tasks/cancel for a task whose call ended, on a goroutine
@@ -140,4 +231,10 @@ func (c *conn) cancelTask(s *session, id string) {
 		}
 		c.logger.Info("task cancelled", "task", id)
 	})
+}
+
+// isTaskStarted reports whether err is of a call whose task exists.
+func isTaskStarted(err error) bool {
+	var t taskStarted
+	return errors.As(err, &t)
 }

@@ -224,14 +224,26 @@ func (c *conn) handshake(ctx context.Context, s *session) error {
 	return nil
 }
 
+// clientCapabilities are what the gateway's handlers answer: elicitation
+// (form and url), sampling, and roots with list_changed. The handshake
+// declares them, and so does every raw request on the 2026-07-28 core
+// (conn.request), where a server decides per request what to offer.
+func clientCapabilities() mcp.ClientCapabilities {
+	return mcp.ClientCapabilities{
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}},
+		Sampling:    &mcp.SamplingCapability{},
+		Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{ListChanged: true},
+	}
+}
+
 // clientOptions are the handlers of server-initiated requests on s, and
 // the capabilities they declare: elicitation (form and url), sampling and
 // roots.
 func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
 	opts := []mcpclient.ClientOption{
-		mcpclient.WithClientCapabilities(mcp.ClientCapabilities{
-			Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}},
-		}),
+		mcpclient.WithClientCapabilities(clientCapabilities()),
 		mcpclient.WithElicitationHandler(elicitation{c: c, s: s}),
 		mcpclient.WithSamplingHandler(sampling{c: c, s: s}),
 		mcpclient.WithRootsHandler(roots{c: c}),
