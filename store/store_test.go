@@ -56,6 +56,7 @@ var behaviours = []struct {
 	{"lock across replicas", testLockAcrossReplicas},
 	{"feedback", testFeedback},
 	{"user configs", testUserConfigs},
+	{"user configs, defaults saved at once", testUserConfigsConcurrentDefaults},
 	{"turns and events are trimmed", testTrim},
 	{"first schema's blobs become a turn", testMigrateBlobs},
 }

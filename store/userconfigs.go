@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"time"
 )
 
@@ -39,8 +40,17 @@ func (s *Store) SaveUserConfig(ctx context.Context, c *UserConfig) error {
 		return fmt.Errorf("save config %q: %w", c.ID, err)
 	}
 	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
+	if s.dialect == dialectPostgres {
+		// The user's saves go one at a time, as SQLite's immediate
+		// transactions make them: two defaults saved at once would
+		// otherwise each miss the other's row and break the unique index,
+		// or deadlock on each other's rows.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, userConfigsKey(c.UserID)); err != nil {
+			return fmt.Errorf("save config %q: %w", c.ID, err)
+		}
+	}
 	if c.Default {
-		if _, err := s.txExec(ctx, tx, `UPDATE user_configs SET is_default = 0 WHERE user_id = ? AND id <> ?`, c.UserID, c.ID); err != nil {
+		if _, err := s.txExec(ctx, tx, `UPDATE user_configs SET is_default = 0 WHERE user_id = ? AND id <> ? AND is_default = 1`, c.UserID, c.ID); err != nil {
 			return fmt.Errorf("save config %q: %w", c.ID, err)
 		}
 	}
@@ -142,6 +152,15 @@ func (s *Store) DeleteUserConfig(ctx context.Context, userID, id string) error {
 		return fmt.Errorf("config %q of user %q: %w", id, userID, ErrNotFound)
 	}
 	return nil
+}
+
+// userConfigsKey is the advisory lock key of a user's configs (see
+// conversationKey).
+func userConfigsKey(userID string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("elysia/user-configs\x00"))
+	h.Write([]byte(userID))
+	return int64(h.Sum64())
 }
 
 func boolInt(b bool) int64 {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -54,5 +55,37 @@ func testUserConfigs(t *testing.T, newDSN newDSN) {
 	}
 	if _, err := s.GetUserConfig(ctx, "alice", "b"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetUserConfig of a deleted config = %v, want ErrNotFound", err)
+	}
+}
+
+// testUserConfigsConcurrentDefaults saves many defaults of one user at
+// once: each save succeeds and exactly one config ends as the default.
+func testUserConfigsConcurrentDefaults(t *testing.T, newDSN newDSN) {
+	s := openStore(t, newDSN(t))
+	ctx := t.Context()
+	const n = 12
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			errs <- s.SaveUserConfig(ctx, &UserConfig{UserID: "alice", ID: fmt.Sprintf("c%d", i), Name: "x", Default: true, Body: []byte(`{}`)})
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent save of a default: %v", err)
+		}
+	}
+	list, err := s.ListUserConfigs(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := 0
+	for _, c := range list {
+		if c.Default {
+			defaults++
+		}
+	}
+	if len(list) != n || defaults != 1 {
+		t.Errorf("%d configs, %d defaults; want %d and 1", len(list), defaults, n)
 	}
 }
