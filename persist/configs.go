@@ -10,17 +10,10 @@ import (
 	"github.com/elysia-go/elysia/tree"
 )
 
-// Profile implements tree.Profiles: the profile of the user's default
-// config; the zero Profile when the user has none.
+// Profile implements tree.Profiles: the profile of the config in force
+// (see DefaultConfig); the zero Profile when the user has none.
 func (p *Store) Profile(ctx context.Context, userID string) (tree.Profile, error) {
-	c, err := p.s.DefaultUserConfig(ctx, userID)
-	if errors.Is(err, store.ErrNotFound) {
-		return tree.Profile{}, nil
-	}
-	if err != nil {
-		return tree.Profile{}, err
-	}
-	sp, err := savedProfile(c)
+	sp, _, err := p.DefaultConfig(ctx, userID)
 	return sp.Profile, err
 }
 
@@ -44,12 +37,19 @@ func (p *Store) Config(ctx context.Context, userID, configID string) (tree.Saved
 	return savedProfile(c)
 }
 
-// DefaultConfig returns the user's default config; ok is false when the
-// user has none.
+// DefaultConfig returns the config in force for the user: the one saved as
+// the default, else the one saved under tree.BuiltinProfileID (reported as
+// the default); ok is false when neither exists.
 func (p *Store) DefaultConfig(ctx context.Context, userID string) (sp tree.SavedProfile, ok bool, err error) {
 	c, err := p.s.DefaultUserConfig(ctx, userID)
 	if errors.Is(err, store.ErrNotFound) {
-		return tree.SavedProfile{}, false, nil
+		c, err = p.s.GetUserConfig(ctx, userID, tree.BuiltinProfileID)
+		if errors.Is(err, store.ErrNotFound) {
+			return tree.SavedProfile{}, false, nil
+		}
+		if c != nil {
+			c.Default = true
+		}
 	}
 	if err != nil {
 		return tree.SavedProfile{}, false, err

@@ -65,6 +65,11 @@ func (m *Manager) profile(ctx context.Context, userID string) Profile {
 	return p
 }
 
+// BuiltinProfileID is the id of the config a user has before saving any:
+// the zero Profile. A config the user saves under this id replaces it, and
+// is in force while no other config is the default.
+const BuiltinProfileID = "default"
+
 // SavedProfile is one of a user's named configs: a Profile under an id and
 // a name, one of them the user's default (the one Profiles gives).
 type SavedProfile struct {

@@ -54,12 +54,12 @@ func checkIDs(pairs ...string) error {
 	return nil
 }
 
-// validPathIDs checks the user and conversation ids in the request's path,
-// where an empty one ("/tree//c1") is refused too. On failure it has
-// answered 400.
+// validPathIDs checks the user, conversation and config ids in the
+// request's path, where an empty one ("/tree//c1") is refused too. On
+// failure it has answered 400.
 func (s *Server) validPathIDs(c *gin.Context) bool {
 	for _, p := range c.Params {
-		if p.Key != "user_id" && p.Key != "conversation_id" {
+		if p.Key != "user_id" && p.Key != "conversation_id" && p.Key != "config_id" {
 			continue
 		}
 		if err := checkID(p.Key, p.Value); err != nil {

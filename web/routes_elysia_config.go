@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -40,7 +42,7 @@ type ConfigStore interface {
 // configs store only what differs from these, so that saving the page
 // unchanged leaves the decision prompt as it was.
 const (
-	builtinConfigID         = "default"
+	builtinConfigID         = tree.BuiltinProfileID
 	builtinConfigName       = "Elysia-Go"
 	newConfigName           = "New Config"
 	defaultStyle            = "Informative, polite and friendly."
@@ -51,6 +53,8 @@ const (
 	maxConfigText = 4000
 	// maxConfigName bounds a config's name.
 	maxConfigName = 200
+	// maxConfigs bounds how many configs a user keeps.
+	maxConfigs = 100
 )
 
 // notNeededSettings are Elysia's settings (Settings.check) that configure
@@ -67,8 +71,8 @@ func builtinConfig() tree.SavedProfile {
 	return tree.SavedProfile{ID: builtinConfigID, Name: builtinConfigName, Default: true}
 }
 
-// userConfig returns the config the user's queries use: the saved default,
-// else the built-in one.
+// userConfig returns the config the user's queries use: the saved default
+// (or the one saved under the built-in id), else the built-in one.
 func (s *Server) userConfig(ctx context.Context, userID string) (tree.SavedProfile, error) {
 	if s.deps.Configs == nil {
 		return builtinConfig(), nil
@@ -80,25 +84,27 @@ func (s *Server) userConfig(ctx context.Context, userID string) (tree.SavedProfi
 	return sp, nil
 }
 
-// configByID returns one of the user's configs; the built-in id names the
-// built-in config until the user saves one under it.
+// configByID returns one of the user's configs, Default set when it is the
+// one in force; the built-in id names the built-in config until the user
+// saves one under it.
 func (s *Server) configByID(ctx context.Context, userID, id string) (tree.SavedProfile, error) {
+	inForce, err := s.userConfig(ctx, userID)
+	if err != nil {
+		return tree.SavedProfile{}, err
+	}
+	if inForce.ID == id {
+		return inForce, nil
+	}
 	if s.deps.Configs != nil {
 		sp, err := s.deps.Configs.Config(ctx, userID, id)
 		if !errors.Is(err, tree.ErrNotFound) {
+			sp.Default = false
 			return sp, err
 		}
 	}
 	if id == builtinConfigID {
 		sp := builtinConfig()
-		if s.deps.Configs != nil {
-			// Not the default when the user made a saved config the default.
-			_, hasDefault, err := s.deps.Configs.DefaultConfig(ctx, userID)
-			if err != nil {
-				return tree.SavedProfile{}, err
-			}
-			sp.Default = !hasDefault
-		}
+		sp.Default = false // another config is in force
 		return sp, nil
 	}
 	return tree.SavedProfile{}, &requestError{http.StatusNotFound, "no config " + quote(id) + " for user " + quote(userID)}
@@ -257,8 +263,10 @@ func (s *Server) userConfigList(c *gin.Context) {
 	}
 	list := make([]object, 0, len(saved)+1)
 	for _, sp := range saved {
+		// The one saved under the built-in id is in force while no other is.
+		inForce := sp.Default || (!hasDefault && sp.ID == builtinConfigID)
 		list = append(list, object{kv("config_id", sp.ID), kv("name", sp.Name),
-			kv("last_update_time", sp.Updated.Format(time.RFC3339)), kv("default", sp.Default)})
+			kv("last_update_time", sp.Updated.Format(time.RFC3339Nano)), kv("default", inForce)})
 	}
 	if !hasBuiltin {
 		list = append(list, object{kv("config_id", builtinConfigID), kv("name", builtinConfigName),
@@ -307,7 +315,8 @@ func (s *Server) userConfigSave(c *gin.Context) {
 	sp, err := s.configByID(ctx, user, id)
 	var re *requestError
 	if errors.As(err, &re) && re.status == http.StatusNotFound {
-		sp, err = tree.SavedProfile{ID: id, Name: newConfigName}, nil // a config the page made with /new
+		// A config the page made with /new.
+		sp, err = tree.SavedProfile{ID: id, Name: newConfigName}, s.roomForConfig(ctx, user)
 	}
 	if err != nil {
 		s.fail(c, err, configFailed)
@@ -329,20 +338,40 @@ func (s *Server) userConfigSave(c *gin.Context) {
 	s.configAnswer(c, sp, warnings)
 }
 
+// roomForConfig fails with 409 when the user keeps maxConfigs configs.
+func (s *Server) roomForConfig(ctx context.Context, user string) error {
+	if s.deps.Configs == nil {
+		return nil
+	}
+	saved, err := s.deps.Configs.Configs(ctx, user)
+	if err != nil {
+		return err
+	}
+	if len(saved) >= maxConfigs {
+		return &requestError{http.StatusConflict, fmt.Sprintf("user %s keeps %d configs, the most there may be; delete one first", quote(user), len(saved))}
+	}
+	return nil
+}
+
 // applyConfig applies body to sp. It fails on a field of the wrong type or
-// size, naming it; settings it cannot change become warnings.
+// size, naming it; settings it cannot change become warnings. "default":
+// true makes sp the config in force; false leaves that as it is (Elysia's
+// "save as default" box unticked: the config in force stays so).
 func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnings []string, err error) {
 	if body.Name != nil {
 		name := strings.TrimSpace(*body.Name)
 		if len(name) > maxConfigName {
 			return nil, badRequest(fmt.Sprintf("name is %d bytes long; at most %d", len(name), maxConfigName))
 		}
+		if err := checkText("name", name, false); err != nil {
+			return nil, err
+		}
 		if name != "" {
 			sp.Name = name
 		}
 	}
-	if body.Default != nil {
-		sp.Default = *body.Default
+	if body.Default != nil && *body.Default {
+		sp.Default = true
 	}
 	texts := []struct {
 		key, def string
@@ -365,6 +394,9 @@ func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnin
 		if len(v) > maxConfigText {
 			return nil, badRequest(fmt.Sprintf("config.%s is %d bytes long; at most %d", f.key, len(v), maxConfigText))
 		}
+		if err := checkText("config."+f.key, v, true); err != nil {
+			return nil, err
+		}
 		if v == f.def {
 			v = "" // the built-in text: nothing to add to the prompt
 		}
@@ -378,6 +410,9 @@ func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnin
 		mode, err := tree.ParseInitMode(v)
 		if err != nil {
 			return nil, badRequest("config.branch_initialisation: " + err.Error())
+		}
+		if v == "" || mode == s.deps.Trees.DefaultMode() {
+			mode = "" // the service's default, whatever it becomes
 		}
 		sp.Profile.InitMode = mode
 	}
@@ -421,8 +456,30 @@ func (s *Server) settingsWarnings(settings map[string]json.RawMessage) []string 
 	return out
 }
 
-// settingEqual compares a decoded setting with the value reported for it.
+// checkText refuses text a database cannot hold or a prompt should not:
+// invalid UTF-8, NUL, and other control characters unless multiline allows
+// newlines and tabs.
+func checkText(field, v string, multiline bool) error {
+	if !utf8.ValidString(v) {
+		return badRequest(field + " is not valid UTF-8")
+	}
+	if strings.ContainsFunc(v, func(r rune) bool {
+		return unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t' || r == '\r'))
+	}) {
+		return badRequest(field + " contains a control character")
+	}
+	return nil
+}
+
+// settingEqual compares a decoded setting with the value reported for it;
+// an empty string and null are the same (no base URL).
 func settingEqual(got, reported any) bool {
+	if got == "" {
+		got = nil
+	}
+	if reported == "" {
+		reported = nil
+	}
 	a, errA := json.Marshal(got)
 	b, errB := json.Marshal(reported)
 	if errA != nil || errB != nil {

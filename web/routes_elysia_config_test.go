@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -145,4 +146,55 @@ func TestUserConfigBadInput(t *testing.T) {
 	if rec := h.do(t, "DELETE", "/user/config/alice/"+builtinConfigID, ""); rec.Code != 422 {
 		t.Errorf("DELETE of the built-in config: %d %s", rec.Code, rec.Body)
 	}
+}
+
+// TestUserConfigInForce: saving the config in force with "save as default"
+// unticked keeps it in force; one saved under the built-in id is in force
+// while no other is, for the routes and for the user's queries alike.
+func TestUserConfigInForce(t *testing.T) {
+	h := newHarness(t, nil)
+	h.config(t, "POST", "/user/config/bob/x", `{"default": true, "config": {"style": "Plain."}}`, 200)
+	h.config(t, "POST", "/user/config/bob/x", `{"default": false, "config": {"style": "Pirate!"}}`, 200)
+	if a := h.config(t, "GET", "/user/config/bob", "", 200); a.Config.ID != "x" || a.Config.Style != "Pirate!" {
+		t.Errorf("after a save with default false, in force: %+v; want x, still", a.Config)
+	}
+
+	h.config(t, "POST", "/user/config/carol/"+builtinConfigID, `{"name": "Mine", "default": false, "config": {"style": "Saved."}}`, 200)
+	got := h.config(t, "GET", "/user/config/carol", "", 200).Config
+	loaded := h.config(t, "GET", "/user/config/carol/"+builtinConfigID+"/load", "", 200).Config
+	prof, err := h.store.Profile(t.Context(), "carol")
+	if got.Style != "Saved." || loaded.Style != "Saved." || err != nil || prof.Style != "Saved." {
+		t.Errorf("the config saved under the built-in id: in force %+v, loaded %+v, profile %+v %v; want it everywhere", got, loaded, prof, err)
+	}
+	list := h.config(t, "GET", "/user/config/carol/list", "", 200).Configs
+	if len(list) != 1 || list[0].ConfigID != builtinConfigID || !list[0].Default {
+		t.Errorf("carol's list = %+v, want her one config, in force", list)
+	}
+}
+
+// TestUserConfigRefusesBadTextAndIDs: what a database cannot hold is a 400
+// naming the field, and a user's configs are bounded.
+func TestUserConfigRefusesBadTextAndIDs(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, tt := range []struct{ method, path, body, want string }{
+		{"POST", "/user/config/alice/c1", `{"name": "a\u0000b"}`, "name contains a control character"},
+		{"POST", "/user/config/alice/c1", `{"config": {"style": "a\u0000b"}}`, "config.style contains a control character"},
+		{"GET", "/user/config/alice/%ff/load", "", "config_id is not valid UTF-8"},
+		{"POST", "/user/config/alice/a%01b/load", "", "config_id contains a control character"},
+		{"DELETE", "/user/config/alice/%ff", "", "config_id is not valid UTF-8"},
+	} {
+		if a := h.config(t, tt.method, tt.path, tt.body, 400); !strings.Contains(a.Error, tt.want) {
+			t.Errorf("%s %s: error %q, want %q", tt.method, tt.path, a.Error, tt.want)
+		}
+	}
+	if a := h.config(t, "POST", "/user/config/alice/c1", `{"config": {"style": "line one\nline two"}}`, 200); a.Config.Style != "line one\nline two" {
+		t.Errorf("a style on two lines was changed: %q", a.Config.Style)
+	}
+	for i := 2; i <= maxConfigs; i++ {
+		h.config(t, "POST", fmt.Sprintf("/user/config/alice/c%d", i), `{}`, 200)
+	}
+	if a := h.config(t, "POST", "/user/config/alice/one-too-many", `{}`, 409); !strings.Contains(a.Error, "delete one first") {
+		t.Errorf("config number %d: %q", maxConfigs+1, a.Error)
+	}
+	h.config(t, "POST", "/user/config/alice/c1", `{"config": {"style": "Still editable."}}`, 200)
 }
