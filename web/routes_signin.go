@@ -2,10 +2,14 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode"
 
@@ -24,7 +28,12 @@ import (
 //   - GET /oauth/callback is where the authorization server sends the
 //     browser back. It needs no key (a redirect carries no header): the
 //     state, unguessable, bound to the user who started and good for one
-//     use, is the credential. It answers a small HTML page that tells the
+//     use, is the credential, and it only counts from the browser that
+//     started the sign-in: the start sets a cookie (HttpOnly, SameSite=Lax,
+//     path /oauth/callback, ten minutes) holding the state's SHA-256, which
+//     the callback must bring. So a sign-in link someone started cannot be
+//     finished by another person, whose account would then end up under
+//     the starter's name. It answers a small HTML page that tells the
 //     window that opened it how the sign-in went and closes itself.
 //   - DELETE /oauth/:server signs the user out.
 //   - PUT and DELETE /users/:user_id/secrets/:name set and forget a user's
@@ -96,6 +105,7 @@ func (s *Server) oauthStart(c *gin.Context) {
 		authURL, err = s.deps.SignIns.StartSignIn(c.Request.Context(), c.Param("server"), user, redirect)
 		if err == nil {
 			c.Header("Cache-Control", "no-store")
+			s.bindSignIn(c, authURL, strings.HasPrefix(redirect, "https:"))
 			if wantsJSON(c.Request) {
 				writeJSON(c, http.StatusOK, ok(kv("url", authURL)))
 				return
@@ -157,6 +167,11 @@ func (s *Server) oauthCallback(c *gin.Context) {
 		s.signInPage(c, http.StatusNotFound, signInResult{Message: errNoSignIns.msg})
 		return
 	}
+	if !signInBound(c, state) {
+		s.signInPage(c, http.StatusBadRequest, signInResult{Message: "this sign-in was not started in this browser " +
+			"(or its cookie expired): start it again from the page, in the browser you sign in with"})
+		return
+	}
 	server, user, err := s.deps.SignIns.FinishSignIn(c.Request.Context(), state, code, q.Get("iss"))
 	if err != nil {
 		status, msg := s.signInFailure(c.Request.Context(), err)
@@ -168,6 +183,46 @@ func (s *Server) oauthCallback(c *gin.Context) {
 		s.hub.publish(user, topicServers)
 	}
 	s.signInPage(c, http.StatusOK, signInResult{OK: true, Server: server, Message: "Signed in to " + server + "."})
+}
+
+// signInCookieTTL is how long a started sign-in's cookie lives: as long as
+// the sign-in waits for its callback.
+const signInCookieTTL = 600 // seconds
+
+// signInCookie is the name and value of the cookie that binds the sign-in
+// of state to the browser that started it: one cookie per sign-in, so that
+// several can be under way, holding the state's SHA-256 (the state itself
+// never goes into a cookie).
+func signInCookie(state string) (name, value string) {
+	sum := sha256.Sum256([]byte(state))
+	v := hex.EncodeToString(sum[:])
+	return "elysia_signin_" + v[:16], v
+}
+
+// bindSignIn sets the cookie of the sign-in whose authorization URL is
+// authURL. secure is set when the callback is https.
+func (s *Server) bindSignIn(c *gin.Context, authURL string, secure bool) {
+	u, err := url.Parse(authURL)
+	state := ""
+	if err == nil {
+		state = u.Query().Get("state")
+	}
+	if state == "" {
+		return // the callback then refuses it: nothing to bind
+	}
+	name, value := signInCookie(state)
+	http.SetCookie(c.Writer, &http.Cookie{Name: name, Value: value, Path: "/oauth/callback", MaxAge: signInCookieTTL,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+}
+
+// signInBound reports whether the callback's browser holds the cookie of
+// the sign-in of state, and clears it.
+func signInBound(c *gin.Context, state string) bool {
+	name, want := signInCookie(state)
+	got, err := c.Cookie(name)
+	http.SetCookie(c.Writer, &http.Cookie{Name: name, Value: "", Path: "/oauth/callback", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	return err == nil && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // signInFailure returns the status and the message shown for a failed

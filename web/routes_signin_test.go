@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -128,6 +129,22 @@ func newSignInHarness(t *testing.T, opts *Options) signInHarness {
 }
 
 // stateOf returns the state in a start's authorization URL.
+// signInCookieOf returns the Cookie header that carries the sign-in
+// cookie a start set, as the browser would send it back.
+func signInCookieOf(t *testing.T, rec *httptest.ResponseRecorder) string {
+	t.Helper()
+	for _, c := range rec.Result().Cookies() {
+		if strings.HasPrefix(c.Name, "elysia_signin_") {
+			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/oauth/callback" || c.MaxAge <= 0 {
+				t.Errorf("sign-in cookie %+v: want HttpOnly, SameSite=Lax, path /oauth/callback, a lifetime", c)
+			}
+			return c.Name + "=" + c.Value
+		}
+	}
+	t.Fatalf("the start set no sign-in cookie: %v", rec.Result().Cookies())
+	return ""
+}
+
 func stateOf(t *testing.T, authURL string) string {
 	t.Helper()
 	u, err := url.Parse(authURL)
@@ -167,8 +184,19 @@ func TestSignInKeyless(t *testing.T) {
 		t.Errorf("redirect URI = %q, want %q", h.f.redirects[0], want)
 	}
 	state := stateOf(t, rec.Header().Get("Location"))
+	cookie := signInCookieOf(t, rec)
 
-	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=c0de-42&iss=https%3A%2F%2Fas.example", "")
+	// The link finished in a browser that did not start it: refused, and
+	// the sign-in still waits for its own browser.
+	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=stolen&iss=https%3A%2F%2Fas.example", "")
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "not started in this browser") {
+		t.Errorf("callback from another browser = %d %s, want 400", rec.Code, rec.Body)
+	}
+	if got := h.f.token("todo", "alice"); got != "" {
+		t.Errorf("a callback from another browser stored %q for alice", got)
+	}
+
+	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=c0de-42&iss=https%3A%2F%2Fas.example", "", "Cookie", cookie)
 	body := rec.Body.String()
 	if rec.Code != http.StatusOK || !strings.Contains(body, "Signed in to todo") || !strings.Contains(rec.Header().Get("Content-Type"), "text/html") {
 		t.Fatalf("callback = %d %s", rec.Code, body)
@@ -192,7 +220,7 @@ func TestSignInKeyless(t *testing.T) {
 	}
 
 	// The same state again: refused, nothing stored.
-	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=other", "")
+	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=other", "", "Cookie", cookie)
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "already used") {
 		t.Errorf("replayed callback = %d %s, want 400", rec.Code, rec.Body)
 	}
@@ -219,7 +247,7 @@ func TestSignInBadCallbacks(t *testing.T) {
 		wantText    string
 		notText     string
 	}{
-		{"unknown state", "state=forged&code=x", 400, "unknown, expired or already used", ""},
+		{"unknown state", "state=forged&code=x", 400, "not started in this browser", ""},
 		{"no code", "state=s", 400, "needs state and code", ""},
 		{"refused by the authorization server", "error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state=s",
 			400, "did not sign you in: access_denied (&lt;script&gt;alert(1)&lt;/script&gt;)", "<script>alert"},
@@ -275,8 +303,14 @@ func TestSignInWithKeys(t *testing.T) {
 	if want := "https://app.example.com/oauth/callback"; h.f.redirects[0] != want {
 		t.Errorf("redirect URI on a public host = %q, want %q", h.f.redirects[0], want)
 	}
-	// The callback needs no key: the state says whose sign-in it is.
-	if rec := h.do(t, "GET", "/oauth/callback?code=abc&state="+stateOf(t, body.URL), "", "Host", "app.example.com"); rec.Code != 200 {
+	// The callback needs no key: the state says whose sign-in it is, and
+	// the cookie that the browser which started it is back. On an https
+	// public host the cookie is Secure.
+	cookie := signInCookieOf(t, rec)
+	if c := rec.Result().Cookies()[0]; !c.Secure {
+		t.Errorf("sign-in cookie on an https host is not Secure: %+v", c)
+	}
+	if rec := h.do(t, "GET", "/oauth/callback?code=abc&state="+stateOf(t, body.URL), "", "Host", "app.example.com", "Cookie", cookie); rec.Code != 200 {
 		t.Fatalf("callback = %d %s", rec.Code, rec.Body)
 	}
 	if h.f.token("todo", "alice") == "" || h.f.token("todo", "bob") != "" {

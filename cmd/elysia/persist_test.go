@@ -198,10 +198,16 @@ func TestPostgresReplicasShareSignIns(t *testing.T) {
 	}
 	a, b := startService(t, opts), startService(t, opts)
 
-	code, _, raw := rawDo(t, http.MethodGet, a.URL+"/oauth/start/secure?user=alice", "", nil, map[string]string{"Accept": "application/json"})
+	code, hdr, raw := rawDo(t, http.MethodGet, a.URL+"/oauth/start/secure?user=alice", "", nil, map[string]string{"Accept": "application/json"})
 	var started struct{ URL string }
 	if err := json.Unmarshal(raw, &started); code != http.StatusOK || err != nil || started.URL == "" {
 		t.Fatalf("start on A: %d %s", code, raw)
+	}
+	// The browser that started the sign-in brings its cookie back to
+	// whichever replica the callback reaches.
+	cookie := strings.SplitN(hdr.Get("Set-Cookie"), ";", 2)[0]
+	if !strings.HasPrefix(cookie, "elysia_signin_") {
+		t.Fatalf("the start set no sign-in cookie: %q", hdr.Get("Set-Cookie"))
 	}
 	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noFollow.Get(started.URL)
@@ -214,7 +220,7 @@ func TestPostgresReplicasShareSignIns(t *testing.T) {
 		t.Fatalf("the authorization server redirected to %q, want A's callback", resp.Header.Get("Location"))
 	}
 	onB := strings.Replace(callback.String(), a.URL, b.URL, 1)
-	if code, _, raw := rawDo(t, http.MethodGet, onB, "", nil, nil); code != http.StatusOK {
+	if code, _, raw := rawDo(t, http.MethodGet, onB, "", nil, map[string]string{"Cookie": cookie}); code != http.StatusOK {
 		t.Fatalf("callback on B: %d %s", code, raw)
 	}
 	for name, s := range map[string]*serviceProc{"A": a, "B": b} {
@@ -227,7 +233,7 @@ func TestPostgresReplicasShareSignIns(t *testing.T) {
 			t.Errorf("alice's state on %s after the sign-in: %d %v", name, code, state)
 		}
 	}
-	if code, _, _ := rawDo(t, http.MethodGet, onB, "", nil, nil); code == http.StatusOK {
+	if code, _, _ := rawDo(t, http.MethodGet, onB, "", nil, map[string]string{"Cookie": cookie}); code == http.StatusOK {
 		t.Errorf("a replayed callback was accepted")
 	}
 }
