@@ -81,7 +81,8 @@ func (m *Manager) lookup(ctx context.Context, userID, conversationID string, cre
 		var st ConversationState
 		var found bool
 		var userOps []Op
-		st, found, userOps, err = m.fetch(ctx, userID, conversationID, create)
+		var mode InitMode
+		st, found, userOps, mode, err = m.fetch(ctx, userID, conversationID, create)
 		m.mu.Lock()
 		m.endLoadLocked(k, p)
 		c = m.convs[k]
@@ -97,7 +98,7 @@ func (m *Manager) lookup(ctx context.Context, userID, conversationID string, cre
 			m.mu.Unlock()
 			continue // what was read may be older than what was saved since
 		case found || create:
-			c, ok = m.insertLocked(k, found, st, userOps), true
+			c, ok = m.insertLocked(k, found, st, userOps, mode), true
 			if !found {
 				c.changes++ // its creation, saved by the caller
 				created = true
@@ -135,10 +136,14 @@ func (m *Manager) saveCreated(ctx context.Context, c *Conversation) {
 }
 
 // insertLocked puts conversation k in memory, restored from st when found
-// and otherwise new, with userOps; m.mu is held. Its own tree, if it has
-// ops, is built on first use (see treeOf), outside the lock.
-func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op) *Conversation {
-	c := newConversation(m, k.user, k.conv, m.opts.DefaultMode)
+// and otherwise new, with userOps and mode ("" for the Manager's default);
+// m.mu is held. Its own tree, if it has ops, is built on first use (see
+// treeOf), outside the lock.
+func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op, mode InitMode) *Conversation {
+	if mode == "" {
+		mode = m.opts.DefaultMode
+	}
+	c := newConversation(m, k.user, k.conv, mode)
 	if found {
 		c.restoreLocked(st)
 	} else {
@@ -152,20 +157,27 @@ func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, user
 }
 
 // fetch reads what load needs from the Store: the saved state, if found,
-// and otherwise, when create is set, the user's own ops.
-func (m *Manager) fetch(ctx context.Context, userID, conversationID string, create bool) (st ConversationState, found bool, userOps []Op, err error) {
+// and otherwise, when create is set, the user's own ops and the mode of
+// the user's profile (Profile.InitMode; "" for the Manager's default).
+func (m *Manager) fetch(ctx context.Context, userID, conversationID string, create bool) (st ConversationState, found bool, userOps []Op, mode InitMode, err error) {
 	if m.opts.Store != nil {
 		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
 		if err != nil {
-			return st, false, nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
+			return st, false, nil, "", fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
 		}
 	}
 	if !found && create {
 		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
-			return st, false, nil, err
+			return st, false, nil, "", err
+		}
+		if p := m.profile(ctx, userID); p.InitMode != "" {
+			if mode, err = ParseInitMode(string(p.InitMode)); err != nil {
+				m.logger.WarnContext(ctx, "the user's profile names an unknown tree mode; using the default", "user", userID, "err", err)
+				mode = ""
+			}
 		}
 	}
-	return st, found, userOps, nil
+	return st, found, userOps, mode, nil
 }
 
 // lockCurrent locks m.mu and returns the Manager's copy of c: c, or, when

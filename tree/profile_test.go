@@ -52,3 +52,32 @@ func TestProfileOpensTheSystemMessage(t *testing.T) {
 		t.Errorf("a profile that cannot be read gave:\n%s\nwant the default", broken)
 	}
 }
+
+// TestProfileModeStartsNewConversations: a user's profile names the tree
+// the user's new conversations start with; conversations that exist keep
+// theirs, and other users get the Manager's default.
+func TestProfileModeStartsNewConversations(t *testing.T) {
+	profiles := profileMap{}
+	m := NewManager(&Options{Profiles: profiles})
+	m.SetTools([]Placement{{Tool: gateway("todo")}})
+	before, err := m.Conversation(t.Context(), "alice", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles["alice"] = Profile{InitMode: Empty}
+	for _, tt := range []struct {
+		user, conv string
+		want       InitMode
+	}{{"alice", "c2", Empty}, {"alice", "c1", OneBranch}, {"bob", "c1", OneBranch}} {
+		c, err := m.Conversation(t.Context(), tt.user, tt.conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Mode() != tt.want {
+			t.Errorf("%s/%s: mode %q, want %q", tt.user, tt.conv, c.Mode(), tt.want)
+		}
+	}
+	if before.Mode() != OneBranch {
+		t.Errorf("alice's existing conversation changed mode: %q", before.Mode())
+	}
+}
