@@ -51,6 +51,7 @@ import { ChatView, Transport } from "./chat.js";
 import { LiveEvents } from "./live.js";
 import { fillIcons, icon } from "./icons.js";
 import { SignIn } from "./signin.js";
+import { Settings } from "./settings.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -131,6 +132,7 @@ class App {
     $("conversation-meta").textContent = `${this.user} · ${this.conversation}`;
     this.bindUI();
     new SignIn({ user: this.user, treeEl: $("tree"), chatEl: $("chat") }).install();
+    new Settings({ user: this.user }).install();
     document.body.dataset.state = "idle";
     this.setStatus("idle");
     // The tree GET creates the conversation (and asks for a key when one is
