@@ -29,7 +29,7 @@ func listEverythingTools(b *browser) {
 	b.t.Helper()
 	b.do("list the gateway's tools",
 		chromedp.Click(css(`#tree .node[data-id="mcp_everything"] > .row .label`)),
-		chromedp.Click(css(`#list-tools`)),
+		clickNode(`#list-tools`),
 		chromedp.WaitVisible(css(`#tool-list li[data-tool="trigger-long-running-operation"] .run`)),
 	)
 }
@@ -203,7 +203,7 @@ func TestBrowserElicitation(t *testing.T) {
 	b.do("an integer out of range",
 		retype(form+` [name="name"]`, "Ada Lovelace"),
 		retype(form+` [name="integer"]`, "1000"),
-		chromedp.Click(css(form+` button.accept`)),
+		clickNode(form+` button.accept`),
 		waitJS(`document.querySelector("#chat .elicitation").dataset.state === "invalid"`),
 		chromedp.WaitVisible(css(`#chat .elicitation .form-error`)),
 	)
@@ -218,7 +218,7 @@ func TestBrowserElicitation(t *testing.T) {
 	// name and the default the user left alone.
 	b.do("accept",
 		retype(`#chat .elicitation [name="integer"]`, "7"),
-		chromedp.Click(css(`#chat .elicitation button.accept`)),
+		clickNode(`#chat .elicitation button.accept`),
 		waitJS(lastTurn+`.querySelector('[data-type="completed"]') !== null && document.body.dataset.state === "idle"`),
 	)
 	if st := eval[string](b, "answered", `document.querySelector("#chat .elicitation").dataset.state`); st != "answered" {
@@ -235,7 +235,7 @@ func TestBrowserElicitation(t *testing.T) {
 	ask(b, "ask me again")
 	b.do("decline",
 		chromedp.WaitVisible(css(`#chat .turn:last-child .elicitation[data-state="open"] button.decline`)),
-		chromedp.Click(css(`#chat .turn:last-child .elicitation button.decline`)),
+		clickNode(`#chat .turn:last-child .elicitation button.decline`),
 		waitJS(lastTurn+`.querySelector('[data-type="completed"]') !== null && document.body.dataset.state === "idle"`),
 	)
 	result = eval[string](b, "declined result", `[...`+lastTurn+`.querySelectorAll('[data-type="result"]')].map((e) => e.textContent).join("\n")`)
@@ -273,7 +273,7 @@ func TestBrowserResourcesAndPrompts(t *testing.T) {
 
 	// 1. Resources: listed, and a click reads one.
 	b.do("list resources",
-		chromedp.Click(css(`#tab-resources`)),
+		clickNode(`#tab-resources`),
 		chromedp.WaitVisible(css(`#resource-list li[data-uri] button.open`)),
 	)
 	if sel := eval[string](b, "tab", `document.querySelector("#tab-resources").getAttribute("aria-selected")`); sel != "true" {
@@ -281,7 +281,7 @@ func TestBrowserResourcesAndPrompts(t *testing.T) {
 	}
 	uri := eval[string](b, "first uri", `document.querySelector("#resource-list li[data-uri]").dataset.uri`)
 	b.do("read "+uri,
-		chromedp.Click(css(`#resource-list li[data-uri] button.open`)),
+		clickNode(`#resource-list li[data-uri] button.open`),
 		waitJS(`["ok", "error"].includes(document.querySelector("#resource-content").dataset.state)`),
 	)
 	if st, text := eval[string](b, "read state", `document.querySelector("#resource-content").dataset.state`),
@@ -291,16 +291,16 @@ func TestBrowserResourcesAndPrompts(t *testing.T) {
 
 	// 2. Prompts: listed; one with arguments filled in and got.
 	b.do("list prompts",
-		chromedp.Click(css(`#tab-prompts`)),
+		clickNode(`#tab-prompts`),
 		chromedp.WaitVisible(css(`#prompt-list li[data-prompt="args-prompt"] button.open`)),
 		chromedp.WaitNotVisible(css(`#tab-panel-resources`)),
-		chromedp.Click(css(`#prompt-list li[data-prompt="args-prompt"] button.open`)),
+		clickNode(`#prompt-list li[data-prompt="args-prompt"] button.open`),
 		chromedp.WaitVisible(css(`#prompt-form [name="city"]`)),
 		// A missing required argument is caught before anything is sent.
-		chromedp.Click(css(`#prompt-form-submit`)),
+		clickNode(`#prompt-form-submit`),
 		waitJS(`/city/.test(document.querySelector("#prompt-form-error").textContent)`),
 		chromedp.SendKeys(css(`#prompt-form [name="city"]`), "Lisbon"),
-		chromedp.Click(css(`#prompt-form-submit`)),
+		clickNode(`#prompt-form-submit`),
 		waitJS(`["ok", "error", "invalid"].includes(document.querySelector("#prompt-result").dataset.state)`),
 	)
 	if st, text := eval[string](b, "prompt state", `document.querySelector("#prompt-result").dataset.state`),
@@ -313,7 +313,7 @@ func TestBrowserResourcesAndPrompts(t *testing.T) {
 
 	// 3. Logs: the tab answers with the server's log (possibly empty).
 	b.do("logs",
-		chromedp.Click(css(`#tab-logs`)),
+		clickNode(`#tab-logs`),
 		waitJS(`/message/.test(document.querySelector("#logs-status").textContent)`),
 	)
 	t.Logf("screenshot: %s", screenshot(t, b, "ui-prompts.png"))

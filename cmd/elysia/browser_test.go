@@ -90,7 +90,7 @@ func TestBrowserUI(t *testing.T) {
 	b.do("open the gateway and list its tools",
 		chromedp.Click(css(`#tree .node[data-id="mcp_todo"] > .row .label`)),
 		chromedp.WaitVisible(css(`#tool-panel`)),
-		chromedp.Click(css(`#list-tools`)),
+		clickNode(`#list-tools`),
 		chromedp.WaitVisible(css(`#tool-list li[data-tool="create_todo"]`)),
 	)
 	tools := eval[[]string](b, "tool names", `[...document.querySelectorAll("#tool-list li[data-tool]")].map((li) => li.dataset.tool)`)
@@ -108,11 +108,11 @@ func TestBrowserUI(t *testing.T) {
 
 	// 3. Run create_todo through the generated form.
 	b.do("run create_todo",
-		chromedp.Click(css(`#tool-list li[data-tool="create_todo"] button.run`)),
+		clickNode(`#tool-list li[data-tool="create_todo"] button.run`),
 		chromedp.WaitVisible(css(`#tool-form #field-title`)),
 		chromedp.SendKeys(css(`#field-title`), "Buy milk"),
 		chromedp.SendKeys(css(`#field-priority`), "2"),
-		chromedp.Click(css(`#tool-form-submit`)),
+		clickNode(`#tool-form-submit`),
 		waitJS(`["ok", "error"].includes(document.querySelector("#tool-result").dataset.state)`),
 	)
 	if st, text := eval[string](b, "result state", `document.querySelector("#tool-result").dataset.state`),
@@ -123,7 +123,7 @@ func TestBrowserUI(t *testing.T) {
 	// The server's 422 names the field that broke its rule.
 	b.do("priority 9 is refused",
 		retype(`#field-priority`, "9"),
-		chromedp.Click(css(`#tool-form-submit`)),
+		clickNode(`#tool-form-submit`),
 		chromedp.WaitVisible(css(`#tool-form-error`)),
 		waitJS(`document.querySelector("#tool-result").dataset.state === "invalid"`),
 	)
@@ -137,7 +137,7 @@ func TestBrowserUI(t *testing.T) {
 	b.do("empty title is refused",
 		retype(`#field-title`, ""),
 		retype(`#field-priority`, "2"),
-		chromedp.Click(css(`#tool-form-submit`)),
+		clickNode(`#tool-form-submit`),
 		waitJS(`/title/.test(document.querySelector("#tool-form-error").textContent) && !/priority/.test(document.querySelector("#tool-form-error").textContent)`),
 	)
 
@@ -367,7 +367,7 @@ func openGatewayTools(b *browser) {
 	b.do("list the gateway's tools",
 		chromedp.Click(css(`#tree .node[data-id="mcp_todo"] > .row .label`)),
 		chromedp.WaitVisible(css(`#tool-panel`)),
-		chromedp.Click(css(`#list-tools`)),
+		clickNode(`#list-tools`),
 		chromedp.WaitVisible(css(`#tool-list li[data-tool="create_todo"] .run`)),
 	)
 }
@@ -417,7 +417,7 @@ func TestBrowserLive(t *testing.T) {
 	}
 	openGatewayTools(b)
 	checkIcons(t, b)
-	b.do("close the panel", chromedp.Click(css(`#tool-panel-close`)), chromedp.WaitNotVisible(css(`#tool-panel`)))
+	b.do("close the panel", clickNode(`#tool-panel-close`), chromedp.WaitNotVisible(css(`#tool-panel`)))
 
 	// 1. A server added to mcp.json appears in the open page, pushed.
 	mark := proxy.mark()

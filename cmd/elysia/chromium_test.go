@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,6 +298,18 @@ func hasEmojiFont() bool {
 // waitJS waits until the JavaScript expression is truthy.
 func waitJS(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0))
+}
+
+// clickNode clicks the element sel selects with the DOM's click(), once it
+// is visible. chromedp.Click clicks at the element's coordinates, which
+// miss when the layout moves between measuring and clicking (a panel whose
+// text grows as the live stream updates it); use clickNode for controls
+// whose click handler is all the test wants.
+func clickNode(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.WaitVisible(css(sel)),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf("void document.querySelector(%s).click()", jsQuote(sel))),
+	)
 }
 
 // screenshotDir is testdata/screenshots at the repository root (gitignored).
