@@ -41,15 +41,9 @@ func (p *Store) Config(ctx context.Context, userID, configID string) (tree.Saved
 // the default, else the one saved under tree.BuiltinProfileID (reported as
 // the default); ok is false when neither exists.
 func (p *Store) DefaultConfig(ctx context.Context, userID string) (sp tree.SavedProfile, ok bool, err error) {
-	c, err := p.s.DefaultUserConfig(ctx, userID)
+	c, err := p.s.InForceUserConfig(ctx, userID, tree.BuiltinProfileID)
 	if errors.Is(err, store.ErrNotFound) {
-		c, err = p.s.GetUserConfig(ctx, userID, tree.BuiltinProfileID)
-		if errors.Is(err, store.ErrNotFound) {
-			return tree.SavedProfile{}, false, nil
-		}
-		if c != nil {
-			c.Default = true
-		}
+		return tree.SavedProfile{}, false, nil
 	}
 	if err != nil {
 		return tree.SavedProfile{}, false, err

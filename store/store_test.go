@@ -57,6 +57,7 @@ var behaviours = []struct {
 	{"feedback", testFeedback},
 	{"user configs", testUserConfigs},
 	{"user configs, defaults saved at once", testUserConfigsConcurrentDefaults},
+	{"user config in force", testUserConfigInForce},
 	{"turns and events are trimmed", testTrim},
 	{"first schema's blobs become a turn", testMigrateBlobs},
 }

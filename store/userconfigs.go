@@ -85,6 +85,36 @@ func (s *Store) DefaultUserConfig(ctx context.Context, userID string) (*UserConf
 		`SELECT id, name, is_default, body, updated_at FROM user_configs WHERE user_id = ? AND is_default = 1`, userID)
 }
 
+// inForceQuery finds the user's default config, else the one saved under
+// the fallback id: one prepared statement, since every query of a user
+// reads it.
+const inForceQuery = `SELECT id, name, is_default, body, updated_at FROM user_configs
+	WHERE user_id = ? AND (is_default = 1 OR id = ?) ORDER BY is_default DESC LIMIT 1`
+
+// InForceUserConfig returns the user's default config, else the config
+// saved under fallbackID (reported with Default set, as the one in force),
+// or [ErrNotFound] when there is neither.
+func (s *Store) InForceUserConfig(ctx context.Context, userID, fallbackID string) (*UserConfig, error) {
+	if err := s.check(userID, fallbackID); err != nil {
+		return nil, err
+	}
+	c := &UserConfig{UserID: userID}
+	var (
+		def     int64
+		body    string
+		updated int64
+	)
+	err := s.queryRow(ctx, inForceQuery, userID, fallbackID).Scan(&c.ID, &c.Name, &def, &body, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("config in force for user %q: %w", userID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config in force for user %q: %w", userID, err)
+	}
+	c.Default, c.Body, c.UpdatedAt = true, json.RawMessage(body), fromMicros(updated)
+	return c, nil
+}
+
 func (s *Store) oneUserConfig(ctx context.Context, what, query string, args ...any) (*UserConfig, error) {
 	c := &UserConfig{UserID: args[0].(string)}
 	var (

@@ -89,3 +89,31 @@ func testUserConfigsConcurrentDefaults(t *testing.T, newDSN newDSN) {
 		t.Errorf("%d configs, %d defaults; want %d and 1", len(list), defaults, n)
 	}
 }
+
+func testUserConfigInForce(t *testing.T, newDSN newDSN) {
+	s := openStore(t, newDSN(t))
+	ctx := t.Context()
+	if _, err := s.InForceUserConfig(ctx, "alice", "default"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("in force without configs = %v, want ErrNotFound", err)
+	}
+	for _, c := range []UserConfig{
+		{UserID: "alice", ID: "default", Name: "Mine", Body: []byte(`{"style":"Saved."}`)},
+		{UserID: "alice", ID: "other", Name: "Other", Body: []byte(`{}`)},
+	} {
+		if err := s.SaveUserConfig(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, err := s.InForceUserConfig(ctx, "alice", "default"); err != nil || c.ID != "default" || !c.Default {
+		t.Errorf("in force without a default = %+v, %v; want the fallback, as the default", c, err)
+	}
+	if err := s.SaveUserConfig(ctx, &UserConfig{UserID: "alice", ID: "other", Name: "Other", Default: true, Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.InForceUserConfig(ctx, "alice", "default"); err != nil || c.ID != "other" {
+		t.Errorf("in force with a default = %+v, %v; want other", c, err)
+	}
+	if _, err := s.InForceUserConfig(ctx, "bob", "default"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob's config in force = %v, want ErrNotFound", err)
+	}
+}

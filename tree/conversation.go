@@ -65,8 +65,8 @@ type ConversationInfo struct {
 type Conversation struct {
 	m *Manager
 
-	// mode, tree, gen, movedAt, ops, deleted, changes, saved, sv, newer
-	// and older are guarded by m.mu. With no ops, the conversation runs on the
+	// mode, tree, gen, movedAt, ops, deleted, changes, saved, sv, newer,
+	// older and firstProfile are guarded by m.mu. With no ops, the conversation runs on the
 	// Manager's default tree for mode; with ops, on tree, its own, built on
 	// generation gen of the Manager's registry (nil or older: rebuilt from
 	// ops on use, see Manager.treeOf).
@@ -90,6 +90,9 @@ type Conversation struct {
 	sv      *savedState
 	newer   *Conversation
 	older   *Conversation
+	// firstProfile is the user's profile, read when a query created the
+	// conversation, for that query's run (profileForRun); nil otherwise.
+	firstProfile *Profile
 
 	userID string
 	id     string

@@ -54,6 +54,10 @@ func (m *Manager) Forget(userID, conversationID string) {
 func (m *Manager) load(ctx context.Context, userID, conversationID string, create bool) (c *Conversation, ok bool, err error) {
 	c, ok, created, err := m.lookup(ctx, userID, conversationID, create)
 	if created {
+		// Its first query may come much later: it reads the profile then.
+		m.mu.Lock()
+		c.firstProfile = nil
+		m.mu.Unlock()
 		// A new conversation exists from now on (GET /tree "creates the
 		// conversation"): saved, so it is listed and survives a restart
 		// like any other.
@@ -81,8 +85,8 @@ func (m *Manager) lookup(ctx context.Context, userID, conversationID string, cre
 		var st ConversationState
 		var found bool
 		var userOps []Op
-		var mode InitMode
-		st, found, userOps, mode, err = m.fetch(ctx, userID, conversationID, create)
+		var prof *Profile
+		st, found, userOps, prof, err = m.fetch(ctx, userID, conversationID, create)
 		m.mu.Lock()
 		m.endLoadLocked(k, p)
 		c = m.convs[k]
@@ -98,7 +102,7 @@ func (m *Manager) lookup(ctx context.Context, userID, conversationID string, cre
 			m.mu.Unlock()
 			continue // what was read may be older than what was saved since
 		case found || create:
-			c, ok = m.insertLocked(k, found, st, userOps, mode), true
+			c, ok = m.insertLocked(k, found, st, userOps, prof), true
 			if !found {
 				c.changes++ // its creation, saved by the caller
 				created = true
@@ -136,14 +140,19 @@ func (m *Manager) saveCreated(ctx context.Context, c *Conversation) {
 }
 
 // insertLocked puts conversation k in memory, restored from st when found
-// and otherwise new, with userOps and mode ("" for the Manager's default);
-// m.mu is held. Its own tree, if it has ops, is built on first use (see
-// treeOf), outside the lock.
-func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op, mode InitMode) *Conversation {
-	if mode == "" {
-		mode = m.opts.DefaultMode
+// and otherwise new, with userOps and the tree mode of prof, the user's
+// profile (nil: none read), which the conversation's first run may take
+// (see Conversation.profileForRun); m.mu is held. Its own tree, if it has
+// ops, is built on first use (see treeOf), outside the lock.
+func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, userOps []Op, prof *Profile) *Conversation {
+	mode := m.opts.DefaultMode
+	if !found && prof != nil && prof.InitMode != "" {
+		mode = prof.InitMode
 	}
 	c := newConversation(m, k.user, k.conv, mode)
+	if !found {
+		c.firstProfile = prof
+	}
 	if found {
 		c.restoreLocked(st)
 	} else {
@@ -157,27 +166,32 @@ func (m *Manager) insertLocked(k convKey, found bool, st ConversationState, user
 }
 
 // fetch reads what load needs from the Store: the saved state, if found,
-// and otherwise, when create is set, the user's own ops and the mode of
-// the user's profile (Profile.InitMode; "" for the Manager's default).
-func (m *Manager) fetch(ctx context.Context, userID, conversationID string, create bool) (st ConversationState, found bool, userOps []Op, mode InitMode, err error) {
+// and otherwise, when create is set, the user's own ops and profile (nil
+// without Options.Profiles), whose InitMode the new conversation starts
+// with.
+func (m *Manager) fetch(ctx context.Context, userID, conversationID string, create bool) (st ConversationState, found bool, userOps []Op, prof *Profile, err error) {
 	if m.opts.Store != nil {
 		st, found, err = m.opts.Store.Load(ctx, userID, conversationID)
 		if err != nil {
-			return st, false, nil, "", fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
+			return st, false, nil, nil, fmt.Errorf("load conversation %s/%s: %w", userID, conversationID, err)
 		}
 	}
 	if !found && create {
 		if userOps, err = m.userOpsOf(ctx, userID); err != nil {
-			return st, false, nil, "", err
+			return st, false, nil, nil, err
 		}
-		if p := m.profile(ctx, userID); p.InitMode != "" {
-			if mode, err = ParseInitMode(string(p.InitMode)); err != nil {
-				m.logger.WarnContext(ctx, "the user's profile names an unknown tree mode; using the default", "user", userID, "err", err)
-				mode = ""
+		if m.opts.Profiles != nil {
+			p := m.profile(ctx, userID)
+			if p.InitMode != "" {
+				if _, perr := ParseInitMode(string(p.InitMode)); perr != nil {
+					m.logger.WarnContext(ctx, "the user's profile names an unknown tree mode; using the default", "user", userID, "err", perr)
+					p.InitMode = ""
+				}
 			}
+			prof = &p
 		}
 	}
-	return st, found, userOps, mode, nil
+	return st, found, userOps, prof, nil
 }
 
 // lockCurrent locks m.mu and returns the Manager's copy of c: c, or, when

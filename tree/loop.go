@@ -56,7 +56,7 @@ func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID
 	}
 	defer func() { <-cur.sem }()
 	r := cur.newRun(model, query, queryID, emit)
-	r.intro = cur.m.profile(ctx, cur.userID).intro()
+	r.intro = cur.profileForRun(ctx).intro()
 	return r.finish(ctx, r.loop(ctx))
 }
 

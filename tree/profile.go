@@ -51,6 +51,19 @@ func (p Profile) intro() string {
 	return b.String()
 }
 
+// profileForRun returns the profile a run of c uses: the one read when the
+// run's own query created c moments ago, else the user's, read now.
+func (c *Conversation) profileForRun(ctx context.Context) Profile {
+	c.m.mu.Lock()
+	p := c.firstProfile
+	c.firstProfile = nil
+	c.m.mu.Unlock()
+	if p != nil {
+		return *p
+	}
+	return c.m.profile(ctx, c.userID)
+}
+
 // profile returns the user's profile for a query. A profile that cannot be
 // read is logged and the default used: the query still runs.
 func (m *Manager) profile(ctx context.Context, userID string) Profile {

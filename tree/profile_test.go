@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -79,5 +80,61 @@ func TestProfileModeStartsNewConversations(t *testing.T) {
 	}
 	if before.Mode() != OneBranch {
 		t.Errorf("alice's existing conversation changed mode: %q", before.Mode())
+	}
+}
+
+// countingProfiles counts its reads.
+type countingProfiles struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (p *countingProfiles) Profile(context.Context, string) (Profile, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	return Profile{Style: "Terse."}, nil
+}
+
+func (p *countingProfiles) reads() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// TestProfileReadOncePerQuery: a query that creates its conversation reads
+// the profile once (for the tree mode and the prompt alike); a conversation
+// made earlier reads it again when its first query runs.
+func TestProfileReadOncePerQuery(t *testing.T) {
+	profiles := &countingProfiles{}
+	m := NewManager(&Options{Profiles: profiles})
+	m.SetTools([]Placement{{Tool: gateway("todo")}})
+	model := script(step{call: "text_response", args: `{"text":"Done."}`})
+	model.last = &step{call: "text_response", args: `{"text":"Done."}`}
+	query := func(conv string) {
+		t.Helper()
+		if err := m.Query(t.Context(), model, "alice", conv, "", "hello", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	query("c1")
+	if n := profiles.reads(); n != 1 {
+		t.Errorf("a query creating its conversation read the profile %d times, want 1", n)
+	}
+	query("c1")
+	if n := profiles.reads(); n != 2 {
+		t.Errorf("a second query: %d reads in all, want 2", n)
+	}
+	if _, err := m.Conversation(t.Context(), "alice", "c2"); err != nil {
+		t.Fatal(err)
+	}
+	query("c2")
+	if n := profiles.reads(); n != 4 {
+		t.Errorf("a conversation made by GET, then queried: %d reads in all, want 4", n)
+	}
+	for i, sys := range model.systems {
+		if !strings.HasPrefix(sys, "Write your messages to the user in this style: Terse.") {
+			t.Errorf("decision %d without the profile: %.80q", i, sys)
+		}
 	}
 }
