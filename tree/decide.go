@@ -128,8 +128,9 @@ func resolve(ch choice, avail []optionInfo, unavail []unavailableInfo) (decision
 	if o.isBranch() {
 		return d, nil
 	}
-	d.args = withDefaults(o.tool.Inputs(), ch.args)
-	for _, in := range o.tool.Inputs() {
+	inputs, _ := o.spec()
+	d.args = withDefaults(inputs, ch.args)
+	for _, in := range inputs {
 		v, ok := d.args[in.Name]
 		if !ok || v == nil {
 			if in.Required {

@@ -286,7 +286,8 @@ func (r *run) autoRun(ctx context.Context, node *Node) (done bool, err error) {
 				continue
 			}
 		}
-		_, ended, err := r.runTool(ctx, o.tool, withDefaults(o.tool.Inputs(), nil))
+		inputs, _ := o.spec()
+		_, ended, err := r.runTool(ctx, o.tool, withDefaults(inputs, nil))
 		if err != nil {
 			return ended, err
 		}

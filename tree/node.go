@@ -2,6 +2,7 @@ package tree
 
 import (
 	"github.com/elysia-go/elysia/tools"
+	"sync"
 )
 
 // Node is a decision node: the model chooses one of its options, in order.
@@ -25,6 +26,26 @@ type option struct {
 	id   string
 	tool tools.Tool
 	next *Node
+
+	// specOnce computes inputs and schema, what every decision offering
+	// the option reads of its tool: once, since a tool's inputs do not
+	// change (a changed server comes with a new tree). Both are shared and
+	// read-only; withDefaults copies the defaults a call takes.
+	specOnce sync.Once
+	inputs   []tools.Input
+	schema   map[string]any
+}
+
+// spec returns the option's inputs and their JSON Schema (a branch has
+// none).
+func (o *option) spec() ([]tools.Input, map[string]any) {
+	o.specOnce.Do(func() {
+		if o.tool != nil {
+			o.inputs = o.tool.Inputs()
+		}
+		o.schema = inputSchema(o.inputs)
+	})
+	return o.inputs, o.schema
 }
 
 // ID returns the node's id ("base", "mcp", "base.query").

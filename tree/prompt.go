@@ -149,8 +149,9 @@ func splitOptions(n *Node, env *tools.Environment) ([]optionInfo, []unavailableI
 				continue
 			}
 		}
+		inputs, _ := o.spec()
 		avail = append(avail, optionInfo{Name: o.id, Description: o.tool.Description(),
-			End: o.tool.EndsRun(), Inputs: o.tool.Inputs(), opt: o})
+			End: o.tool.EndsRun(), Inputs: inputs, opt: o})
 	}
 	return avail, unavail
 }
@@ -159,8 +160,14 @@ func splitOptions(n *Node, env *tools.Environment) ([]optionInfo, []unavailableI
 func functions(avail []optionInfo) []llms.Tool {
 	fns := make([]llms.Tool, len(avail))
 	for i, a := range avail {
+		var params map[string]any
+		if a.opt != nil {
+			_, params = a.opt.spec()
+		} else {
+			params = inputSchema(a.Inputs)
+		}
 		fns[i] = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-			Name: a.Name, Description: a.Description, Parameters: inputSchema(a.Inputs)}}
+			Name: a.Name, Description: a.Description, Parameters: params}}
 	}
 	return fns
 }
