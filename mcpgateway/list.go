@@ -22,6 +22,10 @@ type ToolInfo struct {
 	InputSchema json.RawMessage `json:"inputs"`
 	// OutputSchema is the tool's outputSchema, nil when the server gave none.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+
+	// size is the bytes of its JSON plus a separator (toolSize), set once
+	// when the listing is built; 0 when unknown.
+	size int
 }
 
 // toolSet is one listing: immutable once built, replaced as a whole.
@@ -308,6 +312,7 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		if rt.safeToRetry() {
 			ts.retry[rt.Name] = true
 		}
+		info.size = toolSize(info)
 		ts.infos = append(ts.infos, info)
 		ts.names = append(ts.names, rt.Name)
 	}

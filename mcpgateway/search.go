@@ -128,6 +128,9 @@ func page(infos []ToolInfo, q ListQuery, capBytes int) (ListPage, error) {
 
 // toolSize is the size of ti in a JSON array, comma included.
 func toolSize(ti ToolInfo) int {
+	if ti.size > 0 {
+		return ti.size
+	}
 	b, _ := json.Marshal(ti) // a ToolInfo always marshals: its schemas are valid JSON
 	return len(b) + 1
 }
