@@ -62,12 +62,14 @@ type Event struct {
 // The columns each save method owns when the conversation already exists:
 // the tree API and queries write different parts of a conversation, so that
 // a stale copy in one cannot undo the other's last save. On insert every
-// column is written. Every save counts a version.
+// column is written. Every save counts a version, and only the insert
+// leaves it at 1 (a row the turns migration gave version 0 goes to 2), so
+// that a save can tell it created the conversation.
 const (
 	upsertConversation = `INSERT INTO conversations
 		(user_id, id, title, init_mode, tree_ops, created_at, updated_at, version, turns)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)
-		ON CONFLICT (user_id, id) DO UPDATE SET version = conversations.version + 1, `
+		ON CONFLICT (user_id, id) DO UPDATE SET version = CASE WHEN conversations.version < 1 THEN 2 ELSE conversations.version + 1 END, `
 	saveConversationSet = `init_mode = excluded.init_mode,
 		tree_ops = excluded.tree_ops, updated_at = excluded.updated_at RETURNING created_at, version, turns`
 	saveQuerySet = `title = excluded.title, turns = conversations.turns + excluded.turns,

@@ -244,12 +244,15 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 		Scan(&stored, &version, &turns); err != nil {
 		return err
 	}
+	// A conversation this transaction created (version 1) has no earlier
+	// turns or events to trim: its rows went with any earlier delete.
+	fresh := version == 1
 	if turn != nil {
-		if err := s.appendTurn(ctx, tx, c, turn, turns); err != nil {
+		if err := s.appendTurn(ctx, tx, c, turn, turns, fresh); err != nil {
 			return err
 		}
 	}
-	if err := s.appendEvents(ctx, tx, c, queryID, events, batches); err != nil {
+	if err := s.appendEvents(ctx, tx, c, queryID, events, batches, fresh); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -262,10 +265,11 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	return nil
 }
 
-// appendTurn inserts turn as turn seq of c and, when it has results, trims
-// the earlier turns' results to their digests.
-func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, turn *Turn, seq int64) error {
-	if len(turn.Results) > 0 {
+// appendTurn inserts turn as turn seq of c and, when it has results and c
+// is not fresh (just created), trims the earlier turns' results to their
+// digests.
+func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, turn *Turn, seq int64, fresh bool) error {
+	if len(turn.Results) > 0 && !fresh {
 		if _, err := s.txExec(ctx, tx, trimTurns, c.UserID, c.ID, seq); err != nil {
 			return fmt.Errorf("trim earlier turns: %w", err)
 		}
@@ -276,15 +280,17 @@ func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, tur
 	return nil
 }
 
-// appendEvents trims the earlier queries' events to their digests, then
-// inserts events under queryID, a batch of rows per statement (batches,
-// from eventInserts).
-func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, queryID string, events []NewEvent, batches []string) error {
+// appendEvents trims the earlier queries' events to their digests (unless
+// c is fresh, just created), then inserts events under queryID, a batch of
+// rows per statement (batches, from eventInserts).
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, queryID string, events []NewEvent, batches []string, fresh bool) error {
 	if len(events) == 0 {
 		return nil
 	}
-	if _, err := s.txExec(ctx, tx, trimEvents, c.UserID, c.ID, queryID); err != nil {
-		return fmt.Errorf("trim earlier events: %w", err)
+	if !fresh {
+		if _, err := s.txExec(ctx, tx, trimEvents, c.UserID, c.ID, queryID); err != nil {
+			return fmt.Errorf("trim earlier events: %w", err)
+		}
 	}
 	for b, q := range batches {
 		start := b * eventBatch
