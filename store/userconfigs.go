@@ -98,20 +98,11 @@ func (s *Store) InForceUserConfig(ctx context.Context, userID, fallbackID string
 	if err := s.check(userID, fallbackID); err != nil {
 		return nil, err
 	}
-	c := &UserConfig{UserID: userID}
-	var (
-		def     int64
-		body    string
-		updated int64
-	)
-	err := s.queryRow(ctx, inForceQuery, userID, fallbackID).Scan(&c.ID, &c.Name, &def, &body, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("config in force for user %q: %w", userID, ErrNotFound)
-	}
+	c, err := s.oneUserConfig(ctx, "config in force", inForceQuery, userID, fallbackID)
 	if err != nil {
-		return nil, fmt.Errorf("config in force for user %q: %w", userID, err)
+		return nil, err
 	}
-	c.Default, c.Body, c.UpdatedAt = true, json.RawMessage(body), fromMicros(updated)
+	c.Default = true
 	return c, nil
 }
 
@@ -122,7 +113,7 @@ func (s *Store) oneUserConfig(ctx context.Context, what, query string, args ...a
 		body    string
 		updated int64
 	)
-	err := s.db.QueryRowContext(ctx, s.q(query), args...).Scan(&c.ID, &c.Name, &def, &body, &updated)
+	err := s.queryRow(ctx, query, args...).Scan(&c.ID, &c.Name, &def, &body, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s of user %q: %w", what, c.UserID, ErrNotFound)
 	}
