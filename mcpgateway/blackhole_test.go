@@ -834,15 +834,15 @@ func TestBlackholeStdio(t *testing.T) {
 			listPhases: bhConnectPhases},
 		{name: "never answers, never exits", cfg: func(*testing.T) ServerConfig { return bhStdioShell(`trap "" TERM; exec sleep 3600`) },
 			listPhases: bhConnectPhases},
-		{name: "tools/list never answered", cfg: func(t *testing.T) ServerConfig { return bhStdioScripted(t, bhStdioNoList) },
+		{name: "tools/list never answered", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioNoList) },
 			listPhases: []string{"list"}},
-		{name: "tools/call never answered", cfg: func(t *testing.T) ServerConfig { return bhStdioScripted(t, bhStdioNoCall) },
+		{name: "tools/call never answered", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioNoCall) },
 			execPhases: callPhases},
-		{name: "deaf child, small call", cfg: func(t *testing.T) ServerConfig { return bhStdioScripted(t, bhStdioDeaf) },
+		{name: "deaf child, small call", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioDeaf) },
 			execPhases: callPhases},
-		{name: "deaf child, call larger than the pipe", cfg: func(t *testing.T) ServerConfig { return bhStdioScripted(t, bhStdioDeaf) },
+		{name: "deaf child, call larger than the pipe", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioDeaf) },
 			execPhases: callPhases, inputs: big},
-		{name: "ignores stdin close and SIGTERM", cfg: func(t *testing.T) ServerConfig { return bhStdioScripted(t, bhStdioStubborn) }},
+		{name: "ignores stdin close and SIGTERM", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioStubborn) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 )
 
 func testFeedback(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	for _, f := range []Feedback{

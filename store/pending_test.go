@@ -11,6 +11,7 @@ import (
 // after it expired, from another Store on the same database (a replica),
 // and its state and value are nowhere in the table in clear.
 func testVaultPending(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	ctx := t.Context()
 	dsn := newDSN(t)
 	key := newKey(t)

@@ -7,6 +7,7 @@ import (
 )
 
 func testUserConfigs(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	if _, err := s.DefaultUserConfig(ctx, "alice"); !errors.Is(err, ErrNotFound) {
@@ -61,6 +62,7 @@ func testUserConfigs(t *testing.T, newDSN newDSN) {
 // testUserConfigsConcurrentDefaults saves many defaults of one user at
 // once: each save succeeds and exactly one config ends as the default.
 func testUserConfigsConcurrentDefaults(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	const n = 12
@@ -91,6 +93,7 @@ func testUserConfigsConcurrentDefaults(t *testing.T, newDSN newDSN) {
 }
 
 func testUserConfigInForce(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	if _, err := s.InForceUserConfig(ctx, "alice", "default"); !errors.Is(err, ErrNotFound) {

@@ -53,6 +53,7 @@ func TestVault(t *testing.T) {
 }
 
 func testVaultRoundTrip(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	ctx := t.Context()
 	v := openVault(t, openStore(t, newDSN(t)), newKey(t))
 	if _, err := v.Token(ctx, "gh", "alice"); !errors.Is(err, ErrNotFound) {
@@ -102,6 +103,7 @@ func testVaultRoundTrip(t *testing.T, newDSN newDSN) {
 // testVaultNeverInClear reads what the database holds: on SQLite every
 // byte of its files, on PostgreSQL every sealed column.
 func testVaultNeverInClear(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	ctx := t.Context()
 	dsn := newDSN(t)
 	s := openStore(t, dsn)
@@ -160,6 +162,7 @@ func testVaultNeverInClear(t *testing.T, newDSN newDSN) {
 }
 
 func testVaultWrongKey(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	dsn := newDSN(t)
 	s := openStore(t, dsn)
 	v := openVault(t, s, newKey(t))
@@ -179,6 +182,7 @@ func testVaultWrongKey(t *testing.T, newDSN newDSN) {
 // testVaultRowBound moves a sealed value to another row: it must not open
 // there, so that one user's token cannot be made another's.
 func testVaultRowBound(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	ctx := t.Context()
 	s := openStore(t, newDSN(t))
 	v := openVault(t, s, newKey(t))

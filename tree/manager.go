@@ -138,7 +138,7 @@ func NewManager(opts *Options) *Manager {
 	if o.Store != nil && o.MaxConversations > 0 {
 		bound = o.MaxConversations
 	}
-	m.cache.init(bound)
+	m.cache.init(bound) //nolint:staticcheck // QF1008: the cache's init, named as such
 	m.saver = saver{store: o.Store, cache: &m.cache}
 	m.users.ops = map[string][]Op{}
 	m.users.locks = map[string]chan struct{}{}

@@ -1,8 +1,9 @@
 package tree
 
 import (
-	"github.com/elysia-go/elysia/tools"
 	"sync"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // Node is a decision node: the model chooses one of its options, in order.

@@ -464,7 +464,7 @@ func checkText(field, v string, multiline bool) error {
 		return badRequest(field + " is not valid UTF-8")
 	}
 	if strings.ContainsFunc(v, func(r rune) bool {
-		return unicode.IsControl(r) && !(multiline && (r == '\n' || r == '\t' || r == '\r'))
+		return unicode.IsControl(r) && (!multiline || (r != '\n' && r != '\t' && r != '\r'))
 	}) {
 		return badRequest(field + " contains a control character")
 	}

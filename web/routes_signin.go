@@ -262,7 +262,7 @@ const maxSecretName = 128
 // digits, "_", "-" and ".".
 func checkSecretName(name string) error {
 	if name == "" || len(name) > maxSecretName || strings.ContainsFunc(name, func(r rune) bool {
-		return r > unicode.MaxASCII || !(r == '_' || r == '-' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r))
+		return r > unicode.MaxASCII || (r != '_' && r != '-' && r != '.' && !unicode.IsLetter(r) && !unicode.IsDigit(r))
 	}) {
 		return badRequest("a secret's name is 1 to 128 letters, digits, '_', '-' or '.'")
 	}

@@ -90,6 +90,7 @@ func BenchmarkConcurrentQueries(b *testing.B) {
 
 // benchmarkLoad is one sub-benchmark of BenchmarkConcurrentQueries.
 func benchmarkLoad(b *testing.B, clients int, long bool) {
+	b.Helper()
 	dur := loadDuration(b)
 	inProcess := loadInProcess(b)
 	baseline := runtime.NumGoroutine()
