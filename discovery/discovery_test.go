@@ -438,7 +438,7 @@ func TestReloadEnvFileErrorNamesKeyNotValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeConfig(t, path, `{"servers": {"s": {"command": "/bin/true", "envFile": "todo.env"}}}`)
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	d := New(path, &recordingSink{}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {
@@ -463,24 +463,6 @@ func TestReloadEnvFileErrorNamesKeyNotValue(t *testing.T) {
 			t.Errorf("%s = %q, want the key TOKEN named", what, text)
 		}
 	}
-}
-
-// lockedBuffer is a strings.Builder safe for a logger's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestReloadReplaysAFailedPrompt: when the start-up prompt failed for an

@@ -394,7 +394,7 @@ func TestTaskKeepsItsDeadlineWhileWaitingForTheUser(t *testing.T) {
 // the query) is cancelled at the server with tasks/cancel, which the
 // server accepts.
 func TestTaskCancelledWithItsCall(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	g := newGateway(t, everythingStdio(t), &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ctx, cancel := context.WithCancel(t.Context())
 	u := &stopAfterProgress{cancel: cancel}

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // signedIn returns a gateway on f's server with alice signed in, her
 // token, and the gateway's log.
-func signedIn(t *testing.T, f *authFixture, cfg ServerConfig) (*Gateway, *MemoryTokenStore, *Token, *syncBuffer) {
+func signedIn(t *testing.T, f *authFixture, cfg ServerConfig) (*Gateway, *MemoryTokenStore, *Token, *testenv.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	store := &MemoryTokenStore{}
 	g := newGateway(t, cfg, &Options{Tokens: store, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err := g.SignIn(t.Context(), "alice", FetchBrowser{}); err != nil {

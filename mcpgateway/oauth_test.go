@@ -1,7 +1,6 @@
 package mcpgateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -14,33 +13,15 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/tools"
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func whoami(t *testing.T, g *Gateway, user string) (string, error) {
 	t.Helper()
@@ -53,7 +34,7 @@ func whoami(t *testing.T, g *Gateway, user string) (string, error) {
 
 func TestOAuthSignInWithPKCEAndResource(t *testing.T) {
 	f := newAuthFixture(t)
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	store := &MemoryTokenStore{}
 	g := newGateway(t, f.config("docs"), &Options{Tokens: store, Browser: FetchBrowser{},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})

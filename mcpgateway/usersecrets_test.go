@@ -55,7 +55,7 @@ func TestUserSecretsInHeaders(t *testing.T) {
 	secrets.Set("alice", "API_KEY", "key-alice-0001")
 	secrets.Set("carol", "API_KEY", "key-carol-bad1")
 	secrets.Set("dave", "API_KEY", "key-dave-00001")
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	g := newGateway(t, cfg, &Options{UserSecrets: secrets, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 
 	if got, err := whoami(t, g, "alice"); err != nil || got != "alice" {

@@ -14,13 +14,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
@@ -40,24 +40,6 @@ const testRequestID = "test-req-1"
 // a loopback one, which a service without keys answers.
 const testHost = "127.0.0.1:8000"
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type harness struct {
 	srv     *Server
 	runner  *fakeRunner
@@ -66,7 +48,7 @@ type harness struct {
 	db      *store.Store
 	servers *spyServers
 	reg     *prometheus.Registry
-	logs    *syncBuffer
+	logs    *testenv.SyncBuffer
 }
 
 var testAssets = fstest.MapFS{
@@ -81,7 +63,7 @@ var testAssets = fstest.MapFS{
 // unset.
 func newHarness(tb testing.TB, opts *Options) *harness {
 	tb.Helper()
-	h := &harness{runner: newFakeRunner(), servers: &spyServers{}, reg: prometheus.NewRegistry(), logs: &syncBuffer{}}
+	h := &harness{runner: newFakeRunner(), servers: &spyServers{}, reg: prometheus.NewRegistry(), logs: &testenv.SyncBuffer{}}
 	h.trees, h.store, h.db = realTrees(tb)
 	var o Options
 	if opts != nil {

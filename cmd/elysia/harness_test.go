@@ -54,7 +54,7 @@ type serviceProc struct {
 	Dir    string // its working folder (mcp.json, data/)
 	Config string // path of its mcp.json
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testenv.SyncBuffer
 	done   chan struct{}
 }
 
@@ -101,7 +101,7 @@ func startService(tb testing.TB, o serveOptions) *serviceProc {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = o.Dir
 	cmd.Env = append(cleanEnv(), o.Env...)
-	s := &serviceProc{URL: "http://" + addr, Dir: o.Dir, Config: cfg, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	s := &serviceProc{URL: "http://" + addr, Dir: o.Dir, Config: cfg, cmd: cmd, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("start elysia: %v", err)
@@ -200,21 +200,4 @@ func do(tb testing.TB, method, url, key string, body any) (int, map[string]any) 
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
 	return resp.StatusCode, m
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

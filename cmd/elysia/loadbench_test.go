@@ -485,21 +485,10 @@ func (s *loadService) storeBytes(b *testing.B) int64 {
 }
 
 // loadLog collects the service's log lines (warnings and errors).
-type loadLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *loadLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type loadLog struct{ testenv.SyncBuffer }
 
 func (l *loadLog) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.FieldsFunc(l.buf.String(), func(r rune) bool { return r == '\n' })
+	return strings.FieldsFunc(l.String(), func(r rune) bool { return r == '\n' })
 }
 
 // loadModel is an OpenAI-compatible chat server that answers every

@@ -159,7 +159,7 @@ func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool
 // clients of the child) need the child alive; Start's cleanup runs after them.
 func Start(tb testing.TB, cmd *exec.Cmd) {
 	tb.Helper()
-	out := &lockedBuffer{}
+	out := &SyncBuffer{Limit: 1 << 20}
 	if cmd.Stdout == nil {
 		cmd.Stdout = out
 	}
@@ -235,25 +235,4 @@ func EverythingHTTP(tb testing.TB, transport string) string {
 		return base + "/sse"
 	}
 	return base + "/mcp"
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.buf) > 1<<20 {
-		return len(p), nil
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
