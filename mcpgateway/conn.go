@@ -45,7 +45,7 @@ type conn struct {
 	// progress tokens of calls.
 	seq atomic.Int64
 	// logs keeps the server's last log messages.
-	logs logRing
+	logs ring[LogEntry]
 	// roots are the folders roots/list answers with: cfg.Roots until a
 	// reload changes them (setRoots).
 	roots atomic.Pointer[[]string]
@@ -98,6 +98,7 @@ func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string)
 		open:      map[*session]struct{}{},
 		closeDone: make(chan struct{}),
 	}
+	c.logs.size = serverLogLines
 	c.roots.Store(&cfg.Roots)
 	if so, ok := o.Observer.(StateObserver); ok {
 		c.stateObs = so

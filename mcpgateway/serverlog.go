@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -31,37 +30,9 @@ const (
 	maxCallWarnings = 10
 )
 
-// logRing keeps a server's last log messages. It is safe for concurrent use.
-type logRing struct {
-	// mu guards entries and next.
-	mu      sync.Mutex
-	entries []LogEntry
-	next    int
-}
-
-func (r *logRing) add(e LogEntry) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.entries) < serverLogLines {
-		r.entries = append(r.entries, e)
-		return
-	}
-	r.entries[r.next] = e
-	r.next = (r.next + 1) % serverLogLines
-}
-
-// all returns the kept messages, oldest first.
-func (r *logRing) all() []LogEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]LogEntry, 0, len(r.entries))
-	out = append(out, r.entries[r.next:]...)
-	return append(out, r.entries[:r.next]...)
-}
-
 // Logs returns the server's last log messages (notifications/message),
 // oldest first, masked.
-func (g *Gateway) Logs() []LogEntry { return g.conn.logs.all() }
+func (g *Gateway) Logs() []LogEntry { return g.conn.logs.last(serverLogLines) }
 
 // warnLevels are the levels relayed to the user's query as warnings.
 var warnLevels = []string{"warning", "error", "critical", "alert", "emergency"}

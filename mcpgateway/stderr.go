@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -16,19 +15,15 @@ const stderrLines = 50
 // maxStderrLine bounds one kept line; longer lines are cut.
 const maxStderrLine = 1024
 
-// stderrRing keeps the last lines a stdio child wrote to stderr, masked. It
-// is safe for concurrent use.
+// stderrRing keeps the last lines a stdio child wrote to stderr, masked
+// and cut to maxStderrLine. It is safe for concurrent use.
 type stderrRing struct {
 	mask func(string) string
-
-	// mu guards lines and next.
-	mu    sync.Mutex
-	lines []string
-	next  int
+	ring[string]
 }
 
 func newStderrRing(mask func(string) string) *stderrRing {
-	return &stderrRing{mask: mask, lines: make([]string, 0, stderrLines)}
+	return &stderrRing{mask: mask, ring: ring[string]{size: stderrLines}}
 }
 
 func (r *stderrRing) add(line string) {
@@ -42,27 +37,7 @@ func (r *stderrRing) add(line string) {
 		}
 		line = line[:cut] + "..."
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.lines) < stderrLines {
-		r.lines = append(r.lines, line)
-		return
-	}
-	r.lines[r.next] = line
-	r.next = (r.next + 1) % stderrLines
-}
-
-// last returns up to n of the most recent lines, oldest first.
-func (r *stderrRing) last(n int) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	all := make([]string, 0, len(r.lines))
-	all = append(all, r.lines[r.next:]...)
-	all = append(all, r.lines[:r.next]...)
-	if len(all) > n {
-		all = all[len(all)-n:]
-	}
-	return all
+	r.ring.add(line)
 }
 
 // tail formats the last few lines for an error message: "" when there are
