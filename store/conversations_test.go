@@ -233,7 +233,7 @@ func testSaveQueryAtomic(t *testing.T, newDSN newDSN) {
 	s := openStore(t, newDSN(t))
 	ctx := t.Context()
 	boom := errors.New("injected failure")
-	s.beforeEvent = func(i int) error {
+	s.beforeEvent = func(_ string, i int) error {
 		if i == 2 {
 			return boom
 		}
@@ -258,7 +258,7 @@ func testSaveQueryAtomic(t *testing.T, newDSN newDSN) {
 	if err := s.SaveQuery(ctx, c, turn(`["q1"]`), "q1", envelopes("q1", 2)); err != nil {
 		t.Fatal(err)
 	}
-	s.beforeEvent = func(i int) error {
+	s.beforeEvent = func(_ string, i int) error {
 		if i == 2 {
 			return boom
 		}

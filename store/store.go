@@ -55,6 +55,10 @@ type Store struct {
 	// where names the database in errors and logs, without any password.
 	where string
 
+	// group commits concurrent saves together on SQLite; nil on
+	// PostgreSQL, whose saves each run a transaction of their own.
+	group *groupWriter
+
 	// locks serialises conversations in process for SQLite; see Lock.
 	locks keyedMutex
 
@@ -62,9 +66,9 @@ type Store struct {
 	lockWait time.Duration
 	// clock, when set (by tests), replaces time.Now.
 	clock func() time.Time
-	// beforeEvent, when set (by tests), runs before each event of SaveQuery
-	// is written; an error aborts the transaction there.
-	beforeEvent func(i int) error
+	// beforeEvent, when set (by tests), runs before event i of query
+	// queryID's save is written; an error aborts the save there.
+	beforeEvent func(queryID string, i int) error
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -138,6 +142,9 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		_ = s.db.Close() // best effort: the migration error is the one to report
 		return nil, fmt.Errorf("migrate schema of %s: %w", where, err)
 	}
+	if d == dialectSQLite {
+		s.group = newGroupWriter(s.db)
+	}
 	s.logger.InfoContext(ctx, "store opened")
 	return s, nil
 }
@@ -151,6 +158,9 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed.Store(true)
 		s.mu.Unlock()
+		if s.group != nil {
+			s.group.close()
+		}
 		s.releasePGLocks()
 		s.closeErr = s.db.Close()
 	})

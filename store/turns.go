@@ -224,43 +224,63 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 
 	batches := eventInserts(len(events))
 	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents}, batches...)...)
+	write := func(ctx context.Context, tx *sql.Tx) (func(), error) {
+		if _, err := s.txExec(ctx, tx, insertUser,
+			c.UserID, t.UnixMicro()); err != nil {
+			return nil, err
+		}
+		if set == replaceSet {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM turns WHERE user_id = ? AND conversation_id = ?`), c.UserID, c.ID); err != nil {
+				return nil, err
+			}
+		}
+		var stored, version, turns int64
+		if err := s.txQueryRow(ctx, tx, upsertConversation+set,
+			c.UserID, c.ID, c.Title, c.InitMode, nullJSON(c.TreeOps), created.UnixMicro(), t.UnixMicro(), added).
+			Scan(&stored, &version, &turns); err != nil {
+			return nil, err
+		}
+		// A conversation this transaction created (version 1) has no earlier
+		// turns or events to trim: its rows went with any earlier delete.
+		fresh := version == 1
+		if turn != nil {
+			if err := s.appendTurn(ctx, tx, c, turn, turns, fresh); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.appendEvents(ctx, tx, c, queryID, events, batches, fresh); err != nil {
+			return nil, err
+		}
+		return func() {
+			c.CreatedAt, c.UpdatedAt, c.Version, c.Turns = fromMicros(stored), t, version, turns
+			if turn != nil {
+				turn.Seq = turns
+			}
+		}, nil
+	}
+	return s.write(ctx, write)
+}
+
+// write runs w in a transaction of its own, or on SQLite in the group
+// writer's next one, and runs the func it returns once committed.
+func (s *Store) write(ctx context.Context, w writeFunc) error {
+	if s.group != nil {
+		return s.group.do(ctx, w)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
-	if _, err := s.txExec(ctx, tx, insertUser,
-		c.UserID, t.UnixMicro()); err != nil {
-		return err
-	}
-	if set == replaceSet {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM turns WHERE user_id = ? AND conversation_id = ?`), c.UserID, c.ID); err != nil {
-			return err
-		}
-	}
-	var stored, version, turns int64
-	if err := s.txQueryRow(ctx, tx, upsertConversation+set,
-		c.UserID, c.ID, c.Title, c.InitMode, nullJSON(c.TreeOps), created.UnixMicro(), t.UnixMicro(), added).
-		Scan(&stored, &version, &turns); err != nil {
-		return err
-	}
-	// A conversation this transaction created (version 1) has no earlier
-	// turns or events to trim: its rows went with any earlier delete.
-	fresh := version == 1
-	if turn != nil {
-		if err := s.appendTurn(ctx, tx, c, turn, turns, fresh); err != nil {
-			return err
-		}
-	}
-	if err := s.appendEvents(ctx, tx, c, queryID, events, batches, fresh); err != nil {
+	after, err := w(ctx, tx)
+	if err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	c.CreatedAt, c.UpdatedAt, c.Version, c.Turns = fromMicros(stored), t, version, turns
-	if turn != nil {
-		turn.Seq = turns
+	if after != nil {
+		after()
 	}
 	return nil
 }
@@ -298,7 +318,7 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, q
 		args := make([]any, 0, 5*len(batch))
 		for i, e := range batch {
 			if s.beforeEvent != nil {
-				if err := s.beforeEvent(start + i); err != nil {
+				if err := s.beforeEvent(queryID, start+i); err != nil {
 					return err
 				}
 			}

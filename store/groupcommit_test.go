@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// holdWriter makes the SQLite store s's writer wait inside the save of
+// query "hold" (conversation "held" of alice, 3 events) until the returned
+// release is called (or t ends), so that the saves started meanwhile queue
+// up. It returns once the writer is held, and wait waits for the held
+// save's result. The queued saves must have 3 events too: a save whose
+// statements are not prepared yet waits for the connection to prepare them,
+// which the writer holds.
+func holdWriter(t *testing.T, s *Store, hook func(queryID string, i int) error) (release func(), wait func() error) {
+	t.Helper()
+	held, let := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(let) })
+	t.Cleanup(release)
+	s.beforeEvent = func(queryID string, i int) error {
+		if queryID == "hold" {
+			if i > 0 {
+				return nil
+			}
+			close(held)
+			<-let
+			return nil
+		}
+		return hook(queryID, i)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.SaveQuery(context.Background(), &Conversation{UserID: "alice", ID: "held"}, turn(`["hold"]`), "hold", envelopes("hold", 3))
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held save never reached the writer")
+	}
+	return release, func() error { return <-errc }
+}
+
+// waitQueued waits until n saves wait for s's writer.
+func waitQueued(t *testing.T, s *Store, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.group.queued.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d saves queued after 10 s, want %d", s.group.queued.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Saves that queue while the writer is busy are committed together, each
+// in a savepoint: one that fails and one whose caller gave up leave no
+// trace, and the others are saved whole.
+func TestGroupCommit(t *testing.T) {
+	s := openStore(t, sqliteTestDSN(t))
+	boom := errors.New("injected failure")
+	release, held := holdWriter(t, s, func(queryID string, i int) error {
+		if queryID == "bad" && i == 1 {
+			return boom
+		}
+		return nil
+	})
+
+	const n = 20
+	type result struct {
+		id  string
+		err error
+	}
+	results := make(chan result, n)
+	var wg sync.WaitGroup
+	goneCtx, giveUp := context.WithCancel(t.Context())
+	defer giveUp()
+	for i := range n {
+		id, ctx := fmt.Sprintf("c%d", i), t.Context()
+		switch i {
+		case 3:
+			id = "bad"
+		case 7:
+			id, ctx = "gone", goneCtx
+		}
+		wg.Go(func() {
+			c := &Conversation{UserID: "alice", ID: id, Title: id}
+			results <- result{id, s.SaveQuery(ctx, c, turn(fmt.Sprintf(`[%q]`, id)), id, envelopes(id, 3))}
+		})
+	}
+	waitQueued(t, s, n)
+	giveUp()
+	if r := <-results; r.id != "gone" {
+		t.Fatalf("%s returned while the writer was held: %v", r.id, r.err)
+	} else if !errors.Is(r.err, context.Canceled) {
+		t.Errorf("gone: got %v, want context.Canceled", r.err)
+	}
+	commits := s.group.commits.Load()
+	release()
+	if err := held(); err != nil {
+		t.Fatalf("held save: %v", err)
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		switch {
+		case r.id == "bad" && !errors.Is(r.err, boom):
+			t.Errorf("bad: got %v, want the injected failure", r.err)
+		case r.id != "bad" && r.err != nil:
+			t.Errorf("%s: %v", r.id, r.err)
+		}
+	}
+	for _, id := range []string{"bad", "gone"} {
+		if _, err := s.GetConversation(t.Context(), "alice", id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("conversation %s: got %v, want ErrNotFound", id, err)
+		}
+	}
+	for i := range n {
+		id := fmt.Sprintf("c%d", i)
+		if i == 3 || i == 7 {
+			continue
+		}
+		c := mustGet(t, s, "alice", id)
+		if h := history(t, s, "alice", id); c.Title != id || c.Version != 1 || c.Turns != 1 || h != fmt.Sprintf(`[%q]`, id) {
+			t.Errorf("%s: title %q, version %d, %d turns, history %s", id, c.Title, c.Version, c.Turns, h)
+		}
+		if evs := mustEvents(t, s, "alice", id); len(evs) != 3 {
+			t.Errorf("%s: %d events, want 3", id, len(evs))
+		}
+	}
+	// The held save's commit, then the queued 18 in as few as the
+	// scheduler allows; one each would be 18.
+	if got := s.group.commits.Load() - commits; got > 6 {
+		t.Errorf("%d commits for 18 queued saves, want them grouped", got)
+	}
+}
+
+// Close lets the writer finish the transaction it is running; saves still
+// waiting get ErrClosed and nothing is written for them.
+func TestGroupCommitClose(t *testing.T) {
+	dsn := sqliteTestDSN(t)
+	s, err := Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, held := holdWriter(t, s, func(string, int) error { return nil })
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.SaveQuery(t.Context(), &Conversation{UserID: "alice", ID: "late"}, turn(`["late"]`), "late", envelopes("late", 3))
+	}()
+	waitQueued(t, s, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("a save waiting at Close: got %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a save waiting at Close did not return")
+	}
+	release()
+	if err := held(); err != nil {
+		t.Errorf("the save running at Close: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	s = openStore(t, dsn)
+	if _, err := s.GetConversation(t.Context(), "alice", "held"); err != nil {
+		t.Errorf("the save running at Close was not kept: %v", err)
+	}
+	if _, err := s.GetConversation(t.Context(), "alice", "late"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the save refused at Close: got %v, want ErrNotFound", err)
+	}
+}
