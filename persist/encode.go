@@ -56,7 +56,7 @@ func encodeResults(results map[string]map[string][]tools.EnvEntry) (whole, diges
 			}
 			w, d = append(w, '['), append(d, '[')
 			for k, e := range byName[name] {
-				enc, err := tools.Marshal(e)
+				enc, err := e.JSON()
 				if err != nil {
 					return nil, nil, fmt.Errorf("encode result %s/%s %d: %w", tool, name, k, err)
 				}

@@ -39,8 +39,16 @@ var idPrefix = map[EventType]string{
 // fresh random id. A nil payload becomes {}.
 func NewEnvelope(ev Event, userID, conversationID, queryID string) (Envelope, error) {
 	payload := []byte("{}")
-	if ev.Payload != nil {
-		b, err := Marshal(ev.Payload)
+	switch p := ev.Payload.(type) {
+	case nil:
+	case ResultPayload:
+		b, err := p.appendJSON(make([]byte, 0, len(p.entry)+32))
+		if err != nil {
+			return Envelope{}, err
+		}
+		payload = b
+	default:
+		b, err := Marshal(p)
 		if err != nil {
 			return Envelope{}, err
 		}

@@ -25,12 +25,53 @@ type envKey struct{ tool, name string }
 type EnvEntry struct {
 	Objects  []map[string]any `json:"objects"`
 	Metadata map[string]any   `json:"metadata"`
+
+	// json is the entry's JSON, made once by [Environment.Add]: the
+	// result event, the decision prompt and the save all need it. Nil for
+	// an entry made any other way.
+	json []byte
+}
+
+// JSON returns e's JSON, as Marshal writes it. An entry made by
+// [Environment.Add] returns the encoding Add made, shared: the caller must
+// not modify it.
+func (e EnvEntry) JSON() ([]byte, error) {
+	if e.json != nil {
+		return e.json, nil
+	}
+	return Marshal(e)
+}
+
+// ResultPayload returns the payload of the result event that shows e as a
+// result of type typ. Its envelope reuses e's JSON, so neither may be
+// changed afterwards.
+func (e EnvEntry) ResultPayload(typ string) ResultPayload {
+	return ResultPayload{Type: typ, Objects: e.Objects, Metadata: e.Metadata, entry: e.json}
+}
+
+// encodeEntry returns e's JSON as Marshal writes it, written once, with no
+// spare capacity (so that an append by one holder cannot write into what
+// another holds). It is nil when e does not marshal; JSON then reports why.
+func encodeEntry(e EnvEntry) []byte {
+	b := append(make([]byte, 0, 256), `{"objects":`...)
+	b, err := appendMarshal(b, e.Objects)
+	if err != nil {
+		return nil
+	}
+	b = append(b, `,"metadata":`...)
+	if b, err = appendMarshal(b, e.Metadata); err != nil {
+		return nil
+	}
+	b = append(b, '}')
+	return b[:len(b):len(b)]
 }
 
 // Add stores objects under tool and name, tags each with a _REF_ID of the form
 // <tool>_<name>_<n>_<i> (n counts earlier entries under the same key), and
-// returns the tagged objects. The input maps are copied, not modified.
-func (e *Environment) Add(tool, name string, objects []map[string]any, metadata map[string]any) []map[string]any {
+// returns the new entry, whose objects are the tagged copies. The input maps
+// are copied, not modified; the entry shares its values with them, and
+// none of it may be changed afterwards.
+func (e *Environment) Add(tool, name string, objects []map[string]any, metadata map[string]any) EnvEntry {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.entries == nil {
@@ -57,8 +98,10 @@ func (e *Environment) Add(tool, name string, objects []map[string]any, metadata 
 	if metadata == nil {
 		metadata = map[string]any{}
 	}
-	byName[name] = append(byName[name], EnvEntry{Objects: tagged, Metadata: metadata})
-	return tagged
+	entry := EnvEntry{Objects: tagged, Metadata: metadata}
+	entry.json = encodeEntry(entry)
+	byName[name] = append(byName[name], entry)
+	return entry
 }
 
 func refID(tool, name string, n, i int) string {

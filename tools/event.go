@@ -45,6 +45,25 @@ type ResultPayload struct {
 	Type     string           `json:"type"`
 	Objects  []map[string]any `json:"objects"`
 	Metadata map[string]any   `json:"metadata"`
+
+	// entry is the JSON of the environment entry holding Objects and
+	// Metadata (see EnvEntry.ResultPayload), which the envelope reuses.
+	entry []byte
+}
+
+// appendJSON appends p's JSON, as Marshal writes it, to dst, splicing in
+// the entry's JSON when p has it.
+func (p ResultPayload) appendJSON(dst []byte) ([]byte, error) {
+	if p.entry == nil {
+		return appendMarshal(dst, p)
+	}
+	dst = append(dst, `{"type":`...)
+	dst, err := appendMarshal(dst, p.Type)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, ',')
+	return append(dst, p.entry[1:]...), nil // the entry's members follow "type"
 }
 
 // SelfHealingErrorPayload is the payload of a self_healing_error event.

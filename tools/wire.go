@@ -13,16 +13,26 @@ import (
 // of ours is, and a schema error such as "/priority: must be <= 5" should
 // read the same on the wire as in DESIGN.md's examples.
 func Marshal(v any) ([]byte, error) {
+	return appendMarshal(nil, v)
+}
+
+// appendMarshal appends what Marshal returns for v to dst.
+func appendMarshal(dst []byte, v any) ([]byte, error) {
 	m := marshalers.Get().(*marshaler)
 	if err := m.enc.Encode(v); err != nil {
 		return nil, err // m is dropped: it may hold half a value
 	}
-	out := bytes.Clone(bytes.TrimSuffix(m.buf.Bytes(), []byte("\n")))
+	enc := bytes.TrimSuffix(m.buf.Bytes(), []byte("\n"))
+	if dst == nil {
+		dst = bytes.Clone(enc)
+	} else {
+		dst = append(dst, enc...)
+	}
 	if m.buf.Cap() <= maxPooledMarshal {
 		m.buf.Reset()
 		marshalers.Put(m)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // maxPooledMarshal is the largest buffer Marshal keeps for the next call:

@@ -349,10 +349,10 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 		if md == nil {
 			md = map[string]any{}
 		}
-		tagged := r.c.env.Add(name, rname, res.Objects, md)
-		r.addToPromptEnv(name, rname, tools.EnvEntry{Objects: tagged, Metadata: md})
+		entry := r.c.env.Add(name, rname, res.Objects, md)
+		r.addToPromptEnv(name, rname, entry)
 		r.added = append(r.added, resultKey{name, rname})
-		r.emit(tools.Event{Type: tools.EventResult, Payload: tools.ResultPayload{Type: typ, Objects: tagged, Metadata: md}})
+		r.emit(tools.Event{Type: tools.EventResult, Payload: entry.ResultPayload(typ)})
 	}
 	r.tasks = append(r.tasks, Task{Tool: name, Inputs: args, Result: summary(res), Error: false})
 	if !tool.EndsRun() {

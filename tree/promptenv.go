@@ -309,7 +309,7 @@ func entryFormsOf(l *promptList, i int, old bool, room int, cache formCache) (*e
 	if old {
 		f.short = digestEntry(e)
 		if minSize(e, room) <= room {
-			whole, err := tools.Marshal(e)
+			whole, err := e.JSON()
 			if err != nil {
 				return nil, err
 			}
@@ -321,7 +321,7 @@ func entryFormsOf(l *promptList, i int, old bool, room int, cache formCache) (*e
 		}
 		return f, nil
 	}
-	whole, err := tools.Marshal(e)
+	whole, err := e.JSON()
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,66 @@
+package tools
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+// An entry is encoded once, when it is added; what the result event, the
+// prompt and the save get must still be what Marshal writes.
+func TestEntryJSONIsMarshal(t *testing.T) {
+	var env Environment
+	cases := []struct {
+		objects  []map[string]any
+		metadata map[string]any
+	}{
+		{[]map[string]any{{"title": "a<b & c>d", "n": 1.5, "tags": []any{"x", nil}}}, map[string]any{"server": "todo"}},
+		{[]map[string]any{{"text": "é \u2028 \"q\" \\"}, {"nested": map[string]any{"metadata": 1, "objects": []any{}}}}, nil},
+		{[]map[string]any{{}}, map[string]any{"x": map[string]any{"y": true}}},
+	}
+	for i, c := range cases {
+		entry := env.Add("mcp_todo", "list", c.objects, c.metadata)
+		got, err := entry.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Marshal(EnvEntry{Objects: entry.Objects, Metadata: entry.Metadata})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("case %d: JSON =\n%s\nwant\n%s", i, got, want)
+		}
+		if cap(got) != len(got) {
+			t.Errorf("case %d: JSON has spare capacity %d: an append would write into the shared encoding", i, cap(got)-len(got))
+		}
+
+		ev, err := NewEnvelope(Event{Type: EventResult, Payload: entry.ResultPayload("table")}, "u", "c", "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPayload, err := Marshal(ResultPayload{Type: "table", Objects: entry.Objects, Metadata: entry.Metadata})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ev.Payload, wantPayload) {
+			t.Errorf("case %d: result payload =\n%s\nwant\n%s", i, ev.Payload, wantPayload)
+		}
+	}
+}
+
+// A result that does not marshal is refused where it is used, as before
+// the encoding was cached, not when it is added.
+func TestEntryThatDoesNotMarshal(t *testing.T) {
+	var env Environment
+	entry := env.Add("t", "r", []map[string]any{{"x": math.NaN()}}, nil)
+	if _, err := entry.JSON(); err == nil {
+		t.Error("JSON of a NaN: no error")
+	}
+	if _, err := NewEnvelope(Event{Type: EventResult, Payload: entry.ResultPayload("table")}, "u", "c", "q"); err == nil {
+		t.Error("NewEnvelope of a NaN: no error")
+	}
+	if !env.Has("t", "r") {
+		t.Error("the entry was not added")
+	}
+}
