@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -12,7 +13,9 @@ const maxGroup = 64
 
 // writeFunc writes one save inside tx. after, when not nil, runs once the
 // transaction has committed (it records what the save returns to its
-// caller); it must not touch the database.
+// caller); it must not touch the database. A writeFunc may run more than
+// once: again in a new transaction when another save in its transaction
+// failed (see groupWriter.commit); only the last run's after runs.
 type writeFunc func(ctx context.Context, tx *sql.Tx) (after func(), err error)
 
 // groupWriter commits the saves of concurrent callers in one SQLite
@@ -20,15 +23,15 @@ type writeFunc func(ctx context.Context, tx *sql.Tx) (after func(), err error)
 // connection, so concurrent saves queue anyway; a commit writes the changed
 // pages to the WAL, checksums them and syncs, which was 60 % of a save's
 // CPU under load. The writer takes a save, then every save already waiting
-// (up to maxGroup), and runs each in a savepoint of one transaction: a save
-// that fails rolls back to its savepoint alone, and the others commit.
-// Nothing waits for company: a save that finds no other commits alone, as
-// before.
+// (up to maxGroup), and runs them in one transaction; a save that fails
+// fails alone (see commit). Nothing waits for company: a save that finds
+// no other commits alone, as before.
 //
-// A save's ctx is honoured until the writer takes it; from then on it runs
-// to the end (SQLite's interrupt would roll back the whole transaction, the
-// other callers' saves with it), so a caller learns whether its save
-// committed. Each caller gets its own save's result, or the commit's error.
+// A save's ctx is honoured until its turn in a transaction comes; from
+// then on it runs to the end (SQLite's interrupt would roll back the whole
+// transaction, the other callers' saves with it), so a caller learns
+// whether its save committed. Each caller gets its own save's result, or
+// the commit's error.
 type groupWriter struct {
 	db   *sql.DB
 	jobs chan *writeJob // unbuffered: a send succeeds only when the writer takes it
@@ -112,60 +115,65 @@ func (w *groupWriter) run() {
 }
 
 // commit runs group in one transaction and tells each job its result.
+// When a save fails, the transaction is rolled back, that save keeps its
+// error (as it would have had committing after the saves before it), and
+// the others run again together; each round drops a save, so a group of n
+// runs at most n rounds. Savepoints would spare the rerun, but they cost
+// every save a journal of the pages it changes, and saves rarely fail.
 func (w *groupWriter) commit(group []*writeJob) {
 	defer func() {
 		for _, j := range group {
 			close(j.done)
 		}
 	}()
+	rest := slices.Clone(group)
+	for len(rest) > 0 {
+		failed, err := w.try(rest)
+		if failed < 0 {
+			if err != nil {
+				failAll(rest, err)
+			}
+			return
+		}
+		rest = slices.Delete(rest, failed, failed+1)
+	}
+}
+
+// try runs rest in one transaction and commits it. It returns the index
+// of the save that failed on its own, having rolled the transaction back,
+// or -1 and the error that failed them all (nil once committed). A save
+// whose caller has given up is skipped with its ctx's error.
+func (w *groupWriter) try(rest []*writeJob) (failed int, err error) {
 	// The transaction outlives any one caller's ctx (see groupWriter), and
 	// SQLite on a local file needs no deadline of its own.
-	ctx := context.WithoutCancel(group[0].ctx)
+	ctx := context.WithoutCancel(rest[0].ctx)
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
-		failAll(group, err)
-		return
+		return -1, err
 	}
 	wrote := false
-	for _, j := range group {
+	for i, j := range rest {
+		j.after = nil
 		if j.err = j.ctx.Err(); j.err != nil {
 			continue
 		}
-		if err := w.savepoint(ctx, tx, j); err != nil {
-			// The transaction itself is broken: nothing in it can commit.
-			_ = tx.Rollback() // the savepoint's error is the one to report
-			failAll(group, err)
-			return
+		if j.after, j.err = j.write(context.WithoutCancel(j.ctx), tx); j.err != nil {
+			j.after = nil
+			if err := tx.Rollback(); err != nil {
+				return -1, err
+			}
+			return i, nil
 		}
-		wrote = wrote || j.err == nil
+		wrote = true
 	}
 	if !wrote {
-		_ = tx.Rollback() // nothing to keep; a rollback error changes nothing
-		return
+		return -1, tx.Rollback()
 	}
 	if err := tx.Commit(); err != nil {
-		failAll(group, err)
-		return
+		return -1, err
 	}
 	w.commits.Add(1)
-}
-
-// savepoint runs j in a savepoint of tx, setting j.err to j's own error
-// (after rolling its writes back). It returns an error only when tx can no
-// longer be used.
-func (w *groupWriter) savepoint(ctx context.Context, tx *sql.Tx, j *writeJob) error {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT save`); err != nil {
-		return err
-	}
-	j.after, j.err = j.write(context.WithoutCancel(j.ctx), tx)
-	if j.err != nil {
-		j.after = nil
-		if _, err := tx.ExecContext(ctx, `ROLLBACK TO save`); err != nil {
-			return err
-		}
-	}
-	_, err := tx.ExecContext(ctx, `RELEASE save`)
-	return err
+	return -1, nil
 }
 
 // failAll gives every job of group err, unless it already failed on its own.
