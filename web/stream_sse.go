@@ -51,9 +51,21 @@ func (s *Server) querySSE(c *gin.Context) {
 		cancel()
 	}
 	sentError := false
+	// send writes env and any events already queued behind it (up to
+	// maxPendingKept bytes), then flushes once: events the run emits back
+	// to back (a result and its tree update) go out in one write, and none
+	// waits for a later one.
 	send := func(env tools.Envelope) {
-		sentError = sentError || env.Type == tools.EventError
-		if err := w.event(env); err != nil {
+		for more := true; more && len(w.pending) < maxPendingKept; {
+			sentError = sentError || env.Type == tools.EventError
+			w.add(env)
+			select {
+			case env = <-r.events:
+			default:
+				more = false
+			}
+		}
+		if err := w.flush(); err != nil {
 			stop(err)
 		}
 	}
@@ -113,7 +125,16 @@ type sseWriter struct {
 	// err is the first failed write's error: every later write returns it
 	// without touching the connection.
 	err error
+	// pending holds the events added since the last flush; its array is
+	// reused from one flush to the next.
+	pending []byte
 }
+
+// maxPendingKept bounds the events an sseWriter gathers before it writes
+// them (a run that emits without pause must still meet the write
+// deadline), and the buffer it keeps between flushes: a rare large result
+// should not pin its buffer for the rest of the stream.
+const maxPendingKept = 64 << 10
 
 func newSSEWriter(w gin.ResponseWriter, timeout time.Duration) *sseWriter {
 	var under http.ResponseWriter = w
@@ -123,19 +144,34 @@ func newSSEWriter(w gin.ResponseWriter, timeout time.Duration) *sseWriter {
 	return &sseWriter{w: w, rc: http.NewResponseController(under), timeout: timeout}
 }
 
-// event writes one envelope as a "data:" message. An envelope's JSON has
-// no raw newlines, so one data line suffices.
-func (w *sseWriter) event(env tools.Envelope) error {
+// add appends env to the events to flush, as one "data:" message: an
+// envelope's JSON has no raw newlines, so one data line suffices. An
+// envelope that does not marshal ends the stream, as a failed write does.
+func (w *sseWriter) add(env tools.Envelope) {
 	if w.err != nil { // the drain after a failure must not marshal every event
-		return w.err
+		return
 	}
 	// The payload is NewEnvelope's compact JSON: it is copied in, not
 	// compacted again.
-	b, err := tools.AppendEnvelope(append(make([]byte, 0, 256+len(env.Payload)), "data: "...), env)
+	b, err := tools.AppendEnvelope(append(w.pending, "data: "...), env)
 	if err != nil {
-		return err
+		w.err = err
+		return
 	}
-	return w.write(append(b, '\n', '\n'))
+	w.pending = append(b, '\n', '\n')
+}
+
+// flush writes the events added since the last flush.
+func (w *sseWriter) flush() error {
+	if len(w.pending) == 0 || w.err != nil {
+		return w.err
+	}
+	err := w.write(w.pending)
+	w.pending = w.pending[:0]
+	if cap(w.pending) > maxPendingKept {
+		w.pending = nil
+	}
+	return err
 }
 
 // ping writes a heartbeat comment, which EventSource clients ignore.
