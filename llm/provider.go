@@ -84,6 +84,12 @@ type Info struct {
 	BaseURL string `json:"base_url,omitempty"`
 }
 
+// SendsFunctions reports whether the provider's client sends the model the
+// functions a call offers (llms.WithTools). langchaingo's ollama client
+// sends none; the model then learns the options from the prompt and
+// answers with the tree's JSON fallback.
+func (i Info) SendsFunctions() bool { return i.Provider != ProviderOllama }
+
 // String returns "provider/model", plus " at <base URL>" when one is set.
 func (i Info) String() string {
 	s := string(i.Provider) + "/" + i.Model

@@ -281,3 +281,13 @@ func TestNewHTTPClient(t *testing.T) {
 		t.Errorf("default pool = %d", def.MaxIdleConnsPerHost)
 	}
 }
+
+// Only ollama's client drops the functions a call offers; the tree then
+// describes the options in the prompt.
+func TestSendsFunctions(t *testing.T) {
+	for _, p := range []Provider{ProviderOpenAI, ProviderAnthropic, ProviderGoogleAI, ProviderOffline, ProviderOllama} {
+		if got, want := (Info{Provider: p}).SendsFunctions(), p != ProviderOllama; got != want {
+			t.Errorf("%s: SendsFunctions = %v, want %v", p, got, want)
+		}
+	}
+}

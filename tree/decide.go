@@ -98,6 +98,7 @@ func (r *run) messages(node *Node, avail []optionInfo, unavail []unavailableInfo
 		envLimit:            r.opts.MaxPromptEnvironment,
 		budget:              promptBudget(r.opts),
 		cache:               r.forms,
+		describe:            r.opts.DescribeOptions,
 	}
 	msgs, err := messages(r.intro+node.instruction, dc)
 	if err != nil {

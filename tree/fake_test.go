@@ -29,11 +29,12 @@ type fakeModel struct {
 	steps   []step
 	last    *step
 	calls   int
-	offered [][]string    // function names offered per call
-	prompts []string      // the human message of each call
-	systems []string      // the system message of each call
-	block   chan struct{} // when set, calls wait for it to close
-	entered chan struct{} // when set, receives once per blocked call
+	offered [][]string          // function names offered per call
+	params  []map[string]string // each call's function parameters (JSON) by name
+	prompts []string            // the human message of each call
+	systems []string            // the system message of each call
+	block   chan struct{}       // when set, calls wait for it to close
+	entered chan struct{}       // when set, receives once per blocked call
 }
 
 var _ llms.Model = (*fakeModel)(nil)
@@ -46,8 +47,14 @@ func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageCont
 		opt(&o)
 	}
 	var names []string
+	params := map[string]string{}
 	for _, t := range o.Tools {
 		names = append(names, t.Function.Name)
+		b, err := json.Marshal(t.Function.Parameters)
+		if err != nil {
+			return nil, err
+		}
+		params[t.Function.Name] = string(b)
 	}
 	var human, system string
 	for _, msg := range msgs {
@@ -61,6 +68,7 @@ func (m *fakeModel) GenerateContent(ctx context.Context, msgs []llms.MessageCont
 	m.mu.Lock()
 	m.calls++
 	m.offered = append(m.offered, names)
+	m.params = append(m.params, params)
 	m.prompts = append(m.prompts, human)
 	m.systems = append(m.systems, system)
 	var s step

@@ -2,6 +2,7 @@ package tree
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -66,27 +67,41 @@ func (g *todoGateway) Run(ctx context.Context, call tools.Call, emit tools.Emitt
 // it keeps the sizes of the last query's prompts. It is safe for
 // concurrent use, though a conversation runs one query at a time.
 type cycleModel struct {
-	mu      sync.Mutex
-	n       int
-	title   string
-	prompts []int // human message bytes of the current query's decisions
+	mu    sync.Mutex
+	n     int
+	title string
+	// prompts are the bytes of the current query's decisions: everything
+	// the model is sent (the messages' text and the functions offered, as
+	// JSON), and contexts those of the human message alone.
+	prompts, contexts []int
 }
 
-func (m *cycleModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, _ ...llms.CallOption) (*llms.ContentResponse, error) {
-	size := 0
+func (m *cycleModel) GenerateContent(_ context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	var o llms.CallOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	size, human := 0, 0
 	for _, msg := range msgs {
+		n := len(msg.Parts[0].(llms.TextContent).Text)
+		size += n
 		if msg.Role == llms.ChatMessageTypeHuman {
-			size += len(msg.Parts[0].(llms.TextContent).Text)
+			human += n
 		}
 	}
+	fns, err := json.Marshal(o.Tools)
+	if err != nil {
+		return nil, err
+	}
+	size += len(fns)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	step := m.n % 3
 	m.n++
 	if step == 0 {
-		m.prompts = m.prompts[:0]
+		m.prompts, m.contexts = m.prompts[:0], m.contexts[:0]
 	}
-	m.prompts = append(m.prompts, size)
+	m.prompts, m.contexts = append(m.prompts, size), append(m.contexts, human)
 	var name, args string
 	switch step {
 	case 0:
@@ -112,10 +127,10 @@ func (m *cycleModel) query(i int) string {
 	return fmt.Sprintf("create a todo titled %q with priority=2 and remind me about it", m.title)
 }
 
-func (m *cycleModel) promptSizes() []int {
+func (m *cycleModel) promptSizes() (prompts, contexts []int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(m.prompts)
+	return slices.Clone(m.prompts), slices.Clone(m.contexts)
 }
 
 // cpuTime is the process's user plus system CPU time.
@@ -130,8 +145,10 @@ func cpuTime(tb testing.TB) time.Duration {
 
 // BenchmarkLongConversation runs the 1st, 100th and 1,000th query of one
 // conversation (list, execute create_todo, answer, with an instant model)
-// and reports the decision prompt's bytes (mean and largest of the query's
-// three decisions) and the process CPU time per query. Every iteration runs
+// and reports the decision prompt's bytes (prompt-B/decision and
+// max-prompt-B: the mean and largest of the query's three decisions, counting
+// all the model is sent, messages and functions; context-B/decision: the
+// mean of the human message alone) and the process CPU time per query. Every iteration runs
 // the same query on the conversation as it was after the queries before
 // it, restored outside the timer.
 func BenchmarkLongConversation(b *testing.B) {
@@ -167,16 +184,20 @@ func BenchmarkLongConversation(b *testing.B) {
 				}
 				cpu += cpuTime(b) - start
 			}
-			sizes := model.promptSizes()
+			sizes, contexts := model.promptSizes()
 			if len(sizes) != 3 {
 				b.Fatalf("%d decisions in the query, want 3", len(sizes))
 			}
-			sum := 0
-			for _, s := range sizes {
-				sum += s
+			mean := func(s []int) float64 {
+				sum := 0
+				for _, n := range s {
+					sum += n
+				}
+				return float64(sum) / float64(len(s))
 			}
-			b.ReportMetric(float64(sum)/float64(len(sizes)), "prompt-B/decision")
+			b.ReportMetric(mean(sizes), "prompt-B/decision")
 			b.ReportMetric(float64(slices.Max(sizes)), "max-prompt-B")
+			b.ReportMetric(mean(contexts), "context-B/decision")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/query")
 		})
 	}

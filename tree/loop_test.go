@@ -127,7 +127,7 @@ func TestRunListExecuteAnswer(t *testing.T) {
 }
 
 func TestDecisionContextKeyOrder(t *testing.T) {
-	_, c := newTestManager(t, nil)
+	_, c := newTestManager(t, &Options{DescribeOptions: true})
 	model := script(step{call: "text_response", args: `{"text":"hi"}`})
 	if err := c.Run(t.Context(), model, "hello", "q", nil); err != nil {
 		t.Fatal(err)
@@ -154,6 +154,31 @@ func TestDecisionContextKeyOrder(t *testing.T) {
 	}
 	if got := strings.Join(model.offered[0], ","); got != "text_response,mcp_todo" {
 		t.Errorf("functions offered = %s", got)
+	}
+}
+
+// A model that is sent the options as functions gets their descriptions
+// and inputs there only: the decision context names them and says which
+// end the run.
+func TestDecisionContextNamesOptions(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	model := script(step{call: "text_response", args: `{"text":"hi"}`})
+	if err := c.Run(t.Context(), model, "hello", "q", nil); err != nil {
+		t.Fatal(err)
+	}
+	p := model.prompts[0]
+	want := `"available_options":[{"name":"text_response","end":true},{"name":"mcp_todo","end":false}],"unavailable_options":`
+	if !strings.Contains(p, want) {
+		t.Errorf("decision context lacks %s:\n%s", want, p)
+	}
+	if strings.Contains(p, `"inputs"`) || strings.Contains(p, "list or execute") {
+		t.Errorf("decision context repeats the functions' inputs:\n%s", p)
+	}
+	if got := strings.Join(model.offered[0], ","); got != "text_response,mcp_todo" {
+		t.Errorf("functions offered = %s", got)
+	}
+	if got := model.params[0]["mcp_todo"]; !strings.Contains(got, `"action"`) || !strings.Contains(got, "list or execute") {
+		t.Errorf("mcp_todo's function parameters = %s, want its inputs", got)
 	}
 }
 

@@ -42,6 +42,13 @@ type Options struct {
 	// what the rest leaves, at most MaxPromptEnvironment. Zero: 24 KiB;
 	// negative: no budget (the last 20 messages, no summary).
 	MaxPromptBytes int
+	// DescribeOptions makes the decision context describe each available
+	// option in full (its description and inputs), for a model that is not
+	// sent the options as functions and answers with the JSON fallback
+	// (langchaingo's ollama client sends none). Otherwise the context names
+	// the options and says which ones end the run: their descriptions and
+	// inputs reach the model once, in the functions, not twice.
+	DescribeOptions bool
 	// MaxConversations bounds the conversations kept in memory when Store
 	// is set. Over it, the least recently used idle ones (no query
 	// running, every change saved) are dropped from memory, and loaded

@@ -63,6 +63,9 @@ type decisionContext struct {
 	envLimit int
 	budget   int
 	cache    formCache
+	// describe gives each option its description and inputs (see
+	// Options.DescribeOptions); without it an option is its name and end.
+	describe bool
 	// env is set by encode: what the environment left out, and its limit.
 	env      envStats
 	envBound int
@@ -233,8 +236,8 @@ func (pb *promptBuffer) release() {
 }
 
 // encode writes the context in the contract's key order into pb and
-// returns it, valid until pb is reused. It is what tools.Marshal would
-// write, built by hand because encoding/json re-compacts the output of
+// returns it, valid until pb is reused. With describe set it is what
+// tools.Marshal would write (without, the options are cut short), built by hand because encoding/json re-compacts the output of
 // every option's inputs Marshaler, which dominated a decision step with
 // many options.
 func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
@@ -261,6 +264,10 @@ func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
 		}
 		b.WriteString(`{"name":`)
 		writeString(b, o.Name)
+		if !dc.describe {
+			b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `}`)
+			continue
+		}
 		b.WriteString(`,"description":`)
 		writeString(b, o.Description)
 		b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `,"inputs":`)

@@ -291,7 +291,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("model: %v", err)
 	}
 	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
-	topts := &tree.Options{Logger: c.logger}
+	topts := &tree.Options{Logger: c.logger, DescribeOptions: !info.SendsFunctions()}
 	if topts.MaxPromptBytes, err = maxPromptBytes(os.LookupEnv); err != nil {
 		return nil, usageErr("%v", err)
 	}
