@@ -237,9 +237,10 @@ func (pb *promptBuffer) release() {
 
 // encode writes the context in the contract's key order into pb and
 // returns it, valid until pb is reused. With describe set it is what
-// tools.Marshal would write (without, the options are cut short), built by hand because encoding/json re-compacts the output of
-// every option's inputs Marshaler, which dominated a decision step with
-// many options.
+// tools.Marshal would write (without, the options are cut short). It is
+// built by hand because encoding/json re-compacts the output of every
+// option's inputs Marshaler, which dominated a decision step with many
+// options.
 func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
 	pb.b.Reset()
 	pb.tail.Reset()
