@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,6 +153,19 @@ func TestListKeepsRawSchemaAndExecuteEnforcesIt(t *testing.T) {
 	}
 	if string(got) != composedSchema {
 		t.Fatalf("schema not kept byte for byte:\n got %s\nwant %s", got, composedSchema)
+	}
+	// Each object comes with its JSON, which the environment reuses.
+	if len(res.ObjectsJSON) != len(res.Objects) {
+		t.Fatalf("%d objects, %d encoded", len(res.Objects), len(res.ObjectsJSON))
+	}
+	for i, o := range res.Objects {
+		want, err := tools.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(res.ObjectsJSON[i], want) {
+			t.Errorf("object %d encoded as\n%s\nwant\n%s", i, res.ObjectsJSON[i], want)
+		}
 	}
 	if !strings.Contains(g.Description(), ". Tools: big, compose, echo, fail, hold, slow") {
 		t.Errorf("Description after list = %q", g.Description())

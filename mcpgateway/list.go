@@ -26,6 +26,19 @@ type ToolInfo struct {
 	// size is the bytes of its JSON plus a separator (toolSize), set once
 	// when the listing is built; 0 when unknown.
 	size int
+	// encoded is its list object (see object) as tools.Marshal writes it,
+	// set once when the listing is built; nil when unknown.
+	encoded json.RawMessage
+}
+
+// object is ti as the list action shows it: a map, so that the
+// environment tags it with its _REF_ID.
+func (ti ToolInfo) object() map[string]any {
+	o := map[string]any{"name": ti.Name, "description": ti.Description, "inputs": ti.InputSchema}
+	if ti.OutputSchema != nil {
+		o["output_schema"] = ti.OutputSchema
+	}
+	return o
 }
 
 // toolSet is one listing: immutable once built, replaced as a whole.
@@ -312,7 +325,9 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		if rt.safeToRetry() {
 			ts.retry[rt.Name] = true
 		}
-		info.size = toolSize(info)
+		if b, err := tools.Marshal(info.object()); err == nil { // the schemas are JSON: it cannot fail
+			info.encoded, info.size = b, len(b)+1
+		}
 		ts.infos = append(ts.infos, info)
 		ts.names = append(ts.names, rt.Name)
 	}
@@ -462,12 +477,10 @@ func (g *Gateway) cached() *toolSet {
 // listResult is the tools.Result of the list action.
 func (g *Gateway) listResult(infos []ToolInfo) tools.Result {
 	objs := make([]map[string]any, 0, len(infos))
+	encoded := make([]json.RawMessage, 0, len(infos))
 	for _, ti := range infos {
-		o := map[string]any{"name": ti.Name, "description": ti.Description, "inputs": ti.InputSchema}
-		if ti.OutputSchema != nil {
-			o["output_schema"] = ti.OutputSchema
-		}
-		objs = append(objs, o)
+		objs = append(objs, ti.object())
+		encoded = append(encoded, ti.encoded)
 	}
 	st := g.Status()
 	circuit := map[string]any{"state": st.Circuit.State}
@@ -475,9 +488,10 @@ func (g *Gateway) listResult(infos []ToolInfo) tools.Result {
 		circuit["retry_at"] = st.Circuit.RetryAt.Format(time.RFC3339)
 	}
 	return tools.Result{
-		Name:     "list",
-		Type:     "table",
-		Objects:  objs,
-		Metadata: map[string]any{"server": g.cfg.Name, "action": "list", "state": string(st.State), "circuit": circuit},
+		Name:        "list",
+		Type:        "table",
+		Objects:     objs,
+		ObjectsJSON: encoded,
+		Metadata:    map[string]any{"server": g.cfg.Name, "action": "list", "state": string(st.State), "circuit": circuit},
 	}
 }

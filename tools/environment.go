@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync"
 )
@@ -52,18 +53,51 @@ func (e EnvEntry) ResultPayload(typ string) ResultPayload {
 // encodeEntry returns e's JSON as Marshal writes it, written once, with no
 // spare capacity (so that an append by one holder cannot write into what
 // another holds). It is nil when e does not marshal; JSON then reports why.
-func encodeEntry(e EnvEntry) []byte {
-	b := append(make([]byte, 0, 256), `{"objects":`...)
-	b, err := appendMarshal(b, e.Objects)
-	if err != nil {
-		return nil
+// objects are e's objects before tagging and encoded, when not nil, their
+// JSON: an object whose keys all sort after _REF_ID (as Marshal orders
+// them) is its encoding with the tag put first, not encoded again.
+func encodeEntry(e EnvEntry, objects []map[string]any, encoded []json.RawMessage) []byte {
+	b := append(make([]byte, 0, 256), `{"objects":[`...)
+	var err error
+	for i, o := range e.Objects {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if encoded != nil && tagFirst(objects[i], encoded[i]) {
+			b = append(b, `{"`+RefIDKey+`":`...)
+			if b, err = appendMarshal(b, o[RefIDKey]); err != nil {
+				return nil
+			}
+			if len(objects[i]) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, encoded[i][1:]...)
+			continue
+		}
+		if b, err = appendMarshal(b, o); err != nil {
+			return nil
+		}
 	}
-	b = append(b, `,"metadata":`...)
+	b = append(b, `],"metadata":`...)
 	if b, err = appendMarshal(b, e.Metadata); err != nil {
 		return nil
 	}
 	b = append(b, '}')
 	return b[:len(b):len(b)]
+}
+
+// tagFirst reports whether obj, encoded as enc, gets its _REF_ID first when
+// tagged and marshalled: every key sorts after it, and enc is an object.
+func tagFirst(obj map[string]any, enc json.RawMessage) bool {
+	if len(enc) < 2 || enc[0] != '{' {
+		return false
+	}
+	for k := range obj {
+		if k <= RefIDKey {
+			return false
+		}
+	}
+	return true
 }
 
 // Add stores objects under tool and name, tags each with a _REF_ID of the form
@@ -72,6 +106,16 @@ func encodeEntry(e EnvEntry) []byte {
 // are copied, not modified; the entry shares its values with them, and
 // none of it may be changed afterwards.
 func (e *Environment) Add(tool, name string, objects []map[string]any, metadata map[string]any) EnvEntry {
+	return e.AddEncoded(tool, name, objects, nil, metadata)
+}
+
+// AddEncoded is Add for objects whose JSON the caller has (encoded, one
+// per object, as Marshal writes it; see Result.ObjectsJSON): the entry's
+// encoding reuses it. An encoded of the wrong length is ignored.
+func (e *Environment) AddEncoded(tool, name string, objects []map[string]any, encoded []json.RawMessage, metadata map[string]any) EnvEntry {
+	if len(encoded) != len(objects) {
+		encoded = nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.entries == nil {
@@ -99,7 +143,7 @@ func (e *Environment) Add(tool, name string, objects []map[string]any, metadata 
 		metadata = map[string]any{}
 	}
 	entry := EnvEntry{Objects: tagged, Metadata: metadata}
-	entry.json = encodeEntry(entry)
+	entry.json = encodeEntry(entry, objects, encoded)
 	byName[name] = append(byName[name], entry)
 	return entry
 }

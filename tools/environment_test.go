@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"testing"
 )
@@ -62,5 +63,50 @@ func TestEntryThatDoesNotMarshal(t *testing.T) {
 	}
 	if !env.Has("t", "r") {
 		t.Error("the entry was not added")
+	}
+}
+
+// Objects the caller has encoded are not encoded again: the tag goes in
+// front of their JSON when Marshal would put it first, and the result is
+// still what Marshal writes.
+func TestAddEncoded(t *testing.T) {
+	var env Environment
+	objects := []map[string]any{
+		{"name": "create_todo", "inputs": json.RawMessage(`{"type": "object"}`)}, // every key after _REF_ID
+		{"$schema": "x", "name": "b"},                                            // "$schema" sorts before _REF_ID
+		{},
+		{"ZED": 1}, // so does an upper-case key
+	}
+	encoded := make([]json.RawMessage, len(objects))
+	for i, o := range objects {
+		b, err := Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoded[i] = b
+	}
+	entry := env.AddEncoded("mcp_todo", "list", objects, encoded, map[string]any{"action": "list"})
+	got, err := entry.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Marshal(EnvEntry{Objects: entry.Objects, Metadata: entry.Metadata})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("JSON =\n%s\nwant\n%s", got, want)
+	}
+
+	// The encoding is what is used: a caller that breaks the contract
+	// shows.
+	entry = env.AddEncoded("t", "r", []map[string]any{{"a": 1}}, []json.RawMessage{json.RawMessage(`{"a":2}`)}, nil)
+	if got, _ := entry.JSON(); !bytes.Contains(got, []byte(`"a":2`)) {
+		t.Errorf("JSON = %s, want the given encoding reused", got)
+	}
+	// An encoding per object or none.
+	entry = env.AddEncoded("t", "r", []map[string]any{{"a": 1}, {"a": 3}}, []json.RawMessage{json.RawMessage(`{"a":2}`)}, nil)
+	if got, _ := entry.JSON(); bytes.Contains(got, []byte(`"a":2`)) {
+		t.Errorf("JSON = %s: an encoded of the wrong length was used", got)
 	}
 }

@@ -1,5 +1,7 @@
 package tools
 
+import "encoding/json"
+
 // Result is what one run of a tool gives back to the tree.
 //
 // A successful result's Objects are added to the environment under the tool's
@@ -17,6 +19,11 @@ type Result struct {
 	Type string
 	// Objects are the result's records. Nil for tools that only emit events.
 	Objects []map[string]any
+	// ObjectsJSON, when not nil, holds each object's JSON as Marshal writes
+	// it, one per object: a tool that keeps its objects encoded (a
+	// gateway's cached tool list) spares the environment encoding them
+	// again. The tool must keep the two in step.
+	ObjectsJSON []json.RawMessage
 	// Metadata describes the result ({"server": "todo", "action": "list"}).
 	Metadata map[string]any
 	// LLMText, when set, is what the decision model sees instead of the

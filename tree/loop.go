@@ -349,7 +349,7 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 		if md == nil {
 			md = map[string]any{}
 		}
-		entry := r.c.env.Add(name, rname, res.Objects, md)
+		entry := r.c.env.AddEncoded(name, rname, res.Objects, res.ObjectsJSON, md)
 		r.addToPromptEnv(name, rname, entry)
 		r.added = append(r.added, resultKey{name, rname})
 		r.emit(tools.Event{Type: tools.EventResult, Payload: entry.ResultPayload(typ)})
