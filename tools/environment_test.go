@@ -21,17 +21,7 @@ func TestEntryJSONIsMarshal(t *testing.T) {
 	}
 	for i, c := range cases {
 		entry := env.Add("mcp_todo", "list", c.objects, c.metadata)
-		got, err := entry.JSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := Marshal(EnvEntry{Objects: entry.Objects, Metadata: entry.Metadata})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("case %d: JSON =\n%s\nwant\n%s", i, got, want)
-		}
+		got := checkEntryJSON(t, entry)
 		if cap(got) != len(got) {
 			t.Errorf("case %d: JSON has spare capacity %d: an append would write into the shared encoding", i, cap(got)-len(got))
 		}
@@ -85,7 +75,25 @@ func TestAddEncoded(t *testing.T) {
 		}
 		encoded[i] = b
 	}
-	entry := env.AddEncoded("mcp_todo", "list", objects, encoded, map[string]any{"action": "list"})
+	checkEntryJSON(t, env.AddEncoded("mcp_todo", "list", objects, encoded, map[string]any{"action": "list"}))
+
+	// The encoding is what is used: a caller that breaks the contract
+	// shows.
+	entry := env.AddEncoded("t", "r", []map[string]any{{"a": 1}}, []json.RawMessage{json.RawMessage(`{"a":2}`)}, nil)
+	if got, _ := entry.JSON(); !bytes.Contains(got, []byte(`"a":2`)) {
+		t.Errorf("JSON = %s, want the given encoding reused", got)
+	}
+	// An encoding per object or none.
+	entry = env.AddEncoded("t", "r", []map[string]any{{"a": 1}, {"a": 3}}, []json.RawMessage{json.RawMessage(`{"a":2}`)}, nil)
+	if got, _ := entry.JSON(); bytes.Contains(got, []byte(`"a":2`)) {
+		t.Errorf("JSON = %s: an encoded of the wrong length was used", got)
+	}
+}
+
+// checkEntryJSON checks that entry's JSON is what Marshal writes for it,
+// and returns it.
+func checkEntryJSON(t *testing.T, entry EnvEntry) []byte {
+	t.Helper()
 	got, err := entry.JSON()
 	if err != nil {
 		t.Fatal(err)
@@ -97,16 +105,5 @@ func TestAddEncoded(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("JSON =\n%s\nwant\n%s", got, want)
 	}
-
-	// The encoding is what is used: a caller that breaks the contract
-	// shows.
-	entry = env.AddEncoded("t", "r", []map[string]any{{"a": 1}}, []json.RawMessage{json.RawMessage(`{"a":2}`)}, nil)
-	if got, _ := entry.JSON(); !bytes.Contains(got, []byte(`"a":2`)) {
-		t.Errorf("JSON = %s, want the given encoding reused", got)
-	}
-	// An encoding per object or none.
-	entry = env.AddEncoded("t", "r", []map[string]any{{"a": 1}, {"a": 3}}, []json.RawMessage{json.RawMessage(`{"a":2}`)}, nil)
-	if got, _ := entry.JSON(); bytes.Contains(got, []byte(`"a":2`)) {
-		t.Errorf("JSON = %s: an encoded of the wrong length was used", got)
-	}
+	return got
 }
