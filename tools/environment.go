@@ -43,6 +43,27 @@ func (e EnvEntry) JSON() ([]byte, error) {
 	return Marshal(e)
 }
 
+// DropJSON drops the JSON Add kept of the entries (see EnvEntry.JSON).
+// Only the newest entries of each list keep theirs, so it walks back from
+// the end of each list to the first entry without.
+func (e *Environment) DropJSON() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, byName := range e.entries {
+		for _, list := range byName {
+			DropJSON(list)
+		}
+	}
+}
+
+// DropJSON drops the JSON Add kept of the entries at the end of list, up
+// to the first one without (see Environment.DropJSON).
+func DropJSON(list []EnvEntry) {
+	for i := len(list) - 1; i >= 0 && list[i].json != nil; i-- {
+		list[i].json = nil
+	}
+}
+
 // ResultPayload returns the payload of the result event that shows e as a
 // result of type typ. Its envelope reuses e's JSON, so neither may be
 // changed afterwards.

@@ -107,3 +107,27 @@ func checkEntryJSON(t *testing.T, entry EnvEntry) []byte {
 	}
 	return got
 }
+
+// DropJSON lets entries go back to being encoded on demand: the same
+// bytes, no longer kept.
+func TestDropJSON(t *testing.T) {
+	var env Environment
+	env.Add("t", "r", []map[string]any{{"a": 1}}, nil)
+	env.Add("t", "r", []map[string]any{{"a": 2}}, nil)
+	kept := func() bool {
+		e := env.Snapshot()["t"]["r"][1]
+		a, _ := e.JSON()
+		b, _ := e.JSON()
+		return &a[0] == &b[0]
+	}
+	if !kept() {
+		t.Fatal("Add kept no JSON")
+	}
+	env.DropJSON()
+	if kept() {
+		t.Error("JSON still kept after DropJSON")
+	}
+	for _, e := range env.Snapshot()["t"]["r"] {
+		checkEntryJSON(t, e)
+	}
+}

@@ -57,7 +57,23 @@ func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID
 	defer func() { <-cur.sem }()
 	r := cur.newRun(model, query, queryID, emit)
 	r.intro = cur.profileForRun(ctx).intro()
+	// The JSON the environment kept of the query's results served its
+	// events, prompts and save; an idle conversation need not carry it.
+	defer cur.dropResultJSON()
 	return r.finish(ctx, r.loop(ctx))
+}
+
+// dropResultJSON drops the JSON the environment, and the prompt's view of
+// it, keep of the entries the last query added (see tools.EnvEntry.JSON):
+// about as many bytes again as the entries, for a conversation that may
+// now stay idle in memory for long. A later use encodes an entry again.
+func (c *Conversation) dropResultJSON() {
+	c.env.DropJSON()
+	for _, byName := range c.promptEnv {
+		for _, list := range byName {
+			tools.DropJSON(list)
+		}
+	}
 }
 
 // acquireCurrent takes the query token of the Manager's copy of the

@@ -463,3 +463,31 @@ func TestBranchStatusLine(t *testing.T) {
 		t.Errorf("the status line leaked into the tree JSON: %s", js)
 	}
 }
+
+// The JSON the environment keeps of a query's results, for its events,
+// prompts and save, is not kept once the query is over.
+func TestRunDropsResultJSON(t *testing.T) {
+	_, c := newTestManager(t, nil)
+	model := script(
+		step{call: "mcp_todo", args: `{"action":"list"}`},
+		step{call: "text_response", args: `{"text":"Listed."}`},
+	)
+	if err := c.Run(t.Context(), model, "list my todo tools", "q", nil); err != nil {
+		t.Fatal(err)
+	}
+	kept := func(e tools.EnvEntry) bool {
+		a, _ := e.JSON()
+		b, _ := e.JSON()
+		return &a[0] == &b[0]
+	}
+	entries := c.env.Snapshot()["mcp_todo"]["list"]
+	if len(entries) != 1 {
+		t.Fatalf("%d list entries, want 1", len(entries))
+	}
+	if kept(entries[0]) {
+		t.Error("the environment still keeps the result's JSON after the query")
+	}
+	if kept(c.promptEnv["mcp_todo"]["list"][0]) {
+		t.Error("the prompt's view still keeps the result's JSON after the query")
+	}
+}
