@@ -42,32 +42,63 @@ func newTurn(queryID string, msgs []tree.Message, results map[string]map[string]
 // order, as json.Marshal would write them; marshalling maps of the encoded
 // entries instead would compact every entry again.
 func encodeResults(results map[string]map[string][]tools.EnvEntry) (whole, digests json.RawMessage, err error) {
-	var w, d []byte
-	w, d = append(w, '{'), append(d, '{')
-	for i, tool := range slices.Sorted(maps.Keys(results)) {
-		byName := results[tool]
-		if w, d, err = appendKey(w, d, i, tool); err != nil {
-			return nil, nil, err
-		}
-		w, d = append(w, '{'), append(d, '{')
-		for j, name := range slices.Sorted(maps.Keys(byName)) {
-			if w, d, err = appendKey(w, d, j, name); err != nil {
-				return nil, nil, err
-			}
-			w, d = append(w, '['), append(d, '[')
-			for k, e := range byName[name] {
+	// Encode first, then write each blob at its size: grown by doubling,
+	// a turn's results would cost as much again in garbage.
+	type list struct {
+		name    string
+		enc, dg [][]byte
+	}
+	type tool struct {
+		name  string
+		lists []list
+	}
+	var all []tool
+	size, dsize := 2, 2
+	for _, tname := range slices.Sorted(maps.Keys(results)) {
+		t := tool{name: tname}
+		for _, name := range slices.Sorted(maps.Keys(results[tname])) {
+			l := list{name: name}
+			for k, e := range results[tname][name] {
 				enc, err := e.JSON()
 				if err != nil {
-					return nil, nil, fmt.Errorf("encode result %s/%s %d: %w", tool, name, k, err)
+					return nil, nil, fmt.Errorf("encode result %s/%s %d: %w", tname, name, k, err)
 				}
 				dg := enc
 				if short := tree.DigestEntry(e); len(short) < len(enc) {
 					dg = short
 				}
+				l.enc, l.dg = append(l.enc, enc), append(l.dg, dg)
+				size, dsize = size+len(enc)+1, dsize+len(dg)+1
+			}
+			t.lists = append(t.lists, l)
+			size, dsize = size+len(name)+8, dsize+len(name)+8 // the key, quotes, brackets and commas
+		}
+		all = append(all, t)
+		size, dsize = size+len(tname)+8, dsize+len(tname)+8
+	}
+	w, d := make([]byte, 0, size), make([]byte, 0, dsize)
+	w, d = append(w, '{'), append(d, '{')
+	for i, t := range all {
+		if i > 0 {
+			w, d = append(w, ','), append(d, ',')
+		}
+		if w, d, err = appendKey(w, d, t.name); err != nil {
+			return nil, nil, err
+		}
+		w, d = append(w, '{'), append(d, '{')
+		for j, l := range t.lists {
+			if j > 0 {
+				w, d = append(w, ','), append(d, ',')
+			}
+			if w, d, err = appendKey(w, d, l.name); err != nil {
+				return nil, nil, err
+			}
+			w, d = append(w, '['), append(d, '[')
+			for k := range l.enc {
 				if k > 0 {
 					w, d = append(w, ','), append(d, ',')
 				}
-				w, d = append(w, enc...), append(d, dg...)
+				w, d = append(w, l.enc[k]...), append(d, l.dg[k]...)
 			}
 			w, d = append(w, ']'), append(d, ']')
 		}
@@ -77,14 +108,11 @@ func encodeResults(results map[string]map[string][]tools.EnvEntry) (whole, diges
 	return w, d, nil
 }
 
-// appendKey appends the i-th key of an object, key, to both w and d.
-func appendKey(w, d []byte, i int, key string) ([]byte, []byte, error) {
+// appendKey appends an object's key to both w and d.
+func appendKey(w, d []byte, key string) ([]byte, []byte, error) {
 	k, err := tools.Marshal(key)
 	if err != nil {
 		return nil, nil, err
-	}
-	if i > 0 {
-		w, d = append(w, ','), append(d, ',')
 	}
 	w, d = append(append(w, k...), ':'), append(append(d, k...), ':')
 	return w, d, nil

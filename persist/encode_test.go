@@ -79,6 +79,7 @@ func TestEncodeAsMarshal(t *testing.T) {
 			"a<b>": {{Objects: []map[string]any{{"x": strings.Repeat("long ", 100)}, {"x": 2}}}},
 		},
 		"text_response": {"text": {{Objects: []map[string]any{{"text": "hi"}}}}},
+		"empty":         {},
 	}
 	whole, digests, err := encodeResults(results)
 	if err != nil {

@@ -73,12 +73,32 @@ func (e EnvEntry) ResultPayload(typ string) ResultPayload {
 
 // encodeEntry returns e's JSON as Marshal writes it, written once, with no
 // spare capacity (so that an append by one holder cannot write into what
-// another holds). It is nil when e does not marshal; JSON then reports why.
+// another holds, and nothing is kept for nothing). It is nil when e does not marshal; JSON then reports why.
 // objects are e's objects before tagging and encoded, when not nil, their
 // JSON: an object whose keys all sort after _REF_ID (as Marshal orders
 // them) is its encoding with the tag put first, not encoded again.
 func encodeEntry(e EnvEntry, objects []map[string]any, encoded []json.RawMessage) []byte {
-	b := append(make([]byte, 0, 256), `{"objects":[`...)
+	bp := entryBuffers.Get().(*[]byte)
+	b, err := appendEntry((*bp)[:0], e, objects, encoded)
+	if err != nil {
+		return nil // bp is dropped: it may hold half an entry
+	}
+	out := make([]byte, len(b))
+	copy(out, b)
+	if cap(b) <= maxPooledMarshal {
+		*bp = b
+		entryBuffers.Put(bp)
+	}
+	return out
+}
+
+// entryBuffers hold the entries encodeEntry writes before it copies them
+// out at their size: grown by doubling, an entry would keep up to as much
+// again as spare capacity.
+var entryBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+func appendEntry(b []byte, e EnvEntry, objects []map[string]any, encoded []json.RawMessage) ([]byte, error) {
+	b = append(b, `{"objects":[`...)
 	var err error
 	for i, o := range e.Objects {
 		if i > 0 {
@@ -87,7 +107,7 @@ func encodeEntry(e EnvEntry, objects []map[string]any, encoded []json.RawMessage
 		if encoded != nil && tagFirst(objects[i], encoded[i]) {
 			b = append(b, `{"`+RefIDKey+`":`...)
 			if b, err = appendMarshal(b, o[RefIDKey]); err != nil {
-				return nil
+				return nil, err
 			}
 			if len(objects[i]) > 0 {
 				b = append(b, ',')
@@ -96,15 +116,14 @@ func encodeEntry(e EnvEntry, objects []map[string]any, encoded []json.RawMessage
 			continue
 		}
 		if b, err = appendMarshal(b, o); err != nil {
-			return nil
+			return nil, err
 		}
 	}
 	b = append(b, `],"metadata":`...)
 	if b, err = appendMarshal(b, e.Metadata); err != nil {
-		return nil
+		return nil, err
 	}
-	b = append(b, '}')
-	return b[:len(b):len(b)]
+	return append(b, '}'), nil
 }
 
 // tagFirst reports whether obj, encoded as enc, gets its _REF_ID first when

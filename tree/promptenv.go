@@ -358,8 +358,10 @@ func shortEntry(e tools.EnvEntry, whole []byte) ([]byte, error) {
 		} else {
 			note = fmt.Sprintf("%d objects (%s to %s), %s; the user sees them in full", n, first, last, note)
 		}
-		// The objects' JSON starts after {"objects":[.
-		obj["_PREVIEW"] = cut(string(whole[len(`{"objects":[`):]), previewBytes)
+		// The objects' JSON starts after {"objects":[; cut reads at most
+		// previewBytes+1 bytes of it.
+		objs := whole[len(`{"objects":[`):]
+		obj["_PREVIEW"] = cut(string(objs[:min(len(objs), previewBytes+1)]), previewBytes)
 	}
 	obj[truncatedKey] = note
 	md, err := tools.Marshal(e.Metadata)
