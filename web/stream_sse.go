@@ -56,13 +56,19 @@ func (s *Server) querySSE(c *gin.Context) {
 	// to back (a result and its tree update) go out in one write, and none
 	// waits for a later one.
 	send := func(env tools.Envelope) {
-		for more := true; more && len(w.pending) < maxPendingKept; {
+		for {
 			sentError = sentError || env.Type == tools.EventError
 			w.add(env)
+			if len(w.pending) >= maxPendingKept {
+				break // take no more: this one is full
+			}
+			var more bool
 			select {
-			case env = <-r.events:
+			case env, more = <-r.events:
 			default:
-				more = false
+			}
+			if !more {
+				break
 			}
 		}
 		if err := w.flush(); err != nil {
@@ -126,8 +132,10 @@ type sseWriter struct {
 	// without touching the connection.
 	err error
 	// pending holds the events added since the last flush; its array is
-	// reused from one flush to the next.
+	// reused from one flush to the next. bad is the error of an event
+	// that did not encode: the stream ends after the events before it.
 	pending []byte
+	bad     error
 }
 
 // maxPendingKept bounds the events an sseWriter gathers before it writes
@@ -148,30 +156,33 @@ func newSSEWriter(w gin.ResponseWriter, timeout time.Duration) *sseWriter {
 // envelope's JSON has no raw newlines, so one data line suffices. An
 // envelope that does not marshal ends the stream, as a failed write does.
 func (w *sseWriter) add(env tools.Envelope) {
-	if w.err != nil { // the drain after a failure must not marshal every event
+	if w.err != nil || w.bad != nil { // the drain after a failure must not marshal every event
 		return
 	}
 	// The payload is NewEnvelope's compact JSON: it is copied in, not
 	// compacted again.
 	b, err := tools.AppendEnvelope(append(w.pending, "data: "...), env)
 	if err != nil {
-		w.err = err
+		w.bad = err
 		return
 	}
 	w.pending = append(b, '\n', '\n')
 }
 
-// flush writes the events added since the last flush.
+// flush writes the events added since the last flush. After an event
+// that did not encode, it writes the ones before it, then fails.
 func (w *sseWriter) flush() error {
-	if len(w.pending) == 0 || w.err != nil {
-		return w.err
+	if len(w.pending) > 0 && w.err == nil {
+		_ = w.write(w.pending) // its error is kept in w.err
+		w.pending = w.pending[:0]
+		if cap(w.pending) > maxPendingKept {
+			w.pending = nil
+		}
 	}
-	err := w.write(w.pending)
-	w.pending = w.pending[:0]
-	if cap(w.pending) > maxPendingKept {
-		w.pending = nil
+	if w.err == nil {
+		w.err = w.bad
 	}
-	return err
+	return w.err
 }
 
 // ping writes a heartbeat comment, which EventSource clients ignore.

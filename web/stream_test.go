@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -647,6 +648,49 @@ func TestStreamWriteTimeoutDefault(t *testing.T) {
 		h := newHarness(t, &Options{StreamWriteTimeout: d})
 		if got := h.srv.writeTimeout; got != DefaultStreamWriteTimeout {
 			t.Errorf("StreamWriteTimeout %v: timeout %v, want %v", d, got, DefaultStreamWriteTimeout)
+		}
+	}
+}
+
+// burstRunner emits n large text events at once, faster than a stream
+// writes them.
+type burstRunner struct{ n int }
+
+func (b burstRunner) RunQuery(_ context.Context, user, conv, queryID, _ string, emit func(tools.Envelope)) error {
+	for i := range b.n {
+		emit(tools.Envelope{Type: tools.EventText, ID: fmt.Sprintf("tex-%d", i), UserID: user, ConversationID: conv, QueryID: queryID,
+			Payload: json.RawMessage(`{"type":"response","metadata":{},"objects":[{"text":"` + strings.Repeat("x", 70<<10) + `"}]}`)})
+	}
+	return nil
+}
+
+// Events queued behind one go out in the same write, up to a bound; none
+// is lost when the bound is reached (an event over it, with others
+// queued, once was).
+func TestSSEWritesEveryQueuedEvent(t *testing.T) {
+	h := newHarness(t, nil)
+	const n = 40
+	h.srv = New(Deps{Trees: h.trees, Runner: burstRunner{n}, Servers: h.servers, Store: h.store, Feedback: h.store, Configs: h.store},
+		&Options{Assets: testAssets, ConfigFile: "mcp.json", Model: ModelInfo{Provider: "offline", Model: "offline-planner"}})
+	ts := startServer(t, h)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	resp := postQuery(t, ctx, ts, "/query/alice/c1", `{"query": "x", "query_id": "q1"}`)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20) // each line is over 64 KiB
+	s := &sseStream{t: t, sc: sc}
+	var ids []string
+	for msg := s.next(); msg != ""; msg = s.next() {
+		if msg != "ping" {
+			ids = append(ids, decodeEnvelope(t, msg).ID)
+		}
+	}
+	if len(ids) != n {
+		t.Fatalf("client got %d of %d events: %v", len(ids), n, ids)
+	}
+	for i, id := range ids {
+		if id != fmt.Sprintf("tex-%d", i) {
+			t.Fatalf("event %d is %s", i, id)
 		}
 	}
 }
