@@ -1,12 +1,13 @@
 package mcpgateway
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // ListQuery selects part of a server's tools, so that a model or an operator
@@ -131,7 +132,7 @@ func toolSize(ti ToolInfo) int {
 	if ti.size > 0 {
 		return ti.size
 	}
-	b, _ := json.Marshal(ti) // a ToolInfo always marshals: its schemas are valid JSON
+	b, _ := tools.Marshal(ti.object()) // a ToolInfo always marshals: its schemas are valid JSON
 	return len(b) + 1
 }
 

@@ -44,8 +44,6 @@ func (e EnvEntry) JSON() ([]byte, error) {
 }
 
 // DropJSON drops the JSON Add kept of the entries (see EnvEntry.JSON).
-// Only the newest entries of each list keep theirs, so it walks back from
-// the end of each list to the first entry without.
 func (e *Environment) DropJSON() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -56,10 +54,9 @@ func (e *Environment) DropJSON() {
 	}
 }
 
-// DropJSON drops the JSON Add kept of the entries at the end of list, up
-// to the first one without (see Environment.DropJSON).
+// DropJSON drops the JSON Add kept of the entries of list.
 func DropJSON(list []EnvEntry) {
-	for i := len(list) - 1; i >= 0 && list[i].json != nil; i-- {
+	for i := range list {
 		list[i].json = nil
 	}
 }
