@@ -255,6 +255,23 @@ func maxPromptBytes(lookup func(string) (string, bool)) (int, error) {
 	return n, nil
 }
 
+// describeOptions reads ELYSIA_DESCRIBE_OPTIONS, whether the decision
+// context describes each option in full ([tree.Options.DescribeOptions]):
+// unset or empty, only when the provider's client sends the model no
+// functions (info.SendsFunctions); a boolean (1, true, 0, false, ...)
+// decides, for an OpenAI-compatible server that ignores functions.
+func describeOptions(lookup func(string) (string, bool), info llm.Info) (bool, error) {
+	v, ok := lookup("ELYSIA_DESCRIBE_OPTIONS")
+	if !ok || strings.TrimSpace(v) == "" {
+		return !info.SendsFunctions(), nil
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("ELYSIA_DESCRIBE_OPTIONS=%q: want true or false (unset: true only for ollama, whose client sends no functions)", v)
+	}
+	return b, nil
+}
+
 // appConfig says how to assemble the service's parts.
 type appConfig struct {
 	configPath  string
@@ -291,8 +308,11 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("model: %v", err)
 	}
 	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
-	topts := &tree.Options{Logger: c.logger, DescribeOptions: !info.SendsFunctions()}
+	topts := &tree.Options{Logger: c.logger}
 	if topts.MaxPromptBytes, err = maxPromptBytes(os.LookupEnv); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if topts.DescribeOptions, err = describeOptions(os.LookupEnv, info); err != nil {
 		return nil, usageErr("%v", err)
 	}
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
