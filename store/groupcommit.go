@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,9 +29,9 @@ type writeFunc func(ctx context.Context, tx *sql.Tx) (after func(), err error)
 // no other commits alone, as before.
 //
 // A save's ctx is honoured until its turn in a transaction comes; from
-// then on it runs to the end (SQLite's interrupt would roll back the whole
-// transaction, the other callers' saves with it), so a caller learns
-// whether its save committed. Each caller gets its own save's result, or
+// then on it runs to the end, in a rerun too (SQLite's interrupt would roll
+// back the whole transaction, the other callers' saves with it), so a
+// caller learns whether its save committed. Each caller gets its own save's result, or
 // the commit's error.
 type groupWriter struct {
 	db   *sql.DB
@@ -51,6 +52,11 @@ type writeJob struct {
 	after func()
 	err   error
 	done  chan struct{}
+	// started is set once the save's write has begun: from then on its
+	// ctx no longer counts, in a rerun too. panicked holds what the write
+	// panicked with, which do panics with again in the caller.
+	started  bool
+	panicked any
 }
 
 func newGroupWriter(db *sql.DB) *groupWriter {
@@ -77,6 +83,9 @@ func (w *groupWriter) do(ctx context.Context, write writeFunc) error {
 		return ErrClosed
 	}
 	<-j.done // bounded by the transaction the writer is running
+	if j.panicked != nil {
+		panic(j.panicked)
+	}
 	if j.err == nil && j.after != nil {
 		j.after()
 	}
@@ -94,6 +103,11 @@ func (w *groupWriter) run() {
 	defer close(w.done)
 	group := make([]*writeJob, 0, maxGroup)
 	for {
+		select {
+		case <-w.quit: // taken first: once closing, no save is taken
+			return
+		default:
+		}
 		select {
 		case j := <-w.jobs:
 			group = append(group[:0], j)
@@ -140,9 +154,10 @@ func (w *groupWriter) commit(group []*writeJob) {
 }
 
 // try runs rest in one transaction and commits it. It returns the index
-// of the save that failed on its own, having rolled the transaction back,
-// or -1 and the error that failed them all (nil once committed). A save
-// whose caller has given up is skipped with its ctx's error.
+// of the save that failed on its own (or panicked), having rolled the
+// transaction back, or -1 and the error that failed them all (nil once
+// committed). A save whose caller gave up before it started is skipped
+// with its ctx's error.
 func (w *groupWriter) try(rest []*writeJob) (failed int, err error) {
 	// The transaction outlives any one caller's ctx (see groupWriter), and
 	// SQLite on a local file needs no deadline of its own.
@@ -154,14 +169,18 @@ func (w *groupWriter) try(rest []*writeJob) (failed int, err error) {
 	wrote := false
 	for i, j := range rest {
 		j.after = nil
-		if j.err = j.ctx.Err(); j.err != nil {
-			continue
-		}
-		if j.after, j.err = j.write(context.WithoutCancel(j.ctx), tx); j.err != nil {
-			j.after = nil
-			if err := tx.Rollback(); err != nil {
-				return -1, err
+		if !j.started {
+			if j.err = j.ctx.Err(); j.err != nil {
+				continue
 			}
+			j.started = true
+		}
+		if j.after, j.err = j.run(tx); j.err != nil {
+			j.after = nil
+			// A failed rollback means SQLite has already rolled back (after
+			// SQLITE_FULL, say); a broken connection fails the next round's
+			// BeginTx, for everyone.
+			_ = tx.Rollback()
 			return i, nil
 		}
 		wrote = true
@@ -174,6 +193,18 @@ func (w *groupWriter) try(rest []*writeJob) (failed int, err error) {
 	}
 	w.commits.Add(1)
 	return -1, nil
+}
+
+// run runs j's write in tx. A panic becomes j's error here and is raised
+// again in the caller (see do), as it was before saves had a writer.
+func (j *writeJob) run(tx *sql.Tx) (after func(), err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			j.panicked = p
+			after, err = nil, fmt.Errorf("save panicked: %v", p)
+		}
+	}()
+	return j.write(context.WithoutCancel(j.ctx), tx)
 }
 
 // failAll gives every job of group err, unless it already failed on its own.

@@ -21,13 +21,13 @@ func holdWriter(t *testing.T, s *Store, hook func(queryID string, i int) error) 
 	held, let := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(let) })
 	t.Cleanup(release)
+	reached := sync.OnceFunc(func() { close(held) })
 	s.beforeEvent = func(queryID string, i int) error {
 		if queryID == "hold" {
-			if i > 0 {
-				return nil
+			if i == 0 {
+				reached()
+				<-let
 			}
-			close(held)
-			<-let
 			return nil
 		}
 		return hook(queryID, i)
@@ -56,9 +56,9 @@ func waitQueued(t *testing.T, s *Store, n int64) {
 	}
 }
 
-// Saves that queue while the writer is busy are committed together, each
-// in a savepoint: one that fails and one whose caller gave up leave no
-// trace, and the others are saved whole.
+// Saves that queue while the writer is busy are committed together: one
+// that fails and one whose caller gave up leave no trace, and the others
+// are saved whole, once.
 func TestGroupCommit(t *testing.T) {
 	s := openStore(t, sqliteTestDSN(t))
 	boom := errors.New("injected failure")
@@ -175,5 +175,80 @@ func TestGroupCommitClose(t *testing.T) {
 	}
 	if _, err := s.GetConversation(t.Context(), "alice", "late"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the save refused at Close: got %v, want ErrNotFound", err)
+	}
+}
+
+// A save whose write has started runs to the end, in a rerun too: its
+// caller giving up after that does not drop it.
+func TestGroupCommitRerunKeepsStartedSave(t *testing.T) {
+	s := openStore(t, sqliteTestDSN(t))
+	boom := errors.New("injected failure")
+	aCtx, cancelA := context.WithCancel(t.Context())
+	defer cancelA()
+	release, held := holdWriter(t, s, func(queryID string, i int) error {
+		switch {
+		case queryID == "a" && i == 2:
+			cancelA() // its write has started
+		case queryID == "bad" && i == 2:
+			return boom // after "a" in the group, so "a" is rerun
+		}
+		return nil
+	})
+	errA, errBad := make(chan error, 1), make(chan error, 1)
+	go func() {
+		errA <- s.SaveQuery(aCtx, &Conversation{UserID: "alice", ID: "a"}, turn(`["a"]`), "a", envelopes("a", 3))
+	}()
+	waitQueued(t, s, 1)
+	go func() {
+		errBad <- s.SaveQuery(t.Context(), &Conversation{UserID: "alice", ID: "bad"}, turn(`["bad"]`), "bad", envelopes("bad", 3))
+	}()
+	waitQueued(t, s, 2)
+	release()
+	if err := held(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errBad; !errors.Is(err, boom) {
+		t.Fatalf("bad: got %v, want the injected failure", err)
+	}
+	if err := <-errA; err != nil {
+		t.Fatalf("a, rerun after its caller gave up: %v", err)
+	}
+	if h := history(t, s, "alice", "a"); h != `["a"]` {
+		t.Errorf("a's history %s", h)
+	}
+}
+
+// A save that panics panics in its caller, as it did before saves had a
+// writer; the writer goes on, and the other saves of its group commit.
+func TestGroupCommitPanicReachesCaller(t *testing.T) {
+	s := openStore(t, sqliteTestDSN(t))
+	release, held := holdWriter(t, s, func(queryID string, i int) error {
+		if queryID == "boom" {
+			panic("boom")
+		}
+		return nil
+	})
+	panicked, errOK := make(chan any, 1), make(chan error, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = s.SaveQuery(t.Context(), &Conversation{UserID: "alice", ID: "boom"}, turn(`["boom"]`), "boom", envelopes("boom", 3))
+	}()
+	waitQueued(t, s, 1)
+	go func() {
+		errOK <- s.SaveQuery(t.Context(), &Conversation{UserID: "alice", ID: "ok"}, turn(`["ok"]`), "ok", envelopes("ok", 3))
+	}()
+	waitQueued(t, s, 2)
+	release()
+	if err := held(); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-panicked; p != "boom" {
+		t.Errorf("the panicking save's caller recovered %v, want boom", p)
+	}
+	if err := <-errOK; err != nil {
+		t.Errorf("the other save: %v", err)
+	}
+	if err := s.SaveQuery(t.Context(), &Conversation{UserID: "alice", ID: "after"}, nil, "after", envelopes("after", 3)); err != nil {
+		t.Errorf("a save after the panic: %v", err)
 	}
 }

@@ -67,7 +67,8 @@ type Store struct {
 	// clock, when set (by tests), replaces time.Now.
 	clock func() time.Time
 	// beforeEvent, when set (by tests), runs before event i of query
-	// queryID's save is written; an error aborts the save there.
+	// queryID's save is written; an error aborts the save there. On
+	// SQLite it runs again for a save that is rerun (groupWriter.commit).
 	beforeEvent func(queryID string, i int) error
 
 	closed    atomic.Bool
