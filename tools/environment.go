@@ -43,15 +43,12 @@ func (e EnvEntry) JSON() ([]byte, error) {
 	return Marshal(e)
 }
 
-// DropJSON drops the JSON Add kept of the entries (see EnvEntry.JSON).
-func (e *Environment) DropJSON() {
+// DropJSON drops the JSON Add kept of the entries under tool and name
+// (see EnvEntry.JSON).
+func (e *Environment) DropJSON(tool, name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, byName := range e.entries {
-		for _, list := range byName {
-			DropJSON(list)
-		}
-	}
+	DropJSON(e.entries[tool][name])
 }
 
 // DropJSON drops the JSON Add kept of the entries of list.

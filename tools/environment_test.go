@@ -123,7 +123,7 @@ func TestDropJSON(t *testing.T) {
 	if !kept() {
 		t.Fatal("Add kept no JSON")
 	}
-	env.DropJSON()
+	env.DropJSON("t", "r")
 	if kept() {
 		t.Error("JSON still kept after DropJSON")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,20 +60,23 @@ func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID
 	r.intro = cur.profileForRun(ctx).intro()
 	// The JSON the environment kept of the query's results served its
 	// events, prompts and save; an idle conversation need not carry it.
-	defer cur.dropResultJSON()
+	defer r.dropResultJSON()
 	return r.finish(ctx, r.loop(ctx))
 }
 
 // dropResultJSON drops the JSON the environment, and the prompt's view of
-// it, keep of the entries the last query added (see tools.EnvEntry.JSON):
-// about as many bytes again as the entries, for a conversation that may
-// now stay idle in memory for long. A later use encodes an entry again.
-func (c *Conversation) dropResultJSON() {
-	c.env.DropJSON()
-	for _, byName := range c.promptEnv {
-		for _, list := range byName {
-			tools.DropJSON(list)
+// it, keep of the entries the query added (see tools.EnvEntry.JSON): about
+// as many bytes again as the entries, for a conversation that may now stay
+// idle in memory for long. Only the lists the query added to are visited,
+// so the cost does not grow with the conversation. A later use encodes an
+// entry again.
+func (r *run) dropResultJSON() {
+	for i, k := range r.added {
+		if slices.Contains(r.added[:i], k) {
+			continue
 		}
+		r.c.env.DropJSON(k.tool, k.name)
+		tools.DropJSON(r.c.promptEnv[k.tool][k.name])
 	}
 }
 
