@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // that every wait on a server ends within the configured timeouts (issue 8,
 // "Hangs"; the black-hole tests show each case).
 
-// newHTTPClient returns the session's client: its own pool, and every
+// newHTTPClient returns the session's client: its own pool, redirects
+// within the server's origin only (serverRedirects), and every
 // request ended by s.abort (which close calls after CloseGrace) whatever ctx
 // mcp-go gave it: its DELETE on close has context.Background and 5 s.
 //
@@ -26,7 +28,9 @@ func (c *conn) newHTTPClient(s *session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
 	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone()}
-	return &http.Client{Transport: &authRoundTripper{base: base, headers: c.cfg.Headers, auth: c.auth}}
+	server, _ := url.Parse(c.cfg.URL) // Validate checked it
+	rt := &authRoundTripper{base: base, name: c.cfg.Name, server: server, headers: c.cfg.Headers, auth: c.auth}
+	return &http.Client{Transport: rt, CheckRedirect: serverRedirects(c.cfg.Name)}
 }
 
 type abortRoundTripper struct {

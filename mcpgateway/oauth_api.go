@@ -163,7 +163,9 @@ func (a *authorizer) probe(ctx context.Context) (challenge, error) {
 	for k, v := range a.cfg.Headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := a.client.Do(req)
+	// The configured headers go with it: redirects within the server's
+	// origin only, as for its sessions.
+	resp, err := withRedirects(a.client, serverRedirects(a.cfg.Name)).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("reach the server: %w", unwrapURLError(err))
 	}

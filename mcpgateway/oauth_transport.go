@@ -1,8 +1,10 @@
 package mcpgateway
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -15,15 +17,24 @@ const maxAuthRetries = 2
 // it puts the configured headers and the user's bearer token on every
 // request of the session (mcp-go's closing DELETE included, which carries
 // neither on its own), answers a 401 by a refresh or a new grant, and a 403
-// insufficient_scope by a step-up, then sends the request again.
+// insufficient_scope by a step-up, then sends the request again. It
+// refuses a request to another origin than the server's: the client
+// follows no redirect there (serverRedirects), and nothing else of the
+// session may take the credentials elsewhere.
 type authRoundTripper struct {
 	base    http.RoundTripper
+	name    string   // the server's, for errors
+	server  *url.URL // the server's URL: credentials go to its origin only
 	headers map[string]string
 	auth    *authorizer // nil: the server needs no OAuth (static headers)
 }
 
 func (t *authRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
+	if !sameOrigin(r.URL, t.server) {
+		closeBody(r)
+		return nil, fmt.Errorf("server %q: a request to another origin (%q); its token and headers go to its own origin only", t.name, origin(r.URL))
+	}
 	var tok *Token
 	if t.auth != nil {
 		var err error
