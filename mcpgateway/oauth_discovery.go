@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -192,7 +191,7 @@ func discover(ctx context.Context, client *http.Client, serverURL string, ch cha
 		t.scopesSupported = prm.ScopesSupported
 		issuer = prm.AuthorizationServers[0]
 	}
-	t.as, err = findAuthServerMeta(ctx, client, issuer, t.legacy)
+	t.as, err = findAuthServerMeta(ctx, client, issuer, server, t.legacy)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +219,7 @@ func findResourceMeta(ctx context.Context, client *http.Client, server *url.URL,
 
 	for _, u := range candidates {
 		var prm resourceMeta
-		err := getJSON(ctx, client, u, &prm)
+		err := getJSON(ctx, client, u, server, &prm)
 		if errors.Is(err, errNotHere) {
 			continue
 		}
@@ -235,7 +234,7 @@ func findResourceMeta(ctx context.Context, client *http.Client, server *url.URL,
 		case !resourceMatches(prm.Resource, server):
 			return nil, fmt.Errorf("%w: protected resource metadata at %s is for %q, not for this server", ErrResourceMismatch, u, prm.Resource)
 		}
-		if err := checkEndpoint(prm.AuthorizationServers[0]); err != nil {
+		if err := checkEndpoint(prm.AuthorizationServers[0], server); err != nil {
 			return nil, fmt.Errorf("protected resource metadata at %s: authorization server: %w", u, err)
 		}
 		return &prm, nil
@@ -268,10 +267,11 @@ func authServerMetaURLs(issuer *url.URL) []string {
 	return out
 }
 
-// findAuthServerMeta fetches issuer's metadata. For a 2025-03-26 server
-// without metadata it falls back to the default endpoints; otherwise
-// missing metadata is an error.
-func findAuthServerMeta(ctx context.Context, client *http.Client, issuer string, legacy bool) (*authServerMeta, error) {
+// findAuthServerMeta fetches the metadata of issuer, the authorization
+// server of the MCP server at server. For a 2025-03-26 server without
+// metadata it falls back to the default endpoints; otherwise missing
+// metadata is an error.
+func findAuthServerMeta(ctx context.Context, client *http.Client, issuer string, server *url.URL, legacy bool) (*authServerMeta, error) {
 	iu, err := url.Parse(issuer)
 	if err != nil || iu.Host == "" {
 		return nil, fmt.Errorf("authorization server %q: not a url", issuer)
@@ -279,7 +279,7 @@ func findAuthServerMeta(ctx context.Context, client *http.Client, issuer string,
 	urls := authServerMetaURLs(iu)
 	for _, u := range urls {
 		var m authServerMeta
-		err := getJSON(ctx, client, u, &m)
+		err := getJSON(ctx, client, u, server, &m)
 		if errors.Is(err, errNotHere) {
 			continue
 		}
@@ -302,7 +302,7 @@ func findAuthServerMeta(ctx context.Context, client *http.Client, issuer string,
 			if e.val == "" {
 				continue
 			}
-			if err := checkEndpoint(e.val); err != nil {
+			if err := checkEndpoint(e.val, server); err != nil {
 				return nil, fmt.Errorf("authorization server metadata at %s: %s: %w", u, e.name, err)
 			}
 		}
@@ -325,10 +325,12 @@ func findAuthServerMeta(ctx context.Context, client *http.Client, issuer string,
 	}, nil
 }
 
-// getJSON GETs u into v. A 4xx answer is errNotHere; anything else that is
-// not a JSON object is an error saying what came back (never the body).
-func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
-	if err := checkEndpoint(u); err != nil {
+// getJSON GETs u, a metadata URL of the MCP server at server, into v,
+// following the redirects whose every hop passes checkEndpoint as u must.
+// A 4xx answer is errNotHere; anything else that is not a JSON object is
+// an error saying what came back (never the body).
+func getJSON(ctx context.Context, client *http.Client, u string, server *url.URL, v any) error {
+	if err := checkEndpoint(u, server); err != nil {
 		return fmt.Errorf("%s: %w", u, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -336,7 +338,7 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 		return fmt.Errorf("%s: %w", u, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
+	resp, err := withRedirects(client, discoveryRedirects(server)).Do(req)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", u, unwrapURLError(err))
 	}
@@ -376,31 +378,6 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-// checkEndpoint refuses URLs a token or code must not travel to: anything
-// but https, or http on a loopback host (RFC 8252 §8.3; tests and local
-// servers).
-func checkEndpoint(raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || u.Host == "":
-		return fmt.Errorf("%q is not a url", raw)
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-		return nil
-	}
-	return fmt.Errorf("%q is neither https nor http on a loopback address", raw)
-}
-
-// isLoopback reports whether host is localhost or a loopback address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // canonicalResource returns the canonical URI of the server (RFC 8707 as

@@ -26,7 +26,7 @@ func (a *authorizer) revoke(ctx context.Context, tok *Token) error {
 	defer cancel()
 	// The issuer check is relaxed as for a 2025-03-26 server: the token
 	// came from this issuer, whatever its metadata says now.
-	as, err := findAuthServerMeta(ctx, a.client, tok.Issuer, true)
+	as, err := findAuthServerMeta(ctx, a.client, tok.Issuer, a.server, true)
 	if err != nil {
 		return err
 	}
