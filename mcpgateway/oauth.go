@@ -62,8 +62,9 @@ type authorizer struct {
 	store   TokenStore
 	browser Browser // nil: no sign-in from inside a call
 	logger  *slog.Logger
-	// client makes the OAuth requests (metadata, registration, token),
-	// each bounded by connect_timeout.
+	// client makes the OAuth requests (metadata, registration, token,
+	// revocation), each bounded by connect_timeout and following no
+	// redirect (newOAuthClient).
 	client *http.Client
 
 	// flow serialises refreshes and sign-ins: concurrent calls that all
@@ -94,7 +95,7 @@ func newAuthorizer(cfg ServerConfig, user string, store TokenStore, browser Brow
 		store:   store,
 		browser: browser,
 		logger:  logger,
-		client:  &http.Client{Timeout: connect, Transport: &resourceOnRefresh{base: base}},
+		client:  newOAuthClient(connect, &resourceOnRefresh{base: base}),
 		flow:    make(chan struct{}, 1),
 	}
 }

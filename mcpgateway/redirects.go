@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Where the gateway's HTTP requests may go. Go's default redirect policy
@@ -15,6 +16,8 @@ import (
 //   - a request that carries a server's credentials (its bearer token, its
 //     configured and ${user:} headers: the session, the sign-in probe)
 //     follows redirects within that server's origin only (serverRedirects);
+//   - a token, registration or revocation request (a code and its
+//     verifier, a client secret, a token) follows none (noRedirects);
 //   - a discovery fetch, which carries nothing, follows those whose every
 //     hop passes the endpoint check of its first URL (discoveryRedirects).
 //
@@ -65,6 +68,18 @@ func serverRedirects(name string) func(*http.Request, []*http.Request) error {
 	}
 }
 
+// noRedirects is the CheckRedirect of token, registration and revocation
+// requests: following a 307 would post their body again to wherever it
+// points. The error names the endpoint and its answer.
+func noRedirects(req *http.Request, via []*http.Request) error {
+	answer := "a redirect"
+	if req.Response != nil {
+		answer = fmt.Sprintf("%d %s", req.Response.StatusCode, http.StatusText(req.Response.StatusCode))
+	}
+	return fmt.Errorf("%w: %s answered %s; a request carrying credentials follows no redirect",
+		ErrRedirectRefused, endpointName(via[0].URL), answer)
+}
+
 // discoveryRedirects returns the CheckRedirect of discovery fetches for
 // the MCP server at server: every hop must pass checkEndpoint, as the
 // first URL did.
@@ -86,6 +101,13 @@ func withRedirects(client *http.Client, check func(*http.Request, []*http.Reques
 	c := *client
 	c.CheckRedirect = check
 	return &c
+}
+
+// newOAuthClient returns the client of an authorizer's OAuth requests:
+// each bounded by timeout, none following a redirect (getJSON and probe
+// set their own rules on a copy).
+func newOAuthClient(timeout time.Duration, base http.RoundTripper) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: base, CheckRedirect: noRedirects}
 }
 
 // checkEndpoint refuses the URLs that discovery must not fetch, and a
