@@ -188,19 +188,32 @@ func TestMarkdownEscapes(t *testing.T) {
 		}
 	}
 	script := `
-import { markdown } from "./render.js";
+import { markdownTree, safeHref } from "./markdown.js";
+// html serialises a tree the way the DOM builder builds it, text escaped.
+const esc = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const html = (ns) => ns.map((n) => typeof n === "string" ? esc(n)
+  : "<" + n.tag + (n.href !== undefined ? ' href="' + esc(n.href) + '"' : "") + ">" + (n.tag === "br" ? "" : html(n.children) + "</" + n.tag + ">")).join("");
 const cases = [
   ["<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"],
   ["**bold** and ` + "`<b>`" + `", "<strong>bold</strong> and <code>&lt;b&gt;</code>"],
   ["[x](javascript:alert)", "<p>x</p>"],
   ["- a\n- b", "<ul><li>a</li><li>b</li></ul>"],
   ["` + "```" + `\n<script>\n` + "```" + `", "<pre><code>&lt;script&gt;</code></pre>"],
+  ["[a](https://x.test/?q=1&r=2) and https://y.test/p", '<a href="https://x.test/?q=1&amp;r=2">a</a> and <a href="https://y.test/p">https://y.test/p</a>'],
+  // The issue's shape: a bare URL inside a link's text or URL stays text
+  // or part of the one href; no quote ever ends an attribute.
+  ['[https://a.test/" onmouseover="alert(1)](https://b.test/)', '<a href="https://b.test/">https://a.test/&quot; onmouseover=&quot;alert(1)</a>'],
 ];
 let failed = 0;
 for (const [src, want] of cases) {
-  const got = markdown(src);
+  const got = html(markdownTree(src));
   if (!got.includes(want)) { console.log("markdown(" + JSON.stringify(src) + ") = " + got + ", want it to contain " + want); failed++; }
-  if (/<script|onerror=[^&]/i.test(got.replace(/&lt;[^&]*&gt;/g, ""))) { console.log("unsafe output: " + got); failed++; }
+}
+for (const bad of ["javascript:alert(1)", "JaVaScRiPt:alert(1)", " javascript:x", "java\tscript:x", "&#106;avascript:x", "data:text/html,x", "vbscript:x", "//evil.test/", "/\\evil.test", "x"]) {
+  if (safeHref(bad) !== "") { console.log("safeHref(" + JSON.stringify(bad) + ") = " + JSON.stringify(safeHref(bad)) + ", want it refused"); failed++; }
+}
+for (const good of ["https://a.test/", "HTTP://a.test", "mailto:a@b.test", "/ui/x", "#top", "?q=1"]) {
+  if (safeHref(good) !== good) { console.log("safeHref(" + JSON.stringify(good) + ") refused"); failed++; }
 }
 process.exit(failed ? 1 : 0);
 `

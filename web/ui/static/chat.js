@@ -2,7 +2,8 @@
 // two transports that carry events: the WebSocket /ws/query, and the SSE
 // stream of POST /query/<user>/<conversation> read with fetch.
 import { api, getKey } from "./api.js";
-import { h, markdown, table, jsonBlock, prettyJSON, isToolList, toolCard, formatDuration } from "./render.js";
+import { h, table, jsonBlock, prettyJSON, isToolList, toolCard, formatDuration } from "./render.js";
+import { markdown } from "./markdown.js";
 import { icon } from "./icons.js";
 import { ElicitationCard } from "./elicit.js";
 
@@ -255,9 +256,7 @@ export class ChatView {
       case "text": {
         const objs = Array.isArray(p.objects) ? p.objects : [];
         const text = objs.map((o) => (o && typeof o === "object" ? o.text ?? "" : String(o ?? ""))).filter(Boolean).join("\n\n") || p.text || "";
-        const bubble = h("div", { class: "answer" });
-        bubble.innerHTML = markdown(text);
-        return bubble;
+        return h("div", { class: "answer" }, markdown(text));
       }
       case "title": {
         const title = p.title ?? p.text ?? (Array.isArray(p.objects) && p.objects[0] ? p.objects[0].title ?? p.objects[0].text : "");
@@ -289,9 +288,7 @@ export class ChatView {
         const d = h("div", { class: "document" });
         const text = o && typeof o === "object" ? o.content ?? o.text ?? "" : String(o);
         if (o && o.title) d.append(h("div", { class: "doc-title" }, o.title));
-        const md = h("div", { class: "doc-body" });
-        md.innerHTML = markdown(typeof text === "string" ? text : prettyJSON(text));
-        d.append(md);
+        d.append(h("div", { class: "doc-body" }, markdown(typeof text === "string" ? text : prettyJSON(text))));
         if (o && o._REF_ID) d.append(h("div", { class: "ref" }, o._REF_ID));
         return d;
       }));

@@ -41,7 +41,7 @@ const PATHS = {
 // It is built by the HTML parser from the constants above (never from
 // data), which puts it in the SVG namespace without naming one.
 export function icon(name) {
-  const shape = PATHS[name];
+  const shape = Object.hasOwn(PATHS, name) ? PATHS[name] : "";
   if (!shape) throw new Error(`no icon ${name}`);
   const tpl = document.createElement("template");
   tpl.innerHTML = `<svg class="icon icon-${name}" viewBox="0 0 24 24" width="16" height="16" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" aria-hidden="true" focusable="false">${shape}</svg>`;

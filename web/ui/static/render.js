@@ -1,6 +1,9 @@
 // render.js: small DOM helpers and the renderers shared by the chat and the
-// tool panel: safe markdown, tables of objects, JSON, MCP tool results.
+// tool panel: tables of objects, JSON, MCP tool results. Everything is built
+// as DOM nodes with text nodes for text; nothing here parses HTML (Markdown
+// is markdown.js).
 import { icon } from "./icons.js";
+import { safeHref } from "./markdown.js";
 
 // h builds an element: h("div", {class: "x", dataset: {type: "t"}}, child, "text").
 export function h(tag, attrs, ...children) {
@@ -11,8 +14,20 @@ export function h(tag, attrs, ...children) {
       if (k === "class") el.className = v;
       else if (k === "dataset") Object.assign(el.dataset, v);
       else if (k === "text") el.textContent = v;
-      else if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
-      else if (v === true) el.setAttribute(k, "");
+      else if (/^on/i.test(k)) {
+        // Handlers are functions; an "on..." attribute would be script.
+        if (typeof v !== "function") throw new Error(`h: ${k} must be a function`);
+        el.addEventListener(k.slice(2), v);
+      } else if (/^(href|action|formaction|xlink:href)$/i.test(k)) {
+        // A link is followed only to the web, mail or this site.
+        const href = safeHref(String(v));
+        if (href) el.setAttribute(k, href);
+      } else if (/^src$/i.test(k)) {
+        // Media from results come inline as data: URLs, which an img,
+        // audio or video element shows and never runs.
+        const src = String(v);
+        if ((/^data:/i.test(src) && /^(img|audio|video)$/i.test(tag)) || safeHref(src)) el.setAttribute(k, src);
+      } else if (v === true) el.setAttribute(k, "");
       else el.setAttribute(k, String(v));
     }
   }
@@ -21,119 +36,6 @@ export function h(tag, attrs, ...children) {
     el.append(c instanceof Node ? c : String(c));
   }
   return el;
-}
-
-export function escapeHTML(s) {
-  return String(s)
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&#39;");
-}
-
-// safeHref allows web, mail and same-site links only; anything else
-// (javascript:, data:, vbscript:) is dropped.
-function safeHref(url) {
-  const u = url.trim();
-  if (/^(https?:|mailto:)/i.test(u)) return u;
-  if (/^[/#?]/.test(u) && !u.startsWith("//")) return u;
-  return "";
-}
-
-// inline renders one line of already-escaped text: code spans first (kept
-// verbatim), then links, bold and italics.
-function inline(escaped) {
-  const codes = [];
-  let s = escaped.replace(/`([^`]+)`/g, (_, code) => {
-    codes.push(code);
-    return `\u0000${codes.length - 1}\u0000`;
-  });
-  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (m, text, url) => {
-    // url was escaped with the rest; &amp; is fine inside an attribute.
-    const href = safeHref(url.replace(/&amp;/g, "&"));
-    if (!href) return text;
-    return `<a href="${escapeHTML(href)}" target="_blank" rel="noopener noreferrer">${text}</a>`;
-  });
-  s = s.replace(/(^|[\s(])((?:https?:\/\/)[^\s<)]+)/g, (m, pre, url) => {
-    const href = url.replace(/&amp;/g, "&");
-    return `${pre}<a href="${escapeHTML(href)}" target="_blank" rel="noopener noreferrer">${url}</a>`;
-  });
-  s = s.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
-  s = s.replace(/__([^_]+)__/g, "<strong>$1</strong>");
-  s = s.replace(/(^|[^*\w])\*([^*\s][^*]*?)\*(?!\w)/g, "$1<em>$2</em>");
-  s = s.replace(/\u0000(\d+)\u0000/g, (_, i) => `<code>${codes[Number(i)]}</code>`);
-  return s;
-}
-
-// markdown renders a safe subset of Markdown to HTML. The input is escaped
-// first, so no tag from the text survives; only the tags made here exist.
-export function markdown(src) {
-  const lines = escapeHTML(src ?? "").replace(/\r\n?/g, "\n").split("\n");
-  const out = [];
-  let para = [];
-  let list = null; // {tag, items}
-  const flushPara = () => {
-    if (para.length) out.push(`<p>${para.map(inline).join("<br>")}</p>`);
-    para = [];
-  };
-  const flushList = () => {
-    if (list) out.push(`<${list.tag}>${list.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${list.tag}>`);
-    list = null;
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = line.match(/^\s*```\s*([\w+-]*)\s*$/);
-    if (fence) {
-      flushPara();
-      flushList();
-      const code = [];
-      i++;
-      while (i < lines.length && !/^\s*```\s*$/.test(lines[i])) code.push(lines[i++]);
-      const lang = fence[1] ? ` data-lang="${fence[1]}"` : "";
-      out.push(`<pre${lang}><code>${code.join("\n")}</code></pre>`);
-      continue;
-    }
-    if (/^\s*$/.test(line)) {
-      flushPara();
-      flushList();
-      continue;
-    }
-    const heading = line.match(/^(#{1,6})\s+(.*)$/);
-    if (heading) {
-      flushPara();
-      flushList();
-      const level = Math.min(6, heading[1].length + 2);
-      out.push(`<h${level}>${inline(heading[2])}</h${level}>`);
-      continue;
-    }
-    const bullet = line.match(/^\s*[-*+]\s+(.*)$/);
-    const numbered = line.match(/^\s*\d+[.)]\s+(.*)$/);
-    if (bullet || numbered) {
-      flushPara();
-      const tag = bullet ? "ul" : "ol";
-      if (list && list.tag !== tag) flushList();
-      if (!list) list = { tag, items: [] };
-      list.items.push((bullet || numbered)[1]);
-      continue;
-    }
-    const quote = line.match(/^&gt;\s?(.*)$/);
-    if (quote) {
-      flushPara();
-      flushList();
-      out.push(`<blockquote>${inline(quote[1])}</blockquote>`);
-      continue;
-    }
-    if (list && /^\s{2,}\S/.test(line)) {
-      list.items[list.items.length - 1] += " " + line.trim();
-      continue;
-    }
-    flushList();
-    para.push(line);
-  }
-  flushPara();
-  flushList();
-  return out.join("");
 }
 
 export function compactJSON(v) {

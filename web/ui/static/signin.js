@@ -100,6 +100,14 @@ export class SignIn {
       this.status(`Could not sign in to ${server}: ${r.error || "no authorization URL"}`, false);
       return;
     }
+    // The URL comes from the server's authorization server: only a web
+    // page may be opened, never a javascript: or data: URL in a window
+    // of this origin.
+    if (!/^https?:$/.test(urlProtocol(r.data.url))) {
+      if (popup) popup.close();
+      this.status(`Could not sign in to ${server}: the authorization URL is not an http(s) URL`, false);
+      return;
+    }
     if (popup && !popup.closed) popup.location.href = r.data.url;
     else this.status(`The browser blocked the sign-in window; allow popups for this page and press Connect again.`, false);
   }
@@ -198,5 +206,15 @@ export class SignIn {
       // no JSON body
     }
     status.textContent = `Could not ${value === null ? "delete" : "save"} ${name}: ${error}`;
+  }
+}
+
+// urlProtocol is the scheme of an absolute URL ("https:"), or "" when u is
+// not one.
+function urlProtocol(u) {
+  try {
+    return new URL(String(u)).protocol;
+  } catch {
+    return "";
   }
 }
