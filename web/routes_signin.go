@@ -406,5 +406,6 @@ func (s *Server) signInPage(c *gin.Context, status int, r signInResult) {
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Header("Referrer-Policy", "no-referrer")
+	c.Header("Content-Security-Policy", pageCSP([]byte(b.String()), nil)) // its one script and style, by hash
 	c.Data(status, "text/html; charset=utf-8", []byte(b.String()))
 }

@@ -1,0 +1,104 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// directive returns the source list of the CSP directive name, and
+// whether the policy has it.
+func directive(csp, name string) (string, bool) {
+	for d := range strings.SplitSeq(csp, ";") {
+		k, v, _ := strings.Cut(strings.TrimSpace(d), " ")
+		if k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// TestSecurityHeaders: every response, page, asset, JSON, error or the
+// frontend's page, forbids framing (CSP frame-ancestors and
+// X-Frame-Options), sniffing, object and base elements and connections to
+// other origins; the UI's own page and assets allow no inline script, no
+// eval and no inline style.
+func TestSecurityHeaders(t *testing.T) {
+	const page = `<!doctype html><title>x</title><script src="/_next/a.js"></script><script>self.__next_f=[1]</script>` +
+		"<SCRIPT type=\"text/javascript\">\nboot()\n</SCRIPT>"
+	build := fstest.MapFS{"index.html": {Data: []byte(page)}, "_next/a.js": {Data: []byte("1")}}
+	h := newHarness(t, &Options{Keys: testKeys, Frontend: build})
+	const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	for _, tt := range []struct {
+		path   string
+		accept string
+		ui     bool // the project's own UI: its strict policy exactly
+	}{
+		{"/tree/alice/c1", browser, true},
+		{"/ui/app.js", "", true},
+		{"/ui/style.css", "", true},
+		{"/ui/missing.js", "", true},
+		{"/healthz", "", true},
+		{"/conversations/alice", "", true}, // 401
+		{"/", browser, false},
+		{"/static/index.html", browser, false},
+		{"/_next/a.js", "", true},
+	} {
+		rec := h.do(t, "GET", tt.path, "", "Accept", tt.accept)
+		hd := rec.Header()
+		if got := hd.Get("X-Frame-Options"); got != "DENY" {
+			t.Errorf("GET %s: X-Frame-Options = %q, want DENY", tt.path, got)
+		}
+		if got := hd.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options = %q, want nosniff", tt.path, got)
+		}
+		csp := hd.Get("Content-Security-Policy")
+		if tt.ui && csp != uiCSP {
+			t.Errorf("GET %s: Content-Security-Policy = %q, want %q", tt.path, csp, uiCSP)
+		}
+		for name, want := range map[string]string{
+			"frame-ancestors": "'none'", "connect-src": "'self'", "object-src": "'none'",
+			"base-uri": "'none'", "default-src": "'none'",
+		} {
+			if got, ok := directive(csp, name); !ok || got != want {
+				t.Errorf("GET %s: CSP %s = %q, want %q (policy %q)", tt.path, name, got, want, csp)
+			}
+		}
+		scripts, _ := directive(csp, "script-src")
+		if strings.Contains(scripts, "unsafe") || !strings.HasPrefix(scripts, "'self'") {
+			t.Errorf("GET %s: script-src %q, want 'self' and hashes only", tt.path, scripts)
+		}
+	}
+
+	// The frontend's page: its two inline scripts by hash, its external
+	// one by 'self'.
+	csp := h.do(t, "GET", "/", "", "Accept", browser).Header().Get("Content-Security-Policy")
+	scripts, _ := directive(csp, "script-src")
+	want := []string{"'self'", hashOf("self.__next_f=[1]"), hashOf("\nboot()\n")}
+	if scripts != strings.Join(want, " ") {
+		t.Errorf("frontend script-src = %q, want %q", scripts, strings.Join(want, " "))
+	}
+}
+
+// TestSignInPageCSP: the sign-in callback page's one inline script and
+// style are allowed by their hashes, which match what was served.
+func TestSignInPageCSP(t *testing.T) {
+	page := []byte("<style>body{}</style><script>\n(1)\n</script><script src=/x.js></script>")
+	csp := pageCSP(page, nil)
+	if got, _ := directive(csp, "script-src"); got != "'self' "+hashOf("\n(1)\n") {
+		t.Errorf("script-src = %q", got)
+	}
+	if got, _ := directive(csp, "style-src"); got != "'self' "+hashOf("body{}") {
+		t.Errorf("style-src = %q", got)
+	}
+	if got, _ := directive(csp, "frame-ancestors"); got != "'none'" {
+		t.Errorf("frame-ancestors = %q", got)
+	}
+}
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
