@@ -74,7 +74,7 @@ func (s *Server) frontendFile(name func(*gin.Context) string) gin.HandlerFunc {
 		}
 		c.Header("X-Content-Type-Options", "nosniff")
 		if strings.HasSuffix(n, ".html") {
-			c.Header("Content-Security-Policy", s.frontendCSP(n))
+			c.Header("Content-Security-Policy", frontendCSP)
 		}
 		if strings.HasPrefix(n, "_next/static/") {
 			c.Header("Cache-Control", "public, max-age=31536000, immutable") // content-hashed names

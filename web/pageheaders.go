@@ -3,7 +3,6 @@ package web
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"io/fs"
 	"regexp"
 	"strings"
 
@@ -46,8 +45,8 @@ var (
 )
 
 // pageCSP is the Content-Security-Policy of an HTML page that carries
-// inline scripts (the sign-in callback page, the frontend build's
-// index.html): uiCSP's rules, with each inline <script> and <style> of page
+// inline scripts (the sign-in callback page; the frontend build's pages
+// with frontendOverride): uiCSP's rules, with each inline <script> and <style> of page
 // allowed by its SHA-256 hash and nothing else inline. override replaces
 // the source list of the directives it names (the frontend's workers and
 // injected styles).
@@ -92,12 +91,15 @@ func hashSource(text []byte) string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }
 
-// frontendOverride is what Elysia's Next.js build needs beyond pageCSP:
-// its components inject <style> elements at run time (scroll locks,
-// toasts), its code highlighter starts a worker, and its WebGL scene loads
-// blob: textures. Its scripts stay 'self' and the hashes of its page's
-// inline scripts.
+// frontendOverride is what Elysia's Next.js build needs beyond pageCSP.
+// Its page inserts an inline script at run time (Google Analytics' init,
+// which its start-up waits for), so no hash list can allow it: its
+// scripts get 'unsafe-inline', but still no eval, no other host, no
+// connection but to this origin, no framing, no <object> and no <base>.
+// Its components inject <style> elements (scroll locks, toasts), its code
+// highlighter starts a worker, and its WebGL scene loads blob: textures.
 var frontendOverride = map[string]string{
+	"script-src": "'self' 'unsafe-inline'",
 	"style-src":  "'self' 'unsafe-inline'",
 	"img-src":    "'self' data: blob:",
 	"media-src":  "'self' data: blob:",
@@ -105,13 +107,6 @@ var frontendOverride = map[string]string{
 	"worker-src": "'self' blob:",
 }
 
-// frontendCSP is the Content-Security-Policy of the frontend build's page
-// name, its inline scripts allowed by hash. A page that cannot be read
-// gets uiCSP (it is not served either).
-func (s *Server) frontendCSP(name string) string {
-	b, err := fs.ReadFile(s.frontend, name)
-	if err != nil {
-		return uiCSP
-	}
-	return pageCSP(b, frontendOverride)
-}
+// frontendCSP is the Content-Security-Policy of the frontend build's
+// pages.
+var frontendCSP = pageCSP(nil, frontendOverride)

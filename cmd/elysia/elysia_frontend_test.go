@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -242,8 +243,8 @@ const feedbackButtons = `[...document.querySelectorAll("p")].find((e) => e.textC
 
 // serviceConsoleErrors returns the console's errors less those about a
 // URL off the service: the build's index.html loads Google's gtag.js,
-// which fails on a machine without a route to it (nothing the service
-// serves or could fix).
+// which the service's Content-Security-Policy refuses (its scripts are
+// its own) and which fails anyway on a machine without a route to it.
 func serviceConsoleErrors(b *browser, base string) []string {
 	var out []string
 	for _, m := range b.consoleErrors() {
@@ -251,10 +252,16 @@ func serviceConsoleErrors(b *browser, base string) []string {
 		if i >= 0 && strings.HasPrefix(m[i+2:], "http") && !strings.HasPrefix(m[i+2:], base) {
 			continue
 		}
+		if u := refusedURL.FindStringSubmatch(m); u != nil && strings.HasPrefix(u[1], "http") && !strings.HasPrefix(u[1], base) {
+			continue
+		}
 		out = append(out, m)
 	}
 	return out
 }
+
+// refusedURL finds the URL of a resource the page's CSP refused to load.
+var refusedURL = regexp.MustCompile(`^(?:error: )?(?:Loading|Refused to load) the \w+ '([^']+)'`)
 
 // clickText clicks the first element matching sel whose text is text,
 // waiting for it to appear.

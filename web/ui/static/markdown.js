@@ -74,7 +74,7 @@ function autolinks(text) {
 // inline parses one line: code spans first (kept verbatim), then
 // [text](url) links, bare URLs, bold and italics. A link's text gets
 // emphasis only: links never nest.
-export function inline(text) {
+function inline(text) {
   return splitBy(text, /`([^`]+)`/g,
     (m) => [node("code", [m[1]])],
     (s) => splitBy(s, /\[([^\]]+)\]\(([^)\s]+)\)/g,
