@@ -46,16 +46,25 @@ const signInTTL = 10 * time.Minute
 
 // StartSignIn begins a web sign-in of user: it returns the authorization
 // URL to send the browser to, whose answer comes to redirectURI (the
-// service's callback). The state in it is bound to user and to this
-// gateway, and kept in Options.Pending: FinishSignIn or FinishPending, on
-// any replica sharing it, takes it back within ten minutes, once.
-func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI string) (authURL string, err error) {
+// service's callback for this server: one redirect URI per server, so an
+// answer cannot be taken for another server's). The state in it is bound
+// to user and to this gateway, and kept in Options.Pending with binding
+// (PendingSignIn.Binding, "" when the caller binds the sign-in otherwise):
+// FinishSignIn or FinishPending, on any replica sharing it, takes it back
+// within ten minutes, once. Beyond the caps of PendingSignIns the error
+// matches ErrTooManySignIns.
+func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI, binding string) (authURL string, err error) {
 	a, err := g.authorizerFor(ctx, user)
 	if err != nil {
 		return "", err
 	}
 	if g.cfg.OAuth.grant() == GrantClientCredentials {
 		return "", fmt.Errorf("server %q signs in as a service account (client_credentials); no user sign-in", g.cfg.Name)
+	}
+	// Full already? Then refuse before probing the server and registering
+	// a client, which a start costs too.
+	if err := g.opts.Pending.Room(ctx, user); err != nil {
+		return "", g.serverErr("sign in", err)
 	}
 	ch, err := a.probe(ctx)
 	if err != nil {
@@ -65,7 +74,7 @@ func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI string) (au
 	if err != nil {
 		return "", g.serverErr("sign in", err)
 	}
-	if err := g.opts.Pending.Put(ctx, p.state, g.pendingOf(user, p), time.Now().Add(signInTTL)); err != nil {
+	if err := g.opts.Pending.Put(ctx, p.state, g.pendingOf(user, binding, p), time.Now().Add(signInTTL)); err != nil {
 		return "", g.serverErr("sign in", fmt.Errorf("keep the sign-in: %w", err))
 	}
 	return authURL, nil
@@ -74,6 +83,11 @@ func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI string) (au
 // ErrUnknownState is matched by FinishSignIn's error when the state is
 // unknown, expired, already used, or another user's.
 var ErrUnknownState = errors.New("unknown or expired sign-in state")
+
+// ErrTooManySignIns is matched by StartSignIn's error when the user, or
+// all users together, have as many web sign-ins waiting for their callback
+// as PendingSignIns keeps (MaxPendingSignInsPerUser, MaxPendingSignIns).
+var ErrTooManySignIns = errors.New("too many sign-ins waiting")
 
 // FinishSignIn completes user's web sign-in with what came back to the
 // callback (code, state and, when sent, iss): the state must be one

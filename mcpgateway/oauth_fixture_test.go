@@ -40,6 +40,8 @@ type authFixture struct {
 	expiresIn     int      // seconds; 0 means 3600
 	tokenFails    int      // status the token endpoint answers with HTML
 	badState      bool     // the AS sends back another state
+	issSupported  bool     // AS metadata: authorization_response_iss_parameter_supported
+	iss           string   // the iss the AS sends back with its answer; "" none
 	neverEnough   bool     // tools/call always gets 403 insufficient_scope
 	ecKey         *ecdsa.PublicKey
 	noRevocation  bool // AS metadata without revocation_endpoint
@@ -188,6 +190,9 @@ func (f *authFixture) serveAS(w http.ResponseWriter, r *http.Request) {
 		if !f.noRevocation {
 			meta["revocation_endpoint"] = f.as.URL + "/revoke"
 		}
+		if f.issSupported {
+			meta["authorization_response_iss_parameter_supported"] = true
+		}
 		writeJSON(w, meta)
 	case "/revoke":
 		f.revoke(w, r)
@@ -213,6 +218,9 @@ func (f *authFixture) serveAS(w http.ResponseWriter, r *http.Request) {
 		v := to.Query()
 		v.Set("code", code)
 		v.Set("state", state)
+		if f.iss != "" {
+			v.Set("iss", f.iss)
+		}
 		to.RawQuery = v.Encode()
 		http.Redirect(w, r, to.String(), http.StatusFound)
 	case "/token":

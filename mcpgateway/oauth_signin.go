@@ -215,12 +215,20 @@ type callbackResult struct {
 	err              error
 }
 
+// CallbackPath is the path of server's sign-in callback, on the service
+// (web) and on the loopback listener of a terminal sign-in alike: one
+// redirect URI per server, so that an authorization server's answer that
+// comes back on one server's path is never taken for another's sign-in
+// (mix-up, RFC 9700 4.4).
+func CallbackPath(server string) string { return "/oauth/callback/" + url.PathEscape(server) }
+
 // signInLoopback signs the user in with a loopback redirect (RFC 8252): it
-// listens on the configured redirect_uri (else 127.0.0.1 on a free port),
-// sends the user to the authorization URL through browser, and exchanges
-// the code that comes back. ctx bounds the whole sign-in.
+// listens on the configured redirect_uri (else 127.0.0.1 on a free port,
+// at CallbackPath), sends the user to the authorization URL through
+// browser, and exchanges the code that comes back. ctx bounds the whole
+// sign-in.
 func (a *authorizer) signInLoopback(ctx context.Context, ch challenge, scopes []string, browser Browser) (*Token, error) {
-	addr, path := "127.0.0.1:0", "/callback"
+	addr, path := "127.0.0.1:0", CallbackPath(a.key.Server)
 	if a.cfg.OAuth != nil && a.cfg.OAuth.RedirectURI != "" {
 		u, err := url.Parse(a.cfg.OAuth.RedirectURI)
 		if err != nil || u.Scheme != "http" || !isLoopback(u.Hostname()) {
@@ -236,14 +244,14 @@ func (a *authorizer) signInLoopback(ctx context.Context, ch challenge, scopes []
 	if err != nil {
 		return nil, fmt.Errorf("listen for the sign-in redirect: %w", err)
 	}
-	redirect := (&url.URL{Scheme: "http", Host: ln.Addr().String(), Path: path}).String()
+	redirect := "http://" + ln.Addr().String() + path
 	if a.cfg.OAuth != nil && a.cfg.OAuth.RedirectURI != "" {
 		redirect = a.cfg.OAuth.RedirectURI
 	}
 
 	results := make(chan callbackResult, 1)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != path {
+		if r.URL.EscapedPath() != path && r.URL.Path != path {
 			http.NotFound(w, r)
 			return
 		}

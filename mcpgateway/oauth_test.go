@@ -149,6 +149,10 @@ func TestOAuthRefusals(t *testing.T) {
 		{"resource mismatch", func(f *authFixture) { f.prmResource = "https://evil.example.com/mcp" }, "not for this server"},
 		{"state mismatch", func(f *authFixture) { f.badState = true }, "state mismatch"},
 		{"no S256", func(f *authFixture) { f.noS256 = true }, "does not offer PKCE with S256"},
+		// RFC 9207: an AS that says it sends iss and then does not is
+		// refused, and so is an iss that names another issuer.
+		{"iss advertised, missing", func(f *authFixture) { f.issSupported = true }, `comes from issuer ""`},
+		{"iss of another issuer", func(f *authFixture) { f.iss = "https://evil.example" }, `comes from issuer "https://evil.example"`},
 		{"token endpoint 500 with HTML", func(f *authFixture) { f.tokenFails = 500 }, "token endpoint answered 500 Internal Server Error (text/html), not a token"},
 	}
 	for _, tt := range tests {
@@ -328,7 +332,7 @@ func TestOAuthPerUserIsolation(t *testing.T) {
 func TestOAuthWebSignInState(t *testing.T) {
 	f := newAuthFixture(t)
 	g := newGateway(t, f.config("docs"), nil)
-	authURL, err := g.StartSignIn(t.Context(), "alice", "https://elysia.example/oauth/callback")
+	authURL, err := g.StartSignIn(t.Context(), "alice", "https://elysia.example/oauth/callback/docs", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,6 +345,78 @@ func TestOAuthWebSignInState(t *testing.T) {
 	if err := g.FinishSignIn(t.Context(), "alice", state, "code-x", ""); !errors.Is(err, ErrUnknownState) {
 		t.Errorf("replayed state: %v, want ErrUnknownState", err)
 	}
+}
+
+// TestOAuthIssAndCallbackPath signs in through an authorization server
+// that sends iss (RFC 9207) on the loopback redirect of this server's own
+// path, CallbackPath: one redirect URI per server.
+func TestOAuthIssAndCallbackPath(t *testing.T) {
+	f := newAuthFixture(t)
+	f.issSupported, f.iss = true, f.as.URL
+	g := newGateway(t, f.config("docs"), &Options{Browser: FetchBrowser{}})
+	if got, err := whoami(t, g, "alice"); err != nil || got != "subject-1" {
+		t.Fatalf("whoami = %q, %v; want subject-1", got, err)
+	}
+	ar := f.authRequests()
+	if len(ar) != 1 {
+		t.Fatalf("authorization requests = %d, want 1", len(ar))
+	}
+	u, err := url.Parse(ar[0].Get("redirect_uri"))
+	if err != nil || u.Path != "/oauth/callback/docs" || u.Hostname() != "127.0.0.1" {
+		t.Errorf("redirect_uri = %q, want http://127.0.0.1:<port>/oauth/callback/docs", ar[0].Get("redirect_uri"))
+	}
+}
+
+// TestOAuthPendingSignInCaps starts web sign-ins until the per-user cap:
+// the next start is refused with ErrTooManySignIns before it registers a
+// client, another user may still start, and an expired sign-in makes room.
+func TestOAuthPendingSignInCaps(t *testing.T) {
+	f := newAuthFixture(t)
+	pending := &MemoryPendingSignIns{}
+	g := newGateway(t, f.config("docs"), &Options{Pending: pending})
+	start := func(user string) error {
+		_, err := g.StartSignIn(t.Context(), user, "https://elysia.example/oauth/callback/docs", "")
+		return err
+	}
+	for i := range MaxPendingSignInsPerUser {
+		if err := start("alice"); err != nil {
+			t.Fatalf("start %d: %v", i+1, err)
+		}
+	}
+	registered := countPaths(f.requests(), "AS POST /register")
+	err := start("alice")
+	if !errors.Is(err, ErrTooManySignIns) || !strings.Contains(err.Error(), `user "alice" has 10 sign-ins waiting`) {
+		t.Fatalf("start beyond the cap: %v, want ErrTooManySignIns naming alice", err)
+	}
+	if got := countPaths(f.requests(), "AS POST /register"); got != registered {
+		t.Errorf("a refused start registered a client (%d registrations, was %d)", got, registered)
+	}
+	if err := start("bob"); err != nil {
+		t.Errorf("bob's start with alice at her cap: %v", err)
+	}
+	// One of alice's expires: room for one more.
+	pending.mu.Lock()
+	for st, mp := range pending.m {
+		if mp.p.User == "alice" {
+			mp.expires = time.Now().Add(-time.Second)
+			pending.m[st] = mp
+			break
+		}
+	}
+	pending.mu.Unlock()
+	if err := start("alice"); err != nil {
+		t.Errorf("start after one of alice's expired: %v", err)
+	}
+}
+
+func countPaths(paths []string, want string) int {
+	n := 0
+	for _, p := range paths {
+		if p == want {
+			n++
+		}
+	}
+	return n
 }
 
 func TestOAuthClientCredentialsJWT(t *testing.T) {

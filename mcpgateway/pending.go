@@ -33,6 +33,11 @@ type PendingSignIn struct {
 	AuthURL      string `json:"auth_url"`
 	TokenURL     string `json:"token_url"`
 	IssParameter bool   `json:"iss_parameter,omitempty"`
+	// Binding is the SHA-256 (hex) of a random secret that only the
+	// browser which started the sign-in holds (in a cookie): the callback
+	// must bring the secret. Never derived from the state, which the
+	// authorization URL carries to every party of the sign-in.
+	Binding string `json:"binding,omitempty"`
 }
 
 // String redacts the sign-in: it names the server and user only.
@@ -49,15 +54,31 @@ func (p *PendingSignIn) GoString() string { return p.String() }
 // LogValue implements slog.LogValuer without a secret.
 func (p *PendingSignIn) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
+// MaxPendingSignInsPerUser bounds the web sign-ins one user may have
+// waiting for their callback at once, and MaxPendingSignIns those of all
+// users: each start registers a client and keeps a row, so a page that
+// starts sign-ins in a loop must not grow either without bound.
+const (
+	MaxPendingSignInsPerUser = 10
+	MaxPendingSignIns        = 1000
+)
+
 // PendingSignIns keeps web sign-ins from StartSignIn to their callback, by
 // state. The service backs it with its encrypted store, so that the
 // callback may reach any replica; the default keeps them in memory.
 // Implementations must be safe for concurrent use, and Take must hand a
 // sign-in out once: a second Take of the same state, or a Take after
-// expires, returns an error matching ErrUnknownState. Errors must not
-// carry the sign-in's secrets.
+// expires, returns an error matching ErrUnknownState. Put drops the
+// expired sign-ins first and then refuses, with an error matching
+// ErrTooManySignIns, a sign-in beyond MaxPendingSignInsPerUser for its
+// user or MaxPendingSignIns in all. Errors must not carry the sign-in's
+// secrets.
 type PendingSignIns interface {
 	Put(ctx context.Context, state string, p *PendingSignIn, expires time.Time) error
+	// Room returns an error matching ErrTooManySignIns when a Put for
+	// user would be refused now, so that a start refuses before it costs
+	// the MCP and authorization servers anything.
+	Room(ctx context.Context, user string) error
 	Take(ctx context.Context, state string) (*PendingSignIn, error)
 }
 
@@ -82,13 +103,34 @@ func (s *MemoryPendingSignIns) Put(_ context.Context, state string, p *PendingSi
 	if s.m == nil {
 		s.m = map[string]memoryPending{}
 	}
-	for st, mp := range s.m {
-		if now.After(mp.expires) {
-			delete(s.m, st)
-		}
+	if err := s.roomLocked(now, p.User); err != nil {
+		return err
 	}
 	s.m[state] = memoryPending{p: *p, expires: expires}
 	return nil
+}
+
+// Room implements PendingSignIns.
+func (s *MemoryPendingSignIns) Room(_ context.Context, user string) error {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.roomLocked(now, user)
+}
+
+// roomLocked drops the sign-ins expired at now and says whether user may
+// start one more. s.mu must be held.
+func (s *MemoryPendingSignIns) roomLocked(now time.Time, user string) error {
+	mine := 0
+	for st, mp := range s.m {
+		switch {
+		case now.After(mp.expires):
+			delete(s.m, st)
+		case mp.p.User == user:
+			mine++
+		}
+	}
+	return pendingCapErr(user, mine, len(s.m))
 }
 
 // Take implements PendingSignIns.
@@ -103,15 +145,29 @@ func (s *MemoryPendingSignIns) Take(_ context.Context, state string) (*PendingSi
 	return &mp.p, nil
 }
 
+// pendingCapErr is the error of a Put for user when user already has mine
+// sign-ins waiting and all users total: nil under both caps.
+func pendingCapErr(user string, mine, total int) error {
+	switch {
+	case mine >= MaxPendingSignInsPerUser:
+		return fmt.Errorf("user %q has %d sign-ins waiting for their callback, the most allowed; finish one or wait ten minutes: %w",
+			user, mine, ErrTooManySignIns)
+	case total >= MaxPendingSignIns:
+		return fmt.Errorf("%d sign-ins are waiting for their callback, the most this service keeps; try again in a few minutes: %w",
+			total, ErrTooManySignIns)
+	}
+	return nil
+}
+
 // pendingOf is what StartSignIn keeps of p, a sign-in user began on g.
-func (g *Gateway) pendingOf(user string, p *pendingAuth) *PendingSignIn {
+func (g *Gateway) pendingOf(user, binding string, p *pendingAuth) *PendingSignIn {
 	as := p.target.as
 	return &PendingSignIn{
 		Server: g.cfg.Name, User: user, Verifier: p.verifier,
 		ClientID: p.clientID, ClientSecret: p.secret, AuthMethod: p.method, Scopes: p.scopes,
 		RedirectURI: p.cfg.RedirectURL, Resource: p.target.resource,
 		Issuer: as.Issuer, AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint,
-		IssParameter: as.AuthorizationResponseIssParameter,
+		IssParameter: as.AuthorizationResponseIssParameter, Binding: binding,
 	}
 }
 

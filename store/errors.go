@@ -17,3 +17,8 @@ var ErrNoSecretKey = errors.New("no secret key")
 // open what the database holds: it was sealed under another key (or
 // altered).
 var ErrWrongKey = errors.New("wrong secret key")
+
+// ErrTooMany is matched by [Vault.PutPending]'s and [Vault.PendingRoom]'s
+// error when the user, or all users, have as many sign-ins waiting as the
+// caller allows.
+var ErrTooMany = errors.New("too many")

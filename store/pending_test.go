@@ -18,7 +18,7 @@ func testVaultPending(t *testing.T, newDSN newDSN) {
 	a := openVault(t, openStore(t, dsn), key)
 	b := openVault(t, openStore(t, dsn), key)
 	state, value := "state-3f9a61c2d8e04b7a", []byte(`{"verifier":"pkce-verifier-81d07e5c"}`)
-	if err := a.PutPending(ctx, state, value, time.Now().Add(time.Minute)); err != nil {
+	if err := a.PutPending(ctx, state, "alice", value, time.Now().Add(time.Minute), testCaps); err != nil {
 		t.Fatal(err)
 	}
 	var dump strings.Builder
@@ -49,10 +49,40 @@ func testVaultPending(t *testing.T, newDSN newDSN) {
 		t.Errorf("second TakePending = %v, want ErrNotFound (one use)", err)
 	}
 
-	if err := a.PutPending(ctx, "old-state", value, time.Now().Add(-time.Second)); err != nil {
+	if err := a.PutPending(ctx, "old-state", "alice", value, time.Now().Add(-time.Second), testCaps); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.TakePending(ctx, "old-state"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("TakePending of an expired sign-in = %v, want ErrNotFound", err)
 	}
+
+	// Caps: two per user, three in all, across replicas; expired ones
+	// make room.
+	caps := PendingCaps{PerUser: 2, Total: 3}
+	soon := time.Now().Add(time.Minute)
+	for _, st := range []string{"a1", "a2"} {
+		if err := a.PutPending(ctx, st, "alice", value, soon, caps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.PutPending(ctx, "a3", "alice", value, soon, caps); !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), `user "alice" has 2`) {
+		t.Errorf("alice's third sign-in = %v, want ErrTooMany naming alice", err)
+	}
+	if err := b.PendingRoom(ctx, "alice", caps); !errors.Is(err, ErrTooMany) {
+		t.Errorf("PendingRoom for alice at her cap = %v, want ErrTooMany", err)
+	}
+	if err := b.PutPending(ctx, "b1", "bob", value, soon, caps); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutPending(ctx, "c1", "carol", value, soon, caps); !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "3 sign-ins are waiting") {
+		t.Errorf("a fourth sign-in in all = %v, want ErrTooMany for the total", err)
+	}
+	if _, err := a.TakePending(ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PendingRoom(ctx, "alice", caps); err != nil {
+		t.Errorf("PendingRoom for alice after one was taken = %v", err)
+	}
 }
+
+var testCaps = PendingCaps{PerUser: 10, Total: 100}

@@ -126,6 +126,20 @@ var migrations = []migration{
 		sqlite:   pendingMigration("INTEGER"),
 		postgres: pendingMigration("BIGINT"),
 	},
+	{
+		// Each pending sign-in names its user (hashed), so that the
+		// sign-ins one user may keep waiting are capped (issue 16). Rows
+		// from before have none: they expire within minutes.
+		sqlite:   pendingUserMigration,
+		postgres: pendingUserMigration,
+	},
+}
+
+// pendingUserMigration is the seventh migration, the same in both
+// dialects.
+var pendingUserMigration = []string{
+	`ALTER TABLE oauth_pending ADD COLUMN user_hash TEXT NOT NULL DEFAULT ''`,
+	`CREATE INDEX oauth_pending_user ON oauth_pending (user_hash)`,
 }
 
 // pendingMigration is the sixth migration; integer is the dialect's 64-bit

@@ -24,6 +24,21 @@ var ErrUnavailable = errors.New("unavailable")
 // maps to 400.
 var ErrUnknownState = errors.New("unknown or expired sign-in state")
 
+// ErrSignInNotBound is matched by SignIns.FinishSignIn's error when the
+// callback's browser does not hold the secret of the browser that started
+// the sign-in (SignInCallback.Check). It maps to 400.
+var ErrSignInNotBound = errors.New("sign-in not started in this browser")
+
+// ErrWrongCallback is matched by SignIns.FinishSignIn's error when the
+// answer came back on another server's callback path than the sign-in's
+// (SignInCallback.Check): an authorization server mix-up. It maps to 400.
+var ErrWrongCallback = errors.New("sign-in answer on another server's callback")
+
+// ErrTooManySignIns is matched by SignIns.StartSignIn's error when the
+// user, or all users, have as many sign-ins waiting for their callback as
+// the service keeps. It maps to 429.
+var ErrTooManySignIns = errors.New("too many sign-ins waiting")
+
 // errWriteTimeout is the cause of a WebSocket write's ctx ending because
 // the write missed Options.StreamWriteTimeout, which tells it apart from
 // the session ending.
@@ -51,8 +66,10 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &re):
 		return re.status
-	case errors.Is(err, ErrUnknownState):
+	case errors.Is(err, ErrUnknownState), errors.Is(err, ErrSignInNotBound), errors.Is(err, ErrWrongCallback):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrTooManySignIns):
+		return http.StatusTooManyRequests
 	case errors.Is(err, tree.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, tree.ErrBusy):

@@ -88,17 +88,21 @@ type ListRequest struct {
 // authorization server, whose text is shown: it must name the server and
 // hold no secret.
 type SignIns interface {
-	// StartSignIn begins user's sign-in to server and returns the
-	// authorization server's URL to send the browser to, whose answer
-	// comes back to redirectURI (this service's /oauth/callback). The
-	// state in it is bound to user and may be used once, within minutes.
-	StartSignIn(ctx context.Context, server, user, redirectURI string) (authURL string, err error)
-	// FinishSignIn completes the sign-in whose state came back to the
-	// callback, with its code and iss ("" when the authorization server
-	// sent none), and returns the server and the user it was for. A state
+	// StartSignIn begins st.User's sign-in to st.Server and returns the
+	// authorization server's URL to send the browser to, and the server's
+	// own name (st.Server may be another name of it, as the tree's id):
+	// the answer comes back to the redirect URI st.CallbackOrigin +
+	// "/oauth/callback/" + that name, path-escaped.
+	// The state in it is bound to the user and may be used once, within
+	// minutes; st.Binding is kept with it for SignInCallback.Check. Beyond
+	// the service's caps the error matches ErrTooManySignIns.
+	StartSignIn(ctx context.Context, st SignInStart) (authURL, server string, err error)
+	// FinishSignIn completes the sign-in whose state came back in cb,
+	// once cb.Check(server, binding) accepts the one started with that
+	// state, and returns the server and the user it was for. A state
 	// that StartSignIn did not give, that expired or that was used already
 	// matches ErrUnknownState; a failed sign-in stores nothing.
-	FinishSignIn(ctx context.Context, state, code, iss string) (server, user string, err error)
+	FinishSignIn(ctx context.Context, cb SignInCallback) (server, user string, err error)
 	// SignOut forgets user's token for server and ends user's session of
 	// it. Signing out twice is not an error.
 	SignOut(ctx context.Context, server, user string) error

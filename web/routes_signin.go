@@ -2,11 +2,7 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,31 +14,40 @@ import (
 
 // Sign-in (DESIGN.md, "Sign-in and per-user credentials"):
 //
-//   - GET /oauth/start/:server sends the browser to the server's
-//     authorization server (302), or, for a client that asks for JSON,
-//     answers {"error", "url"} so that a page can open the URL in a popup
-//     itself. The user signing in is the API key's; an admin key, or any
-//     request when no keys are configured, names the user with ?user=. The
-//     key is never taken from the URL: the UI fetches the URL with its
-//     bearer header and then navigates its popup to it.
-//   - GET /oauth/callback is where the authorization server sends the
-//     browser back. It needs no key (a redirect carries no header): the
-//     state, unguessable, bound to the user who started and good for one
-//     use, is the credential, and it only counts from the browser that
-//     started the sign-in: the start sets a cookie (HttpOnly, SameSite=Lax,
-//     path /oauth/callback, ten minutes) holding the state's SHA-256, which
-//     the callback must bring. So a sign-in link someone started cannot be
-//     finished by another person, whose account would then end up under
-//     the starter's name. It answers a small HTML page that tells the
-//     window that opened it how the sign-in went and closes itself.
+//   - POST /oauth/start/:server starts a sign-in: it sends the browser to
+//     the server's authorization server (303), or, for a client that asks
+//     for JSON, answers {"error", "url"} so that a page can open the URL in
+//     a popup itself. The user signing in is the API key's; an admin key,
+//     or any request when no keys are configured, names the user with
+//     ?user=. The key is never taken from the URL. Being a POST, it passes
+//     the Origin check: a page of another site cannot start sign-ins (which
+//     probe the server, register clients and keep a pending sign-in each).
+//     The sign-ins waiting are capped per user and in all (429).
+//   - GET /oauth/start/:server changes nothing: it answers a page that asks
+//     to confirm, with a form that POSTs the start (JSON clients get 405).
+//   - GET /oauth/callback/:server is where the authorization server sends
+//     the browser back: one redirect URI per server, and an answer that
+//     comes back on another server's path than its sign-in's is refused
+//     (authorization server mix-up). It needs no key (a redirect carries no
+//     header): the state, unguessable, bound to the user who started and
+//     good for one use, is the credential, and it only counts from the
+//     browser that started the sign-in, which holds the sign-in's secret in
+//     a cookie (see signin_binding.go). So a sign-in link someone started
+//     cannot be finished by another person, whose account would then end
+//     up under the starter's name. It answers a small HTML page that tells
+//     the window that opened it how the sign-in went and closes itself.
+//     GET /oauth/callback, the one path of before, refuses with a page
+//     that says so.
 //   - DELETE /oauth/:server signs the user out.
 //   - PUT and DELETE /users/:user_id/secrets/:name set and forget a user's
 //     own secret; nothing reads one back.
 
 // signInRoutes registers the sign-in and user-secret routes.
 func (s *Server) signInRoutes(e *gin.Engine) {
-	e.GET("/oauth/start/:server", s.oauthStart)
-	e.GET("/oauth/callback", s.oauthCallback)
+	e.GET("/oauth/start/:server", s.oauthConfirm)
+	e.POST("/oauth/start/:server", s.oauthStart)
+	e.GET("/oauth/callback/:server", s.oauthCallback)
+	e.GET("/oauth/callback", s.oauthOldCallback)
 	e.DELETE("/oauth/:server", s.oauthSignOut)
 	e.PUT("/users/:user_id/secrets/:name", s.requireUser, s.putSecret)
 	e.DELETE("/users/:user_id/secrets/:name", s.requireUser, s.deleteSecret)
@@ -90,6 +95,36 @@ func wantsJSON(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
+// oauthConfirm answers the page that asks to confirm a sign-in: a GET
+// (a link, an image, a navigation from another site) starts nothing.
+func (s *Server) oauthConfirm(c *gin.Context) {
+	user, authorized := s.signInUser(c)
+	if !authorized {
+		return
+	}
+	if wantsJSON(c.Request) {
+		c.Header("Allow", http.MethodPost)
+		s.fail(c, &requestError{http.StatusMethodNotAllowed, "start a sign-in with POST /oauth/start/" +
+			url.PathEscape(c.Param("server")) + "; a GET starts nothing"}, object{kv("url", "")})
+		return
+	}
+	action := (&url.URL{Path: "/oauth/start/" + c.Param("server"), RawQuery: url.Values{"user": {user}}.Encode()}).String()
+	var b strings.Builder
+	if err := signInConfirmTemplate.Execute(&b, struct{ Server, User, Action string }{c.Param("server"), user, action}); err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	// Not no-referrer: a form POST from a no-referrer page carries
+	// "Origin: null", which the Origin check refuses.
+	c.Header("Referrer-Policy", "same-origin")
+	// Never in a frame: a page of another site must not get a click on
+	// the button by showing it under something else.
+	c.Header("X-Frame-Options", "DENY")
+	c.Writer.Header().Add("Content-Security-Policy", "frame-ancestors 'none'")
+	c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(b.String()))
+}
+
 func (s *Server) oauthStart(c *gin.Context) {
 	user, authorized := s.signInUser(c)
 	if !authorized {
@@ -99,18 +134,20 @@ func (s *Server) oauthStart(c *gin.Context) {
 		s.fail(c, errNoSignIns, object{kv("url", "")})
 		return
 	}
-	redirect, err := s.callbackURL(c.Request)
+	origin, err := s.callbackOrigin(c.Request)
 	if err == nil {
-		var authURL string
-		authURL, err = s.deps.SignIns.StartSignIn(c.Request.Context(), c.Param("server"), user, redirect)
+		secret, binding := newSignInSecret()
+		var authURL, server string
+		authURL, server, err = s.deps.SignIns.StartSignIn(c.Request.Context(),
+			SignInStart{Server: c.Param("server"), User: user, CallbackOrigin: origin, Binding: binding})
 		if err == nil {
 			c.Header("Cache-Control", "no-store")
-			s.bindSignIn(c, authURL, strings.HasPrefix(redirect, "https:"))
+			http.SetCookie(c.Writer, signInCookie(server, origin, secret))
 			if wantsJSON(c.Request) {
 				writeJSON(c, http.StatusOK, ok(kv("url", authURL)))
 				return
 			}
-			c.Redirect(http.StatusFound, authURL)
+			c.Redirect(http.StatusSeeOther, authURL)
 			return
 		}
 	}
@@ -122,30 +159,40 @@ func (s *Server) oauthStart(c *gin.Context) {
 	s.signInPage(c, status, signInResult{Server: c.Param("server"), Message: msg})
 }
 
-// callbackURL is the redirect URI of a sign-in started by r: this
-// service's /oauth/callback under the name r reached it by, when that is a
-// loopback name or a listed public host (--public-host), so that the
+// callbackOrigin is the scheme://host of the redirect URI of a sign-in
+// started by r: this service under the name r reached it by, when that is
+// a loopback name or a listed public host (--public-host), so that the
 // authorization server never sends a code to a name the service does not
-// own. A public host is https unless X-Forwarded-Proto says http.
-func (s *Server) callbackURL(r *http.Request) (string, error) {
+// own. A public host is https unless X-Forwarded-Proto says http. The
+// path follows: /oauth/callback/<server> (mcpgateway.CallbackPath, which a
+// terminal sign-in listens on too).
+func (s *Server) callbackOrigin(r *http.Request) (string, error) {
 	name, port := splitHost(r.Host)
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	if isLoopbackName(name) {
-		return scheme + "://" + r.Host + "/oauth/callback", nil
+		return scheme + "://" + r.Host, nil
 	}
 	for _, h := range s.hosts.public {
 		if pn, pp := splitHost(h); pn == name && (pp == "" || pp == port) {
 			if r.Header.Get("X-Forwarded-Proto") != "http" {
 				scheme = "https"
 			}
-			return scheme + "://" + r.Host + "/oauth/callback", nil
+			return scheme + "://" + r.Host, nil
 		}
 	}
 	return "", badRequest("cannot sign in through " + r.Host + ": the authorization server must send the browser back to a name this service owns; " +
 		"use a loopback address, or start elysia serve with --public-host " + name)
+}
+
+// oauthOldCallback answers the one callback path of before, which no
+// sign-in uses now: an answer there names no server.
+func (s *Server) oauthOldCallback(c *gin.Context) {
+	s.signInPage(c, http.StatusBadRequest, signInResult{Message: "this sign-in came back to /oauth/callback, which takes no sign-ins: " +
+		"each server has its own callback, /oauth/callback/<server>; start the sign-in again " +
+		"(with a client registered in advance, register that redirect URI with the authorization server)"})
 }
 
 func (s *Server) oauthCallback(c *gin.Context) {
@@ -167,12 +214,9 @@ func (s *Server) oauthCallback(c *gin.Context) {
 		s.signInPage(c, http.StatusNotFound, signInResult{Message: errNoSignIns.msg})
 		return
 	}
-	if !signInBound(c, state) {
-		s.signInPage(c, http.StatusBadRequest, signInResult{Message: "this sign-in was not started in this browser " +
-			"(or its cookie expired): start it again from the page, in the browser you sign in with"})
-		return
-	}
-	server, user, err := s.deps.SignIns.FinishSignIn(c.Request.Context(), state, code, q.Get("iss"))
+	cb := SignInCallback{Server: c.Param("server"), State: state, Code: code, Iss: q.Get("iss"),
+		Binding: s.signInBinding(c, c.Param("server"))}
+	server, user, err := s.deps.SignIns.FinishSignIn(c.Request.Context(), cb)
 	if err != nil {
 		status, msg := s.signInFailure(c.Request.Context(), err)
 		s.signInPage(c, status, signInResult{Server: server, Message: msg})
@@ -185,46 +229,6 @@ func (s *Server) oauthCallback(c *gin.Context) {
 	s.signInPage(c, http.StatusOK, signInResult{OK: true, Server: server, Message: "Signed in to " + server + "."})
 }
 
-// signInCookieTTL is how long a started sign-in's cookie lives: as long as
-// the sign-in waits for its callback.
-const signInCookieTTL = 600 // seconds
-
-// signInCookie is the name and value of the cookie that binds the sign-in
-// of state to the browser that started it: one cookie per sign-in, so that
-// several can be under way, holding the state's SHA-256 (the state itself
-// never goes into a cookie).
-func signInCookie(state string) (name, value string) {
-	sum := sha256.Sum256([]byte(state))
-	v := hex.EncodeToString(sum[:])
-	return "elysia_signin_" + v[:16], v
-}
-
-// bindSignIn sets the cookie of the sign-in whose authorization URL is
-// authURL. secure is set when the callback is https.
-func (s *Server) bindSignIn(c *gin.Context, authURL string, secure bool) {
-	u, err := url.Parse(authURL)
-	state := ""
-	if err == nil {
-		state = u.Query().Get("state")
-	}
-	if state == "" {
-		return // the callback then refuses it: nothing to bind
-	}
-	name, value := signInCookie(state)
-	http.SetCookie(c.Writer, &http.Cookie{Name: name, Value: value, Path: "/oauth/callback", MaxAge: signInCookieTTL,
-		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
-}
-
-// signInBound reports whether the callback's browser holds the cookie of
-// the sign-in of state, and clears it.
-func signInBound(c *gin.Context, state string) bool {
-	name, want := signInCookie(state)
-	got, err := c.Cookie(name)
-	http.SetCookie(c.Writer, &http.Cookie{Name: name, Value: "", Path: "/oauth/callback", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	return err == nil && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
 // signInFailure returns the status and the message shown for a failed
 // start or callback: as failServer shows them (an unclassified error is
 // the server's or its authorization server's, 502, with its own text).
@@ -233,8 +237,15 @@ func (s *Server) signInFailure(ctx context.Context, err error) (int, string) {
 	if status >= 500 {
 		s.logger.WarnContext(ctx, "sign-in failed", slog.Int("status", status), slog.Any("err", err))
 	}
-	if errors.Is(err, ErrUnknownState) {
+	switch {
+	case errors.Is(err, ErrUnknownState):
 		return status, "this sign-in link is unknown, expired or already used; start the sign-in again"
+	case errors.Is(err, ErrSignInNotBound):
+		return status, "this sign-in was not started in this browser (or its cookie expired): " +
+			"start it again from the page, in the browser you sign in with"
+	case errors.Is(err, ErrWrongCallback):
+		return status, "the authorization server answered on another server's callback than the sign-in's " +
+			"(an authorization server mix-up); the sign-in is void"
 	}
 	return status, err.Error()
 }
@@ -357,55 +368,4 @@ func cleanText(text string, limit int) string {
 		text = strings.ToValidUTF8(text[:limit], "") + "…"
 	}
 	return text
-}
-
-// signInResult is what the callback page tells its opener: no secret, no
-// code and no state.
-type signInResult struct {
-	Type    string `json:"type"`
-	OK      bool   `json:"ok"`
-	Server  string `json:"server"`
-	Message string `json:"message"`
-}
-
-// signInPageTemplate is the callback's page. html/template escapes the
-// result for each context, the script's JSON included; the message goes
-// only to this service's own origin.
-var signInPageTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="referrer" content="no-referrer">
-<title>{{if .OK}}Signed in{{else}}Sign-in failed{{end}}</title>
-<style>body{font:16px system-ui,sans-serif;margin:3rem auto;max-width:32rem;padding:0 1rem}</style>
-</head>
-<body>
-<h1 id="signin-result" data-ok="{{.OK}}">{{if .OK}}Signed in{{else}}Sign-in failed{{end}}</h1>
-<p id="signin-message">{{.Message}}</p>
-<p>You can close this window.</p>
-<script>
-(function () {
-  var result = {{.}};
-  try {
-    if (window.opener && !window.opener.closed) window.opener.postMessage(result, window.location.origin);
-  } catch (e) {}
-  if (window.opener) setTimeout(function () { window.close(); }, result.ok ? 300 : 4000);
-})();
-</script>
-</body>
-</html>
-`))
-
-// signInPage answers the callback's (and a navigated start's) page.
-func (s *Server) signInPage(c *gin.Context, status int, r signInResult) {
-	r.Type = "elysia-signin"
-	var b strings.Builder
-	if err := signInPageTemplate.Execute(&b, r); err != nil {
-		s.fail(c, err, nil)
-		return
-	}
-	c.Header("Cache-Control", "no-store")
-	c.Header("Referrer-Policy", "no-referrer")
-	c.Header("Content-Security-Policy", pageCSP([]byte(b.String()), nil)) // its one script and style, by hash
-	c.Data(status, "text/html; charset=utf-8", []byte(b.String()))
 }

@@ -21,43 +21,59 @@ import (
 type fakeSignIns struct {
 	mu        sync.Mutex // guards every field below
 	next      int
-	pending   map[string][2]string // state → server, user
-	tokens    map[[2]string]string // server, user → token
-	secrets   map[[2]string]string // user, name → value
+	pending   map[string]fakePending // by state
+	full      bool                   // StartSignIn answers ErrTooManySignIns
+	tokens    map[[2]string]string   // server, user → token
+	secrets   map[[2]string]string   // user, name → value
 	redirects []string
 }
 
-func newFakeSignIns() *fakeSignIns {
-	return &fakeSignIns{pending: map[string][2]string{}, tokens: map[[2]string]string{}, secrets: map[[2]string]string{}}
+type fakePending struct{ server, user, binding string }
+
+func (f *fakeSignIns) pendingCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.pending)
 }
 
-func (f *fakeSignIns) StartSignIn(_ context.Context, server, user, redirectURI string) (string, error) {
-	switch server {
+func newFakeSignIns() *fakeSignIns {
+	return &fakeSignIns{pending: map[string]fakePending{}, tokens: map[[2]string]string{}, secrets: map[[2]string]string{}}
+}
+
+func (f *fakeSignIns) StartSignIn(_ context.Context, st SignInStart) (string, string, error) {
+	switch st.Server {
 	case "todo", "mcp_todo":
 	case "local":
-		return "", fmt.Errorf("%w: server %q takes no sign-in", tools.ErrInvalidArguments, server)
+		return "", "", fmt.Errorf("%w: server %q takes no sign-in", tools.ErrInvalidArguments, st.Server)
 	default:
-		return "", fmt.Errorf("no MCP server %q: %w", server, tree.ErrNotFound)
+		return "", "", fmt.Errorf("no MCP server %q: %w", st.Server, tree.ErrNotFound)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.full {
+		return "", "", fmt.Errorf("user %q has 10 sign-ins waiting: %w", st.User, ErrTooManySignIns)
+	}
 	f.next++
 	state := fmt.Sprintf("state-%d", f.next)
-	f.pending[state] = [2]string{"todo", user}
-	f.redirects = append(f.redirects, redirectURI)
-	return "https://as.example/authorize?state=" + state + "&redirect_uri=" + url.QueryEscape(redirectURI), nil
+	f.pending[state] = fakePending{"todo", st.User, st.Binding}
+	redirect := st.CallbackOrigin + "/oauth/callback/todo"
+	f.redirects = append(f.redirects, redirect)
+	return "https://as.example/authorize?state=" + state + "&redirect_uri=" + url.QueryEscape(redirect), "todo", nil
 }
 
-func (f *fakeSignIns) FinishSignIn(_ context.Context, state, code, _ string) (string, string, error) {
+func (f *fakeSignIns) FinishSignIn(_ context.Context, cb SignInCallback) (string, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p, ok := f.pending[state]
-	delete(f.pending, state)
+	p, ok := f.pending[cb.State]
+	delete(f.pending, cb.State)
 	if !ok {
 		return "", "", fmt.Errorf("sign in: %w", ErrUnknownState)
 	}
-	f.tokens[p] = "token-for-" + code
-	return p[0], p[1], nil
+	if err := cb.Check(p.server, p.binding); err != nil {
+		return cb.Server, "", err
+	}
+	f.tokens[[2]string{p.server, p.user}] = "token-for-" + cb.Code
+	return p.server, p.user, nil
 }
 
 func (f *fakeSignIns) SignOut(_ context.Context, server, user string) error {
@@ -128,15 +144,19 @@ func newSignInHarness(t *testing.T, opts *Options) signInHarness {
 	return signInHarness{h, f}
 }
 
-// stateOf returns the state in a start's authorization URL.
 // signInCookieOf returns the Cookie header that carries the sign-in
-// cookie a start set, as the browser would send it back.
-func signInCookieOf(t *testing.T, rec *httptest.ResponseRecorder) string {
+// cookie a start set, as the browser would send it back. secure says the
+// start's redirect URI takes Secure cookies (https, or loopback): the
+// cookie is then __Host- prefixed.
+func signInCookieOf(t *testing.T, rec *httptest.ResponseRecorder, secure bool) string {
 	t.Helper()
 	for _, c := range rec.Result().Cookies() {
-		if strings.HasPrefix(c.Name, "elysia_signin_") {
-			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/oauth/callback" || c.MaxAge <= 0 {
-				t.Errorf("sign-in cookie %+v: want HttpOnly, SameSite=Lax, path /oauth/callback, a lifetime", c)
+		if strings.Contains(c.Name, "elysia_signin_") {
+			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.MaxAge <= 0 || c.Domain != "" {
+				t.Errorf("sign-in cookie %+v: want HttpOnly, SameSite=Lax, path /, no domain, a lifetime", c)
+			}
+			if secure != (c.Secure && strings.HasPrefix(c.Name, "__Host-")) {
+				t.Errorf("sign-in cookie %s (Secure %t): want __Host- and Secure %t", c.Name, c.Secure, secure)
 			}
 			return c.Name + "=" + c.Value
 		}
@@ -145,6 +165,7 @@ func signInCookieOf(t *testing.T, rec *httptest.ResponseRecorder) string {
 	return ""
 }
 
+// stateOf returns the state in a start's authorization URL.
 func stateOf(t *testing.T, authURL string) string {
 	t.Helper()
 	u, err := url.Parse(authURL)
@@ -173,30 +194,35 @@ func TestSignInKeyless(t *testing.T) {
 	if got := serverState(t, h.do(t, "GET", "/api/servers?user=alice", "").Body.Bytes()); got != "needs_sign_in" {
 		t.Fatalf("alice's state before sign-in = %q", got)
 	}
-	if rec := h.do(t, "GET", "/oauth/start/todo", ""); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "?user=") {
+	if rec := h.do(t, "POST", "/oauth/start/todo", ""); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "?user=") {
 		t.Errorf("start without user = %d %s, want 400 naming ?user=", rec.Code, rec.Body)
 	}
-	rec := h.do(t, "GET", "/oauth/start/mcp_todo?user=alice", "")
-	if rec.Code != http.StatusFound {
-		t.Fatalf("start = %d %s, want 302", rec.Code, rec.Body)
+	rec := h.do(t, "POST", "/oauth/start/mcp_todo?user=alice", "")
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("start = %d %s, want 303", rec.Code, rec.Body)
 	}
-	if want := "http://" + testHost + "/oauth/callback"; h.f.redirects[0] != want {
+	// The redirect URI names the server's own name, whatever name the
+	// start used.
+	if want := "http://" + testHost + "/oauth/callback/todo"; h.f.redirects[0] != want {
 		t.Errorf("redirect URI = %q, want %q", h.f.redirects[0], want)
 	}
 	state := stateOf(t, rec.Header().Get("Location"))
-	cookie := signInCookieOf(t, rec)
+	cookie := signInCookieOf(t, rec, true) // http://127.0.0.1 takes Secure cookies
 
 	// The link finished in a browser that did not start it: refused, and
-	// the sign-in still waits for its own browser.
-	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=stolen&iss=https%3A%2F%2Fas.example", "")
+	// the sign-in is void.
+	rec = h.do(t, "GET", "/oauth/callback/todo?state="+state+"&code=stolen&iss=https%3A%2F%2Fas.example", "")
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "not started in this browser") {
 		t.Errorf("callback from another browser = %d %s, want 400", rec.Code, rec.Body)
 	}
 	if got := h.f.token("todo", "alice"); got != "" {
 		t.Errorf("a callback from another browser stored %q for alice", got)
 	}
+	rec = h.do(t, "POST", "/oauth/start/mcp_todo?user=alice", "")
+	state = stateOf(t, rec.Header().Get("Location"))
+	cookie = signInCookieOf(t, rec, true)
 
-	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=c0de-42&iss=https%3A%2F%2Fas.example", "", "Cookie", cookie)
+	rec = h.do(t, "GET", "/oauth/callback/todo?state="+state+"&code=c0de-42&iss=https%3A%2F%2Fas.example", "", "Cookie", cookie)
 	body := rec.Body.String()
 	if rec.Code != http.StatusOK || !strings.Contains(body, "Signed in to todo") || !strings.Contains(rec.Header().Get("Content-Type"), "text/html") {
 		t.Fatalf("callback = %d %s", rec.Code, body)
@@ -220,7 +246,7 @@ func TestSignInKeyless(t *testing.T) {
 	}
 
 	// The same state again: refused, nothing stored.
-	rec = h.do(t, "GET", "/oauth/callback?state="+state+"&code=other", "", "Cookie", cookie)
+	rec = h.do(t, "GET", "/oauth/callback/todo?state="+state+"&code=other", "", "Cookie", cookie)
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "already used") {
 		t.Errorf("replayed callback = %d %s, want 400", rec.Code, rec.Body)
 	}
@@ -247,13 +273,13 @@ func TestSignInBadCallbacks(t *testing.T) {
 		wantText    string
 		notText     string
 	}{
-		{"unknown state", "state=forged&code=x", 400, "not started in this browser", ""},
+		{"unknown state", "state=forged&code=x", 400, "unknown, expired or already used", ""},
 		{"no code", "state=s", 400, "needs state and code", ""},
 		{"refused by the authorization server", "error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E&state=s",
 			400, "did not sign you in: access_denied (&lt;script&gt;alert(1)&lt;/script&gt;)", "<script>alert"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := h.do(t, "GET", "/oauth/callback?"+tc.query, "")
+			rec := h.do(t, "GET", "/oauth/callback/todo?"+tc.query, "")
 			body := rec.Body.String()
 			if rec.Code != tc.want || !strings.Contains(body, tc.wantText) || (tc.notText != "" && strings.Contains(body, tc.notText)) {
 				t.Errorf("callback = %d\n%s\nwant %d with %q", rec.Code, body, tc.want, tc.wantText)
@@ -273,13 +299,15 @@ func TestSignInWithKeys(t *testing.T) {
 		headers            []string
 		want               int
 	}{
-		{"no key", "GET", "/oauth/start/todo", nil, 401},
-		{"key in the URL is not a key", "GET", "/oauth/start/todo?key=key-alice", nil, 401},
-		{"another user", "GET", "/oauth/start/todo?user=alice", []string{"Authorization", bob}, 403},
-		{"admin without user", "GET", "/oauth/start/todo", []string{"Authorization", admin}, 400},
-		{"unknown server", "GET", "/oauth/start/nope", []string{"Authorization", alice, "Accept", "application/json"}, 404},
-		{"server without sign-in", "GET", "/oauth/start/local", []string{"Authorization", alice, "Accept", "application/json"}, 422},
-		{"unlisted host", "GET", "/oauth/start/todo", []string{"Authorization", alice, "Host", "evil.example"}, 403},
+		{"no key", "POST", "/oauth/start/todo", nil, 401},
+		{"key in the URL is not a key", "POST", "/oauth/start/todo?key=key-alice", nil, 401},
+		{"another user", "POST", "/oauth/start/todo?user=alice", []string{"Authorization", bob}, 403},
+		{"admin without user", "POST", "/oauth/start/todo", []string{"Authorization", admin}, 400},
+		{"unknown server", "POST", "/oauth/start/nope", []string{"Authorization", alice, "Accept", "application/json"}, 404},
+		{"server without sign-in", "POST", "/oauth/start/local", []string{"Authorization", alice, "Accept", "application/json"}, 422},
+		{"unlisted host", "POST", "/oauth/start/todo", []string{"Authorization", alice, "Host", "evil.example"}, 403},
+		{"start from another site", "POST", "/oauth/start/todo", []string{"Authorization", alice, "Origin", "https://evil.example"}, 403},
+		{"confirm page, no key", "GET", "/oauth/start/todo", nil, 401},
 		{"sign out, no key", "DELETE", "/oauth/todo", nil, 401},
 		{"sign out, other origin", "DELETE", "/oauth/todo", []string{"Authorization", alice, "Origin", "https://evil.example"}, 403},
 		{"servers of another user", "GET", "/api/servers?user=alice", []string{"Authorization", bob}, 403},
@@ -292,7 +320,7 @@ func TestSignInWithKeys(t *testing.T) {
 		})
 	}
 
-	rec := h.do(t, "GET", "/oauth/start/todo", "", "Authorization", alice, "Accept", "application/json", "Host", "app.example.com")
+	rec := h.do(t, "POST", "/oauth/start/todo", "", "Authorization", alice, "Accept", "application/json", "Host", "app.example.com")
 	var body struct {
 		Error string `json:"error"`
 		URL   string `json:"url"`
@@ -300,17 +328,14 @@ func TestSignInWithKeys(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != 200 || err != nil || body.URL == "" {
 		t.Fatalf("start as JSON = %d %s", rec.Code, rec.Body)
 	}
-	if want := "https://app.example.com/oauth/callback"; h.f.redirects[0] != want {
+	if want := "https://app.example.com/oauth/callback/todo"; h.f.redirects[0] != want {
 		t.Errorf("redirect URI on a public host = %q, want %q", h.f.redirects[0], want)
 	}
 	// The callback needs no key: the state says whose sign-in it is, and
 	// the cookie that the browser which started it is back. On an https
 	// public host the cookie is Secure.
-	cookie := signInCookieOf(t, rec)
-	if c := rec.Result().Cookies()[0]; !c.Secure {
-		t.Errorf("sign-in cookie on an https host is not Secure: %+v", c)
-	}
-	if rec := h.do(t, "GET", "/oauth/callback?code=abc&state="+stateOf(t, body.URL), "", "Host", "app.example.com", "Cookie", cookie); rec.Code != 200 {
+	cookie := signInCookieOf(t, rec, true)
+	if rec := h.do(t, "GET", "/oauth/callback/todo?code=abc&state="+stateOf(t, body.URL), "", "Host", "app.example.com", "Cookie", cookie); rec.Code != 200 {
 		t.Fatalf("callback = %d %s", rec.Code, rec.Body)
 	}
 	if h.f.token("todo", "alice") == "" || h.f.token("todo", "bob") != "" {

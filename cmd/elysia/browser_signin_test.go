@@ -103,6 +103,39 @@ func TestBrowserSignIn(t *testing.T) {
 	}
 }
 
+// TestBrowserSignInConfirmPage follows a sign-in link (GET
+// /oauth/start/:server) in Chromium: the page only asks to confirm, and
+// starts nothing; its plain form POSTs the start from the service's own
+// origin (the Origin check lets it through), the answer sets the
+// __Host- sign-in cookie over http://127.0.0.1, which Chromium keeps and
+// brings back to /oauth/callback/secure, and alice is signed in.
+func TestBrowserSignInConfirmPage(t *testing.T) {
+	f := newOAuthFixture(t)
+	s := startService(t, serveOptions{
+		Config: fmt.Sprintf(`{"servers": {"secure": {"type": "http", "url": %q, "oauth": {}}}}`, f.rs.URL+"/mcp")})
+	b := newBrowser(t, browserTimeout)
+	b.do("open the sign-in link",
+		chromedp.Navigate(s.URL+"/oauth/start/secure?user=alice"),
+		chromedp.WaitVisible(css(`#signin-confirm button`)),
+	)
+	if n := f.registrations(); n != 0 {
+		t.Fatalf("the confirm page registered %d clients", n)
+	}
+	b.do("confirm",
+		chromedp.Click(css(`#signin-confirm button`)),
+		chromedp.WaitVisible(css(`#signin-result[data-ok="true"]`)),
+		waitJS(`location.pathname === "/oauth/callback/secure"`),
+	)
+	if n := len(f.tokens()); n != 1 {
+		t.Errorf("tokens issued = %d, want 1", n)
+	}
+	code, body := do(t, "GET", s.URL+"/api/servers?user=alice", "", nil)
+	raw, _ := json.Marshal(body)
+	if code != 200 || strings.Contains(string(raw), "needs_sign_in") {
+		t.Errorf("alice's servers after the sign-in: %d %s", code, raw)
+	}
+}
+
 // jsQuote quotes s for JavaScript.
 func jsQuote(s string) string {
 	b, _ := json.Marshal(s)

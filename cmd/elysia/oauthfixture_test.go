@@ -35,6 +35,8 @@ type oauthFixture struct {
 	issuedRefresh []string             // every refresh token handed out
 	revoked       []string             // token_type_hint of each revocation
 	n             int                  // sign-ins so far
+	registered    int                  // dynamic client registrations
+	noIss         bool                 // answer without iss (an AS without RFC 9207)
 }
 
 type subjectCtxKey struct{}
@@ -90,6 +92,13 @@ func (f *oauthFixture) tokens() []string {
 	return append([]string(nil), f.issuedAccess...)
 }
 
+// registrations returns how many clients registered dynamically.
+func (f *oauthFixture) registrations() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.registered
+}
+
 func writeFixtureJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
@@ -104,6 +113,9 @@ func (f *oauthFixture) serveAS(w http.ResponseWriter, r *http.Request) {
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
 		})
 	case "/register":
+		f.mu.Lock()
+		f.registered++
+		f.mu.Unlock()
 		writeFixtureJSON(w, map[string]any{"client_id": "dyn-client", "token_endpoint_auth_method": "none"})
 	case "/authorize":
 		q := r.URL.Query()
@@ -120,7 +132,11 @@ func (f *oauthFixture) serveAS(w http.ResponseWriter, r *http.Request) {
 		v := to.Query()
 		v.Set("code", code)
 		v.Set("state", q.Get("state"))
-		v.Set("iss", f.as.URL)
+		f.mu.Lock()
+		if !f.noIss {
+			v.Set("iss", f.as.URL)
+		}
+		f.mu.Unlock()
 		to.RawQuery = v.Encode()
 		http.Redirect(w, r, to.String(), http.StatusFound)
 	case "/token":

@@ -198,7 +198,7 @@ func TestPostgresReplicasShareSignIns(t *testing.T) {
 	}
 	a, b := startService(t, opts), startService(t, opts)
 
-	code, hdr, raw := rawDo(t, http.MethodGet, a.URL+"/oauth/start/secure?user=alice", "", nil, map[string]string{"Accept": "application/json"})
+	code, hdr, raw := rawDo(t, http.MethodPost, a.URL+"/oauth/start/secure?user=alice", "", nil, map[string]string{"Accept": "application/json"})
 	var started struct{ URL string }
 	if err := json.Unmarshal(raw, &started); code != http.StatusOK || err != nil || started.URL == "" {
 		t.Fatalf("start on A: %d %s", code, raw)
@@ -206,7 +206,7 @@ func TestPostgresReplicasShareSignIns(t *testing.T) {
 	// The browser that started the sign-in brings its cookie back to
 	// whichever replica the callback reaches.
 	cookie := strings.SplitN(hdr.Get("Set-Cookie"), ";", 2)[0]
-	if !strings.HasPrefix(cookie, "elysia_signin_") {
+	if !strings.HasPrefix(cookie, "__Host-elysia_signin_") {
 		t.Fatalf("the start set no sign-in cookie: %q", hdr.Get("Set-Cookie"))
 	}
 	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -216,7 +216,7 @@ func TestPostgresReplicasShareSignIns(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 	callback, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || !strings.HasPrefix(callback.String(), a.URL+"/oauth/callback") {
+	if err != nil || !strings.HasPrefix(callback.String(), a.URL+"/oauth/callback/secure?") {
 		t.Fatalf("the authorization server redirected to %q, want A's callback", resp.Header.Get("Location"))
 	}
 	onB := strings.Replace(callback.String(), a.URL, b.URL, 1)

@@ -66,7 +66,23 @@ func (p vaultPending) Put(ctx context.Context, state string, ps *mcpgateway.Pend
 	if err != nil {
 		return fmt.Errorf("encode the sign-in of user %q for server %q: %w", ps.User, ps.Server, err)
 	}
-	return p.v.PutPending(ctx, state, b, expires)
+	err = p.v.PutPending(ctx, state, ps.User, b, expires, pendingCaps)
+	if errors.Is(err, store.ErrTooMany) {
+		return fmt.Errorf("%w (%w)", err, mcpgateway.ErrTooManySignIns)
+	}
+	return err
+}
+
+// pendingCaps are the caps of the sign-ins the Vault keeps waiting: the
+// gateways', for every replica together.
+var pendingCaps = store.PendingCaps{PerUser: mcpgateway.MaxPendingSignInsPerUser, Total: mcpgateway.MaxPendingSignIns}
+
+func (p vaultPending) Room(ctx context.Context, user string) error {
+	err := p.v.PendingRoom(ctx, user, pendingCaps)
+	if errors.Is(err, store.ErrTooMany) {
+		return fmt.Errorf("%w (%w)", err, mcpgateway.ErrTooManySignIns)
+	}
+	return err
 }
 
 func (p vaultPending) Take(ctx context.Context, state string) (*mcpgateway.PendingSignIn, error) {
@@ -164,20 +180,25 @@ func (s *signIns) gateway(name string) (*mcpgateway.Gateway, error) {
 	return serversAPI{s.disc}.gateway(name)
 }
 
-// StartSignIn implements web.SignIns.
-func (s *signIns) StartSignIn(ctx context.Context, server, user, redirectURI string) (string, error) {
-	g, err := s.gateway(server)
+// StartSignIn implements web.SignIns: the redirect URI ends with the
+// server's own name, whatever name st gave it by.
+func (s *signIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, string, error) {
+	g, err := s.gateway(st.Server)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	cfg := g.Config()
 	if cfg.Transport == mcpgateway.TransportStdio {
-		return "", fmt.Errorf("%w: server %q runs on this machine (stdio) and takes no sign-in; give it its secrets with ${user:NAME}",
+		return "", "", fmt.Errorf("%w: server %q runs on this machine (stdio) and takes no sign-in; give it its secrets with ${user:NAME}",
 			tools.ErrInvalidArguments, cfg.Name)
 	}
-	authURL, err := g.StartSignIn(ctx, user, redirectURI)
+	redirect := st.CallbackOrigin + mcpgateway.CallbackPath(cfg.Name)
+	authURL, err := g.StartSignIn(ctx, st.User, redirect, st.Binding)
+	if errors.Is(err, mcpgateway.ErrTooManySignIns) {
+		return "", "", categorized{web.ErrTooManySignIns, gatewayErr(g, err)}
+	}
 	if err != nil {
-		return "", gatewayErr(g, err)
+		return "", "", gatewayErr(g, err)
 	}
 	u, err := url.Parse(authURL)
 	state := ""
@@ -185,20 +206,26 @@ func (s *signIns) StartSignIn(ctx context.Context, server, user, redirectURI str
 		state = u.Query().Get("state")
 	}
 	if state == "" {
-		return "", gatewayErr(g, errors.New("the authorization URL carries no state"))
+		return "", "", gatewayErr(g, errors.New("the authorization URL carries no state"))
 	}
-	return authURL, nil
+	return authURL, cfg.Name, nil
 }
 
-// FinishSignIn implements web.SignIns.
-func (s *signIns) FinishSignIn(ctx context.Context, state, code, iss string) (string, string, error) {
-	p, err := s.pending.Take(ctx, state)
+// FinishSignIn implements web.SignIns. The sign-in is taken (spent)
+// before cb.Check: an answer on the wrong path or from the wrong browser
+// voids it.
+func (s *signIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (string, string, error) {
+	p, err := s.pending.Take(ctx, cb.State)
 	if errors.Is(err, mcpgateway.ErrUnknownState) {
 		return "", "", web.ErrUnknownState
 	}
 	if err != nil {
 		return "", "", err
 	}
+	if err := cb.Check(p.Server, p.Binding); err != nil {
+		return cb.Server, "", err
+	}
+	state, code, iss := cb.State, cb.Code, cb.Iss
 	g, err := s.gateway(p.Server)
 	if err != nil { // removed from mcp.json meanwhile
 		return p.Server, p.User, err

@@ -4,9 +4,12 @@
 //   - A Connect button on every gateway node of the tree whose server is
 //     needs_sign_in for this user, and in the chat on every self-healing
 //     error that says the user must sign in to a server. It opens a popup
-//     at once (so no popup blocker stops it), asks GET /oauth/start/<server>
+//     at once (so no popup blocker stops it), asks POST /oauth/start/<server>
 //     for the authorization URL with the API key in the header (never in a
-//     URL), and sends the popup there. The callback page tells this window
+//     URL), and sends the popup there. A POST, so that the service's Origin
+//     check applies: a page of another site cannot start a sign-in. The
+//     answer also sets the sign-in's cookie, whose secret the callback
+//     wants back from this browser. The callback page tells this window
 //     how it went (postMessage, same origin only) and closes; the server's
 //     new state comes over the event stream like every other change.
 //   - A secrets button beside the API key button opens a dialog that sets
@@ -94,7 +97,7 @@ export class SignIn {
     this.pending = server;
     this.status(`Signing in to ${server}…`, null);
     const path = `/oauth/start/${encodeURIComponent(server)}?user=${encodeURIComponent(this.user)}`;
-    const r = await apiJSON(path);
+    const r = await apiJSON(path, { method: "POST" });
     if (!r.ok || !r.data || !r.data.url) {
       if (popup) popup.close();
       this.status(`Could not sign in to ${server}: ${r.error || "no authorization URL"}`, false);

@@ -1,0 +1,142 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+
+	"github.com/gin-gonic/gin"
+)
+
+// A started sign-in is bound to the browser that started it by a secret
+// only that browser holds: a random value in a cookie, whose SHA-256 the
+// service keeps with the pending sign-in. It is never derived from the
+// state, which the authorization URL shows to every party of the sign-in
+// (the authorization server, a link someone forwards), so knowing the state
+// is not enough to finish the sign-in in another browser.
+//
+// The cookie is __Host- prefixed (Secure, Path=/, no Domain), so that a page
+// of another origin on the same host cannot plant or overwrite it over
+// plain http, nor a sibling subdomain at all. Browsers accept Secure cookies
+// from https and from http://localhost and http://127.0.0.1 (potentially
+// trustworthy origins; TestBrowserSignIn checks Chromium on 127.0.0.1). A
+// service reached over plain http by a public name (--public-host behind
+// X-Forwarded-Proto: http) cannot set a Secure cookie: there the cookie has
+// no prefix, is not Secure and may be planted by a page of that host; the
+// secret still keeps someone who only knows the state out.
+
+// signInCookiePrefix and signInCookieHostPrefix start the name of a
+// sign-in cookie without and with the __Host- prefix.
+const (
+	signInCookiePrefix     = "elysia_signin_"
+	signInCookieHostPrefix = "__Host-" + signInCookiePrefix
+)
+
+// signInCookieTTL is how long a started sign-in's cookie lives: as long as
+// the sign-in waits for its callback.
+const signInCookieTTL = 600 // seconds
+
+// SignInStart is what SignIns.StartSignIn is given.
+type SignInStart struct {
+	// Server names the server, User the user signing in.
+	Server, User string
+	// CallbackOrigin is the redirect URI's scheme://host: the redirect
+	// URI is CallbackOrigin + "/oauth/callback/" + the server's name,
+	// path-escaped (mcpgateway.CallbackPath).
+	CallbackOrigin string
+	// Binding is the SHA-256 (hex) of the secret the starting browser
+	// holds in its sign-in cookie.
+	Binding string
+}
+
+// SignInCallback is what came back to server's callback,
+// /oauth/callback/<server>, for SignIns.FinishSignIn.
+type SignInCallback struct {
+	// Server is the server the callback's path names.
+	Server string
+	// State, Code and Iss are the authorization server's answer (Iss ""
+	// when it sent none).
+	State, Code, Iss string
+	// Binding is the SHA-256 (hex) of the sign-in secret the browser
+	// brought in its cookie, "" for none.
+	Binding string
+}
+
+// Check accepts the answer for the sign-in started for server with
+// binding (what StartSignIn was given): the answer must have come back on
+// that server's callback path (ErrWrongCallback: an authorization server
+// mix-up) and from the browser that started it (ErrSignInNotBound).
+func (cb SignInCallback) Check(server, binding string) error {
+	if server != cb.Server {
+		return ErrWrongCallback
+	}
+	if binding == "" || cb.Binding == "" || subtle.ConstantTimeCompare([]byte(binding), []byte(cb.Binding)) != 1 {
+		return ErrSignInNotBound
+	}
+	return nil
+}
+
+// signInCookieName is the name of the cookie of a sign-in to server: one
+// per server, so that a new start supersedes the one before and the
+// callback, which knows the server from its path, reads one cookie. host
+// says whether it has the __Host- prefix.
+func signInCookieName(server string, host bool) string {
+	sum := sha256.Sum256([]byte(server))
+	if host {
+		return signInCookieHostPrefix + hex.EncodeToString(sum[:8])
+	}
+	return signInCookiePrefix + hex.EncodeToString(sum[:8])
+}
+
+// secureCookies reports whether the browser takes Secure (and so
+// __Host-) cookies from the redirect URI redirect: https, or a loopback
+// name over http.
+func secureCookies(redirect string) bool {
+	u, err := url.Parse(redirect)
+	if err != nil {
+		return false
+	}
+	return u.Scheme == "https" || (u.Scheme == "http" && isLoopbackName(u.Hostname()))
+}
+
+// newSignInSecret returns a sign-in secret, for a cookie, and its
+// SHA-256 (hex), for StartSignIn.
+func newSignInSecret() (secret, binding string) {
+	secret = rand.Text()
+	return secret, hashHex(secret)
+}
+
+// signInCookie is the cookie that binds a sign-in to server, whose
+// redirect URI is redirect, to the browser it is sent to.
+func signInCookie(server, redirect, secret string) *http.Cookie {
+	secure := secureCookies(redirect)
+	return &http.Cookie{Name: signInCookieName(server, secure), Value: secret, Path: "/",
+		MaxAge: signInCookieTTL, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
+}
+
+// signInBinding returns the SHA-256 (hex) of the secret of the cookie of
+// a sign-in to server that the callback's browser brought ("" for none),
+// and clears the cookie: a sign-in's secret is good for one callback.
+func (s *Server) signInBinding(c *gin.Context, server string) string {
+	// The start chose the cookie's kind by its redirect URI, which is
+	// this callback's URL: the same request gives the same kind.
+	origin, err := s.callbackOrigin(c.Request)
+	secure := err == nil && secureCookies(origin)
+	name := signInCookieName(server, secure)
+	got, err := c.Cookie(name)
+	http.SetCookie(c.Writer, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+	if err != nil || got == "" {
+		return ""
+	}
+	return hashHex(got)
+}
+
+// hashHex is the SHA-256 of s in hex.
+func hashHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
