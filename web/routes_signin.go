@@ -48,6 +48,7 @@ func (s *Server) signInRoutes(e *gin.Engine) {
 	e.POST("/oauth/start/:server", s.oauthStart)
 	e.GET("/oauth/callback/:server", s.oauthCallback)
 	e.GET("/oauth/callback", s.oauthOldCallback)
+	e.GET(signInResultScriptPath, signInScript)
 	e.DELETE("/oauth/:server", s.oauthSignOut)
 	e.PUT("/users/:user_id/secrets/:name", s.requireUser, s.putSecret)
 	e.DELETE("/users/:user_id/secrets/:name", s.requireUser, s.deleteSecret)

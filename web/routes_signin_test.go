@@ -232,8 +232,12 @@ func TestSignInKeyless(t *testing.T) {
 			t.Errorf("callback page holds %q", secret)
 		}
 	}
-	if !strings.Contains(body, "postMessage(result, window.location.origin)") {
-		t.Errorf("callback page does not tell its opener, on its own origin only:\n%s", body)
+	if strings.Contains(body, "<script>") || !strings.Contains(body, `<script src="/oauth/signin-result.js">`) {
+		t.Errorf("callback page has an inline script, or not its own:\n%s", body)
+	}
+	if js := h.do(t, "GET", "/oauth/signin-result.js", ""); js.Code != 200 || !strings.HasPrefix(js.Header().Get("Content-Type"), "text/javascript") ||
+		!strings.Contains(js.Body.String(), "postMessage(result, window.location.origin)") {
+		t.Errorf("callback script = %d %s: does not tell its opener, on its own origin only", js.Code, js.Body)
 	}
 	if got := h.f.token("todo", "alice"); got != "token-for-c0de-42" {
 		t.Errorf("alice's token = %q", got)

@@ -2,47 +2,69 @@ package web
 
 import (
 	"html/template"
+	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 )
 
-// signInResult is what the callback page tells its opener: no secret, no
-// code and no state.
+// signInResult is what the callback page shows and tells its opener: no
+// secret, no code and no state.
 type signInResult struct {
-	Type    string `json:"type"`
-	OK      bool   `json:"ok"`
-	Server  string `json:"server"`
-	Message string `json:"message"`
+	OK      bool
+	Server  string
+	Message string
 }
 
 // signInPageTemplate is the callback's page. html/template escapes the
-// result for each context, the script's JSON included; the message goes
-// only to this service's own origin.
+// result for each context. Its script is a file of its own
+// (signInResultScript), as a strict Content-Security-Policy wants: it
+// reads the result from the page and tells it only to this service's own
+// origin.
 var signInPageTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="referrer" content="no-referrer">
 <title>{{if .OK}}Signed in{{else}}Sign-in failed{{end}}</title>
-<style>body{font:16px system-ui,sans-serif;margin:3rem auto;max-width:32rem;padding:0 1rem}</style>
 </head>
 <body>
-<h1 id="signin-result" data-ok="{{.OK}}">{{if .OK}}Signed in{{else}}Sign-in failed{{end}}</h1>
+<h1 id="signin-result" data-ok="{{.OK}}" data-server="{{.Server}}">{{if .OK}}Signed in{{else}}Sign-in failed{{end}}</h1>
 <p id="signin-message">{{.Message}}</p>
 <p>You can close this window.</p>
-<script>
-(function () {
-  var result = {{.}};
+<script src="` + signInResultScriptPath + `"></script>
+</body>
+</html>
+`))
+
+// signInResultScriptPath serves signInResultScript.
+const signInResultScriptPath = "/oauth/signin-result.js"
+
+// signInResultScript tells the window that opened the callback's page how
+// the sign-in went (postMessage, to this origin only) and closes the page.
+const signInResultScript = `(function () {
+  var el = document.getElementById("signin-result");
+  var msg = document.getElementById("signin-message");
+  if (!el) return;
+  var result = {
+    type: "elysia-signin",
+    ok: el.dataset.ok === "true",
+    server: el.dataset.server || "",
+    message: msg ? msg.textContent : "",
+  };
   try {
     if (window.opener && !window.opener.closed) window.opener.postMessage(result, window.location.origin);
   } catch (e) {}
   if (window.opener) setTimeout(function () { window.close(); }, result.ok ? 300 : 4000);
 })();
-</script>
-</body>
-</html>
-`))
+`
+
+// signInScript serves signInResultScript.
+func signInScript(c *gin.Context) {
+	c.Header("Cache-Control", "public, max-age=300")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Data(http.StatusOK, "text/javascript; charset=utf-8", []byte(signInResultScript))
+}
 
 // signInConfirmTemplate is the page GET /oauth/start/:server answers: a
 // form that POSTs the start, no script. html/template escapes the server,
@@ -66,7 +88,6 @@ var signInConfirmTemplate = template.Must(template.New("confirm").Parse(`<!docty
 
 // signInPage answers the callback's (and a navigated start's) page.
 func (s *Server) signInPage(c *gin.Context, status int, r signInResult) {
-	r.Type = "elysia-signin"
 	var b strings.Builder
 	if err := signInPageTemplate.Execute(&b, r); err != nil {
 		s.fail(c, err, nil)
