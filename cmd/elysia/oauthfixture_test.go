@@ -37,6 +37,7 @@ type oauthFixture struct {
 	n             int                  // sign-ins so far
 	registered    int                  // dynamic client registrations
 	noIss         bool                 // answer without iss (an AS without RFC 9207)
+	issSupported  bool                 // metadata: authorization_response_iss_parameter_supported
 }
 
 type subjectCtxKey struct{}
@@ -107,11 +108,17 @@ func writeFixtureJSON(w http.ResponseWriter, v any) {
 func (f *oauthFixture) serveAS(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/.well-known/oauth-authorization-server":
-		writeFixtureJSON(w, map[string]any{
+		meta := map[string]any{
 			"issuer": f.as.URL, "authorization_endpoint": f.as.URL + "/authorize", "token_endpoint": f.as.URL + "/token",
 			"registration_endpoint": f.as.URL + "/register", "revocation_endpoint": f.as.URL + "/revoke",
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
-		})
+		}
+		f.mu.Lock()
+		if f.issSupported {
+			meta["authorization_response_iss_parameter_supported"] = true
+		}
+		f.mu.Unlock()
+		writeFixtureJSON(w, meta)
 	case "/register":
 		f.mu.Lock()
 		f.registered++

@@ -207,6 +207,25 @@ func TestWebSignInMixUp(t *testing.T) {
 	}
 }
 
+// TestWebSignInIssRequired: an authorization server whose metadata says
+// it sends iss with its answers (RFC 9207) answers without one: the web
+// callback refuses it, as the sign-in kept across the redirect remembers
+// what the metadata said.
+func TestWebSignInIssRequired(t *testing.T) {
+	t.Parallel()
+	f := newOAuthFixture(t)
+	f.issSupported, f.noIss = true, true
+	s := startService(t, serveOptions{Config: fmt.Sprintf(`{"servers": {"secure": {"type": "http", "url": %q, "oauth": {}}}}`, f.rs.URL+"/mcp")})
+	authURL, cookie := startSignIn(t, s, "secure", "alice")
+	code, body, at := browserStep(t, authURL, s.URL, cookie)
+	if code == http.StatusOK || !strings.Contains(body, "comes from issuer &#34;&#34;") {
+		t.Errorf("an answer without iss on %s = %d %.400s, want a refusal naming the missing issuer", at, code, body)
+	}
+	if st := serverStateOf(t, s, "secure", "alice"); st != "needs_sign_in" {
+		t.Errorf("alice's state = %q, want needs_sign_in", st)
+	}
+}
+
 // TestWebSignInStartNeedsSameOriginPost: a cross-site GET (an image, a
 // link) answers a confirm page and starts nothing, a cross-site POST is
 // refused, and neither registers a client at the authorization server;
