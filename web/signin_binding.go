@@ -18,15 +18,19 @@ import (
 // (the authorization server, a link someone forwards), so knowing the state
 // is not enough to finish the sign-in in another browser.
 //
-// The cookie is __Host- prefixed (Secure, Path=/, no Domain), so that a page
-// of another origin on the same host cannot plant or overwrite it over
-// plain http, nor a sibling subdomain at all. Browsers accept Secure cookies
-// from https and from http://localhost and http://127.0.0.1 (potentially
-// trustworthy origins; TestBrowserSignIn checks Chromium on 127.0.0.1). A
+// The cookie is __Host- prefixed (Secure, Path=/, no Domain), so that on an
+// https service a page of the same host over plain http cannot plant or
+// overwrite it, nor a sibling subdomain at all. Browsers accept Secure
+// cookies from https and from http://localhost and http://127.0.0.1
+// (potentially trustworthy origins; TestBrowserSignIn and
+// TestBrowserSignInConfirmPage check Chromium on 127.0.0.1). Cookies are
+// not scoped by port, though, and a page on another port of 127.0.0.1 is
+// just as trustworthy: there (checked with Chromium) it can still plant a
+// __Host- cookie, such as a secret of a sign-in it started itself. A
 // service reached over plain http by a public name (--public-host behind
-// X-Forwarded-Proto: http) cannot set a Secure cookie: there the cookie has
-// no prefix, is not Secure and may be planted by a page of that host; the
-// secret still keeps someone who only knows the state out.
+// X-Forwarded-Proto: http) cannot set a Secure cookie at all: there the
+// cookie has no prefix and may be planted by any page of that host. In
+// every case the secret keeps out whoever only knows the state.
 
 // signInCookiePrefix and signInCookieHostPrefix start the name of a
 // sign-in cookie without and with the __Host- prefix.
