@@ -91,6 +91,17 @@ func hashSource(text []byte) string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }
 
+// confirmCSP is the Content-Security-Policy of the sign-in confirm page
+// (GET /oauth/start/:server): uiCSP, but its one form, whose POST is
+// answered with a redirect to the authorization server, may end up there.
+// Chromium checks form-action on every hop of a form's redirects, and the
+// authorization server is https anywhere or http on loopback (the
+// gateway's endpoint check). The page has no script, and html/template
+// escapes all it shows, so no other form can appear on it.
+var confirmCSP = pageCSP(nil, map[string]string{
+	"form-action": "'self' https: http://127.0.0.1:* http://localhost:*",
+})
+
 // frontendOverride is what Elysia's Next.js build needs beyond pageCSP.
 // Its page inserts an inline script at run time (Google Analytics' init,
 // which its start-up waits for), so no hash list can allow it: its

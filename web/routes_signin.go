@@ -122,7 +122,7 @@ func (s *Server) oauthConfirm(c *gin.Context) {
 	// Never in a frame: a page of another site must not get a click on
 	// the button by showing it under something else.
 	c.Header("X-Frame-Options", "DENY")
-	c.Writer.Header().Add("Content-Security-Policy", "frame-ancestors 'none'")
+	c.Header("Content-Security-Policy", confirmCSP)
 	c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(b.String()))
 }
 
