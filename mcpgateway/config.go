@@ -101,6 +101,23 @@ type ServerConfig struct {
 	// Sampling lets the server ask the service's model to write a message
 	// (sampling/createMessage); off by default.
 	Sampling bool `json:"sampling,omitempty"`
+	// SamplingPerCall, SamplingPerMinute and SamplingMaxInput cap what a
+	// server with Sampling may ask of the model ("sampling_per_call",
+	// "sampling_per_minute", "sampling_max_input" in mcp.json): requests
+	// during one tools/call, requests per minute (shared by the users'
+	// sessions of a per-user server), and bytes of one request's input
+	// (messages, system prompt and stop sequences). Zero means the
+	// defaults: 5, 30 and 64 KiB (see SamplingLimits). A request with no
+	// tools/call of a user in flight is always refused.
+	SamplingPerCall   int `json:"sampling_per_call,omitempty"`
+	SamplingPerMinute int `json:"sampling_per_minute,omitempty"`
+	SamplingMaxInput  int `json:"sampling_max_input,omitempty"`
+	// MaxMessageSize bounds, in bytes, one JSON-RPC message (one line) a
+	// stdio server sends ("max_message_size" in mcp.json, 4096 to 1 GiB):
+	// a longer line closes the session with an error saying so, and the
+	// next call starts a new process. Zero means DefaultMaxMessageSize
+	// (4 MiB).
+	MaxMessageSize int `json:"max_message_size,omitempty"`
 	// Roots are the folders the server is told it may work in, as absolute
 	// paths (sent as file:// URIs).
 	Roots []string `json:"roots,omitempty"`
@@ -183,6 +200,29 @@ func (s ServerConfig) Limits() (maxCall, elicitation time.Duration) {
 		elicitation = DefaultElicitationTimeout
 	}
 	return maxCall, elicitation
+}
+
+// Default sampling caps, used when the server's are zero.
+const (
+	DefaultSamplingPerCall   = 5
+	DefaultSamplingPerMinute = 30
+	DefaultSamplingMaxInput  = 64 << 10
+)
+
+// SamplingLimits returns the sampling caps in force: requests per
+// tools/call, requests per minute, and bytes of one request's input.
+func (s ServerConfig) SamplingLimits() (perCall, perMinute, maxInput int) {
+	perCall, perMinute, maxInput = s.SamplingPerCall, s.SamplingPerMinute, s.SamplingMaxInput
+	if perCall <= 0 {
+		perCall = DefaultSamplingPerCall
+	}
+	if perMinute <= 0 {
+		perMinute = DefaultSamplingPerMinute
+	}
+	if maxInput <= 0 {
+		maxInput = DefaultSamplingMaxInput
+	}
+	return perCall, perMinute, maxInput
 }
 
 // maxTimeout bounds connect_timeout and call_timeout so that seconds always
@@ -278,6 +318,11 @@ func (s *ServerConfig) problems() []problem {
 	}{{"connect_timeout", s.ConnectTimeout}, {"call_timeout", s.CallTimeout}} {
 		if t.d < 0 || t.d > maxTimeout {
 			ps = append(ps, problem{t.name, fmt.Sprintf("%s must be a number of seconds > 0 and <= %d", t.name, int(maxTimeout.Seconds()))})
+		}
+	}
+	for _, l := range s.intLimits() {
+		if *l.val != 0 && (*l.val < l.min || *l.val > l.max) {
+			ps = append(ps, problem{l.key, l.bounds()})
 		}
 	}
 	return ps

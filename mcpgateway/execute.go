@@ -193,6 +193,7 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 	}
 	if isSessionGone(err) {
 		s.markDead(err)
+		err = s.cause(err)
 		g.conn.retire(s)
 		// A 404 means the server never ran the request; but the polls of a
 		// task the server created come after it started working.
@@ -217,7 +218,7 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 // answered with.
 func isTransportFailure(err error) bool {
 	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
-		!errors.Is(err, ErrClosed) && !isServerAnswer(err)
+		!errors.Is(err, ErrClosed) && !errors.Is(err, ErrMessageTooLarge) && !isServerAnswer(err)
 }
 
 // isServerAnswer reports whether err is a JSON-RPC error the server sent:

@@ -487,7 +487,9 @@ func TestFaultSlowStart(t *testing.T) {
 func TestFaultBigOutput(t *testing.T) {
 	const size = 10 << 20
 	healthy := healthyGateway(t)
-	g := newGateway(t, faultConfig(t, tempDB(t)), nil)
+	cfg := faultConfig(t, tempDB(t))
+	cfg.MaxMessageSize = 2 * size // over the default, 4 MiB
+	g := newGateway(t, cfg, nil)
 	createTodo(t, g, "saved before the flood")
 
 	var before, after runtime.MemStats

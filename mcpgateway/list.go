@@ -186,6 +186,7 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 		if err != nil {
 			if isSessionGone(err) {
 				s.markDead(err)
+				err = s.cause(err)
 				g.conn.retire(s)
 			}
 			if timedOut && !errors.Is(err, context.DeadlineExceeded) {

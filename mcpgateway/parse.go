@@ -433,6 +433,8 @@ func (sp *serverParse) member(m jmember, inList bool) {
 			}
 			sp.s.ProtocolVersion = v.str
 		}
+	case "max_message_size", "sampling_per_call", "sampling_per_minute", "sampling_max_input":
+		sp.intLimit(m.key, v)
 	case "roots":
 		if v.kind != jArray {
 			p.errAt(v.off, name, "roots must be an array of folder paths, got %s", v.kind)

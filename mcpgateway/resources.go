@@ -217,6 +217,7 @@ func (g *Gateway) requestHere(ctx context.Context, op string, f func(ctx context
 	}
 	if isSessionGone(err) {
 		s.markDead(err)
+		err = s.cause(err)
 		g.conn.retire(s)
 	}
 	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {

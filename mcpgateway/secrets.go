@@ -288,7 +288,9 @@ func (s ServerConfig) Equal(o ServerConfig) bool {
 		maps.EqualFunc(s.UserValues, o.UserValues, slices.Equal) &&
 		s.MaxCallTime == o.MaxCallTime && s.ElicitationTimeout == o.ElicitationTimeout &&
 		s.Sampling == o.Sampling && slices.Equal(s.Roots, o.Roots) && s.LogLevel == o.LogLevel &&
-		s.ProtocolVersion == o.ProtocolVersion
+		s.ProtocolVersion == o.ProtocolVersion && s.MaxMessageSize == o.MaxMessageSize &&
+		s.SamplingPerCall == o.SamplingPerCall && s.SamplingPerMinute == o.SamplingPerMinute &&
+		s.SamplingMaxInput == o.SamplingMaxInput
 }
 
 // inheritedEnv is what a stdio child takes from the service's environment:

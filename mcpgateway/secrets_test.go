@@ -107,7 +107,7 @@ func TestEqualComparesEveryField(t *testing.T) {
 			v.SetString("x")
 		case reflect.Bool:
 			v.SetBool(true)
-		case reflect.Int64:
+		case reflect.Int, reflect.Int64:
 			v.SetInt(1)
 		case reflect.Slice:
 			v.Set(reflect.MakeSlice(f.Type, 1, 1))

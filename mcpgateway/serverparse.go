@@ -100,6 +100,39 @@ func (sp *serverParse) tools(v *jnode) {
 	}
 }
 
+// intLimit reads one of the server's intLimits: a whole JSON number within
+// its bounds.
+func (sp *serverParse) intLimit(key string, v *jnode) {
+	for _, l := range sp.s.intLimits() {
+		if l.key != key {
+			continue
+		}
+		got := v.kind.String()
+		if v.kind == jNumber {
+			got = v.str
+		}
+		n, err := strconv.Atoi(v.str)
+		if v.kind != jNumber || err != nil || n < l.min || n > l.max {
+			sp.p.errAt(v.off, sp.name, "%s, got %s", l.bounds(), got)
+			return
+		}
+		*l.val = n
+	}
+}
+
+// limitWarnings says which limits the server ignores.
+func (sp *serverParse) limitWarnings() {
+	s := &sp.s
+	for _, key := range []string{"sampling_per_call", "sampling_per_minute", "sampling_max_input"} {
+		if off, ok := sp.fieldOff[key]; ok && !s.Sampling {
+			sp.p.warnAt(off, sp.name, `%s ignored: sampling is off (set "sampling": true)`, key)
+		}
+	}
+	if off, ok := sp.fieldOff["max_message_size"]; ok && s.Transport != TransportStdio {
+		sp.p.warnAt(off, sp.name, "max_message_size ignored: it bounds the messages of stdio servers")
+	}
+}
+
 // template records the text as written when it differs from the value.
 func (sp *serverParse) template(key string, t *text) {
 	if t == nil || (!t.templated && t.val == t.written) {
@@ -195,6 +228,7 @@ func (sp *serverParse) finish() {
 	}
 
 	sp.checkUserValues()
+	sp.limitWarnings()
 	// A value that takes a user's secret is no secret as written: each
 	// user's session masks it filled in (withUserSecrets).
 	for k, v := range s.Env {

@@ -84,14 +84,17 @@ func (s *session) close(grace time.Duration) {
 	s.closeOnce.Do(func() {
 		s.markDead(ErrClosed)
 		done := make(chan struct{})
-		if s.client != nil {
-			go func() {
-				defer close(done)
+		// The client's Close closes a stdio child's stdin; done waits for
+		// the child to exit then (process.stop hurries it on).
+		go func() {
+			defer close(done)
+			if s.client != nil {
 				_ = s.client.Close()
-			}()
-		} else {
-			close(done)
-		}
+			}
+			if s.proc != nil {
+				<-s.proc.waited
+			}
+		}()
 		if s.proc != nil {
 			s.proc.stop(done, grace)
 		} else {
@@ -121,13 +124,19 @@ func (s *session) close(grace time.Duration) {
 // the child is gone (mcp-go gives no hook for it), and its last lines go into
 // error messages.
 type process struct {
-	pid     int
+	pid int
+	// stdin and stdout are the gateway's ends of the child's stdin and
+	// stdout, which mcp-go's transport writes and reads.
+	stdin   *os.File
+	stdout  *os.File
 	stderrR *os.File
 	stderrW *os.File
 	ring    *stderrRing
 	// exited is closed when the child's stderr reaches EOF: the child and
 	// everything it started have exited or closed it.
 	exited chan struct{}
+	// waited is closed once the child is reaped.
+	waited chan struct{}
 }
 
 // startDrain starts reading stderr; called once the child has started, after
@@ -142,8 +151,9 @@ func (p *process) startDrain(wg *sync.WaitGroup) {
 	}()
 }
 
-// stop waits for the client's Close (done) to reap the child, signalling the
-// process group on the way, then stops the stderr drain.
+// stop waits for the client's Close and the child's exit (done), signalling
+// the process group on the way, then closes the gateway's ends of the pipes,
+// which ends the transport's reader and the stderr drain.
 func (p *process) stop(done <-chan struct{}, grace time.Duration) {
 	timer := time.NewTimer(grace / 2)
 	defer timer.Stop()
@@ -171,11 +181,22 @@ func (p *process) stop(done <-chan struct{}, grace time.Duration) {
 	case <-eof.C:
 	}
 	_ = p.stderrR.Close()
+	_ = p.stdout.Close()
+	_ = p.stdin.Close()
 }
 
 // stderrEOFWait bounds how long stop waits for a dead child's stderr to
 // reach EOF before it closes the pipe.
 const stderrEOFWait = 200 * time.Millisecond
+
+// cause returns err, or, when s died of a message over max_message_size,
+// that: mcp-go then only reports its transport closed.
+func (s *session) cause(err error) error {
+	if s.isDead() && errors.Is(s.deadErr, ErrMessageTooLarge) {
+		return s.deadErr
+	}
+	return err
+}
 
 // isSessionGone reports whether err means the session can no longer be used:
 // the stdio child exited, or the HTTP server forgot the session.

@@ -29,9 +29,11 @@ func (c *conn) dial(hsCtx context.Context) (*session, error) {
 	}
 }
 
-// dialStdio spawns the configured command. The exec.Cmd is built here, not by
-// mcp-go: the child gets only ChildEnv (never the service's secrets), its own
-// process group, and a stderr pipe the gateway reads.
+// dialStdio spawns the configured command. The process is started here,
+// not by mcp-go: the child gets only ChildEnv (never the service's secrets),
+// its own process group, and a stderr pipe the gateway reads; and its stdout
+// reaches mcp-go's transport (NewIO) through a lineLimit, since mcp-go
+// reads a line whole however long it is.
 func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 	cfg := c.cfg
 	if _, err := exec.LookPath(cfg.Command); err != nil {
@@ -42,49 +44,48 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 			return nil, fmt.Errorf("cwd: %w", err)
 		}
 	}
-	r, w, err := os.Pipe()
+	pipes, err := newStdioPipes()
 	if err != nil {
 		return nil, err
 	}
-	s := c.newSession(TransportStdio)
-	p := &process{stderrR: r, stderrW: w, ring: newStderrRing(c.mask), exited: make(chan struct{})}
-	var built *exec.Cmd // set by cmdFunc, which mcp-go calls inside Start
-	cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-		// Not exec.CommandContext: the ctx mcp-go passes is the session's,
-		// derived from the gateway's lifetime, and Close cancels that before
-		// it closes the session. A ctx-bound child would get SIGKILL (the
-		// leader only) at that moment, before session.close can close stdin
-		// and then signal the whole process group. session.close owns the
-		// child's end; Pdeathsig covers the gateway's own death.
-		cmd := exec.Command(command, args...) //nolint:noctx // the session owns the child; see above
-		cmd.Dir = cfg.Cwd
-		cmd.Env = ChildEnv(cfg, c.opts.LookupEnv)
-		cmd.Stderr = w
-		setProcAttr(cmd)
-		built = cmd
-		return cmd, nil
-	}
-	t := mcptransport.NewStdioWithOptions(cfg.Command, nil, cfg.Args,
-		mcptransport.WithCommandFunc(cmdFunc),
-		mcptransport.WithCommandLogger(c.logger))
-	ctx, cancel := context.WithCancel(c.lifetime)
-	s.cancel = cancel
-	client := mcpclient.NewClient(t, c.clientOptions(s)...)
-	if err := client.Start(ctx); err != nil {
-		_ = r.Close()
-		_ = w.Close()
-		c.closeSession(s)
+	// Not exec.CommandContext: session.close owns the child's end (stdin
+	// closed, then the whole process group signalled); a ctx-bound child
+	// would get SIGKILL, the leader only, when the ctx ends. Pdeathsig
+	// covers the gateway's own death.
+	cmd := exec.Command(cfg.Command, cfg.Args...) //nolint:noctx // the session owns the child; see above
+	cmd.Dir = cfg.Cwd
+	cmd.Env = ChildEnv(cfg, c.opts.LookupEnv)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.stdinR, pipes.stdoutW, pipes.stderrW
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		pipes.closeAll()
 		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 	}
-	s.client = client
-	if built != nil && built.Process != nil {
-		p.pid = built.Process.Pid
-	}
+	s := c.newSession(TransportStdio)
+	p := pipes.process(cmd.Process.Pid, c.mask)
 	s.proc = p
+	c.goFunc(func() {
+		_ = cmd.Wait()
+		close(p.waited)
+	})
 	p.startDrain(&c.wg)
 	if c.opts.OnProcessStart != nil {
 		c.opts.OnProcessStart(p.pid)
 	}
+	out := &lineLimit{r: p.stdout, max: cfg.MessageLimit(), over: func(err error) {
+		c.logger.Warn("server sent a message over max_message_size; closing the session", "limit", cfg.MessageLimit())
+		s.markDead(err)
+	}}
+	t := mcptransport.NewIO(out, p.stdin, nil)
+	mcptransport.WithCommandLogger(c.logger)(t)
+	ctx, cancel := context.WithCancel(c.lifetime)
+	s.cancel = cancel
+	client := mcpclient.NewClient(t, c.clientOptions(s)...)
+	if err := client.Start(ctx); err != nil {
+		c.closeSession(s)
+		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
+	}
+	s.client = client
 	// The child's death ends its stderr; the session dies with it.
 	c.goFunc(func() {
 		select {
@@ -95,6 +96,9 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 	})
 	if err := c.handshake(hsCtx, s); err != nil {
 		c.closeSession(s)
+		if errors.Is(s.deadErr, ErrMessageTooLarge) {
+			err = s.deadErr
+		}
 		return nil, fmt.Errorf("%w%s", err, p.ring.tail())
 	}
 	return s, nil
