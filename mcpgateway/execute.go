@@ -172,7 +172,7 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 		emit = tools.Discard
 	}
 	ac := &activeCall{token: fmt.Sprintf("elysia-%d", g.conn.seq.Add(1)), server: g.cfg.Name, tool: tool,
-		user: cm.user, emit: emit, extend: extend}
+		user: cm.user, emit: emit, extend: extend, ctx: cctx}
 	defer s.track(ac)()
 	var res *mcp.CallToolResult
 	if cm.task && !mcp.IsModernProtocol(s.protocol) {

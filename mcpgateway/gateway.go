@@ -89,6 +89,9 @@ type Gateway struct {
 // nil opts means the defaults; opts is copied.
 func New(cfg ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
+	if o.samples == nil {
+		o.samples = &sampleWindow{}
+	}
 	g := &Gateway{cfg: cfg, opts: o, toolName: ToolName(cfg.Name), closeDone: make(chan struct{})}
 	mask := cfg.masker()
 	if len(cfg.UserValues) > 0 && o.user == "" {

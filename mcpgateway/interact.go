@@ -21,11 +21,15 @@ type activeCall struct {
 	emit   tools.Emitter // never nil
 	// extend moves the call's deadline on after a progress report.
 	extend func()
+	// ctx is the call's: what the server asks the model for the call
+	// (sampling) ends with it.
+	ctx context.Context //nolint:containedctx // the call's lifetime, for work done on its behalf
 
-	// mu guards progress and warnings.
+	// mu guards progress, warnings and samples.
 	mu       sync.Mutex
 	progress float64 // the last progress reported; it only grows
 	warnings int     // log messages relayed as warnings
+	samples  int     // sampling requests taken for the call
 }
 
 // activeCallKey is the context key of the activeCall a request is made for.

@@ -11,6 +11,9 @@ import (
 // transport readers on Close. Nothing is ignored: a leaked reader parked in
 // internal/poll.runtime_pollWait is exactly what this must catch, so tests
 // close their HTTP servers and clients' idle connections instead.
+//
+// Started with hostileEnv set, the binary is a hostile MCP server instead.
 func TestMain(m *testing.M) {
+	runHostileServer()
 	goleak.VerifyTestMain(m)
 }

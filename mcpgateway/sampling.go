@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -56,9 +58,21 @@ const MaxSampleTokens = 4096
 // sampling without "sampling": true in mcp.json.
 var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": true in mcp.json)`)
 
+// Bounds of a sampling request's lists, whatever sampling_max_input allows.
+const (
+	maxSampleMessages = 256
+	maxSampleStops    = 16
+	maxSampleHints    = 8
+)
+
 // sampling answers sampling/createMessage through the Sampler, only for a
-// server configured with "sampling": true; the call that caused it, when
-// known, gets a status event saying the server used the model.
+// server configured with "sampling": true, and only during a tools/call of
+// a user on the session, which it is attributed to as elicitation is
+// (callFor): the call gets a status event saying the server used the model,
+// and the model's work ends with the call. Each request is capped: its
+// input (sampling_max_input), the requests of one call (sampling_per_call)
+// and of a minute (sampling_per_minute). A refusal is a JSON-RPC error to
+// the server, and a log line.
 type sampling struct {
 	c *conn
 	s *session
@@ -74,37 +88,89 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 	if c.opts.Sampler == nil {
 		return nil, errors.New("sampling: no model is configured in this service")
 	}
-	p := req.CreateMessageParams
-	sr := SampleRequest{Server: c.cfg.Name, SystemPrompt: p.SystemPrompt, MaxTokens: min(max(p.MaxTokens, 1), MaxSampleTokens),
-		Temperature: p.Temperature, StopSequences: p.StopSequences}
-	if len(p.Messages) == 0 {
-		return nil, errors.New("sampling: no messages")
+	refuse := func(reason string) (*mcp.CreateMessageResult, error) {
+		c.logger.WarnContext(ctx, "sampling refused", "reason", reason)
+		return nil, fmt.Errorf("%w: %s", ErrSamplingRefused, reason)
 	}
-	for _, m := range p.Messages {
-		sr.Messages = append(sr.Messages, SampleMessage{Role: string(m.Role), Text: sampleText(m.Content)})
+	ac := h.s.callFor(ctx)
+	if ac == nil {
+		return refuse("no tools/call of a user is in flight on this session (or several are and the request names none); a server may ask the model only while it works on a call")
 	}
-	if p.ModelPreferences != nil {
-		for _, h := range p.ModelPreferences.Hints {
-			sr.ModelHints = append(sr.ModelHints, h.Name)
-		}
+	perCall, perMinute, maxInput := c.cfg.SamplingLimits()
+	sr, err := sampleRequest(c.cfg.Name, req.CreateMessageParams, maxInput)
+	if err != nil {
+		return refuse(err.Error())
 	}
-	if ac := h.s.callFor(ctx); ac != nil {
-		ac.emit.Emit(ctx, tools.NewStatus(fmt.Sprintf("%s asked the model to write a message for %s...", c.cfg.Name, ac.tool)))
+	ac.mu.Lock()
+	taken := ac.samples < perCall
+	if taken {
+		ac.samples++
 	}
+	ac.mu.Unlock()
+	if !taken {
+		return refuse(fmt.Sprintf("at most %d sampling requests per tool call (sampling_per_call)", perCall))
+	}
+	if !c.opts.samples.take(time.Now(), perMinute) {
+		return refuse(fmt.Sprintf("at most %d sampling requests per minute (sampling_per_minute)", perMinute))
+	}
+	ac.emit.Emit(ctx, tools.NewStatus(fmt.Sprintf("%s asked the model to write a message for %s...", c.cfg.Name, ac.tool)))
+	// The model works for the call: on stdio, ctx is the session's.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ac.ctx, cancel)
+	defer stop()
 	res, err := c.opts.Sampler.Sample(ctx, sr)
 	if err != nil {
 		return nil, fmt.Errorf("sampling: %w", err)
 	}
-	c.logger.InfoContext(ctx, "sampling answered", "model", res.Model, "max_tokens", sr.MaxTokens)
-	stop := res.StopReason
-	if stop == "" {
-		stop = "endTurn"
+	c.logger.InfoContext(ctx, "sampling answered", "model", res.Model, "max_tokens", sr.MaxTokens, "tool", ac.tool)
+	stopReason := res.StopReason
+	if stopReason == "" {
+		stopReason = "endTurn"
 	}
 	return &mcp.CreateMessageResult{
 		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(res.Text)},
 		Model:           res.Model,
-		StopReason:      stop,
+		StopReason:      stopReason,
 	}, nil
+}
+
+// sampleRequest is p as the Sampler takes it, or why it is refused: no
+// messages, too many, or an input (system prompt, messages and stop
+// sequences) over maxInput bytes. maxTokens is bounded by MaxSampleTokens;
+// model hints past maxSampleHints are dropped.
+func sampleRequest(server string, p mcp.CreateMessageParams, maxInput int) (SampleRequest, error) {
+	sr := SampleRequest{Server: server, SystemPrompt: p.SystemPrompt, MaxTokens: min(max(p.MaxTokens, 1), MaxSampleTokens),
+		Temperature: p.Temperature, StopSequences: p.StopSequences}
+	switch {
+	case len(p.Messages) == 0:
+		return sr, errors.New("no messages")
+	case len(p.Messages) > maxSampleMessages:
+		return sr, fmt.Errorf("%d messages, at most %d", len(p.Messages), maxSampleMessages)
+	case len(p.StopSequences) > maxSampleStops:
+		return sr, fmt.Errorf("%d stop sequences, at most %d", len(p.StopSequences), maxSampleStops)
+	}
+	size := len(p.SystemPrompt)
+	for _, s := range p.StopSequences {
+		size += len(s)
+	}
+	for _, m := range p.Messages {
+		text := sampleText(m.Content)
+		size += len(text)
+		if size > maxInput {
+			break
+		}
+		sr.Messages = append(sr.Messages, SampleMessage{Role: string(m.Role), Text: text})
+	}
+	if size > maxInput {
+		return sr, fmt.Errorf("the input (messages, system prompt and stop sequences) is over the %s limit (sampling_max_input)", byteSize(maxInput))
+	}
+	if p.ModelPreferences != nil {
+		for _, h := range p.ModelPreferences.Hints[:min(len(p.ModelPreferences.Hints), maxSampleHints)] {
+			sr.ModelHints = append(sr.ModelHints, truncate(h.Name, 100))
+		}
+	}
+	return sr, nil
 }
 
 // sampleText is the text of a sampling message's content: text as it is,
@@ -142,4 +208,28 @@ func (r roots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsR
 		out.Roots = append(out.Roots, mcp.Root{URI: u.String(), Name: filepath.Base(p)})
 	}
 	return out, nil
+}
+
+// sampleWindow counts a server's sampling requests of the last minute. It
+// is safe for concurrent use.
+type sampleWindow struct {
+	mu    sync.Mutex
+	times []time.Time // when each request of the last minute was taken, oldest first
+}
+
+// take records a request at now and reports true, or reports false when
+// limit requests were taken in the minute before now.
+func (w *sampleWindow) take(now time.Time, limit int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keep := 0
+	for keep < len(w.times) && now.Sub(w.times[keep]) >= time.Minute {
+		keep++
+	}
+	w.times = append(w.times[:0], w.times[keep:]...)
+	if len(w.times) >= limit {
+		return false
+	}
+	w.times = append(w.times, now)
+	return true
 }

@@ -24,6 +24,12 @@ func (drainingError) Error() string { return "server is being replaced or remove
 // Is reports whether target is ErrClosed.
 func (drainingError) Is(target error) bool { return target == ErrClosed }
 
+// ErrSamplingRefused is matched (with errors.Is) by the error a server gets
+// for a sampling request of a server with "sampling": true that the
+// gateway refuses: no tools/call of a user in flight, or over a cap
+// (sampling_per_call, sampling_per_minute, sampling_max_input).
+var ErrSamplingRefused = errors.New("sampling refused")
+
 // ErrBadCursor is matched (with errors.Is) by the error of a ListQuery whose
 // Cursor no page gave.
 var ErrBadCursor = errors.New("invalid cursor")
