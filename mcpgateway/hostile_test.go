@@ -68,8 +68,10 @@ type hostileServer struct {
 
 func (h *hostileServer) send(v any) {
 	b, _ := json.Marshal(v)
-	h.out.Write(append(b, '\n'))
-	h.out.Flush()
+	_, _ = h.out.Write(append(b, '\n'))
+	if h.out.Flush() != nil { // the gateway is gone
+		os.Exit(0)
+	}
 }
 
 func (h *hostileServer) serve() {
@@ -98,7 +100,24 @@ func (h *hostileServer) handle(m rpcMessage) {
 			"serverInfo": map[string]any{"name": "hostile", "version": "1"}})
 	case "notifications/initialized":
 		if h.mode == "sample-at-start" {
+			// Nothing else is answered before the gateway answers this:
+			// no call can be in flight meanwhile.
 			h.ask(`"early"`, "at start", 0)
+			var held []rpcMessage
+			for {
+				if _, ok := h.got[`"early"`]; ok {
+					break
+				}
+				m := h.read()
+				if m.Method == "" {
+					h.got[string(m.ID)] = m
+				} else {
+					held = append(held, m)
+				}
+			}
+			for _, m := range held {
+				h.handle(m)
+			}
 		}
 	case "ping":
 		result(map[string]any{})
@@ -145,19 +164,25 @@ func (h *hostileServer) ask(id, text string, system int) {
 	h.send(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "sampling/createMessage", "params": params})
 }
 
+// read returns the next message; at the end of stdin the server exits.
+func (h *hostileServer) read() rpcMessage {
+	for h.in.Scan() {
+		var m rpcMessage
+		if json.Unmarshal(h.in.Bytes(), &m) == nil {
+			return m
+		}
+	}
+	os.Exit(0)
+	return rpcMessage{}
+}
+
 // await reads messages, handling requests, until the answer to id came.
 func (h *hostileServer) await(id string) rpcMessage {
 	for {
 		if m, ok := h.got[id]; ok {
 			return m
 		}
-		if !h.in.Scan() {
-			os.Exit(0)
-		}
-		var m rpcMessage
-		if json.Unmarshal(h.in.Bytes(), &m) == nil {
-			h.handle(m)
-		}
+		h.handle(h.read())
 	}
 }
 
