@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStdioMessageOverCapFailsTheServer: a stdio server answers with one
@@ -87,5 +88,19 @@ func TestLineLimit(t *testing.T) {
 	// Lines of up to 5 bytes and their newline pass; the 6th x does not.
 	if want := "abc\ndefg\nhi\nxxxxx"; got.String() != want {
 		t.Errorf("read %q, want %q", got.String(), want)
+	}
+}
+
+// TestStdioMessageOverCapAtConnect: a server that floods stdout before the
+// handshake fails to connect at once, saying why, not at connect_timeout.
+func TestStdioMessageOverCapAtConnect(t *testing.T) {
+	cfg := ServerConfig{Name: "flood", Transport: TransportStdio, Command: "sh", Enabled: true,
+		Args: []string{"-c", `head -c 20000000 /dev/zero | tr '\0' x; sleep 60`}, ConnectTimeout: 20 * time.Second}
+	g := newGateway(t, cfg, nil)
+	start := time.Now()
+	_, err := g.List(t.Context())
+	assertNamesServer(t, err, "flood", "connect", "sent a message over the 4 MiB limit")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("failing took %v", d)
 	}
 }
