@@ -127,7 +127,7 @@ func askInput(in mcpgateway.Input, r io.Reader, w io.Writer, readPassword func()
 		hint = " [" + in.Default + "]"
 	}
 	// Terminal output: a failed write has nowhere to be reported.
-	_, _ = fmt.Fprintf(w, "%s (%s)%s: ", label, mcpgateway.InputEnvVar(in.ID), hint)
+	_, _ = fmt.Fprint(w, termLine(fmt.Sprintf("%s (%s)%s", label, mcpgateway.InputEnvVar(in.ID), hint))+": ")
 	var answer string
 	if in.Password {
 		b, err := readPassword()
@@ -168,12 +168,12 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	for _, w := range cfg.Warnings {
-		_, _ = fmt.Fprintln(stderr, "warning:", w) // terminal output: nowhere to report a failed write
+		_, _ = fmt.Fprintln(stderr, "warning:", termText(w)) // terminal output: nowhere to report a failed write
 	}
 	// Terminal output: a failed write has nowhere to be reported.
-	_, _ = fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", path, len(cfg.Servers))
+	_, _ = fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", termLine(path), len(cfg.Servers))
 	for _, s := range cfg.Servers {
-		_, _ = fmt.Fprintf(stdout, "  %-20s %-6s %s%s\n", s.Name, s.Transport, mcpgateway.ToolName(s.Name), serverNote(s))
+		_, _ = fmt.Fprintln(stdout, termLine(fmt.Sprintf("  %-20s %-6s %s%s", s.Name, s.Transport, mcpgateway.ToolName(s.Name), serverNote(s))))
 	}
 	return nil
 }

@@ -99,9 +99,11 @@ func (a *terminalAsker) answer(q tools.ElicitationPayload, check func(map[string
 		}
 		return tools.Answer{Action: tools.ElicitDecline, Reason: "no terminal to ask on (set " + elicitationEnv + "=accept-defaults to accept the defaults)"}
 	}
-	_, _ = fmt.Fprintf(a.out, "\n? %s asks: %s\n", q.Server, q.Message)
+	// The question, its URL and its form are the server's: printed without
+	// their controls.
+	_, _ = fmt.Fprintf(a.out, "\n? %s asks: %s\n", termLine(q.Server), termText(q.Message))
 	if q.Mode == "url" {
-		_, _ = fmt.Fprintf(a.out, "  open %s, then press Enter when done (or type d to decline): ", q.URL)
+		_, _ = fmt.Fprintf(a.out, "  open %s, then press Enter when done (or type d to decline): ", termLine(q.URL))
 		line := a.readLine()
 		if strings.EqualFold(line, "d") {
 			return tools.Answer{Action: tools.ElicitDecline}
@@ -120,7 +122,7 @@ func (a *terminalAsker) answer(q tools.ElicitationPayload, check func(map[string
 		if err == nil {
 			return tools.Answer{Action: tools.ElicitAccept, Content: c}
 		}
-		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %v\n", err)
+		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %s\n", termLine(err.Error()))
 	}
 	return tools.Answer{Action: tools.ElicitDecline, Reason: "no valid answer in three tries"}
 }
@@ -145,7 +147,7 @@ func (a *terminalAsker) form(schema map[string]any) (map[string]any, bool) {
 		if d, ok := p["default"]; ok {
 			prompt += fmt.Sprintf(" [%v]", d)
 		}
-		_, _ = fmt.Fprint(a.out, prompt+": ")
+		_, _ = fmt.Fprint(a.out, termLine(prompt)+": ")
 		line := a.readLine()
 		if line == "!decline" {
 			return nil, false
@@ -198,9 +200,9 @@ var _ tools.Asker = callEmitter{}
 func (e callEmitter) Emit(_ context.Context, ev tools.Event) {
 	switch p := ev.Payload.(type) {
 	case tools.ProgressPayload:
-		_, _ = fmt.Fprintf(e.stderr, "… %s\n", p.Text)
+		_, _ = fmt.Fprintf(e.stderr, "… %s\n", termLine(p.Text))
 	case tools.StatusPayload:
-		_, _ = fmt.Fprintf(e.stderr, "… %s\n", p.Text)
+		_, _ = fmt.Fprintf(e.stderr, "… %s\n", termLine(p.Text))
 	}
 }
 
@@ -223,7 +225,7 @@ func answerQuestion(ctx context.Context, env tools.Envelope, a *terminalAsker, a
 		if err == nil || !errors.As(err, &ae) || try == 2 {
 			return err
 		}
-		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %v\n", ae.Feedback())
+		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %s\n", termLine(fmt.Sprint(ae.Feedback())))
 		ans = a.answer(q, nil)
 	}
 }

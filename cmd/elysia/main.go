@@ -77,7 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
 		return exitOK
 	}
-	_, _ = fmt.Fprintln(stderr, "elysia:", err) // nowhere left to report a failed write
+	// Errors may quote a server or a model: printed without their controls.
+	_, _ = fmt.Fprintln(stderr, "elysia:", termText(err.Error())) // nowhere left to report a failed write
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

@@ -86,7 +86,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if note == "" {
 				note = userNote(ctx, s, opts)
 			}
-			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.Name, mcpgateway.ToolName(s.Name), s.Transport, target, note)
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(s.Name), mcpgateway.ToolName(s.Name), s.Transport, termLine(target), termLine(note))
 		}
 		return w.Flush()
 	}
@@ -103,12 +103,13 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return failure(err)
 	}
-	// Terminal output: a failed write has nowhere to be reported.
-	_, _ = fmt.Fprintf(stdout, "%s (%s): %d tool(s)\n", sc.Name, sc.Transport, len(infos))
+	// Terminal output: a failed write has nowhere to be reported. Names,
+	// parameters and descriptions are the server's: hostile until escaped.
+	_, _ = fmt.Fprintf(stdout, "%s (%s): %d tool(s)\n", termLine(sc.Name), sc.Transport, len(infos))
 	for _, ti := range infos {
-		_, _ = fmt.Fprintf(stdout, "\n  %s(%s)\n", ti.Name, paramSummary(ti.InputSchema))
-		if ti.Description != "" {
-			_, _ = fmt.Fprintf(stdout, "    %s\n", ti.Description)
+		_, _ = fmt.Fprintf(stdout, "\n  %s(%s)\n", termLine(ti.Name), termLine(paramSummary(ti.InputSchema)))
+		if d := termText(ti.Description); d != "" {
+			_, _ = fmt.Fprintf(stdout, "    %s\n", strings.ReplaceAll(d, "\n", "\n    "))
 		}
 	}
 	return nil
@@ -201,7 +202,7 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return failure(err) // invalid inputs, an unknown tool, or the server failed
 	}
-	_, _ = fmt.Fprintln(stdout, res.Text()) // terminal output: nowhere to report a failed write
+	_, _ = fmt.Fprintln(stdout, termText(res.Text())) // terminal output: nowhere to report a failed write
 	if res.IsError {
 		return failure(fmt.Errorf("%s/%s returned an error", sc.Name, fs.Arg(1)))
 	}
@@ -210,7 +211,7 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // cliLogger logs warnings and errors of one-shot commands to stderr.
 func cliLogger(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slog.New(slog.NewTextHandler(escapedWriter{stderr}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // cliUser is the user the CLI signs in and calls as: ELYSIA_USER, else
@@ -263,7 +264,8 @@ func cliBrowser(name string, stderr io.Writer) (mcpgateway.Browser, error) {
 type printBrowser struct{ stderr io.Writer }
 
 func (b printBrowser) Open(_ context.Context, authURL string) error {
-	_, _ = fmt.Fprintf(b.stderr, "Open this link to sign in:\n\n  %s\n\nWaiting for the sign-in...\n", authURL)
+	// The URL is the authorization server's: printed without its controls.
+	_, _ = fmt.Fprintf(b.stderr, "Open this link to sign in:\n\n  %s\n\nWaiting for the sign-in...\n", termLine(authURL))
 	return nil
 }
 
@@ -316,7 +318,7 @@ func cmdMCPLogin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := g.SignIn(ctx, cliUser(), browser); err != nil {
 		return failure(err)
 	}
-	_, _ = fmt.Fprintf(stdout, "signed in to %s as %s\n", sc.Name, cliUser())
+	_, _ = fmt.Fprint(stdout, termf("signed in to %s as %s", sc.Name, cliUser())+"\n")
 	return nil
 }
 
@@ -338,7 +340,7 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := g.SignOut(ctx, cliUser()); err != nil {
 		return failure(err)
 	}
-	_, _ = fmt.Fprintf(stdout, "signed out of %s as %s\n", sc.Name, cliUser())
+	_, _ = fmt.Fprint(stdout, termf("signed out of %s as %s", sc.Name, cliUser())+"\n")
 	return nil
 }
 

@@ -27,7 +27,9 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if query == "" {
 		return usageErr(`query: want the query text, e.g. elysia query "list my todos"`)
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	// The log quotes servers (their stderr, their messages): JSON, with
+	// what a terminal may act on escaped.
+	logger, err := newLogger(escapedWriter{stderr}, *logLevel)
 	if err != nil {
 		return err
 	}
@@ -84,45 +86,48 @@ func (p *eventPrinter) print(env tools.Envelope) {
 			p.logger.Error("marshal event", "err", err)
 			return
 		}
-		_, _ = fmt.Fprintf(p.w, "%s\n", b)
+		// JSON escapes C0 controls; termJSON escapes what it leaves raw.
+		_, _ = fmt.Fprintf(p.w, "%s\n", termJSON(b))
 		return
 	}
+	// Everything below is the servers' and the model's text: each line is
+	// printed without its controls (termText, termLine).
 	var pl map[string]any
 	_ = json.Unmarshal(env.Payload, &pl)
 	switch env.Type {
 	case tools.EventStatus:
-		_, _ = fmt.Fprintf(p.w, "… %v\n", pl["text"])
+		_, _ = fmt.Fprintf(p.w, "… %s\n", termLine(fmt.Sprint(pl["text"])))
 	case tools.EventTreeUpdate:
 		line := fmt.Sprintf("→ %v: %v", pl["node"], pl["decision"])
 		if r, _ := pl["reasoning"].(string); r != "" {
 			line += " (" + r + ")"
 		}
-		_, _ = fmt.Fprintln(p.w, line)
+		_, _ = fmt.Fprintln(p.w, termLine(line))
 	case tools.EventResult:
 		// The objects stay raw so they print in the server's key order.
 		var res struct {
 			Objects []json.RawMessage `json:"objects"`
 		}
 		_ = json.Unmarshal(env.Payload, &res)
-		_, _ = fmt.Fprintf(p.w, "▦ %v result: %d object(s)\n", pl["type"], len(res.Objects))
+		_, _ = fmt.Fprintf(p.w, "▦ %s result: %d object(s)\n", termLine(fmt.Sprint(pl["type"])), len(res.Objects))
 		for i, o := range res.Objects {
 			if i == 5 {
 				_, _ = fmt.Fprintf(p.w, "    … %d more\n", len(res.Objects)-5)
 				break
 			}
-			_, _ = fmt.Fprintf(p.w, "    %s\n", truncate(string(o), 200))
+			_, _ = fmt.Fprintf(p.w, "    %s\n", termLine(truncate(string(o), 200)))
 		}
 	case tools.EventSelfHealingError:
-		_, _ = fmt.Fprintf(p.w, "! %v: %v\n", pl["error_message"], pl["feedback"])
+		_, _ = fmt.Fprintf(p.w, "! %s\n", termText(fmt.Sprintf("%v: %v", pl["error_message"], pl["feedback"])))
 	case tools.EventWarning:
-		_, _ = fmt.Fprintf(p.w, "warning: %v\n", pl["text"])
+		_, _ = fmt.Fprintf(p.w, "warning: %s\n", termText(fmt.Sprint(pl["text"])))
 	case tools.EventError:
-		_, _ = fmt.Fprintf(p.w, "error: %v\n", pl["text"])
+		_, _ = fmt.Fprintf(p.w, "error: %s\n", termText(fmt.Sprint(pl["text"])))
 	case tools.EventText:
 		objs, _ := pl["objects"].([]any)
 		for _, o := range objs {
 			if m, ok := o.(map[string]any); ok {
-				_, _ = fmt.Fprintf(p.w, "\n%v\n", m["text"])
+				_, _ = fmt.Fprintf(p.w, "\n%s\n", termText(fmt.Sprint(m["text"])))
 			}
 		}
 	case tools.EventTitle, tools.EventCompleted:

@@ -37,6 +37,8 @@ func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return failure(err)
 	}
-	_, _ = fmt.Fprint(stdout, t.Text()) // terminal output: nowhere to report a failed write
+	// Terminal output: nowhere to report a failed write. The tree holds
+	// servers' names and descriptions.
+	_, _ = fmt.Fprint(stdout, termText(t.Text()))
 	return nil
 }
