@@ -2,15 +2,10 @@ package store
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Vault keeps values that must never be stored in clear: users' OAuth
@@ -24,8 +19,8 @@ import (
 // PostgreSQL database share what it holds when they share the key. Its
 // errors never carry a value.
 type Vault struct {
-	s    *Store
-	aead cipher.AEAD
+	s      *Store
+	sealer *Sealer
 }
 
 // sealPrefix marks the format of a sealed value: base64 of the nonce then
@@ -41,18 +36,11 @@ const keyCheckValue = "elysia secret key check"
 // it keeps: a different key afterwards is an error matching ErrWrongKey,
 // since nothing sealed before could be opened. ctx bounds that check.
 func OpenVault(ctx context.Context, s *Store, key []byte) (*Vault, error) {
-	if len(key) != SecretKeySize {
-		return nil, fmt.Errorf("secret key is %d bytes; want %d", len(key), SecretKeySize)
-	}
-	block, err := aes.NewCipher(key)
+	sealer, err := NewSealer(key)
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	v := &Vault{s: s, aead: aead}
+	v := &Vault{s: s, sealer: sealer}
 	if err := v.checkKey(ctx); err != nil {
 		return nil, err
 	}
@@ -81,29 +69,10 @@ func (v *Vault) checkKey(ctx context.Context) error {
 }
 
 // seal encrypts value with a fresh nonce, binding ad.
-func (v *Vault) seal(value, ad []byte) string {
-	nonce := make([]byte, v.aead.NonceSize(), v.aead.NonceSize()+len(value)+v.aead.Overhead())
-	_, _ = rand.Read(nonce) // never fails (crypto/rand)
-	return sealPrefix + base64.StdEncoding.EncodeToString(v.aead.Seal(nonce, nonce, value, ad))
-}
+func (v *Vault) seal(value, ad []byte) string { return v.sealer.Seal(value, ad) }
 
 // open decrypts what seal returned for the same ad.
-func (v *Vault) open(sealed string, ad []byte) ([]byte, error) {
-	rest, ok := strings.CutPrefix(sealed, sealPrefix)
-	if !ok {
-		return nil, errors.New("unknown format")
-	}
-	b, err := base64.StdEncoding.DecodeString(rest)
-	if err != nil || len(b) < v.aead.NonceSize() {
-		return nil, errors.New("malformed value")
-	}
-	n := v.aead.NonceSize()
-	out, err := v.aead.Open(nil, b[:n], b[n:], ad)
-	if err != nil {
-		return nil, errors.New("authentication failed")
-	}
-	return out, nil
-}
+func (v *Vault) open(sealed string, ad []byte) ([]byte, error) { return v.sealer.Open(sealed, ad) }
 
 // additional builds the additional data of a row: its kind and key parts,
 // each length-prefixed so that no two rows share one.
