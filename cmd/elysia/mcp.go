@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -342,101 +338,4 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	_, _ = fmt.Fprint(stdout, termf("signed out of %s as %s", sc.Name, cliUser())+"\n")
 	return nil
-}
-
-// tokenFile is the CLI's TokenStore: one JSON file, mode 0600, in the
-// user's config folder (ELYSIA_TOKEN_FILE overrides it), so that `elysia
-// mcp login` serves later commands. The service keeps tokens encrypted in
-// its store instead. Each method reads and rewrites the whole file.
-type tokenFile struct {
-	path string
-	// mu guards the file within the process.
-	mu sync.Mutex
-}
-
-var _ mcpgateway.TokenStore = (*tokenFile)(nil)
-
-func newTokenFile() (*tokenFile, error) {
-	if p := os.Getenv("ELYSIA_TOKEN_FILE"); p != "" {
-		return &tokenFile{path: p}, nil
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return nil, usageErr("no folder for the sign-in tokens (%v); set ELYSIA_TOKEN_FILE", err)
-	}
-	return &tokenFile{path: filepath.Join(dir, "elysia", "tokens.json")}, nil
-}
-
-func tokenFileKey(k mcpgateway.TokenKey) string { return k.User + "\x00" + k.Server }
-
-func (f *tokenFile) read() (map[string]*mcpgateway.Token, error) {
-	data, err := os.ReadFile(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]*mcpgateway.Token{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]*mcpgateway.Token{}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%s: not a token file", f.path)
-	}
-	return m, nil
-}
-
-func (f *tokenFile) write(m map[string]*mcpgateway.Token) error {
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
-		return err
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	tmp := f.path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, f.path)
-}
-
-// Get returns the token of key, or mcpgateway.ErrNoToken.
-func (f *tokenFile) Get(_ context.Context, key mcpgateway.TokenKey) (*mcpgateway.Token, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.read()
-	if err != nil {
-		return nil, err
-	}
-	t, ok := m[tokenFileKey(key)]
-	if !ok || t == nil {
-		return nil, mcpgateway.ErrNoToken
-	}
-	return t, nil
-}
-
-// Put stores tok under key.
-func (f *tokenFile) Put(_ context.Context, key mcpgateway.TokenKey, tok *mcpgateway.Token) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.read()
-	if err != nil {
-		return err
-	}
-	m[tokenFileKey(key)] = tok
-	return f.write(m)
-}
-
-// Delete forgets key's token.
-func (f *tokenFile) Delete(_ context.Context, key mcpgateway.TokenKey) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, err := f.read()
-	if err != nil {
-		return err
-	}
-	if _, ok := m[tokenFileKey(key)]; !ok {
-		return nil
-	}
-	delete(m, tokenFileKey(key))
-	return f.write(m)
 }

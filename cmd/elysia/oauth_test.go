@@ -38,6 +38,18 @@ func TestMCPLoginCallLogout(t *testing.T) {
 	if fi, err := os.Stat(tokens); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file: %v, %v; want mode 0600", fi, err)
 	}
+	s.mu.Lock()
+	signedIn := append(append([]string(nil), s.issuedAccess...), s.issuedRefresh...)
+	s.mu.Unlock()
+	data, err := os.ReadFile(tokens)
+	if err != nil || len(signedIn) == 0 {
+		t.Fatalf("token file after login: %v, %d tokens issued", err, len(signedIn))
+	}
+	for _, tok := range signedIn {
+		if strings.Contains(string(data), tok) {
+			t.Errorf("the token file holds a token in clear")
+		}
+	}
 	if code, out := run(env, "mcp", "call", "docs", "whoami"); code != 0 || !strings.Contains(out, "signed-in user") {
 		t.Errorf("mcp call after login: exit %d\n%s", code, out)
 	}
