@@ -48,6 +48,7 @@ func serveHostile(in io.Reader, out io.Writer) {
 			Method string          `json:"method"`
 			Params struct {
 				ProtocolVersion string `json:"protocolVersion"`
+				Name            string `json:"name"`
 				Meta            struct {
 					ProgressToken any `json:"progressToken"`
 				} `json:"_meta"`
@@ -71,8 +72,12 @@ func serveHostile(in io.Reader, out io.Writer) {
 				"name": "read_note", "description": "Reads the note. " + hostileText,
 				"inputSchema": map[string]any{"type": "object", "properties": map[string]any{
 					"note\x1b]52;c;AA\x07id": map[string]any{"type": "string", "description": hostileText}}},
-			}}})
+			}, map[string]any{"name": "fail", "inputSchema": map[string]any{"type": "object"}}}})
 		case "tools/call":
+			if req.Params.Name == "fail" {
+				_ = enc.Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32603, "message": "failed " + hostileText}})
+				continue
+			}
 			if req.Params.Meta.ProgressToken != nil {
 				notify("notifications/progress", map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1, "total": 2, "message": "progress " + hostileText})
 			}
@@ -129,7 +134,7 @@ func TestHostileServerTextReachesNoTerminal(t *testing.T) {
 	}
 
 	code, out, errOut := runCLI(t, dir, env, "mcp", "list", "notes")
-	if code != 0 || !strings.Contains(out, "Reads the note.") {
+	if code != 0 || !strings.Contains(out, "Reads the note.") || !strings.Contains(out, "2 tool(s)") {
 		t.Fatalf("mcp list notes: exit %d\n%q%q", code, out, errOut)
 	}
 	check("mcp list", out+errOut, 1)
@@ -143,6 +148,12 @@ func TestHostileServerTextReachesNoTerminal(t *testing.T) {
 	}
 	check("mcp call", out, 1)
 	check("mcp call's progress", errOut, 1)
+
+	code, out, errOut = runCLI(t, dir, env, "mcp", "call", "notes", "fail")
+	if code != exitFailure || !strings.Contains(errOut, "failed alpha") {
+		t.Fatalf("mcp call fail: exit %d\n%q%q", code, out, errOut)
+	}
+	check("mcp call's error", errOut, 1)
 
 	code, out, errOut = runCLI(t, dir, env, "query", "read the note from notes")
 	if code != 0 || !strings.Contains(out, "note: alpha") {

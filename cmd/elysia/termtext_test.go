@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // TestTermText checks that escape sequences and controls are dropped
@@ -105,4 +108,24 @@ func FuzzTerminalText(f *testing.F) {
 			t.Fatalf("termJSON(%q) = %q", s, j)
 		}
 	})
+}
+
+// TestAskerPrintsNoControls: a server's question, its form's titles and
+// defaults, and its URL reach the terminal without their controls.
+func TestAskerPrintsNoControls(t *testing.T) {
+	const evil = "see\x1b]52;c;AA\x07 \x1b[2Jthis\u202e"
+	for _, q := range []tools.ElicitationPayload{
+		{Server: "notes" + evil, Mode: "form", Message: "question " + evil, RequestedSchema: map[string]any{"properties": map[string]any{
+			"name": map[string]any{"type": "string", "title": "title " + evil, "default": "default " + evil}}}},
+		{Server: "notes", Mode: "url", Message: "open " + evil, URL: "https://example.com/\x1b]8;;http://evil\x1b\\x"},
+	} {
+		var out bytes.Buffer
+		a := &terminalAsker{in: bufio.NewReader(strings.NewReader("\n")), out: &out, interactive: true}
+		if ans := a.answer(q, nil); ans.Action != tools.ElicitAccept {
+			t.Errorf("answer = %+v, want accept", ans)
+		}
+		if got := out.String(); got != termText(got) || !strings.Contains(got, "see this") {
+			t.Errorf("the asker printed %q", got)
+		}
+	}
 }
