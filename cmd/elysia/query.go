@@ -27,9 +27,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if query == "" {
 		return usageErr(`query: want the query text, e.g. elysia query "list my todos"`)
 	}
-	// The log quotes servers (their stderr, their messages): JSON, with
-	// what a terminal may act on escaped.
-	logger, err := newLogger(escapedWriter{stderr}, *logLevel)
+	logger, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		return err
 	}

@@ -193,7 +193,9 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageErr("--log-level: %v", err)
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+	// The log quotes servers (their stderr, their messages): what a
+	// terminal may act on is escaped.
+	return slog.New(slog.NewJSONHandler(escapedWriter{w}, &slog.HandlerOptions{Level: l})), nil
 }
 
 // hostsFlag is --public-host: repeatable, each value a comma-separated list.

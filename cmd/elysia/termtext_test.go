@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -49,8 +48,8 @@ func TestTermText(t *testing.T) {
 	}
 }
 
-// TestTermJSON: JSON keeps every value, with DEL, C1 and bidi controls
-// escaped, and json.Marshal itself already escapes C0 controls.
+// TestTermJSON: JSON output and the JSON log keep every value, with DEL,
+// C1 and bidi controls escaped; json.Marshal itself escapes C0 controls.
 func TestTermJSON(t *testing.T) {
 	in := "x\x1b]52;c;AA\x07 \u009b31m \u202e \x7f é🎉"
 	b, err := json.Marshal(map[string]string{"text": in})
@@ -67,7 +66,11 @@ func TestTermJSON(t *testing.T) {
 	}
 
 	var logged bytes.Buffer
-	slog.New(slog.NewJSONHandler(escapedWriter{&logged}, nil)).Warn("server said", "line", in)
+	logger, err := newLogger(&logged, "warn") // the log of serve and query
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Warn("server said", "line", in)
 	var rec map[string]any
 	if err := json.Unmarshal(logged.Bytes(), &rec); err != nil || rec["line"] != in {
 		t.Fatalf("logged line = %v, %v", rec, err)
