@@ -109,15 +109,20 @@ type pgLock struct {
 
 // release releases the lock once: gracefully (unlock, then return the
 // connection to the pool) or not (end the session, which frees the lock).
+//
+// The graceful unlock releases every advisory lock of the session, not one
+// level of l.key: a wait that failed with lock_timeout may still have been
+// granted (the server grants the lock and reports the timeout when both
+// happen together, as after a stall), and the retry on the same session
+// then took it a second time. The session holds no other advisory lock:
+// it is reserved for this one.
 func (l *pgLock) release(graceful bool) {
 	l.once.Do(func() {
 		defer func() { _ = l.conn.Close() }() // release has no caller to report to
 		if graceful {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			var released bool
-			err := l.conn.QueryRowContext(ctx, `SELECT pg_advisory_unlock($1)`, l.key).Scan(&released)
-			if err == nil && released {
+			if _, err := l.conn.ExecContext(ctx, `SELECT pg_advisory_unlock_all()`); err == nil {
 				return
 			}
 		}
