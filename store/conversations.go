@@ -89,7 +89,9 @@ const (
 
 // GetConversation returns the row of the conversation convID of userID, or
 // [ErrNotFound]; [Store.Turns] returns what its queries said.
-func (s *Store) GetConversation(ctx context.Context, userID, convID string) (*Conversation, error) {
+func (s *Store) GetConversation(ctx context.Context, userID, convID string) (_ *Conversation, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, convID); err != nil {
 		return nil, err
 	}
@@ -98,7 +100,12 @@ func (s *Store) GetConversation(ctx context.Context, userID, convID string) (*Co
 		treeOps          sql.NullString
 		created, updated int64
 	)
-	err := s.queryRow(ctx, selectConversation, userID, convID).
+	db, done, err := s.on(ctx, userID, convID)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	err = s.queryRow(ctx, db, selectConversation, userID, convID).
 		Scan(&c.Title, &c.InitMode, &treeOps, &c.Turns, &c.Version, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
@@ -115,12 +122,19 @@ func (s *Store) GetConversation(ctx context.Context, userID, convID string) (*Co
 // [Conversation.Version]), or [ErrNotFound]. It reads one small row, so a
 // replica can check cheaply whether its copy of a conversation is the
 // latest saved.
-func (s *Store) Version(ctx context.Context, userID, convID string) (int64, error) {
+func (s *Store) Version(ctx context.Context, userID, convID string) (_ int64, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, convID); err != nil {
 		return 0, err
 	}
 	var v int64
-	err := s.queryRow(ctx, selectVersion, userID, convID).Scan(&v)
+	db, done, err := s.on(ctx, userID, convID)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	err = s.queryRow(ctx, db, selectVersion, userID, convID).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
 	}
@@ -132,7 +146,9 @@ func (s *Store) Version(ctx context.Context, userID, convID string) (int64, erro
 
 // ListConversations returns userID's conversations, most recently updated
 // first (ties by id). It returns an empty, non-nil slice when there are none.
-func (s *Store) ListConversations(ctx context.Context, userID string) ([]ConversationSummary, error) {
+func (s *Store) ListConversations(ctx context.Context, userID string) (_ []ConversationSummary, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID); err != nil {
 		return nil, err
 	}
@@ -163,11 +179,18 @@ func (s *Store) ListConversations(ctx context.Context, userID string) ([]Convers
 // Events returns the event log of the conversation convID of userID, oldest
 // first, or [ErrNotFound] when the conversation does not exist. A
 // conversation without events has an empty, non-nil log.
-func (s *Store) Events(ctx context.Context, userID, convID string) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, userID, convID string) (_ []Event, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, convID); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, query_id, envelope FROM events
+	db, done, err := s.on(ctx, userID, convID)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rows, err := db.QueryContext(ctx, s.q(`SELECT seq, query_id, envelope FROM events
 		WHERE user_id = ? AND conversation_id = ? ORDER BY seq`), userID, convID)
 	if err != nil {
 		return nil, fmt.Errorf("events of conversation %q of user %q: %w", convID, userID, err)
@@ -190,7 +213,7 @@ func (s *Store) Events(ctx context.Context, userID, convID string) ([]Event, err
 	}
 	if len(events) == 0 {
 		var one int
-		err := s.db.QueryRowContext(ctx, s.q(`SELECT 1 FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).Scan(&one)
+		err := db.QueryRowContext(ctx, s.q(`SELECT 1 FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
 		}
@@ -204,6 +227,8 @@ func (s *Store) Events(ctx context.Context, userID, convID string) ([]Event, err
 // DeleteConversation deletes the conversation convID of userID and its
 // event log, or returns [ErrNotFound]. The user stays.
 func (s *Store) DeleteConversation(ctx context.Context, userID, convID string) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, convID); err != nil {
 		return err
 	}
@@ -212,7 +237,12 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, convID string) (
 			err = fmt.Errorf("delete conversation %q of user %q: %w", convID, userID, err)
 		}
 	}()
-	tx, err := s.db.BeginTx(ctx, nil)
+	db, done, err := s.on(ctx, userID, convID)
+	if err != nil {
+		return err
+	}
+	defer done()
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

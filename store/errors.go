@@ -22,3 +22,12 @@ var ErrWrongKey = errors.New("wrong secret key")
 // error when the user, or all users, have as many sign-ins waiting as the
 // caller allows.
 var ErrTooMany = errors.New("too many")
+
+// ErrUnavailable is matched by the errors of a [Store] call that failed
+// because the database is unavailable rather than because of what was
+// asked: it refused or dropped the connection, the pool had no free
+// connection in time, the call or one of its statements timed out, or the
+// database is full or cannot be written. Trying again later may succeed.
+// The error's text names the database and holds the driver's detail: log
+// it, do not show it.
+var ErrUnavailable = errors.New("database unavailable")

@@ -19,11 +19,13 @@ type Feedback struct {
 
 // SaveFeedback records f, replacing an earlier rating of the same query
 // (f.CreatedAt is set to now).
-func (s *Store) SaveFeedback(ctx context.Context, f Feedback) error {
+func (s *Store) SaveFeedback(ctx context.Context, f Feedback) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(f.UserID, f.ConversationID, f.QueryID); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO feedback (user_id, conversation_id, query_id, rating, created_at)
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO feedback (user_id, conversation_id, query_id, rating, created_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id, conversation_id, query_id)
 		DO UPDATE SET rating = excluded.rating, created_at = excluded.created_at`),
 		f.UserID, f.ConversationID, f.QueryID, f.Rating, s.now().UnixMicro())
@@ -34,7 +36,9 @@ func (s *Store) SaveFeedback(ctx context.Context, f Feedback) error {
 }
 
 // DeleteFeedback removes the rating of a query, or returns [ErrNotFound].
-func (s *Store) DeleteFeedback(ctx context.Context, userID, convID, queryID string) error {
+func (s *Store) DeleteFeedback(ctx context.Context, userID, convID, queryID string) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, convID, queryID); err != nil {
 		return err
 	}
@@ -52,7 +56,9 @@ func (s *Store) DeleteFeedback(ctx context.Context, userID, convID, queryID stri
 }
 
 // ListFeedback returns every rating a user gave, oldest first.
-func (s *Store) ListFeedback(ctx context.Context, userID string) ([]Feedback, error) {
+func (s *Store) ListFeedback(ctx context.Context, userID string) (_ []Feedback, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID); err != nil {
 		return nil, err
 	}

@@ -30,11 +30,15 @@ const lockNotAvailable = "55P03"
 //
 // On PostgreSQL it is a session-level advisory lock on a 64-bit hash of the
 // user and conversation ids, held on a connection reserved for it until
-// unlock, so each held lock pins one connection. Replicas must not reach
-// PostgreSQL through a pooler in transaction mode, which would share that
-// session. On SQLite (one process) it is an in-process mutex per
-// conversation, held by this Store only: two Stores on one SQLite file do
-// not exclude each other.
+// unlock, so each held lock pins one connection; this Store's calls on the
+// locked conversation run on that connection while the lock is held, so a
+// query holds one connection, not one more for each read and save. At most
+// three quarters of [Options.MaxConns] locks are held at once: Lock waits
+// for a slot until ctx ends and then fails with [ErrUnavailable]. Replicas
+// must not reach PostgreSQL through a pooler in transaction mode, which
+// would share that session. On SQLite (one process) it is an in-process
+// mutex per conversation, held by this Store only: two Stores on one
+// SQLite file do not exclude each other.
 //
 // The lock is not reentrant. Callers (tree, web) also serialise a
 // conversation's queries in memory, so in practice the lock is contended
@@ -50,9 +54,61 @@ func (s *Store) Lock(ctx context.Context, userID, convID string) (unlock func(),
 		}
 		return sync.OnceFunc(func() { s.locks.unlock(key) }), nil
 	}
-	conn, err := s.db.Conn(ctx)
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			err = s.classify(ctx, fmt.Errorf("lock conversation %q of user %q: %w", convID, userID, err))
+		}
+	}()
+	select {
+	case s.lockSlots <- struct{}{}:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, &unavailableError{where: s.where, err: fmt.Errorf(
+				"lock conversation %q of user %q: all %d lock connections stayed in use: %w", convID, userID, cap(s.lockSlots), ctx.Err())}
+		}
+		return nil, ctx.Err()
+	}
+	l, err := s.pgLock(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("lock conversation %q of user %q: %w", convID, userID, err)
+		<-s.lockSlots
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, ctxErr
+		}
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		l.release(false)
+		<-s.lockSlots
+		return nil, ErrClosed
+	}
+	if s.pgLocks == nil {
+		s.pgLocks = make(map[int64]*pgLock)
+	}
+	s.pgLocks[key] = l
+	s.mu.Unlock()
+	return sync.OnceFunc(func() {
+		s.mu.Lock()
+		if s.pgLocks[key] == l {
+			delete(s.pgLocks, key)
+		}
+		s.mu.Unlock()
+		l.release(true)
+		<-s.lockSlots
+	}), nil
+}
+
+// pgLock takes the advisory lock key on a connection of its own.
+func (s *Store) pgLock(ctx context.Context, key int64) (*pgLock, error) {
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		cctx, cancel = context.WithTimeout(ctx, s.callTimeout)
+	}
+	conn, err := s.db.Conn(cctx)
+	cancel()
+	if err != nil {
+		return nil, err
 	}
 	wait := s.lockWait
 	if wait <= 0 {
@@ -63,29 +119,9 @@ func (s *Store) Lock(ctx context.Context, userID, convID string) (unlock func(),
 		// granted as ctx ended): end the session so the server frees it.
 		discard(conn)
 		_ = conn.Close() // the session is ended already; the lock error is the one to report
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, fmt.Errorf("lock conversation %q of user %q: %w", convID, userID, err)
+		return nil, err
 	}
-	l := &pgLock{conn: conn, key: key}
-	s.mu.Lock()
-	if s.closed.Load() {
-		s.mu.Unlock()
-		l.release(false)
-		return nil, ErrClosed
-	}
-	if s.pgLocks == nil {
-		s.pgLocks = make(map[*pgLock]struct{})
-	}
-	s.pgLocks[l] = struct{}{}
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		delete(s.pgLocks, l)
-		s.mu.Unlock()
-		l.release(true)
-	}, nil
+	return &pgLock{conn: conn, key: key, use: make(chan struct{}, 1)}, nil
 }
 
 // releasePGLocks ends the sessions of every PostgreSQL lock still held, for
@@ -95,20 +131,25 @@ func (s *Store) releasePGLocks() {
 	held := s.pgLocks
 	s.pgLocks = nil
 	s.mu.Unlock()
-	for l := range held {
+	for _, l := range held {
 		l.release(false)
 	}
 }
 
 // pgLock is a held PostgreSQL advisory lock and the connection holding it.
+// use holds a token while a call runs on conn (see Store.on) or the lock
+// is released; released, guarded by the token, is then true.
 type pgLock struct {
-	conn *sql.Conn
-	key  int64
-	once sync.Once
+	conn     *sql.Conn
+	key      int64
+	use      chan struct{}
+	released bool
+	once     sync.Once
 }
 
-// release releases the lock once: gracefully (unlock, then return the
-// connection to the pool) or not (end the session, which frees the lock).
+// release releases the lock once, after the call running on its
+// connection, if any: gracefully (unlock, then return the connection to
+// the pool) or not (end the session, which frees the lock).
 //
 // The graceful unlock releases every advisory lock of the session, not one
 // level of l.key: a wait that failed with lock_timeout may still have been
@@ -118,6 +159,9 @@ type pgLock struct {
 // it is reserved for this one.
 func (l *pgLock) release(graceful bool) {
 	l.once.Do(func() {
+		l.use <- struct{}{} // calls on conn are bounded by their timeouts
+		l.released = true
+		defer func() { <-l.use }()
 		defer func() { _ = l.conn.Close() }() // release has no caller to report to
 		if graceful {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

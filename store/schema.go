@@ -220,6 +220,12 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 	// Close returns conn to the pool; it fails only if conn is already closed.
 	defer func() { _ = conn.Close() }()
 	if s.dialect == dialectPostgres {
+		// A migration, and the wait for another replica's, may take longer
+		// than the statement_timeout of ordinary calls: ctx bounds them.
+		if _, err := conn.ExecContext(ctx, `SET statement_timeout = 0`); err != nil {
+			discard(conn)
+			return fmt.Errorf("lift statement timeout for migration: %w", err)
+		}
 		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockKey); err != nil {
 			discard(conn)
 			return fmt.Errorf("take migration lock: %w", err)
@@ -229,6 +235,10 @@ func (s *Store) migrateTo(ctx context.Context, target int) error {
 			defer cancel()
 			if _, err := conn.ExecContext(uctx, `SELECT pg_advisory_unlock($1)`, migrationLockKey); err != nil {
 				discard(conn) // closing the session releases the lock
+				return
+			}
+			if _, err := conn.ExecContext(uctx, `RESET statement_timeout`); err != nil {
+				discard(conn) // a session without its timeout must not go back to the pool
 			}
 		}()
 	}

@@ -38,11 +38,41 @@ const (
 	dialectPostgres
 )
 
+// DefaultMaxConns is the default bound on a Store's open PostgreSQL
+// connections. PostgreSQL's own default max_connections is 100 (3 kept for
+// superusers): 20 lets four replicas share a default server with room for
+// an administrator, and serves 15 queries at once per replica (see
+// [Options.MaxConns]), more than a replica's CPU runs at once when model
+// calls are fast; with slow models, raise it together with
+// max_connections.
+const DefaultMaxConns = 20
+
+// Defaults for the PostgreSQL session, added to a URL that does not set
+// them: how long connecting may take (connect_timeout, in seconds) and any
+// one statement (statement_timeout, in milliseconds).
+const (
+	defaultConnectTimeout   = "5"
+	defaultStatementTimeout = "10000"
+)
+
 // Options configures [Open]. A nil *Options means the defaults.
 type Options struct {
 	// Logger receives lifecycle messages (database opened, schema migrated).
 	// Nil means a logger that discards everything.
 	Logger *slog.Logger
+	// MaxConns bounds the open PostgreSQL connections, idle or in use, at 2
+	// or more; 0 means [DefaultMaxConns]. Each conversation lock
+	// ([Store.Lock]) holds one connection, which the locked
+	// conversation's own calls use, for at most three quarters of
+	// MaxConns: the rest serve other calls, so lock holders never wait
+	// for a connection. A call that waits for a connection longer than its
+	// timeout fails with [ErrUnavailable]. SQLite always uses one.
+	MaxConns int
+	// CallTimeout bounds each call whose ctx has no deadline (connecting,
+	// waiting for a connection and every statement); 0 means
+	// [DefaultCallTimeout]. It does not bound [Store.Lock]'s wait for a
+	// conversation held elsewhere, which only its ctx ends.
+	CallTimeout time.Duration
 }
 
 // Store is a handle on the database of users and conversations. It is safe
@@ -54,6 +84,8 @@ type Store struct {
 	logger  *slog.Logger
 	// where names the database in errors and logs, without any password.
 	where string
+	// callTimeout bounds a call whose ctx has no deadline (see call).
+	callTimeout time.Duration
 
 	// group commits concurrent saves together on SQLite; nil on
 	// PostgreSQL, whose saves each run a transaction of their own.
@@ -75,10 +107,15 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// mu guards pgLocks, the PostgreSQL locks held, which Close releases,
+	// lockSlots holds a token for each PostgreSQL lock held: it bounds the
+	// connections locks pin (see Options.MaxConns). nil on SQLite.
+	lockSlots chan struct{}
+
+	// mu guards pgLocks, the PostgreSQL locks held by conversation key,
+	// which Close releases and the conversation's calls run on (see on),
 	// and stmts, SQLite's prepared statements by query (see prepared).
 	mu      sync.Mutex
-	pgLocks map[*pgLock]struct{}
+	pgLocks map[int64]*pgLock
 	stmts   map[string]*sql.Stmt
 }
 
@@ -104,11 +141,20 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxConns == 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxConns < 2 {
+		return nil, fmt.Errorf("at most %d database connections: want 2 or more", o.MaxConns)
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
 	d, driverDSN, where, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dialect: d, logger: o.Logger.With("store", where), where: where}
+	s := &Store{dialect: d, logger: o.Logger.With("store", where), where: where, callTimeout: o.CallTimeout}
 	driver := "sqlite"
 	if d == dialectPostgres {
 		driver = "pgx"
@@ -119,12 +165,16 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	switch d {
 	case dialectPostgres:
-		// Each held Lock pins a connection, so the pool is not capped here:
-		// a cap could leave saves waiting for connections that only the
-		// lock holders' saves would free. PostgreSQL's max_connections is
-		// the real bound.
-		s.db.SetMaxIdleConns(8)
+		// Each held Lock pins a connection, which its conversation's calls
+		// use; lockSlots keeps a quarter of the pool for every other call,
+		// so that lock holders never wait for connections that only lock
+		// holders would free. Idle connections are kept up to the bound:
+		// a smaller idle pool makes a busy replica open and close
+		// connections at every query.
+		s.db.SetMaxOpenConns(o.MaxConns)
+		s.db.SetMaxIdleConns(o.MaxConns)
 		s.db.SetConnMaxIdleTime(5 * time.Minute)
+		s.lockSlots = make(chan struct{}, o.MaxConns-max(1, o.MaxConns/4))
 	default:
 		// SQLite has one writer at a time, and the driver's busy handler
 		// polls with growing sleeps and no queue: with a pool, hundreds of
@@ -169,7 +219,9 @@ func (s *Store) Close() error {
 }
 
 // Ping checks that the database answers, for readiness probes.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -222,7 +274,15 @@ func parseDSN(dsn string) (d dialect, driverDSN, where string, err error) {
 		if err != nil {
 			return 0, "", "", errors.New("invalid PostgreSQL URL") // the URL may hold a password
 		}
-		return dialectPostgres, dsn, "postgres://" + u.Host + u.Path, nil
+		q := u.Query()
+		if !q.Has("connect_timeout") {
+			q.Set("connect_timeout", defaultConnectTimeout)
+		}
+		if !q.Has("statement_timeout") {
+			q.Set("statement_timeout", defaultStatementTimeout)
+		}
+		u.RawQuery = q.Encode()
+		return dialectPostgres, u.String(), "postgres://" + u.Host + u.Path, nil
 	case dsn == "":
 		return sqliteDSN(DefaultSQLitePath)
 	case strings.HasPrefix(lower, "sqlite://"):

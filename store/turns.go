@@ -42,76 +42,6 @@ type NewEvent struct {
 	Digest json.RawMessage
 }
 
-// txExec runs query (with ? placeholders) in tx, from its prepared
-// statement when [Store.prepare] made one: on SQLite the driver would
-// otherwise parse the SQL again for every call, a third of the CPU a
-// query's save costs. (pgx caches each connection's statements itself.)
-func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if st := s.preparedStmt(query); st != nil {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, s.q(query), args...)
-}
-
-// txQueryRow is txExec for a query that returns one row.
-func (s *Store) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if st := s.preparedStmt(query); st != nil {
-		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	return tx.QueryRowContext(ctx, s.q(query), args...)
-}
-
-// queryRow runs query, which returns one row, outside a transaction, from
-// a statement prepared once (see txExec) on SQLite.
-func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	s.prepare(ctx, query)
-	if st := s.preparedStmt(query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return s.db.QueryRowContext(ctx, s.q(query), args...)
-}
-
-// preparedStmt returns the statement prepare made of query, or nil.
-func (s *Store) preparedStmt(query string) *sql.Stmt {
-	if s.dialect != dialectSQLite {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stmts[query]
-}
-
-// prepare prepares the queries not prepared yet, on SQLite, once per
-// Store; the statements live until the database is closed. It must be
-// called outside a transaction: SQLite has one connection, which a
-// transaction holds. A query that fails to prepare is left to fail when
-// it runs.
-func (s *Store) prepare(ctx context.Context, queries ...string) {
-	if s.dialect != dialectSQLite {
-		return
-	}
-	for _, q := range queries {
-		if s.preparedStmt(q) != nil {
-			continue
-		}
-		st, err := s.db.PrepareContext(ctx, s.q(q))
-		if err != nil {
-			continue
-		}
-		s.mu.Lock()
-		if s.stmts == nil {
-			s.stmts = make(map[string]*sql.Stmt)
-		}
-		if s.stmts[q] == nil {
-			s.stmts[q], st = st, nil
-		}
-		s.mu.Unlock()
-		if st != nil {
-			_ = st.Close() // another caller prepared it first; nothing ran on this one
-		}
-	}
-}
-
 // eventBatch bounds the rows of one INSERT of events (5 arguments each,
 // well within both drivers' limits).
 const eventBatch = 100
@@ -185,6 +115,8 @@ func checkEvents(queryID string, events []NewEvent) error {
 // trims what they make old, in one transaction. set is one of the *Set
 // constants; replaceSet also deletes the conversation's turns first.
 func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Turn, queryID string, events []NewEvent) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if c == nil {
 		return errors.New("save conversation: nil conversation")
 	}
@@ -258,16 +190,21 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 			}
 		}, nil
 	}
-	return s.write(ctx, write)
+	db, done, err := s.on(ctx, c.UserID, c.ID)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return s.write(ctx, db, write)
 }
 
-// write runs w in a transaction of its own, or on SQLite in the group
+// write runs w in a transaction of its own on db, or on SQLite in the group
 // writer's next one, and runs the func it returns once committed.
-func (s *Store) write(ctx context.Context, w writeFunc) error {
+func (s *Store) write(ctx context.Context, db dbtx, w writeFunc) error {
 	if s.group != nil {
 		return s.group.do(ctx, w)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -352,11 +289,18 @@ func eventInserts(n int) []string {
 // Turns returns the turns of the conversation convID of userID, oldest
 // first, or [ErrNotFound] when the conversation does not exist. A
 // conversation without turns has an empty, non-nil list.
-func (s *Store) Turns(ctx context.Context, userID, convID string) ([]Turn, error) {
+func (s *Store) Turns(ctx context.Context, userID, convID string) (_ []Turn, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, convID); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, query_id, messages, results, digests FROM turns
+	db, done, err := s.on(ctx, userID, convID)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rows, err := db.QueryContext(ctx, s.q(`SELECT seq, query_id, messages, results, digests FROM turns
 		WHERE user_id = ? AND conversation_id = ? ORDER BY seq`), userID, convID)
 	if err != nil {
 		return nil, fmt.Errorf("turns of conversation %q of user %q: %w", convID, userID, err)
@@ -379,7 +323,7 @@ func (s *Store) Turns(ctx context.Context, userID, convID string) ([]Turn, error
 		return nil, fmt.Errorf("turns of conversation %q of user %q: %w", convID, userID, err)
 	}
 	if len(turns) == 0 {
-		if err := s.exists(ctx, userID, convID); err != nil {
+		if err := s.exists(ctx, db, userID, convID); err != nil {
 			return nil, err
 		}
 	}
@@ -390,14 +334,21 @@ func (s *Store) Turns(ctx context.Context, userID, convID string) ([]Turn, error
 // digests of its results, so that a later turn can trim them (a turn moved
 // from the first schema has none). It is a no-op when the turn has digests
 // already or does not exist.
-func (s *Store) SetDigests(ctx context.Context, userID, convID string, seq int64, digests json.RawMessage) error {
+func (s *Store) SetDigests(ctx context.Context, userID, convID string, seq int64, digests json.RawMessage) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, convID); err != nil {
 		return err
 	}
 	if len(digests) == 0 || !json.Valid(digests) {
 		return fmt.Errorf("digests of turn %d of conversation %q of user %q are not valid JSON", seq, convID, userID)
 	}
-	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE turns SET digests = ?
+	db, done, err := s.on(ctx, userID, convID)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := db.ExecContext(ctx, s.q(`UPDATE turns SET digests = ?
 		WHERE user_id = ? AND conversation_id = ? AND seq = ? AND digests IS NULL`),
 		string(digests), userID, convID, seq); err != nil {
 		return fmt.Errorf("digests of turn %d of conversation %q of user %q: %w", seq, convID, userID, err)
@@ -407,9 +358,9 @@ func (s *Store) SetDigests(ctx context.Context, userID, convID string, seq int64
 
 // exists returns nil when the conversation convID of userID exists, and
 // [ErrNotFound] when it does not.
-func (s *Store) exists(ctx context.Context, userID, convID string) error {
+func (s *Store) exists(ctx context.Context, db dbtx, userID, convID string) error {
 	var one int
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT 1 FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).Scan(&one)
+	err := db.QueryRowContext(ctx, s.q(`SELECT 1 FROM conversations WHERE user_id = ? AND id = ?`), userID, convID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
 	}

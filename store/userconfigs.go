@@ -27,7 +27,9 @@ type UserConfig struct {
 // SaveUserConfig creates or replaces the config c.ID of c.UserID (setting
 // c.UpdatedAt to now). When c.Default is set the user's other configs stop
 // being the default, in the same transaction.
-func (s *Store) SaveUserConfig(ctx context.Context, c *UserConfig) error {
+func (s *Store) SaveUserConfig(ctx context.Context, c *UserConfig) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(c.UserID, c.ID); err != nil {
 		return err
 	}
@@ -67,7 +69,9 @@ func (s *Store) SaveUserConfig(ctx context.Context, c *UserConfig) error {
 }
 
 // GetUserConfig returns the user's config id, or [ErrNotFound].
-func (s *Store) GetUserConfig(ctx context.Context, userID, id string) (*UserConfig, error) {
+func (s *Store) GetUserConfig(ctx context.Context, userID, id string) (_ *UserConfig, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, id); err != nil {
 		return nil, err
 	}
@@ -77,7 +81,9 @@ func (s *Store) GetUserConfig(ctx context.Context, userID, id string) (*UserConf
 
 // DefaultUserConfig returns the user's default config, or [ErrNotFound]
 // when the user has none.
-func (s *Store) DefaultUserConfig(ctx context.Context, userID string) (*UserConfig, error) {
+func (s *Store) DefaultUserConfig(ctx context.Context, userID string) (_ *UserConfig, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID); err != nil {
 		return nil, err
 	}
@@ -94,7 +100,9 @@ const inForceQuery = `SELECT id, name, is_default, body, updated_at FROM user_co
 // InForceUserConfig returns the user's default config, else the config
 // saved under fallbackID (reported with Default set, as the one in force),
 // or [ErrNotFound] when there is neither.
-func (s *Store) InForceUserConfig(ctx context.Context, userID, fallbackID string) (*UserConfig, error) {
+func (s *Store) InForceUserConfig(ctx context.Context, userID, fallbackID string) (_ *UserConfig, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, fallbackID); err != nil {
 		return nil, err
 	}
@@ -113,7 +121,7 @@ func (s *Store) oneUserConfig(ctx context.Context, what, query string, args ...a
 		body    string
 		updated int64
 	)
-	err := s.queryRow(ctx, query, args...).Scan(&c.ID, &c.Name, &def, &body, &updated)
+	err := s.queryRow(ctx, s.db, query, args...).Scan(&c.ID, &c.Name, &def, &body, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s of user %q: %w", what, c.UserID, ErrNotFound)
 	}
@@ -126,7 +134,9 @@ func (s *Store) oneUserConfig(ctx context.Context, what, query string, args ...a
 
 // ListUserConfigs returns the user's configs, the most recently saved
 // first.
-func (s *Store) ListUserConfigs(ctx context.Context, userID string) ([]UserConfig, error) {
+func (s *Store) ListUserConfigs(ctx context.Context, userID string) (_ []UserConfig, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID); err != nil {
 		return nil, err
 	}
@@ -157,7 +167,9 @@ func (s *Store) ListUserConfigs(ctx context.Context, userID string) ([]UserConfi
 }
 
 // DeleteUserConfig removes the user's config id, or returns [ErrNotFound].
-func (s *Store) DeleteUserConfig(ctx context.Context, userID, id string) error {
+func (s *Store) DeleteUserConfig(ctx context.Context, userID, id string) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID, id); err != nil {
 		return err
 	}

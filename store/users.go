@@ -24,6 +24,8 @@ type User struct {
 // EnsureUser creates the user userID unless it exists, and reports whether
 // it already existed.
 func (s *Store) EnsureUser(ctx context.Context, userID string) (existed bool, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID); err != nil {
 		return false, err
 	}
@@ -40,7 +42,9 @@ func (s *Store) EnsureUser(ctx context.Context, userID string) (existed bool, er
 }
 
 // GetUser returns the user userID, or [ErrNotFound].
-func (s *Store) GetUser(ctx context.Context, userID string) (*User, error) {
+func (s *Store) GetUser(ctx context.Context, userID string) (_ *User, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if err := s.check(userID); err != nil {
 		return nil, err
 	}
@@ -48,7 +52,7 @@ func (s *Store) GetUser(ctx context.Context, userID string) (*User, error) {
 		created int64
 		config  sql.NullString
 	)
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT created_at, config FROM users WHERE id = ?`), userID).Scan(&created, &config)
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT created_at, config FROM users WHERE id = ?`), userID).Scan(&created, &config)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("user %q: %w", userID, ErrNotFound)
 	}
@@ -61,7 +65,9 @@ func (s *Store) GetUser(ctx context.Context, userID string) (*User, error) {
 // SaveUser creates the user u.ID or replaces its Config. It sets u.CreatedAt
 // to the stored creation time (now for a new user; a CreatedAt given for an
 // existing user is ignored).
-func (s *Store) SaveUser(ctx context.Context, u *User) error {
+func (s *Store) SaveUser(ctx context.Context, u *User) (err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
 	if u == nil {
 		return errors.New("save user: nil user")
 	}
@@ -76,7 +82,7 @@ func (s *Store) SaveUser(ctx context.Context, u *User) error {
 		created = s.now()
 	}
 	var stored int64
-	err := s.db.QueryRowContext(ctx, s.q(`INSERT INTO users (id, created_at, config) VALUES (?, ?, ?)
+	err = s.db.QueryRowContext(ctx, s.q(`INSERT INTO users (id, created_at, config) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET config = excluded.config
 		RETURNING created_at`), u.ID, created.UnixMicro(), nullJSON(u.Config)).Scan(&stored)
 	if err != nil {

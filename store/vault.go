@@ -49,7 +49,9 @@ func OpenVault(ctx context.Context, s *Store, key []byte) (*Vault, error) {
 
 // checkKey proves key against the database's key check, writing one when
 // the database has none yet (the first replica to get there wins).
-func (v *Vault) checkKey(ctx context.Context) error {
+func (v *Vault) checkKey(ctx context.Context) (err error) {
+	ctx, end := v.s.call(ctx)
+	defer end(&err)
 	if err := v.s.check(); err != nil {
 		return err
 	}
@@ -127,12 +129,14 @@ func (v *Vault) DeleteSecret(ctx context.Context, user, name string) error {
 		fmt.Sprintf("secret %q of user %q", name, user), user, name)
 }
 
-func (v *Vault) get(ctx context.Context, query, what string, ad []byte, a, b string) ([]byte, error) {
+func (v *Vault) get(ctx context.Context, query, what string, ad []byte, a, b string) (_ []byte, err error) {
+	ctx, end := v.s.call(ctx)
+	defer end(&err)
 	if err := v.s.check(a, b); err != nil {
 		return nil, err
 	}
 	var sealed string
-	err := v.s.db.QueryRowContext(ctx, v.s.q(query), a, b).Scan(&sealed)
+	err = v.s.db.QueryRowContext(ctx, v.s.q(query), a, b).Scan(&sealed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
@@ -146,7 +150,9 @@ func (v *Vault) get(ctx context.Context, query, what string, ad []byte, a, b str
 	return value, nil
 }
 
-func (v *Vault) put(ctx context.Context, query, what string, ad, value []byte, a, b string) error {
+func (v *Vault) put(ctx context.Context, query, what string, ad, value []byte, a, b string) (err error) {
+	ctx, end := v.s.call(ctx)
+	defer end(&err)
 	if err := v.s.check(a, b); err != nil {
 		return err
 	}
@@ -156,7 +162,9 @@ func (v *Vault) put(ctx context.Context, query, what string, ad, value []byte, a
 	return nil
 }
 
-func (v *Vault) del(ctx context.Context, query, what, a, b string) error {
+func (v *Vault) del(ctx context.Context, query, what, a, b string) (err error) {
+	ctx, end := v.s.call(ctx)
+	defer end(&err)
 	if err := v.s.check(a, b); err != nil {
 		return err
 	}
