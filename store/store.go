@@ -103,6 +103,10 @@ type Store struct {
 	// SQLite it runs again for a save that is rerun (groupWriter.commit).
 	beforeEvent func(queryID string, i int) error
 
+	// failedSave is the size of the last save on SQLite when it failed
+	// for lack of room or a failed write, 0 otherwise (see Ping).
+	failedSave atomic.Int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -194,6 +198,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("migrate schema of %s: %w", where, err)
 	}
 	if d == dialectSQLite {
+		if _, err := s.db.ExecContext(ctx, healthTable); err != nil {
+			_ = s.db.Close() // best effort: the create error is the one to report
+			return nil, fmt.Errorf("create health table of %s: %w", where, err)
+		}
 		s.group = newGroupWriter(s.db)
 	}
 	s.logger.InfoContext(ctx, "store opened")
@@ -216,19 +224,6 @@ func (s *Store) Close() error {
 		s.closeErr = s.db.Close()
 	})
 	return s.closeErr
-}
-
-// Ping checks that the database answers, for readiness probes.
-func (s *Store) Ping(ctx context.Context) (err error) {
-	ctx, end := s.call(ctx)
-	defer end(&err)
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if err := s.db.PingContext(ctx); err != nil {
-		return fmt.Errorf("ping %s: %w", s.where, err)
-	}
-	return nil
 }
 
 // check returns ErrClosed after Close, and an error when an id is empty.

@@ -195,7 +195,21 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 		return err
 	}
 	defer done()
-	return s.write(ctx, db, write)
+	err = s.write(ctx, db, write)
+	s.noteSave(saveSize(c, turn, events), err)
+	return err
+}
+
+// saveSize is about how many bytes a save writes.
+func saveSize(c *Conversation, turn *Turn, events []NewEvent) int {
+	n := len(c.Title) + len(c.TreeOps)
+	if turn != nil {
+		n += len(turn.Messages) + len(turn.Results) + len(turn.Digests)
+	}
+	for _, e := range events {
+		n += len(e.Envelope) + len(e.Digest)
+	}
+	return n
 }
 
 // write runs w in a transaction of its own on db, or on SQLite in the group
