@@ -99,30 +99,43 @@ func (s *Store) Lock(ctx context.Context, userID, convID string) (unlock func(),
 	}), nil
 }
 
-// pgLock takes the advisory lock key on a connection of its own.
+// pgLock takes the advisory lock key on a connection of its own. A pooled
+// connection found dead before the lock was asked for (the database
+// restarted since it was used) is dropped and another tried, as database/sql
+// does for its own calls, so that the first queries after an outage do not
+// fail for connections that died in it.
 func (s *Store) pgLock(ctx context.Context, key int64) (*pgLock, error) {
-	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
-		cctx, cancel = context.WithTimeout(ctx, s.callTimeout)
-	}
-	conn, err := s.db.Conn(cctx)
-	cancel()
-	if err != nil {
-		return nil, err
-	}
 	wait := s.lockWait
 	if wait <= 0 {
 		wait = defaultLockWait
 	}
-	if err := pgAdvisoryLock(ctx, conn, key, wait); err != nil {
+	for tries := s.db.Stats().MaxOpenConnections; ; tries-- {
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if _, ok := ctx.Deadline(); !ok {
+			cctx, cancel = context.WithTimeout(ctx, s.callTimeout)
+		}
+		conn, err := s.db.Conn(cctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		err = pgAdvisoryLock(ctx, conn, key, wait)
+		if err == nil {
+			return &pgLock{conn: conn, key: key, use: make(chan struct{}, 1)}, nil
+		}
 		// The connection is in an unknown state (the lock may have been
 		// granted as ctx ended): end the session so the server frees it.
 		discard(conn)
 		_ = conn.Close() // the session is ended already; the lock error is the one to report
-		return nil, err
+		if !errors.Is(err, errDeadConn) || tries <= 0 || ctx.Err() != nil {
+			return nil, err
+		}
 	}
-	return &pgLock{conn: conn, key: key, use: make(chan struct{}, 1)}, nil
 }
+
+// errDeadConn is matched by pgAdvisoryLock's error when the connection
+// failed before the lock was asked for.
+var errDeadConn = errors.New("connection failed before the lock was asked for")
 
 // releasePGLocks ends the sessions of every PostgreSQL lock still held, for
 // Close.
@@ -194,11 +207,11 @@ func pgAdvisoryLock(ctx context.Context, conn *sql.Conn, key int64, wait time.Du
 func tryAdvisoryLock(ctx context.Context, conn *sql.Conn, key int64, wait time.Duration) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errDeadConn, err)
 	}
 	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, max(wait.Milliseconds(), 1))); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errDeadConn, err)
 	}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
 		return err

@@ -85,7 +85,8 @@ func databaseDown(err error) bool {
 	)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), // the call's own timeout: a pool wait, a stalled server
-		errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone), errors.Is(err, pgconn.ErrConnClosed),
+		pgconn.Timeout(err),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.As(err, &connErr), errors.As(err, &netErr):
