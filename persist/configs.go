@@ -12,14 +12,16 @@ import (
 
 // Profile implements tree.Profiles: the profile of the config in force
 // (see DefaultConfig); the zero Profile when the user has none.
-func (p *Store) Profile(ctx context.Context, userID string) (tree.Profile, error) {
+func (p *Store) Profile(ctx context.Context, userID string) (_ tree.Profile, err error) {
+	defer func() { err = notFound(err) }()
 	sp, _, err := p.DefaultConfig(ctx, userID)
 	return sp.Profile, err
 }
 
 // SaveConfig creates or replaces one of the user's configs; when sp.Default
 // is set it becomes the user's default.
-func (p *Store) SaveConfig(ctx context.Context, userID string, sp tree.SavedProfile) error {
+func (p *Store) SaveConfig(ctx context.Context, userID string, sp tree.SavedProfile) (err error) {
+	defer func() { err = notFound(err) }()
 	body, err := json.Marshal(sp.Profile)
 	if err != nil {
 		return err
@@ -29,7 +31,8 @@ func (p *Store) SaveConfig(ctx context.Context, userID string, sp tree.SavedProf
 
 // Config returns one of the user's configs; a missing one is an error
 // matching tree.ErrNotFound.
-func (p *Store) Config(ctx context.Context, userID, configID string) (tree.SavedProfile, error) {
+func (p *Store) Config(ctx context.Context, userID, configID string) (_ tree.SavedProfile, err error) {
+	defer func() { err = notFound(err) }()
 	c, err := p.s.GetUserConfig(ctx, userID, configID)
 	if err != nil {
 		return tree.SavedProfile{}, notFound(err)
@@ -41,6 +44,7 @@ func (p *Store) Config(ctx context.Context, userID, configID string) (tree.Saved
 // the default, else the one saved under tree.BuiltinProfileID (reported as
 // the default); ok is false when neither exists.
 func (p *Store) DefaultConfig(ctx context.Context, userID string) (sp tree.SavedProfile, ok bool, err error) {
+	defer func() { err = notFound(err) }()
 	c, err := p.s.InForceUserConfig(ctx, userID, tree.BuiltinProfileID)
 	if errors.Is(err, store.ErrNotFound) {
 		return tree.SavedProfile{}, false, nil
@@ -53,7 +57,8 @@ func (p *Store) DefaultConfig(ctx context.Context, userID string) (sp tree.Saved
 }
 
 // Configs returns the user's configs, the most recently saved first.
-func (p *Store) Configs(ctx context.Context, userID string) ([]tree.SavedProfile, error) {
+func (p *Store) Configs(ctx context.Context, userID string) (_ []tree.SavedProfile, err error) {
+	defer func() { err = notFound(err) }()
 	list, err := p.s.ListUserConfigs(ctx, userID)
 	if err != nil {
 		return nil, err
@@ -71,7 +76,8 @@ func (p *Store) Configs(ctx context.Context, userID string) ([]tree.SavedProfile
 
 // DeleteConfig removes one of the user's configs; a missing one is an
 // error matching tree.ErrNotFound.
-func (p *Store) DeleteConfig(ctx context.Context, userID, configID string) error {
+func (p *Store) DeleteConfig(ctx context.Context, userID, configID string) (err error) {
+	defer func() { err = notFound(err) }()
 	return notFound(p.s.DeleteUserConfig(ctx, userID, configID))
 }
 

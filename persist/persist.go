@@ -25,8 +25,7 @@ var (
 	_ tree.UserStore      = (*Store)(nil)
 	_ tree.StoreAppender  = (*Store)(nil)
 	_ tree.StoreVersioner = (*Store)(nil)
-	// The replica lock is the store's own.
-	_ tree.Locker = (*store.Store)(nil)
+	_ tree.Locker         = (*Store)(nil)
 )
 
 // New returns a Store over s. It panics if s is nil, a programming error.
@@ -38,24 +37,36 @@ func New(s *store.Store) *Store {
 }
 
 // notFound turns the store's ErrNotFound into an error that also matches
-// tree.ErrNotFound, keeping its message.
+// tree.ErrNotFound, and its ErrUnavailable into one that also matches
+// tree.ErrStoreUnavailable, keeping its message.
 func notFound(err error) error {
 	if errors.Is(err, store.ErrNotFound) && !errors.Is(err, tree.ErrNotFound) {
-		return &missing{err}
+		return &matches{err, tree.ErrNotFound}
+	}
+	if errors.Is(err, store.ErrUnavailable) && !errors.Is(err, tree.ErrStoreUnavailable) {
+		return &matches{err, tree.ErrStoreUnavailable}
 	}
 	return err
 }
 
-// missing is a store error that matches tree.ErrNotFound too.
-type missing struct{ err error }
+// matches is a store error that matches a tree sentinel too.
+type matches struct{ err, sentinel error }
 
-func (e *missing) Error() string   { return e.err.Error() }
-func (e *missing) Unwrap() []error { return []error{e.err, tree.ErrNotFound} }
+func (e *matches) Error() string   { return e.err.Error() }
+func (e *matches) Unwrap() []error { return []error{e.err, e.sentinel} }
+
+// Lock takes a conversation's lock across replicas ([store.Store.Lock]),
+// for [tree.Locker], its errors matching tree's sentinels.
+func (p *Store) Lock(ctx context.Context, userID, convID string) (unlock func(), err error) {
+	unlock, err = p.s.Lock(ctx, userID, convID)
+	return unlock, notFound(err)
+}
 
 // Load returns the saved state of a conversation; ok is false when none is
 // saved. The history and environment are its turns' in order, each turn's
 // results whole or, once a later query trimmed them, as their digests.
-func (p *Store) Load(ctx context.Context, userID, convID string) (tree.ConversationState, bool, error) {
+func (p *Store) Load(ctx context.Context, userID, convID string) (_ tree.ConversationState, _ bool, err error) {
+	defer func() { err = notFound(err) }()
 	c, err := p.s.GetConversation(ctx, userID, convID)
 	if errors.Is(err, store.ErrNotFound) {
 		return tree.ConversationState{}, false, nil
@@ -139,7 +150,8 @@ func unmarshalIf(b json.RawMessage, v any) error {
 // one transaction. Either creates the user when needed. The Manager saves
 // with [Store.Append]; Save is for a state made whole elsewhere (a copy,
 // an import).
-func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []tools.Envelope) error {
+func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []tools.Envelope) (err error) {
+	defer func() { err = notFound(err) }()
 	c, err := conversationRow(st.UserID, st.ConversationID, st.Title, st.InitMode, st.Ops)
 	if err != nil {
 		return err
@@ -161,7 +173,8 @@ func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []to
 // messages and results, whole and as digests, and its events, large
 // results with a digest too, so that the store trims what the next query
 // makes old.
-func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events []tools.Envelope) (int64, error) {
+func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events []tools.Envelope) (_ int64, err error) {
+	defer func() { err = notFound(err) }()
 	c, err := conversationRow(ch.UserID, ch.ConversationID, ch.Title, ch.InitMode, ch.Ops)
 	if err != nil {
 		return 0, err
@@ -193,7 +206,8 @@ func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events [
 
 // Version returns how many times a conversation was saved; ok is false
 // when it is not saved.
-func (p *Store) Version(ctx context.Context, userID, convID string) (int64, bool, error) {
+func (p *Store) Version(ctx context.Context, userID, convID string) (_ int64, _ bool, err error) {
+	defer func() { err = notFound(err) }()
 	v, err := p.s.Version(ctx, userID, convID)
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, false, nil
@@ -219,7 +233,8 @@ func nonNil[T any](s []T) []T {
 }
 
 // List returns a user's saved conversations, most recently updated first.
-func (p *Store) List(ctx context.Context, userID string) ([]tree.ConversationInfo, error) {
+func (p *Store) List(ctx context.Context, userID string) (_ []tree.ConversationInfo, err error) {
+	defer func() { err = notFound(err) }()
 	list, err := p.s.ListConversations(ctx, userID)
 	if err != nil {
 		return nil, err
@@ -233,13 +248,15 @@ func (p *Store) List(ctx context.Context, userID string) ([]tree.ConversationInf
 
 // Delete removes a conversation and its event log. A missing conversation
 // is an error matching tree.ErrNotFound.
-func (p *Store) Delete(ctx context.Context, userID, convID string) error {
+func (p *Store) Delete(ctx context.Context, userID, convID string) (err error) {
+	defer func() { err = notFound(err) }()
 	return notFound(p.s.DeleteConversation(ctx, userID, convID))
 }
 
 // Events returns a conversation's saved event log, oldest first, each
 // envelope as it was sent. A conversation never saved has an empty log.
-func (p *Store) Events(ctx context.Context, userID, convID string) ([]json.RawMessage, error) {
+func (p *Store) Events(ctx context.Context, userID, convID string) (_ []json.RawMessage, err error) {
+	defer func() { err = notFound(err) }()
 	evs, err := p.s.Events(ctx, userID, convID)
 	if errors.Is(err, store.ErrNotFound) {
 		return []json.RawMessage{}, nil
@@ -257,5 +274,6 @@ func (p *Store) Events(ctx context.Context, userID, convID string) ([]json.RawMe
 // EnsureUser creates the user when it does not exist and reports whether it
 // did.
 func (p *Store) EnsureUser(ctx context.Context, userID string) (existed bool, err error) {
+	defer func() { err = notFound(err) }()
 	return p.s.EnsureUser(ctx, userID)
 }

@@ -18,7 +18,8 @@ type userConfig struct {
 
 // LoadUserOps returns the tree changes a user made for all conversations;
 // none for an unknown user.
-func (p *Store) LoadUserOps(ctx context.Context, userID string) ([]tree.Op, error) {
+func (p *Store) LoadUserOps(ctx context.Context, userID string) (_ []tree.Op, err error) {
+	defer func() { err = notFound(err) }()
 	u, err := p.s.GetUser(ctx, userID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -34,7 +35,8 @@ func (p *Store) LoadUserOps(ctx context.Context, userID string) ([]tree.Op, erro
 }
 
 // SaveUserOps replaces a user's tree changes, creating the user if needed.
-func (p *Store) SaveUserOps(ctx context.Context, userID string, ops []tree.Op) error {
+func (p *Store) SaveUserOps(ctx context.Context, userID string, ops []tree.Op) (err error) {
+	defer func() { err = notFound(err) }()
 	u, err := p.s.GetUser(ctx, userID)
 	if errors.Is(err, store.ErrNotFound) {
 		u, err = &store.User{ID: userID}, nil

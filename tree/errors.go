@@ -9,6 +9,12 @@ import (
 // conversation is still running after [Options.QueryWait]. web maps it to 409.
 var ErrBusy = errors.New("conversation is busy with another query")
 
+// ErrStoreUnavailable is matched by errors of a [Store] or [Locker] that
+// failed because the database behind it is unavailable (down, stalled,
+// full, out of connections), not because of what was asked; a Store says so
+// by wrapping it. web maps it to 503 with a plain message.
+var ErrStoreUnavailable = errors.New("store unavailable")
+
 // ErrNotFound is matched by errors about a branch, tool or conversation that
 // does not exist.
 var ErrNotFound = errors.New("not found")

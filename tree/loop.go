@@ -39,8 +39,9 @@ const maxSteps = 64
 // error returned is for failures it cannot act on: ErrBusy (nothing was
 // emitted) when the previous query of the conversation is still running
 // after Options.QueryWait; a model (provider) or tool error, after which
-// an error event and completed are emitted; or ctx's error, after which
-// nothing more is emitted.
+// an error event and completed are emitted; a failed save (the query is
+// not durable), after which an error event is emitted and completed is
+// not; or ctx's error, after which nothing more is emitted.
 func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID string, emit func(tools.Envelope)) error {
 	if model == nil {
 		return fmt.Errorf("run with a nil model: %w", ErrInvalid)
@@ -438,12 +439,17 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 	done := tools.Event{Type: tools.EventCompleted}
 	completed, _ := tools.NewEnvelope(done, r.c.userID, r.c.id, r.queryID)
 	events, results := r.snapshotEvents()
-	saveErr := r.c.m.saveQuery(ctx, r.c, append(events, completed), results)
-	if saveErr != nil {
-		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: "the conversation could not be saved"}})
+	if saveErr := r.c.m.saveQuery(ctx, r.c, append(events, completed), results); saveErr != nil {
+		// Not durable, so not done: the query fails, without completed.
+		text := "the answer could not be saved; try again"
+		if errors.Is(saveErr, ErrStoreUnavailable) {
+			text = "the answer could not be saved: the database is unavailable; try again shortly"
+		}
+		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: text}})
+		return errors.Join(runErr, saveErr)
 	}
 	r.deliver(completed, done)
-	return errors.Join(runErr, saveErr)
+	return runErr
 }
 
 // snapshotEvents returns copies of the events so far and of the payloads

@@ -2,6 +2,7 @@ package tree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
@@ -28,8 +29,9 @@ type Locker interface {
 //
 // With [Options.Locker] set, the query first takes the conversation's lock
 // across replicas, waiting up to [Options.QueryWait] (then failing with an
-// error matching [ErrBusy], having emitted nothing), and runs on the state
-// last saved by any replica rather than on this process's copy.
+// error matching [ErrBusy], or [ErrStoreUnavailable] when the Locker's
+// error does, having emitted nothing), and runs on the state last saved by
+// any replica rather than on this process's copy.
 func (m *Manager) Query(ctx context.Context, model llms.Model, userID, conversationID, queryID, query string, emit func(tools.Envelope)) error {
 	if l := m.opts.Locker; l != nil {
 		lockCtx, cancel := context.WithTimeout(ctx, m.opts.QueryWait)
@@ -38,6 +40,9 @@ func (m *Manager) Query(ctx context.Context, model llms.Model, userID, conversat
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(err, ErrStoreUnavailable) {
+				return fmt.Errorf("lock conversation %s/%s: %w", userID, conversationID, err)
 			}
 			return fmt.Errorf("conversation %s/%s is busy with another query: %w: %w", userID, conversationID, ErrBusy, err)
 		}
