@@ -60,7 +60,8 @@ var errUnauthorized = &requestError{http.StatusUnauthorized, "missing or invalid
 
 // statusOf maps an error to its HTTP status. It is the one place where
 // errors become status codes: the tree's sentinels (which persist makes the
-// store's errors match too), the tools' and ErrUnavailable.
+// store's errors match too, tree.ErrStoreUnavailable among them), the
+// tools' and ErrUnavailable.
 func statusOf(err error) int {
 	var re *requestError
 	switch {
@@ -70,6 +71,10 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, ErrTooManySignIns):
 		return http.StatusTooManyRequests
+	case errors.Is(err, tree.ErrStoreUnavailable):
+		// Before ErrBusy and ErrNotFound: a lock or a read that the
+		// database failed says nothing about the conversation.
+		return http.StatusServiceUnavailable
 	case errors.Is(err, tree.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, tree.ErrBusy):
@@ -102,6 +107,9 @@ func publicMessage(ctx context.Context, status int, err error) string {
 		generic = "MCP server failure"
 	case http.StatusServiceUnavailable:
 		generic = "service unavailable"
+		if errors.Is(err, tree.ErrStoreUnavailable) {
+			generic = "the database is unavailable; try again shortly"
+		}
 	case http.StatusGatewayTimeout:
 		generic = "timed out"
 	}

@@ -73,7 +73,8 @@ type Options struct {
 	// means a private registry holding only the HTTP metrics.
 	Registry *prometheus.Registry
 	// Ready reports whether the service can take traffic, for /readyz; its
-	// error is logged, never shown. Nil means always ready.
+	// error is logged, never shown. Its ctx ends after 2 s, and a check
+	// that has not answered by then is not ready. Nil means always ready.
 	Ready func(ctx context.Context) error
 	// Assets holds the web UI's files (index.html, app.js, style.css, ...)
 	// at its root; they are served under /ui/, and index.html for a
@@ -300,9 +301,16 @@ func (s *Server) healthz(c *gin.Context) {
 	writeJSON(c, http.StatusOK, ok(kv("status", "ok")))
 }
 
+// readyTimeout bounds a readiness check: a database that takes longer to
+// answer is not ready.
+const readyTimeout = 2 * time.Second
+
 func (s *Server) readyz(c *gin.Context) {
 	if s.ready != nil {
-		if err := s.ready(c.Request.Context()); err != nil {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
+		err := s.ready(ctx)
+		cancel()
+		if err != nil {
 			s.logger.WarnContext(c.Request.Context(), "not ready", slog.Any("err", err))
 			writeJSON(c, http.StatusServiceUnavailable, object{kv("error", "not ready"), kv("status", "not_ready")})
 			return
