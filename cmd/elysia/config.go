@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/term"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/store"
 )
 
 // newFlags returns a flag set that reports errors instead of exiting, with
@@ -189,4 +191,19 @@ func serverNote(s mcpgateway.ServerConfig) string {
 		return "  (cannot run: " + s.Mask(s.Unresolved) + ")"
 	}
 	return ""
+}
+
+// dbMaxConns reads ELYSIA_DB_MAX_CONNS, the bound on the open PostgreSQL
+// connections of this process ([store.Options.MaxConns]); unset or empty
+// is 0, the store's default.
+func dbMaxConns(lookup func(string) (string, bool)) (int, error) {
+	v, ok := lookup("ELYSIA_DB_MAX_CONNS")
+	if !ok || strings.TrimSpace(v) == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 2 {
+		return 0, fmt.Errorf("ELYSIA_DB_MAX_CONNS=%q: want a whole number of connections, 2 or more (unset: %d)", v, store.DefaultMaxConns)
+	}
+	return n, nil
 }

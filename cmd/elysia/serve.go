@@ -320,11 +320,15 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
 	gopts.UserSecrets = gatewaySecrets{a.secrets}
 	if c.dsn != "-" {
-		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger}); err != nil {
+		maxConns, err := dbMaxConns(os.LookupEnv)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger, MaxConns: maxConns}); err != nil {
 			return nil, failure(fmt.Errorf("open the database: %w", err))
 		}
 		a.persist = persist.New(a.store)
-		topts.Store, topts.Locker, topts.Profiles = a.persist, a.store, a.persist
+		topts.Store, topts.Locker, topts.Profiles = a.persist, a.persist, a.persist
 		switch vault, err := openVault(ctx, a.store, os.LookupEnv); {
 		case errors.Is(err, store.ErrNoSecretKey):
 			c.logger.Warn("ELYSIA_SECRET_KEY is not set: users' sign-ins and secrets are kept in memory only, " +
