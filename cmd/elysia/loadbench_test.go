@@ -196,6 +196,16 @@ const (
 	loadQueryTimeout = 2 * time.Minute
 )
 
+// loadDatabase returns the service's database: ELYSIA_LOAD_DATABASE_URL
+// when set (a postgres:// URL; use a fresh schema per run, as db-B/query
+// is then 0), else a SQLite file in dir.
+func loadDatabase(dir string) string {
+	if u := os.Getenv("ELYSIA_LOAD_DATABASE_URL"); u != "" {
+		return u
+	}
+	return filepath.Join(dir, "elysia.db")
+}
+
 // loadDuration reads ELYSIA_LOAD_DURATION (a Go duration), 30s if unset.
 func loadDuration(b *testing.B) time.Duration {
 	b.Helper()
@@ -253,7 +263,7 @@ func loadInProcess(b *testing.B) bool {
 func loadStartService(b *testing.B, clients int) *loadService {
 	b.Helper()
 	dir := b.TempDir()
-	s := &loadService{model: loadNewModel(), todoDB: filepath.Join(dir, "todos.db"), db: filepath.Join(dir, "elysia.db")}
+	s := &loadService{model: loadNewModel(), todoDB: filepath.Join(dir, "todos.db"), db: loadDatabase(dir)}
 	b.Cleanup(s.model.srv.Close) // after the service's own cleanup, which was registered later
 	args := []string{"--db", s.db, "--log-level", "warn"}
 	if p := os.Getenv("ELYSIA_LOAD_CPUPROFILE"); p != "" {
@@ -293,7 +303,7 @@ func loadNewService(b *testing.B, clients int) *loadService {
 		b.Fatal(err)
 	}
 
-	s := &loadService{model: loadNewModel(), logs: &loadLog{}, todoDB: todoDB, db: filepath.Join(dir, "elysia.db")}
+	s := &loadService{model: loadNewModel(), logs: &loadLog{}, todoDB: todoDB, db: loadDatabase(dir)}
 	b.Cleanup(s.model.srv.Close) // idempotent; close closes it first
 	env := map[string]string{
 		llm.EnvProvider:      string(llm.ProviderOpenAI),
