@@ -71,7 +71,7 @@ func (s *Store) Lock(ctx context.Context, userID, convID string) (unlock func(),
 	l, err := s.pgLock(ctx, key)
 	if err != nil {
 		<-s.lockSlots
-		if ctxErr := ctx.Err(); ctxErr != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ErrUnavailable) {
 			return nil, ctxErr
 		}
 		return nil, err
@@ -117,6 +117,9 @@ func (s *Store) pgLock(ctx context.Context, key int64) (*pgLock, error) {
 		conn, err := s.db.Conn(cctx)
 		cancel()
 		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) { // no connection came free in time
+				return nil, &unavailableError{where: s.where, err: fmt.Errorf("wait for a connection: %w", err)}
+			}
 			return nil, err
 		}
 		err = pgAdvisoryLock(ctx, conn, key, wait)
