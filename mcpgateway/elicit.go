@@ -51,14 +51,25 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 	}
 
 	ac := e.s.callFor(ctx)
+	// A decline says why in its _meta, for the server's log: the answer
+	// has no field for it.
 	decline := func(reason string) (*mcp.ElicitationResult, error) {
 		e.c.logger.InfoContext(ctx, "elicitation declined", "reason", reason, "mode", mode)
-		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
+		res := &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}
+		res.Meta = &mcp.Meta{AdditionalFields: map[string]any{"reason": reason}}
+		return res, nil
 	}
 	if ac == nil {
 		return decline("no call of a user is waiting on this server, or several are and the question names none")
 	}
 	payload.Tool = ac.tool
+	if n := ac.asked(); n > MaxElicitationsPerCall {
+		if n == MaxElicitationsPerCall+1 {
+			ac.relay.event(tools.NewWarning(fmt.Sprintf("%s asked more than %d questions in one call of %s; the others were declined",
+				e.c.cfg.Name, MaxElicitationsPerCall, ac.tool)))
+		}
+		return decline(fmt.Sprintf("more than %d questions in one call (the gateway's cap per call)", MaxElicitationsPerCall))
+	}
 	asker, ok := ac.emit.(tools.Asker)
 	if !ok {
 		return decline("no interactive user (the call came through the API)")

@@ -172,7 +172,8 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 		emit = tools.Discard
 	}
 	ac := &activeCall{token: fmt.Sprintf("elysia-%d", g.conn.seq.Add(1)), server: g.cfg.Name, tool: tool,
-		user: cm.user, emit: emit, extend: extend, ctx: cctx}
+		user: cm.user, emit: emit, extend: extend, ctx: cctx, relay: startRelay(emit)}
+	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
 	var res *mcp.CallToolResult
 	if cm.task && !mcp.IsModernProtocol(s.protocol) {

@@ -18,18 +18,22 @@ type activeCall struct {
 	server string
 	tool   string
 	user   string
-	emit   tools.Emitter // never nil
+	emit   tools.Emitter // never nil; questions go to it directly
 	// extend moves the call's deadline on after a progress report.
 	extend func()
 	// ctx is the call's: what the server asks the model for the call
 	// (sampling) ends with it.
 	ctx context.Context //nolint:containedctx // the call's lifetime, for work done on its behalf
+	// relay takes the call's progress and warnings to emit without ever
+	// blocking the transport's read loop.
+	relay *relay
 
-	// mu guards progress, warnings and samples.
-	mu       sync.Mutex
-	progress float64 // the last progress reported; it only grows
-	warnings int     // log messages relayed as warnings
-	samples  int     // sampling requests taken for the call
+	// mu guards progress, warnings, questions and samples.
+	mu        sync.Mutex
+	progress  float64 // the last progress reported; it only grows
+	warnings  int     // log messages relayed as warnings
+	questions int     // elicitations the server sent, answered or not
+	samples   int     // sampling requests taken for the call
 }
 
 // activeCallKey is the context key of the activeCall a request is made for.
@@ -41,6 +45,15 @@ type activeCallKey struct{}
 // withCall returns ctx carrying ac.
 func withCall(ctx context.Context, ac *activeCall) context.Context {
 	return context.WithValue(ctx, activeCallKey{}, ac)
+}
+
+// asked counts a question (elicitation) the call's server sent and returns
+// how many it has sent, this one included.
+func (ac *activeCall) asked() int {
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	ac.questions++
+	return ac.questions
 }
 
 // callFor returns the call a server's request or notification belongs to:
@@ -115,9 +128,10 @@ func (c *conn) progressCtx(ctx context.Context) (cctx context.Context, extend fu
 	}
 }
 
-// progressed handles notifications/progress: the call it belongs to gets a
-// status event, and its deadline moves on. Progress that does not grow, or
-// for no call in flight, is dropped.
+// progressed handles notifications/progress, on the transport's read loop:
+// the call it belongs to gets a status event (through its relay, never
+// waiting for the user's stream), and its deadline moves on. Progress that
+// does not grow, or for no call in flight, is dropped.
 func (c *conn) progressed(s *session, n mcp.JSONRPCNotification) {
 	f := n.Params.AdditionalFields
 	token := fmt.Sprint(f["progressToken"])
@@ -145,7 +159,7 @@ func (c *conn) progressed(s *session, n mcp.JSONRPCNotification) {
 	// and its first half would go out.
 	p.Message = truncate(c.mask(msg), 200)
 	p.Text = progressText(p)
-	ac.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: p})
+	ac.relay.progress(p)
 }
 
 // progressText is the status line of a progress report.

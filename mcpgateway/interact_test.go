@@ -113,15 +113,16 @@ func TestServerInitiatedMessages(t *testing.T) {
 				if res.IsError {
 					t.Fatalf("result %+v", res)
 				}
+				// A report every 100 ms: ProgressInterval may coalesce two.
 				ps := u.progress()
-				if len(ps) != 5 {
-					t.Fatalf("%d progress events, want 5: %+v", len(ps), ps)
+				if len(ps) == 0 || len(ps) > 5 || ps[len(ps)-1].Progress != 5 {
+					t.Fatalf("%d progress events, want up to 5, the last 5 of 5: %+v", len(ps), ps)
 				}
 				for i, p := range ps {
 					if p.CallID == "" || p.CallID != ps[0].CallID {
 						t.Errorf("progress %d has call id %q, want the call's own, %q", i, p.CallID, ps[0].CallID)
 					}
-					if p.Progress != float64(i+1) || p.Total == nil || *p.Total != 5 || p.Tool != "trigger-long-running-operation" || p.Server != "everything" {
+					if (i > 0 && p.Progress <= ps[i-1].Progress) || p.Total == nil || *p.Total != 5 || p.Tool != "trigger-long-running-operation" || p.Server != "everything" {
 						t.Errorf("progress %d = %+v", i, p)
 					}
 				}

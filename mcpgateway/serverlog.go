@@ -65,8 +65,8 @@ func (c *conn) logged(s *session, n mcp.JSONRPCNotification) {
 	ac.mu.Unlock()
 	switch {
 	case k < maxCallWarnings:
-		ac.emit.Emit(context.Background(), tools.NewWarning(fmt.Sprintf("%s logged (%s): %s", c.cfg.Name, e.Level, truncate(e.Data, 300))))
+		ac.relay.event(tools.NewWarning(fmt.Sprintf("%s logged (%s): %s", c.cfg.Name, e.Level, truncate(e.Data, 300))))
 	case k == maxCallWarnings:
-		ac.emit.Emit(context.Background(), tools.NewWarning(fmt.Sprintf("%s keeps logging; further messages are in its log only", c.cfg.Name)))
+		ac.relay.event(tools.NewWarning(fmt.Sprintf("%s keeps logging; further messages are in its log only", c.cfg.Name)))
 	}
 }

@@ -124,7 +124,7 @@ func (w *taskWatch) show(task mcp.Task) {
 	p := tools.ProgressPayload{CallID: w.ac.token, Server: w.ac.server, Tool: w.ac.tool, Progress: float64(n),
 		Message: truncate(w.c.mask(msg), 200)}
 	p.Text = progressText(p)
-	w.ac.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: p})
+	w.ac.relay.progress(p)
 }
 
 // get sends one tasks/get.

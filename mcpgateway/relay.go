@@ -1,0 +1,126 @@
+package mcpgateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// Caps on what a server sends during one call (DESIGN.md, "Server-initiated
+// messages"). The server decides how many messages it sends; these bound
+// what reaches the user of the call, and so what their query saves.
+const (
+	// MaxElicitationsPerCall is how many questions (elicitation/create)
+	// one call's server may put to the user: later ones are declined at
+	// once, the reason in the answer's _meta, and the user gets one
+	// warning. tree.MaxPendingQuestions bounds a user's waiting questions
+	// across calls.
+	MaxElicitationsPerCall = 10
+	// ProgressInterval is the least time between two progress events of one
+	// call on the user's stream: reports in between are coalesced into the
+	// latest, and the call's last report is always delivered before its
+	// result.
+	ProgressInterval = 100 * time.Millisecond
+)
+
+// relay carries the messages a server sends during one call (progress,
+// warnings) from the transport's read loop to the user's emitter. The read
+// loop is shared by every user of the server and must never wait for one
+// user's stream, while an emitter may block (a stream that is not read): so
+// senders only store the message and wake the relay's goroutine, which
+// emits. Progress is a latest-value slot, emitted at most once per
+// ProgressInterval; warnings queue, their number bounded by the senders
+// (maxCallWarnings, one per cap). The call that starts a relay owns its
+// goroutine and ends it with close.
+type relay struct {
+	emit tools.Emitter
+	wake chan struct{} // buffer of one: a value waiting means "look again"
+	stop chan struct{} // closed by close
+	done chan struct{} // closed when the goroutine has returned
+
+	// mu guards latest and queue.
+	mu     sync.Mutex
+	latest *tools.ProgressPayload // the newest report not yet emitted
+	queue  []tools.Event          // events not yet emitted, in order
+}
+
+// startRelay starts the relay of a call whose messages go to emit.
+func startRelay(emit tools.Emitter) *relay {
+	r := &relay{emit: emit, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go r.run()
+	return r
+}
+
+// progress stores p as the call's latest report, replacing one not yet
+// emitted. It never blocks.
+func (r *relay) progress(p tools.ProgressPayload) {
+	r.mu.Lock()
+	r.latest = &p
+	r.mu.Unlock()
+	r.poke()
+}
+
+// event queues ev to be emitted. It never blocks; the caller bounds how
+// many events it queues.
+func (r *relay) event(ev tools.Event) {
+	r.mu.Lock()
+	r.queue = append(r.queue, ev)
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *relay) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close emits what is still waiting (the last report among it) and ends
+// the goroutine. It waits for the emitter, which is the calling user's own
+// stream, never a shared one.
+func (r *relay) close() {
+	close(r.stop)
+	<-r.done
+}
+
+func (r *relay) run() {
+	defer close(r.done)
+	pace := time.NewTimer(ProgressInterval)
+	pace.Stop()
+	defer pace.Stop()
+	for {
+		select {
+		case <-r.wake:
+		case <-r.stop:
+			r.flush()
+			return
+		}
+		r.flush()
+		// The next report waits until ProgressInterval after this one;
+		// the ones that come meanwhile replace each other.
+		pace.Reset(ProgressInterval)
+		select {
+		case <-pace.C:
+		case <-r.stop:
+			r.flush()
+			return
+		}
+	}
+}
+
+// flush emits the queued events, then the latest report.
+func (r *relay) flush() {
+	r.mu.Lock()
+	queue, latest := r.queue, r.latest
+	r.queue, r.latest = nil, nil
+	r.mu.Unlock()
+	for _, ev := range queue {
+		r.emit.Emit(context.Background(), ev)
+	}
+	if latest != nil {
+		r.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: *latest})
+	}
+}
