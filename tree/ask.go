@@ -8,13 +8,21 @@ import (
 	"github.com/elysia-go/elysia/tools"
 )
 
+// MaxPendingQuestions is how many questions (MCP elicitations, through
+// tools.Asker) may wait for one user's answers at once, across all their
+// runs: a server that asks more cannot pile them up in the user's stream
+// and history; Ask declines the ones over the cap at once, saying why.
+// mcpgateway.MaxElicitationsPerCall bounds one call's questions.
+const MaxPendingQuestions = 20
+
 // questions holds the questions tools asked (tools.Asker) that wait for
 // their users' answers, by elicitation id. The zero value is ready to use;
 // it is safe for concurrent use.
 type questions struct {
-	// mu guards pending.
+	// mu guards pending and perUser.
 	mu      sync.Mutex
 	pending map[string]*question
+	perUser map[string]int // how many of pending are each user's
 }
 
 // question is one question waiting for its user.
@@ -24,19 +32,33 @@ type question struct {
 	answer chan tools.Answer // buffered: the first answer wins
 }
 
-func (qs *questions) add(id string, q *question) {
+// add registers q under id, unless its user already has
+// MaxPendingQuestions waiting: then it reports false.
+func (qs *questions) add(id string, q *question) bool {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
+	if qs.perUser[q.user] >= MaxPendingQuestions {
+		return false
+	}
 	if qs.pending == nil {
-		qs.pending = map[string]*question{}
+		qs.pending, qs.perUser = map[string]*question{}, map[string]int{}
 	}
 	qs.pending[id] = q
+	qs.perUser[q.user]++
+	return true
 }
 
 func (qs *questions) remove(id string) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
+	q, ok := qs.pending[id]
+	if !ok {
+		return
+	}
 	delete(qs.pending, id)
+	if qs.perUser[q.user]--; qs.perUser[q.user] == 0 {
+		delete(qs.perUser, q.user)
+	}
 }
 
 func (qs *questions) get(user, id string) (*question, bool) {
@@ -92,13 +114,18 @@ var _ tools.Asker = runEmitter{}
 // Emit records ev as an event of the run and sends it.
 func (e runEmitter) Emit(_ context.Context, ev tools.Event) { e.r.emit(ev) }
 
-// Ask sends q to the run's user and waits for the answer, or ctx.
+// Ask sends q to the run's user and waits for the answer, or ctx. When
+// the user has MaxPendingQuestions waiting already, it declines at once.
 func (e runEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer, error) {
 	r := e.r
 	id := "eli-" + tools.NewID()
 	pending := &question{user: r.c.userID, check: q.Check, answer: make(chan tools.Answer, 1)}
 	qs := &r.c.m.questions
-	qs.add(id, pending)
+	if !qs.add(id, pending) {
+		reason := fmt.Sprintf("%d questions already wait for this user's answers (the cap per user)", MaxPendingQuestions)
+		r.logger.InfoContext(ctx, "question declined", "server", q.Payload.Server, "reason", reason)
+		return tools.Answer{Action: tools.ElicitDecline, Reason: reason}, nil
+	}
 	defer qs.remove(id)
 	p := q.Payload
 	p.ElicitationID = id

@@ -160,12 +160,16 @@ type run struct {
 	// the events are recorded, without holding mu across it.
 	emitting chan struct{}
 
-	// mu guards events, results and texts. results holds the payloads of
-	// the result events, by envelope ID, for the Store's digests.
-	mu      sync.Mutex
-	events  []tools.Envelope
-	results map[string]tools.ResultPayload
-	texts   []string
+	// mu guards events, results, texts and progressAt. results holds the
+	// payloads of the result events, by envelope ID, for the Store's
+	// digests. progressAt is where in events each tool call's progress is
+	// (by server and call id): a later report replaces it there, so a
+	// query saves the last progress of each call, however many it streams.
+	mu         sync.Mutex
+	events     []tools.Envelope
+	results    map[string]tools.ResultPayload
+	texts      []string
+	progressAt map[[2]string]int
 }
 
 func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func(tools.Envelope)) *run {
@@ -209,6 +213,17 @@ func (r *run) deliver(env tools.Envelope, ev tools.Event) {
 }
 
 func (r *run) record(env tools.Envelope, ev tools.Event) {
+	if p, ok := ev.Payload.(tools.ProgressPayload); ok && p.CallID != "" {
+		k := [2]string{p.Server, p.CallID}
+		if i, seen := r.progressAt[k]; seen {
+			r.events[i] = env
+			return
+		}
+		if r.progressAt == nil {
+			r.progressAt = map[[2]string]int{}
+		}
+		r.progressAt[k] = len(r.events)
+	}
 	r.events = append(r.events, env)
 	if p, ok := ev.Payload.(tools.ResultPayload); ok && ev.Type == tools.EventResult {
 		if r.results == nil {
