@@ -25,7 +25,8 @@ func everythingConfig(t *testing.T, extra string) string {
 // when the server may.
 func TestMCPCallProgressAndQuestions(t *testing.T) {
 	dir := everythingConfig(t, `, "sampling": true`)
-	code, out, errOut := runCLI(t, dir, nil, "mcp", "call", "everything", "trigger-long-running-operation", `{"duration": 0.3, "steps": 3}`)
+	// Reports 300 ms apart: mcpgateway.ProgressInterval coalesces closer ones.
+	code, out, errOut := runCLI(t, dir, nil, "mcp", "call", "everything", "trigger-long-running-operation", `{"duration": 0.9, "steps": 3}`)
 	if code != 0 || !strings.Contains(out, "completed") {
 		t.Fatalf("long-running operation: exit %d\n%s\n%s", code, out, errOut)
 	}
