@@ -27,13 +27,28 @@ import (
 // slow handler of the gateway would hold up for every user of the server.
 func pipeGateway(t *testing.T, srv *mcpserver.MCPServer) *Gateway {
 	t.Helper()
+	// Cleanups run last first: Close, then the server's output is closed
+	// (a server still writing gets an error, as a child's write to a
+	// closed stdout would), then its goroutines are waited for.
 	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // after Close (cleanups run last first): the pipes are closed by then
+	t.Cleanup(wg.Wait)
+	var mu sync.Mutex
+	var outs []*io.PipeReader
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range outs {
+			_ = r.Close()
+		}
+	})
 	g := newGateway(t, ServerConfig{Name: "piped", Transport: TransportStdio, Command: "unused", Enabled: true}, nil)
 	c := g.conn
 	c.dialer = func(hsCtx context.Context) (*session, error) {
 		inR, inW := io.Pipe()   // gateway -> server
 		outR, outW := io.Pipe() // server -> gateway
+		mu.Lock()
+		outs = append(outs, outR)
+		mu.Unlock()
 		wg.Go(func() {
 			_ = mcpserver.NewStdioServer(srv).Listen(context.Background(), inR, outW)
 			_ = outW.Close()
