@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // StoreAppender is implemented by Stores that save what changed in a
@@ -70,7 +71,7 @@ type savedState struct {
 	// messages counts the history messages saved.
 	messages int
 	// results counts the saved entries of each environment list.
-	results map[resultKey]int
+	results map[prompt.ResultKey]int
 }
 
 // newSavedState returns the saved state of st, a state loaded from the
@@ -80,9 +81,9 @@ func newSavedState(st ConversationState) *savedState {
 	for tool, byName := range st.Environment {
 		for name, list := range byName {
 			if sv.results == nil {
-				sv.results = map[resultKey]int{}
+				sv.results = map[prompt.ResultKey]int{}
 			}
-			sv.results[resultKey{tool, name}] = len(list)
+			sv.results[prompt.ResultKey{Tool: tool, Name: name}] = len(list)
 		}
 	}
 	return sv
@@ -92,7 +93,7 @@ func newSavedState(st ConversationState) *savedState {
 // results to record once it is saved. Only a query's save (with events, or
 // with new messages) reads the environment: a tree change does not write
 // it.
-func (c *Conversation) change(sv *savedState, query bool) (ConversationChange, map[resultKey]int) {
+func (c *Conversation) change(sv *savedState, query bool) (ConversationChange, map[prompt.ResultKey]int) {
 	mode, ops := c.treeState()
 	c.mu.Lock()
 	ch := ConversationChange{UserID: c.userID, ConversationID: c.id, Title: c.title, InitMode: mode, Ops: ops, UpdatedAt: c.updated}
@@ -106,14 +107,14 @@ func (c *Conversation) change(sv *savedState, query bool) (ConversationChange, m
 	counts := sv.results
 	for tool, byName := range c.env.Snapshot() {
 		for name, list := range byName {
-			k := resultKey{tool, name}
+			k := prompt.ResultKey{Tool: tool, Name: name}
 			n := sv.results[k]
 			if len(list) <= n {
 				continue
 			}
 			if ch.Results == nil {
 				ch.Results = map[string]map[string][]tools.EnvEntry{}
-				counts = make(map[resultKey]int, len(sv.results)+1)
+				counts = make(map[prompt.ResultKey]int, len(sv.results)+1)
 				maps.Copy(counts, sv.results)
 			}
 			if ch.Results[tool] == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // errNoValidChoice ends a decision whose answers all failed; the run then
@@ -39,7 +40,7 @@ func (r *run) decide(ctx context.Context, node *Node) (decision, error) {
 	if err != nil {
 		return decision{}, fmt.Errorf("decision context: %w", err)
 	}
-	fns := functions(avail)
+	fns := prompt.Functions(avail)
 	for attempt := 0; attempt <= r.opts.MaxRetries; attempt++ {
 		resp, err := r.generate(ctx, msgs, fns)
 		if err != nil {
@@ -48,7 +49,7 @@ func (r *run) decide(ctx context.Context, node *Node) (decision, error) {
 		ch, perr := readChoice(resp)
 		var d decision
 		if perr == nil {
-			d, perr = resolve(ch, avail, unavail)
+			d, perr = resolve(ch, node, avail, unavail)
 		}
 		if perr == nil {
 			return d, nil
@@ -81,42 +82,70 @@ func (r *run) generate(ctx context.Context, msgs []llms.MessageContent, fns []ll
 
 // messages builds a decision's messages within the prompt budget and logs
 // what was folded to keep it there.
-func (r *run) messages(node *Node, avail []optionInfo, unavail []unavailableInfo) ([]llms.MessageContent, error) {
-	tasks, foldedTasks := foldTasks(r.tasks)
-	dc := &decisionContext{
+func (r *run) messages(node *Node, avail []prompt.Option, unavail []prompt.Unavailable) ([]llms.MessageContent, error) {
+	tasks, foldedTasks := prompt.FoldTasks(r.tasks)
+	dc := &prompt.Context{
 		UserPrompt:          r.query,
-		ConversationSummary: r.history.summary,
-		ConversationHistory: r.history.recent,
-		Node:                nodeInfo{ID: node.id, Instruction: node.instruction},
+		ConversationSummary: r.history.Summary,
+		ConversationHistory: r.history.Recent,
+		NodeID:              node.id,
+		Instruction:         node.instruction,
 		AvailableOptions:    avail,
 		UnavailableOptions:  unavail,
 		Environment:         r.promptEnv(),
 		TasksCompleted:      tasks,
-		PreviousErrors:      foldErrors(r.errs),
+		PreviousErrors:      prompt.FoldErrors(r.errs),
 		TreeCount:           fmt.Sprintf("%d/%d", r.pass, r.opts.RecursionLimit),
-		recent:              r.added,
-		envLimit:            r.opts.MaxPromptEnvironment,
-		budget:              promptBudget(r.opts),
-		cache:               r.forms,
-		describe:            r.opts.DescribeOptions,
+		Recent:              r.added,
+		EnvLimit:            r.opts.MaxPromptEnvironment,
+		Budget:              prompt.Budget(r.opts.MaxPromptBytes),
+		Forms:               r.forms,
+		Describe:            r.opts.DescribeOptions,
 	}
-	msgs, err := messages(r.intro+node.instruction, dc)
+	msgs, st, err := prompt.Messages(r.intro+node.instruction, dc)
 	if err != nil {
 		return nil, err
 	}
-	if r.history.folded > 0 || foldedTasks > 0 || dc.env.short > 0 || dc.env.omitted > 0 {
+	if r.history.Folded > 0 || foldedTasks > 0 || st.Short > 0 || st.Omitted > 0 {
 		r.logger.Debug("decision prompt folded", "node", node.id,
-			"prompt_bytes", len(msgs[1].Parts[0].(llms.TextContent).Text), "budget", dc.budget,
-			"messages_folded", r.history.folded, "tasks_folded", foldedTasks,
-			"results_short", dc.env.short, "results_left_out", dc.env.omitted, "environment_limit", dc.envBound)
+			"prompt_bytes", len(msgs[1].Parts[0].(llms.TextContent).Text), "budget", dc.Budget,
+			"messages_folded", r.history.Folded, "tasks_folded", foldedTasks,
+			"results_short", st.Short, "results_left_out", st.Omitted, "environment_limit", st.EnvLimit)
 	}
 	return msgs, nil
 }
 
-// resolve checks a choice against the node's options and fills defaults.
-func resolve(ch choice, avail []optionInfo, unavail []unavailableInfo) (decision, error) {
-	i := slices.IndexFunc(avail, func(a optionInfo) bool { return a.Name == ch.name })
-	if i < 0 {
+// splitOptions sorts a node's options into available and unavailable ones.
+// A branch is available when it holds at least one option.
+func splitOptions(n *Node, env *tools.Environment) ([]prompt.Option, []prompt.Unavailable) {
+	avail := make([]prompt.Option, 0, len(n.options))
+	unavail := []prompt.Unavailable{}
+	for _, o := range n.options {
+		inputs, params := o.spec()
+		if o.isBranch() {
+			if len(o.next.options) == 0 {
+				unavail = append(unavail, prompt.Unavailable{Name: o.id, Reason: "this branch holds no options"})
+				continue
+			}
+			avail = append(avail, prompt.Option{Name: o.id, Description: o.next.description, Params: params})
+			continue
+		}
+		if a, ok := o.tool.(tools.Availability); ok {
+			if ok, reason := a.Available(env); !ok {
+				unavail = append(unavail, prompt.Unavailable{Name: o.id, Reason: reason})
+				continue
+			}
+		}
+		avail = append(avail, prompt.Option{Name: o.id, Description: o.tool.Description(),
+			End: o.tool.EndsRun(), Inputs: inputs, Params: params})
+	}
+	return avail, unavail
+}
+
+// resolve checks a choice against the node's available options and fills
+// defaults.
+func resolve(ch choice, node *Node, avail []prompt.Option, unavail []prompt.Unavailable) (decision, error) {
+	if !slices.ContainsFunc(avail, func(a prompt.Option) bool { return a.Name == ch.name }) {
 		for _, u := range unavail {
 			if u.Name == ch.name {
 				return decision{}, fmt.Errorf("option %q is unavailable: %s", ch.name, u.Reason)
@@ -124,7 +153,7 @@ func resolve(ch choice, avail []optionInfo, unavail []unavailableInfo) (decision
 		}
 		return decision{}, fmt.Errorf("%q is not an option here: %w", ch.name, tools.ErrUnknownTool)
 	}
-	o := avail[i].opt
+	_, o := node.option(ch.name) // an available option's name is one of node's
 	d := decision{opt: o, reasoning: ch.reasoning}
 	if o.isBranch() {
 		return d, nil
@@ -177,7 +206,7 @@ func describe(ch choice) string {
 	return fmt.Sprintf("I call %s with %s.", ch.name, args)
 }
 
-func names(avail []optionInfo) string {
+func names(avail []prompt.Option) string {
 	n := make([]string, len(avail))
 	for i, a := range avail {
 		n[i] = a.Name
@@ -194,13 +223,13 @@ func (r *run) forcedAnswer(ctx context.Context, reason string) error {
 	}
 	r.logger.Debug("forcing a text answer", "reason", reason)
 	tr := tools.TextResponse()
-	avail := []optionInfo{{Name: tr.Name(), Description: tr.Description(), End: true, Inputs: tr.Inputs()}}
+	avail := []prompt.Option{{Name: tr.Name(), Description: tr.Description(), End: true, Inputs: tr.Inputs()}}
 	node := &Node{id: r.tree.root.id, instruction: forcedInstruction + " Reason: " + reason + "."}
 	text := ""
-	msgs, err := r.messages(node, avail, []unavailableInfo{})
+	msgs, err := r.messages(node, avail, []prompt.Unavailable{})
 	if err == nil {
 		var resp *llms.ContentResponse
-		resp, err = r.generate(ctx, msgs, functions(avail))
+		resp, err = r.generate(ctx, msgs, prompt.Functions(avail))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -6,8 +6,9 @@
 // decision loop that asks an llms.Model to choose an option at each node.
 //
 // A gateway is just a tools.Tool to this package. tree imports only the
-// project's tools package and, from third parties, the langchaingo llms
-// package (never a provider); persistence comes in through the small [Store]
+// project's tools package, its own prompt package (which renders the
+// decision prompt) and, from third parties, the langchaingo llms package
+// (never a provider); persistence comes in through the small [Store]
 // interface, which cmd satisfies with the store package.
 //
 // Concurrency: a [Tree] is a plain value with no lock; trees published by a

@@ -14,6 +14,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // maxSteps bounds the decisions within one pass (descending branches and
@@ -76,8 +77,8 @@ func (r *run) dropResultJSON() {
 		if slices.Contains(r.added[:i], k) {
 			continue
 		}
-		r.c.env.DropJSON(k.tool, k.name)
-		tools.DropJSON(r.c.promptEnv[k.tool][k.name])
+		r.c.env.DropJSON(k.Tool, k.Name)
+		tools.DropJSON(r.c.promptEnv[k.Tool][k.Name])
 	}
 }
 
@@ -142,17 +143,17 @@ type run struct {
 	title string // non-empty on the first query
 	index int    // the query's index in the conversation (tree_index)
 	// history is the conversation's history as the prompt shows it.
-	history historyFold
+	history prompt.History
 	// forms keeps the prompt forms of the query's results between its
 	// decisions.
-	forms   formCache
+	forms   prompt.FormCache
 	tasks   []Task
 	errs    []PreviousError
 	pass    int
 	emitter tools.Emitter
 	// added lists the results the query added to the environment, in
 	// order: the newest, which the decision prompt keeps whole first.
-	added []resultKey
+	added []prompt.ResultKey
 
 	emitFn func(tools.Envelope)
 	// emitting holds a token while an event is recorded and passed to
@@ -187,8 +188,8 @@ func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func
 	// after the lock is released.
 	h := c.history
 	c.mu.Unlock()
-	r.history = foldHistory(h, promptBudget(r.opts))
-	r.forms = formCache{}
+	r.history = prompt.FoldHistory(h, prompt.Budget(r.opts.MaxPromptBytes))
+	r.forms = prompt.FormCache{}
 	return r
 }
 
@@ -387,7 +388,7 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 		}
 		entry := r.c.env.AddEncoded(name, rname, res.Objects, res.ObjectsJSON, md)
 		r.addToPromptEnv(name, rname, entry)
-		r.added = append(r.added, resultKey{name, rname})
+		r.added = append(r.added, prompt.ResultKey{Tool: name, Name: rname})
 		r.emit(tools.Event{Type: tools.EventResult, Payload: entry.ResultPayload(typ)})
 	}
 	r.tasks = append(r.tasks, Task{Tool: name, Inputs: args, Result: summary(res), Error: false})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // Options configure a [Manager]. A nil *Options means all defaults.
@@ -135,7 +136,7 @@ func NewManager(opts *Options) *Manager {
 		o.MaxConversations = defaultMaxConversations
 	}
 	if o.MaxPromptEnvironment == 0 {
-		o.MaxPromptEnvironment = defaultMaxPromptEnvironment
+		o.MaxPromptEnvironment = prompt.DefaultMaxEnvironment
 	}
 	m.logger = o.Logger
 	if m.logger == nil {

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // Node is a decision node: the model chooses one of its options, in order.
@@ -44,7 +45,7 @@ func (o *option) spec() ([]tools.Input, map[string]any) {
 		if o.tool != nil {
 			o.inputs = o.tool.Inputs()
 		}
-		o.schema = inputSchema(o.inputs)
+		o.schema = prompt.InputSchema(o.inputs)
 	})
 	return o.inputs, o.schema
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // OpKind names a change made to a conversation's tree through the API.
@@ -75,7 +76,7 @@ type ToolInfo struct {
 // MarshalJSON writes {"name", "description", "inputs", "end"}, with inputs
 // keyed by name in the tool's order.
 func (ti ToolInfo) MarshalJSON() ([]byte, error) {
-	in, err := orderedInputs(ti.Inputs).MarshalJSON()
+	in, err := prompt.Inputs(ti.Inputs).MarshalJSON()
 	if err != nil {
 		return nil, err
 	}

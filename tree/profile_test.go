@@ -6,6 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // profileMap is a Profiles over a map; a user named "broken" fails.
@@ -46,6 +50,11 @@ func TestProfileOpensTheSystemMessage(t *testing.T) {
 	if !strings.HasPrefix(alice, want) || strings.TrimPrefix(alice, want) != bob {
 		t.Errorf("alice's system message:\n%s\nwant her profile, then bob's:\n%s", alice, bob)
 	}
+	msgs, _, err := prompt.Messages("", &prompt.Context{Budget: -1, EnvLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	systemRules := msgs[0].Parts[0].(llms.TextContent).Text
 	if !strings.HasSuffix(bob, systemRules) || strings.Contains(bob, "You are an agent") {
 		t.Errorf("bob's system message, without a profile:\n%s", bob)
 	}

@@ -1,4 +1,4 @@
-package tree
+package prompt
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 	"github.com/elysia-go/elysia/tools"
 )
 
-// defaultMaxPromptBytes is the default of [Options.MaxPromptBytes]: 24 KiB
+// DefaultMaxBytes is the default budget of a decision's human message
+// (tree's Options.MaxPromptBytes): 24 KiB
 // of JSON, some 6k tokens, fits the context of small local models (8k
 // tokens) with room for the system message, the functions and the answer.
-const defaultMaxPromptBytes = 24 << 10
+const DefaultMaxBytes = 24 << 10
 
 // The shares of the prompt budget that the parts of a decision context
 // which grow with the conversation may take. They are small on purpose:
@@ -48,33 +49,34 @@ const (
 	unboundedHistory = 20
 )
 
-// promptBudget returns the byte budget of a decision's human message, or
-// -1 for none.
-func promptBudget(o *Options) int {
+// Budget returns the byte budget of a decision's human message, given the
+// setting maxBytes (zero: [DefaultMaxBytes]; negative: none), or -1 for
+// none.
+func Budget(maxBytes int) int {
 	switch {
-	case o.MaxPromptBytes == 0:
-		return defaultMaxPromptBytes
-	case o.MaxPromptBytes < 0:
+	case maxBytes == 0:
+		return DefaultMaxBytes
+	case maxBytes < 0:
 		return -1
 	}
-	return o.MaxPromptBytes
+	return maxBytes
 }
 
-// historyFold is a conversation's history as the prompt shows it: a
-// summary of the older turns and the recent ones whole.
-type historyFold struct {
-	summary string
-	recent  []Message
-	folded  int // messages summarised
+// History is a conversation's history as the prompt shows it: a summary
+// of the older turns and the recent ones whole.
+type History struct {
+	Summary string
+	Recent  []Message
+	Folded  int // messages summarised
 }
 
-// foldHistory splits h, a conversation's whole history (read only), into
+// FoldHistory splits h, a conversation's whole history (read only), into
 // the recent messages the prompt keeps whole and a deterministic digest of
 // the others, within budget (negative: no bound, nothing folded). It reads
 // only the end of h, so its cost does not grow with the conversation.
-func foldHistory(h []Message, budget int) historyFold {
+func FoldHistory(h []Message, budget int) History {
 	if budget < 0 {
-		return historyFold{recent: h[max(len(h)-unboundedHistory, 0):]}
+		return History{Recent: h[max(len(h)-unboundedHistory, 0):]}
 	}
 	share := budget / historyDiv
 	// start is the first message kept whole: turns are taken from the end
@@ -102,7 +104,7 @@ func foldHistory(h []Message, budget int) historyFold {
 		}
 		recent = append(recent, m)
 	}
-	return historyFold{summary: digest(h[:start], budget/summaryDiv), recent: recent, folded: start}
+	return History{Summary: digest(h[:start], budget/summaryDiv), Recent: recent, Folded: start}
 }
 
 // digest is the summary of older messages: how many there are, the first
@@ -145,10 +147,10 @@ func quote(m Message) string {
 	return m.Role + ": " + cut(oneLine(m.Content), summaryLine)
 }
 
-// foldTasks bounds tasks_completed: the last maxTasks tasks are kept, with
+// FoldTasks bounds tasks_completed: the last maxTasks tasks are kept, with
 // long results and input values cut, and the earlier ones become one task
 // that names them.
-func foldTasks(ts []Task) (out []Task, folded int) {
+func FoldTasks(ts []Task) (out []Task, folded int) {
 	if len(ts) > maxTasks {
 		folded = len(ts) - maxTasks + 1
 	}
@@ -201,8 +203,8 @@ func capInputs(in map[string]any) map[string]any {
 	return out
 }
 
-// foldErrors keeps the last maxErrors errors, their texts cut.
-func foldErrors(es []PreviousError) []PreviousError {
+// FoldErrors keeps the last maxErrors errors, their texts cut.
+func FoldErrors(es []PreviousError) []PreviousError {
 	if len(es) > maxErrors {
 		es = es[len(es)-maxErrors:]
 	}

@@ -1,4 +1,4 @@
-package tree
+package prompt
 
 import (
 	"bytes"
@@ -40,63 +40,69 @@ type PreviousError struct {
 	Feedback     string `json:"feedback"`
 }
 
-// decisionContext is the human message of a decision; its field order is
-// the contract's key order.
-type decisionContext struct {
-	UserPrompt          string                                 `json:"user_prompt"`
-	ConversationSummary string                                 `json:"conversation_summary"`
-	ConversationHistory []Message                              `json:"conversation_history"`
-	Node                nodeInfo                               `json:"node"`
-	AvailableOptions    []optionInfo                           `json:"available_options"`
-	UnavailableOptions  []unavailableInfo                      `json:"unavailable_options"`
-	Environment         map[string]map[string][]tools.EnvEntry `json:"environment"`
-	TasksCompleted      []Task                                 `json:"tasks_completed"`
-	PreviousErrors      []PreviousError                        `json:"previous_errors"`
-	TreeCount           string                                 `json:"tree_count"`
-
-	// recent lists the results the query added, oldest first, and
-	// envLimit bounds the environment's bytes; see writeEnvironment.
-	// budget bounds the whole message (negative: no bound): the
-	// environment gets what the rest leaves, at most envLimit. cache keeps
-	// the forms of the query's results between its decisions.
-	recent   []resultKey
-	envLimit int
-	budget   int
-	cache    formCache
-	// describe gives each option its description and inputs (see
-	// Options.DescribeOptions); without it an option is its name and end.
-	describe bool
-	// env is set by encode: what the environment left out, and its limit.
-	env      envStats
-	envBound int
+// Option is an available option of a decision: a tool or a branch.
+type Option struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	End         bool   `json:"end"`
+	Inputs      Inputs `json:"inputs"`
+	// Params is the JSON Schema of the option's function; nil: built from
+	// Inputs.
+	Params map[string]any `json:"-"`
 }
 
-type nodeInfo struct {
-	ID          string `json:"id"`
-	Instruction string `json:"instruction"`
-}
-
-type optionInfo struct {
-	Name        string        `json:"name"`
-	Description string        `json:"description"`
-	End         bool          `json:"end"`
-	Inputs      orderedInputs `json:"inputs"`
-
-	opt *option
-}
-
-type unavailableInfo struct {
+// Unavailable is an option that cannot be chosen, and why.
+type Unavailable struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
 }
 
-// orderedInputs marshals as an object keyed by input name, in the tool's
-// input order, because the model reads them in order.
-type orderedInputs []tools.Input
+// ResultKey names one list of the environment: a tool and its result name.
+type ResultKey struct{ Tool, Name string }
+
+// Context is what a decision's human message is made of; its field order
+// is the contract's key order (docs/DECISION_PROMPT.md).
+type Context struct {
+	UserPrompt          string
+	ConversationSummary string
+	ConversationHistory []Message
+	NodeID              string
+	Instruction         string
+	AvailableOptions    []Option
+	UnavailableOptions  []Unavailable
+	Environment         map[string]map[string][]tools.EnvEntry
+	TasksCompleted      []Task
+	PreviousErrors      []PreviousError
+	TreeCount           string
+
+	// Recent lists the results the query added, oldest first, and
+	// EnvLimit bounds the environment's bytes (negative: no bound); see
+	// writeEnvironment. Budget bounds the whole message (negative: no
+	// bound; see [Budget]): the environment gets what the rest leaves, at
+	// most EnvLimit. Forms (nil: none) keeps the forms of the query's
+	// results between its decisions.
+	Recent   []ResultKey
+	EnvLimit int
+	Budget   int
+	Forms    FormCache
+	// Describe gives each option its description and inputs; without it
+	// an option is its name and end.
+	Describe bool
+}
+
+// Stats says what a decision's human message left out: how many results
+// it shows short and how many it leaves out, and the environment's limit.
+type Stats struct {
+	Short, Omitted, EnvLimit int
+}
+
+// Inputs are a tool's inputs; they marshal as an object keyed by input
+// name, in the tool's input order, because the model reads them in order.
+type Inputs []tools.Input
 
 // MarshalJSON writes {"<name>": {"type", "description", "default"?,
 // "enum"?, "required"}, ...}.
-func (in orderedInputs) MarshalJSON() ([]byte, error) {
+func (in Inputs) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, x := range in {
@@ -132,42 +138,13 @@ func (in orderedInputs) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// splitOptions sorts a node's options into available and unavailable ones.
-// A branch is available when it holds at least one option.
-func splitOptions(n *Node, env *tools.Environment) ([]optionInfo, []unavailableInfo) {
-	avail := make([]optionInfo, 0, len(n.options))
-	unavail := []unavailableInfo{}
-	for _, o := range n.options {
-		if o.isBranch() {
-			if len(o.next.options) == 0 {
-				unavail = append(unavail, unavailableInfo{o.id, "this branch holds no options"})
-				continue
-			}
-			avail = append(avail, optionInfo{Name: o.id, Description: o.next.description, opt: o})
-			continue
-		}
-		if a, ok := o.tool.(tools.Availability); ok {
-			if ok, reason := a.Available(env); !ok {
-				unavail = append(unavail, unavailableInfo{o.id, reason})
-				continue
-			}
-		}
-		inputs, _ := o.spec()
-		avail = append(avail, optionInfo{Name: o.id, Description: o.tool.Description(),
-			End: o.tool.EndsRun(), Inputs: inputs, opt: o})
-	}
-	return avail, unavail
-}
-
-// functions returns one function definition per available option.
-func functions(avail []optionInfo) []llms.Tool {
+// Functions returns one function definition per available option.
+func Functions(avail []Option) []llms.Tool {
 	fns := make([]llms.Tool, len(avail))
 	for i, a := range avail {
-		var params map[string]any
-		if a.opt != nil {
-			_, params = a.opt.spec()
-		} else {
-			params = inputSchema(a.Inputs)
+		params := a.Params
+		if params == nil {
+			params = InputSchema(a.Inputs)
 		}
 		fns[i] = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 			Name: a.Name, Description: a.Description, Parameters: params}}
@@ -175,8 +152,8 @@ func functions(avail []optionInfo) []llms.Tool {
 	return fns
 }
 
-// inputSchema builds the JSON Schema object of a tool's inputs.
-func inputSchema(in []tools.Input) map[string]any {
+// InputSchema builds the JSON Schema object of a tool's inputs.
+func InputSchema(in []tools.Input) map[string]any {
 	props := make(map[string]any, len(in))
 	required := []string{}
 	for _, x := range in {
@@ -198,18 +175,20 @@ func inputSchema(in []tools.Input) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": required}
 }
 
-// messages builds the system and human messages of a decision.
-func messages(instruction string, dc *decisionContext) ([]llms.MessageContent, error) {
+// Messages builds the system and human messages of a decision: the system
+// message is instruction and the rules of a decision, the human message is
+// dc as JSON within its budget.
+func Messages(instruction string, dc *Context) ([]llms.MessageContent, Stats, error) {
 	pb := promptBuffers.Get().(*promptBuffer)
 	defer pb.release()
-	human, err := dc.encode(pb)
+	human, st, err := dc.encode(pb)
 	if err != nil {
-		return nil, err
+		return nil, Stats{}, err
 	}
 	return []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, instruction+systemRules),
 		llms.TextParts(llms.ChatMessageTypeHuman, string(human)),
-	}, nil
+	}, st, nil
 }
 
 // promptBuffer holds the buffers a human message is written in. The
@@ -236,12 +215,13 @@ func (pb *promptBuffer) release() {
 }
 
 // encode writes the context in the contract's key order into pb and
-// returns it, valid until pb is reused. With describe set it is what
-// tools.Marshal would write (without, the options are cut short). It is
+// returns it, valid until pb is reused, with what the environment left
+// out. With Describe set it is what tools.Marshal would write (without,
+// the options are cut short). It is
 // built by hand because encoding/json re-compacts the output of every
 // option's inputs Marshaler, which dominated a decision step with many
 // options.
-func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
+func (dc *Context) encode(pb *promptBuffer) ([]byte, Stats, error) {
 	pb.b.Reset()
 	pb.tail.Reset()
 	b := &pb.b
@@ -252,12 +232,12 @@ func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
 	writeString(b, dc.ConversationSummary)
 	b.WriteString(`,"conversation_history":`)
 	if err := writeJSON(b, dc.ConversationHistory); err != nil {
-		return nil, err
+		return nil, Stats{}, err
 	}
 	b.WriteString(`,"node":{"id":`)
-	writeString(b, dc.Node.ID)
+	writeString(b, dc.NodeID)
 	b.WriteString(`,"instruction":`)
-	writeString(b, dc.Node.Instruction)
+	writeString(b, dc.Instruction)
 	b.WriteString(`},"available_options":[`)
 	for i, o := range dc.AvailableOptions {
 		if i > 0 {
@@ -265,7 +245,7 @@ func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
 		}
 		b.WriteString(`{"name":`)
 		writeString(b, o.Name)
-		if !dc.describe {
+		if !dc.Describe {
 			b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `}`)
 			continue
 		}
@@ -274,14 +254,14 @@ func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
 		b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `,"inputs":`)
 		in, err := o.Inputs.MarshalJSON()
 		if err != nil {
-			return nil, err
+			return nil, Stats{}, err
 		}
 		b.Write(in)
 		b.WriteByte('}')
 	}
 	b.WriteString(`],"unavailable_options":`)
 	if err := writeJSON(b, dc.UnavailableOptions); err != nil {
-		return nil, err
+		return nil, Stats{}, err
 	}
 	b.WriteString(`,"environment":`)
 	// The rest of the message is written first, so that the environment
@@ -289,31 +269,29 @@ func (dc *decisionContext) encode(pb *promptBuffer) ([]byte, error) {
 	tail := &pb.tail
 	tail.WriteString(`,"tasks_completed":`)
 	if err := writeJSON(tail, dc.TasksCompleted); err != nil {
-		return nil, err
+		return nil, Stats{}, err
 	}
 	tail.WriteString(`,"previous_errors":`)
 	if err := writeJSON(tail, dc.PreviousErrors); err != nil {
-		return nil, err
+		return nil, Stats{}, err
 	}
 	tail.WriteString(`,"tree_count":`)
 	writeString(tail, dc.TreeCount)
 	tail.WriteByte('}')
-	lim := envLimits{total: dc.envLimit, old: -1}
-	if dc.budget >= 0 {
-		rest := max(dc.budget-b.Len()-tail.Len(), minPromptEnvironment)
+	lim := envLimits{total: dc.EnvLimit, old: -1}
+	if dc.Budget >= 0 {
+		rest := max(dc.Budget-b.Len()-tail.Len(), minPromptEnvironment)
 		if lim.total < 0 || rest < lim.total {
 			lim.total = rest
 		}
-		lim.old = dc.budget / oldEnvDiv
+		lim.old = dc.Budget / oldEnvDiv
 	}
-	dc.envBound = lim.total
-	st, err := writeEnvironment(b, dc.Environment, dc.recent, lim, dc.cache)
+	st, err := writeEnvironment(b, dc.Environment, dc.Recent, lim, dc.Forms)
 	if err != nil {
-		return nil, err
+		return nil, Stats{}, err
 	}
-	dc.env = st
 	b.Write(tail.Bytes())
-	return b.Bytes(), nil
+	return b.Bytes(), Stats{Short: st.short, Omitted: st.omitted, EnvLimit: lim.total}, nil
 }
 
 // writeJSON appends v marshalled; a nil slice becomes [].

@@ -1,4 +1,4 @@
-package tree
+package prompt
 
 import (
 	"bytes"
@@ -13,11 +13,11 @@ import (
 	"github.com/elysia-go/elysia/tools"
 )
 
-// defaultMaxPromptEnvironment is the default of
-// [Options.MaxPromptEnvironment]: 64 KiB of JSON, some 16k tokens, leaves
+// DefaultMaxEnvironment is the default limit of a decision prompt's
+// environment (tree's Options.MaxPromptEnvironment): 64 KiB of JSON, some 16k tokens, leaves
 // room for the rest of the prompt in a 32k-token context while holding
 // dozens of ordinary results whole.
-const defaultMaxPromptEnvironment = 64 << 10
+const DefaultMaxEnvironment = 64 << 10
 
 const (
 	// previewBytes is how much of a truncated entry's objects the prompt
@@ -27,9 +27,6 @@ const (
 	maxShortMetadata = 256
 	truncatedKey     = "_TRUNCATED"
 )
-
-// resultKey names one list of the environment: a tool and its result name.
-type resultKey struct{ tool, name string }
 
 // envLimits bound the environment of a decision prompt.
 type envLimits struct {
@@ -51,21 +48,22 @@ type entryForms struct {
 	short []byte
 }
 
-// formCache keeps the forms of the entries a run's decisions show, so that
+// FormCache keeps the forms of the entries a run's decisions show, so that
 // each is marshalled once per query; old entries are not cached, since
-// their forms are cheap (see oldForms). It is owned by one run.
-type formCache map[entryRef]*entryForms
+// their forms are cheap (see entryFormsOf). It is owned by one run: make
+// one with FormCache{} for each query.
+type FormCache map[entryRef]*entryForms
 
 // entryRef names one entry: its list and its position in it.
 type entryRef struct {
-	key   resultKey
+	key   ResultKey
 	index int
 }
 
 // promptList is one list of the environment and the forms the prompt
 // shows of its newest entries.
 type promptList struct {
-	key     resultKey
+	key     ResultKey
 	prefix  []byte // "name":[ in the list's tool object
 	entries []tools.EnvEntry
 	// current counts the entries at the end of the list that the query
@@ -98,10 +96,10 @@ type promptList struct {
 // {"objects", "metadata"}, so that readers of the prompt (the offline
 // planner) still decode it. Only an environment with so many result lists
 // that their notes alone take more than the limit is written over it.
-func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntry, recent []resultKey, lim envLimits, cache formCache) (envStats, error) {
+func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntry, recent []ResultKey, lim envLimits, cache FormCache) (envStats, error) {
 	toolNames := slices.Sorted(maps.Keys(env))
 	byTool := make([][]*promptList, len(toolNames))
-	byKey := map[resultKey]*promptList{}
+	byKey := map[ResultKey]*promptList{}
 	var lists []*promptList
 	// frame is the size of the JSON around the entries.
 	frame := 2 + max(len(env)-1, 0) // {}, and commas between tools
@@ -109,7 +107,7 @@ func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntr
 		byName := env[tool]
 		frame += quotedLen(tool) + 3 + max(len(byName)-1, 0) // "tool":{} and commas
 		for _, name := range slices.Sorted(maps.Keys(byName)) {
-			l := &promptList{key: resultKey{tool, name}, entries: byName[name]}
+			l := &promptList{key: ResultKey{tool, name}, entries: byName[name]}
 			var p bytes.Buffer
 			writeString(&p, name)
 			p.WriteString(":[")
@@ -177,7 +175,7 @@ type candidate struct {
 // the environment, whose JSON around the entries takes frame bytes, keeps
 // within lim; see writeEnvironment. The sizes it adds up are exact but for
 // a comma per list, so the result is never over the limits.
-func fitEnvironment(lists []*promptList, byKey map[resultKey]*promptList, recent []resultKey, frame int, lim envLimits, cache formCache, st *envStats) error {
+func fitEnvironment(lists []*promptList, byKey map[ResultKey]*promptList, recent []ResultKey, frame int, lim envLimits, cache FormCache, st *envStats) error {
 	total, old := lim.total, lim.old
 	if total < 0 {
 		total = math.MaxInt
@@ -226,7 +224,7 @@ func fitEnvironment(lists []*promptList, byKey map[resultKey]*promptList, recent
 		return nil
 	}
 	// The query's own results, newest first.
-	fromEnd := map[resultKey]int{}
+	fromEnd := map[ResultKey]int{}
 	for _, k := range slices.Backward(recent) {
 		l := byKey[k]
 		if l == nil {
@@ -299,7 +297,7 @@ func fitEnvironment(lists []*promptList, byKey map[resultKey]*promptList, recent
 // with cache) and its short form has a preview; an earlier one is
 // marshalled only when a cheap estimate says it may fit in room whole, and
 // its short form is a digest.
-func entryFormsOf(l *promptList, i int, old bool, room int, cache formCache) (*entryForms, error) {
+func entryFormsOf(l *promptList, i int, old bool, room int, cache FormCache) (*entryForms, error) {
 	ref := entryRef{l.key, i}
 	if f := cache[ref]; f != nil && (f.whole != nil || f.size > room) {
 		return f, nil
@@ -383,9 +381,9 @@ type shortForm struct {
 // note returns a list's note that its n oldest entries are left out; it
 // is no longer for smaller n.
 func (l *promptList) note(n int) []byte {
-	refs := fmt.Sprintf("%s_%s_0_*", l.key.tool, l.key.name)
+	refs := fmt.Sprintf("%s_%s_0_*", l.key.Tool, l.key.Name)
 	if n > 1 {
-		refs += fmt.Sprintf(" to %s_%s_%d_*", l.key.tool, l.key.name, n-1)
+		refs += fmt.Sprintf(" to %s_%s_%d_*", l.key.Tool, l.key.Name, n-1)
 	}
 	text := fmt.Sprintf("%d older results left out to keep the prompt short: _REF_IDs %s", n, refs)
 	out, _ := tools.Marshal(shortForm{Objects: []any{map[string]string{truncatedKey: text}}, Metadata: json.RawMessage("{}")})

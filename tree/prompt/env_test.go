@@ -1,8 +1,7 @@
-package tree
+package prompt
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,19 +9,6 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 )
-
-// bigTool returns one object holding size bytes of text.
-type bigTool struct{ size int }
-
-var _ tools.Tool = bigTool{}
-
-func (bigTool) Name() string          { return "mcp_big" }
-func (bigTool) Description() string   { return "Dumps a lot of text" }
-func (bigTool) Inputs() []tools.Input { return nil }
-func (bigTool) EndsRun() bool         { return false }
-func (t bigTool) Run(context.Context, tools.Call, tools.Emitter) (tools.Result, error) {
-	return tools.Result{Name: "dump", Objects: []map[string]any{{"text": strings.Repeat("x", t.size)}}}, nil
-}
 
 // envOf builds an environment the way runs do; adds are (tool, result
 // name, object text) in order.
@@ -51,7 +37,7 @@ func TestWriteEnvironmentUnderLimitIsJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b bytes.Buffer
-			if _, err := writeEnvironment(&b, tc.env, nil, envLimits{total: defaultMaxPromptEnvironment, old: -1}, nil); err != nil {
+			if _, err := writeEnvironment(&b, tc.env, nil, envLimits{total: DefaultMaxEnvironment, old: -1}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if b.String() != string(want) {
@@ -70,7 +56,7 @@ func TestWriteEnvironmentCapped(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		env    map[string]map[string][]tools.EnvEntry
-		recent []resultKey
+		recent []ResultKey
 		limit  int
 		// whole and short are _REF_IDs the prompt must show whole, and
 		// in the short form; in lists fragments it must contain.
@@ -80,7 +66,7 @@ func TestWriteEnvironmentCapped(t *testing.T) {
 			name: "a huge result",
 			env: envOf([3]string{"mcp_todo", "list", "small"},
 				[3]string{"mcp_big", "dump", strings.Repeat("x", 10<<20)}),
-			recent: []resultKey{{"mcp_big", "dump"}},
+			recent: []ResultKey{{"mcp_big", "dump"}},
 			limit:  64 << 10,
 			whole:  []string{"mcp_todo_list_0_0"},
 			short:  []string{"mcp_big_dump_0_0"},
@@ -90,7 +76,7 @@ func TestWriteEnvironmentCapped(t *testing.T) {
 			name: "the query's result before older ones",
 			env: envOf([3]string{"mcp_a", "list", kb(30)}, [3]string{"mcp_b", "list", kb(30)},
 				[3]string{"mcp_z", "list", kb(30)}),
-			recent: []resultKey{{"mcp_z", "list"}},
+			recent: []ResultKey{{"mcp_z", "list"}},
 			limit:  64 << 10,
 			whole:  []string{"mcp_z_list_0_0", "mcp_a_list_0_0"},
 			short:  []string{"mcp_b_list_0_0"},
@@ -106,7 +92,7 @@ func TestWriteEnvironmentCapped(t *testing.T) {
 		{
 			name:   "too many results for short forms",
 			env:    envOf(many...),
-			recent: []resultKey{{"mcp_todo", "list"}},
+			recent: []ResultKey{{"mcp_todo", "list"}},
 			limit:  4 << 10,
 			whole:  []string{"mcp_todo_list_1999_0"},
 			in:     []string{"older results left out to keep the prompt short: _REF_IDs mcp_todo_list_0_* to mcp_todo_list_"},
@@ -172,52 +158,4 @@ func refForms(env map[string]map[string][]tools.EnvEntry) map[string]string {
 		}
 	}
 	return out
-}
-
-// TestRunCapsPromptEnvironment runs a tool that returns 10 MB: the next
-// decision's prompt stays under the cap and cites the result's _REF_ID,
-// while the result event and the saved environment keep all of it.
-func TestRunCapsPromptEnvironment(t *testing.T) {
-	const size = 10 << 20
-	m := NewManager(nil)
-	m.SetTools([]Placement{{Tool: gateway("todo")}, {Tool: bigTool{size}}})
-	c, err := m.Conversation(t.Context(), "u", "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := script(step{call: "mcp_todo", args: `{"action":"list"}`}, step{call: "mcp_big", args: `{}`},
-		step{call: "text_response", args: `{"text":"done"}`})
-	var rec recorder
-	if err := c.Run(t.Context(), model, "dump it", "q", rec.emit); err != nil {
-		t.Fatal(err)
-	}
-	prompt := model.prompts[2]
-	var dc map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(prompt), &dc); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(dc["environment"]); n > defaultMaxPromptEnvironment {
-		t.Errorf("environment in the prompt: %d bytes, over the cap of %d", n, defaultMaxPromptEnvironment)
-	}
-	if n := len(prompt); n > defaultMaxPromptEnvironment+8<<10 {
-		t.Errorf("prompt of %d bytes", n)
-	}
-	for _, s := range []string{`"_REF_ID":"mcp_big_dump_0_0"`, `"_TRUNCATED":"1 object, 104`, `"_REF_ID":"mcp_todo_list_0_0"`} {
-		if !strings.Contains(string(dc["environment"]), s) {
-			t.Errorf("environment in the prompt lacks %s:\n%.1000s", s, dc["environment"])
-		}
-	}
-	var res []map[string]any
-	for _, p := range rec.payloads(tools.EventResult) {
-		for _, o := range p["objects"].([]any) {
-			res = append(res, o.(map[string]any))
-		}
-	}
-	if len(res) != 2 || len(res[1]["text"].(string)) != size {
-		t.Errorf("the result event lost the dump")
-	}
-	dump := c.State().Environment["mcp_big"]["dump"]
-	if len(dump) != 1 || len(dump[0].Objects[0]["text"].(string)) != size {
-		t.Error("the environment lost the dump")
-	}
 }

@@ -1,20 +1,35 @@
 package tree
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
+// bigTool returns one object holding size bytes of text.
+type bigTool struct{ size int }
+
+var _ tools.Tool = bigTool{}
+
+func (bigTool) Name() string          { return "mcp_big" }
+func (bigTool) Description() string   { return "Dumps a lot of text" }
+func (bigTool) Inputs() []tools.Input { return nil }
+func (bigTool) EndsRun() bool         { return false }
+func (t bigTool) Run(context.Context, tools.Call, tools.Emitter) (tools.Result, error) {
+	return tools.Result{Name: "dump", Objects: []map[string]any{{"text": strings.Repeat("x", t.size)}}}, nil
+}
+
 // decodePrompt decodes a decision's human message.
-func decodePrompt(t *testing.T, prompt string) map[string]json.RawMessage {
+func decodePrompt(t *testing.T, text string) map[string]json.RawMessage {
 	t.Helper()
 	var dc map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(prompt), &dc); err != nil {
-		t.Fatalf("prompt does not decode: %v\n%.500s", err, prompt)
+	if err := json.Unmarshal([]byte(text), &dc); err != nil {
+		t.Fatalf("prompt does not decode: %v\n%.500s", err, text)
 	}
 	return dc
 }
@@ -63,8 +78,8 @@ func TestLongConversationPromptBounded(t *testing.T) {
 	long := run(m, "long", "You asked for errand 0 [mcp_todo_create_todo_0_0] first.")
 	fresh := run(m, "new", "Nothing yet [mcp_todo_list_0_0].")
 	for i, p := range long {
-		if len(p) > defaultMaxPromptBytes {
-			t.Errorf("decision %d: prompt of %d bytes, over the budget of %d", i, len(p), defaultMaxPromptBytes)
+		if len(p) > prompt.DefaultMaxBytes {
+			t.Errorf("decision %d: prompt of %d bytes, over the budget of %d", i, len(p), prompt.DefaultMaxBytes)
 		}
 		if limit := len(fresh[i]) + 3<<10; len(p) > limit {
 			t.Errorf("decision %d: prompt of %d bytes, a new conversation's is %d", i, len(p), len(fresh[i]))
@@ -116,8 +131,8 @@ func TestHugeResultPromptBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, p := range model.prompts {
-			if len(p) > defaultMaxPromptBytes {
-				t.Errorf("%s, decision %d: prompt of %d bytes, over the budget of %d", q, i, len(p), defaultMaxPromptBytes)
+			if len(p) > prompt.DefaultMaxBytes {
+				t.Errorf("%s, decision %d: prompt of %d bytes, over the budget of %d", q, i, len(p), prompt.DefaultMaxBytes)
 			}
 			decodePrompt(t, p)
 		}
@@ -127,86 +142,50 @@ func TestHugeResultPromptBounded(t *testing.T) {
 	}
 }
 
-func TestFoldHistory(t *testing.T) {
-	turns := func(n, size int) []Message {
-		var h []Message
-		for i := range n {
-			h = append(h, Message{"user", fmt.Sprintf("q%d %s", i, strings.Repeat("q", size))},
-				Message{"assistant", fmt.Sprintf("a%d %s", i, strings.Repeat("a", size))})
+// TestRunCapsPromptEnvironment runs a tool that returns 10 MB: the next
+// decision's prompt stays under the cap and cites the result's _REF_ID,
+// while the result event and the saved environment keep all of it.
+func TestRunCapsPromptEnvironment(t *testing.T) {
+	const size = 10 << 20
+	m := NewManager(nil)
+	m.SetTools([]Placement{{Tool: gateway("todo")}, {Tool: bigTool{size}}})
+	c, err := m.Conversation(t.Context(), "u", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := script(step{call: "mcp_todo", args: `{"action":"list"}`}, step{call: "mcp_big", args: `{}`},
+		step{call: "text_response", args: `{"text":"done"}`})
+	var rec recorder
+	if err := c.Run(t.Context(), model, "dump it", "q", rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	p := model.prompts[2]
+	var dc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(p), &dc); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(dc["environment"]); n > prompt.DefaultMaxEnvironment {
+		t.Errorf("environment in the prompt: %d bytes, over the cap of %d", n, prompt.DefaultMaxEnvironment)
+	}
+	if n := len(p); n > prompt.DefaultMaxEnvironment+8<<10 {
+		t.Errorf("prompt of %d bytes", n)
+	}
+	for _, s := range []string{`"_REF_ID":"mcp_big_dump_0_0"`, `"_TRUNCATED":"1 object, 104`, `"_REF_ID":"mcp_todo_list_0_0"`} {
+		if !strings.Contains(string(dc["environment"]), s) {
+			t.Errorf("environment in the prompt lacks %s:\n%.1000s", s, dc["environment"])
 		}
-		return h
 	}
-	for _, tc := range []struct {
-		name        string
-		h           []Message
-		budget      int
-		recent      int  // messages kept whole
-		summary     bool // a summary is made
-		maxSummary  int
-		cutNewest   bool
-		wantFolded  int
-		wantRecent0 string
-	}{
-		{name: "empty", h: nil, budget: 24 << 10},
-		{name: "short conversation whole", h: turns(2, 10), budget: 24 << 10, recent: 4},
-		{name: "old turns folded", h: turns(50, 10), budget: 24 << 10, recent: 2 * recentTurns, summary: true, wantFolded: 100 - 2*recentTurns},
-		{name: "big turns: only the newest", h: turns(5, 1000), budget: 24 << 10, recent: 2, summary: true, wantFolded: 8},
-		{name: "huge newest turn cut", h: turns(1, 1<<20), budget: 24 << 10, recent: 2, cutNewest: true},
-		{name: "no budget", h: turns(50, 10), budget: -1, recent: unboundedHistory},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := foldHistory(tc.h, tc.budget)
-			if len(f.recent) != tc.recent {
-				t.Errorf("%d recent messages, want %d", len(f.recent), tc.recent)
-			}
-			if (f.summary != "") != tc.summary {
-				t.Errorf("summary = %q, want one: %v", f.summary, tc.summary)
-			}
-			if f.folded != tc.wantFolded {
-				t.Errorf("folded %d, want %d", f.folded, tc.wantFolded)
-			}
-			if tc.budget > 0 && len(f.summary) > tc.budget/summaryDiv+len("…") {
-				t.Errorf("summary of %d bytes, over %d", len(f.summary), tc.budget/summaryDiv)
-			}
-			size := 0
-			for _, m := range f.recent {
-				size += len(m.Content)
-			}
-			if tc.budget > 0 && size > 2*(tc.budget/historyDiv+64) {
-				t.Errorf("recent messages of %d bytes", size)
-			}
-			if tc.cutNewest && !strings.Contains(f.recent[0].Content, "bytes cut)") {
-				t.Errorf("the huge message is not marked as cut: %.100s", f.recent[0].Content)
-			}
-		})
+	var res []map[string]any
+	for _, p := range rec.payloads(tools.EventResult) {
+		for _, o := range p["objects"].([]any) {
+			res = append(res, o.(map[string]any))
+		}
 	}
-}
-
-func TestFoldTasksAndErrors(t *testing.T) {
-	var ts []Task
-	for i := range 20 {
-		ts = append(ts, Task{Tool: "mcp_todo", Inputs: map[string]any{"action": "execute", "tool_inputs": map[string]any{"text": strings.Repeat("x", 4096)}},
-			Result: strings.Repeat("r", 4096), Error: i%2 == 0})
+	if len(res) != 2 || len(res[1]["text"].(string)) != size {
+		t.Errorf("the result event lost the dump")
 	}
-	got, folded := foldTasks(ts)
-	if len(got) != maxTasks || folded != 20-maxTasks+1 || got[0].Tool != "earlier_tasks" {
-		t.Errorf("foldTasks: %d tasks, %d folded, first %q", len(got), folded, got[0].Tool)
-	}
-	enc, _ := tools.Marshal(got)
-	if len(enc) > maxTasks*(maxTaskText+maxTaskInput+256) {
-		t.Errorf("tasks of %d bytes", len(enc))
-	}
-	if got[1].Inputs["action"] != "execute" {
-		t.Errorf("a folded task lost its action: %v", got[1].Inputs)
-	}
-	if len(ts[19].Inputs["tool_inputs"].(map[string]any)["text"].(string)) != 4096 {
-		t.Error("foldTasks changed the run's tasks")
-	}
-	var es []PreviousError
-	for range 9 {
-		es = append(es, PreviousError{Tool: "t", ErrorMessage: strings.Repeat("e", 10_000)})
-	}
-	if got := foldErrors(es); len(got) != maxErrors || len(got[0].ErrorMessage) > maxTaskText+len("…") {
-		t.Errorf("foldErrors: %d errors of %d bytes", len(got), len(got[0].ErrorMessage))
+	dump := c.State().Environment["mcp_big"]["dump"]
+	if len(dump) != 1 || len(dump[0].Objects[0]["text"].(string)) != size {
+		t.Error("the environment lost the dump")
 	}
 }
