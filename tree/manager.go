@@ -149,7 +149,7 @@ func NewManager(opts *Options) *Manager {
 	m.cache.init(bound) //nolint:staticcheck // QF1008: the cache's init, named as such
 	m.saver = saver{store: o.Store, cache: &m.cache}
 	m.users.ops = map[string][]Op{}
-	m.users.locks = map[string]chan struct{}{}
+	m.users.locks = map[string]*userLock{}
 	m.reg.logger = m.logger
 	m.reg.set(nil)
 	return m

@@ -17,56 +17,74 @@ type UserStore interface {
 	SaveUserOps(ctx context.Context, userID string, ops []Op) error
 }
 
-// users holds each user's own tree changes (see ApplyUser) and the tokens
-// that order them. Its mu is taken alone, never with another lock.
+// users holds the tokens that order each user's own tree changes (see
+// ApplyUser) and, when the Store keeps no user ops, the ops themselves. Its
+// mu is taken alone, never with another lock.
 type users struct {
 	// mu guards ops and locks.
 	mu sync.Mutex
-	// ops are each user's own ops, loaded from the Store on first use; a
-	// nil entry means the user has none.
+	// ops are each user's own ops when the Store is not a UserStore (or
+	// there is none): memory is then their only copy, kept like the
+	// conversations of a Manager without a Store. With a UserStore it
+	// stays empty and the Store is read each time, since another replica
+	// may have changed them (DESIGN: no state lives in one replica only).
 	ops map[string][]Op
-	// locks holds a one-slot channel per user that has called ApplyUser:
-	// a token that orders the user's changes and their saves.
-	locks map[string]chan struct{}
+	// locks holds a token for each user with an ApplyUser running or
+	// waiting; an entry goes when the last of them is done, so the map
+	// holds only the users being changed.
+	locks map[string]*userLock
 }
 
-// token returns userID's token, creating it on first use.
-func (u *users) token(userID string) chan struct{} {
+// userLock is a user's token, a one-slot channel, and how many ApplyUser
+// calls hold it or wait for it.
+type userLock struct {
+	tok  chan struct{}
+	refs int
+}
+
+// acquire takes userID's token, waiting until ctx ends. release gives it
+// back, and drops the entry when no one else holds it or waits for it.
+func (u *users) acquire(ctx context.Context, userID string) (release func(), err error) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	tok := u.locks[userID]
-	if tok == nil {
-		tok = make(chan struct{}, 1)
-		u.locks[userID] = tok
+	l := u.locks[userID]
+	if l == nil {
+		l = &userLock{tok: make(chan struct{}, 1)}
+		u.locks[userID] = l
 	}
-	return tok
+	l.refs++
+	u.mu.Unlock()
+	done := func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if l.refs--; l.refs == 0 {
+			delete(u.locks, userID)
+		}
+	}
+	if err := lock(ctx, l.tok); err != nil {
+		done()
+		return nil, err
+	}
+	return func() {
+		<-l.tok
+		done()
+	}, nil
 }
 
-// userOpsOf returns the user's own ops, loading them from the Store the
-// first time.
+// userOpsOf returns the user's own ops: from the Store when it is a
+// UserStore, read each time (a new conversation costs one more small
+// read), since another replica may have changed them; from memory
+// otherwise.
 func (m *Manager) userOpsOf(ctx context.Context, userID string) ([]Op, error) {
-	u := &m.users
-	u.mu.Lock()
-	ops, ok := u.ops[userID]
-	u.mu.Unlock()
-	if ok {
+	if us, ok := m.opts.Store.(UserStore); ok {
+		ops, err := us.LoadUserOps(ctx, userID)
+		if err != nil {
+			return nil, fmt.Errorf("load tree changes of user %s: %w", userID, err)
+		}
 		return ops, nil
 	}
-	us, isUS := m.opts.Store.(UserStore)
-	if !isUS {
-		return nil, nil
-	}
-	ops, err := us.LoadUserOps(ctx, userID)
-	if err != nil {
-		return nil, fmt.Errorf("load tree changes of user %s: %w", userID, err)
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if cur, ok := u.ops[userID]; ok {
-		return cur, nil // another caller got there first
-	}
-	u.ops[userID] = ops
-	return ops, nil
+	m.users.mu.Lock()
+	defer m.users.mu.Unlock()
+	return m.users.ops[userID], nil
 }
 
 // ApplyUser performs op on every conversation of the user and records it
@@ -76,25 +94,25 @@ func (m *Manager) userOpsOf(ctx context.Context, userID string) ([]Op, error) {
 // a conversation it does not apply to (its tree was changed otherwise) is
 // skipped with a warning, and one deleted meanwhile is skipped.
 //
-// Calls for the same user run one at a time (the user's token in
-// users.locks is held throughout, across the Store calls), so that each
-// builds on the ops of the one before, saves land in order, and every
-// conversation gets the ops in the same order.
+// Calls for the same user in this process run one at a time (the user's
+// token in users.locks is held throughout, across the Store calls), so
+// that each builds on the ops of the one before, saves land in order, and
+// every conversation gets the ops in the same order. Each reads the user's
+// ops from the Store under the token, so it builds on the changes other
+// replicas made before it too.
 func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, error) {
-	if _, err := m.userOpsOf(ctx, userID); err != nil {
-		return nil, err
-	}
-	tok := m.users.token(userID)
-	if err := lock(ctx, tok); err != nil {
+	release, err := m.users.acquire(ctx, userID)
+	if err != nil {
 		return nil, fmt.Errorf("change the tree of user %s: %w", userID, err)
 	}
-	defer func() { <-tok }()
+	defer release()
 
-	// Only a caller holding the token changes the user's entry in
-	// users.ops, so it stays as read here until this call sets it.
-	m.users.mu.Lock()
-	ops := m.users.ops[userID]
-	m.users.mu.Unlock()
+	// Only a caller holding the token changes the user's ops in this
+	// process, so they stay as read here until this call saves them.
+	ops, err := m.userOpsOf(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
 	s := m.reg.load()
 	preview := s.defaultTree(m.opts.DefaultMode).Clone()
 	for _, o := range ops {
@@ -104,13 +122,14 @@ func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, e
 		return nil, err
 	}
 	next := append(slices.Clip(ops), op)
-	m.users.mu.Lock()
-	m.users.ops[userID] = next
-	m.users.mu.Unlock()
 	if us, ok := m.opts.Store.(UserStore); ok {
 		if err := us.SaveUserOps(ctx, userID, next); err != nil {
 			return nil, fmt.Errorf("save tree changes of user %s: %w", userID, err)
 		}
+	} else {
+		m.users.mu.Lock()
+		m.users.ops[userID] = next
+		m.users.mu.Unlock()
 	}
 	infos, err := m.Conversations(ctx, userID)
 	if err != nil {

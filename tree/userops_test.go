@@ -3,12 +3,14 @@ package tree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // userMemStore is a memStore that also keeps users' own tree changes.
@@ -121,11 +123,12 @@ func TestApplyUserConcurrentKeepsEveryOp(t *testing.T) {
 		if got := branches(st.ops["alice"]); !slices.Equal(got, want) {
 			t.Errorf("saved user ops = %v, want %v", got, want)
 		}
-		m.users.mu.Lock()
-		got := branches(m.users.ops["alice"])
-		m.users.mu.Unlock()
-		if !slices.Equal(got, want) {
-			t.Errorf("user ops in memory = %v, want %v", got, want)
+		ops, err := m.userOpsOf(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := branches(ops); !slices.Equal(got, want) {
+			t.Errorf("user ops read back = %v, want %v", got, want)
 		}
 	})
 }
@@ -175,5 +178,87 @@ func TestApplyUserSkipsDeleted(t *testing.T) {
 	}
 	if _, ok, err := m.Existing(ctx, "alice", "old"); ok || err != nil {
 		t.Errorf("ApplyUser created a deleted conversation again (err %v)", err)
+	}
+}
+
+// userMaps returns how many users the Manager keeps ops and tokens for.
+func userMaps(m *Manager) (ops, locks int) {
+	m.users.mu.Lock()
+	defer m.users.mu.Unlock()
+	return len(m.users.ops), len(m.users.locks)
+}
+
+// TestUserMapsStayBounded changes the trees of many users: with a
+// UserStore the Manager keeps none of their ops in memory, and a user's
+// token lives only while an ApplyUser holds it or waits for it, including
+// one whose ctx ends while it waits.
+func TestUserMapsStayBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		st := &userMemStore{memStore: newMemStore(), ops: map[string][]Op{}}
+		m := NewManager(&Options{Store: st})
+		for i := range 1000 {
+			if _, err := m.ApplyUser(ctx, fmt.Sprint("user", i), Op{Kind: OpAddBranch, BranchID: "notes", Root: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ops, locks := userMaps(m); ops != 0 || locks != 0 {
+			t.Fatalf("after 1000 users: ops of %d users and %d tokens in memory, want none", ops, locks)
+		}
+
+		// alice's first change is held in the UserStore; a second waits
+		// for her token, and a third gives up waiting.
+		release := make(chan struct{})
+		var held atomic.Bool
+		st.beforeSaveOps = func() {
+			if held.CompareAndSwap(false, true) {
+				<-release
+			}
+		}
+		errs := make(chan error, 2)
+		for _, branch := range []string{"first", "second"} {
+			go func() {
+				_, err := m.ApplyUser(ctx, "alice", Op{Kind: OpAddBranch, BranchID: branch, Root: true})
+				errs <- err
+			}()
+			synctest.Wait()
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, err := m.ApplyUser(short, "alice", Op{Kind: OpAddBranch, BranchID: "third", Root: true}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a change whose ctx ended while waiting: err = %v, want DeadlineExceeded", err)
+		}
+		if _, locks := userMaps(m); locks != 1 {
+			t.Errorf("while alice's changes run: %d tokens, want 1", locks)
+		}
+		close(release)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ops, locks := userMaps(m); ops != 0 || locks != 0 {
+			t.Errorf("after alice's changes: ops of %d users and %d tokens in memory, want none", ops, locks)
+		}
+	})
+}
+
+// TestUserOpsWithoutUserStore: a Manager whose Store keeps no user ops
+// keeps them in memory, the only copy, and still drops the tokens.
+func TestUserOpsWithoutUserStore(t *testing.T) {
+	ctx := t.Context()
+	m := NewManager(nil)
+	if _, err := m.ApplyUser(ctx, "alice", Op{Kind: OpAddBranch, BranchID: "notes", Root: true}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.Conversation(ctx, "alice", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(c.Tree(), "base"); !strings.Contains(got, "notes") {
+		t.Errorf("a new conversation = %s, want alice's branch notes", got)
+	}
+	if ops, locks := userMaps(m); ops != 1 || locks != 0 {
+		t.Errorf("ops of %d users and %d tokens in memory, want 1 and 0", ops, locks)
 	}
 }
