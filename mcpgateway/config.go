@@ -27,6 +27,9 @@ type Config struct {
 	// Inputs are the top-level "inputs" in file order (a server's own
 	// inputs stay with the server that declares them).
 	Inputs []Input
+	// Expose is the "expose" block: what the aggregate MCP endpoint lists;
+	// DefaultExpose when the file has none.
+	Expose Expose
 	// Warnings are non-fatal findings (unknown keys, ...), each naming the
 	// file, line and column.
 	Warnings []string
@@ -45,6 +48,9 @@ type ServerConfig struct {
 	Name string `json:"name"`
 	// Description is appended to the gateway's description. Optional.
 	Description string `json:"description,omitempty"`
+	// Prefix, when set, names the server's tools on the aggregate MCP
+	// endpoint in place of Name ("" for none); see ExposedPrefix.
+	Prefix *string `json:"prefix,omitempty"`
 	// Transport is TransportStdio, TransportHTTP or TransportSSE.
 	Transport string `json:"transport"`
 

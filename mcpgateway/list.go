@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -22,6 +23,9 @@ type ToolInfo struct {
 	InputSchema json.RawMessage `json:"inputs"`
 	// OutputSchema is the tool's outputSchema, nil when the server gave none.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Annotations is the tool's annotations object exactly as the server
+	// sent it, nil when it gave none; the aggregate MCP endpoint passes it on.
+	Annotations json.RawMessage `json:"-"`
 
 	// size is the bytes of its JSON plus a separator (toolSize), set once
 	// when the listing is built; 0 when unknown.
@@ -68,11 +72,8 @@ type rawTool struct {
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
-	Annotations  struct {
-		ReadOnlyHint   *bool `json:"readOnlyHint"`
-		IdempotentHint *bool `json:"idempotentHint"`
-	} `json:"annotations"`
-	Execution struct {
+	Annotations  json.RawMessage `json:"annotations"`
+	Execution    struct {
 		TaskSupport mcp.TaskSupport `json:"taskSupport"`
 	} `json:"execution"`
 }
@@ -80,7 +81,13 @@ type rawTool struct {
 // safeToRetry reports whether the server says running the tool twice does no
 // harm.
 func (rt *rawTool) safeToRetry() bool {
-	a := rt.Annotations
+	var a struct {
+		ReadOnlyHint   *bool `json:"readOnlyHint"`
+		IdempotentHint *bool `json:"idempotentHint"`
+	}
+	if len(rt.Annotations) == 0 || json.Unmarshal(rt.Annotations, &a) != nil {
+		return false
+	}
 	return a.ReadOnlyHint != nil && *a.ReadOnlyHint || a.IdempotentHint != nil && *a.IdempotentHint
 }
 
@@ -205,7 +212,9 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 	}
 	g.mu.Lock()
 	g.listing = nil
+	var prev *toolSet
 	if ts != nil {
+		prev = g.cache
 		g.cache = ts
 		if ts.description != "" {
 			g.description.Store(&ts.description)
@@ -215,6 +224,11 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 		}
 	}
 	g.mu.Unlock()
+	if ts != nil && (prev == nil || !slices.Equal(prev.names, ts.names)) {
+		if o, ok := g.opts.Observer.(ToolsObserver); ok {
+			o.ObserveTools(g.cfg.Name)
+		}
+	}
 	f.err = err
 	close(f.done)
 }
@@ -314,6 +328,9 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		}
 		if len(rt.OutputSchema) > 0 && string(rt.OutputSchema) != "null" {
 			info.OutputSchema = rt.OutputSchema
+		}
+		if len(rt.Annotations) > 0 && string(rt.Annotations) != "null" {
+			info.Annotations = rt.Annotations
 		}
 		sch, err := tools.CompileSchema(info.InputSchema)
 		if err != nil {

@@ -85,7 +85,7 @@ func Parse(file string, data []byte, opts *LoadOptions) (*Config, error) {
 			o.BaseDir = abs
 		}
 	}
-	p := &parser{file: file, opts: o, cfg: &Config{File: file},
+	p := &parser{file: file, opts: o, cfg: &Config{File: file, Expose: DefaultExpose()},
 		inputs: make(map[string]Input), inputVals: make(map[string]inputValue)}
 	root, oerrs := decodeTree(data)
 	p.lines = newLineIndex(data)
@@ -193,6 +193,8 @@ func (p *parser) top(root *jnode) {
 	for _, m := range root.members {
 		switch m.key {
 		case "inputs":
+		case "expose":
+			p.expose(m.val)
 		case "servers", "mcpServers":
 			found = true
 			switch {
@@ -363,6 +365,8 @@ func (sp *serverParse) member(m jmember, inList bool) {
 			sp.s.URL = t.val
 			sp.template("url", t)
 		}
+	case "prefix":
+		sp.prefix(v)
 	case "description", "branch":
 		if p.is(v, jString, name, m.key) {
 			if m.key == "branch" {

@@ -290,7 +290,7 @@ func (s ServerConfig) Equal(o ServerConfig) bool {
 		s.Sampling == o.Sampling && slices.Equal(s.Roots, o.Roots) && s.LogLevel == o.LogLevel &&
 		s.ProtocolVersion == o.ProtocolVersion && s.MaxMessageSize == o.MaxMessageSize &&
 		s.SamplingPerCall == o.SamplingPerCall && s.SamplingPerMinute == o.SamplingPerMinute &&
-		s.SamplingMaxInput == o.SamplingMaxInput
+		s.SamplingMaxInput == o.SamplingMaxInput && equalPrefix(s.Prefix, o.Prefix)
 }
 
 // inheritedEnv is what a stdio child takes from the service's environment:
