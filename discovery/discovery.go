@@ -324,6 +324,17 @@ func (d *Discovery) ConfigError() error {
 	return d.configErr
 }
 
+// Expose returns the "expose" block of the config in use (the defaults
+// before the first load).
+func (d *Discovery) Expose() mcpgateway.Expose {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cfg == nil {
+		return mcpgateway.DefaultExpose()
+	}
+	return d.cfg.Expose
+}
+
 // Path returns the mcp.json path this Discovery follows.
 func (d *Discovery) Path() string { return d.path }
 
