@@ -140,6 +140,13 @@ type Options struct {
 	// state). Nil means the streams see only the changes made through this
 	// server's own routes.
 	Changes Changes
+	// MCP serves the aggregate MCP endpoint at /mcp, /sse and /message.
+	// Nil means none: those paths answer 404.
+	MCP MCPEndpoint
+	// MCPUser is the MCP session's user on a keyless service (and with an
+	// admin key) when the request names none in X-Elysia-User. "" means
+	// "cli".
+	MCPUser string
 }
 
 // Server is the HTTP API. It holds no per-request state and is safe for
@@ -172,6 +179,9 @@ type Server struct {
 	// hub is the event streams' hub, set by liveRoutes, for the changes
 	// that no state-changing request makes (a sign-in's callback).
 	hub *liveHub
+	// mcp and mcpUser are Options.MCP and Options.MCPUser, defaulted.
+	mcp     MCPEndpoint
+	mcpUser string
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -228,6 +238,11 @@ func New(deps Deps, opts *Options) *Server {
 		frontend:         o.Frontend,
 		model:            o.Model,
 		configFile:       o.ConfigFile,
+		mcp:              o.MCP,
+		mcpUser:          o.MCPUser,
+	}
+	if s.mcpUser == "" {
+		s.mcpUser = "cli"
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s
@@ -285,6 +300,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	s.elysiaRoutes(e)
 	s.signInRoutes(e)
 	s.frontendRoutes(e)
+	s.mcpRoutes(e)
 
 	e.GET("/api/servers", s.requireKey, s.listServers)
 	e.POST("/api/servers/:name/list", s.requireKey, s.serverList)

@@ -123,8 +123,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cmdMCPLogin(ctx, sub(2), stdout, stderr)
 		case "logout":
 			return cmdMCPLogout(ctx, sub(2), stdout, stderr)
+		case "serve":
+			return cmdMCPServe(ctx, sub(2), stdout, stderr)
 		}
-		return usageErr("mcp: unknown subcommand %q (want list, call, login or logout)", args[1])
+		return usageErr("mcp: unknown subcommand %q (want list, call, login, logout or serve)", args[1])
 	case "config":
 		if len(args) < 2 || args[1] != "check" {
 			return usageErr("config: want check")

@@ -108,7 +108,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logger.Warn("not watching the config file; edits need a restart", "err", err)
 	}
 
+	mcpEP, stopMCP := newMCPEndpoint(ctx, app)
+	defer stopMCP()
 	srv := web.New(app.deps(), &web.Options{
+		MCP:            mcpEP,
+		MCPUser:        os.Getenv("ELYSIA_USER"),
 		Logger:         logger,
 		Keys:           keys,
 		Registry:       registry,
@@ -136,6 +140,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
 	}
+	hs.RegisterOnShutdown(func() { mcpEP.CloseSessions(context.WithoutCancel(ctx)) }) // GET streams would hold Shutdown
 	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/tree/me/first",
 		"model", app.info.String(), "config", *config, "auth", len(keys) > 0)
 	// Terminal output: a failed write has nowhere to be reported.
