@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
@@ -58,7 +60,11 @@ type entry struct {
 // catalog is every tool one user can reach, named for the client. It is
 // immutable once built.
 type catalog struct {
-	gen     uint64
+	gen uint64
+	// retryAt, when set, is when a catalog that left a server out (down,
+	// slow, signed out) is built again, so a server that comes back or a
+	// sign-in shows without waiting for another change.
+	retryAt time.Time
 	entries []entry
 	byName  map[string]int
 	byTool  map[[2]string]string // (server, tool) → exposed name
@@ -99,6 +105,7 @@ func listAll(ctx context.Context, up Upstream) ([]mcpgateway.ToolInfo, bool, err
 // with a log line and never fails the whole.
 func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream, ex mcpgateway.Expose) *catalog {
 	lists := make([][]mcpgateway.ToolInfo, len(ups))
+	failed := make([]bool, len(ups))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, up := range ups {
@@ -115,6 +122,7 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 			infos, stale, err := listAll(lctx, up)
 			switch {
 			case err != nil:
+				failed[i] = true
 				e.logger.Warn("aggregate endpoint: server's tools left out of the list", "server", up.Config().Name,
 					"user", mcpgateway.UserFrom(ctx), "err", err.Error())
 			case stale:
@@ -126,6 +134,9 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 	wg.Wait()
 
 	cat := &catalog{gen: gen, byName: map[string]int{}, byTool: map[[2]string]string{}}
+	if slices.Contains(failed, true) {
+		cat.retryAt = time.Now().Add(incompleteTTL)
+	}
 	taken := map[string]bool{}
 	if ex.Agent {
 		taken[askTool] = true
@@ -160,7 +171,7 @@ func (e *Endpoint) catalogFor(ctx context.Context, user string, fresh bool) *cat
 	gen := e.gen
 	c := e.cats[user]
 	e.mu.Unlock()
-	if c != nil && c.gen == gen && !fresh {
+	if c != nil && c.gen == gen && !fresh && (c.retryAt.IsZero() || time.Now().Before(c.retryAt)) {
 		return c
 	}
 	c = e.buildCatalog(mcpgateway.WithUser(ctx, user), gen, e.src.Upstreams(), e.expose())
@@ -174,6 +185,9 @@ func (e *Endpoint) catalogFor(ctx context.Context, user string, fresh bool) *cat
 	e.mu.Unlock()
 	return c
 }
+
+// incompleteTTL is how long a catalog that left a server out is kept.
+const incompleteTTL = 2 * time.Second
 
 // maxCachedUsers bounds the catalogs kept; past it the cache starts over.
 const maxCachedUsers = 1024
@@ -228,8 +242,5 @@ func (e *Endpoint) fingerprint() [32]byte {
 	return sum
 }
 
-// isSignIn reports whether err says the user must sign in or set a secret.
-func isSignIn(err error) bool {
-	var se *mcpgateway.SecretRequiredError
-	return errors.Is(err, mcpgateway.ErrSignInRequired) || errors.As(err, &se)
-}
+// isSignIn reports whether err says the user must sign in (OAuth).
+func isSignIn(err error) bool { return errors.Is(err, mcpgateway.ErrSignInRequired) }

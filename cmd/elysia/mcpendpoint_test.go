@@ -372,3 +372,28 @@ func TestMCPServeStdio(t *testing.T) {
 
 // jsonOf is v as JSON, for messages.
 func jsonOf(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestMCPEndpointAsk runs the decision tree (the offline planner) through
+// the ask tool for the user X-Elysia-User names: the answer comes back as
+// text with the conversation id, and the conversation is saved as any other.
+func TestMCPEndpointAsk(t *testing.T) {
+	s := startService(t, serveOptions{})
+	c := mcpClient(t, s.URL, "", mcptransport.WithHTTPHeaders(map[string]string{"X-Elysia-User": "dora"}))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "ask", map[string]any{"question": "list my todos"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError {
+		t.Fatalf("ask: %v %s", err, jsonOf(res))
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	conv, _ := sc["conversation_id"].(string)
+	if conv == "" {
+		t.Fatalf("ask gave no conversation id: %s", jsonOf(res))
+	}
+	code, body := do(t, http.MethodGet, s.URL+"/conversations/dora", "", nil)
+	if code != http.StatusOK || !strings.Contains(jsonOf(body), conv) {
+		t.Errorf("GET /conversations/dora = %d %s, want %s among them", code, jsonOf(body), conv)
+	}
+}
