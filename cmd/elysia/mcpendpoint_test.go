@@ -397,3 +397,56 @@ func TestMCPEndpointAsk(t *testing.T) {
 		t.Errorf("GET /conversations/dora = %d %s, want %s among them", code, jsonOf(body), conv)
 	}
 }
+
+// sdkClient runs the official MCP TypeScript SDK client (testdata/npm)
+// with args and returns what it printed.
+func sdkClient(t *testing.T, dir string, env []string, args ...string) map[string]any {
+	t.Helper()
+	testenv.Integration(t)
+	sdk := testenv.RepoRoot() + "/testdata/npm/node_modules/@modelcontextprotocol/sdk"
+	if _, err := os.Stat(sdk + "/package.json"); err != nil {
+		testenv.Missing(t, "the MCP TypeScript SDK is not installed (run: npm ci --prefix testdata/npm)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testenv.Missing(t, "no node for the MCP TypeScript SDK")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	script, _ := os.Getwd()
+	cmd := exec.CommandContext(ctx, node, append([]string{script + "/testdata/sdkclient.mjs"}, args...)...)
+	cmd.Dir, cmd.Env = dir, append(env, "SDK_DIR="+sdk)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sdk client %v: %v\n%s", args, err, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("sdk client printed %q: %v", out, err)
+	}
+	return res
+}
+
+func checkSDKRun(t *testing.T, res map[string]any) {
+	t.Helper()
+	if !strings.Contains(jsonOf(res["tools"]), `"todo__create_todo"`) || res["createError"] != false ||
+		!strings.Contains(jsonOf(res["listText"]), "from the sdk") || res["badIsError"] != true {
+		t.Errorf("sdk client run: %s", jsonOf(res))
+	}
+}
+
+// TestMCPEndpointTypeScriptSDK: the official TypeScript SDK client over
+// /mcp (with a key) and over elysia mcp serve.
+func TestMCPEndpointTypeScriptSDK(t *testing.T) {
+	s := startService(t, serveOptions{Env: []string{"ELYSIA_API_KEYS=ka:alice"}})
+	checkSDKRun(t, sdkClient(t, s.Dir, cleanEnv(), "http", s.URL+"/mcp", "ka"))
+
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/mcp.json", []byte(defaultConfig(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkSDKRun(t, sdkClient(t, dir, append(cleanEnv(), "ELYSIA_USER=erin"),
+		"stdio", elysiaBin(t), "mcp", "serve", "--config", dir+"/mcp.json", "--db", "-"))
+}
