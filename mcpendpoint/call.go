@@ -80,6 +80,9 @@ func (e *Endpoint) callNamed(ctx context.Context, user, name string, args map[st
 		}
 		return mcp.NewToolResultError(msg), nil
 	}
+	if en.signIn != nil {
+		return e.failure(ctx, en.server, en.signIn)
+	}
 	res, err := en.up.ExecuteWith(mcpgateway.WithUser(ctx, user), en.tool, args, emit)
 	if err != nil {
 		return e.failure(ctx, en.server, err)

@@ -55,6 +55,9 @@ type entry struct {
 	server string
 	tool   string // the server's own name for it
 	info   mcpgateway.ToolInfo
+	// signIn marks the stand-in of a server the user must sign in to
+	// first: calling it answers with the sign-in link.
+	signIn error
 }
 
 // catalog is every tool one user can reach, named for the client. It is
@@ -106,6 +109,7 @@ func listAll(ctx context.Context, up Upstream) ([]mcpgateway.ToolInfo, bool, err
 func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream, ex mcpgateway.Expose) *catalog {
 	lists := make([][]mcpgateway.ToolInfo, len(ups))
 	failed := make([]bool, len(ups))
+	signIn := make([]error, len(ups))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, up := range ups {
@@ -121,6 +125,8 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 			defer cancel()
 			infos, stale, err := listAll(lctx, up)
 			switch {
+			case err != nil && isSignIn(err):
+				failed[i], signIn[i] = true, err
 			case err != nil:
 				failed[i] = true
 				e.logger.Warn("aggregate endpoint: server's tools left out of the list", "server", up.Config().Name,
@@ -144,6 +150,16 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 	var collisions []Collision
 	for i, up := range ups {
 		cfg := up.Config()
+		if signIn[i] != nil {
+			name, _ := dedupe(exposedName(cfg.ExposedPrefix(), ex.Separator, signInTool), taken)
+			cat.byName[name] = len(cat.entries)
+			cat.entries = append(cat.entries, entry{name: name, up: up, server: cfg.Name, signIn: signIn[i], info: mcpgateway.ToolInfo{
+				Name:        signInTool,
+				Description: fmt.Sprintf("You must sign in to server %q before its tools are listed: call this for the sign-in link.", cfg.Name),
+				InputSchema: json.RawMessage(`{"type":"object"}`),
+			}})
+			continue
+		}
 		for _, ti := range lists[i] {
 			want := exposedName(cfg.ExposedPrefix(), ex.Separator, ti.Name)
 			name, moved := dedupe(want, taken)

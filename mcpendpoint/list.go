@@ -18,6 +18,9 @@ const (
 	searchTool = "search_tools"
 	callTool   = "call_tool"
 	askTool    = "ask"
+	// signInTool stands for the tools of a server the user must sign in
+	// to first (named like its tools: <prefix><separator>sign_in).
+	signInTool = "sign_in"
 	// routerTool is the one tool registered with mcp-go: every tools/call
 	// is renamed to it before mcp-go looks the name up (beforeCallTool),
 	// and the client's name travels in the request's _meta under nameKey.

@@ -450,3 +450,23 @@ func TestMCPEndpointTypeScriptSDK(t *testing.T) {
 	checkSDKRun(t, sdkClient(t, dir, append(cleanEnv(), "ELYSIA_USER=erin"),
 		"stdio", elysiaBin(t), "mcp", "serve", "--config", dir+"/mcp.json", "--db", "-"))
 }
+
+// TestMCPEndpointSignInLink: a server the key's user has not signed in to
+// is listed as <server>__sign_in, and calling it (or any of its tools)
+// answers isError with the link to sign in.
+func TestMCPEndpointSignInLink(t *testing.T) {
+	f := newOAuthFixture(t)
+	s := startService(t, serveOptions{
+		Config: `{"servers": {"docs": {"type": "http", "url": "` + f.rs.URL + `/mcp", "oauth": {}}}}`,
+		Env:    []string{"ELYSIA_API_KEYS=ka:alice"},
+	})
+	c := mcpClient(t, s.URL, "ka")
+	names := strings.Join(toolNames(t, c), ",")
+	if !strings.Contains(names, "docs__sign_in") {
+		t.Fatalf("tools %s, want docs__sign_in", names)
+	}
+	text, isErr := callText(t, c, "docs__sign_in", nil)
+	if !isErr || !strings.Contains(text, s.URL+"/oauth/start/docs") || !strings.Contains(text, `"alice"`) {
+		t.Errorf("docs__sign_in = %v %q, want isError with %s/oauth/start/docs", isErr, text, s.URL)
+	}
+}
