@@ -267,3 +267,12 @@ func (e *Endpoint) Close(ctx context.Context) error {
 // CloseSessions ends every HTTP session's open stream, so that an HTTP
 // server's Shutdown need not wait for them; the endpoint still serves.
 func (e *Endpoint) CloseSessions(ctx context.Context) { e.http.CloseSessions(ctx) }
+
+// SessionID returns the MCP session id of a call the endpoint is serving,
+// from its ctx, or "" outside one; logs name the session with it.
+func SessionID(ctx context.Context) string {
+	if s := mcpserver.ClientSessionFromContext(ctx); s != nil {
+		return s.SessionID()
+	}
+	return ""
+}

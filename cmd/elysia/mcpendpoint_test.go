@@ -194,6 +194,17 @@ func TestMCPEndpointBadInputAndUsers(t *testing.T) {
 	if text, isErr := callText(t, bob, "todo__list_todos", nil); isErr {
 		t.Errorf("bob's call: %s", text)
 	}
+	bobSession := bob.GetTransport().(*mcptransport.StreamableHTTP).GetSessionId()
+	logged := false
+	for _, line := range strings.Split(s.Output(), "\n") {
+		if strings.Contains(line, `"msg":"tool call"`) && strings.Contains(line, `"user":"bob"`) &&
+			strings.Contains(line, `"mcp_session":"`+bobSession+`"`) && strings.Contains(line, `"tool":"list_todos"`) {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Errorf("no tool call log line with bob's user and MCP session %s:\n%s", bobSession, s.Output())
+	}
 }
 
 // rawGet opens the GET stream of /mcp and returns its status.

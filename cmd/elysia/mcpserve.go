@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -132,6 +133,7 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	logger = slog.New(requestMetaHandler{logger.Handler()}) // calls are logged with the user and MCP session
 	user := os.Getenv("ELYSIA_USER")
 	if user == "" {
 		user = "cli"

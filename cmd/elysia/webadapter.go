@@ -9,6 +9,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/elysia-go/elysia/discovery"
+	"github.com/elysia-go/elysia/mcpendpoint"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
@@ -169,6 +170,13 @@ type requestMetaHandler struct{ slog.Handler }
 
 func (h requestMetaHandler) Handle(ctx context.Context, r slog.Record) error {
 	requestID, user := web.RequestID(ctx), web.Principal(ctx)
+	if sid := mcpendpoint.SessionID(ctx); sid != "" { // a call through the aggregate MCP endpoint
+		r = r.Clone()
+		r.AddAttrs(slog.String("mcp_session", sid))
+		if user == "" {
+			user = mcpgateway.UserFrom(ctx) // stdio: no web request
+		}
+	}
 	if requestID == "" && user == "" {
 		return h.Handler.Handle(ctx, r)
 	}
