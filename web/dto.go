@@ -54,6 +54,10 @@ type ServerStatus struct {
 	// Unresolved says why the server cannot run (an input or variable
 	// without a value); "" when it can.
 	Unresolved string `json:"unresolved,omitempty"`
+	// Renamed maps the server's tools that the aggregate MCP endpoint
+	// lists under another name than <prefix>__<tool> (the name was taken
+	// by an earlier tool) to that name; nil when none.
+	Renamed map[string]string `json:"renamed,omitempty"`
 }
 
 // Circuit is a server's circuit breaker.

@@ -109,6 +109,10 @@ func TestMCPEndpointListsAndCallsEveryServer(t *testing.T) {
 			t.Errorf("no tool %q in %v", want, names)
 		}
 	}
+	code, servers := do(t, http.MethodGet, s.URL+"/api/servers", "", nil)
+	if code != http.StatusOK || !strings.Contains(jsonOf(servers), `"renamed":{"create_todo":"create_todo_2"`) {
+		t.Errorf("GET /api/servers = %d, want d's create_todo renamed create_todo_2:\n%s", code, jsonOf(servers))
+	}
 	cut := 0
 	for _, n := range names {
 		if strings.HasPrefix(n, "lllll") && len(n) == 64 {

@@ -104,6 +104,7 @@ func newMCPEndpoint(ctx context.Context, a *app) (ep *mcpendpoint.Endpoint, stop
 		Logger: a.logger,
 		Agent:  treeAgent{trees: a.trees, model: a.model, runs: &a.runs},
 	})
+	a.mcp = ep
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -153,4 +154,20 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return failure(fmt.Errorf("mcp serve: %w", err))
 	}
 	return nil
+}
+
+// renamed gives, by server, the tools the aggregate MCP endpoint lists
+// under another name (web's /api/servers shows them); nil without one.
+func (a *app) renamed() map[string]map[string]string {
+	if a.mcp == nil {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for _, c := range a.mcp.Collisions() {
+		if out[c.Server] == nil {
+			out[c.Server] = map[string]string{}
+		}
+		out[c.Server][c.Tool] = c.Name
+	}
+	return out
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/llm"
+	"github.com/elysia-go/elysia/mcpendpoint"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
@@ -306,6 +307,8 @@ type app struct {
 	disc    *discovery.Discovery
 	// runs counts the queries in flight, so shutdown can wait for them.
 	runs runTracker
+	// mcp is the aggregate MCP endpoint, once newMCPEndpoint made it.
+	mcp *mcpendpoint.Endpoint
 }
 
 // newApp assembles the service. A bad mcp.json is a usage error (exit 2).
@@ -371,7 +374,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc},
+	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{disc: a.disc, renamed: a.renamed},
 		SignIns: a.signIns, Secrets: a.secrets}
 	if a.persist != nil {
 		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist

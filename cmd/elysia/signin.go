@@ -177,7 +177,7 @@ func newSignIns(d *discovery.Discovery, pending mcpgateway.PendingSignIns) *sign
 }
 
 func (s *signIns) gateway(name string) (*mcpgateway.Gateway, error) {
-	return serversAPI{s.disc}.gateway(name)
+	return serversAPI{disc: s.disc}.gateway(name)
 }
 
 // StartSignIn implements web.SignIns: the redirect URI ends with the

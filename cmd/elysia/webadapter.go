@@ -47,11 +47,20 @@ func (t textModel) Complete(ctx context.Context, prompt string) (string, error) 
 
 // serversAPI is the web.Servers view of the gateways: web never imports
 // mcpgateway, so their values are copied into web's types here.
-type serversAPI struct{ disc *discovery.Discovery }
+type serversAPI struct {
+	disc *discovery.Discovery
+	// renamed, when set, gives the tools the aggregate MCP endpoint lists
+	// under another name, by server.
+	renamed func() map[string]map[string]string
+}
 
 func (a serversAPI) Servers(context.Context) (web.ServersStatus, error) {
 	gws := a.disc.Gateways()
 	st := web.ServersStatus{ConfigFile: a.disc.Path(), Servers: make([]web.ServerStatus, 0, len(gws))}
+	var renamed map[string]map[string]string
+	if a.renamed != nil {
+		renamed = a.renamed()
+	}
 	for _, g := range gws {
 		cfg := g.Config()
 		gs, d := g.Status(), cfg.Display()
@@ -62,6 +71,7 @@ func (a serversAPI) Servers(context.Context) (web.ServersStatus, error) {
 			Calls:   gs.Calls, Failures: gs.Failures, RetryAt: gs.RetryAt, PID: gs.PID,
 			Command: d.Command, Args: d.Args, Cwd: d.Cwd, URL: d.URL, Env: d.Env, Headers: d.Headers,
 			Description: cfg.Description, Branch: cfg.Branch, Unresolved: cfg.Mask(cfg.Unresolved),
+			Renamed: renamed[gs.Name],
 		})
 	}
 	if err := a.disc.ConfigError(); err != nil {
