@@ -32,7 +32,12 @@ func (e *Endpoint) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolReq
 
 // route answers one tools/call for ctx's user.
 func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	name, _ := req.Params.Meta.AdditionalFields[nameKey].(string)
+	name := req.Params.Name
+	if req.Params.Meta != nil {
+		if n, ok := req.Params.Meta.AdditionalFields[nameKey].(string); ok {
+			name = n
+		}
+	}
 	user := mcpgateway.UserFrom(ctx)
 	args, err := arguments(req)
 	if err != nil {

@@ -191,6 +191,9 @@ func (e *Endpoint) catalogFor(ctx context.Context, user string, fresh bool) *cat
 		return c
 	}
 	c = e.buildCatalog(mcpgateway.WithUser(ctx, user), gen, e.src.Upstreams(), e.expose())
+	if ctx.Err() != nil {
+		return c // the client gave up: what was listed is not the servers' fault
+	}
 	e.mu.Lock()
 	if e.gen == gen {
 		if len(e.cats) >= maxCachedUsers {

@@ -3,6 +3,7 @@ package mcpendpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -158,7 +159,8 @@ func New(src Source, opts *Options) *Endpoint {
 // body over MaxBodyBytes gets 413.
 func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string) {
 	if r.ContentLength > e.opts.MaxBodyBytes {
-		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST, "request body over the endpoint's limit of 1 MiB")
+		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
+			fmt.Sprintf("request body of %d bytes over the endpoint's limit of %d bytes", r.ContentLength, e.opts.MaxBodyBytes))
 		return
 	}
 	if r.Body != nil {

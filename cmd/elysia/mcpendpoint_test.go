@@ -485,3 +485,35 @@ func TestMCPEndpointSignInLink(t *testing.T) {
 		t.Errorf("docs__sign_in = %v %q, want isError with %s/oauth/start/docs", isErr, text, s.URL)
 	}
 }
+
+// TestMCPEndpointBrowserSafety: without keys the endpoint keeps the
+// service's Host and Origin rules, so a web page cannot reach it.
+func TestMCPEndpointBrowserSafety(t *testing.T) {
+	s := startService(t, serveOptions{})
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	if code, body := rawPost(t, s.URL, init, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
+		t.Errorf("another origin: %d %s, want 403", code, body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL+"/mcp", bytes.NewReader(init))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "rebound.example"
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a rebound Host: %d, want 403", resp.StatusCode)
+	}
+	if code, body := rawPost(t, s.URL, init, nil); code != http.StatusOK || !strings.Contains(body, `"protocolVersion":"2025-11-25"`) {
+		t.Errorf("loopback without Origin: %d %s", code, body)
+	}
+	sid := mcpClient(t, s.URL, "").GetTransport().(*mcptransport.StreamableHTTP).GetSessionId()
+	list := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if code, body := rawPost(t, s.URL, list, map[string]string{"MCP-Protocol-Version": "1999-01-01", "Mcp-Session-Id": sid}); code != http.StatusBadRequest {
+		t.Errorf("unsupported protocol version: %d %s, want 400", code, body)
+	}
+}
