@@ -199,16 +199,16 @@ func TestMCPEndpointBadInputAndUsers(t *testing.T) {
 		t.Errorf("bob's call: %s", text)
 	}
 	bobSession := bob.GetTransport().(*mcptransport.StreamableHTTP).GetSessionId()
-	logged := false
-	for _, line := range strings.Split(s.Output(), "\n") {
-		if strings.Contains(line, `"msg":"tool call"`) && strings.Contains(line, `"user":"bob"`) &&
-			strings.Contains(line, `"mcp_session":"`+bobSession+`"`) && strings.Contains(line, `"tool":"list_todos"`) {
-			logged = true
+	logged := func() bool { // the service's output reaches the test through a pipe: poll
+		for _, line := range strings.Split(s.Output(), "\n") {
+			if strings.Contains(line, `"msg":"tool call"`) && strings.Contains(line, `"user":"bob"`) &&
+				strings.Contains(line, `"mcp_session":"`+bobSession+`"`) && strings.Contains(line, `"tool":"list_todos"`) {
+				return true
+			}
 		}
+		return false
 	}
-	if !logged {
-		t.Errorf("no tool call log line with bob's user and MCP session %s:\n%s", bobSession, s.Output())
-	}
+	testenv.WaitFor(t, 10*time.Second, "a tool call log line with bob's user and MCP session "+bobSession, logged)
 }
 
 // rawGet opens the GET stream of /mcp and returns its status.
