@@ -39,6 +39,8 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		}
 	}
 	user := mcpgateway.UserFrom(ctx)
+	ctx, done := e.track(ctx)
+	defer done()
 	args, err := arguments(req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil

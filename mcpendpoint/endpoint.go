@@ -80,12 +80,15 @@ type Endpoint struct {
 	sse      *mcpserver.SSEServer
 	sessions *sessionBook
 
-	// mu guards gen, cats, fp and collisions.
+	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
 	gen        uint64 // bumped whenever fingerprint changes
 	cats       map[string]*catalog
 	fp         [32]byte
 	collisions []Collision
+	// inflight holds the cancel funcs of the calls running, by MCP session
+	// id, so that ending a session (DELETE) cancels them upstream.
+	inflight map[string]map[*context.CancelFunc]struct{}
 }
 
 // New returns an Endpoint over src. It does no I/O. mcp-go's HTTP
@@ -175,12 +178,18 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 	switch r.URL.Path {
 	case "/mcp":
 		// mcp-go checks a POST's session id (sessionBook) but opens a GET
-		// stream on any: another user's would get that session's messages.
-		if id := r.Header.Get(mcpserver.HeaderKeySessionID); r.Method == http.MethodGet && id != "" && !e.sessions.ownedBy(id, user) {
+		// stream on any, where another user would get that session's
+		// messages, and answers 500 to a DELETE of an unknown one.
+		id := r.Header.Get(mcpserver.HeaderKeySessionID)
+		if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && id != "" && !e.sessions.ownedBy(id, user) {
 			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 			return
 		}
+		ending := r.Method == http.MethodDelete && id != ""
 		e.http.ServeHTTP(w, r)
+		if ending && !e.sessions.ownedBy(id, user) {
+			e.cancelSession(id) // the client ended its session: so are its calls
+		}
 	case "/sse":
 		e.sse.ServeHTTP(w, r)
 	case "/message":
@@ -277,4 +286,44 @@ func SessionID(ctx context.Context) string {
 		return s.SessionID()
 	}
 	return ""
+}
+
+// track registers a call of ctx's session and returns its ctx, cancelled
+// when the session ends, and the func that unregisters it.
+func (e *Endpoint) track(ctx context.Context) (context.Context, func()) {
+	sid := SessionID(ctx)
+	if sid == "" {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	key := &cancel
+	e.mu.Lock()
+	if e.inflight == nil {
+		e.inflight = map[string]map[*context.CancelFunc]struct{}{}
+	}
+	if e.inflight[sid] == nil {
+		e.inflight[sid] = map[*context.CancelFunc]struct{}{}
+	}
+	e.inflight[sid][key] = struct{}{}
+	e.mu.Unlock()
+	return ctx, func() {
+		e.mu.Lock()
+		delete(e.inflight[sid], key)
+		if len(e.inflight[sid]) == 0 {
+			delete(e.inflight, sid)
+		}
+		e.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancelSession cancels every call of session sid.
+func (e *Endpoint) cancelSession(sid string) {
+	e.mu.Lock()
+	calls := e.inflight[sid]
+	delete(e.inflight, sid)
+	e.mu.Unlock()
+	for c := range calls {
+		(*c)()
+	}
 }

@@ -360,3 +360,68 @@ func TestUpstreamToolChangeReachesClients(t *testing.T) {
 		t.Errorf("tools/list after the change = %s", got)
 	}
 }
+
+// TestEndingASessionCancelsItsCalls: a client that ends its session
+// (DELETE) while a call runs has the call cancelled upstream; another
+// user's DELETE of that session changes nothing.
+func TestEndingASessionCancelsItsCalls(t *testing.T) {
+	up := mcpserver.NewMCPServer("up", "1")
+	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	up.AddTool(mcp.NewTool("wait"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cancelled <- struct{}{}
+		return nil, ctx.Err()
+	})
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(up, mcpserver.WithDisableLocalhostProtection(true)))
+	t.Cleanup(hs.Close)
+	g := mcpgateway.New(mcpgateway.ServerConfig{Name: "up", Transport: mcpgateway.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
+		ConnectTimeout: 5 * time.Second, CallTimeout: time.Minute}, nil) // no timeout ends the call first
+	t.Cleanup(func() { _ = g.Close() })
+	src := &source{expose: mcpgateway.DefaultExpose(), gws: []*mcpgateway.Gateway{g}}
+	base := serve(t, New(src, nil))
+	c, err := mcpclient.NewStreamableHttpClient(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect(t, c)
+	sid := c.GetTransport().(*mcptransport.StreamableHTTP).GetSessionId()
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "up__wait"
+		_, _ = c.CallTool(t.Context(), req) // ends with the session
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never reached the server")
+	}
+	del := func(user string) int {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, base+"/mcp", nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
+		req.Header.Set("X-User", user)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := del("bob"); code != http.StatusNotFound {
+		t.Errorf("bob's DELETE of alice's session: %d, want 404", code)
+	}
+	select {
+	case <-cancelled:
+		t.Fatal("bob's DELETE cancelled alice's call")
+	default:
+	}
+	if code := del("alice"); code != http.StatusOK {
+		t.Errorf("alice's DELETE: %d", code)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not cancelled upstream when its session ended")
+	}
+}
