@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -71,6 +73,8 @@ type catalog struct {
 	entries []entry
 	byName  map[string]int
 	byTool  map[[2]string]string // (server, tool) → exposed name
+	// listed is entries as tools/list gives them, built once on first use.
+	listed func() []mcp.Tool
 }
 
 // Collision is a tool the endpoint listed under another name than its
@@ -171,6 +175,13 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 			cat.entries = append(cat.entries, entry{name: name, up: up, server: cfg.Name, tool: ti.Name, info: ti})
 		}
 	}
+	cat.listed = sync.OnceValue(func() []mcp.Tool {
+		out := make([]mcp.Tool, len(cat.entries))
+		for i := range cat.entries {
+			out[i] = toolOf(&cat.entries[i])
+		}
+		return out
+	})
 	for _, c := range collisions {
 		e.logger.Warn("aggregate endpoint: tool name taken, listed under another", "server", c.Server, "tool", c.Tool,
 			"wanted", c.Wanted, "name", c.Name)

@@ -108,16 +108,21 @@ func gateway(t *testing.T, name, url string) *mcpgateway.Gateway {
 	return g
 }
 
-// serve runs ep over HTTP; the user is the X-User header, else alice.
-func serve(t *testing.T, ep *Endpoint) string {
-	t.Helper()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// httpHandler serves ep; the user is the X-User header, else alice.
+func httpHandler(ep *Endpoint) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := r.Header.Get("X-User")
 		if user == "" {
 			user = "alice"
 		}
 		ep.ServeMCP(w, r, user)
-	}))
+	})
+}
+
+// serve runs ep over HTTP (httpHandler).
+func serve(t *testing.T, ep *Endpoint) string {
+	t.Helper()
+	hs := httptest.NewServer(httpHandler(ep))
 	t.Cleanup(hs.Close)
 	t.Cleanup(func() { _ = ep.Close(context.Background()) })
 	return hs.URL

@@ -78,9 +78,7 @@ func (e *Endpoint) listFor(ctx context.Context, user string) []mcp.Tool {
 		case mcpgateway.ExposeSearch:
 			out = append(out, searchTools()...)
 		default:
-			for i := range cat.entries {
-				out = append(out, toolOf(&cat.entries[i]))
-			}
+			out = append(out, cat.listed()...)
 		}
 	}
 	if ex.Agent && e.opts.Agent != nil {
