@@ -7,6 +7,7 @@
 //	elysia mcp call SERVER TOOL 'JSON'
 //	elysia mcp login SERVER [--browser open|print|fetch]
 //	elysia mcp logout SERVER
+//	elysia mcp serve
 //	elysia config check [FILE]
 //
 // Exit codes: 0 success, 1 a tool or server failure, 2 usage or config error.
@@ -58,6 +59,8 @@ commands:
   mcp login SERVER [--browser open|print|fetch]
                             sign in to a server (user $ELYSIA_USER, default cli)
   mcp logout SERVER         forget the sign-in to a server
+  mcp serve                 serve every server as one MCP server over stdio
+                            (user $ELYSIA_USER, default cli)
   config check [FILE]       validate an mcp.json
 
 every command takes --config FILE (default ./mcp.json), before or after the
