@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func BenchmarkMCPEndpointCall(b *testing.B) {
 	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(up, mcpserver.WithDisableLocalhostProtection(true)))
 	b.Cleanup(hs.Close)
 	s := startService(b, serveOptions{Config: fmt.Sprintf(`{"servers": {"echo": {"type": "http", "url": %q}}}`, hs.URL+"/mcp"),
-		Env: []string{"ELYSIA_LOG_LEVEL=warn"}, Args: []string{"--log-level", "warn"}})
+		Args: append([]string{"--log-level", "warn"}, benchProfileArgs()...)})
 
 	connect := func(url string) *mcpclient.Client {
 		c, err := mcpclient.NewStreamableHttpClient(url)
@@ -75,4 +76,12 @@ func BenchmarkMCPEndpointCall(b *testing.B) {
 	b.ReportMetric(float64(md.Microseconds()), "direct-median-µs")
 	b.ReportMetric(float64(mv.Microseconds()), "endpoint-median-µs")
 	b.ReportMetric(float64((mv - md).Microseconds()), "added-median-µs")
+}
+
+// benchProfileArgs profiles the service to $ELYSIA_BENCH_CPUPROFILE when set.
+func benchProfileArgs() []string {
+	if p := os.Getenv("ELYSIA_BENCH_CPUPROFILE"); p != "" {
+		return []string{"--cpuprofile", p}
+	}
+	return nil
 }
