@@ -128,6 +128,7 @@ func New(src Source, opts *Options) *Endpoint {
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterListTools(e.afterListTools)
 	hooks.AddBeforeCallTool(e.beforeCallTool)
+	hooks.AddOnUnregisterSession(e.sessions.unregistered)
 	e.srv = mcpserver.NewMCPServer("elysia", o.Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithHooks(hooks),
@@ -271,13 +272,16 @@ func (e *Endpoint) Collisions() []Collision {
 // Close ends every HTTP session and stops the idle-session sweeper; open
 // GET streams end. It may be called more than once.
 func (e *Endpoint) Close(ctx context.Context) error {
-	e.http.CloseSessions(ctx)
+	e.CloseSessions(ctx)
 	return errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
 }
 
 // CloseSessions ends every HTTP session's open stream, so that an HTTP
 // server's Shutdown need not wait for them; the endpoint still serves.
-func (e *Endpoint) CloseSessions(ctx context.Context) { e.http.CloseSessions(ctx) }
+func (e *Endpoint) CloseSessions(ctx context.Context) {
+	e.http.CloseSessions(ctx)
+	e.sse.CloseSessions()
+}
 
 // SessionID returns the MCP session id of a call the endpoint is serving,
 // from its ctx, or "" outside one; logs name the session with it.

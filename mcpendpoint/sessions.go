@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,10 +47,10 @@ func (b *sessionBook) ResolveSessionIdManager(r *http.Request) mcpserver.Session
 
 // newID returns a fresh random session id, owned by user; past max open
 // sessions the least recently used one is forgotten.
-func (b *sessionBook) newID(user string) string {
+func (b *sessionBook) newID(user, prefix string) string {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
-	id := "mcp-session-" + hex.EncodeToString(raw[:])
+	id := prefix + hex.EncodeToString(raw[:])
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.owners) >= b.max {
@@ -84,9 +85,24 @@ func (b *sessionBook) forget(id string) {
 	delete(b.owners, id)
 }
 
+// Session id prefixes: an SSE session ends with its stream, an HTTP one
+// only with DELETE or when idle.
+const (
+	httpPrefix = "mcp-session-"
+	ssePrefix  = "mcp-sse-"
+)
+
+// unregistered forgets an SSE session once its stream has closed (mcp-go
+// unregisters it); an HTTP session outlives its GET stream.
+func (b *sessionBook) unregistered(_ context.Context, s mcpserver.ClientSession) {
+	if id := s.SessionID(); strings.HasPrefix(id, ssePrefix) {
+		b.forget(id)
+	}
+}
+
 // generateSSE is the SSE transport's session id generator.
 func (b *sessionBook) generateSSE(ctx context.Context, r *http.Request) (string, error) {
-	return b.newID(mcpgateway.UserFrom(r.Context())), nil
+	return b.newID(mcpgateway.UserFrom(r.Context()), ssePrefix), nil
 }
 
 // userSessions is the session id manager of one request, for its user.
@@ -96,7 +112,7 @@ type userSessions struct {
 	sweeper bool
 }
 
-func (u userSessions) Generate() string { return u.b.newID(u.user) }
+func (u userSessions) Generate() string { return u.b.newID(u.user, httpPrefix) }
 
 func (u userSessions) Validate(id string) (bool, error) {
 	if !u.b.ownedBy(id, u.user) {
