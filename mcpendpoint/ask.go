@@ -2,7 +2,11 @@ package mcpendpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -37,6 +41,9 @@ func (e *Endpoint) ask(ctx context.Context, user string, args map[string]any, em
 		return mcp.NewToolResultError(fmt.Sprintf(`ask needs "question", at most %d bytes`, maxQuestionBytes)), nil
 	}
 	conv, _ := args["conversation_id"].(string)
+	if err := checkConversationID(conv); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
 	if emit == nil {
 		emit = tools.Discard
 	}
@@ -55,4 +62,22 @@ func (e *Endpoint) ask(ctx context.Context, user string, args map[string]any, em
 		Content:           []mcp.Content{mcp.NewTextContent(text)},
 		StructuredContent: ans,
 	}, nil
+}
+
+// maxConversationIDBytes bounds ask's conversation_id, as web bounds ids.
+const maxConversationIDBytes = 256
+
+// checkConversationID refuses what web refuses in an id: more than 256
+// bytes, invalid UTF-8, control characters or "/" (no path could reach
+// the conversation at /tree/<user>/<conversation>).
+func checkConversationID(id string) error {
+	switch {
+	case len(id) > maxConversationIDBytes:
+		return fmt.Errorf("conversation_id is too long (%d bytes, limit %d)", len(id), maxConversationIDBytes)
+	case !utf8.ValidString(id):
+		return errors.New("conversation_id is not valid UTF-8")
+	case strings.ContainsFunc(id, unicode.IsControl) || strings.ContainsRune(id, '/'):
+		return errors.New(`conversation_id must not hold control characters or "/"`)
+	}
+	return nil
 }
