@@ -118,8 +118,11 @@ type Options struct {
 	PublicHosts []string
 	// Frontend holds a static build of Weaviate Elysia's own frontend
 	// (index.html and _next/ at its root), served at /, /_next/* and
-	// /static/* as Elysia serves it (elysia serve --frontend DIR). Nil
-	// means none: the project's UI at /tree/... is the only one.
+	// /static/* as Elysia serves it (elysia serve --frontend DIR). Only
+	// its regular files are served, never a dotfile or anything under a
+	// dot folder; it must not follow links out of its folder (cmd gives an
+	// os.Root's FS). Nil means none: the project's UI at /tree/... is the
+	// only one.
 	Frontend fs.FS
 	// Model names the model making the decisions, shown in the user
 	// config. The zero value shows empty names.

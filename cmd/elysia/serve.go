@@ -84,7 +84,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if fi, err := os.Stat(filepath.Join(*frontendDir, "index.html")); err != nil || fi.IsDir() {
 			return usageErr("--frontend %s: no index.html there; give the folder of an Elysia static build", *frontendDir)
 		}
-		frontend = os.DirFS(*frontendDir)
+		// An os.Root serves what is inside the folder only: a symlink
+		// that leads out of it does not open.
+		root, err := os.OpenRoot(*frontendDir)
+		if err != nil {
+			return usageErr("--frontend %s: %v", *frontendDir, err)
+		}
+		defer func() { _ = root.Close() }() // a read-only folder: nothing to flush
+		frontend = root.FS()
 	}
 
 	keys, err := apiKeys()
