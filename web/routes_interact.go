@@ -83,8 +83,10 @@ func (s *Server) stopQuery(c *gin.Context) {
 type elicitationBody struct {
 	Action  string         `json:"action"`
 	Content map[string]any `json:"content"`
-	// UserID names the answering user when the key is an admin's (or there
-	// are no keys); a user's key answers for its user.
+	// UserID, optional, names the user the question is for when the key
+	// is an admin's (or there are no keys): the unguessable id alone names
+	// the question there, and a UserID that is not its user's is a 404. A
+	// user's key answers for its user.
 	UserID string `json:"user_id"`
 }
 
@@ -100,11 +102,12 @@ func (s *Server) answerElicitation(c *gin.Context) {
 	}
 	user := Principal(c.Request.Context())
 	if user == AdminUser || user == "" {
+		// "" asks tree for the question whatever its user.
 		user = body.UserID
-	}
-	if err := checkIDs("user_id", user); err != nil || user == "" {
-		s.fail(c, &requestError{http.StatusBadRequest, "user_id: say which user answers"}, nil)
-		return
+		if err := checkIDs("user_id", user); err != nil {
+			s.fail(c, err, nil)
+			return
+		}
 	}
 	ans := tools.Answer{Action: body.Action, Content: body.Content}
 	if err := s.deps.Trees.Answer(c.Request.Context(), user, c.Param("elicitation_id"), ans); err != nil {
