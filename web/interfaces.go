@@ -113,7 +113,10 @@ type SignIns interface {
 // Safe for concurrent use; errors never carry a value. cmd satisfies it
 // over the encrypted store.
 type UserSecrets interface {
-	// PutSecret stores value as user's secret name, replacing any.
+	// PutSecret stores value as user's secret name, replacing any. A new
+	// name beyond the number of secrets a user may keep is an error
+	// matching ErrLimit (409) that names the cap, and nothing changes.
+	// web refuses a value over 16 KiB before calling it.
 	PutSecret(ctx context.Context, user, name, value string) error
 	// DeleteSecret forgets user's secret name; a missing one is not an
 	// error.

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -270,6 +271,10 @@ func (s *Server) oauthSignOut(c *gin.Context) {
 // maxSecretName bounds a secret's name.
 const maxSecretName = 128
 
+// maxSecretValue bounds a secret's value: a token or a password, not a
+// file. A longer one is refused (413) and nothing is stored.
+const maxSecretValue = 16 << 10
+
 // checkSecretName accepts the names ${user:NAME} can hold: letters,
 // digits, "_", "-" and ".".
 func checkSecretName(name string) error {
@@ -296,6 +301,11 @@ func (s *Server) putSecret(c *gin.Context) {
 	}
 	if body.Value == nil || *body.Value == "" {
 		s.fail(c, badRequest(`"value" must be a non-empty string`), nil)
+		return
+	}
+	if len(*body.Value) > maxSecretValue {
+		s.fail(c, &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"a secret's value is at most %d bytes (16 KiB); this one is %d", maxSecretValue, len(*body.Value))}, nil)
 		return
 	}
 	if s.deps.Secrets == nil {

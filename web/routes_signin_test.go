@@ -367,6 +367,9 @@ func TestUserSecrets(t *testing.T) {
 		{"bad name", "PUT", "/users/alice/secrets/a%20b", `{"value": "x"}`, []string{"Authorization", alice}, 400},
 		{"empty value", "PUT", "/users/alice/secrets/GH_TOKEN", `{"value": ""}`, []string{"Authorization", alice}, 400},
 		{"no value", "PUT", "/users/alice/secrets/GH_TOKEN", `{}`, []string{"Authorization", alice}, 400},
+		// A value over 16 KiB is refused, and the one kept stays.
+		{"value too long", "PUT", "/users/alice/secrets/GH_TOKEN", `{"value": "` + strings.Repeat("x", 16<<10+1) + `"}`, []string{"Authorization", alice}, 413},
+		{"value at the cap", "PUT", "/users/alice/secrets/BIG", `{"value": "` + strings.Repeat("x", 16<<10) + `"}`, []string{"Authorization", alice}, 204},
 		{"not JSON", "PUT", "/users/alice/secrets/GH_TOKEN", `value`, []string{"Authorization", alice, "Content-Type", "text/plain"}, 415},
 		{"never read back", "GET", "/users/alice/secrets/GH_TOKEN", "", []string{"Authorization", alice}, 405},
 		{"delete another user's", "DELETE", "/users/alice/secrets/GH_TOKEN", "", []string{"Authorization", bob}, 403},

@@ -113,15 +113,32 @@ type userSecrets struct {
 
 var _ web.UserSecrets = (*userSecrets)(nil)
 
-// PutSecret implements web.UserSecrets.
+// PutSecret implements web.UserSecrets: a user keeps at most
+// store.MaxSecretsPerUser secrets, in the store as in memory.
 func (s *userSecrets) PutSecret(ctx context.Context, user, name, value string) error {
 	if s.v != nil {
-		return s.v.PutSecret(ctx, user, name, []byte(value))
+		err := s.v.PutSecret(ctx, user, name, []byte(value))
+		if errors.Is(err, store.ErrTooManySecrets) {
+			return categorized{web.ErrLimit, err}
+		}
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mem == nil {
 		s.mem = make(map[[2]string]string)
+	}
+	if _, kept := s.mem[[2]string{user, name}]; !kept {
+		n := 0
+		for k := range s.mem {
+			if k[0] == user {
+				n++
+			}
+		}
+		if n >= store.MaxSecretsPerUser {
+			return categorized{web.ErrLimit, fmt.Errorf("user %q keeps %d secrets, the most a user may keep (%d): delete one before adding %q: %w",
+				user, n, store.MaxSecretsPerUser, name, store.ErrTooManySecrets)}
+		}
 	}
 	s.mem[[2]string{user, name}] = value
 	return nil
