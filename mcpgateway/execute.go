@@ -114,7 +114,7 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 		}
 	}
 	if err != nil {
-		err = g.conn.callErr(ctx, "call "+tool, errors.Unwrap(err))
+		err = g.userErr(ctx, g.conn.callErr(ctx, "call "+tool, errors.Unwrap(err)))
 		return nil, g.classify(ctx, err), err
 	}
 	out := convert(res, g.opts.OutputCap)
@@ -374,21 +374,21 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 		if sr != nil {
 			names = sr.Names
 		}
-		return tools.ErrorResult(g.mask(err.Error()), fmt.Sprintf(
+		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
 			"the user has not set their own %s for server %s: ask them to set it (the key panel in the UI), then try again; meanwhile use another option",
 			strings.Join(names, ", "), g.cfg.Name)), nil
 	case errors.Is(err, ErrSignInRequired):
-		return tools.ErrorResult(g.mask(err.Error()), fmt.Sprintf(
+		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
 			"the user has not signed in to server %s: ask them to sign in (Connect in the UI, or `elysia mcp login %s`), then try again; meanwhile use another option",
 			g.cfg.Name, g.cfg.Name)), nil
 	case errors.Is(err, ErrCircuitOpen):
 		return tools.ErrorResult(err.Error(),
 			"the server keeps failing; use another option, or try it again after the time given"), nil
 	case errors.Is(err, ErrDraining):
-		return tools.ErrorResult(g.mask(err.Error()),
+		return tools.ErrorResult(g.maskFor(ctx, err.Error()),
 			"the server's configuration is changing; list its tools again in a moment"), nil
 	default:
-		return tools.ErrorResult(g.mask(err.Error()),
+		return tools.ErrorResult(g.maskFor(ctx, err.Error()),
 			"the server could not be reached; try again later or use another option"), nil
 	}
 }

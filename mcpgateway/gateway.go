@@ -32,7 +32,7 @@ type Gateway struct {
 	cfg      ServerConfig
 	opts     Options
 	logger   *slog.Logger        // masks the server's secrets in every record
-	masker   func(string) string // cfg.Mask, built once
+	masker   func(string) string // cfg.Mask, built once: the server's secrets, no user's
 	toolName string
 	// description is what Description returns: set by New, replaced when a
 	// listing brings tool names. Every tree render reads it for every
@@ -78,7 +78,8 @@ type Gateway struct {
 	parent *Gateway
 	// userMask hides the secrets of the users' sessions of a server that
 	// takes user secrets (${user:NAME}), on top of the server's own, in
-	// what passes through g; set while g.mu is held, read without it.
+	// g's log records only: what a user is shown is masked with their own
+	// (maskFor). Set while g.mu is held, read without it.
 	userMask atomic.Pointer[func(string) string]
 	// childDialer, when set (by tests, before the first call), gives each
 	// user's child the dialer that replaces its dial.
@@ -94,16 +95,18 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 	}
 	g := &Gateway{cfg: cfg, opts: o, toolName: ToolName(cfg.Name), closeDone: make(chan struct{})}
 	mask := cfg.masker()
+	logMask := mask
 	if len(cfg.UserValues) > 0 && o.user == "" {
-		// The users' sessions fill in their own secrets; what they report
-		// passes through here too (peruser.go, remaskLocked).
-		own := mask
+		// The users' sessions fill in their own secrets and mask them in
+		// what they report. What g shows a user is masked with that
+		// user's secrets only (maskFor); the operator's log, with every
+		// user's (peruser.go, remaskLocked).
 		none := func(s string) string { return s }
 		g.userMask.Store(&none)
-		mask = func(s string) string { return (*g.userMask.Load())(own(s)) }
+		logMask = func(s string) string { return (*g.userMask.Load())(mask(s)) }
 	}
 	g.masker = mask
-	g.logger = newMaskLogger(o.Logger, mask).With("gateway", cfg.Name)
+	g.logger = newMaskLogger(o.Logger, logMask).With("gateway", cfg.Name)
 	g.conn = newConn(cfg, o, g.logger, mask)
 	g.conn.notify = g.notified
 	g.perUser.Store(o.user == "" && perUserStatic(cfg))

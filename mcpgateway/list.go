@@ -397,7 +397,7 @@ func (g *Gateway) ListTools(ctx context.Context, q ListQuery) (ListPage, error) 
 		return ListPage{}, err
 	}
 	if why != nil {
-		p.Stale, p.LastError = true, g.mask(why.Error())
+		p.Stale, p.LastError = true, g.maskFor(ctx, why.Error())
 	}
 	return p, nil
 }
@@ -463,7 +463,7 @@ func (g *Gateway) listAction(ctx context.Context, query string) (tools.Result, e
 	}
 	if why != nil {
 		res.Metadata["stale"] = true
-		res.Metadata["last_error"] = g.mask(why.Error())
+		res.Metadata["last_error"] = g.maskFor(ctx, why.Error())
 	}
 	return res, nil
 }

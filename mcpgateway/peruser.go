@@ -113,9 +113,10 @@ func (g *Gateway) child(ctx context.Context, user string) (*Gateway, error) {
 	return c, nil
 }
 
-// remaskLocked rebuilds the mask of the users' secrets that g applies on
-// top of the server's own (see New): errors and logs of a user's session
-// pass through g, and must hide that user's secrets there too.
+// remaskLocked rebuilds the mask of every user's secrets that g's log
+// records pass through on top of the server's own (see New): a user's
+// session logs through g, and must hide that user's secrets there too.
+// What a user is shown is masked with their own only (maskFor).
 func (g *Gateway) remaskLocked() {
 	if len(g.cfg.UserValues) == 0 {
 		return
@@ -254,7 +255,7 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	}
 	if len(g.cfg.UserValues) > 0 {
 		if _, err := g.userSecrets(ctx, user); err != nil {
-			st.LastError = g.mask(err.Error())
+			st.LastError = g.maskFor(WithUser(ctx, user), err.Error())
 			if sr, ok := errors.AsType[*SecretRequiredError](err); ok {
 				st.State, st.MissingSecrets = StateNeedsSignIn, sr.Names
 			}

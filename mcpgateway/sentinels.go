@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,8 +85,27 @@ func (e *UnknownToolError) Is(target error) bool { return target == tools.ErrUnk
 // serverErr wraps err for operation op, masking the server's secrets.
 func (g *Gateway) serverErr(op string, err error) error { return g.conn.serverErr(op, err) }
 
-// mask replaces the server's secrets in s with "***".
+// mask replaces the server's secrets in s with "***": those of its
+// configuration, and for a user's session that user's own.
 func (g *Gateway) mask(s string) string { return g.masker(s) }
+
+// maskFor is mask for what the user ctx names is shown: on a server that
+// takes user secrets, that user's own are masked as well, never another
+// user's, so that no user can test a guess at someone else's secret by
+// seeing it come back masked.
+func (g *Gateway) maskFor(ctx context.Context, s string) string {
+	s = g.masker(s)
+	if len(g.cfg.UserValues) == 0 || g.opts.user != "" {
+		return s
+	}
+	g.mu.Lock()
+	u := g.users[UserFrom(ctx)]
+	g.mu.Unlock()
+	if u == nil {
+		return s
+	}
+	return u.g.masker(s)
+}
 
 // ErrRedirectRefused is matched (with errors.Is) by the error of a request
 // whose redirect the gateway refused to follow: an MCP server's redirect to

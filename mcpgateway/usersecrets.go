@@ -163,3 +163,18 @@ func withUserSecrets(cfg ServerConfig, vals map[string]string) ServerConfig {
 	cfg.Secrets = slices.Compact(secrets)
 	return cfg
 }
+
+// userErr masks err, an error of g's conn about a call a user's session
+// made, for the user ctx names (maskFor): g's conn masks the server's
+// secrets only, and a user's error must hide that user's own (and only
+// theirs, so that nobody can test a guess at another's). Other errors
+// pass unchanged.
+func (g *Gateway) userErr(ctx context.Context, err error) error {
+	se, ok := err.(*ServerError)
+	if !ok || len(g.cfg.UserValues) == 0 {
+		return err
+	}
+	masked := *se
+	masked.msg = g.maskFor(ctx, se.msg)
+	return &masked
+}
