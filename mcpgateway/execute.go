@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,7 +173,7 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 		emit = tools.Discard
 	}
 	ac := &activeCall{token: fmt.Sprintf("elysia-%d", g.conn.seq.Add(1)), server: g.cfg.Name, tool: tool,
-		user: cm.user, emit: emit, extend: extend, ctx: cctx, relay: startRelay(emit)}
+		user: cmp.Or(cm.user, UserFrom(ctx)), emit: emit, extend: extend, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
 	var res *mcp.CallToolResult

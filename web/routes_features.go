@@ -20,7 +20,9 @@ type ServerFeatures interface {
 	Prompts(ctx context.Context, name string) (any, error)
 	// GetPrompt returns the messages of one prompt filled with args.
 	GetPrompt(ctx context.Context, name, prompt string, args map[string]string) (any, error)
-	// Logs returns the server's last log messages, oldest first.
+	// Logs returns the server's last log messages, oldest first, that
+	// the key of ctx (Principal) may see: an admin key (and every request
+	// without keys) all of them, a user's key only that user's.
 	Logs(ctx context.Context, name string) (any, error)
 }
 

@@ -60,11 +60,16 @@ func (a serversAPI) GetPrompt(ctx context.Context, name, prompt string, args map
 	return res, nil
 }
 
-// Logs returns a server's last log messages.
-func (a serversAPI) Logs(_ context.Context, name string) (any, error) {
+// Logs returns a server's last log messages the key may see: all of them
+// for an admin key (and without keys), else only the key's user's (their
+// calls on a shared session, their own session).
+func (a serversAPI) Logs(ctx context.Context, name string) (any, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return nil, err
+	}
+	if p := web.Principal(ctx); p != web.AdminUser {
+		return g.LogsFor(p), nil
 	}
 	return g.Logs(), nil
 }
