@@ -101,7 +101,11 @@ func (s *Server) answerElicitation(c *gin.Context) {
 		return
 	}
 	user := Principal(c.Request.Context())
-	if user == AdminUser || user == "" {
+	if user == "" { // requireKey always names one
+		s.fail(c, errUnauthorized, nil)
+		return
+	}
+	if user == AdminUser {
 		// "" asks tree for the question whatever its user.
 		user = body.UserID
 		if err := checkIDs("user_id", user); err != nil {
