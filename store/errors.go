@@ -35,3 +35,7 @@ var ErrUnavailable = errors.New("database unavailable")
 // ErrTooManySecrets is matched by [Vault.PutSecret]'s error when the user
 // already keeps [MaxSecretsPerUser] secrets and the name is a new one.
 var ErrTooManySecrets = errors.New("too many secrets")
+
+// ErrNoBus is returned by [Store.NewBus] on SQLite: one process uses the
+// database, and has no other to send messages to.
+var ErrNoBus = errors.New("no bus between processes on SQLite")
