@@ -143,6 +143,17 @@ type Options struct {
 	// state). Nil means the streams see only the changes made through this
 	// server's own routes.
 	Changes Changes
+	// Relay carries stops, answers to servers' questions and the event
+	// streams' news between the replicas of the service, so that any
+	// replica takes any request; the caller passes each message the
+	// Relay delivers to Server.Receive. Nil means one replica: a stop or
+	// an answer for work this server does not hold is 404 at once.
+	Relay Relay
+	// RelayWait bounds a request's wait for the other replicas' reply
+	// through the Relay (a stop or an answer for work this server does not
+	// hold, which is 404 when no replica holds it). Zero means
+	// DefaultRelayWait (1 s).
+	RelayWait time.Duration
 }
 
 // Server is the HTTP API. It holds no per-request state and is safe for
@@ -175,6 +186,12 @@ type Server struct {
 	// hub is the event streams' hub, set by liveRoutes, for the changes
 	// that no state-changing request makes (a sign-in's callback).
 	hub *liveHub
+	// relay and relayWait are Options.Relay and Options.RelayWait,
+	// defaulted; waiters holds the requests waiting for the other
+	// replicas' replies.
+	relay     Relay
+	relayWait time.Duration
+	waiters   relayWaiters
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -213,6 +230,9 @@ func New(deps Deps, opts *Options) *Server {
 	if o.MaxQueriesPerSocket <= 0 {
 		o.MaxQueriesPerSocket = DefaultMaxQueriesPerSocket
 	}
+	if o.RelayWait <= 0 {
+		o.RelayWait = DefaultRelayWait
+	}
 	s := &Server{
 		deps:      deps,
 		logger:    slog.New(ctxHandler{o.Logger.Handler()}).With("component", "web"),
@@ -231,6 +251,8 @@ func New(deps Deps, opts *Options) *Server {
 		frontend:         o.Frontend,
 		model:            o.Model,
 		configFile:       o.ConfigFile,
+		relay:            o.Relay,
+		relayWait:        o.RelayWait,
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s
