@@ -127,7 +127,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
 		Frontend:       frontend,
+		Relay:          app.relay(),
 	})
+	stopRelay, err := app.startRelay(srv)
+	if err != nil {
+		return failure(err)
+	}
+	defer stopRelay()
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", *addr)
@@ -308,6 +314,8 @@ type app struct {
 	disc    *discovery.Discovery
 	// runs counts the queries in flight, so shutdown can wait for them.
 	runs runTracker
+	// bus is the relay between replicas (see relay); nil until then.
+	bus *store.Bus
 }
 
 // newApp assembles the service. A bad mcp.json is a usage error (exit 2).
@@ -384,10 +392,14 @@ func (a *app) deps() web.Deps {
 	return d
 }
 
-// ready reports whether the service can take traffic: the database answers.
+// ready reports whether the service can take traffic: the database answers
+// and, with replicas, this one hears the others.
 func (a *app) ready(ctx context.Context) error {
 	if a.store == nil {
 		return nil
+	}
+	if err := a.relayReady(); err != nil {
+		return err
 	}
 	return a.store.Ping(ctx)
 }
