@@ -60,6 +60,7 @@ func (s *Server) processCollectionWS(c *gin.Context) {
 	defer func() { _ = conn.CloseNow() }()
 	conn.SetReadLimit(s.maxBody)
 	ctx := c.Request.Context()
+	defer s.drain.trackSocket(closeOnDrain(conn))()
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {

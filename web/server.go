@@ -178,6 +178,8 @@ type Server struct {
 	changes      Changes
 	// running holds the cancel funcs of the queries in flight (Stop).
 	running runningQueries
+	// drain knows the queries and sockets to tell of a shutdown (Drain).
+	drain drainer
 	// frontend is Options.Frontend.
 	frontend fs.FS
 	// model and configFile are Options.Model and Options.ConfigFile.

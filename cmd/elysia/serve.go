@@ -32,9 +32,21 @@ import (
 	"github.com/elysia-go/elysia/web/ui"
 )
 
-// shutdownGrace bounds how long running requests and streams get to finish
-// once the service is asked to stop.
-const shutdownGrace = 10 * time.Second
+// defaultShutdownGrace bounds how long running requests and streams get to
+// finish once the service is asked to stop (--shutdown-grace).
+const defaultShutdownGrace = 10 * time.Second
+
+// maxShutdownNotice is the most of the grace period kept at its end to
+// tell the streams still open that the service is stopping: their queries
+// are cancelled, each stream gets an error event and completed, and every
+// WebSocket a close frame (web.Server.Drain).
+const maxShutdownNotice = 2 * time.Second
+
+// shutdownNotice is the part of grace kept for telling the open streams:
+// maxShutdownNotice, or a quarter of a shorter grace period.
+func shutdownNotice(grace time.Duration) time.Duration {
+	return min(maxShutdownNotice, grace/4)
+}
 
 // cmdServe runs the HTTP service until ctx ends (SIGINT or SIGTERM).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,11 +60,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	frontendDir := fs.String("frontend", "", "serve a static build of Weaviate Elysia's frontend (its folder holding index.html and _next/) at /, /_next/* and /static/*")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof (benchmarks)")
+	grace := fs.Duration("shutdown-grace", defaultShutdownGrace, "on SIGINT or SIGTERM, how long running queries get to finish; "+
+		"the queries still running near its end are stopped, their streams told why, and every WebSocket closed with 1001")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if *grace <= 0 {
+		return usageErr("--shutdown-grace %s: want a positive duration, such as 10s", *grace)
 	}
 	browser, err := browserSettings(publicHosts)
 	if err != nil {
@@ -141,7 +158,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return failure(fmt.Errorf("listen on %s: %w", *addr, err))
 	}
 	// Requests are not cancelled by the signal itself: on shutdown, running
-	// queries get shutdownGrace to finish, then runCtx ends the rest.
+	// queries get the grace period to finish (see shutdown), then runCtx
+	// ends the rest.
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
 	hs := &http.Server{
@@ -161,27 +179,43 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return failure(fmt.Errorf("serve: %w", err))
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: letting running queries finish", "grace", shutdownGrace)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	// Shutdown waits for plain requests and SSE streams; WebSocket queries
-	// are hijacked connections, which the run tracker waits for.
-	if err := hs.Shutdown(sctx); err != nil {
-		logger.Warn("shutdown: cancelling the requests still running", "err", err)
-	}
-	if !app.runs.closeAndWait(sctx) {
-		logger.Warn("shutdown: cancelling the queries still running")
-	}
-	cancelRuns()
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer wcancel()
-	app.runs.closeAndWait(wctx) // cancelled runs save what they have, then end
-	_ = hs.Close()              // hijacked connections are not closed by Shutdown
+	shutdown(ctx, logger, hs, srv, &app.runs, *grace, cancelRuns)
 	// Serve returns http.ErrServerClosed once Shutdown or Close starts.
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return failure(fmt.Errorf("serve: %w", err))
 	}
 	return nil
+}
+
+// shutdown stops hs gracefully, within grace: running queries get all of
+// it but its last part (shutdownNotice) to finish, then srv tells the
+// streams still open (an error event and completed for each query, a 1001
+// close for each WebSocket), then cancelRuns ends what is left. ctx is
+// the service's ctx, already ended by the signal.
+func shutdown(ctx context.Context, logger *slog.Logger, hs *http.Server, srv *web.Server, runs *runTracker, grace time.Duration, cancelRuns context.CancelFunc) {
+	logger.Info("shutting down: letting running queries finish", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	fctx, fcancel := context.WithTimeout(sctx, grace-shutdownNotice(grace))
+	defer fcancel()
+	// Shutdown waits for plain requests and SSE streams; WebSocket queries
+	// are hijacked connections, which the run tracker waits for.
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	if !runs.closeAndWait(fctx) {
+		logger.Warn("shutdown: stopping the queries still running, telling their streams")
+	}
+	if err := srv.Drain(sctx); err != nil {
+		logger.Warn("shutdown: closing the websockets still open", "err", err)
+	}
+	if err := <-shut; err != nil {
+		logger.Warn("shutdown: cancelling the requests still running", "err", err)
+	}
+	cancelRuns()
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer wcancel()
+	runs.closeAndWait(wctx) // cancelled runs save what they have, then end
+	_ = hs.Close()          // hijacked connections are not closed by Shutdown
 }
 
 // startCPUProfile profiles the process's CPU into the file at path until
