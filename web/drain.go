@@ -178,3 +178,47 @@ func closeOnDrain(conn *websocket.Conn) socketCloser {
 		now: func() { _ = conn.CloseNow() },
 	}
 }
+
+// begin counts a query starting on the socket; false means the socket is
+// going away and takes no more.
+func (ws *wsSession) begin() bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.goingAway {
+		return false
+	}
+	ws.queries++
+	return true
+}
+
+// end counts the end of a query begun with begin, once it has queued its
+// last event.
+func (ws *wsSession) end() {
+	ws.mu.Lock()
+	ws.queries--
+	ws.mu.Unlock()
+	ws.poke()
+}
+
+// goAway asks the socket to close with status 1001 once its queries have
+// ended. Safe to call from any goroutine, more than once.
+func (ws *wsSession) goAway() {
+	ws.mu.Lock()
+	ws.goingAway = true
+	ws.mu.Unlock()
+	ws.poke()
+}
+
+// leaving reports whether the socket is going away with no query left.
+func (ws *wsSession) leaving() bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.goingAway && ws.queries == 0
+}
+
+func (ws *wsSession) poke() {
+	select {
+	case ws.wake <- struct{}{}:
+	default: // the writer has a wake-up pending already
+	}
+}
