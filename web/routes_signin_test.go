@@ -207,7 +207,7 @@ func TestSignInKeyless(t *testing.T) {
 		t.Errorf("redirect URI = %q, want %q", h.f.redirects[0], want)
 	}
 	state := stateOf(t, rec.Header().Get("Location"))
-	cookie := signInCookieOf(t, rec, true) // http://127.0.0.1 takes Secure cookies
+	signInCookieOf(t, rec, true) // set, Secure: http://127.0.0.1 takes Secure cookies; not sent below
 
 	// The link finished in a browser that did not start it: refused, and
 	// the sign-in is void.
@@ -220,7 +220,7 @@ func TestSignInKeyless(t *testing.T) {
 	}
 	rec = h.do(t, "POST", "/oauth/start/mcp_todo?user=alice", "")
 	state = stateOf(t, rec.Header().Get("Location"))
-	cookie = signInCookieOf(t, rec, true)
+	cookie := signInCookieOf(t, rec, true)
 
 	rec = h.do(t, "GET", "/oauth/callback/todo?state="+state+"&code=c0de-42&iss=https%3A%2F%2Fas.example", "", "Cookie", cookie)
 	body := rec.Body.String()
