@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 
@@ -77,7 +78,8 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 		s.markDead(err)
 	}}
 	t := mcptransport.NewIO(out, p.stdin, nil)
-	mcptransport.WithCommandLogger(c.logger)(t)
+	// An answer that meets the closed stdin at close is expected (closedwrite.go).
+	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(t)
 	ctx, cancel := context.WithCancel(c.lifetime)
 	s.cancel = cancel
 	client := mcpclient.NewClient(t, c.clientOptions(s)...)
