@@ -91,6 +91,10 @@ func (t *authRoundTripper) CloseIdleConnections() {
 // needsAuth reports whether a server may use OAuth: http and sse servers
 // whose headers do not already carry an Authorization (a static token
 // wins; a 401 then is the operator's to fix).
+// TakesSignIn reports whether users can sign in to the server (OAuth): not
+// a stdio server, nor one with a static Authorization header.
+func (s ServerConfig) TakesSignIn() bool { return needsAuth(s) }
+
 func needsAuth(cfg ServerConfig) bool {
 	if cfg.Transport == TransportStdio {
 		return false

@@ -19,9 +19,11 @@ import (
 
 // newFlags returns a flag set that reports errors instead of exiting, with
 // the --config flag every command takes.
-func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+func newFlags(name string, _ io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("elysia "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// parseFlags reports errors and help itself (help on stdout).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	config := fs.String("config", "mcp.json", "the mcp.json file")
 	return fs, config
 }
@@ -60,10 +62,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		flags = append(append(flags, "--"), positional...)
 	}
 	if err := fs.Parse(flags); err != nil {
+		name := strings.TrimPrefix(fs.Name(), "elysia ")
 		if errors.Is(err, flag.ErrHelp) {
-			return &exitError{code: exitOK, err: err}
+			return &helpError{text: commandHelp(name, fs)}
 		}
-		return usageErr("%v", err)
+		return usageErr("%v (elysia %s --help lists the flags)", err, name)
 	}
 	return nil
 }

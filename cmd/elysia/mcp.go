@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tools"
 )
 
 // findServer returns the config of a server by name or gateway tool name.
@@ -195,8 +197,11 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
 	res, err := g.ExecuteWith(mcpgateway.WithUser(ctx, cliUser()), fs.Arg(1), inputs, callEmitter{stderr: stderr, asker: newTerminalAsker(stderr)})
-	if err != nil {
-		return failure(err) // invalid inputs, an unknown tool, or the server failed
+	switch {
+	case errors.Is(err, tools.ErrUnknownTool): // a mistyped TOOL: the error names the closest
+		return usageErr("%w", err)
+	case err != nil:
+		return failure(err) // invalid inputs, or the server failed
 	}
 	_, _ = fmt.Fprintln(stdout, termText(res.Text())) // terminal output: nowhere to report a failed write
 	if res.IsError {
@@ -306,6 +311,9 @@ func cmdMCPLogin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	if err := takesSignIn(sc); err != nil {
+		return err
+	}
 	opts.Browser = nil
 	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
@@ -331,6 +339,9 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if err := takesSignIn(sc); err != nil {
+		return err
+	}
 	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
 	if err := g.SignOut(ctx, cliUser()); err != nil {
@@ -338,4 +349,13 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	_, _ = fmt.Fprint(stdout, termf("signed out of %s as %s", sc.Name, cliUser())+"\n")
 	return nil
+}
+
+// takesSignIn refuses mcp login and logout on a server without sign-in,
+// alike: there is nothing to sign in to or out of.
+func takesSignIn(sc mcpgateway.ServerConfig) error {
+	if sc.TakesSignIn() {
+		return nil
+	}
+	return usageErr("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", sc.Name)
 }

@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -154,6 +155,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", *addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return usageErr("listen on %s: the address is in use (another elysia serve?): stop that process or choose another with --addr", *addr)
+	}
 	if err != nil {
 		return failure(fmt.Errorf("listen on %s: %w", *addr, err))
 	}
