@@ -77,7 +77,8 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 		c.logger.Warn("server sent a message over max_message_size; closing the session", "limit", cfg.MessageLimit())
 		s.markDead(err)
 	}}
-	t := mcptransport.NewIO(out, p.stdin, nil)
+	// The sniffer keeps the field order of forms, which mcp-go's maps lose.
+	t := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
 	// An answer that meets the closed stdin at close is expected (closedwrite.go).
 	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(t)
 	ctx, cancel := context.WithCancel(c.lifetime)
