@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
@@ -85,23 +83,20 @@ func newTerminalAsker(out io.Writer) *terminalAsker {
 // answer asks q and returns the user's answer; check, when set, is applied
 // to an accepted answer, and a failed check asks again (three tries).
 func (a *terminalAsker) answer(q tools.ElicitationPayload, check func(map[string]any) (map[string]any, error)) tools.Answer {
-	if !a.interactive {
-		if a.policy == "accept-defaults" {
-			content := map[string]any{}
-			if check != nil {
-				c, err := check(content)
-				if err != nil {
-					return tools.Answer{Action: tools.ElicitDecline, Reason: "the defaults do not answer the form: " + err.Error()}
-				}
-				content = c
-			}
-			return tools.Answer{Action: tools.ElicitAccept, Content: content}
-		}
-		return tools.Answer{Action: tools.ElicitDecline, Reason: "no terminal to ask on (set " + elicitationEnv + "=accept-defaults to accept the defaults)"}
-	}
 	// The question, its URL and its form are the server's: printed without
 	// their controls.
 	_, _ = fmt.Fprintf(a.out, "\n? %s asks: %s\n", termLine(q.Server), termText(q.Message))
+	if !a.interactive {
+		ans := a.unattended(check)
+		// Say what became of the question: the server may only report
+		// "declined".
+		if ans.Reason != "" {
+			_, _ = fmt.Fprintf(a.out, "  declined: %s\n", termLine(ans.Reason))
+		} else {
+			_, _ = fmt.Fprintf(a.out, "  accepted with the defaults (%s=%s)\n", elicitationEnv, a.policy)
+		}
+		return ans
+	}
 	if q.Mode == "url" {
 		_, _ = fmt.Fprintf(a.out, "  open %s, then press Enter when done (or type d to decline): ", termLine(q.URL))
 		line := a.readLine()
@@ -111,9 +106,9 @@ func (a *terminalAsker) answer(q tools.ElicitationPayload, check func(map[string
 		return tools.Answer{Action: tools.ElicitAccept}
 	}
 	for try := 0; try < 3; try++ {
-		content, ok := a.form(q.RequestedSchema)
+		content, ok, reason := a.form(q)
 		if !ok {
-			return tools.Answer{Action: tools.ElicitDecline}
+			return tools.Answer{Action: tools.ElicitDecline, Reason: reason}
 		}
 		if check == nil {
 			return tools.Answer{Action: tools.ElicitAccept, Content: content}
@@ -127,64 +122,25 @@ func (a *terminalAsker) answer(q tools.ElicitationPayload, check func(map[string
 	return tools.Answer{Action: tools.ElicitDecline, Reason: "no valid answer in three tries"}
 }
 
-// form asks each property of schema on one line; an empty line keeps the
-// default (or leaves the field out); "!decline" declines.
-func (a *terminalAsker) form(schema map[string]any) (map[string]any, bool) {
-	props, _ := schema["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for name := range props {
-		names = append(names, name)
+// unattended answers without a terminal, as ELYSIA_ELICITATION says.
+func (a *terminalAsker) unattended(check func(map[string]any) (map[string]any, error)) tools.Answer {
+	if a.policy != "accept-defaults" {
+		return tools.Answer{Action: tools.ElicitDecline, Reason: "no terminal to ask on (set " + elicitationEnv + "=accept-defaults to accept the defaults)"}
 	}
-	slices.Sort(names)
 	content := map[string]any{}
-	for _, name := range names {
-		p, _ := props[name].(map[string]any)
-		label := name
-		if t, _ := p["title"].(string); t != "" {
-			label = t
+	if check != nil {
+		c, err := check(content)
+		if err != nil {
+			return tools.Answer{Action: tools.ElicitDecline, Reason: "the defaults do not answer the form: " + err.Error()}
 		}
-		prompt := "  " + label
-		if d, ok := p["default"]; ok {
-			prompt += fmt.Sprintf(" [%v]", d)
-		}
-		_, _ = fmt.Fprint(a.out, termLine(prompt)+": ")
-		line := a.readLine()
-		if line == "!decline" {
-			return nil, false
-		}
-		if line == "" {
-			continue
-		}
-		content[name] = typed(p, line)
+		content = c
 	}
-	return content, true
+	return tools.Answer{Action: tools.ElicitAccept, Content: content}
 }
 
 func (a *terminalAsker) readLine() string {
 	line, _ := a.in.ReadString('\n')
 	return strings.TrimSpace(line)
-}
-
-// typed reads line as the property's type: numbers, booleans, a
-// comma-separated list for a multiple choice; else the text.
-func typed(p map[string]any, line string) any {
-	switch p["type"] {
-	case "integer", "number":
-		if f, err := strconv.ParseFloat(line, 64); err == nil {
-			return f
-		}
-	case "boolean":
-		if b, err := strconv.ParseBool(line); err == nil {
-			return b
-		}
-	case "array":
-		var out []any
-		for _, part := range strings.Split(line, ",") {
-			out = append(out, strings.TrimSpace(part))
-		}
-		return out
-	}
-	return line
 }
 
 // callEmitter is what `elysia mcp call` gives the gateway: progress and
