@@ -17,7 +17,7 @@ const (
 )
 
 // fieldOrders keeps the property order of the forms (elicitation/create) a
-// stdio server sent. mcp-go decodes requestedSchema into a map, which loses
+// server sent (a stdio line, or an SSE data line of an HTTP response). mcp-go decodes requestedSchema into a map, which loses
 // the order the server gave its fields; the raw line still has it.
 type fieldOrders struct {
 	mu     sync.Mutex
@@ -28,6 +28,9 @@ type fieldOrders struct {
 func (o *fieldOrders) line(b []byte) {
 	if !bytes.Contains(b, []byte(`"elicitation/create"`)) {
 		return
+	}
+	if rest, ok := bytes.CutPrefix(b, []byte("data:")); ok { // an SSE event's data
+		b = rest
 	}
 	var msg struct {
 		Method string `json:"method"`
@@ -104,7 +107,7 @@ func objectKeys(raw json.RawMessage) []string {
 	return keys
 }
 
-// lineSniffer passes a stdio server's output through unchanged and hands
+// lineSniffer passes a server's output through unchanged and hands
 // each line up to maxSniffLine long to line, before the reader after it
 // sees the line's end.
 type lineSniffer struct {
@@ -136,4 +139,10 @@ func (s *lineSniffer) Read(p []byte) (int, error) {
 		rest = after
 	}
 	return n, err
+}
+
+// sniffedBody is an HTTP response body read through a lineSniffer.
+type sniffedBody struct {
+	io.Reader
+	io.Closer
 }

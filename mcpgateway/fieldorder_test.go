@@ -11,11 +11,17 @@ import (
 	"github.com/elysia-go/elysia/tools"
 )
 
-// TestFormKeepsTheServersFieldOrder: a stdio server's form reaches the
-// Asker with its properties in the server's order, which mcp-go's map
-// loses.
+// TestFormKeepsTheServersFieldOrder: a server's form (over stdio or
+// Streamable HTTP) reaches the Asker with its properties in the server's
+// order, which mcp-go's map loses.
 func TestFormKeepsTheServersFieldOrder(t *testing.T) {
-	g := newGateway(t, everythingStdio(t), nil)
+	for name, mk := range everythingCases(t, func(*ServerConfig) {}) {
+		t.Run(name, func(t *testing.T) { testFieldOrder(t, mk(t)) })
+	}
+}
+
+func testFieldOrder(t *testing.T, cfg ServerConfig) {
+	g := newGateway(t, cfg, nil)
 	u := &userStream{answer: func(tools.Question) tools.Answer { return tools.Answer{Action: tools.ElicitDecline} }}
 	run(t, g, u, "trigger-elicitation-request", nil)
 	if len(u.asked) != 1 {

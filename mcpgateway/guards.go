@@ -27,7 +27,7 @@ import (
 func (c *conn) newHTTPClient(s *session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
-	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone()}
+	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line}
 	server, _ := url.Parse(c.cfg.URL) // Validate checked it
 	rt := &authRoundTripper{base: base, name: c.cfg.Name, server: server, headers: c.cfg.Headers, auth: c.auth}
 	return &http.Client{Transport: rt, CheckRedirect: serverRedirects(c.cfg.Name)}
@@ -36,6 +36,7 @@ func (c *conn) newHTTPClient(s *session) *http.Client {
 type abortRoundTripper struct {
 	ctx  context.Context //nolint:containedctx // the session's abort signal
 	base *http.Transport
+	line func([]byte) // sees each line of a response body (fieldorder.go)
 }
 
 func (t *abortRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -47,7 +48,11 @@ func (t *abortRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	resp.Body = &releaseBody{ReadCloser: resp.Body, release: func() { stop(); cancel() }}
+	body := resp.Body
+	if t.line != nil {
+		body = sniffedBody{Reader: &lineSniffer{r: body, line: t.line}, Closer: body}
+	}
+	resp.Body = &releaseBody{ReadCloser: body, release: func() { stop(); cancel() }}
 	return resp, nil
 }
 
