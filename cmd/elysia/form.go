@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +25,8 @@ const formHint = "  (Enter keeps the [default] or leaves the field out; * = requ
 // choices, bounds): a bad answer asks that field again. An empty line
 // keeps the default, or leaves an optional field out; "!decline"
 // declines. ok is false when the user declined; reason says why the
-// asker gave up.
-func (a *terminalAsker) form(q tools.ElicitationPayload) (content map[string]any, ok bool, reason string) {
+// asker gave up. The error is ctx's, when it ends first.
+func (a *terminalAsker) form(ctx context.Context, q tools.ElicitationPayload) (content map[string]any, ok bool, reason string, err error) {
 	schema := q.RequestedSchema
 	props, _ := schema["properties"].(map[string]any)
 	required := map[string]bool{}
@@ -42,9 +43,12 @@ func (a *terminalAsker) form(q tools.ElicitationPayload) (content map[string]any
 		f := newField(name, p, required[name])
 		_, _ = fmt.Fprint(a.out, termText(f.prompt()))
 		for try := 1; ; try++ {
-			line := a.readLine()
-			if line == "!decline" {
-				return nil, false, ""
+			line, err := a.readLine(ctx)
+			switch {
+			case err != nil:
+				return nil, false, "", err
+			case line == "!decline":
+				return nil, false, "", nil
 			}
 			v, set, err := f.read(line)
 			if err == nil {
@@ -54,12 +58,12 @@ func (a *terminalAsker) form(q tools.ElicitationPayload) (content map[string]any
 				break
 			}
 			if try == fieldTries {
-				return nil, false, fmt.Sprintf("no valid answer for %s in %d tries", name, fieldTries)
+				return nil, false, fmt.Sprintf("no valid answer for %s in %d tries", name, fieldTries), nil
 			}
 			_, _ = fmt.Fprintf(a.out, "  %s; try again, or !decline: ", termLine(err.Error()))
 		}
 	}
-	return content, true, ""
+	return content, true, "", nil
 }
 
 // fieldOrder returns the properties of schema in the order to ask them:

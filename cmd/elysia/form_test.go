@@ -3,6 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -32,7 +35,11 @@ func askForm(t *testing.T, q tools.ElicitationPayload, input string) (tools.Answ
 	t.Helper()
 	var out bytes.Buffer
 	a := &terminalAsker{in: bufio.NewReader(strings.NewReader(input)), out: &out, interactive: true}
-	return a.answer(q, nil), out.String()
+	ans, err := a.answer(t.Context(), q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ans, out.String()
 }
 
 // TestFormAsksInTheSchemasOrder: fields come in the server's order, the
@@ -97,5 +104,24 @@ func TestUnattendedQuestionSaysWhy(t *testing.T) {
 	code, out, errOut := runCLI(t, dir, nil, "mcp", "call", "everything", "trigger-elicitation-request")
 	if code != 0 || !strings.Contains(errOut, "? everything asks: Please provide inputs") || !strings.Contains(errOut, "declined: no terminal to ask on (set ELYSIA_ELICITATION=accept-defaults") {
 		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestQuestionEndsWithTheContext: Ctrl-C (the ctx ending) while the user
+// is asked ends the question at once; the line being read then goes to the
+// next question.
+func TestQuestionEndsWithTheContext(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer func() { _ = pw.Close() }()
+	var out bytes.Buffer
+	a := &terminalAsker{in: bufio.NewReader(pr), out: &out, interactive: true}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := a.answer(ctx, formQuestion(), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("answer with an ended ctx: %v, want context.Canceled", err)
+	}
+	go func() { _, _ = io.WriteString(pw, "Ada\n") }() // the pipe's writer
+	if line, err := a.readLine(t.Context()); err != nil || line != "Ada" {
+		t.Errorf("the next read = %q, %v; want the pending line", line, err)
 	}
 }
