@@ -53,7 +53,8 @@ var commands = []command{
 		examples: []string{"elysia mcp list", "elysia mcp list todo"}},
 	{name: "mcp call", args: "SERVER TOOL ['JSON']", summary: "execute one tool of a server",
 		detail: "Calls TOOL of SERVER with the JSON object of inputs (default {}) and prints its result; progress goes to\n" +
-			"stderr and the server's questions are asked on the terminal. Exits 1 when the tool fails.",
+			"stderr and the server's questions are asked on the terminal. Exits 1 when the tool fails, 2 when the\n" +
+			"server has no such TOOL (naming the closest one).",
 		examples: []string{"elysia mcp call todo list_todos", `elysia mcp call todo create_todo '{"title": "milk", "priority": 2}'`}},
 	{name: "mcp login", args: "SERVER", summary: "sign in to a server (user $ELYSIA_USER, default cli)",
 		detail:   "Signs the CLI's user in to an HTTP or SSE server that takes OAuth, and keeps the token in the token file\n($ELYSIA_TOKEN_FILE). A stdio server takes no sign-in.",

@@ -149,7 +149,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "logout":
 			return cmdMCPLogout(ctx, sub(2), stdout, stderr)
 		}
-		return unknownSub("mcp", args[1], stderr)
+		return unknownSub("mcp", args[1])
 	case "config":
 		if err := groupHelp("config", args, stderr); err != nil {
 			return err
@@ -157,7 +157,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if args[1] == "check" {
 			return cmdConfigCheck(ctx, sub(2), stdout, stderr)
 		}
-		return unknownSub("config", args[1], stderr)
+		return unknownSub("config", args[1])
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 { // "elysia help mcp call" is "elysia mcp call --help"
 			return dispatch(ctx, append(slices.Clone(args[1:]), "--help"), stdout, stderr)
@@ -167,8 +167,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		_, _ = fmt.Fprint(stdout, versionText())
 		return nil
 	}
-	_, _ = fmt.Fprint(stderr, usage())
-	return usageErr("unknown command %q%s", args[0], suggest(args[0], append(subcommands(""), "help", "version")))
+	return usageErr("unknown command %q%s; elysia --help lists the commands", args[0], suggest(args[0], append(subcommands(""), "help", "version")))
 }
 
 // groupHelp handles a command group's line (args[0] is the group) that
@@ -189,8 +188,7 @@ func groupHelp(group string, args []string, stderr io.Writer) error {
 }
 
 // unknownSub is the usage error for "elysia GROUP TYPED".
-func unknownSub(group, typed string, stderr io.Writer) error {
-	_, _ = fmt.Fprint(stderr, groupUsage(group))
+func unknownSub(group, typed string) error {
 	var names []string
 	for _, s := range subcommands(group) {
 		names = append(names, group+" "+s)
