@@ -169,11 +169,96 @@ function textContent(text) {
   return h("pre", { class: "text-content" }, t);
 }
 
-function mediaSrc(item) {
-  const mime = item.mimeType || item.mime_type || "application/octet-stream";
+// mediaSrc is a data: URL for an item's base64 data, or "" unless its MIME
+// type is one of kind ("image", "audio"): a server cannot pass off other
+// data as media.
+function mediaSrc(item, kind) {
+  const mime = String(item.mimeType || item.mime_type || "").toLowerCase();
+  const data = String(item.data || item.blob || "");
+  if (!new RegExp(`^${kind}/[a-z0-9.+-]+$`).test(mime) || !/^[A-Za-z0-9+/=\s]*$/.test(data)) return "";
+  return `data:${mime};base64,${data.replace(/\s+/g, "")}`;
+}
+
+// base64Bytes is how many bytes base64 text decodes to.
+function base64Bytes(b64) {
+  const s = String(b64 || "").replace(/\s+/g, "");
+  return Math.max(0, Math.floor((s.length * 3) / 4) - (s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0));
+}
+
+// formatBytes shows a size as people read it: "812 B", "3.4 KiB".
+export function formatBytes(n) {
+  if (!(n >= 0)) return "";
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+// blobLine shows binary data as its type and size, with a link that saves
+// it as a file. The download is an application/octet-stream Blob: the
+// browser saves it and never shows it as a page of this site.
+function blobLine(item, name) {
+  const mime = item.mimeType || item.mime_type || "binary";
   const data = item.data || item.blob || "";
-  if (/^data:/.test(data)) return data;
-  return `data:${mime};base64,${data}`;
+  // A cut item gives the size of its base64 text.
+  const size = data ? base64Bytes(data) : Math.floor(((Number(item.size) || 0) * 3) / 4);
+  const line = h("div", { class: "blob-line muted small", dataset: { mime: String(mime), bytes: String(size) } },
+    icon("file"), " ", String(mime), " · ", formatBytes(size), data ? "" : " (too large to show)");
+  if (data && /^[A-Za-z0-9+/=\s]*$/.test(data)) {
+    const a = h("a", { class: "download", download: fileName(name) }, "Download");
+    a.addEventListener("click", (ev) => {
+      // The Blob is made at the click and let go right after.
+      ev.preventDefault();
+      let bytes;
+      try {
+        bytes = Uint8Array.from(atob(data.replace(/\s+/g, "")), (c) => c.charCodeAt(0));
+      } catch {
+        return;
+      }
+      const url = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
+      const save = document.createElement("a");
+      save.href = url;
+      save.download = fileName(name);
+      save.click();
+      setTimeout(() => URL.revokeObjectURL(url), 0);
+    });
+    a.href = "#";
+    line.append(" · ", a);
+  }
+  return line;
+}
+
+// fileName is a safe file name for a download from uri: its last path
+// segment, letters, digits and .-_ only.
+function fileName(uri) {
+  const last = String(uri || "").split(/[/\\?#]/).filter(Boolean).pop() || "resource";
+  return last.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 80) || "resource";
+}
+
+// media is an img or audio element for an item of that kind, or its
+// size line when its type or data is not one the element takes.
+function media(item, kind, label) {
+  const src = mediaSrc(item, kind);
+  if (!src) return blobLine(item, label);
+  return kind === "image"
+    ? h("img", { class: "content-image", src, alt: item.alt || label || "image result" })
+    : h("audio", { controls: true, src, "aria-label": label || "audio result" });
+}
+
+// resourceContent renders a resource's contents, as the gateway sends
+// them ({uri, mime_type, text | data}) or as MCP nests them
+// ({resource: {uri, mimeType, text | blob}}).
+function resourceContent(item) {
+  const r = item.resource && typeof item.resource === "object" ? item.resource : item;
+  const uri = r.uri || "";
+  const mime = r.mimeType || r.mime_type || "";
+  const box = h("div", { class: "resource", dataset: { uri, mime } },
+    h("div", { class: "muted small" }, "resource ", h("code", null, uri), mime ? ` · ${mime}` : ""));
+  if (typeof r.text === "string") {
+    box.append(textContent(r.text));
+    if (r.truncated || item.truncated) box.append(h("div", { class: "muted small" }, "(cut: the resource is longer than the output cap)"));
+  } else if (/^image\//i.test(mime) && (r.data || r.blob)) box.append(media(r, "image", uri));
+  else box.append(blobLine(r, uri));
+  return box;
 }
 
 // contentItem renders one MCP content item (text, image, audio, resource,
@@ -184,17 +269,11 @@ export function contentItem(item) {
     case "text":
       return textContent(item.text);
     case "image":
-      return h("img", { class: "content-image", src: mediaSrc(item), alt: item.alt || "image result" });
+      return media(item, "image", "image result");
     case "audio":
-      return h("audio", { controls: true, src: mediaSrc(item) });
-    case "resource": {
-      const r = item.resource || {};
-      const box = h("div", { class: "resource" }, h("div", { class: "muted small" }, "resource ", h("code", null, r.uri || "")));
-      if (typeof r.text === "string") box.append(textContent(r.text));
-      else if (r.blob && /^image\//.test(r.mimeType || "")) box.append(h("img", { class: "content-image", src: mediaSrc(r), alt: r.uri || "resource" }));
-      else if (r.blob) box.append(h("div", { class: "muted small" }, `${r.mimeType || "binary"} (${r.blob.length} base64 chars)`));
-      return box;
-    }
+      return media(item, "audio", "audio result");
+    case "resource":
+      return resourceContent(item);
     case "resource_link":
       return h("div", { class: "resource" }, icon("link"), " ", h("code", null, item.uri || ""), item.name ? " " + item.name : "", item.description ? h("div", { class: "muted small" }, item.description) : null);
     default:

@@ -9,7 +9,8 @@
 //
 // Selectors for tests: #tab-tools, #tab-resources, #tab-prompts, #tab-logs
 // (aria-selected); #resource-list li[data-uri] button.open (templates are
-// li[data-template] with an input and button.open), the content in
+// li[data-template] with a form: an input named after each variable, the
+// URI it builds in .template-uri, and button.open), the content in
 // #resource-content[data-state]; #prompt-list li[data-prompt] button.open,
 // #prompt-form with a control named after each argument and
 // #prompt-form-submit, the messages in #prompt-result[data-state] as
@@ -18,6 +19,7 @@ import { apiJSON } from "./api.js";
 import { h, contentItem, inputSchemaOf, toolCard, toolResult } from "./render.js";
 import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
+import { expandTemplate, templateVars } from "./uritemplate.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
 
@@ -48,6 +50,7 @@ export class ToolPanel {
     this.cache = new Map(); // gateway id → tools
     this.running = null;
     this.tab = "tools";
+    this.fieldSeq = 0; // ids of template fields
     this.loaded = new Set(); // tabs loaded for this gateway
     this.resourceStatus = document.getElementById("resource-status");
     this.resourceList = document.getElementById("resource-list");
@@ -173,23 +176,61 @@ export class ToolPanel {
       h("span", { class: "feature-name" }, icon("file"), " ", res.name || res.uri || res.uri_template), action);
     const meta = [res.mime_type, res.description].filter(Boolean).join(" · ");
     if (!res.uri && res.uri_template) {
-      // A template: the user fills in its variables, then reads.
-      const input = h("input", { type: "text", class: "template-input", value: res.uri_template, "aria-label": `URI for ${res.name || res.uri_template}`, spellcheck: "false" });
       return h("li", { class: "tool-item", dataset: { template: res.uri_template } },
-        head(null), meta ? h("div", { class: "desc" }, meta) : null,
-        h("div", { class: "template-row" }, input,
-          h("button", { type: "button", class: "small-button open", onclick: () => this.readResource(input.value.trim()) }, "Read")));
+        head(null), meta ? h("div", { class: "desc" }, meta) : null, this.templateForm(res));
     }
     return h("li", { class: "tool-item", dataset: { uri: res.uri } },
       head(h("button", { type: "button", class: "small-button open", "aria-label": `Read ${res.name || res.uri}`, onclick: () => this.readResource(res.uri) }, "Read")),
       h("code", { class: "uri" }, res.uri), meta ? h("div", { class: "desc" }, meta) : null);
   }
 
-  async readResource(uri) {
+  // templateForm is a form with one field per variable of a resource
+  // template (RFC 6570); it shows the URI it builds and reads it.
+  templateForm(res) {
+    const tmpl = res.uri_template;
+    const names = templateVars(tmpl);
+    const uri = h("code", { class: "template-uri" });
+    const fields = names.map((name) => {
+      const id = `tmpl-${++this.fieldSeq}`;
+      return h("div", { class: "field template-field" },
+        h("label", { for: id }, name),
+        h("input", { type: "text", id, name, class: "template-input", spellcheck: "false", autocomplete: "off", required: true }));
+    });
+    const form = h("form", { class: "template-form", novalidate: true, "aria-label": `Read ${res.name || tmpl}` }, fields,
+      h("div", { class: "template-row" }, h("span", { class: "muted small" }, "URI "), uri,
+        h("button", { type: "submit", class: "small-button open" }, "Read")));
+    const values = () => {
+      const v = {};
+      for (const el of form.querySelectorAll("input[name]")) if (el.value !== "") v[el.name] = el.value;
+      return v;
+    };
+    const update = () => {
+      uri.textContent = expandTemplate(tmpl, values());
+    };
+    form.addEventListener("input", update);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const empty = [...form.querySelectorAll("input[name]")].find((el) => el.value.trim() === "");
+      if (empty) {
+        empty.setAttribute("aria-invalid", "true");
+        empty.focus();
+        return;
+      }
+      for (const el of form.querySelectorAll("input[aria-invalid]")) el.removeAttribute("aria-invalid");
+      this.readResource(expandTemplate(tmpl, values()), tmpl);
+    });
+    update();
+    return form;
+  }
+
+  async readResource(uri, template) {
     if (!uri) return;
     const gw = this.gateway;
     for (const li of this.resourceList.querySelectorAll("li.active")) li.classList.remove("active");
-    this.resourceList.querySelector(`li[data-uri="${CSS.escape(uri)}"]`)?.classList.add("active");
+    const li = template
+      ? this.resourceList.querySelector(`li[data-template="${CSS.escape(template)}"]`)
+      : this.resourceList.querySelector(`li[data-uri="${CSS.escape(uri)}"]`);
+    li?.classList.add("active");
     this.resourceContent.dataset.state = "running";
     this.resourceContent.dataset.uri = uri;
     this.resourceContent.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), " Reading ", h("code", null, uri), "…"));

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// openResources opens the gateway panel of server-everything on its
+// Resources tab and waits for the list.
+func openResources(b *browser) {
+	b.t.Helper()
+	b.do("open the resources tab",
+		chromedp.Click(css(`#tree .node[data-id="mcp_everything"] > .row .label`)),
+		clickNode(`#tab-resources`),
+		chromedp.WaitVisible(css(`#resource-list li[data-uri] button.open`)),
+	)
+}
+
+// TestBrowserResourceContent reads server-everything's resources in the
+// gateway panel: a static document shows its text, a template is a form
+// with a field per variable that builds the URI, a text template shows
+// its text and a blob template a type and size line with a download.
+func TestBrowserResourceContent(t *testing.T) {
+	s := everythingService(t, newFakeLLM(t))
+	b := newBrowserWith(t, browserTimeout, noEmojiFonts(t))
+	openEverythingPage(b, s, "alice")
+	openResources(b)
+
+	// 1. A static document: its text, not an empty box.
+	const doc = `#resource-list li[data-uri^="demo://resource/static/document/"]`
+	uri := eval[string](b, "document uri", `document.querySelector(`+jsQuote(doc)+`).dataset.uri`)
+	b.do("read "+uri,
+		clickNode(doc+` button.open`),
+		waitJS(`["ok", "error"].includes(document.querySelector("#resource-content").dataset.state)`),
+	)
+	text := eval[string](b, "document text", `[...document.querySelectorAll("#resource-content .resource .text-content, #resource-content .resource table")].map((e) => e.textContent).join("")`)
+	if len(strings.TrimSpace(text)) < 20 {
+		t.Errorf("reading %s shows %q; want the document's text", uri, text)
+	}
+
+	// 2. A template: one field per variable; the form builds the URI.
+	const textTmpl = `#resource-list li[data-template="demo://resource/dynamic/text/{resourceId}"]`
+	b.do("fill the text template",
+		chromedp.WaitVisible(css(textTmpl+` input[name="resourceId"]`)),
+		chromedp.SendKeys(css(textTmpl+` input[name="resourceId"]`), "7"),
+		waitJS(`document.querySelector(`+jsQuote(textTmpl+` .template-uri`)+`).textContent === "demo://resource/dynamic/text/7"`),
+		clickNode(textTmpl+` button.open`),
+		waitJS(`document.querySelector("#resource-content").dataset.uri === "demo://resource/dynamic/text/7" && document.querySelector("#resource-content").dataset.state === "ok"`),
+		waitJS(`document.querySelector("#resource-content .resource .text-content")?.textContent.includes("Resource 7: This is a plaintext resource")`),
+	)
+	if n := eval[int](b, "raw template inputs", `[...document.querySelectorAll("#resource-list input")].filter((i) => i.value.includes("{")).length`); n != 0 {
+		t.Errorf("%d template inputs still hold a raw URI template", n)
+	}
+
+	// 3. A blob: its type and size, and a download, never its base64.
+	const blobTmpl = `#resource-list li[data-template="demo://resource/dynamic/blob/{resourceId}"]`
+	b.do("read a blob",
+		chromedp.SendKeys(css(blobTmpl+` input[name="resourceId"]`), "3"),
+		clickNode(blobTmpl+` button.open`),
+		waitJS(`document.querySelector("#resource-content").dataset.uri === "demo://resource/dynamic/blob/3" && document.querySelector("#resource-content").dataset.state === "ok"`),
+		chromedp.WaitVisible(css(`#resource-content .blob-line[data-mime="text/plain"] a.download`)),
+	)
+	line := eval[string](b, "blob line", `document.querySelector("#resource-content .blob-line").textContent`)
+	if !strings.Contains(line, "text/plain") || !strings.Contains(line, " B") {
+		t.Errorf("the blob shows %q; want its type and size", line)
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-resources.png"))
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
