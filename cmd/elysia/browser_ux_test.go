@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,4 +71,40 @@ func TestBrowserResourceContent(t *testing.T) {
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// TestBrowserToolListFolded: when the model lists a gateway's tools, the
+// chat shows one folded line "listed N tools of everything", not every
+// tool's card and schema; a click unfolds it.
+func TestBrowserToolListFolded(t *testing.T) {
+	llm := newFakeLLM(t, call("mcp_everything", map[string]any{"action": "list"}), answer("that is all"))
+	s := everythingService(t, llm)
+	b := newBrowserWith(t, browserTimeout, noEmojiFonts(t))
+	openEverythingPage(b, s, "alice")
+	ask(b, "what can you do")
+	b.do("the run ends",
+		waitJS(lastTurn+`.querySelector('[data-type="completed"]') !== null && document.body.dataset.state === "idle"`),
+	)
+	got := eval[[]string](b, "the listing", `(() => {
+		const r = `+lastTurn+`.querySelector('[data-type="result"]');
+		if (!r) return ["no result"];
+		const visible = [...r.querySelectorAll(".tool-item")].filter((e) => e.checkVisibility()).length;
+		return [r.querySelector("summary")?.textContent ?? "", String(r.open), String(visible), r.innerText];
+	})()`)
+	if len(got) != 4 {
+		t.Fatalf("listing: %q", got)
+	}
+	if !regexp.MustCompile(`^\s*listed \d+ tools of everything\s*$`).MatchString(got[0]) {
+		t.Errorf("the listing's line says %q; want \"listed N tools of everything\"", got[0])
+	}
+	if got[1] != "false" || got[2] != "0" {
+		t.Errorf("the listing is open=%s with %s tool cards shown; want it folded", got[1], got[2])
+	}
+	if strings.Contains(got[3], "mcp_everything_list_") {
+		t.Errorf("the chat shows reference ids: %.300q", got[3])
+	}
+	b.do("unfold",
+		clickNode(`#chat [data-type="result"] > summary`),
+		chromedp.WaitVisible(css(`#chat [data-type="result"] .tool-item[data-tool="echo"]`)),
+	)
 }

@@ -116,9 +116,18 @@ func (p *eventPrinter) print(env tools.Envelope) {
 	case tools.EventResult:
 		// The objects stay raw so they print in the server's key order.
 		var res struct {
-			Objects []json.RawMessage `json:"objects"`
+			Objects  []json.RawMessage `json:"objects"`
+			Metadata struct {
+				Server string `json:"server"`
+				Action string `json:"action"`
+			} `json:"metadata"`
 		}
 		_ = json.Unmarshal(env.Payload, &res)
+		if res.Metadata.Action == "list" {
+			// The catalogue is the model's business: one line for a person.
+			_, _ = fmt.Fprintf(p.w, "▦ listed %d tools of %s\n", len(res.Objects), termLine(res.Metadata.Server))
+			break
+		}
 		_, _ = fmt.Fprintf(p.w, "▦ %s result: %d object(s)\n", termLine(fmt.Sprint(pl["type"])), len(res.Objects))
 		for i, o := range res.Objects {
 			if i == 5 {

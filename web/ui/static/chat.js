@@ -293,9 +293,13 @@ export class ChatView {
         return d;
       }));
     } else if (meta.action === "list" && isToolList(objs)) {
-      // A gateway's list: the tools as the tool panel shows them, not a
-      // table of raw schemas.
-      body = h("ul", { class: "tool-list in-chat" }, objs.map((o) => toolCard(o, o._REF_ID ? h("span", { class: "ref" }, o._REF_ID) : null)));
+      // A gateway's list is the model's business: one folded line, the
+      // tools as the tool panel shows them inside.
+      const n = objs.length;
+      const server = typeof meta.server === "string" && meta.server ? meta.server : "a server";
+      return h("details", { class: "result tool-listing", dataset: { count: String(n) } },
+        h("summary", null, icon("list"), ` listed ${n} tool${n === 1 ? "" : "s"} of `, h("strong", null, server)),
+        h("ul", { class: "tool-list in-chat" }, objs.map((o) => toolCard(o))));
     } else {
       body = objs.length ? table(objs) : jsonBlock(p);
     }
