@@ -108,3 +108,48 @@ func TestBrowserToolListFolded(t *testing.T) {
 		chromedp.WaitVisible(css(`#chat [data-type="result"] .tool-item[data-tool="echo"]`)),
 	)
 }
+
+// TestBrowserConnectionLost kills the service in the middle of a long
+// tool call: the turn's clock stops, Stop goes away, the status says the
+// connection is lost and no server badge stays green.
+func TestBrowserConnectionLost(t *testing.T) {
+	llm := newFakeLLM(t,
+		call("mcp_everything", map[string]any{"action": "execute", "tool_name": "trigger-long-running-operation",
+			"tool_inputs": map[string]any{"duration": 60, "steps": 60}}),
+		answer("never"))
+	s := everythingService(t, llm)
+	b := newBrowserWith(t, 2*browserTimeout, noEmojiFonts(t))
+	openEverythingPage(b, s, "alice")
+	ask(b, "run long")
+	b.do("the call runs",
+		chromedp.WaitVisible(css(`#chat .tool-progress[data-state="running"] progress`)),
+		chromedp.WaitVisible(css(`#tree .node[data-id="mcp_everything"] .badge[data-state="connected"]`)),
+	)
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	b.do("the page gives up on the query",
+		waitJS(`document.body.dataset.state === "idle"`),
+		chromedp.WaitNotVisible(css(`#query-stop`)),
+		waitJS(`document.querySelector("#connection").dataset.state === "offline"`),
+	)
+	got := eval[[]string](b, "what is left", `[
+		String(document.querySelectorAll("#chat .turn.active, #chat .turn .progress").length),
+		[...document.querySelectorAll("#servers-status .server, #tree .badge")].map((e) => e.dataset.state).join(","),
+		document.querySelector("#chat .tool-progress").dataset.state,
+		document.querySelector("#connection").textContent,
+	]`)
+	if got[0] != "0" {
+		t.Errorf("%s turns still show a running clock", got[0])
+	}
+	if strings.Contains(got[1], "connected") || got[1] == "" {
+		t.Errorf("server badges after the service died: %q; want every one unknown", got[1])
+	}
+	if got[2] == "running" {
+		t.Error("the tool call still shows as running")
+	}
+	if !strings.Contains(got[3], "lost") {
+		t.Errorf("#connection says %q; want it to say the connection is lost", got[3])
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-connection-lost.png"))
+}

@@ -55,6 +55,10 @@ import { Settings } from "./settings.js";
 
 const $ = (id) => document.getElementById(id);
 
+// LOST_AFTER is how many reconciles in a row that reach no service end a
+// query the page lost its connection for.
+const LOST_AFTER = 3;
+
 function randomID(prefix = "") {
   const bytes = new Uint8Array(8);
   if (globalThis.crypto && crypto.getRandomValues) crypto.getRandomValues(bytes);
@@ -198,15 +202,20 @@ class App {
   setStatus(state) {
     const el = $("connection");
     el.dataset.state = state;
-    el.textContent = { idle: "idle", connecting: "connecting…", running: "running…", reconnecting: "reconnecting…" }[state] || state;
+    el.textContent = { idle: "idle", connecting: "connecting…", running: "running…", reconnecting: "reconnecting…", offline: "connection lost" }[state] || state;
     const via = { ws: " over the WebSocket", sse: " over server-sent events" }[el.dataset.transport] || "";
-    el.title = state === "idle" ? "No query running" : `Query ${state}${via}`;
+    el.title = state === "idle" ? "No query running"
+      : state === "offline" ? "The service cannot be reached; the last query's outcome is unknown"
+        : `Query ${state}${via}`;
   }
 
   // setLive shows the state of the event stream that keeps the page up to
   // date; only trouble is worth a note.
   setLive(state, why) {
     document.body.dataset.live = state;
+    // Without the stream the servers' state is unknown: no badge may
+    // stay green on a service that is gone.
+    if (state === "retrying" || state === "stopped") this.staleServers();
     const note = $("live-note");
     if (state === "retrying" || state === "stopped") {
       note.textContent = state === "stopped"
@@ -277,6 +286,13 @@ class App {
     this.renderServers(r.data || { error: r.error }, r.status);
   }
 
+  // staleServers shows every server's state as unknown until the stream
+  // brings the next one.
+  staleServers() {
+    if (!this.servers) return;
+    this.renderServers({ servers: this.servers.map((s) => ({ ...s, state: "unknown", circuit: null, tool_count: undefined })), stale: true }, 200);
+  }
+
   renderServers(data, status) {
     const el = $("servers-status");
     if (!data || !Array.isArray(data.servers) || (data.error && !data.servers.length)) {
@@ -287,6 +303,8 @@ class App {
     const key = JSON.stringify([data.servers, data.config_error]);
     if (key === this.serversKey) return;
     this.serversKey = key;
+    if (!data.stale) this.servers = data.servers;
+    el.dataset.stale = String(Boolean(data.stale));
     this.treeView.setServers(data.servers);
     this.toolPanel.refreshInfo();
     const items = data.servers.map((s) => {
@@ -461,19 +479,22 @@ class App {
       // failing run still sends "completed". Wait briefly to tell them apart.
       // A dropped stream is left to reconcile, which reads the saved log.
       if (!(env.payload && env.payload.dropped)) run.errorTimer = setTimeout(() => this.running === run && this.finish(), 1500);
+      else this.chat.pause(run.queryID, "Connection lost; reconnecting…");
     }
   }
 
-  finish() {
+  // finish ends the running query on the page; lost says the service
+  // could not be reached, so its outcome is unknown.
+  finish(lost = false) {
     const run = this.running;
     if (!run) return;
     clearTimeout(run.errorTimer);
     clearTimeout(this.watchdog);
     clearTimeout(this.reconcileTimer);
-    this.chat.endTurn(run.queryID);
+    this.chat.endTurn(run.queryID, lost ? "lost" : "");
     this.running = null;
     document.body.dataset.state = "idle";
-    this.setStatus("idle");
+    this.setStatus(lost ? "offline" : "idle");
     $("query-send").disabled = false;
     $("query-stop").hidden = true;
   }
@@ -525,14 +546,24 @@ class App {
     const run = this.running;
     if (!run || run.transport !== "ws") return;
     this.chat.note(run.queryID, "warning", "Connection lost; reconnecting…");
+    this.chat.pause(run.queryID, "Connection lost; reconnecting…");
     this.setConnection("reconnecting");
     this.reconcile(run.queryID, true);
   }
 
-  async reconcile(queryID, reconnect, attempt = 0) {
+  async reconcile(queryID, reconnect, attempt = 0, unreachable = 0) {
     if (!this.running || this.running.queryID !== queryID) return;
     if (reconnect) this.transport.connectWS().then((ok) => ok || this.setConnection("offline"));
     const r = await apiJSON(`/conversations/${this.base}`, { interactive: false });
+    // No answer at all (status 0) three times running, about seven
+    // seconds: the service is gone, and the query with it as far as this
+    // page can tell.
+    unreachable = r.status === 0 ? unreachable + 1 : 0;
+    if (unreachable >= LOST_AFTER && this.running && this.running.queryID === queryID) {
+      this.chat.note(queryID, "error", "Lost the connection to the service; this query's outcome is unknown. Reload the page once the service is back.");
+      this.finish(true);
+      return;
+    }
     const d = r.data || {};
     const conv = d.conversation && typeof d.conversation === "object" ? d.conversation : d;
     const events = [d.events, conv.events, d.event_log, conv.event_log].find(Array.isArray) || [];
@@ -544,7 +575,7 @@ class App {
       return;
     }
     const delay = Math.min(1000 * 2 ** Math.min(attempt, 3), 5000);
-    this.reconcileTimer = setTimeout(() => this.reconcile(queryID, reconnect && !this.transport.ws, attempt + 1), delay);
+    this.reconcileTimer = setTimeout(() => this.reconcile(queryID, reconnect && !this.transport.ws, attempt + 1, unreachable), delay);
   }
 }
 
