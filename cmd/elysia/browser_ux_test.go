@@ -153,3 +153,61 @@ func TestBrowserConnectionLost(t *testing.T) {
 	}
 	t.Logf("screenshot: %s", screenshot(t, b, "ui-connection-lost.png"))
 }
+
+// TestBrowserResultsReadable: a todo listing shows no _REF_ID column (each
+// row keeps its id as data-ref), tags as whole chips rather than raw JSON,
+// and a Markdown table in the answer as a table, not pipes.
+func TestBrowserResultsReadable(t *testing.T) {
+	llm := newFakeLLM(t,
+		call("mcp_todo", map[string]any{"action": "execute", "tool_name": "create_todo",
+			"tool_inputs": map[string]any{"title": "Buy oat milk", "tags": []string{"groceries", "weekly-shopping-list"}}}),
+		call("mcp_todo", map[string]any{"action": "execute", "tool_name": "list_todos", "tool_inputs": map[string]any{}}),
+		answer("Your todos:\n\n| Title | Priority |\n|---|---:|\n| Buy oat milk | 3 |\n| <img src=x> \\| `a|b` | 1 |"))
+	s := startService(t, serveOptions{Env: llm.Env()})
+	b := newBrowserWith(t, browserTimeout, noEmojiFonts(t))
+	b.do("open the page",
+		chromedp.Navigate(s.URL+"/tree/alice/c1"),
+		waitJS(`document.body.dataset.live === "live" && document.body.dataset.state === "idle"`),
+	)
+	ask(b, "list my todos")
+	b.do("the run ends",
+		waitJS(lastTurn+`.querySelector('[data-type="completed"]') !== null && document.body.dataset.state === "idle"`),
+	)
+	got := eval[[]string](b, "the tables", `(() => {
+		const tables = [...document.querySelectorAll("#chat table.data")];
+		const heads = tables.flatMap((t) => [...t.querySelectorAll("th")].map((th) => th.textContent));
+		const refs = tables.flatMap((t) => [...t.querySelectorAll("tbody tr")].map((tr) => tr.dataset.ref || ""));
+		const tags = [...document.querySelectorAll("#chat table.data td .tag")].map((e) => e.textContent);
+		const text = tables.map((t) => t.textContent).join(" ");
+		return [heads.join(","), refs.join(","), tags.join(","), text];
+	})()`)
+	if strings.Contains(got[0], "_REF_ID") || got[0] == "" {
+		t.Errorf("table headers %q; want the todo's fields without _REF_ID", got[0])
+	}
+	if got[1] == "" || strings.Contains(got[1], ",,") || strings.HasPrefix(got[1], ",") {
+		t.Errorf("rows' data-ref %q; want every row to keep its reference id", got[1])
+	}
+	if !strings.Contains(got[2], "groceries") || !strings.Contains(got[2], "weekly-shopping-list") {
+		t.Errorf("tag chips %q; want groceries and weekly-shopping-list", got[2])
+	}
+	if strings.Contains(got[3], `["`) {
+		t.Errorf("a table shows raw JSON: %.300q", got[3])
+	}
+	answer := eval[[]string](b, "the answer", `(() => {
+		const a = `+lastTurn+`.querySelector('.answer[data-type="text"]');
+		const cells = [...a.querySelectorAll("table td")];
+		return [a.textContent, [...a.querySelectorAll("table th")].map((e) => e.textContent).join(","),
+			cells.map((e) => e.textContent).join(","), cells.map((e) => e.dataset.align || "").join(","),
+			String(a.querySelectorAll("img").length)];
+	})()`)
+	if strings.Contains(answer[0], "|---") || answer[1] != "Title,Priority" {
+		t.Errorf("the answer's table: text %q, headers %q; want a table", answer[0], answer[1])
+	}
+	if want := "Buy oat milk,3,<img src=x> | a|b,1"; answer[2] != want {
+		t.Errorf("the answer's cells %q; want %q", answer[2], want)
+	}
+	if answer[3] != ",right,,right" || answer[4] != "0" {
+		t.Errorf("cell alignment %q, images %s; want the second column right-aligned and no image", answer[3], answer[4])
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-results.png"))
+}

@@ -58,8 +58,23 @@ export function jsonBlock(v, cls = "json") {
   return h("pre", { class: cls }, h("code", null, prettyJSON(v)));
 }
 
+// isScalar reports whether v is a string, number or boolean.
+function isScalar(v) {
+  return typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+}
+
+// MAX_CHIPS is how many items of a list one cell shows as chips.
+const MAX_CHIPS = 20;
+
 function cell(v) {
   if (v === null || v === undefined) return h("td", { class: "null" }, "—");
+  if (Array.isArray(v) && v.every(isScalar)) {
+    // A list of words (tags): chips, each whole.
+    if (!v.length) return h("td", { class: "null" }, "—");
+    const more = v.length - MAX_CHIPS;
+    return h("td", { class: "list" }, v.slice(0, MAX_CHIPS).map((x) => h("span", { class: "tag" }, String(x))),
+      more > 0 ? h("span", { class: "muted small" }, ` +${more}`) : null);
+  }
   if (typeof v === "object") {
     const s = compactJSON(v);
     return h("td", { class: "nested", title: s.length > 120 ? prettyJSON(v) : undefined }, h("code", null, s.length > 300 ? s.slice(0, 300) + "…" : s));
@@ -71,30 +86,29 @@ function cell(v) {
 
 const MAX_ROWS = 200;
 
+// REF is the key of a record's reference id: what a model cites it by. It
+// is no column for a person; a row keeps it as data-ref.
+const REF = "_REF_ID";
+
 // table renders an array of objects: the columns are the union of their keys
-// in first-seen order, with _REF_ID last and small.
+// in first-seen order, less _REF_ID, which each row keeps as data-ref.
 export function table(objects) {
   const rows = Array.isArray(objects) ? objects : [];
   const cols = [];
   const seen = new Set();
   for (const o of rows) {
     if (o && typeof o === "object" && !Array.isArray(o)) {
-      for (const k of Object.keys(o)) if (!seen.has(k)) seen.add(k), cols.push(k);
+      for (const k of Object.keys(o)) if (k !== REF && !seen.has(k)) seen.add(k), cols.push(k);
     } else if (!seen.has("value")) {
       seen.add("value");
       cols.push("value");
     }
   }
-  const ref = cols.indexOf("_REF_ID");
-  if (ref >= 0) cols.push(cols.splice(ref, 1)[0]);
-  const head = h("tr", null, cols.map((c) => h("th", { scope: "col", class: c === "_REF_ID" ? "ref" : undefined }, c)));
+  const head = h("tr", null, cols.map((c) => h("th", { scope: "col" }, c)));
   const body = rows.slice(0, MAX_ROWS).map((o) => {
     const isObj = o && typeof o === "object" && !Array.isArray(o);
-    return h("tr", null, cols.map((c) => {
-      const v = isObj ? o[c] : c === "value" ? o : undefined;
-      if (c === "_REF_ID") return h("td", { class: "ref" }, v === undefined ? "" : String(v));
-      return cell(v);
-    }));
+    const ref = isObj && isScalar(o[REF]) ? String(o[REF]) : undefined;
+    return h("tr", { dataset: ref === undefined ? undefined : { ref } }, cols.map((c) => cell(isObj ? o[c] : c === "value" ? o : undefined)));
   });
   const wrap = h("div", { class: "table-wrap" }, h("table", { class: "data" }, h("thead", null, head), h("tbody", null, body)));
   if (rows.length > MAX_ROWS) wrap.append(h("div", { class: "muted small" }, `${rows.length - MAX_ROWS} more rows not shown`));
