@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -210,4 +211,68 @@ func TestBrowserResultsReadable(t *testing.T) {
 		t.Errorf("cell alignment %q, images %s; want the second column right-aligned and no image", answer[3], answer[4])
 	}
 	t.Logf("screenshot: %s", screenshot(t, b, "ui-results.png"))
+}
+
+// inView is a JavaScript function that reports whether an element's top
+// is inside the window and inside the gateway panel's scrolled area.
+const inView = `((el) => {
+	if (!el) return false;
+	const r = el.getBoundingClientRect(), p = document.querySelector("#tool-panel").getBoundingClientRect();
+	return r.height > 0 && r.top >= Math.max(0, p.top) - 1 && r.top < Math.min(innerHeight, p.bottom);
+})`
+
+// TestBrowserPanelNearTheClick: in the gateway panel, a tool's form opens
+// in its card where the click was and in view, its button says Run like
+// the card's, and the result comes into view; the Logs tab follows the
+// server's log by itself and filters it by level.
+func TestBrowserPanelNearTheClick(t *testing.T) {
+	s := everythingService(t, newFakeLLM(t))
+	b := newBrowserWith(t, 2*browserTimeout, noEmojiFonts(t))
+	openEverythingPage(b, s, "alice")
+	listEverythingTools(b)
+
+	// 1. The last tool's form: in its card, in view.
+	last := eval[string](b, "last tool", `[...document.querySelectorAll("#tool-list li[data-tool]")].at(-1).dataset.tool`)
+	b.do("open "+last,
+		clickNode(`#tool-list li[data-tool="`+last+`"] .run`),
+		chromedp.WaitVisible(css(`#tool-form-submit`)),
+		waitJS(inView+`(document.querySelector("#tool-form"))`),
+	)
+	if inCard := eval[bool](b, "form in card", `document.querySelector("#tool-form").closest("li[data-tool]")?.dataset.tool === `+jsQuote(last)); !inCard {
+		t.Errorf("the form of %s opens away from its card", last)
+	}
+	if txt := eval[string](b, "submit text", `document.querySelector("#tool-form-submit").textContent.trim()`); txt != "Run" {
+		t.Errorf("the form's button says %q; want Run, as the card's button", txt)
+	}
+
+	// 2. Simulated logging: run it, and its result comes into view.
+	b.do("start the server's logging",
+		clickNode(`#tool-list li[data-tool="toggle-simulated-logging"] .run`),
+		chromedp.WaitVisible(css(`#tool-form-submit`)),
+		clickNode(`#tool-form-submit`),
+		waitJS(`document.querySelector("#tool-result").dataset.state === "ok"`),
+		waitJS(inView+`(document.querySelector("#tool-result"))`),
+	)
+
+	// 3. Logs: new lines arrive without a click; the level hides the rest.
+	b.do("open the logs",
+		clickNode(`#tab-logs`),
+		waitJS(`/message/.test(document.querySelector("#logs-status").textContent)`),
+	)
+	n := eval[int](b, "log lines", `document.querySelectorAll("#server-logs li").length`)
+	b.do("the log grows by itself",
+		waitJS(`document.querySelectorAll("#server-logs li").length > `+strconv.Itoa(n)),
+		chromedp.SetValue(css(`#logs-level`), "error"),
+		chromedp.Evaluate[chromedp.Void](`void document.querySelector("#logs-level").dispatchEvent(new Event("change"))`),
+	)
+	shown := eval[[]string](b, "shown levels", `[...document.querySelectorAll("#server-logs li")].filter((li) => !li.hidden).map((li) => li.dataset.level)`)
+	for _, lv := range shown {
+		if lv != "error" && lv != "critical" && lv != "alert" && lv != "emergency" {
+			t.Errorf("level error shows a %q line", lv)
+		}
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-panel-logs.png"))
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
 }

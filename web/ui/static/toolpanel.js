@@ -14,7 +14,8 @@
 // #resource-content[data-state]; #prompt-list li[data-prompt] button.open,
 // #prompt-form with a control named after each argument and
 // #prompt-form-submit, the messages in #prompt-result[data-state] as
-// .prompt-message[data-role]; #server-logs li[data-level], #logs-refresh.
+// .prompt-message[data-role]; #server-logs li[data-level] (hidden below #logs-level), #logs-refresh,
+// #logs-live (reload every 2 s while the tab is open).
 import { apiJSON } from "./api.js";
 import { h, contentItem, inputSchemaOf, toolCard, toolResult } from "./render.js";
 import { icon } from "./icons.js";
@@ -23,6 +24,13 @@ import { expandTemplate, templateVars } from "./uritemplate.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
 
+// LEVELS are MCP's log levels, least severe first (RFC 5424's order).
+const LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+// LOGS_EVERY is how often an open Logs tab with "Live" checked reloads
+// the log, in ms. Nothing polls while the tab is closed or the page hidden.
+const LOGS_EVERY = 2000;
+
 // toolsOf reads the tool list from a list response, whichever shape the
 // service chose: {tools}, {result: {objects}}, {objects}, {result: [...]}.
 export function toolsOf(data) {
@@ -30,6 +38,19 @@ export function toolsOf(data) {
   const cands = [data.tools, data.result && data.result.objects, data.objects, data.result && data.result.tools, data.result];
   for (const c of cands) if (Array.isArray(c)) return c.filter((t) => t && typeof t === "object" && t.name);
   return [];
+}
+
+// dock moves els (a form, its result) into li, the item the user clicked,
+// so that they open where the click was; without li, back to the end of
+// home (the tab's panel).
+function dock(li, home, ...els) {
+  const to = li || home;
+  for (const el of els) if (el.parentElement !== to) to.append(el);
+}
+
+// reveal scrolls el into view when it arrives, at the least distance.
+function reveal(el) {
+  el.scrollIntoView({ block: "nearest" });
 }
 
 export class ToolPanel {
@@ -74,6 +95,12 @@ export class ToolPanel {
       document.getElementById("tab-" + next).focus();
     });
     document.getElementById("logs-refresh").addEventListener("click", () => this.loadLogs());
+    this.logLevel = document.getElementById("logs-level");
+    this.logLive = document.getElementById("logs-live");
+    this.logLevel.addEventListener("change", () => this.filterLogs());
+    this.logLive.addEventListener("change", () => this.followLogs());
+    document.addEventListener("visibilitychange", () => this.followLogs());
+    this.logTimer = 0;
     this.promptForm.addEventListener("submit", (ev) => {
       ev.preventDefault();
       this.getPrompt();
@@ -129,6 +156,7 @@ export class ToolPanel {
       tab.tabIndex = t === name ? 0 : -1;
       document.getElementById("tab-panel-" + t).hidden = t !== name;
     }
+    this.followLogs();
     if (!this.gateway || this.loaded.has(name)) return;
     if (name === "resources") this.listResources();
     else if (name === "prompts") this.listPrompts();
@@ -138,6 +166,7 @@ export class ToolPanel {
   // resetFeatures forgets the resources, prompts and logs of the last gateway.
   resetFeatures() {
     this.loaded.clear();
+    this.undock();
     this.resourceList.replaceChildren();
     this.resourceStatus.textContent = "";
     this.resourceContent.replaceChildren();
@@ -146,7 +175,15 @@ export class ToolPanel {
     this.promptStatus.textContent = "";
     this.closePromptForm();
     this.logList.replaceChildren();
+    this.logKey = "";
     this.logStatus.textContent = "";
+  }
+
+  // undock takes the resources' and prompts' forms and results out of the
+  // lists, before the lists are replaced.
+  undock() {
+    dock(null, document.getElementById("tab-panel-resources"), this.resourceContent);
+    dock(null, document.getElementById("tab-panel-prompts"), this.promptForm, this.promptResult);
   }
 
   featurePath(what) {
@@ -168,6 +205,7 @@ export class ToolPanel {
       return;
     }
     this.resourceStatus.textContent = list.length ? `${list.length} resource${list.length === 1 ? "" : "s"}` : "This server offers no resources.";
+    this.undock();
     this.resourceList.replaceChildren(...list.map((res) => this.resourceItem(res)));
   }
 
@@ -231,6 +269,7 @@ export class ToolPanel {
       ? this.resourceList.querySelector(`li[data-template="${CSS.escape(template)}"]`)
       : this.resourceList.querySelector(`li[data-uri="${CSS.escape(uri)}"]`);
     li?.classList.add("active");
+    dock(li, document.getElementById("tab-panel-resources"), this.resourceContent);
     this.resourceContent.dataset.state = "running";
     this.resourceContent.dataset.uri = uri;
     this.resourceContent.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), " Reading ", h("code", null, uri), "…"));
@@ -244,6 +283,7 @@ export class ToolPanel {
     }
     this.resourceContent.dataset.state = res.is_error ? "error" : "ok";
     this.resourceContent.replaceChildren(h("div", { class: "result-head muted small" }, h("code", null, uri)), toolResult(res));
+    reveal(this.resourceContent);
   }
 
   // ---- prompts ----
@@ -261,6 +301,7 @@ export class ToolPanel {
       return;
     }
     this.promptStatus.textContent = list.length ? `${list.length} prompt${list.length === 1 ? "" : "s"}` : "This server offers no prompts.";
+    this.undock();
     this.promptList.replaceChildren(...list.map((pr) => {
       const args = Array.isArray(pr.arguments) ? pr.arguments : [];
       return h("li", { class: "tool-item", dataset: { prompt: pr.name } },
@@ -283,8 +324,10 @@ export class ToolPanel {
   openPrompt(pr) {
     this.prompt = pr;
     for (const li of this.promptList.querySelectorAll("li.active")) li.classList.remove("active");
-    this.promptList.querySelector(`li[data-prompt="${CSS.escape(pr.name)}"]`)?.classList.add("active");
+    const li = this.promptList.querySelector(`li[data-prompt="${CSS.escape(pr.name)}"]`);
+    li?.classList.add("active");
     const f = this.promptForm;
+    dock(li, document.getElementById("tab-panel-prompts"), f, this.promptResult);
     f.replaceChildren();
     buildForm(f, pr.name, this.promptSchema(pr), { onCancel: () => this.closePromptForm(), prefix: "prompt-arg-", submitID: "prompt-form-submit", verb: "Get", submitText: "Get prompt", errorID: "prompt-form-error" });
     this.promptResult.replaceChildren();
@@ -332,6 +375,7 @@ export class ToolPanel {
       h("div", { class: "result-head muted small" }, h("code", null, pr.name), ` · ${msgs.length} message${msgs.length === 1 ? "" : "s"}`),
       ...msgs.map((m) => h("div", { class: "prompt-message", dataset: { role: m.role || "" } },
         h("div", { class: "role" }, m.role || "message"), contentItem(m.content))));
+    reveal(this.promptResult);
   }
 
   // ---- logs ----
@@ -340,8 +384,8 @@ export class ToolPanel {
     const gw = this.gateway;
     if (!gw) return;
     this.loaded.add("logs");
-    this.logStatus.textContent = "Loading…";
-    const r = await apiJSON(this.featurePath("logs"));
+    if (!this.logList.childElementCount) this.logStatus.textContent = "Loading…";
+    const r = await apiJSON(this.featurePath("logs"), { interactive: false });
     if (gw !== this.gateway) return;
     const logs = r.data && Array.isArray(r.data.logs) ? r.data.logs : null;
     if (!logs) {
@@ -349,20 +393,58 @@ export class ToolPanel {
       this.logStatus.replaceChildren(h("span", { class: "note error" }, r.error || "could not load the log"));
       return;
     }
-    this.logStatus.textContent = logs.length ? `last ${logs.length} message${logs.length === 1 ? "" : "s"}, newest last` : "No log messages from this server yet.";
+    const status = logs.length ? `last ${logs.length} message${logs.length === 1 ? "" : "s"}, newest last` : "No log messages from this server yet.";
+    if (this.logStatus.textContent !== status) this.logStatus.textContent = status;
+    // Nothing new: leave the list (and the reader's place in it) alone.
+    const key = `${logs.length}\u0000${JSON.stringify(logs.at(-1) ?? null)}`;
+    if (key === this.logKey && this.logList.childElementCount === logs.length) return;
+    this.logKey = key;
     this.logList.replaceChildren(...logs.map((e) => {
       const t = Date.parse(e.time);
       return h("li", { class: "log-line", dataset: { level: e.level || "" } },
         h("time", { datetime: e.time || undefined }, Number.isNaN(t) ? "" : new Date(t).toLocaleTimeString()),
         h("span", { class: "log-level" }, e.level || "?"),
         e.logger ? h("code", { class: "log-logger" }, e.logger) : null,
-        h("span", { class: "log-data" }, e.data ?? ""));
+        h("span", { class: "log-data" }, typeof e.data === "string" ? e.data : JSON.stringify(e.data ?? "")));
     }));
-    this.logList.lastElementChild?.scrollIntoView({ block: "nearest" });
+    this.filterLogs();
+    [...this.logList.children].filter((li) => !li.hidden).at(-1)?.scrollIntoView({ block: "nearest" });
+  }
+
+  // filterLogs shows the lines at the chosen level or above.
+  filterLogs() {
+    const min = LEVELS.indexOf(this.logLevel.value);
+    let shown = 0;
+    for (const li of this.logList.children) {
+      const at = LEVELS.indexOf(li.dataset.level);
+      li.hidden = at >= 0 && at < min;
+      if (!li.hidden) shown++;
+    }
+    this.logList.dataset.shown = String(shown);
+  }
+
+  // followLogs reloads the log every LOGS_EVERY ms while the Logs tab is
+  // open, "Live" is checked and the page is shown; else it stops.
+  followLogs() {
+    const want = this.tab === "logs" && !this.panel.hidden && this.gateway && this.logLive.checked && document.visibilityState !== "hidden";
+    if (want && !this.logTimer) {
+      this.logTimer = setInterval(() => {
+        if (!this.logBusy) {
+          this.logBusy = true;
+          this.loadLogs().finally(() => {
+            this.logBusy = false;
+          });
+        }
+      }, LOGS_EVERY);
+    } else if (!want && this.logTimer) {
+      clearInterval(this.logTimer);
+      this.logTimer = 0;
+    }
   }
 
   close() {
     this.panel.hidden = true;
+    this.followLogs();
     document.getElementById("layout").classList.remove("with-panel");
     const sel = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > .row .label`);
     if (sel) sel.focus();
@@ -415,16 +497,22 @@ export class ToolPanel {
     const shown = this.tools.filter((t) => !q || t.name.toLowerCase().includes(q) || String(t.description || "").toLowerCase().includes(q));
     this.list.replaceChildren(...shown.map((t) => toolCard(t,
       h("button", { type: "button", class: "small-button run", "aria-label": `Run ${t.name}`, onclick: () => this.openForm(t) }, "Run ", icon("play")))));
+    const li = this.formTool && this.list.querySelector(`.tool-item[data-tool="${CSS.escape(this.formTool.name)}"]`);
+    li?.classList.add("active");
+    dock(li, document.getElementById("tab-panel-tools"), this.form, this.result);
   }
 
   openForm(tool) {
     this.formTool = tool;
     for (const el of this.list.querySelectorAll(".tool-item.active")) el.classList.remove("active");
-    this.list.querySelector(`.tool-item[data-tool="${CSS.escape(tool.name)}"]`)?.classList.add("active");
+    const li = this.list.querySelector(`.tool-item[data-tool="${CSS.escape(tool.name)}"]`);
+    li?.classList.add("active");
     buildForm(this.form, tool.name, inputSchemaOf(tool), { onCancel: () => this.closeForm() });
     this.result.replaceChildren();
     delete this.result.dataset.state;
-    this.form.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    // The form opens in the tool's card, where the click was.
+    dock(li, document.getElementById("tab-panel-tools"), this.form, this.result);
+    this.form.scrollIntoView({ block: "nearest" });
     const first = this.form.querySelector("input, select, textarea, button[type=submit]");
     if (first) first.focus();
   }
@@ -475,6 +563,7 @@ export class ToolPanel {
     this.result.replaceChildren(
       h("div", { class: "result-head muted small" }, h("code", null, tool.name), ` · ${ms} ms`, r.error ? ` · ${r.error}` : ""),
       toolResult(res));
+    reveal(this.result);
     this.onServersChanged();
   }
 }
