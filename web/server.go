@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"io/fs"
 	"log/slog"
@@ -138,6 +139,10 @@ type Options struct {
 	// header (curl, the CLI) are not affected; "null" is never allowed.
 	// Nil means the service's own origin only.
 	AllowedOrigins []string
+	// PageUser is the user whose new conversation a browser opening /
+	// is sent to (/tree/<PageUser>/<new id>), when no Frontend takes /.
+	// "" means DefaultPageUser.
+	PageUser string
 	// Changes tells the event streams (GET /events/...) about changes made
 	// outside this server's requests (an mcp.json reload, a gateway's
 	// state). Nil means the streams see only the changes made through this
@@ -185,6 +190,8 @@ type Server struct {
 	// model and configFile are Options.Model and Options.ConfigFile.
 	model      ModelInfo
 	configFile string
+	// pageUser is Options.PageUser, defaulted.
+	pageUser string
 	// hub is the event streams' hub, set by liveRoutes, for the changes
 	// that no state-changing request makes (a sign-in's callback).
 	hub *liveHub
@@ -255,6 +262,7 @@ func New(deps Deps, opts *Options) *Server {
 		configFile:       o.ConfigFile,
 		relay:            o.Relay,
 		relayWait:        o.RelayWait,
+		pageUser:         cmp.Or(o.PageUser, DefaultPageUser),
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s
@@ -312,6 +320,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	s.elysiaRoutes(e)
 	s.signInRoutes(e)
 	s.frontendRoutes(e)
+	s.pageRoutes(e)
 
 	e.GET("/api/servers", s.requireKey, s.listServers)
 	e.POST("/api/servers/:name/list", s.requireKey, s.serverList)

@@ -276,3 +276,46 @@ func TestBrowserPanelNearTheClick(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestBrowserPageBasics: a browser opening / lands on a new conversation
+// of ELYSIA_USER, which the list calls "New conversation", not its id; the
+// header names the model; a keyless service offers no API-key button; the
+// gateway panel says "1 call".
+func TestBrowserPageBasics(t *testing.T) {
+	llm := newFakeLLM(t)
+	s := startService(t, serveOptions{Env: append(llm.Env(), "ELYSIA_USER=carol")})
+	b := newBrowserWith(t, browserTimeout, noEmojiFonts(t))
+	b.do("open /",
+		chromedp.Navigate(s.URL+"/"),
+		waitJS(`document.body.dataset.live === "live" && document.body.dataset.state === "idle"`),
+		waitJS(`/^\/tree\/carol\/c-[0-9a-f]{16}$/.test(location.pathname)`),
+		waitJS(`document.querySelector("#conversations li.current .conv-title") !== null`),
+	)
+	got := eval[[]string](b, "the header", `[
+		document.querySelector("#conversations li.current .conv-title").textContent,
+		document.querySelector("#model-name")?.checkVisibility() ? document.querySelector("#model-name").textContent : "",
+		String(document.querySelector("#api-key-button").checkVisibility()),
+	]`)
+	if got[0] != "New conversation" {
+		t.Errorf("the new conversation is listed as %q; want \"New conversation\"", got[0])
+	}
+	if !strings.Contains(got[1], "scripted") {
+		t.Errorf("the header names the model as %q; want it to say scripted", got[1])
+	}
+	if got[2] != "false" {
+		t.Error("a keyless service shows the API-key button")
+	}
+	b.do("list the todo tools",
+		chromedp.Click(css(`#tree .node[data-id="mcp_todo"] > .row .label`)),
+		clickNode(`#list-tools`),
+		chromedp.WaitVisible(css(`#tool-list li[data-tool="create_todo"]`)),
+		clickNode(`#tool-list li[data-tool="list_todos"] .run`),
+		clickNode(`#tool-form-submit`),
+		waitJS(`document.querySelector("#tool-result").dataset.state === "ok"`),
+		waitJS(`/ · 1 call/.test(document.querySelector("#tool-panel-info .server-line").textContent)`),
+	)
+	if info := eval[string](b, "calls", `document.querySelector("#tool-panel-info .server-line").textContent`); !strings.Contains(info, "1 call") || strings.Contains(info, "1 calls") {
+		t.Errorf("the panel says %q; want \"1 call\"", info)
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-tree.png"))
+}

@@ -146,6 +146,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ConfigFile:     app.disc.Path(),
 		Frontend:       frontend,
 		Relay:          app.relay(),
+		PageUser:       os.Getenv("ELYSIA_USER"), // a browser opening / gets a conversation of this user
 	})
 	stopRelay, err := app.startRelay(srv)
 	if err != nil {

@@ -133,7 +133,8 @@ class App {
 
   async start() {
     fillIcons();
-    $("conversation-meta").textContent = `${this.user} · ${this.conversation}`;
+    $("conversation-meta").textContent = this.user;
+    $("conversation-meta").title = `user ${this.user}, conversation ${this.conversation}`;
     this.bindUI();
     new SignIn({ user: this.user, treeEl: $("tree"), chatEl: $("chat") }).install();
     new Settings({ user: this.user }).install();
@@ -142,6 +143,7 @@ class App {
     // The tree GET creates the conversation (and asks for a key when one is
     // needed), so it goes first; the event stream then brings the rest.
     await this.loadTree();
+    this.loadInfo();
     await this.loadHistory();
     this.live.start();
     $("query-input").focus();
@@ -232,6 +234,19 @@ class App {
     $("conversation-title").textContent = this.title || "New conversation";
     document.title = this.title ? `${this.title} · Elysia` : "Elysia";
     if (live) this.renderConversations();
+  }
+
+  // loadInfo shows which model answers, and hides the API-key button on
+  // a service that asks for no key.
+  async loadInfo() {
+    const r = await apiJSON("/api/info", { interactive: false });
+    if (!r.ok || !r.data) return;
+    const model = typeof r.data.model === "string" ? r.data.model : "";
+    const el = $("model-name");
+    el.textContent = model ? `model ${model}` : "";
+    el.title = model ? `Answers come from ${model}` : "";
+    el.hidden = !model;
+    $("api-key-button").hidden = r.data.auth === false && !getKey();
   }
 
   // ---- live state: the event stream's messages, and one-shot loads ----
@@ -346,7 +361,8 @@ class App {
     }
     list.replaceChildren(...sorted.map((c) => {
       const current = c.conversation_id === this.conversation;
-      const title = (current && this.title) || c.title || c.conversation_id;
+      // An id such as c-0a6102889bbfb782 means nothing to a person.
+      const title = (current && this.title) || c.title || (current ? "New conversation" : "Untitled conversation");
       const del = h("button", { type: "button", class: "delete icon-button", "aria-label": `Delete conversation ${title}`, title: "Delete" }, icon("trash"));
       del.addEventListener("click", () => this.deleteConversation(c.conversation_id, del));
       return h("li", { class: current ? "current" : "", dataset: { conversation: c.conversation_id } },
@@ -355,6 +371,7 @@ class App {
           onclick: () => {
             if (!current) location.assign(convPath(this.user, c.conversation_id));
           },
+          title: c.conversation_id,
         }, h("span", { class: "conv-title" }, title), h("span", { class: "conv-time" }, relativeTime(c.updated_at))),
         del);
     }));

@@ -40,6 +40,11 @@ export function toolsOf(data) {
   return [];
 }
 
+// plural is "1 call", "2 calls".
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
 // dock moves els (a form, its result) into li, the item the user clicked,
 // so that they open where the click was; without li, back to the end of
 // home (the tab's panel).
@@ -459,7 +464,7 @@ export class ToolPanel {
     if (s) {
       this.title.textContent = s.name || this.gateway;
       rows.push(h("div", { class: "server-line" }, this.treeView.badge(this.gateway), " ", h("code", null, this.gateway), " · ", s.transport || "?",
-        s.calls !== undefined ? ` · ${s.calls} calls` : "", s.failures ? `, ${s.failures} failed` : ""));
+        s.calls !== undefined ? ` · ${plural(s.calls, "call")}` : "", s.failures ? `, ${s.failures} failed` : ""));
       if (s.last_error) rows.push(h("div", { class: "note error small" }, s.last_error));
       if (s.config_error) rows.push(h("div", { class: "note error small" }, s.config_error));
       if (s.circuit && s.circuit.state === "open") rows.push(h("div", { class: "note warning small" }, `Circuit open${s.circuit.retry_at ? ", retrying at " + new Date(s.circuit.retry_at).toLocaleTimeString() : ""}`));
