@@ -16,6 +16,7 @@
 //   #tree                     the decision tree; every node is .node[data-id="<option id>"],
 //                             gateways also [data-gateway="true"]; click
 //                             .node[data-id=X] > .row .label to open a gateway or branch;
+//                             the rows are role=treeitem (one Tab stop; arrows, Home, End, Enter);
 //                             nodes on the agent's path get .on-path, the last decision .current
 //   #servers-status           one .server[data-server=<name>][data-state=<state>] per server
 //   #tool-panel               the gateway panel (hidden until a gateway is clicked)
@@ -26,7 +27,7 @@
 //                             errors (422 text) in #tool-form-error
 //   #tool-result              the execute result; data-state = running | ok | error | invalid
 //   #query-input, #query-send the query box and its button (Enter sends, Shift+Enter newline)
-//   #query-stop               shown while a query runs: stops it (the turn gets [data-type="stopped"])
+//   #query-stop               shown while a query runs: stops it, as Esc does (the turn gets [data-type="stopped"])
 //   #chat .tool-progress      a tool call's progress: data-state "running" | "done" | "stopped",
 //                             data-tool, data-progress, data-total; its <progress> bar while running
 //   #chat .elicitation        a server's question: data-state (elicit.js), data-mode "form" | "url";
@@ -173,6 +174,14 @@ class App {
       await promptForKey(getKey() ? "Replace the stored API key." : "Enter an API key for this server.");
     });
     window.addEventListener("elysia-key", () => this.afterNewKey());
+    // Esc stops a running query, unless something nearer took it (a
+    // dialog, the panel, a form).
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape" && !ev.defaultPrevented && this.running && !document.querySelector("dialog[open]")) {
+        ev.preventDefault();
+        this.stop();
+      }
+    });
     $("sidebar-toggle").addEventListener("click", () => {
       const open = document.body.classList.toggle("sidebar-open");
       $("sidebar-toggle").setAttribute("aria-expanded", String(open));
@@ -363,7 +372,9 @@ class App {
       const current = c.conversation_id === this.conversation;
       // An id such as c-0a6102889bbfb782 means nothing to a person.
       const title = (current && this.title) || c.title || (current ? "New conversation" : "Untitled conversation");
-      const del = h("button", { type: "button", class: "delete icon-button", "aria-label": `Delete conversation ${title}`, title: "Delete" }, icon("trash"));
+      // One Tab stop a row: the Delete key on the row does what the trash
+      // button does for the mouse.
+      const del = h("button", { type: "button", class: "delete icon-button", tabindex: "-1", "aria-hidden": "true", title: "Delete" }, icon("trash"));
       del.addEventListener("click", () => this.deleteConversation(c.conversation_id, del));
       return h("li", { class: current ? "current" : "", dataset: { conversation: c.conversation_id } },
         h("button", {
@@ -371,7 +382,15 @@ class App {
           onclick: () => {
             if (!current) location.assign(convPath(this.user, c.conversation_id));
           },
+          onkeydown: (ev) => {
+            if (ev.key === "Delete" || (ev.key === "Backspace" && ev.metaKey)) {
+              ev.preventDefault();
+              this.deleteConversation(c.conversation_id, del);
+            }
+          },
           title: c.conversation_id,
+          "aria-keyshortcuts": "Delete",
+          "aria-describedby": "conv-delete-hint",
         }, h("span", { class: "conv-title" }, title), h("span", { class: "conv-time" }, relativeTime(c.updated_at))),
         del);
     }));

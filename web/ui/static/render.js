@@ -110,7 +110,9 @@ export function table(objects) {
     const ref = isObj && isScalar(o[REF]) ? String(o[REF]) : undefined;
     return h("tr", { dataset: ref === undefined ? undefined : { ref } }, cols.map((c) => cell(isObj ? o[c] : c === "value" ? o : undefined)));
   });
-  const wrap = h("div", { class: "table-wrap" }, h("table", { class: "data" }, h("thead", null, head), h("tbody", null, body)));
+  // The wrap scrolls; a keyboard can scroll it only if it takes the focus.
+  const wrap = h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `Table of ${rows.length} row${rows.length === 1 ? "" : "s"}` },
+    h("table", { class: "data" }, h("thead", null, head), h("tbody", null, body)));
   if (rows.length > MAX_ROWS) wrap.append(h("div", { class: "muted small" }, `${rows.length - MAX_ROWS} more rows not shown`));
   return wrap;
 }

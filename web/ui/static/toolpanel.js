@@ -119,7 +119,10 @@ export class ToolPanel {
       this.execute();
     });
     this.panel.addEventListener("keydown", (ev) => {
-      if (ev.key === "Escape" && !ev.defaultPrevented) this.close();
+      if (ev.key === "Escape" && !ev.defaultPrevented) {
+        ev.preventDefault(); // this Esc closes the panel, nothing more
+        this.close();
+      }
     });
   }
 
@@ -451,7 +454,7 @@ export class ToolPanel {
     this.panel.hidden = true;
     this.followLogs();
     document.getElementById("layout").classList.remove("with-panel");
-    const sel = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > .row .label`);
+    const sel = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > [role=treeitem]`);
     if (sel) sel.focus();
   }
 
