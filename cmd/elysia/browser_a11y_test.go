@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -99,6 +100,16 @@ func TestBrowserAccessibility(t *testing.T) {
 		clickNode(`#settings-close`),
 		chromedp.WaitNotVisible(css(`#settings-dialog`)),
 	)
+
+	// The dark theme: the same page, its own colours.
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+	}); err != nil {
+		t.Fatalf("emulate the dark theme: %v", err)
+	}
+	b.do("the dark theme", waitJS(`matchMedia("(prefers-color-scheme: dark)").matches`))
+	check("the page in the dark theme")
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-dark.png"))
 
 	// The tree: role=tree with treeitems; arrow keys move the focus.
 	roles := eval[[]string](b, "tree roles", `[
