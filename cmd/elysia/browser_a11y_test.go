@@ -146,6 +146,21 @@ func TestBrowserAccessibility(t *testing.T) {
 		waitJS(`document.body.dataset.state === "idle"`),
 		chromedp.WaitVisible(css(`#chat [data-type="stopped"]`)),
 	)
+	// The Delete key on a conversation's row deletes it, on a second press.
+	b.do("delete with the keyboard",
+		waitJS(`!document.querySelector("#query-stop").checkVisibility()`),
+		chromedp.Evaluate[chromedp.Void](`void document.querySelector("#conversations li.current button.open").focus()`),
+		chromedp.KeyEvent(kb.Delete),
+		waitJS(`document.querySelector("#conversations li.current button.delete").dataset.confirm === "true"`),
+	)
+	b.do("confirm", chromedp.KeyEvent(kb.Delete))
+	// The page navigates: ask until the new one answers (a question asked
+	// mid-navigation fails, and is asked again).
+	testenv.WaitFor(t, stepTimeout, "a new conversation to open", func() bool {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](
+			`/^\/tree\/alice\/c-[0-9a-f]{16}$/.test(location.pathname) && document.querySelector("#conversations li.current") !== null`))
+		return err == nil && ok
+	})
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}

@@ -364,6 +364,10 @@ class App {
       list.replaceChildren(h("li", { class: "muted small" }, error || "No conversations."));
       return;
     }
+    // A new list must not take the keyboard's place: the row that had the
+    // focus gets it back.
+    const active = document.activeElement;
+    const refocus = active && list.contains(active) ? active.closest("li")?.dataset.conversation : undefined;
     const sorted = [...convs].sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
     if (!sorted.some((c) => c.conversation_id === this.conversation)) {
       sorted.unshift({ conversation_id: this.conversation, title: this.title, updated_at: "" });
@@ -374,8 +378,12 @@ class App {
       const title = (current && this.title) || c.title || (current ? "New conversation" : "Untitled conversation");
       // One Tab stop a row: the Delete key on the row does what the trash
       // button does for the mouse.
-      const del = h("button", { type: "button", class: "delete icon-button", tabindex: "-1", "aria-hidden": "true", title: "Delete" }, icon("trash"));
-      del.addEventListener("click", () => this.deleteConversation(c.conversation_id, del));
+      const confirming = this.confirming === c.conversation_id;
+      const del = h("button", {
+        type: "button", class: "delete icon-button" + (confirming ? " confirm" : ""), tabindex: "-1", "aria-hidden": "true", title: "Delete",
+        dataset: { confirm: String(confirming) },
+      }, confirming ? "Delete?" : icon("trash"));
+      del.addEventListener("click", () => this.deleteConversation(c.conversation_id));
       return h("li", { class: current ? "current" : "", dataset: { conversation: c.conversation_id } },
         h("button", {
           type: "button", class: "open", "aria-current": current ? "page" : undefined,
@@ -385,7 +393,7 @@ class App {
           onkeydown: (ev) => {
             if (ev.key === "Delete" || (ev.key === "Backspace" && ev.metaKey)) {
               ev.preventDefault();
-              this.deleteConversation(c.conversation_id, del);
+              this.deleteConversation(c.conversation_id);
             }
           },
           title: c.conversation_id,
@@ -394,21 +402,25 @@ class App {
         }, h("span", { class: "conv-title" }, title), h("span", { class: "conv-time" }, relativeTime(c.updated_at))),
         del);
     }));
+    if (refocus) list.querySelector(`li[data-conversation="${CSS.escape(refocus)}"] button.open`)?.focus();
   }
 
-  async deleteConversation(id, button) {
-    if (button.dataset.confirm !== "true") {
-      button.dataset.confirm = "true";
-      button.textContent = "Delete?";
-      button.classList.add("confirm");
-      setTimeout(() => {
-        if (!button.isConnected) return;
-        button.dataset.confirm = "";
-        button.replaceChildren(icon("trash"));
-        button.classList.remove("confirm");
+  // deleteConversation deletes conversation id on the second press (of
+  // the trash button or the Delete key) within four seconds; the first
+  // asks, on the row, which survives a new list.
+  async deleteConversation(id) {
+    if (this.confirming !== id) {
+      clearTimeout(this.confirmTimer);
+      this.confirming = id;
+      this.renderConversations();
+      this.confirmTimer = setTimeout(() => {
+        this.confirming = "";
+        this.renderConversations();
       }, 4000);
       return;
     }
+    clearTimeout(this.confirmTimer);
+    this.confirming = "";
     const r = await apiJSON(`/conversations/${encodeURIComponent(this.user)}/${encodeURIComponent(id)}`, { method: "DELETE" });
     if (!r.ok && r.status !== 404) {
       this.chat.note(null, "error", `Could not delete the conversation: ${r.error}`);
