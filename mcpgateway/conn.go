@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -26,7 +27,7 @@ import (
 // top and reaches the server only through a conn. All methods are safe for
 // concurrent use.
 type conn struct {
-	cfg    ServerConfig
+	cfg    mcpconfig.ServerConfig
 	opts   Options
 	logger *slog.Logger
 	mask   func(string) string
@@ -85,7 +86,7 @@ type flight struct {
 
 // newConn returns the connection owner of cfg. It does no I/O and starts no
 // goroutine.
-func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string) string) *conn {
+func newConn(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(string) string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		cfg:       cfg,
@@ -106,7 +107,7 @@ func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string)
 	}
 	if needsAuth(cfg) {
 		c.auth = newAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
-		c.auth.userless = o.user == "" && cfg.OAuth.grant() != GrantClientCredentials
+		c.auth.userless = o.user == "" && cfg.OAuth.EffectiveGrant() != mcpconfig.GrantClientCredentials
 	}
 	switch {
 	case !cfg.Enabled:

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -29,7 +30,7 @@ var (
 // methods are safe for concurrent use. The owner calls Close once done;
 // Close is idempotent.
 type Gateway struct {
-	cfg      ServerConfig
+	cfg      mcpconfig.ServerConfig
 	opts     Options
 	logger   *slog.Logger        // masks the server's secrets in every record
 	masker   func(string) string // cfg.Mask, built once: the server's secrets, no user's
@@ -88,13 +89,13 @@ type Gateway struct {
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
 // nil opts means the defaults; opts is copied.
-func New(cfg ServerConfig, opts *Options) *Gateway {
+func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
 	if o.samples == nil {
 		o.samples = &sampleWindow{}
 	}
-	g := &Gateway{cfg: cfg, opts: o, toolName: ToolName(cfg.Name), closeDone: make(chan struct{})}
-	mask := cfg.masker()
+	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{})}
+	mask := cfg.Masker()
 	logMask := mask
 	if len(cfg.UserValues) > 0 && o.user == "" {
 		// The users' sessions fill in their own secrets and mask them in
@@ -118,7 +119,7 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 
 // Config returns the server's configuration as given to New, with the
 // roots Adopt last set.
-func (g *Gateway) Config() ServerConfig {
+func (g *Gateway) Config() mcpconfig.ServerConfig {
 	cfg := g.cfg
 	cfg.Roots = g.conn.currentRoots()
 	return cfg
@@ -130,7 +131,7 @@ func (g *Gateway) Config() ServerConfig {
 // the roots: the new ones reach every open session of the server (the
 // shared one and each user's) as notifications/roots/list_changed, and no
 // session is closed.
-func (g *Gateway) Adopt(cfg ServerConfig) bool {
+func (g *Gateway) Adopt(cfg mcpconfig.ServerConfig) bool {
 	cur := g.Config()
 	probe := cfg
 	probe.Roots = cur.Roots
@@ -163,7 +164,7 @@ func (g *Gateway) Description() string { return *g.description.Load() }
 // describe returns the gateway's description, with the names of its listed
 // tools appended when there are any. It is computed once per listing, since
 // every tree render asks for it.
-func describe(cfg ServerConfig, names, offers []string) string {
+func describe(cfg mcpconfig.ServerConfig, names, offers []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "MCP server '%s' (%s) - provides access to multiple tools", cfg.Name, cfg.Transport)
 	// sentence starts a new sentence, ending the previous one with a

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -57,7 +58,7 @@ const refreshMargin = 30 * time.Second
 // that server and user shares it. It is safe for concurrent use.
 type authorizer struct {
 	key     TokenKey
-	cfg     ServerConfig
+	cfg     mcpconfig.ServerConfig
 	server  *url.URL
 	store   TokenStore
 	browser Browser // nil: no sign-in from inside a call
@@ -84,7 +85,7 @@ type authorizer struct {
 	loaded bool
 }
 
-func newAuthorizer(cfg ServerConfig, user string, store TokenStore, browser Browser, logger *slog.Logger) *authorizer {
+func newAuthorizer(cfg mcpconfig.ServerConfig, user string, store TokenStore, browser Browser, logger *slog.Logger) *authorizer {
 	u, _ := url.Parse(cfg.URL) // Validate checked it
 	connect, _ := cfg.Timeouts()
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -249,7 +250,7 @@ func (a *authorizer) insufficientScope(ctx context.Context, ch challenge, used *
 // grant obtains a new token: client credentials when configured, else a
 // sign-in through the browser; without one, the user must sign in.
 func (a *authorizer) grant(ctx context.Context, ch challenge, scopes []string, why string) (*Token, error) {
-	if a.cfg.OAuth.grant() == GrantClientCredentials {
+	if a.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
 		return a.clientCredentials(ctx, ch, scopes)
 	}
 	if a.browser == nil {
@@ -326,8 +327,8 @@ func (a *authorizer) clientCredentials(ctx context.Context, ch challenge, scopes
 	params := url.Values{"resource": {t.resource}}
 	cc := clientcredentials.Config{ClientID: o.ClientID, TokenURL: t.as.TokenEndpoint, Scopes: scopes, EndpointParams: params}
 	switch method {
-	case AuthPrivateKeyJWT:
-		if _, alg, err := parseSigningKey(o.PrivateKey); err != nil {
+	case mcpconfig.AuthPrivateKeyJWT:
+		if _, alg, err := mcpconfig.ParseSigningKey(o.PrivateKey); err != nil {
 			return nil, fmt.Errorf("oauth.private_key: %w", err)
 		} else if algs := t.as.TokenEndpointAuthSigningAlgs; len(algs) > 0 && !slices.Contains(algs, alg) {
 			return nil, fmt.Errorf("the authorization server takes client assertions signed with %s, and oauth.private_key signs %s", strings.Join(algs, ", "), alg)
@@ -339,7 +340,7 @@ func (a *authorizer) clientCredentials(ctx context.Context, ch challenge, scopes
 		params.Set("client_assertion_type", clientAssertionType)
 		params.Set("client_assertion", assertion)
 		cc.AuthStyle = oauth2.AuthStyleInParams
-	case AuthClientSecretPost:
+	case mcpconfig.AuthClientSecretPost:
 		cc.ClientSecret, cc.AuthStyle = o.ClientSecret, oauth2.AuthStyleInParams
 	default:
 		cc.ClientSecret, cc.AuthStyle = o.ClientSecret, oauth2.AuthStyleInHeader
@@ -381,7 +382,7 @@ func (a *authorizer) scopes(ch challenge, t *authTarget) []string {
 	default:
 		s = slices.Clone(t.scopesSupported)
 	}
-	if a.cfg.OAuth.grant() == GrantAuthorizationCode && slices.Contains(t.as.ScopesSupported, "offline_access") && !slices.Contains(s, "offline_access") {
+	if a.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode && slices.Contains(t.as.ScopesSupported, "offline_access") && !slices.Contains(s, "offline_access") {
 		s = append(s, "offline_access")
 	}
 	return s
@@ -391,35 +392,35 @@ func (a *authorizer) scopes(ch challenge, t *authTarget) []string {
 // authorization server offers (RFC 8414's default is client_secret_basic).
 func pickAuthMethod(offered []string, haveSecret, haveKey bool) string {
 	if len(offered) == 0 {
-		offered = []string{AuthClientSecretBasic}
+		offered = []string{mcpconfig.AuthClientSecretBasic}
 	}
 	var prefs []string
 	if haveKey {
-		prefs = append(prefs, AuthPrivateKeyJWT)
+		prefs = append(prefs, mcpconfig.AuthPrivateKeyJWT)
 	}
 	if haveSecret {
-		prefs = append(prefs, AuthClientSecretBasic, AuthClientSecretPost)
+		prefs = append(prefs, mcpconfig.AuthClientSecretBasic, mcpconfig.AuthClientSecretPost)
 	}
-	prefs = append(prefs, AuthNone)
+	prefs = append(prefs, mcpconfig.AuthNone)
 	for _, p := range prefs {
 		if slices.Contains(offered, p) {
 			return p
 		}
 	}
 	if haveSecret {
-		return AuthClientSecretBasic
+		return mcpconfig.AuthClientSecretBasic
 	}
-	return AuthNone
+	return mcpconfig.AuthNone
 }
 
 // oauth2Config is the x/oauth2 view of a client at an authorization server.
 func (a *authorizer) oauth2Config(clientID, secret, method, tokenURL, authURL, redirect string, scopes []string) *oauth2.Config {
 	style := oauth2.AuthStyleInHeader
 	switch method {
-	case AuthClientSecretPost, AuthNone:
+	case mcpconfig.AuthClientSecretPost, mcpconfig.AuthNone:
 		style = oauth2.AuthStyleInParams
 	}
-	if method == AuthNone {
+	if method == mcpconfig.AuthNone {
 		secret = ""
 	}
 	return &oauth2.Config{

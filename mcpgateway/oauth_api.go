@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // The sign-in entry points a command or the web wires up: SignIn for a
@@ -33,7 +35,7 @@ func (g *Gateway) SignIn(ctx context.Context, user string, browser Browser) erro
 		return g.serverErr("sign in", err)
 	}
 	defer a.unlockFlow()
-	if g.cfg.OAuth.grant() == GrantClientCredentials {
+	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
 		_, err = a.clientCredentials(ctx, ch, nil)
 	} else {
 		_, err = a.signInLoopback(ctx, ch, nil, browser)
@@ -58,7 +60,7 @@ func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI, binding st
 	if err != nil {
 		return "", err
 	}
-	if g.cfg.OAuth.grant() == GrantClientCredentials {
+	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
 		return "", fmt.Errorf("server %q signs in as a service account (client_credentials); no user sign-in", g.cfg.Name)
 	}
 	// Full already? Then refuse before probing the server and registering
@@ -113,7 +115,7 @@ func (g *Gateway) FinishPending(ctx context.Context, p *PendingSignIn, state, co
 	if p.Server != g.cfg.Name {
 		return g.serverErr("sign in", ErrUnknownState)
 	}
-	if g.cfg.OAuth.grant() == GrantClientCredentials {
+	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
 		// mcp.json changed since the sign-in started: the server now uses
 		// one service account, which a user's token must never become.
 		return g.serverErr("sign in", fmt.Errorf("server %q now signs in as a service account (client_credentials); the sign-in started before is void", g.cfg.Name))

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
@@ -120,9 +121,9 @@ func (f *authFixture) note(s string) {
 	f.mu.Unlock()
 }
 
-func (f *authFixture) config(name string) ServerConfig {
-	return ServerConfig{Name: name, Transport: TransportHTTP, URL: f.rs.URL + "/mcp", Enabled: true,
-		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, OAuth: &OAuthConfig{}}
+func (f *authFixture) config(name string) mcpconfig.ServerConfig {
+	return mcpconfig.ServerConfig{Name: name, Transport: mcpconfig.TransportHTTP, URL: f.rs.URL + "/mcp", Enabled: true,
+		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, OAuth: &mcpconfig.OAuthConfig{}}
 }
 
 // authorized checks the bearer token of an MCP request, answering 401 or

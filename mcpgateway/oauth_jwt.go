@@ -3,21 +3,17 @@ package mcpgateway
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"hash"
 	"math/big"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // The private_key_jwt client assertion (RFC 7523 §2.2, RFC 7521 §4.2) is a
@@ -28,52 +24,10 @@ import (
 // clientAssertionType is the client_assertion_type of a JWT assertion.
 const clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
-// parseSigningKey reads a PEM private key and returns it with the JWS
-// algorithm it signs with. Errors never quote the key.
-func parseSigningKey(pemText string) (crypto.Signer, string, error) {
-	block, _ := pem.Decode([]byte(pemText))
-	if block == nil {
-		return nil, "", errors.New("not a PEM private key")
-	}
-	var key any
-	var err error
-	switch block.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	default:
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("cannot read the %s block (want PKCS #8, SEC 1 or PKCS #1)", block.Type)
-	}
-	switch k := key.(type) {
-	case *ecdsa.PrivateKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return k, "ES256", nil
-		case elliptic.P384():
-			return k, "ES384", nil
-		case elliptic.P521():
-			return k, "ES512", nil
-		}
-		return nil, "", errors.New("unsupported EC curve (want P-256, P-384 or P-521)")
-	case *rsa.PrivateKey:
-		if k.N.BitLen() < 2048 {
-			return nil, "", errors.New("RSA key shorter than 2048 bits")
-		}
-		return k, "RS256", nil
-	case ed25519.PrivateKey:
-		return k, "EdDSA", nil
-	}
-	return nil, "", fmt.Errorf("unsupported key type %T", key)
-}
-
 // clientAssertion returns a signed JWT asserting clientID to the
 // authorization server audience (its issuer), valid for five minutes.
 func clientAssertion(pemKey, clientID, audience string, now time.Time) (string, error) {
-	key, alg, err := parseSigningKey(pemKey)
+	key, alg, err := mcpconfig.ParseSigningKey(pemKey)
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // revoke revokes tok at the authorization server that issued it (RFC
@@ -53,10 +55,10 @@ func (a *authorizer) revokeOne(ctx context.Context, endpoint string, tok *Token,
 	form := url.Values{"token": {value}, "token_type_hint": {hint}}
 	basic := false
 	switch {
-	case tok.ClientSecret != "" && tok.AuthMethod == AuthClientSecretPost:
+	case tok.ClientSecret != "" && tok.AuthMethod == mcpconfig.AuthClientSecretPost:
 		form.Set("client_id", tok.ClientID)
 		form.Set("client_secret", tok.ClientSecret)
-	case tok.ClientSecret != "" && (tok.AuthMethod == AuthClientSecretBasic || tok.AuthMethod == ""):
+	case tok.ClientSecret != "" && (tok.AuthMethod == mcpconfig.AuthClientSecretBasic || tok.AuthMethod == ""):
 		basic = true
 	default:
 		form.Set("client_id", tok.ClientID)

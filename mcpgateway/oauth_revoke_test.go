@@ -11,11 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // signedIn returns a gateway on f's server with alice signed in, her
 // token, and the gateway's log.
-func signedIn(t *testing.T, f *authFixture, cfg ServerConfig) (*Gateway, *MemoryTokenStore, *Token, *testenv.SyncBuffer) {
+func signedIn(t *testing.T, f *authFixture, cfg mcpconfig.ServerConfig) (*Gateway, *MemoryTokenStore, *Token, *testenv.SyncBuffer) {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	store := &MemoryTokenStore{}

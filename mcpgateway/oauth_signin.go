@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"golang.org/x/oauth2"
 )
 
@@ -91,14 +92,14 @@ func (a *authorizer) begin(ctx context.Context, ch challenge, scopes []string, r
 		return nil, "", fmt.Errorf("authorization server %s has no authorization_endpoint", as.Issuer)
 	}
 	p := &pendingAuth{target: t, state: randomString(), verifier: oauth2.GenerateVerifier()}
-	var o OAuthConfig
+	var o mcpconfig.OAuthConfig
 	if a.cfg.OAuth != nil {
 		o = *a.cfg.OAuth
 	}
 	cimd := isCIMDURL(o.ClientID)
 	switch {
 	case cimd && as.ClientIDMetadataDocumentSupported:
-		p.clientID, p.method = o.ClientID, AuthNone
+		p.clientID, p.method = o.ClientID, mcpconfig.AuthNone
 	case o.ClientID != "" && !cimd:
 		p.clientID, p.secret = o.ClientID, o.ClientSecret
 		p.method = o.ClientAuth
@@ -160,8 +161,8 @@ func isCIMDURL(id string) bool {
 // register registers the client dynamically (RFC 7591) with redirect as
 // its redirect URI, asking for the refresh_token grant too.
 func (a *authorizer) register(ctx context.Context, as *authServerMeta, redirect string) (id, secret, method string, err error) {
-	want := AuthNone
-	if !slices.Contains(as.TokenEndpointAuthMethodsSupported, AuthNone) && len(as.TokenEndpointAuthMethodsSupported) > 0 {
+	want := mcpconfig.AuthNone
+	if !slices.Contains(as.TokenEndpointAuthMethodsSupported, mcpconfig.AuthNone) && len(as.TokenEndpointAuthMethodsSupported) > 0 {
 		want = pickAuthMethod(as.TokenEndpointAuthMethodsSupported, true, false)
 	}
 	body, _ := json.Marshal(map[string]any{
@@ -203,7 +204,7 @@ func (a *authorizer) register(ctx context.Context, as *authServerMeta, redirect 
 	if method == "" {
 		method = want
 		if got.ClientSecret == "" {
-			method = AuthNone
+			method = mcpconfig.AuthNone
 		}
 	}
 	return got.ClientID, got.ClientSecret, method, nil

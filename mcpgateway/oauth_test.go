@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -185,7 +186,7 @@ func TestOAuthMalformedMetadata(t *testing.T) {
 	f := newAuthFixture(t)
 	rs := f.rs
 	_ = rs
-	g := newGateway(t, ServerConfig{Name: "x", Transport: TransportHTTP, URL: f.as.URL + "/mcp", Enabled: true, OAuth: &OAuthConfig{}},
+	g := newGateway(t, mcpconfig.ServerConfig{Name: "x", Transport: mcpconfig.TransportHTTP, URL: f.as.URL + "/mcp", Enabled: true, OAuth: &mcpconfig.OAuthConfig{}},
 		&Options{Browser: FetchBrowser{}})
 	// The AS host serves no MCP endpoint: the client gets a 404, not a
 	// 401, so the error is the server's, not a sign-in.
@@ -425,7 +426,7 @@ func TestOAuthClientCredentialsJWT(t *testing.T) {
 	der, _ := x509.MarshalPKCS8PrivateKey(key)
 	f.ecKey = &key.PublicKey
 	cfg := f.config("svc")
-	cfg.OAuth = &OAuthConfig{Grant: GrantClientCredentials, ClientID: "svc-client",
+	cfg.OAuth = &mcpconfig.OAuthConfig{Grant: mcpconfig.GrantClientCredentials, ClientID: "svc-client",
 		PrivateKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))}
 	g := newGateway(t, cfg, nil)
 	if got, err := whoami(t, g, ""); err != nil || got != "service" {
@@ -438,15 +439,15 @@ func TestOAuthClientCredentialsJWT(t *testing.T) {
 }
 
 func TestOAuthConfigParses(t *testing.T) {
-	cfg, err := Parse("mcp.json", []byte(`{"servers": {"docs": {"type": "http", "url": "https://docs.example/mcp", "per_user": true,
+	cfg, err := mcpconfig.Parse("mcp.json", []byte(`{"servers": {"docs": {"type": "http", "url": "https://docs.example/mcp", "per_user": true,
 		"oauth": {"client_id": "abc", "client_secret": "${env:SECRET}", "scopes": ["read"], "grant": "authorization_code",
 		"client_auth": "client_secret_post", "redirect_uri": "http://127.0.0.1:8976/callback"}}}}`),
-		&LoadOptions{LookupEnv: func(k string) (string, bool) { return "s3cret", k == "SECRET" }})
+		&mcpconfig.LoadOptions{LookupEnv: func(k string) (string, bool) { return "s3cret", k == "SECRET" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := cfg.Servers[0]
-	want := &OAuthConfig{ClientID: "abc", ClientSecret: "s3cret", Scopes: []string{"read"}, Grant: "authorization_code",
+	want := &mcpconfig.OAuthConfig{ClientID: "abc", ClientSecret: "s3cret", Scopes: []string{"read"}, Grant: "authorization_code",
 		ClientAuth: "client_secret_post", RedirectURI: "http://127.0.0.1:8976/callback"}
 	if diff := cmp.Diff(want, s.OAuth); diff != "" || !s.PerUser {
 		t.Errorf("oauth (-want +got):\n%s per_user=%v", diff, s.PerUser)
@@ -454,8 +455,8 @@ func TestOAuthConfigParses(t *testing.T) {
 	if !slices.Contains(s.Secrets, "s3cret") {
 		t.Errorf("client_secret is not a secret: %v", s.Secrets)
 	}
-	_, err = Parse("mcp.json", []byte(`{"servers": {"x": {"type": "http", "url": "https://x/mcp", "oauth": {"grant": "password"}}}}`), nil)
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "oauth.grant") {
+	_, err = mcpconfig.Parse("mcp.json", []byte(`{"servers": {"x": {"type": "http", "url": "https://x/mcp", "oauth": {"grant": "password"}}}}`), nil)
+	if !errors.Is(err, mcpconfig.ErrInvalidConfig) || !strings.Contains(err.Error(), "oauth.grant") {
 		t.Errorf("bad grant: %v", err)
 	}
 }
@@ -465,7 +466,7 @@ func TestOAuthConfigParses(t *testing.T) {
 // its own ctx ends.
 func TestFlowWaitEndsWithCtx(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := ServerConfig{Name: "s", Transport: TransportHTTP, URL: "https://mcp.example/mcp"}
+		cfg := mcpconfig.ServerConfig{Name: "s", Transport: mcpconfig.TransportHTTP, URL: "https://mcp.example/mcp"}
 		a := newAuthorizer(cfg, "alice", &MemoryTokenStore{}, nil, slog.New(slog.DiscardHandler))
 		if err := a.lockFlow(t.Context()); err != nil {
 			t.Fatal(err)

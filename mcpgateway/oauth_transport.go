@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // maxAuthRetries bounds how often one request is sent again after a new
@@ -88,15 +90,15 @@ func (t *authRoundTripper) CloseIdleConnections() {
 	}
 }
 
+// TakesSignIn reports whether users can sign in to the server (OAuth): not
+// a stdio server, nor one with a static Authorization header.
+func TakesSignIn(cfg mcpconfig.ServerConfig) bool { return needsAuth(cfg) }
+
 // needsAuth reports whether a server may use OAuth: http and sse servers
 // whose headers do not already carry an Authorization (a static token
 // wins; a 401 then is the operator's to fix).
-// TakesSignIn reports whether users can sign in to the server (OAuth): not
-// a stdio server, nor one with a static Authorization header.
-func (s ServerConfig) TakesSignIn() bool { return needsAuth(s) }
-
-func needsAuth(cfg ServerConfig) bool {
-	if cfg.Transport == TransportStdio {
+func needsAuth(cfg mcpconfig.ServerConfig) bool {
+	if cfg.Transport == mcpconfig.TransportStdio {
 		return false
 	}
 	for k := range cfg.Headers {

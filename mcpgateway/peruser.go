@@ -7,6 +7,8 @@ import (
 	"maps"
 	"sort"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // A server that needs sign-in (an "oauth" block with the authorization_code
@@ -45,9 +47,9 @@ type userGateway struct {
 }
 
 // perUserStatic reports whether cfg asks for a session per user.
-func perUserStatic(cfg ServerConfig) bool {
+func perUserStatic(cfg mcpconfig.ServerConfig) bool {
 	return cfg.PerUser || len(cfg.UserValues) > 0 ||
-		(cfg.OAuth != nil && cfg.OAuth.grant() == GrantAuthorizationCode && needsAuth(cfg))
+		(cfg.OAuth != nil && cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode && needsAuth(cfg))
 }
 
 // route returns the gateway that serves ctx's user: g itself for a shared
@@ -125,7 +127,7 @@ func (g *Gateway) remaskLocked() {
 	for _, u := range g.users {
 		secrets = append(secrets, u.g.cfg.Secrets...)
 	}
-	m := ServerConfig{Secrets: secrets}.masker()
+	m := mcpconfig.ServerConfig{Secrets: secrets}.Masker()
 	g.userMask.Store(&m)
 }
 
@@ -230,7 +232,7 @@ func (g *Gateway) authorizerFor(ctx context.Context, user string) (*authorizer, 
 	if !needsAuth(g.cfg) {
 		return nil, fmt.Errorf("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", g.cfg.Name)
 	}
-	if g.cfg.OAuth.grant() == GrantClientCredentials {
+	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
 		return g.conn.auth, nil
 	}
 	g.goPerUser()
@@ -279,7 +281,7 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	st.State, st.LastError = StateIdle, ""
 	// Sign-in is known to be needed from the config, or from a 401 that
 	// made the server per user.
-	oauth := g.cfg.OAuth != nil && g.cfg.OAuth.grant() == GrantAuthorizationCode
+	oauth := g.cfg.OAuth != nil && g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode
 	if needsAuth(g.cfg) && (oauth || !perUserStatic(g.cfg)) {
 		if _, err := g.opts.Tokens.Get(ctx, TokenKey{Server: g.cfg.Name, User: user}); err != nil {
 			st.State = StateNeedsSignIn

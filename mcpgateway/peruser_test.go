@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -134,7 +135,7 @@ func TestPerUserSessionsIdleAndLRU(t *testing.T) {
 		srv.AddTool(mcp.NewTool("whoami"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("ok"), nil
 		})
-		g := New(ServerConfig{Name: "p", Transport: TransportStdio, Command: "unused", Enabled: true, PerUser: true},
+		g := New(mcpconfig.ServerConfig{Name: "p", Transport: mcpconfig.TransportStdio, Command: "unused", Enabled: true, PerUser: true},
 			&Options{UserIdle: time.Minute, MaxUsers: 2})
 		g.childDialer = func(c *conn) func(context.Context) (*session, error) {
 			return dialInProcess(c, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })

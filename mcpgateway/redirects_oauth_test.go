@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // pinnedClient trusts tls's certificate (valid for example.com) and dials
@@ -157,27 +159,27 @@ func TestOAuthRequestsDoNotFollowRedirects(t *testing.T) {
 	const clientSecret, refreshToken, accessToken = "client-secret-5", "refresh-secret-6", "access-secret-7"
 	tests := []struct {
 		name, redirect string
-		oauth          OAuthConfig
+		oauth          mcpconfig.OAuthConfig
 		stored         bool // alice has a token about to expire, with a refresh token
 		signOut        bool
 	}{
-		{"code exchange", "/token", OAuthConfig{ClientID: "pre", ClientSecret: clientSecret, ClientAuth: AuthClientSecretPost}, false, false},
-		{"client credentials", "/token", OAuthConfig{Grant: GrantClientCredentials, ClientID: "svc", ClientSecret: clientSecret, ClientAuth: AuthClientSecretPost}, false, false},
-		{"registration", "/register", OAuthConfig{}, false, false},
-		{"refresh", "/token", OAuthConfig{ClientID: "pre", ClientSecret: clientSecret, ClientAuth: AuthClientSecretPost}, true, false},
-		{"revocation", "/revoke", OAuthConfig{ClientID: "pre", ClientSecret: clientSecret, ClientAuth: AuthClientSecretPost}, true, true},
+		{"code exchange", "/token", mcpconfig.OAuthConfig{ClientID: "pre", ClientSecret: clientSecret, ClientAuth: mcpconfig.AuthClientSecretPost}, false, false},
+		{"client credentials", "/token", mcpconfig.OAuthConfig{Grant: mcpconfig.GrantClientCredentials, ClientID: "svc", ClientSecret: clientSecret, ClientAuth: mcpconfig.AuthClientSecretPost}, false, false},
+		{"registration", "/register", mcpconfig.OAuthConfig{}, false, false},
+		{"refresh", "/token", mcpconfig.OAuthConfig{ClientID: "pre", ClientSecret: clientSecret, ClientAuth: mcpconfig.AuthClientSecretPost}, true, false},
+		{"revocation", "/revoke", mcpconfig.OAuthConfig{ClientID: "pre", ClientSecret: clientSecret, ClientAuth: mcpconfig.AuthClientSecretPost}, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			x := newRedirectingAS(t, tt.redirect)
-			cfg := ServerConfig{Name: "docs", Transport: TransportHTTP, URL: x.rs.URL + "/mcp", Enabled: true,
+			cfg := mcpconfig.ServerConfig{Name: "docs", Transport: mcpconfig.TransportHTTP, URL: x.rs.URL + "/mcp", Enabled: true,
 				ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, OAuth: &tt.oauth}
 			store := &MemoryTokenStore{}
 			if tt.stored {
 				if err := store.Put(t.Context(), TokenKey{Server: "docs", User: "alice"}, &Token{
 					AccessToken: accessToken, RefreshToken: refreshToken, TokenType: "Bearer", Expiry: time.Now().Add(time.Second),
 					Resource: x.rs.URL + "/mcp", Issuer: x.as.URL, TokenURL: x.as.URL + "/token",
-					ClientID: "pre", ClientSecret: clientSecret, AuthMethod: AuthClientSecretPost}); err != nil {
+					ClientID: "pre", ClientSecret: clientSecret, AuthMethod: mcpconfig.AuthClientSecretPost}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
@@ -99,7 +100,7 @@ func TestSessionRedirectsStayOnOrigin(t *testing.T) {
 			return rec.URL + "/real"
 		})
 		path := "/mcp"
-		if transport == TransportSSE {
+		if transport == mcpconfig.TransportSSE {
 			path = "/sse"
 		}
 		cfg := parseOK(t, `{"servers": {"hostile": {"type": "`+transport+`", "url": "`+ts.URL+path+`",
@@ -114,7 +115,7 @@ func TestSessionRedirectsStayOnOrigin(t *testing.T) {
 		users.Set("alice", "KEY", userKey)
 		return newGateway(t, cfg, &Options{Tokens: store, UserSecrets: users}), rec
 	}
-	for _, transport := range []string{TransportHTTP, TransportSSE} {
+	for _, transport := range []string{mcpconfig.TransportHTTP, mcpconfig.TransportSSE} {
 		t.Run(transport+" to another origin", func(t *testing.T) {
 			g, rec := setup(t, transport, "originRecorder")
 			_, err := whoami(t, g, "alice")
@@ -150,8 +151,8 @@ func TestSignInProbeRedirectsStayOnOrigin(t *testing.T) {
 	const static = "static-secret-8"
 	rec := newOriginRecorder(t)
 	ts := redirectingServer(t, func(string) string { return rec.URL + "/real" })
-	cfg := ServerConfig{Name: "hostile", Transport: TransportHTTP, URL: ts.URL + "/mcp", Enabled: true, Headers: map[string]string{"X-Static": static},
-		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, OAuth: &OAuthConfig{}}
+	cfg := mcpconfig.ServerConfig{Name: "hostile", Transport: mcpconfig.TransportHTTP, URL: ts.URL + "/mcp", Enabled: true, Headers: map[string]string{"X-Static": static},
+		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, OAuth: &mcpconfig.OAuthConfig{}}
 	g := newGateway(t, cfg, &Options{Tokens: &MemoryTokenStore{}})
 	err := g.SignIn(t.Context(), "alice", FetchBrowser{})
 	if !errors.Is(err, ErrRedirectRefused) || strings.Contains(err.Error(), static) {

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -34,7 +35,7 @@ func bigServer(t *testing.T, n int) *Gateway {
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("sent"), nil
 		})
-	g := New(ServerConfig{Name: "big", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
+	g := New(mcpconfig.ServerConfig{Name: "big", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
 	g.conn.dialer = dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
 	t.Cleanup(func() { _ = g.Close() })
 	return g

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // ErrNoSecret is returned by a UserSecrets' Secret when the user has not
@@ -134,7 +136,7 @@ func (g *Gateway) userSecrets(ctx context.Context, user string) (map[string]stri
 // UserValue filled in with vals, and the values (each secret, and each
 // whole header or env value that holds one) added to Secrets, so that the
 // user's session masks them like every other secret.
-func withUserSecrets(cfg ServerConfig, vals map[string]string) ServerConfig {
+func withUserSecrets(cfg mcpconfig.ServerConfig, vals map[string]string) mcpconfig.ServerConfig {
 	if len(cfg.UserValues) == 0 {
 		return cfg
 	}

@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"github.com/elysia-go/elysia/mcpgateway"
 )
 
 func writeFile(tb testing.TB, path, body string) {
@@ -352,17 +351,17 @@ func TestFlagsAnywhereAgainstTodo(t *testing.T) {
 func TestAskInputOffersTheDefault(t *testing.T) {
 	tests := []struct {
 		name       string
-		in         mcpgateway.Input
+		in         mcpconfig.Input
 		typed      string
 		want       string
 		wantPrompt string
 	}{
-		{"typed", mcpgateway.Input{ID: "region", Default: "eu"}, "us\n", "us", "region (ELYSIA_INPUT_REGION) [eu]: "},
-		{"enter takes the default", mcpgateway.Input{ID: "region", Default: "eu"}, "\n", "eu", "region (ELYSIA_INPUT_REGION) [eu]: "},
-		{"no default", mcpgateway.Input{ID: "x", Description: "The X"}, "\r\n", "", "The X (ELYSIA_INPUT_X): "},
-		{"password default hidden", mcpgateway.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "", "s3cret-default",
+		{"typed", mcpconfig.Input{ID: "region", Default: "eu"}, "us\n", "us", "region (ELYSIA_INPUT_REGION) [eu]: "},
+		{"enter takes the default", mcpconfig.Input{ID: "region", Default: "eu"}, "\n", "eu", "region (ELYSIA_INPUT_REGION) [eu]: "},
+		{"no default", mcpconfig.Input{ID: "x", Description: "The X"}, "\r\n", "", "The X (ELYSIA_INPUT_X): "},
+		{"password default hidden", mcpconfig.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "", "s3cret-default",
 			"tok (ELYSIA_INPUT_TOK) [Enter for the default]: \n"},
-		{"password typed", mcpgateway.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "typed-pw", "typed-pw",
+		{"password typed", mcpconfig.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "typed-pw", "typed-pw",
 			"tok (ELYSIA_INPUT_TOK) [Enter for the default]: \n"},
 	}
 	for _, tt := range tests {

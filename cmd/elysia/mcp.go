@@ -17,41 +17,42 @@ import (
 
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
 // findServer returns the config of a server by name or gateway tool name.
-func findServer(cfg *mcpgateway.Config, name string) (mcpgateway.ServerConfig, error) {
+func findServer(cfg *mcpconfig.Config, name string) (mcpconfig.ServerConfig, error) {
 	var names []string
 	for _, s := range cfg.Servers {
-		if s.Name == name || mcpgateway.ToolName(s.Name) == name {
+		if s.Name == name || mcpconfig.ToolName(s.Name) == name {
 			return s, nil
 		}
 		names = append(names, s.Name)
 	}
-	return mcpgateway.ServerConfig{}, usageErr("no server %q in %s (servers: %s)", name, cfg.File, strings.Join(names, ", "))
+	return mcpconfig.ServerConfig{}, usageErr("no server %q in %s (servers: %s)", name, cfg.File, strings.Join(names, ", "))
 }
 
 // loadServer loads the config at path and returns the server called name
 // with the options an mcp command opens its gateway with.
-func loadServer(path, name string, stderr io.Writer) (mcpgateway.ServerConfig, *mcpgateway.Options, error) {
+func loadServer(path, name string, stderr io.Writer) (mcpconfig.ServerConfig, *mcpgateway.Options, error) {
 	cfg, err := loadConfig(path, true)
 	if err != nil {
-		return mcpgateway.ServerConfig{}, nil, err
+		return mcpconfig.ServerConfig{}, nil, err
 	}
 	return serverOptions(cfg, name, stderr)
 }
 
 // serverOptions returns the server of cfg called name with the options an
 // mcp command opens its gateway with.
-func serverOptions(cfg *mcpgateway.Config, name string, stderr io.Writer) (mcpgateway.ServerConfig, *mcpgateway.Options, error) {
+func serverOptions(cfg *mcpconfig.Config, name string, stderr io.Writer) (mcpconfig.ServerConfig, *mcpgateway.Options, error) {
 	sc, err := findServer(cfg, name)
 	if err != nil {
-		return mcpgateway.ServerConfig{}, nil, err
+		return mcpconfig.ServerConfig{}, nil, err
 	}
 	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
 	if err != nil {
-		return mcpgateway.ServerConfig{}, nil, err
+		return mcpconfig.ServerConfig{}, nil, err
 	}
 	return sc, opts, nil
 }
@@ -77,14 +78,14 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		for _, s := range cfg.Servers {
 			d := s.Display()
 			target := d.URL
-			if s.Transport == mcpgateway.TransportStdio {
+			if s.Transport == mcpconfig.TransportStdio {
 				target = strings.TrimSpace(d.Command + " " + strings.Join(d.Args, " "))
 			}
 			note := strings.TrimSpace(serverNote(s))
 			if note == "" {
 				note = userNote(ctx, s, opts)
 			}
-			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(s.Name), mcpgateway.ToolName(s.Name), s.Transport, termLine(target), termLine(note))
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(s.Name), mcpconfig.ToolName(s.Name), s.Transport, termLine(target), termLine(note))
 		}
 		return w.Flush()
 	}
@@ -116,7 +117,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // userNote says what the CLI's user must do before using s: sign in, or
 // set secrets; "" when nothing (or when the server asks only once
 // called). It reads the token file, and connects to nothing.
-func userNote(ctx context.Context, s mcpgateway.ServerConfig, opts *mcpgateway.Options) string {
+func userNote(ctx context.Context, s mcpconfig.ServerConfig, opts *mcpgateway.Options) string {
 	g := mcpgateway.New(s, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
 	st := g.StatusFor(ctx, cliUser())
@@ -353,8 +354,8 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // takesSignIn refuses mcp login and logout on a server without sign-in,
 // alike: there is nothing to sign in to or out of.
-func takesSignIn(sc mcpgateway.ServerConfig) error {
-	if sc.TakesSignIn() {
+func takesSignIn(sc mcpconfig.ServerConfig) error {
+	if mcpgateway.TakesSignIn(sc) {
 		return nil
 	}
 	return usageErr("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", sc.Name)

@@ -26,6 +26,7 @@ import (
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
@@ -399,7 +400,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		gopts.Pending = &mcpgateway.MemoryPendingSignIns{} // shared by every gateway of this process
 	}
 	a.trees = tree.NewManager(topts)
-	load := &mcpgateway.LoadOptions{Logger: c.logger}
+	load := &mcpconfig.LoadOptions{Logger: c.logger}
 	if c.interactive && term.IsTerminal(int(os.Stdin.Fd())) {
 		load.Prompt = promptTerminal
 	}
@@ -411,7 +412,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	a.signIns = newSignIns(a.disc, gopts.Pending)
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()
-		if errors.Is(err, mcpgateway.ErrInvalidConfig) {
+		if errors.Is(err, mcpconfig.ErrInvalidConfig) {
 			return nil, &exitError{code: exitUsage, err: err}
 		}
 		return nil, failure(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/web"
@@ -205,7 +206,7 @@ func (s *signIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, 
 		return "", "", err
 	}
 	cfg := g.Config()
-	if cfg.Transport == mcpgateway.TransportStdio {
+	if cfg.Transport == mcpconfig.TransportStdio {
 		return "", "", fmt.Errorf("%w: server %q runs on this machine (stdio) and takes no sign-in; give it its secrets with ${user:NAME}",
 			tools.ErrInvalidArguments, cfg.Name)
 	}

@@ -1,10 +1,10 @@
-package mcpgateway_test
+package mcpconfig_test
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 func ExampleParse() {
@@ -17,7 +17,7 @@ func ExampleParse() {
   }
 }`)
 	env := map[string]string{"ELYSIA_INPUT_API_TOKEN": "s3cr3t-token"}
-	cfg, err := mcpgateway.Parse("mcp.json", data, &mcpgateway.LoadOptions{
+	cfg, err := mcpconfig.Parse("mcp.json", data, &mcpconfig.LoadOptions{
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		BaseDir:   "/srv/elysia",
 	})
@@ -27,11 +27,11 @@ func ExampleParse() {
 	}
 	for _, s := range cfg.Servers {
 		d := s.Display()
-		fmt.Println(mcpgateway.ToolName(s.Name), s.Transport, s.Command, d.Command, d.URL, d.Env, d.Headers)
+		fmt.Println(mcpconfig.ToolName(s.Name), s.Transport, s.Command, d.Command, d.URL, d.Env, d.Headers)
 	}
 
-	_, err = mcpgateway.Parse("mcp.json", []byte(`{"servers": {"x": {"type": "foo"}}}`), nil)
-	fmt.Println(err, errors.Is(err, mcpgateway.ErrInvalidConfig))
+	_, err = mcpconfig.Parse("mcp.json", []byte(`{"servers": {"x": {"type": "foo"}}}`), nil)
+	fmt.Println(err, errors.Is(err, mcpconfig.ErrInvalidConfig))
 	// Output:
 	// mcp_todo stdio /srv/elysia/bin/todo-mcp ./bin/todo-mcp  map[TODO_DB:***] map[]
 	// mcp_search http   https://example.com/mcp map[] map[Authorization:***]

@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpconfig
 
 import (
 	"fmt"
@@ -54,8 +54,8 @@ type OAuthConfig struct {
 	RedirectURI string `json:"redirect_uri,omitempty"`
 }
 
-// grant returns the grant with the default applied.
-func (o *OAuthConfig) grant() string {
+// EffectiveGrant returns the grant with the default applied.
+func (o *OAuthConfig) EffectiveGrant() string {
 	if o == nil || o.Grant == "" {
 		return GrantAuthorizationCode
 	}
@@ -75,7 +75,7 @@ func (o *OAuthConfig) problems() []problem {
 	if o.ClientAuth != "" && !slices.Contains(methods, o.ClientAuth) {
 		ps = append(ps, problem{"oauth.client_auth", fmt.Sprintf("oauth.client_auth must be one of client_secret_basic, client_secret_post, private_key_jwt, none; got %q", o.ClientAuth)})
 	}
-	if o.grant() == GrantClientCredentials {
+	if o.EffectiveGrant() == GrantClientCredentials {
 		if o.ClientID == "" {
 			ps = append(ps, problem{"oauth", "oauth.grant client_credentials needs oauth.client_id"})
 		}
@@ -87,7 +87,7 @@ func (o *OAuthConfig) problems() []problem {
 		ps = append(ps, problem{"oauth.client_auth", "oauth.client_auth private_key_jwt needs oauth.private_key"})
 	}
 	if o.PrivateKey != "" {
-		if _, _, err := parseSigningKey(o.PrivateKey); err != nil {
+		if _, _, err := ParseSigningKey(o.PrivateKey); err != nil {
 			ps = append(ps, problem{"oauth.private_key", "oauth.private_key: " + err.Error()})
 		}
 	}

@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpconfig
 
 import (
 	"cmp"
@@ -29,12 +29,12 @@ const minMaskLen = 4
 // password is masked ("http://user:***@host"), or the user name when there
 // is no password, since that is how tokens are put in URLs
 // ("https://***@host"). Mask is safe for concurrent use.
-func (s ServerConfig) Mask(text string) string { return s.masker()(text) }
+func (s ServerConfig) Mask(text string) string { return s.Masker()(text) }
 
-// masker returns Mask with its work done once: a gateway masks every log
+// Masker returns Mask with its work done once: a gateway masks every log
 // record and error, so it keeps the function rather than rebuilding the
 // replacer each time. The function is safe for concurrent use.
-func (s ServerConfig) masker() func(string) string {
+func (s ServerConfig) Masker() func(string) string {
 	whole := make(map[string]bool, len(s.Secrets))
 	var pairs [][2]string // old, new
 	for _, sec := range s.Secrets {
