@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -206,7 +207,7 @@ func (g *Gateway) classify(ctx context.Context, err error) outcome {
 	switch {
 	case errors.Is(err, ErrClosed):
 		return outcomeCancelled
-	case errors.Is(err, ErrSignInRequired):
+	case errors.Is(err, mcpauth.ErrSignInRequired):
 		// The server answered: it wants the user to sign in.
 		return outcomeNotRun
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -55,7 +56,7 @@ type conn struct {
 	dialer func(hsCtx context.Context) (*session, error)
 	// auth holds the OAuth state of the conn's user; nil for stdio servers
 	// and servers with a static Authorization header.
-	auth *authorizer
+	auth *mcpauth.Authorizer
 	// stateObs is opts.Observer when it is a StateObserver, else nil.
 	// stateWake (buffer of one) wakes feedStates after a change of state;
 	// a value waiting in it means "look again".
@@ -105,9 +106,9 @@ func newConn(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask fu
 		c.stateObs = so
 		c.stateWake = make(chan struct{}, 1)
 	}
-	if needsAuth(cfg) {
-		c.auth = newAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
-		c.auth.userless = o.user == "" && cfg.OAuth.EffectiveGrant() != mcpconfig.GrantClientCredentials
+	if mcpauth.NeedsAuth(cfg) {
+		c.auth = mcpauth.NewAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
+		c.auth.Userless = o.user == "" && cfg.OAuth.EffectiveGrant() != mcpconfig.GrantClientCredentials
 	}
 	switch {
 	case !cfg.Enabled:
@@ -131,7 +132,7 @@ func (c *conn) serverErr(op string, err error) error {
 	}
 	// A sign-in needed reads as such, not as the transport error that
 	// carried it up through mcp-go.
-	if sr, ok := errors.AsType[*SignInRequiredError](err); ok {
+	if sr, ok := errors.AsType[*mcpauth.SignInRequiredError](err); ok {
 		err = sr
 	}
 	return &ServerError{
@@ -311,7 +312,7 @@ func (c *conn) connect(a *flight) {
 		if err == nil {
 			err = ErrClosed
 		}
-	case errors.Is(err, ErrSignInRequired):
+	case errors.Is(err, mcpauth.ErrSignInRequired):
 		// The server is up; the user is not signed in. No back-off.
 		c.lastErr = err.Error()
 		c.state = StateNeedsSignIn
@@ -456,7 +457,7 @@ func (c *conn) close() {
 		// The authorizer's client has a pool of its own (metadata, token
 		// and revocation requests); its keep-alive connections would
 		// otherwise outlive the conn, one pool per user's child.
-		c.auth.client.CloseIdleConnections()
+		c.auth.CloseIdleConnections()
 	}
 	close(c.closeDone)
 }

@@ -14,6 +14,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -378,7 +379,7 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
 			"the user has not set their own %s for server %s: ask them to set it (the key panel in the UI), then try again; meanwhile use another option",
 			strings.Join(names, ", "), g.cfg.Name)), nil
-	case errors.Is(err, ErrSignInRequired):
+	case errors.Is(err, mcpauth.ErrSignInRequired):
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
 			"the user has not signed in to server %s: ask them to sign in (Connect in the UI, or `elysia mcp login %s`), then try again; meanwhile use another option",
 			g.cfg.Name, g.cfg.Name)), nil

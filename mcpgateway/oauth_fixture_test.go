@@ -374,3 +374,13 @@ func (f *authFixture) requests() []string {
 	defer f.mu.Unlock()
 	return slices.Clone(f.paths)
 }
+
+// containsAll reports whether have holds every scope of want.
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}

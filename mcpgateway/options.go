@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
 // Options tunes a [Gateway]. A nil *Options means the defaults; New copies
@@ -63,11 +65,11 @@ type Options struct {
 	// Tokens keeps the OAuth tokens of servers that need sign-in, per
 	// (server, user). Nil means a MemoryTokenStore of the gateway's own:
 	// tokens then last as long as the gateway.
-	Tokens TokenStore
+	Tokens mcpauth.TokenStore
 	// Pending keeps the web sign-ins started and not finished (see
 	// StartSignIn). Nil means a MemoryPendingSignIns of the gateway's own:
 	// the callback must then reach the process that started the sign-in.
-	Pending PendingSignIns
+	Pending mcpauth.PendingSignIns
 
 	// UserSecrets gives the users' own secrets that mcp.json takes as
 	// ${user:NAME} (in headers, and in env of stdio servers). Nil means no
@@ -79,7 +81,7 @@ type Options struct {
 	// server asks for it (the CLI with ELYSIA_OAUTH_BROWSER=fetch). Nil
 	// means such a call fails with ErrSignInRequired, and the user signs
 	// in through SignIn or StartSignIn.
-	Browser Browser
+	Browser mcpauth.Browser
 
 	// UserIdle closes a user's session of a per-user server after that
 	// long without a call; zero means 15 minutes. MaxUsers caps the
@@ -144,10 +146,10 @@ func (o *Options) withDefaults() Options {
 		c.CircuitOpenFor = defaultCircuitOpenFor
 	}
 	if c.Tokens == nil {
-		c.Tokens = &MemoryTokenStore{}
+		c.Tokens = &mcpauth.MemoryTokenStore{}
 	}
 	if c.Pending == nil {
-		c.Pending = &MemoryPendingSignIns{}
+		c.Pending = &mcpauth.MemoryPendingSignIns{}
 	}
 	if c.UserIdle <= 0 {
 		c.UserIdle = defaultUserIdle

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -49,7 +50,7 @@ type userGateway struct {
 // perUserStatic reports whether cfg asks for a session per user.
 func perUserStatic(cfg mcpconfig.ServerConfig) bool {
 	return cfg.PerUser || len(cfg.UserValues) > 0 ||
-		(cfg.OAuth != nil && cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode && needsAuth(cfg))
+		(cfg.OAuth != nil && cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode && mcpauth.NeedsAuth(cfg))
 }
 
 // route returns the gateway that serves ctx's user: g itself for a shared
@@ -60,7 +61,7 @@ func (g *Gateway) route(ctx context.Context) (*Gateway, error) {
 	}
 	user := UserFrom(ctx)
 	if user == "" {
-		return nil, g.serverErr("connect", &SignInRequiredError{Server: g.cfg.Name, Reason: "the server keeps a session per user and the call names no user"})
+		return nil, g.serverErr("connect", &mcpauth.SignInRequiredError{Server: g.cfg.Name, Reason: "the server keeps a session per user and the call names no user"})
 	}
 	return g.child(ctx, user)
 }
@@ -225,11 +226,11 @@ func (g *Gateway) closeChildren() {
 
 // authorizerFor returns user's authorizer, making the gateway per user
 // (an explicit sign-in says the server is personal).
-func (g *Gateway) authorizerFor(ctx context.Context, user string) (*authorizer, error) {
+func (g *Gateway) authorizerFor(ctx context.Context, user string) (*mcpauth.Authorizer, error) {
 	if user == "" {
 		return nil, errors.New("sign-in needs a user")
 	}
-	if !needsAuth(g.cfg) {
+	if !mcpauth.NeedsAuth(g.cfg) {
 		return nil, fmt.Errorf("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", g.cfg.Name)
 	}
 	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
@@ -270,7 +271,7 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	if u != nil {
 		cs := u.g.Status()
 		st.State, st.LastError, st.Tools, st.ToolCount, st.PID, st.RetryAt = cs.State, cs.LastError, cs.Tools, cs.ToolCount, cs.PID, cs.RetryAt
-		if st.State != StateNeedsSignIn && u.g.conn.auth != nil && !u.g.conn.auth.hasToken(ctx) {
+		if st.State != StateNeedsSignIn && u.g.conn.auth != nil && !u.g.conn.auth.HasToken(ctx) {
 			st.State = StateNeedsSignIn
 		}
 		return st
@@ -282,22 +283,16 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	// Sign-in is known to be needed from the config, or from a 401 that
 	// made the server per user.
 	oauth := g.cfg.OAuth != nil && g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode
-	if needsAuth(g.cfg) && (oauth || !perUserStatic(g.cfg)) {
-		if _, err := g.opts.Tokens.Get(ctx, TokenKey{Server: g.cfg.Name, User: user}); err != nil {
+	if mcpauth.NeedsAuth(g.cfg) && (oauth || !perUserStatic(g.cfg)) {
+		if _, err := g.opts.Tokens.Get(ctx, mcpauth.TokenKey{Server: g.cfg.Name, User: user}); err != nil {
 			st.State = StateNeedsSignIn
 		}
 	}
 	return st
 }
 
-// hasToken reports whether the user has a token for this server.
-func (a *authorizer) hasToken(ctx context.Context) bool {
-	tok, err := a.current(ctx)
-	return err == nil && tok != nil
-}
-
 // switched reports whether err, from g's shared session, is a sign-in the
 // server asked for and made g per user: the caller then routes again.
 func (g *Gateway) switched(err error) bool {
-	return errors.Is(err, ErrSignInRequired) && g.conn.auth != nil && g.conn.auth.userless && g.goPerUser()
+	return errors.Is(err, mcpauth.ErrSignInRequired) && g.conn.auth != nil && g.conn.auth.Userless && g.goPerUser()
 }

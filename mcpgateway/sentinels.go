@@ -106,10 +106,3 @@ func (g *Gateway) maskFor(ctx context.Context, s string) string {
 	}
 	return u.g.masker(s)
 }
-
-// ErrRedirectRefused is matched (with errors.Is) by the error of a request
-// whose redirect the gateway refused to follow: an MCP server's redirect to
-// another origin (its token and headers go to its own origin only), any
-// redirect of a token, registration or revocation request, and a discovery
-// redirect to a URL discovery would not fetch in the first place.
-var ErrRedirectRefused = errors.New("redirect refused")

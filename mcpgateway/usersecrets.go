@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -63,7 +64,7 @@ func (e *SecretRequiredError) Error() string {
 
 // Is reports whether target is ErrSecretRequired or ErrSignInRequired.
 func (e *SecretRequiredError) Is(target error) bool {
-	return target == ErrSecretRequired || target == ErrSignInRequired
+	return target == ErrSecretRequired || target == mcpauth.ErrSignInRequired
 }
 
 // MemoryUserSecrets is a UserSecrets in memory, for the CLI and tests. The

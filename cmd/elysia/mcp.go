@@ -17,6 +17,7 @@ import (
 
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -237,7 +238,7 @@ func cliOAuth(o *mcpgateway.Options) (*mcpgateway.Options, error) {
 	o.Tokens = store
 	switch b := os.Getenv("ELYSIA_OAUTH_BROWSER"); b {
 	case "fetch":
-		o.Browser = mcpgateway.FetchBrowser{}
+		o.Browser = mcpauth.FetchBrowser{}
 	case "", "open", "print":
 	default:
 		return nil, usageErr("ELYSIA_OAUTH_BROWSER=%q: want open, print or fetch", b)
@@ -247,7 +248,7 @@ func cliOAuth(o *mcpgateway.Options) (*mcpgateway.Options, error) {
 
 // cliBrowser returns the Browser named by --browser or
 // ELYSIA_OAUTH_BROWSER (default open).
-func cliBrowser(name string, stderr io.Writer) (mcpgateway.Browser, error) {
+func cliBrowser(name string, stderr io.Writer) (mcpauth.Browser, error) {
 	if name == "" {
 		name = os.Getenv("ELYSIA_OAUTH_BROWSER")
 	}
@@ -257,7 +258,7 @@ func cliBrowser(name string, stderr io.Writer) (mcpgateway.Browser, error) {
 	case "print":
 		return printBrowser{stderr: stderr}, nil
 	case "fetch":
-		return mcpgateway.FetchBrowser{}, nil
+		return mcpauth.FetchBrowser{}, nil
 	}
 	return nil, usageErr("--browser %q: want open, print or fetch", name)
 }
@@ -355,7 +356,7 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // takesSignIn refuses mcp login and logout on a server without sign-in,
 // alike: there is nothing to sign in to or out of.
 func takesSignIn(sc mcpconfig.ServerConfig) error {
-	if mcpgateway.TakesSignIn(sc) {
+	if mcpauth.NeedsAuth(sc) {
 		return nil
 	}
 	return usageErr("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", sc.Name)

@@ -26,6 +26,7 @@ import (
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
@@ -397,7 +398,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		}
 	}
 	if gopts.Pending == nil {
-		gopts.Pending = &mcpgateway.MemoryPendingSignIns{} // shared by every gateway of this process
+		gopts.Pending = &mcpauth.MemoryPendingSignIns{} // shared by every gateway of this process
 	}
 	a.trees = tree.NewManager(topts)
 	load := &mcpconfig.LoadOptions{Logger: c.logger}

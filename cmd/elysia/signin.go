@@ -11,6 +11,7 @@ import (
 
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tools"
@@ -22,17 +23,17 @@ import (
 // sees it.
 type vaultTokens struct{ v *store.Vault }
 
-var _ mcpgateway.TokenStore = vaultTokens{}
+var _ mcpauth.TokenStore = vaultTokens{}
 
-func (t vaultTokens) Get(ctx context.Context, key mcpgateway.TokenKey) (*mcpgateway.Token, error) {
+func (t vaultTokens) Get(ctx context.Context, key mcpauth.TokenKey) (*mcpauth.Token, error) {
 	b, err := t.v.Token(ctx, key.Server, key.User)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, mcpgateway.ErrNoToken
+		return nil, mcpauth.ErrNoToken
 	}
 	if err != nil {
 		return nil, err
 	}
-	var tok mcpgateway.Token
+	var tok mcpauth.Token
 	if err := json.Unmarshal(b, &tok); err != nil {
 		// The error of json.Unmarshal may quote the input: not repeated.
 		return nil, fmt.Errorf("token of user %q for server %q is not a token", key.User, key.Server)
@@ -40,7 +41,7 @@ func (t vaultTokens) Get(ctx context.Context, key mcpgateway.TokenKey) (*mcpgate
 	return &tok, nil
 }
 
-func (t vaultTokens) Put(ctx context.Context, key mcpgateway.TokenKey, tok *mcpgateway.Token) error {
+func (t vaultTokens) Put(ctx context.Context, key mcpauth.TokenKey, tok *mcpauth.Token) error {
 	if tok == nil {
 		return t.Delete(ctx, key)
 	}
@@ -51,7 +52,7 @@ func (t vaultTokens) Put(ctx context.Context, key mcpgateway.TokenKey, tok *mcpg
 	return t.v.PutToken(ctx, key.Server, key.User, b)
 }
 
-func (t vaultTokens) Delete(ctx context.Context, key mcpgateway.TokenKey) error {
+func (t vaultTokens) Delete(ctx context.Context, key mcpauth.TokenKey) error {
 	return t.v.DeleteToken(ctx, key.Server, key.User)
 }
 
@@ -60,41 +61,41 @@ func (t vaultTokens) Delete(ctx context.Context, key mcpgateway.TokenKey) error 
 // replica sharing the database and the key.
 type vaultPending struct{ v *store.Vault }
 
-var _ mcpgateway.PendingSignIns = vaultPending{}
+var _ mcpauth.PendingSignIns = vaultPending{}
 
-func (p vaultPending) Put(ctx context.Context, state string, ps *mcpgateway.PendingSignIn, expires time.Time) error {
+func (p vaultPending) Put(ctx context.Context, state string, ps *mcpauth.PendingSignIn, expires time.Time) error {
 	b, err := json.Marshal(ps)
 	if err != nil {
 		return fmt.Errorf("encode the sign-in of user %q for server %q: %w", ps.User, ps.Server, err)
 	}
 	err = p.v.PutPending(ctx, state, ps.User, b, expires, pendingCaps)
 	if errors.Is(err, store.ErrTooMany) {
-		return fmt.Errorf("%w (%w)", err, mcpgateway.ErrTooManySignIns)
+		return fmt.Errorf("%w (%w)", err, mcpauth.ErrTooManySignIns)
 	}
 	return err
 }
 
 // pendingCaps are the caps of the sign-ins the Vault keeps waiting: the
 // gateways', for every replica together.
-var pendingCaps = store.PendingCaps{PerUser: mcpgateway.MaxPendingSignInsPerUser, Total: mcpgateway.MaxPendingSignIns}
+var pendingCaps = store.PendingCaps{PerUser: mcpauth.MaxPendingSignInsPerUser, Total: mcpauth.MaxPendingSignIns}
 
 func (p vaultPending) Room(ctx context.Context, user string) error {
 	err := p.v.PendingRoom(ctx, user, pendingCaps)
 	if errors.Is(err, store.ErrTooMany) {
-		return fmt.Errorf("%w (%w)", err, mcpgateway.ErrTooManySignIns)
+		return fmt.Errorf("%w (%w)", err, mcpauth.ErrTooManySignIns)
 	}
 	return err
 }
 
-func (p vaultPending) Take(ctx context.Context, state string) (*mcpgateway.PendingSignIn, error) {
+func (p vaultPending) Take(ctx context.Context, state string) (*mcpauth.PendingSignIn, error) {
 	b, err := p.v.TakePending(ctx, state)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, mcpgateway.ErrUnknownState
+		return nil, mcpauth.ErrUnknownState
 	}
 	if err != nil {
 		return nil, err
 	}
-	var ps mcpgateway.PendingSignIn
+	var ps mcpauth.PendingSignIn
 	if err := json.Unmarshal(b, &ps); err != nil {
 		// The error of json.Unmarshal may quote the input: not repeated.
 		return nil, errors.New("a kept sign-in is not a sign-in")
@@ -182,7 +183,7 @@ func (s *userSecrets) Secret(ctx context.Context, user, name string) (string, bo
 // store's Vault every replica sees them, so the callback may reach any.
 type signIns struct {
 	disc    *discovery.Discovery
-	pending mcpgateway.PendingSignIns
+	pending mcpauth.PendingSignIns
 }
 
 var (
@@ -190,7 +191,7 @@ var (
 	_ web.UserServers = serversAPI{}
 )
 
-func newSignIns(d *discovery.Discovery, pending mcpgateway.PendingSignIns) *signIns {
+func newSignIns(d *discovery.Discovery, pending mcpauth.PendingSignIns) *signIns {
 	return &signIns{disc: d, pending: pending}
 }
 
@@ -210,9 +211,9 @@ func (s *signIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, 
 		return "", "", fmt.Errorf("%w: server %q runs on this machine (stdio) and takes no sign-in; give it its secrets with ${user:NAME}",
 			tools.ErrInvalidArguments, cfg.Name)
 	}
-	redirect := st.CallbackOrigin + mcpgateway.CallbackPath(cfg.Name)
+	redirect := st.CallbackOrigin + mcpauth.CallbackPath(cfg.Name)
 	authURL, err := g.StartSignIn(ctx, st.User, redirect, st.Binding)
-	if errors.Is(err, mcpgateway.ErrTooManySignIns) {
+	if errors.Is(err, mcpauth.ErrTooManySignIns) {
 		return "", "", categorized{web.ErrTooManySignIns, gatewayErr(g, err)}
 	}
 	if err != nil {
@@ -234,7 +235,7 @@ func (s *signIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, 
 // voids it.
 func (s *signIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (string, string, error) {
 	p, err := s.pending.Take(ctx, cb.State)
-	if errors.Is(err, mcpgateway.ErrUnknownState) {
+	if errors.Is(err, mcpauth.ErrUnknownState) {
 		return "", "", web.ErrUnknownState
 	}
 	if err != nil {
@@ -249,7 +250,7 @@ func (s *signIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (stri
 		return p.Server, p.User, err
 	}
 	if err := g.FinishPending(ctx, p, state, code, iss); err != nil {
-		if errors.Is(err, mcpgateway.ErrUnknownState) {
+		if errors.Is(err, mcpauth.ErrUnknownState) {
 			return p.Server, p.User, web.ErrUnknownState
 		}
 		return p.Server, p.User, gatewayErr(g, err)

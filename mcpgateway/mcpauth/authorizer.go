@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"context"
@@ -20,43 +20,14 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// ErrSignInRequired is matched (errors.Is) by the error of a call to a
-// server the asking user has not signed in to (or whose sign-in expired and
-// cannot be refreshed). The user signs in (the UI's Connect, or `elysia mcp
-// login`) and tries again.
-var ErrSignInRequired = errors.New("sign-in required")
-
-// ErrResourceMismatch is matched by the error of a sign-in refused because
-// the server's protected-resource metadata names another resource.
-var ErrResourceMismatch = errors.New("resource metadata names another server")
-
-// SignInRequiredError says which user must sign in to which server, and
-// why. It matches ErrSignInRequired.
-type SignInRequiredError struct {
-	Server string
-	User   string
-	// Scopes, when set, are the scopes the sign-in must ask for (a
-	// step-up the server asked for).
-	Scopes []string
-	// Reason says why ("no token", "the refresh token was refused", ...).
-	Reason string
-}
-
-func (e *SignInRequiredError) Error() string {
-	return fmt.Sprintf("user %q must sign in to server %q (%s)", e.User, e.Server, e.Reason)
-}
-
-// Is reports whether target is ErrSignInRequired.
-func (e *SignInRequiredError) Is(target error) bool { return target == ErrSignInRequired }
-
 // refreshMargin refreshes a token this long before it expires.
 const refreshMargin = 30 * time.Second
 
-// authorizer holds the OAuth state of one (server, user): the token in
+// Authorizer holds the OAuth state of one (server, user): the token in
 // use, refreshing it, and signing in (discovery, client identity,
 // authorization code with PKCE, or client credentials). Every session of
 // that server and user shares it. It is safe for concurrent use.
-type authorizer struct {
+type Authorizer struct {
 	key     TokenKey
 	cfg     mcpconfig.ServerConfig
 	server  *url.URL
@@ -71,13 +42,13 @@ type authorizer struct {
 	// flow serialises refreshes and sign-ins: concurrent calls that all
 	// got a 401 refresh once. It is held across OAuth requests and a
 	// user's time in the browser, so it is a channel of one rather than a
-	// mutex: a waiter whose ctx ends gives up (lockFlow).
+	// mutex: a waiter whose ctx ends gives up (LockFlow).
 	flow chan struct{}
 
-	// userless is set on the shared session of a server that may need
+	// Userless is set on the shared session of a server that may need
 	// sign-in: it has no user, so it sends no token and answers a 401
 	// with ErrSignInRequired (the gateway then goes per user).
-	userless bool
+	Userless bool
 
 	// mu guards tok and loaded.
 	mu     sync.Mutex
@@ -85,11 +56,11 @@ type authorizer struct {
 	loaded bool
 }
 
-func newAuthorizer(cfg mcpconfig.ServerConfig, user string, store TokenStore, browser Browser, logger *slog.Logger) *authorizer {
+func NewAuthorizer(cfg mcpconfig.ServerConfig, user string, store TokenStore, browser Browser, logger *slog.Logger) *Authorizer {
 	u, _ := url.Parse(cfg.URL) // Validate checked it
 	connect, _ := cfg.Timeouts()
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	return &authorizer{
+	return &Authorizer{
 		key:     TokenKey{Server: cfg.Name, User: user},
 		cfg:     cfg,
 		server:  u,
@@ -101,9 +72,13 @@ func newAuthorizer(cfg mcpconfig.ServerConfig, user string, store TokenStore, br
 	}
 }
 
-// lockFlow takes flow, or returns ctx's error if ctx ends first. The
-// caller calls unlockFlow once done.
-func (a *authorizer) lockFlow(ctx context.Context) error {
+// CloseIdleConnections closes the idle connections of the client that
+// makes a's OAuth requests, which has a pool of its own.
+func (a *Authorizer) CloseIdleConnections() { a.client.CloseIdleConnections() }
+
+// LockFlow takes flow, or returns ctx's error if ctx ends first. The
+// caller calls UnlockFlow once done.
+func (a *Authorizer) LockFlow(ctx context.Context) error {
 	select {
 	case a.flow <- struct{}{}:
 		return nil
@@ -112,10 +87,10 @@ func (a *authorizer) lockFlow(ctx context.Context) error {
 	}
 }
 
-func (a *authorizer) unlockFlow() { <-a.flow }
+func (a *Authorizer) UnlockFlow() { <-a.flow }
 
 // oauthCtx is ctx carrying the authorizer's HTTP client for x/oauth2.
-func (a *authorizer) oauthCtx(ctx context.Context) context.Context {
+func (a *Authorizer) oauthCtx(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oauth2.HTTPClient, a.client)
 }
 
@@ -123,8 +98,8 @@ func (a *authorizer) oauthCtx(ctx context.Context) context.Context {
 // time and refreshing it when it is about to expire; nil when there is
 // none. A stored token for another resource (mcp.json now points the
 // server elsewhere) is never used.
-func (a *authorizer) current(ctx context.Context) (*Token, error) {
-	if a.userless {
+func (a *Authorizer) current(ctx context.Context) (*Token, error) {
+	if a.Userless {
 		return nil, nil //nolint:nilnil // no token is a valid answer: the request goes without one
 	}
 	a.mu.Lock()
@@ -144,7 +119,7 @@ func (a *authorizer) current(ctx context.Context) (*Token, error) {
 }
 
 // load reads the stored token.
-func (a *authorizer) load(ctx context.Context) (*Token, error) {
+func (a *Authorizer) load(ctx context.Context) (*Token, error) {
 	tok, err := a.store.Get(ctx, a.key)
 	switch {
 	case errors.Is(err, ErrNoToken):
@@ -162,18 +137,18 @@ func (a *authorizer) load(ctx context.Context) (*Token, error) {
 }
 
 // refreshed refreshes used unless another call already replaced it.
-func (a *authorizer) refreshed(ctx context.Context, used *Token) (*Token, error) {
-	if err := a.lockFlow(ctx); err != nil {
+func (a *Authorizer) refreshed(ctx context.Context, used *Token) (*Token, error) {
+	if err := a.LockFlow(ctx); err != nil {
 		return nil, err
 	}
-	defer a.unlockFlow()
+	defer a.UnlockFlow()
 	if tok := a.peek(); !sameToken(tok, used) {
 		return tok, nil
 	}
 	return a.refresh(ctx, used)
 }
 
-func (a *authorizer) peek() *Token {
+func (a *Authorizer) peek() *Token {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.tok
@@ -190,14 +165,14 @@ func sameToken(a, b *Token) bool {
 // another call's newer token, else a refresh, else a new grant: client
 // credentials, or a sign-in through the browser when there is one. flow
 // is held, so concurrent 401s lead to one of these.
-func (a *authorizer) unauthorized(ctx context.Context, ch challenge, used *Token) (*Token, error) {
-	if a.userless {
+func (a *Authorizer) unauthorized(ctx context.Context, ch Challenge, used *Token) (*Token, error) {
+	if a.Userless {
 		return nil, &SignInRequiredError{Server: a.key.Server, Scopes: ch.scopes(), Reason: "the server asks every user to sign in"}
 	}
-	if err := a.lockFlow(ctx); err != nil {
+	if err := a.LockFlow(ctx); err != nil {
 		return nil, err
 	}
-	defer a.unlockFlow()
+	defer a.UnlockFlow()
 	if tok := a.peek(); tok != nil && !sameToken(tok, used) {
 		return tok, nil
 	}
@@ -227,11 +202,11 @@ func (a *authorizer) unauthorized(ctx context.Context, ch challenge, used *Token
 // grant asking for the granted scopes plus those the challenge names. A
 // challenge for scopes the token already has is not retried: the server
 // will refuse again whatever is asked (the retry limit of the spec).
-func (a *authorizer) insufficientScope(ctx context.Context, ch challenge, used *Token) (*Token, error) {
-	if err := a.lockFlow(ctx); err != nil {
+func (a *Authorizer) insufficientScope(ctx context.Context, ch Challenge, used *Token) (*Token, error) {
+	if err := a.LockFlow(ctx); err != nil {
 		return nil, err
 	}
-	defer a.unlockFlow()
+	defer a.UnlockFlow()
 	if tok := a.peek(); tok != nil && !sameToken(tok, used) {
 		return tok, nil
 	}
@@ -249,9 +224,9 @@ func (a *authorizer) insufficientScope(ctx context.Context, ch challenge, used *
 
 // grant obtains a new token: client credentials when configured, else a
 // sign-in through the browser; without one, the user must sign in.
-func (a *authorizer) grant(ctx context.Context, ch challenge, scopes []string, why string) (*Token, error) {
+func (a *Authorizer) grant(ctx context.Context, ch Challenge, scopes []string, why string) (*Token, error) {
 	if a.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
-		return a.clientCredentials(ctx, ch, scopes)
+		return a.ClientCredentials(ctx, ch, scopes)
 	}
 	if a.browser == nil {
 		if len(scopes) == 0 {
@@ -259,13 +234,13 @@ func (a *authorizer) grant(ctx context.Context, ch challenge, scopes []string, w
 		}
 		return nil, &SignInRequiredError{Server: a.key.Server, User: a.key.User, Scopes: scopes, Reason: why}
 	}
-	return a.signInLoopback(ctx, ch, scopes, a.browser)
+	return a.SignInLoopback(ctx, ch, scopes, a.browser)
 }
 
 // refresh exchanges used's refresh token. A refused refresh token
 // (invalid_grant: revoked or expired) is forgotten, and the user must sign
 // in again.
-func (a *authorizer) refresh(ctx context.Context, used *Token) (*Token, error) {
+func (a *Authorizer) refresh(ctx context.Context, used *Token) (*Token, error) {
 	cfg := a.oauth2Config(used.ClientID, used.ClientSecret, used.AuthMethod, used.TokenURL, "", "", nil)
 	old := &oauth2.Token{RefreshToken: used.RefreshToken, Expiry: time.Unix(1, 0)}
 	t, err := cfg.TokenSource(withResource(a.oauthCtx(ctx), used.Resource), old).Token()
@@ -289,7 +264,7 @@ func (a *authorizer) refresh(ctx context.Context, used *Token) (*Token, error) {
 
 // save stores tok and makes it the one in use. Nothing is kept when the
 // store refuses it.
-func (a *authorizer) save(ctx context.Context, tok *Token) error {
+func (a *Authorizer) save(ctx context.Context, tok *Token) error {
 	if err := a.store.Put(ctx, a.key, tok); err != nil {
 		return fmt.Errorf("store the token of user %q: %w", a.key.User, err)
 	}
@@ -300,7 +275,7 @@ func (a *authorizer) save(ctx context.Context, tok *Token) error {
 }
 
 // forget drops the token, in memory and in the store.
-func (a *authorizer) forget(ctx context.Context) {
+func (a *Authorizer) forget(ctx context.Context) {
 	a.mu.Lock()
 	a.tok, a.loaded = nil, true
 	a.mu.Unlock()
@@ -309,9 +284,9 @@ func (a *authorizer) forget(ctx context.Context) {
 	}
 }
 
-// clientCredentials gets a token for the configured client itself (no
+// ClientCredentials gets a token for the configured client itself (no
 // user), authenticating with its secret or a signed JWT (private_key_jwt).
-func (a *authorizer) clientCredentials(ctx context.Context, ch challenge, scopes []string) (*Token, error) {
+func (a *Authorizer) ClientCredentials(ctx context.Context, ch Challenge, scopes []string) (*Token, error) {
 	o := a.cfg.OAuth
 	t, err := discover(ctx, a.client, a.cfg.URL, ch)
 	if err != nil {
@@ -372,7 +347,7 @@ func newToken(t *oauth2.Token, asked []string, target *authTarget) *Token {
 // configured scopes, else the challenge's, else the resource's
 // scopes_supported, else none; plus offline_access when the authorization
 // server offers it, so that the token can be refreshed.
-func (a *authorizer) scopes(ch challenge, t *authTarget) []string {
+func (a *Authorizer) scopes(ch Challenge, t *authTarget) []string {
 	var s []string
 	switch {
 	case a.cfg.OAuth != nil && len(a.cfg.OAuth.Scopes) > 0:
@@ -414,7 +389,7 @@ func pickAuthMethod(offered []string, haveSecret, haveKey bool) string {
 }
 
 // oauth2Config is the x/oauth2 view of a client at an authorization server.
-func (a *authorizer) oauth2Config(clientID, secret, method, tokenURL, authURL, redirect string, scopes []string) *oauth2.Config {
+func (a *Authorizer) oauth2Config(clientID, secret, method, tokenURL, authURL, redirect string, scopes []string) *oauth2.Config {
 	style := oauth2.AuthStyleInHeader
 	switch method {
 	case mcpconfig.AuthClientSecretPost, mcpconfig.AuthNone:
@@ -514,4 +489,23 @@ func (t *resourceOnRefresh) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(enc)), nil }
 	r2.ContentLength = int64(len(enc))
 	return t.base.RoundTrip(r2)
+}
+
+// SetTokenExpiry sets the expiry of the token a holds in memory (the
+// stored copy is left alone), so that the next request that finds it
+// expired refreshes it first. Tests use it to expire a token without
+// waiting; it does nothing when a holds no token.
+func (a *Authorizer) SetTokenExpiry(expiry time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.tok != nil {
+		a.tok = a.tok.clone()
+		a.tok.Expiry = expiry
+	}
+}
+
+// HasToken reports whether the user has a token for this server.
+func (a *Authorizer) HasToken(ctx context.Context) bool {
+	tok, err := a.current(ctx)
+	return err == nil && tok != nil
 }

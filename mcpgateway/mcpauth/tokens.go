@@ -1,17 +1,12 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 )
-
-// ErrNoToken is returned by a TokenStore's Get when it holds no token for
-// the key.
-var ErrNoToken = errors.New("no token stored")
 
 // TokenKey names whose token it is: one MCP server (its name in mcp.json)
 // and one user. Alice's token is never looked up under Bob's key.

@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"fmt"
@@ -21,14 +21,22 @@ const maxAuthRetries = 2
 // neither on its own), answers a 401 by a refresh or a new grant, and a 403
 // insufficient_scope by a step-up, then sends the request again. It
 // refuses a request to another origin than the server's: the client
-// follows no redirect there (serverRedirects), and nothing else of the
+// follows no redirect there (ServerRedirects), and nothing else of the
 // session may take the credentials elsewhere.
 type authRoundTripper struct {
 	base    http.RoundTripper
 	name    string   // the server's, for errors
 	server  *url.URL // the server's URL: credentials go to its origin only
 	headers map[string]string
-	auth    *authorizer // nil: the server needs no OAuth (static headers)
+	auth    *Authorizer // nil: the server needs no OAuth (static headers)
+}
+
+// NewRoundTripper returns the http.RoundTripper of a session of the remote
+// server cfg over base: cfg's headers, and auth's token when auth is not
+// nil, go to cfg.URL's origin only.
+func NewRoundTripper(base http.RoundTripper, cfg mcpconfig.ServerConfig, auth *Authorizer) http.RoundTripper {
+	server, _ := url.Parse(cfg.URL) // Validate checked it
+	return &authRoundTripper{base: base, name: cfg.Name, server: server, headers: cfg.Headers, auth: auth}
 }
 
 func (t *authRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -90,14 +98,10 @@ func (t *authRoundTripper) CloseIdleConnections() {
 	}
 }
 
-// TakesSignIn reports whether users can sign in to the server (OAuth): not
-// a stdio server, nor one with a static Authorization header.
-func TakesSignIn(cfg mcpconfig.ServerConfig) bool { return needsAuth(cfg) }
-
-// needsAuth reports whether a server may use OAuth: http and sse servers
+// NeedsAuth reports whether a server may use OAuth: http and sse servers
 // whose headers do not already carry an Authorization (a static token
 // wins; a 401 then is the operator's to fix).
-func needsAuth(cfg mcpconfig.ServerConfig) bool {
+func NeedsAuth(cfg mcpconfig.ServerConfig) bool {
 	if cfg.Transport == mcpconfig.TransportStdio {
 		return false
 	}

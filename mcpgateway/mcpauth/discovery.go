@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"context"
@@ -23,15 +23,15 @@ import (
 
 // challenge is the Bearer challenge of a WWW-Authenticate header: its
 // parameters (error, scope, resource_metadata, ...) by lower-case name.
-type challenge map[string]string
+type Challenge map[string]string
 
 // scopes returns the challenge's scope parameter split on spaces.
-func (c challenge) scopes() []string { return strings.Fields(c["scope"]) }
+func (c Challenge) scopes() []string { return strings.Fields(c["scope"]) }
 
 // parseChallenge returns the parameters of the first Bearer challenge in
 // the WWW-Authenticate header values; an empty challenge when there is
 // none. It accepts tokens and quoted strings (RFC 9110 §11.2).
-func parseChallenge(values []string) challenge {
+func parseChallenge(values []string) Challenge {
 	for _, v := range values {
 		for _, c := range splitChallenges(v) {
 			if strings.EqualFold(c.scheme, "bearer") {
@@ -39,12 +39,12 @@ func parseChallenge(values []string) challenge {
 			}
 		}
 	}
-	return challenge{}
+	return Challenge{}
 }
 
 type rawChallenge struct {
 	scheme string
-	params challenge
+	params Challenge
 }
 
 // splitChallenges parses one WWW-Authenticate value into its challenges.
@@ -73,7 +73,7 @@ func splitChallenges(s string) []rawChallenge {
 			i++
 			continue
 		}
-		c := rawChallenge{scheme: scheme, params: challenge{}}
+		c := rawChallenge{scheme: scheme, params: Challenge{}}
 		for {
 			for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
 				i++
@@ -162,13 +162,10 @@ type authTarget struct {
 // metadataLimit bounds a metadata document.
 const metadataLimit = 1 << 20
 
-// errNotHere says a metadata URL answered 4xx: try the next one.
-var errNotHere = errors.New("no metadata here")
-
 // discover finds serverURL's authorization server from the challenge of
 // its 401 (empty when there was none). Each request is bounded by the
 // client's timeout.
-func discover(ctx context.Context, client *http.Client, serverURL string, ch challenge) (*authTarget, error) {
+func discover(ctx context.Context, client *http.Client, serverURL string, ch Challenge) (*authTarget, error) {
 	server, err := url.Parse(serverURL)
 	if err != nil {
 		return nil, fmt.Errorf("server url: %w", err)

@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // the token and headers again on every hop. So:
 //   - a request that carries a server's credentials (its bearer token, its
 //     configured and ${user:} headers: the session, the sign-in probe)
-//     follows redirects within that server's origin only (serverRedirects);
+//     follows redirects within that server's origin only (ServerRedirects);
 //   - a token, registration or revocation request (a code and its
 //     verifier, a client secret, a token) follows none (noRedirects);
 //   - a discovery fetch, which carries nothing, follows those whose every
@@ -52,10 +52,10 @@ func sameOrigin(a, b *url.URL) bool { return origin(a) == origin(b) }
 // information, query or fragment, where a secret could sit.
 func endpointName(u *url.URL) string { return origin(u) + u.EscapedPath() }
 
-// serverRedirects returns the CheckRedirect of requests that carry the
+// ServerRedirects returns the CheckRedirect of requests that carry the
 // credentials of the server called name: a redirect within the origin of
 // the first request is followed, one to another origin is refused.
-func serverRedirects(name string) func(*http.Request, []*http.Request) error {
+func ServerRedirects(name string) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("server %q: stopped after %d redirects", name, maxRedirects)

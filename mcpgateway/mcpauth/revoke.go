@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
-// revoke revokes tok at the authorization server that issued it (RFC
+// Revoke revokes tok at the authorization server that issued it (RFC
 // 7009) when its metadata advertises a revocation_endpoint: the refresh
 // token first, since revoking it also ends the access tokens issued with
 // it at servers that do so (§2.1) and a leftover refresh token is the
 // longer-lived risk, then the access token. The whole is bounded by the
 // server's connect_timeout. Without a revocation_endpoint it does nothing.
 // Errors say what the endpoint answered, never a token.
-func (a *authorizer) revoke(ctx context.Context, tok *Token) error {
+func (a *Authorizer) Revoke(ctx context.Context, tok *Token) error {
 	if tok.Issuer == "" {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (a *authorizer) revoke(ctx context.Context, tok *Token) error {
 // token was obtained with (RFC 7009 §2.1): its secret in the Authorization
 // header (client_secret_basic, RFC 6749 §2.3.1 encoding) or the form
 // (client_secret_post), else its client_id alone (a public client).
-func (a *authorizer) revokeOne(ctx context.Context, endpoint string, tok *Token, hint, value string) error {
+func (a *Authorizer) revokeOne(ctx context.Context, endpoint string, tok *Token, hint, value string) error {
 	form := url.Values{"token": {value}, "token_type_hint": {hint}}
 	basic := false
 	switch {

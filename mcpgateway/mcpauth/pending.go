@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"context"
@@ -145,6 +145,22 @@ func (s *MemoryPendingSignIns) Take(_ context.Context, state string) (*PendingSi
 	return &mp.p, nil
 }
 
+// ExpireOne makes one of user's waiting sign-ins expired, as if its ten
+// minutes had passed; it reports whether user had one. Tests use it to
+// see a cap make room without waiting.
+func (s *MemoryPendingSignIns) ExpireOne(user string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for st, mp := range s.m {
+		if mp.p.User == user {
+			mp.expires = time.Now().Add(-time.Second)
+			s.m[st] = mp
+			return true
+		}
+	}
+	return false
+}
+
 // pendingCapErr is the error of a Put for user when user already has mine
 // sign-ins waiting and all users total: nil under both caps.
 func pendingCapErr(user string, mine, total int) error {
@@ -159,11 +175,12 @@ func pendingCapErr(user string, mine, total int) error {
 	return nil
 }
 
-// pendingOf is what StartSignIn keeps of p, a sign-in user began on g.
-func (g *Gateway) pendingOf(user, binding string, p *pendingAuth) *PendingSignIn {
+// PendingOf is what a web sign-in keeps of p, a sign-in user began on the
+// server named server, with binding (PendingSignIn.Binding).
+func PendingOf(server, user, binding string, p *PendingAuth) *PendingSignIn {
 	as := p.target.as
 	return &PendingSignIn{
-		Server: g.cfg.Name, User: user, Verifier: p.verifier,
+		Server: server, User: user, Verifier: p.verifier,
 		ClientID: p.clientID, ClientSecret: p.secret, AuthMethod: p.method, Scopes: p.scopes,
 		RedirectURI: p.cfg.RedirectURL, Resource: p.target.resource,
 		Issuer: as.Issuer, AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint,
@@ -171,11 +188,11 @@ func (g *Gateway) pendingOf(user, binding string, p *pendingAuth) *PendingSignIn
 	}
 }
 
-// resume rebuilds the pendingAuth of a sign-in kept as p, with state.
-func (a *authorizer) resume(p *PendingSignIn, state string) *pendingAuth {
+// Resume rebuilds the PendingAuth of a sign-in kept as p, with state.
+func (a *Authorizer) Resume(p *PendingSignIn, state string) *PendingAuth {
 	as := &authServerMeta{Issuer: p.Issuer, AuthorizationEndpoint: p.AuthURL, TokenEndpoint: p.TokenURL,
 		AuthorizationResponseIssParameter: p.IssParameter}
-	return &pendingAuth{
+	return &PendingAuth{
 		state: state, verifier: p.Verifier,
 		cfg:      a.oauth2Config(p.ClientID, p.ClientSecret, p.AuthMethod, p.TokenURL, p.AuthURL, p.RedirectURI, p.Scopes),
 		target:   &authTarget{resource: p.Resource, as: as},

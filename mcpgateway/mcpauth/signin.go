@@ -1,4 +1,4 @@
-package mcpgateway
+package mcpauth
 
 import (
 	"bytes"
@@ -61,10 +61,10 @@ func (b FetchBrowser) Open(ctx context.Context, authURL string) error {
 	return nil
 }
 
-// pendingAuth is an authorization request on its way: what the answer is
+// PendingAuth is an authorization request on its way: what the answer is
 // checked against and what the code is exchanged with. It holds secrets
 // (the PKCE verifier, the client secret).
-type pendingAuth struct {
+type PendingAuth struct {
 	state    string
 	verifier string
 	cfg      *oauth2.Config
@@ -75,11 +75,15 @@ type pendingAuth struct {
 	method   string
 }
 
-// begin discovers the authorization server, settles the client identity
+// State is the OAuth state of p: the key a web sign-in is kept under
+// until its callback.
+func (p *PendingAuth) State() string { return p.state }
+
+// Begin discovers the authorization server, settles the client identity
 // (a Client ID Metadata Document when both sides support it, else the
 // pre-registered client, else dynamic registration) and returns the
 // authorization URL (code flow, PKCE S256, state, resource).
-func (a *authorizer) begin(ctx context.Context, ch challenge, scopes []string, redirect string) (*pendingAuth, string, error) {
+func (a *Authorizer) Begin(ctx context.Context, ch Challenge, scopes []string, redirect string) (*PendingAuth, string, error) {
 	t, err := discover(ctx, a.client, a.cfg.URL, ch)
 	if err != nil {
 		return nil, "", err
@@ -91,7 +95,7 @@ func (a *authorizer) begin(ctx context.Context, ch challenge, scopes []string, r
 	if as.AuthorizationEndpoint == "" {
 		return nil, "", fmt.Errorf("authorization server %s has no authorization_endpoint", as.Issuer)
 	}
-	p := &pendingAuth{target: t, state: randomString(), verifier: oauth2.GenerateVerifier()}
+	p := &PendingAuth{target: t, state: randomString(), verifier: oauth2.GenerateVerifier()}
 	var o mcpconfig.OAuthConfig
 	if a.cfg.OAuth != nil {
 		o = *a.cfg.OAuth
@@ -123,9 +127,9 @@ func (a *authorizer) begin(ctx context.Context, ch challenge, scopes []string, r
 	return p, authURL, nil
 }
 
-// finish checks the authorization answer against p and exchanges the code
+// Finish checks the authorization answer against p and exchanges the code
 // (with the PKCE verifier and the resource) for a token, which it stores.
-func (a *authorizer) finish(ctx context.Context, p *pendingAuth, code, state, iss string) (*Token, error) {
+func (a *Authorizer) Finish(ctx context.Context, p *PendingAuth, code, state, iss string) (*Token, error) {
 	if state == "" || !equalSecret(state, p.state) {
 		return nil, errors.New("state mismatch: the authorization answer is not for this sign-in")
 	}
@@ -160,7 +164,7 @@ func isCIMDURL(id string) bool {
 
 // register registers the client dynamically (RFC 7591) with redirect as
 // its redirect URI, asking for the refresh_token grant too.
-func (a *authorizer) register(ctx context.Context, as *authServerMeta, redirect string) (id, secret, method string, err error) {
+func (a *Authorizer) register(ctx context.Context, as *authServerMeta, redirect string) (id, secret, method string, err error) {
 	want := mcpconfig.AuthNone
 	if !slices.Contains(as.TokenEndpointAuthMethodsSupported, mcpconfig.AuthNone) && len(as.TokenEndpointAuthMethodsSupported) > 0 {
 		want = pickAuthMethod(as.TokenEndpointAuthMethodsSupported, true, false)
@@ -223,12 +227,12 @@ type callbackResult struct {
 // (mix-up, RFC 9700 4.4).
 func CallbackPath(server string) string { return "/oauth/callback/" + url.PathEscape(server) }
 
-// signInLoopback signs the user in with a loopback redirect (RFC 8252): it
+// SignInLoopback signs the user in with a loopback redirect (RFC 8252): it
 // listens on the configured redirect_uri (else 127.0.0.1 on a free port,
 // at CallbackPath), sends the user to the authorization URL through
 // browser, and exchanges the code that comes back. ctx bounds the whole
 // sign-in.
-func (a *authorizer) signInLoopback(ctx context.Context, ch challenge, scopes []string, browser Browser) (*Token, error) {
+func (a *Authorizer) SignInLoopback(ctx context.Context, ch Challenge, scopes []string, browser Browser) (*Token, error) {
 	addr, path := "127.0.0.1:0", CallbackPath(a.key.Server)
 	if a.cfg.OAuth != nil && a.cfg.OAuth.RedirectURI != "" {
 		u, err := url.Parse(a.cfg.OAuth.RedirectURI)
@@ -280,7 +284,7 @@ func (a *authorizer) signInLoopback(ctx context.Context, ch challenge, scopes []
 		<-served
 	}()
 
-	p, authURL, err := a.begin(ctx, ch, scopes, redirect)
+	p, authURL, err := a.Begin(ctx, ch, scopes, redirect)
 	if err != nil {
 		return nil, err
 	}
@@ -296,5 +300,5 @@ func (a *authorizer) signInLoopback(ctx context.Context, ch challenge, scopes []
 	if res.err != nil {
 		return nil, res.err
 	}
-	return a.finish(ctx, p, res.code, res.state, res.iss)
+	return a.Finish(ctx, p, res.code, res.state, res.iss)
 }
