@@ -10,11 +10,6 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// ErrCircuitOpen is matched (with errors.Is) by the error of an execute
-// refused because the server's circuit is open, or half-open with its one
-// trial call still running. Such errors also match ErrUnavailable.
-var ErrCircuitOpen = errors.New("circuit open")
-
 // Circuit states, as CircuitStatus.State shows them.
 const (
 	CircuitClosed   = "closed"

@@ -2,16 +2,9 @@ package mcpgateway
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 )
-
-// ErrMessageTooLarge is matched (with errors.Is) by the error of a stdio
-// server that sent a message (a line of JSON-RPC) over its
-// max_message_size: the session is closed, and the next call starts a new
-// process.
-var ErrMessageTooLarge = errors.New("message over max_message_size")
 
 // tooLargeError is the death of a session whose server sent a message over
 // the limit; it matches ErrMessageTooLarge.

@@ -14,18 +14,6 @@ import (
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
-// ErrNoSecret is returned by a UserSecrets' Secret when the user has not
-// set a secret of that name.
-var ErrNoSecret = errors.New("no secret set")
-
-// ErrSecretRequired is matched (errors.Is) by the error of a call to a
-// server whose configuration takes a secret of the asking user's own
-// (${user:NAME}) that the user has not set. The error is a
-// *SecretRequiredError; it also matches ErrSignInRequired, since, like a
-// missing sign-in, the user must act before the server can serve them and
-// nothing is wrong with the server.
-var ErrSecretRequired = errors.New("user secret required")
-
 // UserSecrets gives the secrets users set for themselves (PUT
 // /users/:user/secrets/:name in the service), which mcp.json takes as
 // ${user:NAME} in headers and in env of stdio servers. The service backs it

@@ -40,6 +40,33 @@ var ErrBadCursor = errors.New("invalid cursor")
 // crash loop.
 var ErrUnavailable = errors.New("server unavailable")
 
+// ErrCircuitOpen is matched (with errors.Is) by the error of an execute
+// refused because the server's circuit is open, or half-open with its one
+// trial call still running. Such errors also match ErrUnavailable.
+var ErrCircuitOpen = errors.New("circuit open")
+
+// ErrMessageTooLarge is matched (with errors.Is) by the error of a stdio
+// server that sent a message (a line of JSON-RPC) over its
+// max_message_size: the session is closed, and the next call starts a new
+// process.
+var ErrMessageTooLarge = errors.New("message over max_message_size")
+
+// ErrSamplingOff is matched by the error a server gets when it asks for
+// sampling without "sampling": true in mcp.json.
+var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": true in mcp.json)`)
+
+// ErrNoSecret is returned by a UserSecrets' Secret when the user has not
+// set a secret of that name.
+var ErrNoSecret = errors.New("no secret set")
+
+// ErrSecretRequired is matched (errors.Is) by the error of a call to a
+// server whose configuration takes a secret of the asking user's own
+// (${user:NAME}) that the user has not set. The error is a
+// *SecretRequiredError; it also matches mcpauth.ErrSignInRequired, since, like a
+// missing sign-in, the user must act before the server can serve them and
+// nothing is wrong with the server.
+var ErrSecretRequired = errors.New("user secret required")
+
 // ServerError is an error of one MCP server: its message names the server and
 // the operation ("server \"todo\": connect: ..."), with the server's secrets
 // masked. It unwraps to the underlying error, so errors.Is still matches
