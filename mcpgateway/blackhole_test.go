@@ -40,8 +40,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"go.uber.org/goleak"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 const (

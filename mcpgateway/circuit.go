@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
 // Circuit states, as CircuitStatus.State shows them.

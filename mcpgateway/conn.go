@@ -11,10 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // conn owns the sessions of one MCP server. It is the one place a session is

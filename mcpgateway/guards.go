@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
 // The guards in this file bound what mcp-go's transports leave unbounded, so

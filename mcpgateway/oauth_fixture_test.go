@@ -17,9 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // authFixture is a real authorization server and a real MCP server that

@@ -9,11 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // callersAtOnce runs n calls of user's whoami at the same time and fails

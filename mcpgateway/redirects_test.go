@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // originRecorder is an HTTP server on 127.0.0.1 that records every request it

@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // dial starts a session with the server. The transport is started with a ctx

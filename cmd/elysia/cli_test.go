@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 func writeFile(tb testing.TB, path, body string) {

@@ -15,9 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // refreshMargin refreshes a token this long before it expires.

@@ -15,8 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"golang.org/x/oauth2"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // Browser takes a user to an authorization URL during a sign-in. The answer
