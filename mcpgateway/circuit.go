@@ -203,6 +203,9 @@ func (g *Gateway) classify(ctx context.Context, err error) outcome {
 	switch {
 	case errors.Is(err, ErrClosed):
 		return outcomeCancelled
+	case errors.Is(err, ErrTooManyUsers):
+		// The server was not asked: its users' sessions were all busy.
+		return outcomeNotRun
 	case errors.Is(err, mcpauth.ErrSignInRequired):
 		// The server answered: it wants the user to sign in.
 		return outcomeNotRun

@@ -31,6 +31,12 @@ func (drainingError) Is(target error) bool { return target == ErrClosed }
 // (sampling_per_call, sampling_per_minute, sampling_max_input).
 var ErrSamplingRefused = errors.New("sampling refused")
 
+// ErrTooManyUsers is matched (with errors.Is) by the error of a call of a
+// new user to a per-user server whose MaxUsers sessions were all busy with
+// calls for UserWait: no session is closed under a call, and the call may
+// be tried again shortly.
+var ErrTooManyUsers = errors.New("too many users")
+
 // ErrBadCursor is matched (with errors.Is) by the error of a ListQuery whose
 // Cursor no page gave.
 var ErrBadCursor = errors.New("invalid cursor")

@@ -79,6 +79,13 @@ func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs 
 }
 
 func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*CallResult, outcome, error) {
+	// The user's session is held from the listing to the end of the
+	// call, so that no other user's call closes it in between.
+	_, release, err := g.route(ctx)
+	if err != nil {
+		return nil, g.classify(ctx, err), err
+	}
+	defer release()
 	ts, err := g.tools(ctx)
 	if err != nil {
 		return nil, g.classify(ctx, err), err
@@ -150,13 +157,9 @@ func (p plain) Unwrap() error { return p.err }
 // after the last report, max_call_time at most); questions and messages the
 // server sends during the call reach cm's user only.
 func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
-	c, err := g.route(ctx)
-	if err != nil {
-		return nil, plain{err: err}
-	}
-	res, err := c.callHere(ctx, cm, tool, inputs)
-	if c == g && g.switched(err) {
-		return g.call(ctx, cm, tool, inputs)
+	res, err := routed(ctx, g, func(c *Gateway) (*mcp.CallToolResult, error) { return c.callHere(ctx, cm, tool, inputs) })
+	if err != nil && !errors.As(err, new(plain)) && !errors.Is(err, errRetry) {
+		err = plain{err: err} // from route: callHere's are plain or retryable
 	}
 	return res, err
 }

@@ -66,11 +66,15 @@ type Gateway struct {
 	drained   chan struct{} // closed when inflight drops to 0 while draining
 	// circuitRetryAt is when the open circuit lets a trial call through.
 	circuitRetryAt time.Time
-	// users are the children of a per-user gateway, by user (peruser.go);
-	// stopUsers ends their reaper; userSeq orders their use.
+	// users are the children of a per-user gateway, by user
+	// (userpool.go); retiring, those out of users that close at their
+	// last release; stopUsers ends their reaper; userSeq orders their
+	// use; userFreed, when not nil, is closed when a child goes idle.
 	users     map[string]*userGateway
+	retiring  map[*userGateway]struct{}
 	stopUsers chan struct{}
 	userSeq   uint64
+	userFreed chan struct{}
 
 	// perUser is set when each user gets a session of their own: from
 	// the config, or once the shared session met a sign-in.
@@ -256,21 +260,15 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 // Connect opens the session now instead of on first use (for "eager"
 // servers). ctx bounds only the wait; the session belongs to the gateway.
 func (g *Gateway) Connect(ctx context.Context) error {
-	c, err := g.route(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = c.conn.session(ctx)
-	if c == g && g.switched(err) {
-		return g.Connect(ctx)
-	}
+	_, err := routed(ctx, g, func(c *Gateway) (*session, error) { return c.conn.session(ctx) })
 	return err
 }
 
 // Close ends every session and child process the gateway ever started,
 // waits for every goroutine of the gateway, and makes in-flight and later
 // calls fail with ErrClosed. It is idempotent, safe to call concurrently,
-// and bounded by CloseGrace plus the transports' own shutdown.
+// and bounded by CloseGrace plus the transports' own shutdown: the users'
+// sessions of a per-user server close in parallel.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	if g.closed {

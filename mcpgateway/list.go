@@ -115,15 +115,7 @@ const maxRelists = 3
 // callers share one listing. A list_changed that arrives while a listing is
 // in flight makes that listing stale at once, so another one follows.
 func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
-	c, err := g.route(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ts, err := c.toolsHere(ctx)
-	if c == g && g.switched(err) {
-		return g.tools(ctx)
-	}
-	return ts, err
+	return routed(ctx, g, func(c *Gateway) (*toolSet, error) { return c.toolsHere(ctx) })
 }
 
 // toolsHere is tools on g's own conn.

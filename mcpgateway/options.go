@@ -85,10 +85,13 @@ type Options struct {
 
 	// UserIdle closes a user's session of a per-user server after that
 	// long without a call; zero means 15 minutes. MaxUsers caps the
-	// per-user sessions of one server: the least recently used is closed
-	// first; zero means 100.
+	// per-user sessions of one server: past it the least recently used
+	// idle one is closed, never one with a call in flight; zero means 100.
+	// When all MaxUsers are busy a new user's call waits up to UserWait
+	// for one to go idle, then fails with ErrTooManyUsers; zero means 10 s.
 	UserIdle time.Duration
 	MaxUsers int
+	UserWait time.Duration
 
 	// user is the user of a per-user gateway's child (see peruser.go);
 	// "" for the gateway itself.
@@ -113,6 +116,7 @@ const (
 	defaultCircuitOpenFor  = 30 * time.Second
 	defaultUserIdle        = 15 * time.Minute
 	defaultMaxUsers        = 100
+	defaultUserWait        = 10 * time.Second
 )
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set.
@@ -156,6 +160,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.MaxUsers <= 0 {
 		c.MaxUsers = defaultMaxUsers
+	}
+	if c.UserWait <= 0 {
+		c.UserWait = defaultUserWait
 	}
 	if c.LookupEnv == nil {
 		c.LookupEnv = os.LookupEnv
