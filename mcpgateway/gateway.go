@@ -57,6 +57,7 @@ type Gateway struct {
 	// after its listing started (changes).
 	cache     *toolSet
 	changes   uint64  // list_changed notifications seen on the current session
+	relisting bool    // relist runs: notified starts no other
 	listing   *flight // in-flight list
 	stats     callStats
 	closed    bool
