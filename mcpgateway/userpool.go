@@ -288,15 +288,39 @@ func (g *Gateway) closeChildren() {
 	}
 }
 
-// UserSessions returns how many users' sessions g has open now (0 for a
-// shared server) and how many of those have a call in flight.
-func (g *Gateway) UserSessions() (open, busy int) {
+// SessionCounts counts a server's sessions, for metrics.
+type SessionCounts struct {
+	// Live counts the sessions up (connected or degraded): the shared
+	// one and every user's.
+	Live int
+	// Processes counts the running stdio child processes of those.
+	Processes int
+	// Users counts the users' sessions of a per-user server, connected or
+	// not, and BusyUsers those with a call in flight.
+	Users, BusyUsers int
+}
+
+// Sessions counts g's sessions and processes, its users' included.
+func (g *Gateway) Sessions() SessionCounts {
+	var n SessionCounts
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	conns := []*conn{g.conn}
 	for _, u := range g.users {
+		conns = append(conns, u.g.conn)
 		if u.busy > 0 {
-			busy++
+			n.BusyUsers++
 		}
 	}
-	return len(g.users), busy
+	n.Users = len(g.users)
+	g.mu.Unlock()
+	for _, c := range conns {
+		st := c.status()
+		if st.state == StateConnected || st.state == StateDegraded {
+			n.Live++
+		}
+		if st.pid != 0 {
+			n.Processes++
+		}
+	}
+	return n
 }

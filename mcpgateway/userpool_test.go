@@ -191,8 +191,8 @@ func TestPerUserBusySessionIsNeverEvicted(t *testing.T) {
 			done <- err
 		}()
 		synctest.Wait()
-		if open, busy := g.UserSessions(); open != 2 || busy != 2 {
-			t.Errorf("UserSessions = %d open, %d busy; want 2, 2", open, busy)
+		if n := g.Sessions(); n.Users != 2 || n.BusyUsers != 2 || n.Live != 2 {
+			t.Errorf("Sessions = %+v, want 2 users' sessions, both live and busy", n)
 		}
 		if !end {
 			carol = <-done

@@ -64,29 +64,37 @@ func (m *gatewayMetrics) ObserveCall(server, _ string, status string, d time.Dur
 func (m *gatewayMetrics) ObserveCircuit(string, string) {}
 
 // gatewayCollector reports, at scrape time, each configured server's live
-// session, child process, state and circuit state, read from the gateways'
-// status snapshots.
+// sessions and child processes (its users' included), users' sessions,
+// state and circuit state, read from the gateways' status snapshots.
 type gatewayCollector struct {
-	disc     *discovery.Discovery
-	sessions *prometheus.Desc
-	children *prometheus.Desc
-	state    *prometheus.Desc
-	circuit  *prometheus.Desc
+	disc      *discovery.Discovery
+	sessions  *prometheus.Desc
+	children  *prometheus.Desc
+	users     *prometheus.Desc
+	usersBusy *prometheus.Desc
+	state     *prometheus.Desc
+	circuit   *prometheus.Desc
 }
 
 func newGatewayCollector(d *discovery.Discovery) *gatewayCollector {
 	return &gatewayCollector{
 		disc:     d,
-		sessions: prometheus.NewDesc("elysia_mcp_sessions", "Live MCP sessions by server (0 or 1).", []string{"server"}, nil),
-		children: prometheus.NewDesc("elysia_mcp_child_processes", "Running stdio child processes by server (0 or 1).", []string{"server"}, nil),
-		state:    prometheus.NewDesc("elysia_mcp_server_state", "1 for the state each configured server is in.", []string{"server", "state"}, nil),
-		circuit:  prometheus.NewDesc("elysia_mcp_circuit_state", "Circuit breaker state by server: 0 closed, 1 half-open, 2 open.", []string{"server"}, nil),
+		sessions: prometheus.NewDesc("elysia_mcp_sessions", "Live MCP sessions by server: the shared one and every user's.", []string{"server"}, nil),
+		children: prometheus.NewDesc("elysia_mcp_child_processes", "Running stdio child processes by server, every user's included.", []string{"server"}, nil),
+		users: prometheus.NewDesc("elysia_mcp_user_sessions", "Users' sessions open by per-user server (at most its max users).",
+			[]string{"server"}, nil),
+		usersBusy: prometheus.NewDesc("elysia_mcp_user_sessions_busy", "Users' sessions with a call in flight, by per-user server.",
+			[]string{"server"}, nil),
+		state:   prometheus.NewDesc("elysia_mcp_server_state", "1 for the state each configured server is in.", []string{"server", "state"}, nil),
+		circuit: prometheus.NewDesc("elysia_mcp_circuit_state", "Circuit breaker state by server: 0 closed, 1 half-open, 2 open.", []string{"server"}, nil),
 	}
 }
 
 func (c *gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.sessions
 	ch <- c.children
+	ch <- c.users
+	ch <- c.usersBusy
 	ch <- c.state
 	ch <- c.circuit
 }
@@ -94,16 +102,11 @@ func (c *gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range c.disc.Gateways() {
 		st := g.Status()
-		live := 0.0
-		if st.State == mcpgateway.StateConnected || st.State == mcpgateway.StateDegraded {
-			live = 1
-		}
-		child := 0.0
-		if st.PID != 0 {
-			child = 1
-		}
-		ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.GaugeValue, live, st.Name)
-		ch <- prometheus.MustNewConstMetric(c.children, prometheus.GaugeValue, child, st.Name)
+		n := g.Sessions()
+		ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.GaugeValue, float64(n.Live), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.children, prometheus.GaugeValue, float64(n.Processes), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.users, prometheus.GaugeValue, float64(n.Users), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.usersBusy, prometheus.GaugeValue, float64(n.BusyUsers), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, st.Name, string(st.State))
 		ch <- prometheus.MustNewConstMetric(c.circuit, prometheus.GaugeValue, circuitValue[st.Circuit.State], st.Name)
 	}

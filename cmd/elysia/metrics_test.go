@@ -60,10 +60,10 @@ func TestGatewayCollectorFollowsARealServer(t *testing.T) {
 # HELP elysia_mcp_circuit_state Circuit breaker state by server: 0 closed, 1 half-open, 2 open.
 # TYPE elysia_mcp_circuit_state gauge
 elysia_mcp_circuit_state{server="todo"} 0
-# HELP elysia_mcp_child_processes Running stdio child processes by server (0 or 1).
+# HELP elysia_mcp_child_processes Running stdio child processes by server, every user's included.
 # TYPE elysia_mcp_child_processes gauge
 elysia_mcp_child_processes{server="todo"} 0
-# HELP elysia_mcp_sessions Live MCP sessions by server (0 or 1).
+# HELP elysia_mcp_sessions Live MCP sessions by server: the shared one and every user's.
 # TYPE elysia_mcp_sessions gauge
 elysia_mcp_sessions{server="todo"} 0
 `
@@ -83,5 +83,52 @@ elysia_mcp_sessions{server="todo"} 0
 	}
 	if got := testutil.ToFloat64(metrics.calls.WithLabelValues("todo", mcpgateway.CallSuccess)); got != 1 {
 		t.Errorf("success calls = %v, want 1", got)
+	}
+}
+
+// TestGatewayCollectorCountsUsersSessions scrapes a per-user todo-mcp
+// server that three users called: three sessions, three processes and
+// three users' sessions, none busy (it said 0 sessions with users
+// connected).
+func TestGatewayCollectorCountsUsersSessions(t *testing.T) {
+	bin := testenv.TodoMCP(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	body := `{"servers": {"todo": {"command": "` + bin + `", "per_user": true, "env": {"TODO_DB": "` + filepath.Join(dir, "t.db") + `"}}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d := discovery.New(cfg, tree.NewManager(nil), &discovery.Options{Gateway: &mcpgateway.Options{CloseGrace: time.Second}})
+	defer func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(newGatewayCollector(d))
+	g, _ := d.Gateway("todo")
+	for _, u := range []string{"alice", "bob", "carol"} {
+		if _, err := g.Execute(mcpgateway.WithUser(t.Context(), u), "list_todos", map[string]any{}); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
+	for name, want := range map[string]float64{"elysia_mcp_sessions": 3, "elysia_mcp_child_processes": 3,
+		"elysia_mcp_user_sessions": 3, "elysia_mcp_user_sessions_busy": 0} {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := -1.0
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				got = mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		if got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
 	}
 }

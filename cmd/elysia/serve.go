@@ -375,6 +375,9 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	}
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
 	gopts.UserSecrets = gatewaySecrets{a.secrets}
+	if err := perUserOptions(os.LookupEnv, gopts); err != nil {
+		return nil, usageErr("%v", err)
+	}
 	if c.dsn != "-" {
 		maxConns, err := dbMaxConns(os.LookupEnv)
 		if err != nil {
