@@ -43,13 +43,18 @@ func bigServer(t *testing.T, n int) *Gateway {
 
 // dialInProcess is a dialer for tests: every session is a client on the
 // transport newTransport returns, started on the conn's lifetime and
-// initialized as the real dialers do.
+// initialized as the real dialers do. The session is complete before the
+// conn knows it: a Close that runs meanwhile closes it at once.
 func dialInProcess(c *conn, newTransport func() mcptransport.Interface) func(context.Context) (*session, error) {
 	return func(hsCtx context.Context) (*session, error) {
-		s := c.newSession("in-process")
+		s := newSession()
+		s.transport = "in-process"
 		s.client = mcpclient.NewClient(newTransport())
 		ctx, cancel := context.WithCancel(c.lifetime)
 		s.cancel = cancel
+		c.mu.Lock()
+		c.open[s] = struct{}{}
+		c.mu.Unlock()
 		if err := s.client.Start(ctx); err != nil {
 			c.closeSession(s)
 			return nil, err

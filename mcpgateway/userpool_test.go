@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -51,31 +50,13 @@ func newPerUserGateway(newSrv func() *mcpserver.MCPServer, opts *Options, wrap f
 		p.mu.Lock()
 		p.conns = append(p.conns, c)
 		p.mu.Unlock()
-		return func(hsCtx context.Context) (*session, error) {
+		return dialInProcess(c, func() mcptransport.Interface {
 			var tr mcptransport.Interface = mcptransport.NewInProcessTransport(newSrv())
 			if wrap != nil {
 				tr = wrap(tr)
 			}
-			// The session is complete before the conn knows it: its
-			// close may run as soon as it does.
-			s := newSession()
-			s.transport = "in-process"
-			s.client = mcpclient.NewClient(tr)
-			ctx, cancel := context.WithCancel(c.lifetime)
-			s.cancel = cancel
-			c.mu.Lock()
-			c.open[s] = struct{}{}
-			c.mu.Unlock()
-			if err := s.client.Start(ctx); err != nil {
-				c.closeSession(s)
-				return nil, err
-			}
-			if err := c.handshake(hsCtx, s); err != nil {
-				c.closeSession(s)
-				return nil, err
-			}
-			return s, nil
-		}
+			return tr
+		})
 	}
 	return p
 }
