@@ -221,3 +221,64 @@ func TestPerUserBusySessionIsNeverEvicted(t *testing.T) {
 		})
 	})
 }
+
+// TestPerUserSessionsUnderPressure has 150 users call at once a per-user
+// server capped at 100 sessions, each call taking a second: every call
+// ends well (the last 50 users wait for a session to go idle), no more
+// than 100 sessions are ever open, and none is closed under its call
+// (synctest's clock).
+func TestPerUserSessionsUnderPressure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := func() *mcpserver.MCPServer {
+			s := mcpserver.NewMCPServer("s", "1.0.0")
+			s.AddTool(mcp.NewTool("whoami"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				time.Sleep(time.Second)
+				return mcp.NewToolResultText("ok"), nil
+			})
+			return s
+		}
+		g := newPerUserGateway(srv, &Options{MaxUsers: 100}, nil)
+		defer func() { _ = g.Close() }()
+		var wg sync.WaitGroup
+		var failed sync.Map
+		for i := range 150 {
+			user := fmt.Sprint("u", i)
+			wg.Go(func() {
+				if _, err := g.Execute(WithUser(t.Context(), user), "whoami", nil); err != nil {
+					failed.Store(user, err)
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		most := 0
+	watch:
+		for {
+			select {
+			case <-done:
+				break watch
+			case <-time.After(100 * time.Millisecond):
+				most = max(most, g.Sessions().Users)
+			}
+		}
+		n := 0
+		failed.Range(func(user, err any) bool {
+			if n++; n <= 3 {
+				t.Errorf("%s: %v", user, err)
+			}
+			return true
+		})
+		if n > 0 {
+			t.Errorf("%d of 150 calls failed, want none", n)
+		}
+		if most > 100 {
+			t.Errorf("%d users' sessions open at once, want at most MaxUsers (100)", most)
+		}
+		g.mu.Lock()
+		made := len(g.conns)
+		g.mu.Unlock()
+		if made != 150 {
+			t.Errorf("%d users' sessions made for 150 users, want 150: none closed under a call and made again", made)
+		}
+	})
+}
