@@ -165,7 +165,7 @@ func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map
 }
 
 // callHere is call on g's own conn.
-func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (_ *mcp.CallToolResult, err error) {
 	s, err := g.conn.session(ctx)
 	if err != nil {
 		return nil, plain{err: err}
@@ -181,6 +181,8 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
 	var res *mcp.CallToolResult
+	cctx, span := startMCP(cctx, g.cfg.Name, s, string(mcp.MethodToolsCall), tool)
+	defer func() { endMCP(span, err, res != nil && res.IsError) }()
 	if cm.task && !mcp.IsModernProtocol(s.protocol) {
 		// Tasks as 2025-11-25 defines them; the 2026-07-28 core changes
 		// them, and mcp-go's typed call handles its multi-round results.
@@ -189,7 +191,7 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 		req := mcp.CallToolRequest{}
 		req.Params.Name = tool
 		req.Params.Arguments = inputs
-		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token}
+		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token, AdditionalFields: traceMeta(cctx)}
 		stop := s.wedgeGuard(cctx, "call "+tool)
 		res, err = s.client.CallTool(withCall(cctx, ac), req)
 		stop()
@@ -284,7 +286,7 @@ func levenshtein(a, b string) int {
 // Run dispatches on the action input. Failures the model can act on (unknown
 // action or tool, bad tool_inputs, an isError result, an unavailable server)
 // are error Results; only a done ctx is returned as an error.
-func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) (tools.Result, error) {
+func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) (res tools.Result, err error) {
 	if call.UserID != "" {
 		ctx = WithUser(ctx, call.UserID)
 	}
@@ -292,6 +294,9 @@ func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) 
 	if action == "" {
 		action = "list"
 	}
+	tool, _ := call.Args["tool_name"].(string)
+	ctx, span := startAction(ctx, g.cfg.Name, action, tool)
+	defer func() { endAction(span, res, err) }()
 	if err := g.enter(action); err != nil {
 		return g.failure(ctx, err)
 	}

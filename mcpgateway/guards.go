@@ -30,7 +30,8 @@ func (c *conn) newHTTPClient(s *session) *http.Client {
 	s.abort = abort
 	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line}
 	rt := mcpauth.NewRoundTripper(base, c.cfg, c.auth)
-	return &http.Client{Transport: rt, CheckRedirect: mcpauth.ServerRedirects(c.cfg.Name)}
+	// The trace context goes to the server as traceparent (see trace.go).
+	return &http.Client{Transport: traceRoundTripper{rt}, CheckRedirect: mcpauth.ServerRedirects(c.cfg.Name)}
 }
 
 type abortRoundTripper struct {

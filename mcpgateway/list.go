@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"time"
 
@@ -226,7 +227,9 @@ func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		raw, err := c.request(ctx, s, mcp.MethodToolsList, params)
+		sctx, span := startMCP(ctx, c.cfg.Name, s, string(mcp.MethodToolsList), "")
+		raw, err := c.request(sctx, s, mcp.MethodToolsList, params)
+		endMCP(span, err, false)
 		if err != nil {
 			return nil, err
 		}
@@ -256,6 +259,14 @@ func (c *conn) request(ctx context.Context, s *session, method mcp.MCPMethod, pa
 	t := s.client.GetTransport()
 	version := s.client.ProtocolVersion()
 	var header map[string][]string
+	if tm := traceMeta(ctx); tm != nil {
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		maps.Copy(meta, tm)
+		params["_meta"] = meta
+	}
 	if mcp.IsModernProtocol(version) {
 		meta, _ := params["_meta"].(map[string]any)
 		if meta == nil {
