@@ -278,7 +278,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(securityHeaders, requestIDMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
+	e.Use(securityHeaders, requestIDMiddleware, traceMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
 	s.liveRoutes(e) // before the routes whose changes it watches
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
