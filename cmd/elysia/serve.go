@@ -95,8 +95,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// A gateway called through the API logs its calls with the request id
 	// and user it finds in the request's ctx.
-	logger = slog.New(requestMetaHandler{logger.Handler()})
+	logger = slog.New(traceLogHandler{requestMetaHandler{logger.Handler()}})
 	slog.SetDefault(logger)
+	stopTracing, err := startTracing(ctx, os.LookupEnv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()          // last: the spans of shutdown go out too
 	gin.SetMode(gin.ReleaseMode) // no debug route dump; gin is otherwise only used by web
 
 	var frontend iofs.FS
@@ -366,7 +371,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("model: %v", err)
 	}
 	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
-	topts := &tree.Options{Logger: c.logger}
+	topts := &tree.Options{Logger: c.logger, ModelName: info.Model, ModelProvider: string(info.Provider)}
 	if topts.MaxPromptBytes, err = maxPromptBytes(os.LookupEnv); err != nil {
 		return nil, usageErr("%v", err)
 	}
