@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/attribute"
@@ -39,6 +40,7 @@ type gotSpan struct {
 	SpanID   string
 	Parent   string
 	Attrs    map[string]any
+	Links    []string // the span ids it links to
 	StatusOK bool
 }
 
@@ -93,7 +95,11 @@ func (o *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) {
 		service := fmt.Sprint(attrMap(rs.GetResource().GetAttributes())["service.name"])
 		for _, ss := range rs.GetScopeSpans() {
 			for _, sp := range ss.GetSpans() {
-				got = append(got, gotSpan{Service: service, Name: sp.GetName(), Kind: sp.GetKind().String(),
+				var links []string
+				for _, l := range sp.GetLinks() {
+					links = append(links, hex.EncodeToString(l.GetSpanId()))
+				}
+				got = append(got, gotSpan{Service: service, Name: sp.GetName(), Kind: sp.GetKind().String(), Links: links,
 					TraceID: hex.EncodeToString(sp.GetTraceId()), SpanID: hex.EncodeToString(sp.GetSpanId()),
 					Parent: hex.EncodeToString(sp.GetParentSpanId()), Attrs: attrMap(sp.GetAttributes()),
 					StatusOK: sp.GetStatus().GetCode().String() != "STATUS_CODE_ERROR"})
@@ -215,15 +221,16 @@ func tracedScript() []reply {
 }
 
 // TestTraceOfOneQuery: with OTEL_EXPORTER_OTLP_ENDPOINT set, one query is
-// one trace, received over OTLP/HTTP: the HTTP request, its decisions and
+// one trace, received over OTLP/HTTP: the HTTP request, the query, its decisions and
 // their model calls (GenAI attributes), the gateway action, its MCP call
 // (MCP attributes) and the span of the server that continued the trace
-// from the traceparent it was sent. Its log lines carry the trace id.
+// from the traceparent it was sent. Its log lines carry the trace id. Over
+// a WebSocket, each query is a trace of its own, linked to the socket's.
 func TestTraceOfOneQuery(t *testing.T) {
 	t.Parallel()
 	rcv := newOTLPReceiver(t)
 	mcpSrv := newTracedServer(t, rcv.srv.URL)
-	llm := newFakeLLM(t, tracedScript()...)
+	llm := newFakeLLM(t, append(tracedScript(), append(tracedScript(), tracedScript()...)...)...)
 	s := startService(t, serveOptions{
 		Config: fmt.Sprintf(`{"servers": {"search": {"type": "http", "url": %q}}}`, mcpSrv.URL),
 		Env:    append(llm.Env(), "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=elysia-test"),
@@ -274,6 +281,10 @@ func TestTraceOfOneQuery(t *testing.T) {
 		return got[0]
 	}
 
+	query := one("query")
+	if query.Parent != root.SpanID || query.Attrs["elysia.query_id"] != "q-c1" || query.Attrs["elysia.request_id"] != requestID {
+		t.Errorf("query span %v %v: want the HTTP span's child with the query and request ids", query, query.Attrs)
+	}
 	decisions := byName("decision")
 	if len(decisions) != 2 {
 		t.Fatalf("%d decision spans, want 2: %v", len(decisions), trace)
@@ -281,9 +292,12 @@ func TestTraceOfOneQuery(t *testing.T) {
 	isDecision := map[string]bool{}
 	for _, d := range decisions {
 		isDecision[d.SpanID] = true
-		if d.Parent != root.SpanID {
-			t.Errorf("decision %s: parent %s, want the HTTP span %s", d.SpanID, d.Parent, root.SpanID)
+		if d.Parent != query.SpanID {
+			t.Errorf("decision %s: parent %s, want the query span %s", d.SpanID, d.Parent, query.SpanID)
 		}
+	}
+	if decisions[0].Attrs["elysia.tree.decision"] == nil || decisions[0].Attrs["elysia.tree.node"] == nil {
+		t.Errorf("decision span without node or option: %v", decisions[0].Attrs)
 	}
 	models := byName("chat scripted")
 	if len(models) != 2 {
@@ -302,7 +316,7 @@ func TestTraceOfOneQuery(t *testing.T) {
 	}
 
 	action := one("gateway execute")
-	if action.Parent != root.SpanID || action.Attrs["elysia.gateway.server"] != "search" || action.Attrs["elysia.gateway.tool"] != "lookup" || !action.StatusOK {
+	if action.Parent != query.SpanID || action.Attrs["elysia.gateway.server"] != "search" || action.Attrs["elysia.gateway.tool"] != "lookup" || !action.StatusOK {
 		t.Errorf("gateway action: parent %s attrs %v ok %v", action.Parent, action.Attrs, action.StatusOK)
 	}
 	var mcpCall, server gotSpan
@@ -356,6 +370,46 @@ func TestTraceOfOneQuery(t *testing.T) {
 	}
 	if !joined {
 		t.Errorf("no access log line with request_id %s and trace_id %s:\n%s", requestID, root.TraceID, s.Output())
+	}
+
+	// Two queries over one WebSocket: two traces, each linked to the socket.
+	conn := dialWS(t, s.URL, "")
+	for _, q := range []string{"w1", "w2"} {
+		sendWS(t, conn, map[string]string{"user_id": "alice", "conversation_id": q, "query_id": "q-" + q, "query": "look up otel"})
+		if evs := readWS(t, conn, "q-"+q, 60*time.Second); evs[len(evs)-1].Type != "completed" {
+			t.Fatalf("websocket query %s: %v", q, types(evs))
+		}
+	}
+	_ = conn.Close(websocket.StatusNormalClosure, "")
+	var socket gotSpan
+	testenv.WaitFor(t, 20*time.Second, "the WebSocket's span", func() bool {
+		for _, sp := range rcv.Spans() {
+			if sp.Name == "GET /ws/query" {
+				socket = sp
+				return true
+			}
+		}
+		return false
+	})
+	traces := map[string]bool{}
+	for _, sp := range rcv.Spans() {
+		if sp.Name != "query" || sp.TraceID == root.TraceID {
+			continue
+		}
+		traces[sp.TraceID] = true
+		if sp.Parent != "" || len(sp.Links) != 1 || sp.Links[0] != socket.SpanID || sp.TraceID == socket.TraceID {
+			t.Errorf("websocket query span %v links %v: want the root of its own trace, linked to the socket's span %s", sp, sp.Links, socket.SpanID)
+		}
+		decided := false
+		for _, d := range rcv.Spans() {
+			decided = decided || d.Name == "decision" && d.Parent == sp.SpanID
+		}
+		if !decided {
+			t.Errorf("websocket query span %v has no decision under it", sp)
+		}
+	}
+	if len(traces) != 2 {
+		t.Errorf("%d traces for the two websocket queries, want 2", len(traces))
 	}
 }
 
