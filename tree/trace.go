@@ -2,6 +2,7 @@ package tree
 
 import (
 	"context"
+	"errors"
 
 	"github.com/tmc/langchaingo/llms"
 	"go.opentelemetry.io/otel"
@@ -29,7 +30,7 @@ func startDecision(ctx context.Context, node string) (context.Context, trace.Spa
 func endDecision(span trace.Span, d decision, err error) {
 	switch {
 	case err != nil:
-		span.SetAttributes(attribute.String("error.type", decisionErrorType(err)))
+		span.SetAttributes(attribute.String("error.type", errorType(err)))
 		span.SetStatus(codes.Error, "no decision")
 	case d.opt != nil:
 		span.SetAttributes(attribute.String("elysia.tree.decision", d.opt.id))
@@ -37,13 +38,14 @@ func endDecision(span trace.Span, d decision, err error) {
 	span.End()
 }
 
-func decisionErrorType(err error) string {
+// errorType is a low-cardinality error.type for err, never its text.
+func errorType(err error) string {
 	switch {
-	case err == errNoValidChoice:
+	case errors.Is(err, errNoValidChoice):
 		return "no_valid_choice"
-	case err == context.Canceled:
+	case errors.Is(err, context.Canceled):
 		return "cancelled"
-	case err == context.DeadlineExceeded:
+	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}
 	return "_OTHER"
@@ -68,7 +70,7 @@ func (o *Options) startModelCall(ctx context.Context) (context.Context, trace.Sp
 // that differ by provider) and its finish reason.
 func endModelCall(span trace.Span, resp *llms.ContentResponse, err error) {
 	if err != nil {
-		span.SetAttributes(attribute.String("error.type", "model_error"))
+		span.SetAttributes(attribute.String("error.type", errorType(err)))
 		span.SetStatus(codes.Error, "model call failed")
 	}
 	if resp != nil && len(resp.Choices) > 0 {
