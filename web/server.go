@@ -159,6 +159,10 @@ type Options struct {
 	// hold, which is 404 when no replica holds it). Zero means
 	// DefaultRelayWait (1 s).
 	RelayWait time.Duration
+	// Routes are the route sets of the packages on top of web (the routes
+	// of Elysia's frontend, elysiaapi.Routes), registered in order with
+	// web's own routes. Nil means web's own routes only.
+	Routes []RouteSet
 }
 
 // Server is the HTTP API. It holds no per-request state and is safe for
@@ -201,6 +205,8 @@ type Server struct {
 	relay     Relay
 	relayWait time.Duration
 	waiters   relayWaiters
+	// routeSets is Options.Routes.
+	routeSets []RouteSet
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -263,6 +269,7 @@ func New(deps Deps, opts *Options) *Server {
 		relay:            o.Relay,
 		relayWait:        o.RelayWait,
 		pageUser:         cmp.Or(o.PageUser, DefaultPageUser),
+		routeSets:        o.Routes,
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s
@@ -317,7 +324,9 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.GET("/conversations/:user_id/:conversation_id", s.requireUser, s.getConversation)
 	e.DELETE("/conversations/:user_id/:conversation_id", s.requireUser, s.deleteConversation)
 
-	s.elysiaRoutes(e)
+	for _, add := range s.routeSets {
+		add(&Kit{s: s, e: e})
+	}
 	s.signInRoutes(e)
 	s.frontendRoutes(e)
 	s.pageRoutes(e)

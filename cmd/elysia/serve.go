@@ -32,6 +32,7 @@ import (
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/elysiaapi"
 	"github.com/elysia-go/elysia/web/ui"
 )
 
@@ -154,6 +155,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Frontend:       frontend,
 		Relay:          app.relay(),
 		PageUser:       os.Getenv("ELYSIA_USER"), // a browser opening / gets a conversation of this user
+		Routes:         []web.RouteSet{elysiaapi.Routes},
 	})
 	stopRelay, err := app.startRelay(srv)
 	if err != nil {

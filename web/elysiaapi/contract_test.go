@@ -1,4 +1,4 @@
-package web
+package elysiaapi
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/elysia-go/elysia/web"
 )
 
 // elysiaFixture is one file of testdata/elysia: a request Elysia's
@@ -216,7 +217,7 @@ func TestElysiaSavedConversationRoundTrip(t *testing.T) {
 // TestElysiaRoutesAuth checks the new routes against keys: another user's
 // paths and bodies are refused with 403, and a missing key with 401.
 func TestElysiaRoutesAuth(t *testing.T) {
-	h := newHarness(t, &Options{Keys: testKeys})
+	h := newHarness(t, &web.Options{Keys: testKeys})
 	alice := "Bearer key-alice"
 	for _, r := range []struct{ method, path, body string }{
 		{"GET", "/user/config/bob/list", ""},
@@ -302,15 +303,13 @@ func TestFollowUpSuggestions(t *testing.T) {
 		return got.Suggestions
 	}
 
-	h := newHarness(t, nil)
-	h.srv.deps.Model = scriptedText{text: "1. Which todos are due today?\n- Mark \"Buy milk\" done\n\nList my tags\nOne too many"}
+	h := newHarnessModel(t, nil, scriptedText{text: "1. Which todos are due today?\n- Mark \"Buy milk\" done\n\nList my tags\nOne too many"})
 	want := []string{"Which todos are due today?", "Mark \"Buy milk\" done", "List my tags"}
 	if got := suggestions(h); !slices.Equal(got, want) {
 		t.Errorf("from the model = %q, want %q", got, want)
 	}
 
-	h = newHarness(t, nil)
-	h.srv.deps.Model = scriptedText{err: errors.New("provider down")}
+	h = newHarnessModel(t, nil, scriptedText{err: errors.New("provider down")})
 	failed := suggestions(h)
 	h = newHarness(t, nil) // no model: the offline planner's case
 	first, second := suggestions(h), suggestions(h)
@@ -330,10 +329,39 @@ func TestTreeConfigBesideTree(t *testing.T) {
 	if rec := h.do(t, "GET", "/tree/config/c1", ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"tree":{"name":"Base"`) {
 		t.Errorf("GET /tree/config/c1 (user config's tree): %d %.100s", rec.Code, rec.Body)
 	}
-	k := newHarness(t, &Options{Keys: testKeys})
+	k := newHarness(t, &web.Options{Keys: testKeys})
 	for path, want := range map[string]int{"/tree/config/alice/c1": 200, "/tree/config/bob/c1": 403, "/tree/config/alice/c1/x": 404, "/tree/alice/c1/x": 404} {
 		if rec := k.do(t, "GET", path, "", "Authorization", "Bearer key-alice"); rec.Code != want {
 			t.Errorf("GET %s with alice's key: %d, want %d: %s", path, rec.Code, want, rec.Body)
 		}
+	}
+}
+
+// TestProcessCollectionSocketDrained checks that Drain closes a collection
+// socket with "going away", as it does web's own sockets.
+func TestProcessCollectionSocketDrained(t *testing.T) {
+	h := newHarness(t, nil)
+	srv := httptest.NewServer(h.srv.Handler())
+	t.Cleanup(srv.Close)
+	conn, _, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws/process_collection", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.CloseNow() }()
+	// One exchange first, so that the socket is tracked before Drain.
+	if err := conn.Write(t.Context(), websocket.MessageText, []byte(`{"user_id": "alice", "collection_name": "Docs"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := conn.Read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- h.srv.Drain(t.Context()) }()
+	_, _, err = conn.Read(t.Context())
+	if got := websocket.CloseStatus(err); got != websocket.StatusGoingAway {
+		t.Errorf("collection socket after Drain: %v (status %d), want closed with %d", err, got, websocket.StatusGoingAway)
+	}
+	if err := <-drained; err != nil {
+		t.Errorf("Drain = %v, want nil", err)
 	}
 }

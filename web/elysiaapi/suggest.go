@@ -1,4 +1,4 @@
-package web
+package elysiaapi
 
 import (
 	"context"
@@ -10,14 +10,6 @@ import (
 	"github.com/elysia-go/elysia/tree"
 )
 
-// TextModel completes a prompt with the model that makes the tree's
-// decisions, for the follow-up suggestions. cmd satisfies it with the
-// configured llms.Model. Safe for concurrent use.
-type TextModel interface {
-	// Complete returns the model's answer to prompt.
-	Complete(ctx context.Context, prompt string) (string, error)
-}
-
 // maxSuggestions bounds the follow-up suggestions.
 const maxSuggestions = 3
 
@@ -27,17 +19,17 @@ const suggestTimeout = 30 * time.Second
 // suggestions returns follow-up questions for a conversation: the model's
 // (Deps.Model) when one is set and answers, else ones built from the
 // conversation's last query and results and the tree's tools.
-func (s *Server) suggestions(ctx context.Context, t *tree.Tree, st tree.ConversationState) []string {
-	if s.deps.Model != nil {
+func (s *routes) suggestions(ctx context.Context, t *tree.Tree, st tree.ConversationState) []string {
+	if s.k.TextModel() != nil {
 		mctx, cancel := context.WithTimeout(ctx, suggestTimeout)
-		answer, err := s.deps.Model.Complete(mctx, suggestionPrompt(t, st))
+		answer, err := s.k.TextModel().Complete(mctx, suggestionPrompt(t, st))
 		cancel()
 		if err == nil {
 			if out := parseSuggestions(answer); len(out) > 0 {
 				return out
 			}
 		}
-		s.logger.WarnContext(ctx, "follow-up suggestions: the model gave none; suggesting from the tools", slog.Any("err", err))
+		s.k.Logger().WarnContext(ctx, "follow-up suggestions: the model gave none; suggesting from the tools", slog.Any("err", err))
 	}
 	return suggest(t, st)
 }

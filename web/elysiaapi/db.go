@@ -1,4 +1,4 @@
-package web
+package elysiaapi
 
 import (
 	"encoding/json"
@@ -8,36 +8,37 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
 // savedTrees serves GET /db/:user_id/saved_trees: the user's conversations
 // keyed by id, each {"title", "last_update_time"}.
-func (s *Server) savedTrees(c *gin.Context) {
+func (s *routes) savedTrees(c *gin.Context) {
 	c.Header("Cache-Control", "no-cache")
-	list, err := s.conversationList(c.Request.Context(), c.Param("user_id"))
+	list, err := s.k.Conversations(c.Request.Context(), c.Param("user_id"))
 	if err != nil {
-		s.fail(c, err, object{kv("trees", emptyObject)})
+		s.fail(c, err, object{kv("trees", web.EmptyObject)})
 		return
 	}
 	trees := make(object, len(list))
 	for i, e := range list {
 		trees[i] = kv(e.ConversationID, object{kv("title", e.Title), kv("last_update_time", e.UpdatedAt)})
 	}
-	writeJSON(c, http.StatusOK, ok(kv("trees", trees)))
+	s.writeJSON(c, http.StatusOK, ok(kv("trees", trees)))
 }
 
 // loadTree serves GET /db/:user_id/load_tree/:conversation_id: the saved
 // event log as Elysia's "rebuild", each query's events after a user_prompt
 // message carrying its prompt, which the frontend replays.
-func (s *Server) loadTree(c *gin.Context) {
+func (s *routes) loadTree(c *gin.Context) {
 	c.Header("Cache-Control", "no-cache")
 	user, conv := c.Param("user_id"), c.Param("conversation_id")
-	got, err := s.savedConversation(c.Request.Context(), user, conv)
+	history, events, err := s.k.SavedHistory(c.Request.Context(), user, conv)
 	if err != nil {
-		s.fail(c, err, object{kv("rebuild", emptyList)})
+		s.fail(c, err, object{kv("rebuild", web.EmptyList)})
 		return
 	}
-	writeJSON(c, http.StatusOK, ok(kv("rebuild", rebuild(user, conv, got.History, got.Events))))
+	s.writeJSON(c, http.StatusOK, ok(kv("rebuild", rebuild(user, conv, history, events))))
 }
 
 // rebuild interleaves a conversation's prompts (the user messages of its
@@ -74,10 +75,10 @@ func rebuild(user, conv string, history []tree.Message, events []json.RawMessage
 }
 
 // deleteTree serves DELETE /db/:user_id/delete_tree/:conversation_id.
-func (s *Server) deleteTree(c *gin.Context) {
-	if err := s.deps.Trees.Delete(c.Request.Context(), c.Param("user_id"), c.Param("conversation_id")); err != nil {
+func (s *routes) deleteTree(c *gin.Context) {
+	if err := s.k.Trees().Delete(c.Request.Context(), c.Param("user_id"), c.Param("conversation_id")); err != nil {
 		s.fail(c, err, nil)
 		return
 	}
-	writeJSON(c, http.StatusOK, ok())
+	s.writeJSON(c, http.StatusOK, ok())
 }

@@ -1,10 +1,12 @@
-package web
+package elysiaapi
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/elysia-go/elysia/web"
 )
 
 // configAnswerJSON is the part of a config route's answer the tests read.
@@ -45,7 +47,7 @@ func (h *harness) config(t *testing.T, method, path, body string, wantStatus int
 // of a new conversation taken from it, and deleted.
 func TestUserConfigsAreSaved(t *testing.T) {
 	h := newHarness(t, nil)
-	if a := h.config(t, "GET", "/user/config/alice", "", 200); a.Config.ID != builtinConfigID || a.Config.Style != defaultStyle {
+	if a := h.config(t, "GET", "/user/config/alice", "", 200); a.Config.ID != builtinConfigID || a.Config.Style != web.DefaultStyle {
 		t.Fatalf("config of a user who saved none = %+v, want the built-in one", a.Config)
 	}
 	id := h.config(t, "POST", "/user/config/alice/new", "", 200).Config.ID
@@ -95,8 +97,8 @@ func TestUserConfigsAreSaved(t *testing.T) {
 	}
 
 	// Saving the built-in texts stores nothing for them.
-	a = h.config(t, "POST", "/user/config/alice/"+id, `{"config": {"style": "`+defaultStyle+`"}}`, 200)
-	if prof, _ := h.store.Profile(t.Context(), "alice"); prof.Style != "" || a.Config.Style != defaultStyle {
+	a = h.config(t, "POST", "/user/config/alice/"+id, `{"config": {"style": "`+web.DefaultStyle+`"}}`, 200)
+	if prof, _ := h.store.Profile(t.Context(), "alice"); prof.Style != "" || a.Config.Style != web.DefaultStyle {
 		t.Errorf("saving the built-in style stored %q, shows %q", prof.Style, a.Config.Style)
 	}
 

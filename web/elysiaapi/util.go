@@ -1,4 +1,4 @@
-package web
+package elysiaapi
 
 import (
 	"fmt"
@@ -21,13 +21,13 @@ type conversationBody struct {
 // user could ask next, from the model when one is wired (Deps.Model), else
 // built deterministically from the conversation's last query and results
 // and the tools of its tree (see suggestions).
-func (s *Server) followUpSuggestions(c *gin.Context) {
+func (s *routes) followUpSuggestions(c *gin.Context) {
 	var body conversationBody
 	extra := object{kv("suggestions", []string{})}
 	if !s.bodyUser(c, &body, func() string { return body.UserID }, extra, "user_id", "conversation_id") {
 		return
 	}
-	cv, found, err := s.deps.Trees.Existing(c.Request.Context(), body.UserID, body.ConversationID)
+	cv, found, err := s.k.Trees().Existing(c.Request.Context(), body.UserID, body.ConversationID)
 	if err == nil && !found {
 		err = fmt.Errorf("conversation %q of user %q: %w", body.ConversationID, body.UserID, tree.ErrNotFound)
 	}
@@ -35,18 +35,18 @@ func (s *Server) followUpSuggestions(c *gin.Context) {
 		s.fail(c, err, extra)
 		return
 	}
-	writeJSON(c, http.StatusOK, ok(kv("suggestions", s.suggestions(c.Request.Context(), cv.Tree(), cv.State()))))
+	s.writeJSON(c, http.StatusOK, ok(kv("suggestions", s.suggestions(c.Request.Context(), cv.Tree(), cv.State()))))
 }
 
 // title serves POST /util/title: the conversation's title (made from its
 // first query), or one made from "text" for a conversation without one.
-func (s *Server) title(c *gin.Context) {
+func (s *routes) title(c *gin.Context) {
 	var body conversationBody
 	extra := object{kv("title", "")}
 	if !s.bodyUser(c, &body, func() string { return body.UserID }, extra, "user_id", "conversation_id") {
 		return
 	}
-	cv, found, err := s.deps.Trees.Existing(c.Request.Context(), body.UserID, body.ConversationID)
+	cv, found, err := s.k.Trees().Existing(c.Request.Context(), body.UserID, body.ConversationID)
 	if err != nil {
 		s.fail(c, err, extra)
 		return
@@ -58,5 +58,5 @@ func (s *Server) title(c *gin.Context) {
 	if title == "" {
 		title = clip(strings.Join(strings.Fields(body.Text), " "), 60)
 	}
-	writeJSON(c, http.StatusOK, ok(kv("title", title)))
+	s.writeJSON(c, http.StatusOK, ok(kv("title", title)))
 }

@@ -1,27 +1,13 @@
-package web
+package elysiaapi
 
 import (
-	"context"
 	"net/http"
 	"sort"
 	"time"
 
+	"github.com/elysia-go/elysia/web"
 	"github.com/gin-gonic/gin"
 )
-
-// FeedbackStore keeps users' ratings of answers. persist satisfies it.
-// Safe for concurrent use.
-type FeedbackStore interface {
-	// AddFeedback records a rating (0 negative, 1 positive, 2
-	// superpositive) of a query's answer, replacing an earlier one.
-	AddFeedback(ctx context.Context, userID, conversationID, queryID string, rating int) error
-	// RemoveFeedback deletes a query's rating; a missing one is an error
-	// matching tree.ErrNotFound.
-	RemoveFeedback(ctx context.Context, userID, conversationID, queryID string) error
-	// EachFeedback calls fn with every rating the user gave and when,
-	// oldest first.
-	EachFeedback(ctx context.Context, userID string, fn func(rating int, at time.Time)) error
-}
 
 // feedbackBody is the body of POST /feedback/add and /feedback/remove.
 type feedbackBody struct {
@@ -33,50 +19,50 @@ type feedbackBody struct {
 
 // errNoFeedbackStore is the answer of the feedback routes without a
 // database.
-var errNoFeedbackStore = &requestError{http.StatusServiceUnavailable, "feedback needs the database; the service runs without one"}
+var errNoFeedbackStore = web.Error(http.StatusServiceUnavailable, "feedback needs the database; the service runs without one")
 
-func (s *Server) feedbackAdd(c *gin.Context) {
+func (s *routes) feedbackAdd(c *gin.Context) {
 	var body feedbackBody
 	if !s.bodyUser(c, &body, func() string { return body.UserID }, nil, "user_id", "conversation_id", "query_id", "feedback") {
 		return
 	}
-	if err := checkIDs("conversation_id", body.ConversationID, "query_id", body.QueryID); err != nil {
+	if err := s.k.CheckIDs("conversation_id", body.ConversationID, "query_id", body.QueryID); err != nil {
 		s.fail(c, err, nil)
 		return
 	}
 	if *body.Feedback < 0 || *body.Feedback > 2 {
-		s.fail(c, badRequest("feedback must be 0 (negative), 1 (positive) or 2 (superpositive)"), nil)
+		s.fail(c, web.BadRequest("feedback must be 0 (negative), 1 (positive) or 2 (superpositive)"), nil)
 		return
 	}
-	if s.deps.Feedback == nil {
+	if s.k.Feedback() == nil {
 		s.fail(c, errNoFeedbackStore, nil)
 		return
 	}
-	if err := s.deps.Feedback.AddFeedback(c.Request.Context(), body.UserID, body.ConversationID, body.QueryID, *body.Feedback); err != nil {
+	if err := s.k.Feedback().AddFeedback(c.Request.Context(), body.UserID, body.ConversationID, body.QueryID, *body.Feedback); err != nil {
 		s.fail(c, err, nil)
 		return
 	}
-	writeJSON(c, http.StatusOK, ok())
+	s.writeJSON(c, http.StatusOK, ok())
 }
 
-func (s *Server) feedbackRemove(c *gin.Context) {
+func (s *routes) feedbackRemove(c *gin.Context) {
 	var body feedbackBody
 	if !s.bodyUser(c, &body, func() string { return body.UserID }, nil, "user_id", "conversation_id", "query_id") {
 		return
 	}
-	if err := checkIDs("conversation_id", body.ConversationID, "query_id", body.QueryID); err != nil {
+	if err := s.k.CheckIDs("conversation_id", body.ConversationID, "query_id", body.QueryID); err != nil {
 		s.fail(c, err, nil)
 		return
 	}
-	if s.deps.Feedback == nil {
+	if s.k.Feedback() == nil {
 		s.fail(c, errNoFeedbackStore, nil)
 		return
 	}
-	if err := s.deps.Feedback.RemoveFeedback(c.Request.Context(), body.UserID, body.ConversationID, body.QueryID); err != nil {
+	if err := s.k.Feedback().RemoveFeedback(c.Request.Context(), body.UserID, body.ConversationID, body.QueryID); err != nil {
 		s.fail(c, err, nil)
 		return
 	}
-	writeJSON(c, http.StatusOK, ok())
+	s.writeJSON(c, http.StatusOK, ok())
 }
 
 // feedbackNames are Elysia's names of the ratings 0, 1 and 2.
@@ -84,7 +70,7 @@ var feedbackNames = [3]string{"negative", "positive", "superpositive"}
 
 // feedbackMetadata serves GET /feedback/metadata/:user_id: the user's
 // ratings counted in all and per day, as Elysia's feedback_metadata.
-func (s *Server) feedbackMetadata(c *gin.Context) {
+func (s *routes) feedbackMetadata(c *gin.Context) {
 	byValue := map[string]int{"negative": 0, "positive": 0, "superpositive": 0}
 	type day struct {
 		counts [3]int
@@ -92,8 +78,8 @@ func (s *Server) feedbackMetadata(c *gin.Context) {
 	}
 	days := map[string]*day{}
 	total := 0
-	if s.deps.Feedback != nil {
-		err := s.deps.Feedback.EachFeedback(c.Request.Context(), c.Param("user_id"), func(rating int, at time.Time) {
+	if s.k.Feedback() != nil {
+		err := s.k.Feedback().EachFeedback(c.Request.Context(), c.Param("user_id"), func(rating int, at time.Time) {
 			if rating < 0 || rating > 2 {
 				return
 			}
@@ -109,7 +95,7 @@ func (s *Server) feedbackMetadata(c *gin.Context) {
 			d.sum += rating
 		})
 		if err != nil {
-			s.fail(c, err, object{kv("total_feedback", 0), kv("feedback_by_value", byValue), kv("feedback_by_date", emptyObject)})
+			s.fail(c, err, object{kv("total_feedback", 0), kv("feedback_by_value", byValue), kv("feedback_by_date", web.EmptyObject)})
 			return
 		}
 	}
@@ -125,7 +111,7 @@ func (s *Server) feedbackMetadata(c *gin.Context) {
 		byDate[i] = kv(k, object{kv("negative", d.counts[0]), kv("positive", d.counts[1]), kv("superpositive", d.counts[2]),
 			kv("mean", float64(d.sum)/float64(n)), kv("count", n)})
 	}
-	writeJSON(c, http.StatusOK, ok(kv("total_feedback", total),
+	s.writeJSON(c, http.StatusOK, ok(kv("total_feedback", total),
 		kv("feedback_by_value", object{kv("negative", byValue["negative"]), kv("positive", byValue["positive"]), kv("superpositive", byValue["superpositive"])}),
 		kv("feedback_by_date", byDate)))
 }

@@ -1,4 +1,4 @@
-package web
+package elysiaapi
 
 import (
 	"context"
@@ -15,39 +15,17 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
-// ConfigStore keeps users' named configs (Elysia's Settings page): a name
-// and a tree.Profile each, at most one of a user's the default. persist
-// satisfies it. Safe for concurrent use.
-type ConfigStore interface {
-	// SaveConfig creates or replaces a config; one saved as the default
-	// stops the user's others from being it.
-	SaveConfig(ctx context.Context, userID string, sp tree.SavedProfile) error
-	// Config returns a config; a missing one is an error matching
-	// tree.ErrNotFound.
-	Config(ctx context.Context, userID, configID string) (tree.SavedProfile, error)
-	// DefaultConfig returns the user's default config; ok is false when
-	// the user has none.
-	DefaultConfig(ctx context.Context, userID string) (sp tree.SavedProfile, ok bool, err error)
-	// Configs returns the user's configs, the most recently saved first.
-	Configs(ctx context.Context, userID string) ([]tree.SavedProfile, error)
-	// DeleteConfig removes a config; a missing one is an error matching
-	// tree.ErrNotFound.
-	DeleteConfig(ctx context.Context, userID, configID string) error
-}
-
-// The built-in config: what a user who saved none has, with the texts the
-// Settings page shows for the fields a saved config leaves empty. Saved
-// configs store only what differs from these, so that saving the page
-// unchanged leaves the decision prompt as it was.
+// The configs of the Settings page: the built-in one is web's
+// (web.BuiltinConfig, web.DefaultStyle, ...), and saved configs store only
+// what differs from it, so that saving the page unchanged leaves the
+// decision prompt as it was.
 const (
-	builtinConfigID         = tree.BuiltinProfileID
-	builtinConfigName       = "Elysia-Go"
-	newConfigName           = "New Config"
-	defaultStyle            = "Informative, polite and friendly."
-	defaultAgentDescription = "You choose and call the tools of the configured MCP servers to satisfy the user's query, then answer concisely."
-	defaultEndGoal          = "You have satisfied the user's query, or exhausted the tools available, or asked the user for clarification."
+	builtinConfigID   = tree.BuiltinProfileID
+	builtinConfigName = web.BuiltinConfigName
+	newConfigName     = "New Config"
 	// maxConfigText bounds each of style, agent_description and end_goal:
 	// they go into every decision's system message.
 	maxConfigText = 4000
@@ -57,37 +35,18 @@ const (
 	maxConfigs = 100
 )
 
-// notNeededSettings are Elysia's settings (Settings.check) that configure
-// Weaviate, which an MCP backend does not use. POST /init/user lists them
-// under "settings_not_needed" and leaves them out of "correct_settings", so
-// that the frontend neither claims they are set nor asks for them.
-var notNeededSettings = []string{"wcd_url", "wcd_api_key", "weaviate_is_local", "local_weaviate_port", "local_weaviate_grpc_port"}
-
 // errNoConfigStore is the warning of the config routes without a database.
 const errNoConfigStore = "configs are not saved: the service runs without a database"
 
-// builtinConfig is the config of a user who saved none.
-func builtinConfig() tree.SavedProfile {
-	return tree.SavedProfile{ID: builtinConfigID, Name: builtinConfigName, Default: true}
-}
-
-// userConfig returns the config the user's queries use: the saved default
-// (or the one saved under the built-in id), else the built-in one.
-func (s *Server) userConfig(ctx context.Context, userID string) (tree.SavedProfile, error) {
-	if s.deps.Configs == nil {
-		return builtinConfig(), nil
-	}
-	sp, ok, err := s.deps.Configs.DefaultConfig(ctx, userID)
-	if err != nil || !ok {
-		return builtinConfig(), err
-	}
-	return sp, nil
+// userConfig returns the config the user's queries use.
+func (s *routes) userConfig(ctx context.Context, userID string) (tree.SavedProfile, error) {
+	return s.k.UserConfig(ctx, userID)
 }
 
 // configByID returns one of the user's configs, Default set when it is the
 // one in force; the built-in id names the built-in config until the user
 // saves one under it.
-func (s *Server) configByID(ctx context.Context, userID, id string) (tree.SavedProfile, error) {
+func (s *routes) configByID(ctx context.Context, userID, id string) (tree.SavedProfile, error) {
 	inForce, err := s.userConfig(ctx, userID)
 	if err != nil {
 		return tree.SavedProfile{}, err
@@ -95,116 +54,52 @@ func (s *Server) configByID(ctx context.Context, userID, id string) (tree.SavedP
 	if inForce.ID == id {
 		return inForce, nil
 	}
-	if s.deps.Configs != nil {
-		sp, err := s.deps.Configs.Config(ctx, userID, id)
+	if s.k.Configs() != nil {
+		sp, err := s.k.Configs().Config(ctx, userID, id)
 		if !errors.Is(err, tree.ErrNotFound) {
 			sp.Default = false
 			return sp, err
 		}
 	}
 	if id == builtinConfigID {
-		sp := builtinConfig()
+		sp := web.BuiltinConfig()
 		sp.Default = false // another config is in force
 		return sp, nil
 	}
-	return tree.SavedProfile{}, &requestError{http.StatusNotFound, "no config " + quote(id) + " for user " + quote(userID)}
+	return tree.SavedProfile{}, noConfigError{web.Error(http.StatusNotFound, "no config "+quote(id)+" for user "+quote(userID))}
 }
 
-// orDefault returns v, or def when v is empty.
-func orDefault(v, def string) string {
-	if strings.TrimSpace(v) == "" {
-		return def
-	}
-	return v
-}
+// noConfigError is configByID's 404: no config of that id.
+type noConfigError struct{ error }
 
-// elysiaConfig is sp in Elysia's Config.to_json shape, with the service's
-// model settings, plus "model" and "config_file".
-func (s *Server) elysiaConfig(sp tree.SavedProfile) object {
-	mode := sp.Profile.InitMode
-	if mode == "" {
-		mode = s.deps.Trees.DefaultMode()
-	}
-	return object{
-		kv("id", sp.ID),
-		kv("name", sp.Name),
-		kv("settings", s.modelSettings(sp.ID)),
-		kv("style", orDefault(sp.Profile.Style, defaultStyle)),
-		kv("agent_description", orDefault(sp.Profile.AgentDescription, defaultAgentDescription)),
-		kv("end_goal", orDefault(sp.Profile.EndGoal, defaultEndGoal)),
-		kv("branch_initialisation", string(mode)),
-		kv("use_elysia_collections", false),
-		kv("model", s.model),
-		kv("config_file", s.configFile),
-	}
-}
-
-// modelSettings is Elysia's Settings.to_json for this service: the model
-// comes from the environment, and Weaviate is not used.
-func (s *Server) modelSettings(id string) object {
-	m := s.model
-	var base any
-	if m.BaseURL != "" {
-		base = m.BaseURL
-	}
-	return object{
-		kv("API_KEYS", emptyObject),
-		kv("BASE_MODEL", m.Model), kv("BASE_PROVIDER", m.Provider),
-		kv("COMPLEX_MODEL", m.Model), kv("COMPLEX_PROVIDER", m.Provider),
-		kv("MODEL_API_BASE", base),
-		kv("LOGGING_LEVEL", "INFO"), kv("LOGGING_LEVEL_INT", 20),
-		kv("SETTINGS_ID", id), kv("USE_FEEDBACK", s.deps.Feedback != nil),
-		kv("WCD_URL", ""), kv("WCD_API_KEY", ""), kv("WEAVIATE_IS_LOCAL", false),
-		kv("LOCAL_WEAVIATE_PORT", 8080), kv("LOCAL_WEAVIATE_GRPC_PORT", 50051),
-	}
-}
-
-// frontendConfig is Elysia's FrontendConfig.to_json: nothing is saved to
-// Weaviate here (conversations go to this service's database).
-func frontendConfig() object {
-	return object{
-		kv("save_trees_to_weaviate", false), kv("save_configs_to_weaviate", false),
-		kv("save_location_wcd_url", ""), kv("save_location_wcd_api_key", ""),
-		kv("save_location_weaviate_is_local", false),
-		kv("save_location_local_weaviate_port", 8080), kv("save_location_local_weaviate_grpc_port", 50051),
-		kv("client_timeout", 3), kv("tree_timeout", 10),
-	}
-}
-
-// correctSettings is Settings.check for the settings that apply here: the
-// model, which is set when a provider is configured (the offline planner
-// counts: it decides without one).
-func (s *Server) correctSettings() object {
-	set := s.model.Provider != "" && s.model.Model != ""
-	return object{kv("base_model", set), kv("base_provider", set), kv("complex_model", set), kv("complex_provider", set)}
-}
+func (e noConfigError) Unwrap() error { return e.error }
 
 // configModels serves GET /user/config/models: the one model this service
 // is configured with, in Elysia's {provider: {model: info}} shape.
-func (s *Server) configModels(c *gin.Context) {
+func (s *routes) configModels(c *gin.Context) {
 	models := object{}
-	if s.model.Provider != "" {
-		models = object{kv(s.model.Provider, object{kv(s.model.Model, object{
-			kv("name", s.model.Model), kv("api_keys", []string{}), kv("speed", "medium"), kv("accuracy", "medium"),
+	if s.k.Model().Provider != "" {
+		models = object{kv(s.k.Model().Provider, object{kv(s.k.Model().Model, object{
+			kv("name", s.k.Model().Model), kv("api_keys", []string{}), kv("speed", "medium"), kv("accuracy", "medium"),
 		})})}
 	}
-	writeJSON(c, http.StatusOK, ok(kv("models", models)))
+	s.writeJSON(c, http.StatusOK, ok(kv("models", models)))
 }
 
 // configAnswer answers 200 with sp, the frontend config and warnings.
-func (s *Server) configAnswer(c *gin.Context, sp tree.SavedProfile, warnings []string) {
+func (s *routes) configAnswer(c *gin.Context, sp tree.SavedProfile, warnings []string) {
 	if warnings == nil {
 		warnings = []string{}
 	}
-	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig(sp)), kv("frontend_config", frontendConfig()), kv("warnings", warnings)))
+	s.writeJSON(c, http.StatusOK, ok(kv("config", s.k.ConfigJSON(sp)), kv("frontend_config", s.k.FrontendConfig()), kv("warnings", warnings)))
 }
 
 // configFailed is the extra of a failed config answer.
-var configFailed = object{kv("config", emptyObject), kv("frontend_config", emptyObject), kv("warnings", []string{})}
+var configFailed = object{kv("config", web.EmptyObject), kv("frontend_config", web.EmptyObject), kv("warnings", []string{})}
 
 // userConfigGet serves GET /user/config/:user_id (the config in force) and
 // GET /user/config/:user_id/:config_id/load (one config).
-func (s *Server) userConfigGet(c *gin.Context) {
+func (s *routes) userConfigGet(c *gin.Context) {
 	ctx, user := c.Request.Context(), c.Param("user_id")
 	var (
 		sp  tree.SavedProfile
@@ -224,19 +119,19 @@ func (s *Server) userConfigGet(c *gin.Context) {
 
 // userConfigLoad serves POST /user/config/:user_id/:config_id/load: the
 // config becomes the one the user's queries use.
-func (s *Server) userConfigLoad(c *gin.Context) {
+func (s *routes) userConfigLoad(c *gin.Context) {
 	ctx, user := c.Request.Context(), c.Param("user_id")
 	sp, err := s.configByID(ctx, user, c.Param("config_id"))
 	if err != nil {
 		s.fail(c, err, configFailed)
 		return
 	}
-	if s.deps.Configs == nil {
+	if s.k.Configs() == nil {
 		s.configAnswer(c, sp, []string{errNoConfigStore})
 		return
 	}
 	sp.Default = true
-	if err := s.deps.Configs.SaveConfig(ctx, user, sp); err != nil {
+	if err := s.k.Configs().SaveConfig(ctx, user, sp); err != nil {
 		s.fail(c, err, configFailed)
 		return
 	}
@@ -246,12 +141,12 @@ func (s *Server) userConfigLoad(c *gin.Context) {
 // userConfigList serves GET /user/config/:user_id/list. The built-in
 // config is listed while the user has not replaced it, and is the default
 // while no saved config is.
-func (s *Server) userConfigList(c *gin.Context) {
+func (s *routes) userConfigList(c *gin.Context) {
 	ctx, user := c.Request.Context(), c.Param("user_id")
 	var saved []tree.SavedProfile
-	if s.deps.Configs != nil {
+	if s.k.Configs() != nil {
 		var err error
-		if saved, err = s.deps.Configs.Configs(ctx, user); err != nil {
+		if saved, err = s.k.Configs().Configs(ctx, user); err != nil {
 			s.fail(c, err, object{kv("configs", []object{}), kv("warnings", []string{})})
 			return
 		}
@@ -272,14 +167,14 @@ func (s *Server) userConfigList(c *gin.Context) {
 		list = append(list, object{kv("config_id", builtinConfigID), kv("name", builtinConfigName),
 			kv("last_update_time", ""), kv("default", !hasDefault)})
 	}
-	writeJSON(c, http.StatusOK, ok(kv("configs", list), kv("warnings", []string{})))
+	s.writeJSON(c, http.StatusOK, ok(kv("configs", list), kv("warnings", []string{})))
 }
 
 // userConfigNew serves POST /user/config/:user_id/new: a new config with
 // the built-in settings under a fresh id, not saved until the page saves it
 // (as Elysia does).
-func (s *Server) userConfigNew(c *gin.Context) {
-	if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
+func (s *routes) userConfigNew(c *gin.Context) {
+	if _, err := s.k.ReadBody(c); err != nil {
 		s.fail(c, err, configFailed)
 		return
 	}
@@ -301,20 +196,20 @@ type saveConfigBody struct {
 // is saved, and becomes the default when "default" is true. Settings this
 // service takes from its environment (the model, API keys) are not
 // changed; a warning names each that the body tried to change.
-func (s *Server) userConfigSave(c *gin.Context) {
+func (s *routes) userConfigSave(c *gin.Context) {
 	ctx, user, id := c.Request.Context(), c.Param("user_id"), c.Param("config_id")
 	var body saveConfigBody
-	if err := s.decode(c, &body, true); err != nil {
+	if err := s.k.Decode(c, &body, true); err != nil {
 		s.fail(c, err, configFailed)
 		return
 	}
-	if err := checkIDs("config_id", id); err != nil {
+	if err := s.k.CheckIDs("config_id", id); err != nil {
 		s.fail(c, err, configFailed)
 		return
 	}
 	sp, err := s.configByID(ctx, user, id)
-	var re *requestError
-	if errors.As(err, &re) && re.status == http.StatusNotFound {
+	var missing noConfigError
+	if errors.As(err, &missing) {
 		// A config the page made with /new.
 		sp, err = tree.SavedProfile{ID: id, Name: newConfigName}, s.roomForConfig(ctx, user)
 	}
@@ -327,11 +222,11 @@ func (s *Server) userConfigSave(c *gin.Context) {
 		s.fail(c, err, configFailed)
 		return
 	}
-	if s.deps.Configs == nil {
+	if s.k.Configs() == nil {
 		s.configAnswer(c, sp, append(warnings, errNoConfigStore))
 		return
 	}
-	if err := s.deps.Configs.SaveConfig(ctx, user, sp); err != nil {
+	if err := s.k.Configs().SaveConfig(ctx, user, sp); err != nil {
 		s.fail(c, err, configFailed)
 		return
 	}
@@ -339,16 +234,16 @@ func (s *Server) userConfigSave(c *gin.Context) {
 }
 
 // roomForConfig fails with 409 when the user keeps maxConfigs configs.
-func (s *Server) roomForConfig(ctx context.Context, user string) error {
-	if s.deps.Configs == nil {
+func (s *routes) roomForConfig(ctx context.Context, user string) error {
+	if s.k.Configs() == nil {
 		return nil
 	}
-	saved, err := s.deps.Configs.Configs(ctx, user)
+	saved, err := s.k.Configs().Configs(ctx, user)
 	if err != nil {
 		return err
 	}
 	if len(saved) >= maxConfigs {
-		return &requestError{http.StatusConflict, fmt.Sprintf("user %s keeps %d configs, the most there may be; delete one first", quote(user), len(saved))}
+		return web.Error(http.StatusConflict, fmt.Sprintf("user %s keeps %d configs, the most there may be; delete one first", quote(user), len(saved)))
 	}
 	return nil
 }
@@ -357,11 +252,11 @@ func (s *Server) roomForConfig(ctx context.Context, user string) error {
 // size, naming it; settings it cannot change become warnings. "default":
 // true makes sp the config in force; false leaves that as it is (Elysia's
 // "save as default" box unticked: the config in force stays so).
-func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnings []string, err error) {
+func (s *routes) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnings []string, err error) {
 	if body.Name != nil {
 		name := strings.TrimSpace(*body.Name)
 		if len(name) > maxConfigName {
-			return nil, badRequest(fmt.Sprintf("name is %d bytes long; at most %d", len(name), maxConfigName))
+			return nil, web.BadRequest(fmt.Sprintf("name is %d bytes long; at most %d", len(name), maxConfigName))
 		}
 		if err := checkText("name", name, false); err != nil {
 			return nil, err
@@ -377,9 +272,9 @@ func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnin
 		key, def string
 		dst      *string
 	}{
-		{"style", defaultStyle, &sp.Profile.Style},
-		{"agent_description", defaultAgentDescription, &sp.Profile.AgentDescription},
-		{"end_goal", defaultEndGoal, &sp.Profile.EndGoal},
+		{"style", web.DefaultStyle, &sp.Profile.Style},
+		{"agent_description", web.DefaultAgentDescription, &sp.Profile.AgentDescription},
+		{"end_goal", web.DefaultEndGoal, &sp.Profile.EndGoal},
 	}
 	for _, f := range texts {
 		raw, ok := body.Config[f.key]
@@ -388,11 +283,11 @@ func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnin
 		}
 		var v string
 		if json.Unmarshal(raw, &v) != nil {
-			return nil, badRequest("config." + f.key + " must be a string")
+			return nil, web.BadRequest("config." + f.key + " must be a string")
 		}
 		v = strings.TrimSpace(v)
 		if len(v) > maxConfigText {
-			return nil, badRequest(fmt.Sprintf("config.%s is %d bytes long; at most %d", f.key, len(v), maxConfigText))
+			return nil, web.BadRequest(fmt.Sprintf("config.%s is %d bytes long; at most %d", f.key, len(v), maxConfigText))
 		}
 		if err := checkText("config."+f.key, v, true); err != nil {
 			return nil, err
@@ -405,13 +300,13 @@ func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnin
 	if raw, ok := body.Config["branch_initialisation"]; ok && string(raw) != "null" {
 		var v string
 		if json.Unmarshal(raw, &v) != nil {
-			return nil, badRequest("config.branch_initialisation must be a string")
+			return nil, web.BadRequest("config.branch_initialisation must be a string")
 		}
 		mode, err := tree.ParseInitMode(v)
 		if err != nil {
-			return nil, badRequest("config.branch_initialisation: " + err.Error())
+			return nil, web.BadRequest("config.branch_initialisation: " + err.Error())
 		}
-		if v == "" || mode == s.deps.Trees.DefaultMode() {
+		if v == "" || mode == s.k.Trees().DefaultMode() {
 			mode = "" // the service's default, whatever it becomes
 		}
 		sp.Profile.InitMode = mode
@@ -419,7 +314,7 @@ func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnin
 	if raw, ok := body.Config["settings"]; ok && string(raw) != "null" {
 		var settings map[string]json.RawMessage
 		if json.Unmarshal(raw, &settings) != nil {
-			return nil, badRequest("config.settings must be an object")
+			return nil, web.BadRequest("config.settings must be an object")
 		}
 		warnings = s.settingsWarnings(settings)
 	}
@@ -429,13 +324,13 @@ func (s *Server) applyConfig(sp *tree.SavedProfile, body saveConfigBody) (warnin
 // settingsWarnings names each setting of a save that differs from what
 // this service reports and cannot change here. Values are never repeated:
 // they may be API keys.
-func (s *Server) settingsWarnings(settings map[string]json.RawMessage) []string {
+func (s *routes) settingsWarnings(settings map[string]json.RawMessage) []string {
 	reported := map[string]any{}
-	for _, e := range s.modelSettings("") {
+	for _, e := range s.k.ModelSettings("") {
 		reported[e.Key] = e.Value
 	}
 	var out []string
-	for _, e := range s.modelSettings("") {
+	for _, e := range s.k.ModelSettings("") {
 		raw, ok := settings[e.Key]
 		if !ok || e.Key == "SETTINGS_ID" {
 			continue
@@ -461,12 +356,12 @@ func (s *Server) settingsWarnings(settings map[string]json.RawMessage) []string 
 // newlines and tabs.
 func checkText(field, v string, multiline bool) error {
 	if !utf8.ValidString(v) {
-		return badRequest(field + " is not valid UTF-8")
+		return web.BadRequest(field + " is not valid UTF-8")
 	}
 	if strings.ContainsFunc(v, func(r rune) bool {
 		return unicode.IsControl(r) && (!multiline || (r != '\n' && r != '\t' && r != '\r'))
 	}) {
-		return badRequest(field + " contains a control character")
+		return web.BadRequest(field + " contains a control character")
 	}
 	return nil
 }
@@ -494,8 +389,8 @@ func settingEqual(got, reported any) bool {
 // userConfigFrontend serves PATCH /user/config/frontend_config/:user_id:
 // the frontend config says where Elysia saves to Weaviate, which this
 // service does not use, so nothing changes and the answer says so.
-func (s *Server) userConfigFrontend(c *gin.Context) {
-	if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
+func (s *routes) userConfigFrontend(c *gin.Context) {
+	if _, err := s.k.ReadBody(c); err != nil {
 		s.fail(c, err, configFailed)
 		return
 	}
@@ -510,66 +405,66 @@ func (s *Server) userConfigFrontend(c *gin.Context) {
 // userConfigDelete serves DELETE /user/config/:user_id/:config_id. The
 // user's queries fall back to the built-in config when the default is
 // deleted.
-func (s *Server) userConfigDelete(c *gin.Context) {
+func (s *routes) userConfigDelete(c *gin.Context) {
 	ctx, user, id := c.Request.Context(), c.Param("user_id"), c.Param("config_id")
-	if s.deps.Configs != nil {
-		err := s.deps.Configs.DeleteConfig(ctx, user, id)
+	if s.k.Configs() != nil {
+		err := s.k.Configs().DeleteConfig(ctx, user, id)
 		if !errors.Is(err, tree.ErrNotFound) {
 			if err != nil {
 				s.fail(c, err, nil)
 				return
 			}
-			writeJSON(c, http.StatusOK, ok())
+			s.writeJSON(c, http.StatusOK, ok())
 			return
 		}
 	}
 	if id == builtinConfigID {
-		s.fail(c, &requestError{http.StatusUnprocessableEntity, "the built-in config cannot be deleted"}, nil)
+		s.fail(c, web.Error(http.StatusUnprocessableEntity, "the built-in config cannot be deleted"), nil)
 		return
 	}
-	s.fail(c, &requestError{http.StatusNotFound, "no config " + quote(id) + " for user " + quote(user)}, nil)
+	s.fail(c, web.Error(http.StatusNotFound, "no config "+quote(id)+" for user "+quote(user)), nil)
 }
 
 // treeConfig serves /tree/config/:user_id/:conversation_id (get, save,
 // new): a conversation uses its user's config, so saving one for a single
 // conversation is refused with a warning that says where to save it.
-func (s *Server) treeConfig(c *gin.Context, user string) {
+func (s *routes) treeConfig(c *gin.Context, user string) {
 	var warnings []string
 	if c.Request.Method == http.MethodPost {
-		if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
-			s.fail(c, err, object{kv("config", emptyObject)})
+		if _, err := s.k.ReadBody(c); err != nil {
+			s.fail(c, err, object{kv("config", web.EmptyObject)})
 			return
 		}
 		warnings = []string{"a conversation uses its user's config: save it with POST /user/config/" + user + "/<config_id>"}
 	}
 	sp, err := s.userConfig(c.Request.Context(), user)
 	if err != nil {
-		s.fail(c, err, object{kv("config", emptyObject)})
+		s.fail(c, err, object{kv("config", web.EmptyObject)})
 		return
 	}
 	if warnings == nil {
 		warnings = []string{}
 	}
-	writeJSON(c, http.StatusOK, ok(kv("config", s.elysiaConfig(sp)), kv("warnings", warnings)))
+	s.writeJSON(c, http.StatusOK, ok(kv("config", s.k.ConfigJSON(sp)), kv("warnings", warnings)))
 }
 
 // treeConfigPost serves POST /tree/config/:user_id/:conversation_id[/new].
-func (s *Server) treeConfigPost(c *gin.Context) { s.treeConfig(c, c.Param("user_id")) }
+func (s *routes) treeConfigPost(c *gin.Context) { s.treeConfig(c, c.Param("user_id")) }
 
 // treeConfigGet serves GET /tree/config/:user_id/:conversation_id, which
 // gin routes as /tree/:user_id/:conversation_id/*rest with user_id
 // "config".
-func (s *Server) treeConfigGet(c *gin.Context) {
+func (s *routes) treeConfigGet(c *gin.Context) {
 	user, conv := c.Param("conversation_id"), strings.TrimPrefix(c.Param("rest"), "/")
 	if c.Param("user_id") != "config" || conv == "" || strings.Contains(conv, "/") {
-		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
+		s.fail(c, web.Error(http.StatusNotFound, "no route for "+c.Request.Method+" "+c.Request.URL.Path), nil)
 		return
 	}
-	if !s.authorizeUser(c, user) {
+	if !s.k.AuthorizeUser(c, user) {
 		return
 	}
-	if err := checkIDs("user_id", user, "conversation_id", conv); err != nil {
-		s.fail(c, err, object{kv("config", emptyObject)})
+	if err := s.k.CheckIDs("user_id", user, "conversation_id", conv); err != nil {
+		s.fail(c, err, object{kv("config", web.EmptyObject)})
 		return
 	}
 	s.treeConfig(c, user)

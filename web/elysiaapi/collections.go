@@ -1,4 +1,4 @@
-package web
+package elysiaapi
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/coder/websocket"
+	"github.com/elysia-go/elysia/web"
 	"github.com/gin-gonic/gin"
 )
 
@@ -14,34 +15,34 @@ const noCollections = "this service has no collections: its data comes from MCP 
 
 // mappingTypes serves GET /collections/mapping_types: the display types a
 // collection's fields can be mapped to, none here.
-func (s *Server) mappingTypes(c *gin.Context) {
-	writeJSON(c, http.StatusOK, ok(kv("mapping_types", emptyList)))
+func (s *routes) mappingTypes(c *gin.Context) {
+	s.writeJSON(c, http.StatusOK, ok(kv("mapping_types", web.EmptyList)))
 }
 
 // collectionsList serves GET /collections/:user_id/list: no collections,
 // an empty list (the Data page then says there are no sources).
-func (s *Server) collectionsList(c *gin.Context) {
-	writeJSON(c, http.StatusOK, ok(kv("collections", emptyList)))
+func (s *routes) collectionsList(c *gin.Context) {
+	s.writeJSON(c, http.StatusOK, ok(kv("collections", web.EmptyList)))
 }
 
 // collectionsDeleteAll serves DELETE
 // /collections/:user_id/metadata/delete/all: there is nothing to delete.
-func (s *Server) collectionsDeleteAll(c *gin.Context) {
-	writeJSON(c, http.StatusOK, ok())
+func (s *routes) collectionsDeleteAll(c *gin.Context) {
+	s.writeJSON(c, http.StatusOK, ok())
 }
 
 // noCollection answers a route about one collection: there are none, which
 // is said in "error" with 200, not 404, so the frontend does not treat the
 // route as missing.
-func (s *Server) noCollection(extra ...field) gin.HandlerFunc {
+func (s *routes) noCollection(extra ...field) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if c.Request.ContentLength != 0 {
-			if _, err := readBody(c.Writer, c.Request, s.maxBody); err != nil {
+			if _, err := s.k.ReadBody(c); err != nil {
 				s.fail(c, err, extra)
 				return
 			}
 		}
-		writeJSON(c, http.StatusOK, append(object{kv("error", "collection "+quote(c.Param("collection_name"))+": "+noCollections)}, extra...))
+		s.writeJSON(c, http.StatusOK, append(object{kv("error", "collection "+quote(c.Param("collection_name"))+": "+noCollections)}, extra...))
 	}
 }
 
@@ -51,16 +52,15 @@ func (s *Server) noCollection(extra ...field) gin.HandlerFunc {
 // "error", "collection_name", "progress", "message", "error"}), which ends
 // the frontend's wait for that collection, and the socket stays open so
 // the frontend does not reconnect in a loop.
-func (s *Server) processCollectionWS(c *gin.Context) {
-	principal := c.GetString(principalKey)
-	conn, accepted := s.acceptWS(c)
+func (s *routes) processCollectionWS(c *gin.Context) {
+	conn, accepted := s.k.AcceptWS(c)
 	if !accepted {
 		return
 	}
 	defer func() { _ = conn.CloseNow() }()
-	conn.SetReadLimit(s.maxBody)
+	conn.SetReadLimit(s.k.MaxBody())
 	ctx := c.Request.Context()
-	defer s.drain.trackSocket(closeOnDrain(conn))()
+	defer s.k.TrackSocket(conn)()
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
@@ -73,12 +73,12 @@ func (s *Server) processCollectionWS(c *gin.Context) {
 		msg := "collections are not processed here: " + noCollections
 		if err := json.Unmarshal(data, &m); err != nil {
 			msg = "invalid JSON message: " + err.Error()
-		} else if !mayActFor(principal, m.UserID) {
-			msg = forbidden(m.UserID).Error()
+		} else if !s.k.MayActFor(c, m.UserID) {
+			msg = s.k.Forbidden(m.UserID).Error()
 		}
 		reply := mustJSON(object{kv("type", "error"), kv("user_id", m.UserID), kv("collection_name", m.CollectionName),
 			kv("progress", 0), kv("message", msg), kv("error", msg)})
-		wctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
+		wctx, cancel := context.WithTimeout(ctx, s.k.WriteTimeout())
 		err = conn.Write(wctx, websocket.MessageText, reply)
 		cancel()
 		if err != nil {
