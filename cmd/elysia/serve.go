@@ -23,6 +23,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"golang.org/x/term"
 
+	"github.com/elysia-go/elysia/cmd/elysia/internal/adapter"
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -149,7 +150,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Ready:          app.ready,
 		PublicHosts:    browser.PublicHosts,
 		AllowedOrigins: browser.AllowedOrigins,
-		Changes:        newLiveChanges(ctx, app.disc),
+		Changes:        adapter.NewChanges(ctx, app.disc),
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
 		Frontend:       frontend,
@@ -356,8 +357,8 @@ type app struct {
 	persist *persist.Store
 	// secrets keeps users' own secrets (sealed in the store, or in memory
 	// without one); signIns signs users in to servers through the web.
-	secrets *userSecrets
-	signIns *signIns
+	secrets *adapter.UserSecrets
+	signIns *adapter.SignIns
 	trees   *tree.Manager
 	disc    *discovery.Discovery
 	// runs counts the queries in flight, so shutdown can wait for them.
@@ -372,7 +373,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	if err != nil {
 		return nil, usageErr("model: %v", err)
 	}
-	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
+	a := &app{logger: c.logger, model: model, info: info, secrets: &adapter.UserSecrets{}}
 	topts := &tree.Options{Logger: c.logger, ModelName: info.Model, ModelProvider: string(info.Provider)}
 	if topts.MaxPromptBytes, err = maxPromptBytes(os.LookupEnv); err != nil {
 		return nil, usageErr("%v", err)
@@ -381,7 +382,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("%v", err)
 	}
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
-	gopts.UserSecrets = gatewaySecrets{a.secrets}
+	gopts.UserSecrets = adapter.GatewaySecrets{Secrets: a.secrets}
 	if err := perUserOptions(os.LookupEnv, gopts); err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -395,7 +396,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		}
 		a.persist = persist.New(a.store)
 		topts.Store, topts.Locker, topts.Profiles = a.persist, a.persist, a.persist
-		switch vault, err := openVault(ctx, a.store, os.LookupEnv); {
+		switch vault, err := adapter.OpenVault(ctx, a.store, os.LookupEnv); {
 		case errors.Is(err, store.ErrNoSecretKey):
 			c.logger.Warn("ELYSIA_SECRET_KEY is not set: users' sign-ins and secrets are kept in memory only, " +
 				"lost on restart and not shared by replicas; set it to base64 of 32 random bytes (openssl rand -base64 32)")
@@ -403,8 +404,8 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 			a.close()
 			return nil, usageErr("tokens and secrets: %v", err)
 		default:
-			a.secrets.v = vault
-			gopts.Tokens, gopts.Pending = vaultTokens{vault}, vaultPending{vault}
+			a.secrets.Vault = vault
+			gopts.Tokens, gopts.Pending = adapter.VaultTokens{Vault: vault}, adapter.VaultPending{Vault: vault}
 		}
 	}
 	if gopts.Pending == nil {
@@ -420,7 +421,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		Load:    load,
 		Gateway: gopts,
 	})
-	a.signIns = newSignIns(a.disc, gopts.Pending)
+	a.signIns = adapter.NewSignIns(a.disc, gopts.Pending)
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()
 		if errors.Is(err, mcpconfig.ErrInvalidConfig) {
@@ -432,13 +433,13 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc},
+	d := web.Deps{Trees: a.trees, Runner: adapter.Runner{Trees: a.trees, Model: a.model, Runs: &a.runs}, Servers: adapter.NewServers(a.disc),
 		SignIns: a.signIns, Secrets: a.secrets}
 	if a.persist != nil {
 		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist
 	}
 	if a.info.Provider != llm.ProviderOffline {
-		d.Model = textModel{a.model} // the offline planner answers with tool calls, not text
+		d.Model = adapter.TextModel{Model: a.model} // the offline planner answers with tool calls, not text
 	}
 	return d
 }

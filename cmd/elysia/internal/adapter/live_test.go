@@ -1,4 +1,4 @@
-package main
+package adapter
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func TestLiveChanges(t *testing.T) {
 	}
 	life, end := context.WithCancel(t.Context())
 	defer end()
-	c := newLiveChanges(life, d)
+	c := NewChanges(life, d)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	ch := c.Subscribe(ctx)

@@ -1,4 +1,4 @@
-package main
+package adapter
 
 import (
 	"context"
@@ -18,15 +18,16 @@ import (
 	"github.com/elysia-go/elysia/web"
 )
 
-// vaultTokens is the gateways' TokenStore over the store's Vault: a token
+// VaultTokens is the gateways' TokenStore over the store's Vault: a token
 // is its JSON, sealed, so every replica sharing the database and the key
 // sees it.
-type vaultTokens struct{ v *store.Vault }
+type VaultTokens struct{ Vault *store.Vault }
 
-var _ mcpauth.TokenStore = vaultTokens{}
+var _ mcpauth.TokenStore = VaultTokens{}
 
-func (t vaultTokens) Get(ctx context.Context, key mcpauth.TokenKey) (*mcpauth.Token, error) {
-	b, err := t.v.Token(ctx, key.Server, key.User)
+// Get implements mcpauth.TokenStore.
+func (t VaultTokens) Get(ctx context.Context, key mcpauth.TokenKey) (*mcpauth.Token, error) {
+	b, err := t.Vault.Token(ctx, key.Server, key.User)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, mcpauth.ErrNoToken
 	}
@@ -41,7 +42,8 @@ func (t vaultTokens) Get(ctx context.Context, key mcpauth.TokenKey) (*mcpauth.To
 	return &tok, nil
 }
 
-func (t vaultTokens) Put(ctx context.Context, key mcpauth.TokenKey, tok *mcpauth.Token) error {
+// Put implements mcpauth.TokenStore; a nil tok deletes.
+func (t VaultTokens) Put(ctx context.Context, key mcpauth.TokenKey, tok *mcpauth.Token) error {
 	if tok == nil {
 		return t.Delete(ctx, key)
 	}
@@ -49,26 +51,28 @@ func (t vaultTokens) Put(ctx context.Context, key mcpauth.TokenKey, tok *mcpauth
 	if err != nil {
 		return fmt.Errorf("encode token of user %q for server %q: %w", key.User, key.Server, err)
 	}
-	return t.v.PutToken(ctx, key.Server, key.User, b)
+	return t.Vault.PutToken(ctx, key.Server, key.User, b)
 }
 
-func (t vaultTokens) Delete(ctx context.Context, key mcpauth.TokenKey) error {
-	return t.v.DeleteToken(ctx, key.Server, key.User)
+// Delete implements mcpauth.TokenStore.
+func (t VaultTokens) Delete(ctx context.Context, key mcpauth.TokenKey) error {
+	return t.Vault.DeleteToken(ctx, key.Server, key.User)
 }
 
-// vaultPending is the gateways' PendingSignIns over the store's Vault: a
+// VaultPending is the gateways' PendingSignIns over the store's Vault: a
 // started web sign-in is its JSON, sealed, so the callback may reach any
 // replica sharing the database and the key.
-type vaultPending struct{ v *store.Vault }
+type VaultPending struct{ Vault *store.Vault }
 
-var _ mcpauth.PendingSignIns = vaultPending{}
+var _ mcpauth.PendingSignIns = VaultPending{}
 
-func (p vaultPending) Put(ctx context.Context, state string, ps *mcpauth.PendingSignIn, expires time.Time) error {
+// Put implements mcpauth.PendingSignIns.
+func (p VaultPending) Put(ctx context.Context, state string, ps *mcpauth.PendingSignIn, expires time.Time) error {
 	b, err := json.Marshal(ps)
 	if err != nil {
 		return fmt.Errorf("encode the sign-in of user %q for server %q: %w", ps.User, ps.Server, err)
 	}
-	err = p.v.PutPending(ctx, state, ps.User, b, expires, pendingCaps)
+	err = p.Vault.PutPending(ctx, state, ps.User, b, expires, pendingCaps)
 	if errors.Is(err, store.ErrTooMany) {
 		return fmt.Errorf("%w (%w)", err, mcpauth.ErrTooManySignIns)
 	}
@@ -79,16 +83,18 @@ func (p vaultPending) Put(ctx context.Context, state string, ps *mcpauth.Pending
 // gateways', for every replica together.
 var pendingCaps = store.PendingCaps{PerUser: mcpauth.MaxPendingSignInsPerUser, Total: mcpauth.MaxPendingSignIns}
 
-func (p vaultPending) Room(ctx context.Context, user string) error {
-	err := p.v.PendingRoom(ctx, user, pendingCaps)
+// Room implements mcpauth.PendingSignIns.
+func (p VaultPending) Room(ctx context.Context, user string) error {
+	err := p.Vault.PendingRoom(ctx, user, pendingCaps)
 	if errors.Is(err, store.ErrTooMany) {
 		return fmt.Errorf("%w (%w)", err, mcpauth.ErrTooManySignIns)
 	}
 	return err
 }
 
-func (p vaultPending) Take(ctx context.Context, state string) (*mcpauth.PendingSignIn, error) {
-	b, err := p.v.TakePending(ctx, state)
+// Take implements mcpauth.PendingSignIns.
+func (p VaultPending) Take(ctx context.Context, state string) (*mcpauth.PendingSignIn, error) {
+	b, err := p.Vault.TakePending(ctx, state)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, mcpauth.ErrUnknownState
 	}
@@ -103,23 +109,25 @@ func (p vaultPending) Take(ctx context.Context, state string) (*mcpauth.PendingS
 	return &ps, nil
 }
 
-// userSecrets keeps users' own secrets: sealed in the store's Vault, or
+// UserSecrets keeps users' own secrets: sealed in the store's Vault, or
 // in memory when the service runs without a store.
-type userSecrets struct {
-	v *store.Vault // nil: memory
+type UserSecrets struct {
+	// Vault keeps the secrets; nil means memory. Set it before the first
+	// use.
+	Vault *store.Vault
 
 	// mu guards mem.
 	mu  sync.Mutex
 	mem map[[2]string]string
 }
 
-var _ web.UserSecrets = (*userSecrets)(nil)
+var _ web.UserSecrets = (*UserSecrets)(nil)
 
 // PutSecret implements web.UserSecrets: a user keeps at most
 // store.MaxSecretsPerUser secrets, in the store as in memory.
-func (s *userSecrets) PutSecret(ctx context.Context, user, name, value string) error {
-	if s.v != nil {
-		err := s.v.PutSecret(ctx, user, name, []byte(value))
+func (s *UserSecrets) PutSecret(ctx context.Context, user, name, value string) error {
+	if s.Vault != nil {
+		err := s.Vault.PutSecret(ctx, user, name, []byte(value))
 		if errors.Is(err, store.ErrTooManySecrets) {
 			return categorized{web.ErrLimit, err}
 		}
@@ -147,9 +155,9 @@ func (s *userSecrets) PutSecret(ctx context.Context, user, name, value string) e
 }
 
 // DeleteSecret implements web.UserSecrets.
-func (s *userSecrets) DeleteSecret(ctx context.Context, user, name string) error {
-	if s.v != nil {
-		return s.v.DeleteSecret(ctx, user, name)
+func (s *UserSecrets) DeleteSecret(ctx context.Context, user, name string) error {
+	if s.Vault != nil {
+		return s.Vault.DeleteSecret(ctx, user, name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,9 +166,9 @@ func (s *userSecrets) DeleteSecret(ctx context.Context, user, name string) error
 }
 
 // Secret returns user's secret name, and whether there is one.
-func (s *userSecrets) Secret(ctx context.Context, user, name string) (string, bool, error) {
-	if s.v != nil {
-		b, err := s.v.Secret(ctx, user, name)
+func (s *UserSecrets) Secret(ctx context.Context, user, name string) (string, bool, error) {
+	if s.Vault != nil {
+		b, err := s.Vault.Secret(ctx, user, name)
 		if errors.Is(err, store.ErrNotFound) {
 			return "", false, nil
 		}
@@ -175,33 +183,35 @@ func (s *userSecrets) Secret(ctx context.Context, user, name string) (string, bo
 	return v, ok, nil
 }
 
-// signIns is web.SignIns over the gateways. The callback (a redirect from
+// SignIns is web.SignIns over the gateways. The callback (a redirect from
 // the authorization server) carries neither a key nor the server: the
 // started sign-in, found by its state, says which server and user it is.
 //
 // Started sign-ins are kept in pending, which the gateways share: with the
 // store's Vault every replica sees them, so the callback may reach any.
-type signIns struct {
+type SignIns struct {
 	disc    *discovery.Discovery
 	pending mcpauth.PendingSignIns
 }
 
 var (
-	_ web.SignIns     = (*signIns)(nil)
-	_ web.UserServers = serversAPI{}
+	_ web.SignIns     = (*SignIns)(nil)
+	_ web.UserServers = Servers{}
 )
 
-func newSignIns(d *discovery.Discovery, pending mcpauth.PendingSignIns) *signIns {
-	return &signIns{disc: d, pending: pending}
+// NewSignIns returns the SignIns of d's gateways, whose started sign-ins
+// pending keeps.
+func NewSignIns(d *discovery.Discovery, pending mcpauth.PendingSignIns) *SignIns {
+	return &SignIns{disc: d, pending: pending}
 }
 
-func (s *signIns) gateway(name string) (*mcpgateway.Gateway, error) {
-	return serversAPI{s.disc}.gateway(name)
+func (s *SignIns) gateway(name string) (*mcpgateway.Gateway, error) {
+	return Servers{disc: s.disc}.gateway(name)
 }
 
 // StartSignIn implements web.SignIns: the redirect URI ends with the
 // server's own name, whatever name st gave it by.
-func (s *signIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, string, error) {
+func (s *SignIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, string, error) {
 	g, err := s.gateway(st.Server)
 	if err != nil {
 		return "", "", err
@@ -233,7 +243,7 @@ func (s *signIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, 
 // FinishSignIn implements web.SignIns. The sign-in is taken (spent)
 // before cb.Check: an answer on the wrong path or from the wrong browser
 // voids it.
-func (s *signIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (string, string, error) {
+func (s *SignIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (string, string, error) {
 	p, err := s.pending.Take(ctx, cb.State)
 	if errors.Is(err, mcpauth.ErrUnknownState) {
 		return "", "", web.ErrUnknownState
@@ -259,7 +269,7 @@ func (s *signIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (stri
 }
 
 // SignOut implements web.SignIns.
-func (s *signIns) SignOut(ctx context.Context, server, user string) error {
+func (s *SignIns) SignOut(ctx context.Context, server, user string) error {
 	g, err := s.gateway(server)
 	if err != nil {
 		return err
@@ -272,7 +282,7 @@ func (s *signIns) SignOut(ctx context.Context, server, user string) error {
 
 // ServersFor implements web.UserServers: Servers, with each server's state
 // (and what goes with it: tools, last error) as user sees it.
-func (a serversAPI) ServersFor(ctx context.Context, user string) (web.ServersStatus, error) {
+func (a Servers) ServersFor(ctx context.Context, user string) (web.ServersStatus, error) {
 	st, err := a.Servers(ctx)
 	if err != nil {
 		return st, err
@@ -290,12 +300,12 @@ func (a serversAPI) ServersFor(ctx context.Context, user string) (web.ServersSta
 	return st, nil
 }
 
-// openVault returns the store's Vault, with the key from
+// OpenVault returns the store's Vault, with the key from
 // ELYSIA_SECRET_KEY or the key file beside the SQLite database; a bad or
 // wrong key is an error that says which. A PostgreSQL store without
 // ELYSIA_SECRET_KEY has no Vault: the error matches store.ErrNoSecretKey,
 // and the caller keeps sign-ins and secrets in memory.
-func openVault(ctx context.Context, s *store.Store, lookupEnv func(string) (string, bool)) (*store.Vault, error) {
+func OpenVault(ctx context.Context, s *store.Store, lookupEnv func(string) (string, bool)) (*store.Vault, error) {
 	text, _ := lookupEnv("ELYSIA_SECRET_KEY")
 	key, err := s.SecretKey(text)
 	if err != nil {
@@ -308,15 +318,15 @@ func openVault(ctx context.Context, s *store.Store, lookupEnv func(string) (stri
 	return v, nil
 }
 
-// gatewaySecrets is the gateways' view of users' secrets, for ${user:NAME}
+// GatewaySecrets is the gateways' view of users' secrets, for ${user:NAME}
 // in mcp.json: the same sealed values web sets and deletes.
-type gatewaySecrets struct{ s *userSecrets }
+type GatewaySecrets struct{ Secrets *UserSecrets }
 
-var _ mcpgateway.UserSecrets = gatewaySecrets{}
+var _ mcpgateway.UserSecrets = GatewaySecrets{}
 
 // Secret returns user's secret name, or mcpgateway.ErrNoSecret.
-func (g gatewaySecrets) Secret(ctx context.Context, user, name string) (string, error) {
-	v, ok, err := g.s.Secret(ctx, user, name)
+func (g GatewaySecrets) Secret(ctx context.Context, user, name string) (string, error) {
+	v, ok, err := g.Secrets.Secret(ctx, user, name)
 	switch {
 	case err != nil:
 		return "", err

@@ -1,10 +1,9 @@
-package main
+package adapter
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -15,40 +14,59 @@ import (
 	"github.com/elysia-go/elysia/web"
 )
 
-// runner is the web.Runner: the tree's Query with the configured model,
+// Runner is the web.Runner: the tree's Query with the configured model,
 // counted for shutdown.
-type runner struct {
-	trees *tree.Manager
-	model llms.Model
-	runs  *runTracker
+type Runner struct {
+	// Trees runs the queries.
+	Trees *tree.Manager
+	// Model makes the decisions.
+	Model llms.Model
+	// Runs counts the queries in flight, for shutdown.
+	Runs RunGate
+}
+
+// RunGate counts the queries in flight so that shutdown can wait for them.
+// Safe for concurrent use.
+type RunGate interface {
+	// Begin registers a query; false means the service is shutting down.
+	Begin() bool
+	// End unregisters a query that Begin registered.
+	End()
 }
 
 var (
-	_ web.Runner    = runner{}
-	_ web.Servers   = serversAPI{}
-	_ web.TextModel = textModel{}
+	_ web.Runner    = Runner{}
+	_ web.Servers   = Servers{}
+	_ web.TextModel = TextModel{}
 )
 
-func (r runner) RunQuery(ctx context.Context, userID, convID, queryID, query string, emit func(tools.Envelope)) error {
-	if !r.runs.begin() {
+// RunQuery implements web.Runner; once the service shuts down (Runs.Begin
+// refuses) a query fails with web.ErrUnavailable.
+func (r Runner) RunQuery(ctx context.Context, userID, convID, queryID, query string, emit func(tools.Envelope)) error {
+	if !r.Runs.Begin() {
 		return fmt.Errorf("%w: the service is shutting down", web.ErrUnavailable)
 	}
-	defer r.runs.end()
-	return r.trees.Query(ctx, r.model, userID, convID, queryID, query, emit)
+	defer r.Runs.End()
+	return r.Trees.Query(ctx, r.Model, userID, convID, queryID, query, emit)
 }
 
-// textModel is the web.TextModel: the decision model asked for text.
-type textModel struct{ m llms.Model }
+// TextModel is the web.TextModel: the decision model asked for text.
+type TextModel struct{ Model llms.Model }
 
-func (t textModel) Complete(ctx context.Context, prompt string) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, t.m, prompt)
+// Complete implements web.TextModel.
+func (t TextModel) Complete(ctx context.Context, prompt string) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, t.Model, prompt)
 }
 
-// serversAPI is the web.Servers view of the gateways: web never imports
+// Servers is the web.Servers view of the gateways: web never imports
 // mcpgateway, so their values are copied into web's types here.
-type serversAPI struct{ disc *discovery.Discovery }
+type Servers struct{ disc *discovery.Discovery }
 
-func (a serversAPI) Servers(context.Context) (web.ServersStatus, error) {
+// NewServers returns the Servers of d's gateways.
+func NewServers(d *discovery.Discovery) Servers { return Servers{disc: d} }
+
+// Servers implements web.Servers.
+func (a Servers) Servers(context.Context) (web.ServersStatus, error) {
 	gws := a.disc.Gateways()
 	st := web.ServersStatus{ConfigFile: a.disc.Path(), Servers: make([]web.ServerStatus, 0, len(gws))}
 	for _, g := range gws {
@@ -79,7 +97,8 @@ func forUser(ctx context.Context) context.Context {
 	return ctx
 }
 
-func (a serversAPI) gateway(name string) (*mcpgateway.Gateway, error) {
+// gateway returns the gateway named name (a server's or its tool's name).
+func (a Servers) gateway(name string) (*mcpgateway.Gateway, error) {
 	g, ok := a.disc.Gateway(name)
 	if !ok {
 		return nil, fmt.Errorf("no MCP server %q: %w", name, tree.ErrNotFound)
@@ -88,7 +107,7 @@ func (a serversAPI) gateway(name string) (*mcpgateway.Gateway, error) {
 }
 
 // List pages the server's tools.
-func (a serversAPI) List(ctx context.Context, name string, q web.ListRequest) (web.ToolPage, error) {
+func (a Servers) List(ctx context.Context, name string, q web.ListRequest) (web.ToolPage, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return web.ToolPage{}, err
@@ -110,7 +129,7 @@ func (a serversAPI) List(ctx context.Context, name string, q web.ListRequest) (w
 
 // Execute runs one tool. The gateway logs the call; the request id and the
 // key's user it logs come from ctx (requestMetaHandler).
-func (a serversAPI) Execute(ctx context.Context, name, tool string, inputs map[string]any) (web.ExecuteResult, error) {
+func (a Servers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (web.ExecuteResult, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return web.ExecuteResult{}, err
@@ -159,55 +178,3 @@ type serverFailure struct {
 
 func (e *serverFailure) Error() string { return e.msg }
 func (e *serverFailure) Unwrap() error { return e.err }
-
-// requestMetaHandler fills in the request metadata a log record leaves
-// empty, from the record's ctx: a gateway called through the API (POST
-// /api/servers/:name/execute) logs its call under request_id and user, but
-// has only a ctx to know them by, in which web put the request id and the
-// key's user. Records that carry their own values keep them.
-type requestMetaHandler struct{ slog.Handler }
-
-func (h requestMetaHandler) Handle(ctx context.Context, r slog.Record) error {
-	requestID, user := web.RequestID(ctx), web.Principal(ctx)
-	if requestID == "" && user == "" {
-		return h.Handler.Handle(ctx, r)
-	}
-	// fill is the value an empty request_id or user attribute takes.
-	fill := func(a slog.Attr) string {
-		if a.Value.Kind() != slog.KindString || a.Value.String() != "" {
-			return ""
-		}
-		switch a.Key {
-		case "request_id":
-			return requestID
-		case "user":
-			return user
-		}
-		return ""
-	}
-	missing := false
-	r.Attrs(func(a slog.Attr) bool {
-		missing = fill(a) != ""
-		return !missing
-	})
-	if !missing {
-		return h.Handler.Handle(ctx, r)
-	}
-	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
-	r.Attrs(func(a slog.Attr) bool {
-		if v := fill(a); v != "" {
-			a.Value = slog.StringValue(v)
-		}
-		out.AddAttrs(a)
-		return true
-	})
-	return h.Handler.Handle(ctx, out)
-}
-
-func (h requestMetaHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return requestMetaHandler{h.Handler.WithAttrs(as)}
-}
-
-func (h requestMetaHandler) WithGroup(name string) slog.Handler {
-	return requestMetaHandler{h.Handler.WithGroup(name)}
-}

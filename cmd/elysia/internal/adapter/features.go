@@ -1,4 +1,4 @@
-package main
+package adapter
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"github.com/elysia-go/elysia/web"
 )
 
-var _ web.ServerFeatures = serversAPI{}
+var _ web.ServerFeatures = Servers{}
 
 // Resources lists a server's resources and resource templates.
-func (a serversAPI) Resources(ctx context.Context, name string) (any, error) {
+func (a Servers) Resources(ctx context.Context, name string) (any, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return nil, err
@@ -22,7 +22,7 @@ func (a serversAPI) Resources(ctx context.Context, name string) (any, error) {
 }
 
 // ReadResource reads one resource of a server.
-func (a serversAPI) ReadResource(ctx context.Context, name, uri string) (any, error) {
+func (a Servers) ReadResource(ctx context.Context, name, uri string) (any, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return nil, err
@@ -35,7 +35,7 @@ func (a serversAPI) ReadResource(ctx context.Context, name, uri string) (any, er
 }
 
 // Prompts lists a server's prompts.
-func (a serversAPI) Prompts(ctx context.Context, name string) (any, error) {
+func (a Servers) Prompts(ctx context.Context, name string) (any, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (a serversAPI) Prompts(ctx context.Context, name string) (any, error) {
 }
 
 // GetPrompt fills one prompt of a server.
-func (a serversAPI) GetPrompt(ctx context.Context, name, prompt string, args map[string]string) (any, error) {
+func (a Servers) GetPrompt(ctx context.Context, name, prompt string, args map[string]string) (any, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (a serversAPI) GetPrompt(ctx context.Context, name, prompt string, args map
 // Logs returns a server's last log messages the key may see: all of them
 // for an admin key (and without keys), else only the key's user's (their
 // calls on a shared session, their own session).
-func (a serversAPI) Logs(ctx context.Context, name string) (any, error) {
+func (a Servers) Logs(ctx context.Context, name string) (any, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return nil, err

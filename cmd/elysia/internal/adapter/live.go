@@ -1,4 +1,4 @@
-package main
+package adapter
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"github.com/elysia-go/elysia/web"
 )
 
-// liveChanges is web.Changes over the Discovery: each event stream gets a
+// Changes is web.Changes over the Discovery: each event stream gets a
 // channel that the Discovery signals whenever its servers' status may have
 // changed (a reload, an eager connect, a tool call, a circuit change, a
 // gateway's own state change: a process that died, a back-off that ended).
-type liveChanges struct {
+type Changes struct {
 	disc *discovery.Discovery
 	// life is the service's lifetime: when it ends (the service is
 	// shutting down) every channel is closed, which ends the streams so
@@ -19,16 +19,16 @@ type liveChanges struct {
 	life context.Context //nolint:containedctx // component lifetime, see comment
 }
 
-var _ web.Changes = liveChanges{}
+var _ web.Changes = Changes{}
 
-// newLiveChanges returns the Changes for web.Options; the streams end when
+// NewChanges returns the Changes for web.Options; the streams end when
 // life does.
-func newLiveChanges(life context.Context, d *discovery.Discovery) liveChanges {
-	return liveChanges{disc: d, life: life}
+func NewChanges(life context.Context, d *discovery.Discovery) Changes {
+	return Changes{disc: d, life: life}
 }
 
 // Subscribe implements web.Changes.
-func (c liveChanges) Subscribe(ctx context.Context) <-chan struct{} {
+func (c Changes) Subscribe(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	c.disc.Notify(ch)
 	// Stop comes before close: once Stop returns the Discovery sends
