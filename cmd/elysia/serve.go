@@ -132,12 +132,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	app, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true,
-		observer: newGatewayMetrics(registry)})
+		observer: adapter.NewGatewayMetrics(registry)})
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	registry.MustRegister(newGatewayCollector(app.disc))
+	registry.MustRegister(adapter.NewGatewayCollector(app.disc))
 	if err := app.disc.Watch(); err != nil {
 		logger.Warn("not watching the config file; edits need a restart", "err", err)
 	}

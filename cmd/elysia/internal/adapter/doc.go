@@ -11,7 +11,9 @@
 //     and read by the gateways for ${user:NAME};
 //   - VaultTokens and VaultPending: the gateways' token and pending sign-in
 //     stores over the store's encrypted Vault (OpenVault);
-//   - Changes: web.Changes over the Discovery's notifications.
+//   - Changes: web.Changes over the Discovery's notifications;
+//   - NewGatewayMetrics and NewGatewayCollector: the gateways' Prometheus
+//     metrics, for the registry web serves on /metrics.
 //
 // cmd/elysia builds these and passes them to web.New and mcpgateway; it
 // keeps the flags, the wiring and the shutdown.
