@@ -41,6 +41,10 @@ type ServerStatus struct {
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// PID is a running stdio server's process id; 0 when none.
 	PID int `json:"pid,omitempty"`
+	// MissingSecrets, in a status for one user, names the secrets of
+	// that user's own the server takes (${user:NAME}) and the user has
+	// not set; the state is then needs_sign_in. Nil otherwise.
+	MissingSecrets []string `json:"missing_secrets,omitempty"`
 
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`

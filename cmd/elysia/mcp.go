@@ -15,11 +15,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/elysia-go/elysia/cmd/elysia/internal/adapter"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web"
 )
 
 // findServer returns the config of a server by name or gateway tool name.
@@ -77,16 +79,14 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		_, _ = fmt.Fprintln(w, "SERVER\tTOOL\tTRANSPORT\tTARGET\tNOTE")
 		for _, s := range cfg.Servers {
-			d := s.Display()
-			target := d.URL
-			if s.Transport == mcpconfig.TransportStdio {
-				target = strings.TrimSpace(d.Command + " " + strings.Join(d.Args, " "))
+			// The row renders the server's status as GET /api/servers
+			// shows it to the CLI's user.
+			st := cliStatus(ctx, s, opts)
+			target := st.URL
+			if st.Transport == mcpconfig.TransportStdio {
+				target = strings.TrimSpace(st.Command + " " + strings.Join(st.Args, " "))
 			}
-			note := strings.TrimSpace(serverNote(s))
-			if note == "" {
-				note = userNote(ctx, s, opts)
-			}
-			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(s.Name), mcpconfig.ToolName(s.Name), s.Transport, termLine(target), termLine(note))
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(st.Name), st.ToolName, st.Transport, termLine(target), termLine(statusNote(st)))
 		}
 		return w.Flush()
 	}
@@ -115,20 +115,30 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// userNote says what the CLI's user must do before using s: sign in, or
-// set secrets; "" when nothing (or when the server asks only once
-// called). It reads the token file, and connects to nothing.
-func userNote(ctx context.Context, s mcpconfig.ServerConfig, opts *mcpgateway.Options) string {
+// cliStatus is s's status as the CLI's user sees it (adapter.Status over
+// Gateway.StatusFor). It reads the token file and the user's secrets, and
+// connects to nothing.
+func cliStatus(ctx context.Context, s mcpconfig.ServerConfig, opts *mcpgateway.Options) web.ServerStatus {
 	g := mcpgateway.New(s, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
-	st := g.StatusFor(ctx, cliUser())
+	return adapter.Status(s, g.StatusFor(ctx, cliUser()))
+}
+
+// statusNote says what stops the server or what the CLI's user must do
+// before using it: sign in, or set secrets; "" when nothing (or when the
+// server asks only once called).
+func statusNote(st web.ServerStatus) string {
 	switch {
-	case st.State != mcpgateway.StateNeedsSignIn:
+	case !st.Enabled:
+		return "(disabled)"
+	case st.Unresolved != "":
+		return "(cannot run: " + st.Unresolved + ")"
+	case st.State != string(mcpgateway.StateNeedsSignIn):
 		return ""
 	case len(st.MissingSecrets) > 0:
 		return fmt.Sprintf("needs_sign_in: %s must set %s", cliUser(), strings.Join(st.MissingSecrets, ", "))
 	}
-	return fmt.Sprintf("needs_sign_in: elysia mcp login %s (as %s)", s.Name, cliUser())
+	return fmt.Sprintf("needs_sign_in: elysia mcp login %s (as %s)", st.Name, cliUser())
 }
 
 // paramSummary renders an input schema's properties as "a*, b" (* = required).

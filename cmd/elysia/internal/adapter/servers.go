@@ -65,28 +65,6 @@ type Servers struct{ disc *discovery.Discovery }
 // NewServers returns the Servers of d's gateways.
 func NewServers(d *discovery.Discovery) Servers { return Servers{disc: d} }
 
-// Servers implements web.Servers.
-func (a Servers) Servers(context.Context) (web.ServersStatus, error) {
-	gws := a.disc.Gateways()
-	st := web.ServersStatus{ConfigFile: a.disc.Path(), Servers: make([]web.ServerStatus, 0, len(gws))}
-	for _, g := range gws {
-		cfg := g.Config()
-		gs, d := g.Status(), cfg.Display()
-		st.Servers = append(st.Servers, web.ServerStatus{
-			Name: gs.Name, ToolName: gs.ToolName, Transport: gs.Transport, Enabled: gs.Enabled,
-			State: string(gs.State), ToolCount: gs.ToolCount, Tools: gs.Tools, LastError: gs.LastError,
-			Circuit: web.Circuit{State: gs.Circuit.State, RetryAt: gs.Circuit.RetryAt},
-			Calls:   gs.Calls, Failures: gs.Failures, RetryAt: gs.RetryAt, PID: gs.PID,
-			Command: d.Command, Args: d.Args, Cwd: d.Cwd, URL: d.URL, Env: d.Env, Headers: d.Headers,
-			Description: cfg.Description, Branch: cfg.Branch, Unresolved: cfg.Mask(cfg.Unresolved),
-		})
-	}
-	if err := a.disc.ConfigError(); err != nil {
-		st.ConfigError = err.Error()
-	}
-	return st, nil
-}
-
 // forUser names the key's user as the one asking, so a server that keeps a
 // session per user (sign-in, ${user:NAME}) serves that user's own. An
 // admin key or a keyless service names nobody.

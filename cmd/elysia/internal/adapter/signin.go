@@ -280,26 +280,6 @@ func (s *SignIns) SignOut(ctx context.Context, server, user string) error {
 	return nil
 }
 
-// ServersFor implements web.UserServers: Servers, with each server's state
-// (and what goes with it: tools, last error) as user sees it.
-func (a Servers) ServersFor(ctx context.Context, user string) (web.ServersStatus, error) {
-	st, err := a.Servers(ctx)
-	if err != nil {
-		return st, err
-	}
-	for i := range st.Servers {
-		g, ok := a.disc.Gateway(st.Servers[i].Name)
-		if !ok {
-			continue
-		}
-		us := g.StatusFor(ctx, user)
-		s := &st.Servers[i]
-		s.State, s.ToolCount, s.Tools, s.PID = string(us.State), us.ToolCount, us.Tools, us.PID
-		s.LastError = us.LastError
-	}
-	return st, nil
-}
-
 // OpenVault returns the store's Vault, with the key from
 // ELYSIA_SECRET_KEY or the key file beside the SQLite database; a bad or
 // wrong key is an error that says which. A PostgreSQL store without
