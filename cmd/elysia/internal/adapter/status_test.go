@@ -2,10 +2,14 @@ package adapter
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
 // TestServersForNamesMissingSecrets checks that GET /api/servers tells a
@@ -42,5 +46,23 @@ func TestServersForNamesMissingSecrets(t *testing.T) {
 	b, _ = json.Marshal(st.Servers[0])
 	if strings.Contains(string(b), "missing_secrets") || strings.Contains(string(b), "t0ken") || strings.Contains(string(b), "blue") {
 		t.Errorf("alice's entry once her secrets are set = %s, want no missing_secrets and no secret", b)
+	}
+}
+
+// TestAPIServersNamesMissingSecrets checks the same through GET
+// /api/servers with alice's key: the route asks for her view.
+func TestAPIServersNamesMissingSecrets(t *testing.T) {
+	d := newDiscovery(t, `{"servers": {"mine": {"type": "http", "url": "http://127.0.0.1:1/mcp",
+		"headers": {"Authorization": "Bearer ${user:TOKEN}"}}}}`,
+		&mcpgateway.Options{UserSecrets: GatewaySecrets{Secrets: &UserSecrets{}}})
+	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Runner: Runner{Runs: &gate{}}, Servers: NewServers(d)},
+		&web.Options{Keys: map[string]string{"key-alice": "alice"}})
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/servers", nil)
+	req.Host = "127.0.0.1"
+	req.Header.Set("Authorization", "Bearer key-alice")
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"missing_secrets":["TOKEN"]`) {
+		t.Errorf("GET /api/servers as alice: %d %s, want missing_secrets [\"TOKEN\"]", rec.Code, rec.Body)
 	}
 }
