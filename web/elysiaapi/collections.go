@@ -6,8 +6,9 @@ import (
 	"net/http"
 
 	"github.com/coder/websocket"
-	"github.com/elysia-go/elysia/web"
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/web"
 )
 
 // noCollections is the error of the routes about one collection.

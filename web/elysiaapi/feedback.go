@@ -5,8 +5,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/elysia-go/elysia/web"
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/web"
 )
 
 // feedbackBody is the body of POST /feedback/add and /feedback/remove.

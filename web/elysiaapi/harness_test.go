@@ -42,6 +42,7 @@ type harness struct {
 
 // newHarness returns a harness without a model; opts may be nil.
 func newHarness(tb testing.TB, opts *web.Options) *harness {
+	tb.Helper()
 	return newHarnessModel(tb, opts, nil)
 }
 
