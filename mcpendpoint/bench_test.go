@@ -13,14 +13,15 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // hundredServers is an endpoint in tools mode over 100 servers of 10
 // tools each, in this process over Streamable HTTP.
 func hundredServers(b *testing.B) *Endpoint {
 	b.Helper()
-	src := &source{expose: mcpgateway.DefaultExpose()}
-	src.expose.Mode = mcpgateway.ExposeTools
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	src.expose.Mode = mcpconfig.ExposeTools
 	for i := range 100 {
 		s := mcpserver.NewMCPServer("up", "1")
 		for j := range 10 {
@@ -31,7 +32,7 @@ func hundredServers(b *testing.B) *Endpoint {
 		}
 		hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
 		b.Cleanup(hs.Close)
-		g := mcpgateway.New(mcpgateway.ServerConfig{Name: fmt.Sprintf("s%03d", i), Transport: mcpgateway.TransportHTTP,
+		g := mcpgateway.New(mcpconfig.ServerConfig{Name: fmt.Sprintf("s%03d", i), Transport: mcpconfig.TransportHTTP,
 			URL: hs.URL + "/mcp", Enabled: true, ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}, nil)
 		b.Cleanup(func() { _ = g.Close() })
 		src.gws = append(src.gws, g)

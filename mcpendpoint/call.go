@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -50,11 +51,11 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if name == askTool && ex.Agent && e.opts.Agent != nil {
 		return e.ask(ctx, user, args, emit)
 	}
-	if ex.Mode == mcpgateway.ExposeGateways {
+	if ex.Mode == mcpconfig.ExposeGateways {
 		return e.callGateway(ctx, user, name, args, emit)
 	}
 	cat := e.catalogFor(ctx, user, false)
-	if mode(ex, cat) == mcpgateway.ExposeSearch {
+	if mode(ex, cat) == mcpconfig.ExposeSearch {
 		switch name {
 		case searchTool:
 			return e.search(ctx, user, cat, args)

@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -21,7 +23,7 @@ import (
 // and take the asking user from ctx (mcpgateway.WithUser).
 type Upstream interface {
 	// Config returns the server's configuration (its name and prefix).
-	Config() mcpgateway.ServerConfig
+	Config() mcpconfig.ServerConfig
 	// ListTools returns one page of the server's tools, the last listing
 	// (Stale) while the server cannot be used.
 	ListTools(ctx context.Context, q mcpgateway.ListQuery) (mcpgateway.ListPage, error)
@@ -39,7 +41,7 @@ type Source interface {
 	// Upstreams returns the current servers in file order.
 	Upstreams() []Upstream
 	// Expose returns the config's "expose" block.
-	Expose() mcpgateway.Expose
+	Expose() mcpconfig.Expose
 	// Notify makes the source send to c, without blocking, whenever
 	// Upstreams, Expose or a server's tools may have changed; Stop undoes
 	// it.
@@ -110,7 +112,7 @@ func listAll(ctx context.Context, up Upstream) ([]mcpgateway.ToolInfo, bool, err
 // buildCatalog lists every enabled server for ctx's user, at most 8 at a
 // time, each bounded by the list timeout; a server that fails is left out
 // with a log line and never fails the whole.
-func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream, ex mcpgateway.Expose) *catalog {
+func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream, ex mcpconfig.Expose) *catalog {
 	lists := make([][]mcpgateway.ToolInfo, len(ups))
 	failed := make([]bool, len(ups))
 	signIn := make([]error, len(ups))
@@ -237,9 +239,9 @@ func (e *Endpoint) lookup(ctx context.Context, user, name string) (*catalog, *en
 }
 
 // expose returns the source's expose block with defaults for zero fields.
-func (e *Endpoint) expose() mcpgateway.Expose {
+func (e *Endpoint) expose() mcpconfig.Expose {
 	ex := e.src.Expose()
-	d := mcpgateway.DefaultExpose()
+	d := mcpconfig.DefaultExpose()
 	if ex.Mode == "" {
 		ex.Mode = d.Mode
 	}
@@ -273,4 +275,4 @@ func (e *Endpoint) fingerprint() [32]byte {
 }
 
 // isSignIn reports whether err says the user must sign in (OAuth).
-func isSignIn(err error) bool { return errors.Is(err, mcpgateway.ErrSignInRequired) }
+func isSignIn(err error) bool { return errors.Is(err, mcpauth.ErrSignInRequired) }

@@ -17,6 +17,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -24,7 +25,7 @@ import (
 type source struct {
 	mu        sync.Mutex
 	gws       []*mcpgateway.Gateway
-	expose    mcpgateway.Expose
+	expose    mcpconfig.Expose
 	listeners map[chan<- struct{}]bool
 }
 
@@ -38,7 +39,7 @@ func (s *source) Upstreams() []Upstream {
 	return out
 }
 
-func (s *source) Expose() mcpgateway.Expose {
+func (s *source) Expose() mcpconfig.Expose {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.expose
@@ -102,7 +103,7 @@ func closedURL(t *testing.T) string {
 
 func gateway(t *testing.T, name, url string) *mcpgateway.Gateway {
 	t.Helper()
-	g := mcpgateway.New(mcpgateway.ServerConfig{Name: name, Transport: mcpgateway.TransportHTTP, URL: url, Enabled: true,
+	g := mcpgateway.New(mcpconfig.ServerConfig{Name: name, Transport: mcpconfig.TransportHTTP, URL: url, Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}, nil)
 	t.Cleanup(func() { _ = g.Close() })
 	return g
@@ -177,7 +178,7 @@ func call(t *testing.T, c *mcpclient.Client, name string, args map[string]any) (
 // that never answers are left out of tools/list, within the list timeout,
 // and never block the calls of the others.
 func TestListSurvivesDownAndSlowServers(t *testing.T) {
-	src := &source{expose: mcpgateway.DefaultExpose(), gws: []*mcpgateway.Gateway{
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{
 		gateway(t, "good", upstream(t, "echo")),
 		gateway(t, "down", closedURL(t)),
 		gateway(t, "slow", silent(t)),
@@ -207,7 +208,7 @@ func TestListSurvivesDownAndSlowServers(t *testing.T) {
 // TestSSETransport: an old client on the legacy SSE transport lists and
 // calls; another user cannot post to its session.
 func TestSSETransport(t *testing.T) {
-	src := &source{expose: mcpgateway.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "good", upstream(t, "echo"))}}
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "good", upstream(t, "echo"))}}
 	ep := New(src, nil)
 	base := serve(t, ep)
 	c, err := mcpclient.NewSSEMCPClient(base + "/sse")
@@ -247,8 +248,8 @@ func TestSSETransport(t *testing.T) {
 // TestGatewaysMode lists the gateway tools as the tree has them and runs
 // one.
 func TestGatewaysMode(t *testing.T) {
-	ex := mcpgateway.DefaultExpose()
-	ex.Mode = mcpgateway.ExposeGateways
+	ex := mcpconfig.DefaultExpose()
+	ex.Mode = mcpconfig.ExposeGateways
 	src := &source{expose: ex, gws: []*mcpgateway.Gateway{gateway(t, "good", upstream(t, "echo"))}}
 	c, err := mcpclient.NewStreamableHttpClient(serve(t, New(src, nil)) + "/mcp")
 	if err != nil {
@@ -275,7 +276,7 @@ func (agent) Ask(ctx context.Context, user, conv, q string, emit tools.Emitter) 
 // TestAskTool: ask is listed when the config allows it and answers for the
 // session's user, with structured content.
 func TestAskTool(t *testing.T) {
-	src := &source{expose: mcpgateway.DefaultExpose()}
+	src := &source{expose: mcpconfig.DefaultExpose()}
 	c, err := mcpclient.NewStreamableHttpClient(serve(t, New(src, &Options{Agent: agent{}})) + "/mcp")
 	if err != nil {
 		t.Fatal(err)

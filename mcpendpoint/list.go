@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -32,14 +33,14 @@ const (
 const pageSize = 1000
 
 // mode returns the mode cat is listed in: auto resolved by its size.
-func mode(ex mcpgateway.Expose, cat *catalog) string {
-	if ex.Mode != mcpgateway.ExposeAuto {
+func mode(ex mcpconfig.Expose, cat *catalog) string {
+	if ex.Mode != mcpconfig.ExposeAuto {
 		return ex.Mode
 	}
 	if cat != nil && len(cat.entries) > ex.MaxTools {
-		return mcpgateway.ExposeSearch
+		return mcpconfig.ExposeSearch
 	}
-	return mcpgateway.ExposeTools
+	return mcpconfig.ExposeTools
 }
 
 // afterListTools replaces mcp-go's list (the router only) with what ctx's
@@ -66,7 +67,7 @@ func (e *Endpoint) afterListTools(ctx context.Context, _ any, req *mcp.ListTools
 func (e *Endpoint) listFor(ctx context.Context, user string) []mcp.Tool {
 	ex := e.expose()
 	var out []mcp.Tool
-	if ex.Mode == mcpgateway.ExposeGateways {
+	if ex.Mode == mcpconfig.ExposeGateways {
 		for _, up := range e.src.Upstreams() {
 			if t, ok := up.(tools.Tool); ok && up.Config().Enabled {
 				out = append(out, gatewayTool(t))
@@ -75,7 +76,7 @@ func (e *Endpoint) listFor(ctx context.Context, user string) []mcp.Tool {
 	} else {
 		cat := e.catalogFor(ctx, user, false)
 		switch mode(ex, cat) {
-		case mcpgateway.ExposeSearch:
+		case mcpconfig.ExposeSearch:
 			out = append(out, searchTools()...)
 		default:
 			out = append(out, cat.listed()...)

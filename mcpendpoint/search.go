@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // Search bounds.
@@ -42,7 +43,7 @@ func (e *Endpoint) search(ctx context.Context, user string, cat *catalog, args m
 			limit = int(min(v, maxSearchLimit))
 		}
 	}
-	var ups []mcpgateway.ServerConfig
+	var ups []mcpconfig.ServerConfig
 	var targets []Upstream
 	for _, up := range e.src.Upstreams() {
 		cfg := up.Config()

@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // notifier is an mcpgateway.Observer that tells src's listeners when a
@@ -43,8 +44,8 @@ func TestUpstreamToolChangeReachesClients(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(up, mcpserver.WithDisableLocalhostProtection(true)))
 	t.Cleanup(hs.Close)
-	src := &source{expose: mcpgateway.DefaultExpose()}
-	g := mcpgateway.New(mcpgateway.ServerConfig{Name: "up", Transport: mcpgateway.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "up", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}, &mcpgateway.Options{Observer: notifier{src}})
 	t.Cleanup(func() { _ = g.Close() })
 	src.gws = []*mcpgateway.Gateway{g}
@@ -101,10 +102,10 @@ func TestEndingASessionCancelsItsCalls(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(up, mcpserver.WithDisableLocalhostProtection(true)))
 	t.Cleanup(hs.Close)
-	g := mcpgateway.New(mcpgateway.ServerConfig{Name: "up", Transport: mcpgateway.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
+	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "up", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: time.Minute}, nil) // no timeout ends the call first
 	t.Cleanup(func() { _ = g.Close() })
-	src := &source{expose: mcpgateway.DefaultExpose(), gws: []*mcpgateway.Gateway{g}}
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{g}}
 	base := serve(t, New(src, nil))
 	c, err := mcpclient.NewStreamableHttpClient(base + "/mcp")
 	if err != nil {

@@ -42,6 +42,7 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 			return nil, fmt.Errorf("invalid requestedSchema: %w", err)
 		}
 		payload.RequestedSchema = schema
+		payload.FieldOrder = e.s.orders.take(schema)
 		check, err = formCheck(schema)
 		if err != nil {
 			return nil, fmt.Errorf("invalid requestedSchema: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"time"
@@ -122,15 +123,7 @@ const maxRelists = 3
 // callers share one listing. A list_changed that arrives while a listing is
 // in flight makes that listing stale at once, so another one follows.
 func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
-	c, err := g.route(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ts, err := c.toolsHere(ctx)
-	if c == g && g.switched(err) {
-		return g.tools(ctx)
-	}
-	return ts, err
+	return routed(ctx, g, func(c *Gateway) (*toolSet, error) { return c.toolsHere(ctx) })
 }
 
 // toolsHere is tools on g's own conn.
@@ -248,7 +241,9 @@ func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		raw, err := c.request(ctx, s, mcp.MethodToolsList, params)
+		sctx, span := startMCP(ctx, c.cfg.Name, s, string(mcp.MethodToolsList), "")
+		raw, err := c.request(sctx, s, mcp.MethodToolsList, params)
+		endMCP(span, err, false)
 		if err != nil {
 			return nil, err
 		}
@@ -278,6 +273,14 @@ func (c *conn) request(ctx context.Context, s *session, method mcp.MCPMethod, pa
 	t := s.client.GetTransport()
 	version := s.client.ProtocolVersion()
 	var header map[string][]string
+	if tm := traceMeta(ctx); tm != nil {
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		maps.Copy(meta, tm)
+		params["_meta"] = meta
+	}
 	if mcp.IsModernProtocol(version) {
 		meta, _ := params["_meta"].(map[string]any)
 		if meta == nil {
@@ -370,30 +373,6 @@ func (g *Gateway) allowed(name string) bool {
 	return false
 }
 
-// notified handles a notification from session s. On
-// notifications/tools/list_changed from the current session the cache goes
-// stale (a listing in flight too) and is refreshed in the background, on a
-// goroutine the gateway owns.
-func (g *Gateway) notified(s *session, n mcp.JSONRPCNotification) {
-	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != g.conn.current() {
-		return
-	}
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return
-	}
-	g.changes++
-	g.wg.Add(1)
-	g.mu.Unlock()
-	go func() {
-		defer g.wg.Done()
-		if _, err := g.tools(g.conn.lifetime); err != nil {
-			g.logger.Warn("refresh tools after list_changed", "err", err)
-		}
-	}()
-}
-
 // ListTools returns one page of the server's tools (after allow/deny) that
 // q selects, best matches first when q has a query. It lists as the list
 // action does: from the cache when fresh, else from the server; while the
@@ -414,7 +393,7 @@ func (g *Gateway) ListTools(ctx context.Context, q ListQuery) (ListPage, error) 
 		return ListPage{}, err
 	}
 	if why != nil {
-		p.Stale, p.LastError = true, g.mask(why.Error())
+		p.Stale, p.LastError = true, g.maskFor(ctx, why.Error())
 	}
 	return p, nil
 }
@@ -480,7 +459,7 @@ func (g *Gateway) listAction(ctx context.Context, query string) (tools.Result, e
 	}
 	if why != nil {
 		res.Metadata["stale"] = true
-		res.Metadata["last_error"] = g.mask(why.Error())
+		res.Metadata["last_error"] = g.maskFor(ctx, why.Error())
 	}
 	return res, nil
 }

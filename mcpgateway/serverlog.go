@@ -18,6 +18,11 @@ type LogEntry struct {
 	Level  string    `json:"level"`
 	Logger string    `json:"logger,omitempty"`
 	Data   string    `json:"data"`
+	// User is whom the message belongs to: the user of the session it
+	// came on (a session per user), or of the one call in flight on a
+	// shared session when it came; "" when nobody's (it is then shown to
+	// admins only).
+	User string `json:"user,omitempty"`
 }
 
 const (
@@ -31,8 +36,45 @@ const (
 )
 
 // Logs returns the server's last log messages (notifications/message),
-// oldest first, masked.
-func (g *Gateway) Logs() []LogEntry { return g.conn.logs.last(serverLogLines) }
+// oldest first, masked: those of its shared session and of every user's
+// session (what an admin sees). A user's session keeps its messages while
+// it lives (UserIdle, MaxUsers).
+func (g *Gateway) Logs() []LogEntry {
+	return g.logsOf(func(string) bool { return true }, func(LogEntry) bool { return true })
+}
+
+// LogsFor returns the log messages of Logs that belong to user (see
+// LogEntry.User): those sent on user's own session, and those sent on the
+// shared session during a call of theirs. An empty user gets none.
+func (g *Gateway) LogsFor(user string) []LogEntry {
+	if user == "" {
+		return []LogEntry{}
+	}
+	return g.logsOf(func(u string) bool { return u == user }, func(e LogEntry) bool { return e.User == user })
+}
+
+// logsOf merges, oldest first, the last serverLogLines entries of g's own
+// log that keep admits and of the logs of the users' sessions that child
+// admits.
+func (g *Gateway) logsOf(child func(user string) bool, keep func(LogEntry) bool) []LogEntry {
+	out := slices.DeleteFunc(g.conn.logs.last(serverLogLines), func(e LogEntry) bool { return !keep(e) })
+	g.mu.Lock()
+	var children []*Gateway
+	for user, u := range g.users {
+		if child(user) {
+			children = append(children, u.g)
+		}
+	}
+	g.mu.Unlock()
+	for _, c := range children {
+		out = append(out, c.conn.logs.last(serverLogLines)...)
+	}
+	slices.SortStableFunc(out, func(a, b LogEntry) int { return a.Time.Compare(b.Time) })
+	if len(out) > serverLogLines {
+		out = out[len(out)-serverLogLines:]
+	}
+	return out
+}
 
 // warnLevels are the levels relayed to the user's query as warnings.
 var warnLevels = []string{"warning", "error", "critical", "alert", "emergency"}
@@ -51,12 +93,13 @@ func (c *conn) logged(s *session, n mcp.JSONRPCNotification) {
 	}
 	// Mask before cutting, as progressed does.
 	e := LogEntry{Time: time.Now(), Level: truncate(level, 16), Logger: truncate(c.mask(logger), 64), Data: truncate(c.mask(data), maxLogData)}
-	c.logs.add(e)
-	if !slices.Contains(warnLevels, e.Level) {
-		return
-	}
 	ac := s.callFor(context.Background())
-	if ac == nil {
+	e.User = c.opts.user // a user's own session: all of it is theirs
+	if e.User == "" && ac != nil {
+		e.User = ac.user
+	}
+	c.logs.add(e)
+	if !slices.Contains(warnLevels, e.Level) || ac == nil {
 		return
 	}
 	ac.mu.Lock()

@@ -37,6 +37,7 @@ type session struct {
 	abort      context.CancelFunc // ends every request of httpClient; nil for stdio
 	httpClient *http.Client       // nil for stdio
 	proc       *process           // nil for http and sse
+	orders     fieldOrders        // the field order of the forms the server sent
 
 	// dead is closed once the session is known to be unusable.
 	dead     chan struct{}

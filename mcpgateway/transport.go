@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // dial starts a session with the server. The transport is started with a ctx
@@ -20,9 +23,9 @@ func (c *conn) dial(hsCtx context.Context) (*session, error) {
 		return c.dialer(hsCtx)
 	}
 	switch c.cfg.Transport {
-	case TransportStdio:
+	case mcpconfig.TransportStdio:
 		return c.dialStdio(hsCtx)
-	case TransportSSE:
+	case mcpconfig.TransportSSE:
 		return c.dialSSE(hsCtx)
 	default:
 		return c.dialHTTP(hsCtx)
@@ -54,14 +57,14 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 	// covers the gateway's own death.
 	cmd := exec.Command(cfg.Command, cfg.Args...) //nolint:noctx // the session owns the child; see above
 	cmd.Dir = cfg.Cwd
-	cmd.Env = ChildEnv(cfg, c.opts.LookupEnv)
+	cmd.Env = mcpconfig.ChildEnv(cfg, c.opts.LookupEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.stdinR, pipes.stdoutW, pipes.stderrW
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
 		pipes.closeAll()
 		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 	}
-	s := c.newSession(TransportStdio)
+	s := c.newSession(mcpconfig.TransportStdio)
 	p := pipes.process(cmd.Process.Pid, c.mask)
 	s.proc = p
 	c.goFunc(func() {
@@ -76,8 +79,10 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 		c.logger.Warn("server sent a message over max_message_size; closing the session", "limit", cfg.MessageLimit())
 		s.markDead(err)
 	}}
-	t := mcptransport.NewIO(out, p.stdin, nil)
-	mcptransport.WithCommandLogger(c.logger)(t)
+	// The sniffer keeps the field order of forms, which mcp-go's maps lose.
+	t := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
+	// An answer that meets the closed stdin at close is expected (closedwrite.go).
+	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(t)
 	ctx, cancel := context.WithCancel(c.lifetime)
 	s.cancel = cancel
 	client := mcpclient.NewClient(t, c.clientOptions(s)...)
@@ -132,7 +137,7 @@ func (c *conn) protocolVersion() string {
 }
 
 func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
-	s := c.newSession(TransportHTTP)
+	s := c.newSession(mcpconfig.TransportHTTP)
 	s.httpClient = c.newHTTPClient(s)
 	opts := []mcptransport.StreamableHTTPCOption{
 		mcptransport.WithHTTPBasicClient(s.httpClient),
@@ -156,7 +161,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 }
 
 func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
-	s := c.newSession(TransportSSE)
+	s := c.newSession(mcpconfig.TransportSSE)
 	s.httpClient = c.newHTTPClient(s)
 	connect, _ := c.cfg.Timeouts()
 	opts := []mcptransport.ClientOption{

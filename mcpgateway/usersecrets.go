@@ -9,19 +9,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
-
-// ErrNoSecret is returned by a UserSecrets' Secret when the user has not
-// set a secret of that name.
-var ErrNoSecret = errors.New("no secret set")
-
-// ErrSecretRequired is matched (errors.Is) by the error of a call to a
-// server whose configuration takes a secret of the asking user's own
-// (${user:NAME}) that the user has not set. The error is a
-// *SecretRequiredError; it also matches ErrSignInRequired, since, like a
-// missing sign-in, the user must act before the server can serve them and
-// nothing is wrong with the server.
-var ErrSecretRequired = errors.New("user secret required")
 
 // UserSecrets gives the secrets users set for themselves (PUT
 // /users/:user/secrets/:name in the service), which mcp.json takes as
@@ -61,7 +52,7 @@ func (e *SecretRequiredError) Error() string {
 
 // Is reports whether target is ErrSecretRequired or ErrSignInRequired.
 func (e *SecretRequiredError) Is(target error) bool {
-	return target == ErrSecretRequired || target == ErrSignInRequired
+	return target == ErrSecretRequired || target == mcpauth.ErrSignInRequired
 }
 
 // MemoryUserSecrets is a UserSecrets in memory, for the CLI and tests. The
@@ -134,7 +125,7 @@ func (g *Gateway) userSecrets(ctx context.Context, user string) (map[string]stri
 // UserValue filled in with vals, and the values (each secret, and each
 // whole header or env value that holds one) added to Secrets, so that the
 // user's session masks them like every other secret.
-func withUserSecrets(cfg ServerConfig, vals map[string]string) ServerConfig {
+func withUserSecrets(cfg mcpconfig.ServerConfig, vals map[string]string) mcpconfig.ServerConfig {
 	if len(cfg.UserValues) == 0 {
 		return cfg
 	}
@@ -162,4 +153,19 @@ func withUserSecrets(cfg ServerConfig, vals map[string]string) ServerConfig {
 	slices.SortFunc(secrets, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
 	cfg.Secrets = slices.Compact(secrets)
 	return cfg
+}
+
+// userErr masks err, an error of g's conn about a call a user's session
+// made, for the user ctx names (maskFor): g's conn masks the server's
+// secrets only, and a user's error must hide that user's own (and only
+// theirs, so that nobody can test a guess at another's). Other errors
+// pass unchanged.
+func (g *Gateway) userErr(ctx context.Context, err error) error {
+	se, ok := err.(*ServerError)
+	if !ok || len(g.cfg.UserValues) == 0 {
+		return err
+	}
+	masked := *se
+	masked.msg = g.maskFor(ctx, se.msg)
+	return &masked
 }

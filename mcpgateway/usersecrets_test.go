@@ -19,6 +19,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -67,7 +68,7 @@ func TestUserSecretsInHeaders(t *testing.T) {
 
 	// Bob has set nothing: told what to set, like a missing sign-in.
 	_, err := whoami(t, g, "bob")
-	if !errors.Is(err, ErrSecretRequired) || !errors.Is(err, ErrSignInRequired) ||
+	if !errors.Is(err, ErrSecretRequired) || !errors.Is(err, mcpauth.ErrSignInRequired) ||
 		!strings.Contains(err.Error(), "PUT /users/bob/secrets/API_KEY") {
 		t.Errorf("bob: %v, want a secret-required error naming PUT /users/bob/secrets/API_KEY", err)
 	}
@@ -93,7 +94,8 @@ func TestUserSecretsInHeaders(t *testing.T) {
 	g.mu.Lock()
 	child := g.users["carol"].g
 	g.mu.Unlock()
-	for name, mask := range map[string]func(string) string{"the gateway": g.mask, "carol's session": child.mask} {
+	carolMask := func(s string) string { return g.maskFor(WithUser(t.Context(), "carol"), s) }
+	for name, mask := range map[string]func(string) string{"the gateway, for carol": carolMask, "carol's session": child.mask} {
 		if got := mask(quoted); got != "403: unknown API key *** (***)" {
 			t.Errorf("%s masks %q as %q", name, quoted, got)
 		}
@@ -190,5 +192,66 @@ func TestUserSecretsInStdioEnv(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"db"}, g.StatusFor(t.Context(), "bob").MissingSecrets); diff != "" {
 		t.Errorf("bob's missing secrets (-want +got):\n%s", diff)
+	}
+}
+
+// TestUserSecretsMaskedPerUser: what a user is shown is masked with the
+// server's secrets and that user's own, never another user's: bob, whose
+// error happens to quote alice's key (he sent it as a guess), sees it as he
+// sent it, so the mask cannot confirm his guess; each user's own key is
+// masked in their own errors; a secret of the config is masked for all.
+func TestUserSecretsMaskedPerUser(t *testing.T) {
+	srv := mcpserver.NewMCPServer("echo", "1.0.0")
+	srv.AddTool(mcp.NewTool("fail", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("cannot do " + req.GetString("text", ""))
+	})
+	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
+	t.Cleanup(ts.Close)
+	cfg := parseOK(t, `{"servers": {"api": {"type": "http", "url": "`+ts.URL+`/mcp",
+		"headers": {"Authorization": "Bearer ${user:API_KEY}", "X-Team": "team-config-0001"}}}}`, nil).Servers[0]
+	secrets := &MemoryUserSecrets{}
+	secrets.Set("alice", "API_KEY", "key-alice-0001")
+	secrets.Set("bob", "API_KEY", "key-bob-000001")
+	g := newGateway(t, cfg, &Options{UserSecrets: secrets})
+	// shown returns everything user is shown of a failed call with text,
+	// through the agent's path (Run) and the API's (Execute).
+	shown := func(user, text string) string {
+		t.Helper()
+		res, err := g.Run(t.Context(), tools.Call{UserID: user, Args: map[string]any{
+			"action": "execute", "tool_name": "fail", "tool_inputs": map[string]any{"text": text}}}, tools.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", user, err)
+		}
+		b, _ := json.Marshal(res)
+		out, err := g.Execute(WithUser(t.Context(), user), "fail", map[string]any{"text": text})
+		if err == nil {
+			t.Fatalf("%s: %+v, want an error", user, out)
+		}
+		return string(b) + "\n" + err.Error()
+	}
+	// Both users have sessions, so each one's secrets are known to g.
+	for _, user := range []string{"alice", "bob"} {
+		if got := shown(user, "warm-up"); !strings.Contains(got, "cannot do warm-up") {
+			t.Fatalf("%s's error: %s", user, got)
+		}
+	}
+	for _, tc := range []struct {
+		user, text string
+		masked     bool
+	}{
+		{"bob", "key-alice-0001", false},
+		{"alice", "key-bob-000001", false},
+		{"alice", "key-alice-0001", true},
+		{"bob", "key-bob-000001", true},
+		{"alice", "team-config-0001", true},
+		{"bob", "team-config-0001", true},
+	} {
+		got := shown(tc.user, tc.text)
+		if tc.masked && (strings.Contains(got, tc.text) || !strings.Contains(got, "cannot do ***")) {
+			t.Errorf("%s sent %s: shown %s; want it masked", tc.user, tc.text, got)
+		}
+		if !tc.masked && strings.Count(got, "cannot do "+tc.text) != 2 {
+			t.Errorf("%s sent %s: shown %s; want it as sent, in both results", tc.user, tc.text, got)
+		}
 	}
 }

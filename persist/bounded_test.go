@@ -55,9 +55,11 @@ func openFile(t *testing.T) (*persist.Store, *store.Store, string) {
 
 // TestTenThousandQueries saves 10,000 queries of one conversation as the
 // Manager does, each with a result of some 2 KB and its events, then loads
-// the conversation: every user message and answer is there, and what the
-// conversation stores grows by a bounded number of bytes per query, not by
-// the results' size.
+// the conversation: every user message and answer is there, every result
+// event replays as it was streamed, and what the conversation stores grows
+// by a bounded number of bytes per query: the events the user saw (each
+// result kept whole up to the replay cap) and the turn's digest, not the
+// turn's whole result as well.
 func TestTenThousandQueries(t *testing.T) {
 	t.Parallel()
 	const queries = 10_000
@@ -91,9 +93,10 @@ func TestTenThousandQueries(t *testing.T) {
 		}
 	}
 	total := storedBytes(t, path, "long")
-	// The newest query's result is kept whole (some 2 KB twice); every
-	// other query keeps its messages, digests and small events.
-	const perQuery = 1200
+	// The newest query's result is kept whole in its turn; every query keeps
+	// its messages, the digest of its result, and its events, the result
+	// event (some 2.1 KB) whole for the UI.
+	const perQuery = 1200 + 2200
 	if got := (total - half) / (queries / 2); got > perQuery {
 		t.Errorf("the last %d queries stored %d bytes each, want at most %d", queries/2, got, perQuery)
 	}
@@ -136,6 +139,9 @@ func TestTenThousandQueries(t *testing.T) {
 	for i := range queries {
 		if !strings.Contains(string(evs[3*i+1]), fmt.Sprintf("Added todo %d.", i)) {
 			t.Fatalf("event %d = %s, want answer %d", 3*i+1, evs[3*i+1], i)
+		}
+		if !strings.Contains(string(evs[3*i]), filler) {
+			t.Fatalf("result event %d = %.200s..., want it whole", 3*i, evs[3*i])
 		}
 	}
 }

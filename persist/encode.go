@@ -11,13 +11,24 @@ import (
 	"github.com/elysia-go/elysia/tree"
 )
 
-// minEventDigest is the smallest result payload given a digest: a smaller
-// one is not worth decoding, its digest would save little.
-const minEventDigest = 512
+// maxReplayResult bounds, in bytes, a result event the event log keeps
+// whole for the UI once a later query makes it old: twice the gateways'
+// 64 KiB output cap, so that a capped result comes back whole with its
+// JSON escaping, _REF_IDs and metadata. A larger one (a tool with a larger
+// cap) comes back with its leading objects that fit (replayForm).
+const maxReplayResult = 128 << 10
 
-// maxDigestMetadata is the largest metadata a result event's digest keeps
-// (the server and action the UI labels a result with).
+// replayOverhead is room, in bytes, for what replayForm writes beside the
+// objects and the envelope's other members: the type, and the note.
+const replayOverhead = 512
+
+// maxDigestMetadata is the largest metadata a result event's replay form
+// keeps (the server and action the UI labels a result with).
 const maxDigestMetadata = 256
+
+// truncatedKey is the key of the object saying what a shortened result
+// left out, as in the decision prompt's digests.
+const truncatedKey = "_TRUNCATED"
 
 // newTurn encodes a turn: its messages, and its results whole and as
 // digests.
@@ -118,32 +129,25 @@ func appendKey(w, d []byte, key string) ([]byte, []byte, error) {
 	return w, d, nil
 }
 
-// encodeEvents encodes a query's events, a large result with a digest
-// that the store keeps once a later query saves its events; queryID is the
-// query's id. payloads are the result events' payloads before encoding, by
-// envelope ID (see tree.ConversationChange.ResultPayloads): a result
-// missing from it is decoded to make its digest.
-func encodeEvents(events []tools.Envelope, payloads map[string]tools.ResultPayload) (evs []store.NewEvent, queryID string, err error) {
+// encodeEvents encodes a query's events for the event log the UI replays
+// when the conversation is reopened; queryID is the query's id. The log
+// keeps what the user saw: every event as it was streamed, except that a
+// result event over maxReplayResult bytes gets a digest (replayForm),
+// which the store keeps instead once a later query saves its events.
+// (Folding results to keep a prompt short is the decision prompt's
+// business, on the turns' results; see encodeResults.)
+func encodeEvents(events []tools.Envelope) (evs []store.NewEvent, queryID string, err error) {
 	evs = make([]store.NewEvent, len(events))
 	for i, ev := range events {
 		if evs[i].Envelope, err = encodeEnvelope(ev); err != nil {
 			return nil, "", err
 		}
 		queryID = ev.QueryID
-		if ev.Type != tools.EventResult || len(ev.Payload) < minEventDigest {
+		if ev.Type != tools.EventResult || len(evs[i].Envelope) <= maxReplayResult {
 			continue
 		}
-		p, ok := payloads[ev.ID]
-		if !ok {
-			if err := json.Unmarshal(ev.Payload, &p); err != nil {
-				return nil, "", fmt.Errorf("decode result event %s: %w", ev.ID, err)
-			}
-		}
-		if evs[i].Digest, err = digestEvent(ev, p); err != nil {
-			return nil, "", err
-		}
-		if len(evs[i].Digest) >= len(evs[i].Envelope) {
-			evs[i].Digest = nil
+		if evs[i].Digest, err = replayForm(ev, len(evs[i].Envelope)); err != nil {
+			return nil, "", fmt.Errorf("result event %s: %w", ev.ID, err)
 		}
 	}
 	return evs, queryID, nil
@@ -157,28 +161,37 @@ func encodeEnvelope(ev tools.Envelope) (json.RawMessage, error) {
 	return tools.AppendEnvelope(nil, ev)
 }
 
-// digestEvent returns result event ev, whose payload is p, with its
-// objects replaced by their digest (tree.DigestEntry) and its metadata
-// kept when small.
-func digestEvent(ev tools.Envelope, p tools.ResultPayload) (json.RawMessage, error) {
-	var short struct {
-		Objects  json.RawMessage `json:"objects"`
-		Metadata json.RawMessage `json:"metadata"`
+// replayForm returns result event ev, whose JSON is size bytes, cut to fit
+// maxReplayResult: its leading objects that fit, whole and in their keys'
+// order, then an object whose _TRUNCATED says how many were left out; its
+// metadata is kept when small.
+func replayForm(ev tools.Envelope, size int) (json.RawMessage, error) {
+	var p struct {
+		Type     string            `json:"type"`
+		Objects  []json.RawMessage `json:"objects"`
+		Metadata json.RawMessage   `json:"metadata"`
 	}
-	if err := json.Unmarshal(tree.DigestEntry(tools.EnvEntry{Objects: p.Objects, Metadata: p.Metadata}), &short); err != nil {
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
 		return nil, err
 	}
-	if md, err := tools.Marshal(p.Metadata); err == nil && len(md) <= maxDigestMetadata && p.Metadata != nil {
-		short.Metadata = md
+	if len(p.Metadata) > maxDigestMetadata {
+		p.Metadata = json.RawMessage("{}")
 	}
-	payload, err := tools.Marshal(struct {
-		Type     string          `json:"type"`
-		Objects  json.RawMessage `json:"objects"`
-		Metadata json.RawMessage `json:"metadata"`
-	}{p.Type, short.Objects, short.Metadata})
+	// What is left for the objects once the envelope's other members, the
+	// metadata and the note are written.
+	left := maxReplayResult - (size - len(ev.Payload)) - len(p.Metadata) - replayOverhead
+	kept := 0
+	for ; kept < len(p.Objects) && len(p.Objects[kept])+1 <= left; kept++ {
+		left -= len(p.Objects[kept]) + 1
+	}
+	note, err := tools.Marshal(map[string]string{truncatedKey: fmt.Sprintf(
+		"%d of %d objects left out: a saved conversation keeps %d KiB of each result", len(p.Objects)-kept, len(p.Objects), maxReplayResult>>10)})
 	if err != nil {
 		return nil, err
 	}
-	ev.Payload = payload
+	p.Objects = append(p.Objects[:kept:kept], note)
+	if ev.Payload, err = tools.Marshal(p); err != nil {
+		return nil, err
+	}
 	return tools.Marshal(ev)
 }

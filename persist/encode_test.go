@@ -10,42 +10,62 @@ import (
 	"github.com/elysia-go/elysia/tree"
 )
 
-// TestEventDigestFromPayload: the digest of a large result event made from
-// its payload before encoding (what a query's save passes) is the one made
-// by decoding the envelope (what a save without it does).
-func TestEventDigestFromPayload(t *testing.T) {
-	objects := make([]map[string]any, 20)
-	for i := range objects {
-		objects[i] = map[string]any{tools.RefIDKey: fmt.Sprintf("mcp_todo_list_0_%d", i),
-			"id": i + 1, "title": fmt.Sprintf("todo number %d", i), "done": i%2 == 0, "tags": []any{"a", "b"}}
-	}
-	p := tools.ResultPayload{Type: "table", Objects: objects, Metadata: map[string]any{"server": "todo", "tool": "list_todos"}}
-	res, err := tools.NewEnvelope(tools.Event{Type: tools.EventResult, Payload: p}, "alice", "c1", "q1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, err := tools.NewEnvelope(tools.Event{Type: tools.EventCompleted}, "alice", "c1", "q1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := []tools.Envelope{res, done}
-
-	decoded, _, err := encodeEvents(events, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	given, _, err := encodeEvents(events, map[string]tools.ResultPayload{res.ID: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if decoded[0].Digest == nil || len(decoded[0].Digest) >= len(decoded[0].Envelope) {
-		t.Fatalf("digest of a %d-byte result = %s; want a shorter one", len(decoded[0].Envelope), decoded[0].Digest)
-	}
-	for i := range events {
-		if string(given[i].Envelope) != string(decoded[i].Envelope) || string(given[i].Digest) != string(decoded[i].Digest) {
-			t.Errorf("event %d from its payload:\n%s\n%s\nwant as decoded:\n%s\n%s", i,
-				given[i].Envelope, given[i].Digest, decoded[i].Envelope, decoded[i].Digest)
+// TestReplayForm: the event log keeps a result event whole up to
+// maxReplayResult; a larger one gets a replay form holding its leading
+// objects, whole and byte for byte, and a note on how many were left out.
+func TestReplayForm(t *testing.T) {
+	result := func(n, size int) tools.Envelope {
+		t.Helper()
+		objects := make([]map[string]any, n)
+		for i := range objects {
+			objects[i] = map[string]any{tools.RefIDKey: fmt.Sprintf("mcp_todo_list_0_%d", i), "title": fmt.Sprintf("todo %d", i),
+				"notes": strings.Repeat("n", size)}
 		}
+		p := tools.ResultPayload{Type: "table", Objects: objects, Metadata: map[string]any{"server": "todo", "tool": "list_todos"}}
+		env, err := tools.NewEnvelope(tools.Event{Type: tools.EventResult, Payload: p}, "alice", "c1", "q1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	small, big := result(20, 3000), result(20, 10_000)
+	evs, _, err := encodeEvents([]tools.Envelope{small, big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[0].Digest != nil {
+		t.Errorf("a %d-byte result got a replay form; want it kept whole", len(evs[0].Envelope))
+	}
+	form := evs[1].Digest
+	if form == nil || len(form) > maxReplayResult {
+		t.Fatalf("a %d-byte result has a replay form of %d bytes, want one of at most %d", len(evs[1].Envelope), len(form), maxReplayResult)
+	}
+	var got, want struct {
+		Payload struct {
+			Objects  []json.RawMessage `json:"objects"`
+			Metadata map[string]any    `json:"metadata"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(form, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(evs[1].Envelope, &want); err != nil {
+		t.Fatal(err)
+	}
+	n := len(got.Payload.Objects) - 1
+	if n < 10 || n >= 20 {
+		t.Fatalf("the replay form keeps %d objects, want the 12 or so that fit", n)
+	}
+	for i := range n {
+		if string(got.Payload.Objects[i]) != string(want.Payload.Objects[i]) {
+			t.Errorf("object %d is not kept as it was streamed", i)
+		}
+	}
+	if note := string(got.Payload.Objects[n]); !strings.Contains(note, fmt.Sprintf("%d of 20 objects left out", 20-n)) {
+		t.Errorf("the note says %s", note)
+	}
+	if got.Payload.Metadata["server"] != "todo" {
+		t.Errorf("metadata = %v, want it kept", got.Payload.Metadata)
 	}
 }
 

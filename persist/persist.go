@@ -160,7 +160,7 @@ func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []to
 	if err != nil {
 		return err
 	}
-	evs, queryID, err := encodeEvents(events, nil)
+	evs, queryID, err := encodeEvents(events)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events [
 			return 0, err
 		}
 	}
-	evs, queryID, err := encodeEvents(events, ch.ResultPayloads)
+	evs, queryID, err := encodeEvents(events)
 	if err != nil {
 		return 0, err
 	}

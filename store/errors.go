@@ -31,3 +31,11 @@ var ErrTooMany = errors.New("too many")
 // The error's text names the database and holds the driver's detail: log
 // it, do not show it.
 var ErrUnavailable = errors.New("database unavailable")
+
+// ErrTooManySecrets is matched by [Vault.PutSecret]'s error when the user
+// already keeps [MaxSecretsPerUser] secrets and the name is a new one.
+var ErrTooManySecrets = errors.New("too many secrets")
+
+// ErrNoBus is returned by [Store.NewBus] on SQLite: one process uses the
+// database, and has no other to send messages to.
+var ErrNoBus = errors.New("no bus between processes on SQLite")

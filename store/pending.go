@@ -24,7 +24,9 @@ type PendingCaps struct{ PerUser, Total int }
 // caps.PerUser sign-ins waiting, or all users caps.Total, it keeps nothing
 // and its error matches ErrTooMany. Two replicas putting at once may each
 // see room for one: the caps bound the table, not to the row.
-func (v *Vault) PutPending(ctx context.Context, state, user string, value []byte, expires time.Time, caps PendingCaps) error {
+func (v *Vault) PutPending(ctx context.Context, state, user string, value []byte, expires time.Time, caps PendingCaps) (err error) {
+	ctx, end := v.s.call(ctx)
+	defer end(&err)
 	key, err := v.pendingKey(state)
 	if err != nil {
 		return err
@@ -53,7 +55,9 @@ func (v *Vault) PutPending(ctx context.Context, state, user string, value []byte
 
 // PendingRoom drops the expired sign-ins and returns an error matching
 // ErrTooMany when PutPending for user would be refused now.
-func (v *Vault) PendingRoom(ctx context.Context, user string, caps PendingCaps) error {
+func (v *Vault) PendingRoom(ctx context.Context, user string, caps PendingCaps) (err error) {
+	ctx, end := v.s.call(ctx)
+	defer end(&err)
 	if err := v.s.check(user); err != nil {
 		return err
 	}
@@ -97,7 +101,9 @@ func (v *Vault) pendingRoom(ctx context.Context, tx *sql.Tx, user string, caps P
 // TakePending removes the sign-in of state and returns it, opened. One
 // that is missing, already taken or expired is an error matching
 // ErrNotFound; of two replicas taking the same state at once, one gets it.
-func (v *Vault) TakePending(ctx context.Context, state string) ([]byte, error) {
+func (v *Vault) TakePending(ctx context.Context, state string) (_ []byte, err error) {
+	ctx, end := v.s.call(ctx)
+	defer end(&err)
 	key, err := v.pendingKey(state)
 	if err != nil {
 		return nil, err

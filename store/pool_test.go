@@ -267,6 +267,7 @@ func TestStoppedDatabase(t *testing.T) {
 	if _, err := s.EnsureUser(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
+	v := openVault(t, s, newKey(t))
 	p.close()
 	ctx := t.Context()
 	if _, err := s.GetUser(ctx, "alice"); !errors.Is(err, ErrUnavailable) {
@@ -281,6 +282,14 @@ func TestStoppedDatabase(t *testing.T) {
 	}
 	if err := s.Ping(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Ping on a stopped database: got %v, want ErrUnavailable", err)
+	}
+	// A sign-in started or finished meanwhile is an outage too (503), not
+	// "no such sign-in" (400) nor a 500.
+	if err := v.PendingRoom(ctx, "alice", PendingCaps{PerUser: 10, Total: 100}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("PendingRoom on a stopped database: got %v, want ErrUnavailable", err)
+	}
+	if _, err := v.TakePending(ctx, "state"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("TakePending on a stopped database: got %v, want ErrUnavailable", err)
 	}
 	// A conversation that does not exist is still an answer, not an outage.
 	if _, err := s.GetConversation(ctx, "alice", ""); errors.Is(err, ErrUnavailable) {

@@ -133,6 +133,19 @@ var migrations = []migration{
 		sqlite:   pendingUserMigration,
 		postgres: pendingUserMigration,
 	},
+	{
+		// Messages between replicas (see Bus), on PostgreSQL only: each
+		// lives a minute, so the table is unlogged (not written to the
+		// WAL, emptied by a crash, not replicated), which is what a
+		// message nobody waits for any more needs.
+		postgres: []string{
+			`CREATE UNLOGGED TABLE relay_messages (
+				id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				sent_at BIGINT NOT NULL,
+				body BYTEA NOT NULL)`,
+			`CREATE INDEX relay_messages_sent ON relay_messages (sent_at)`,
+		},
+	},
 }
 
 // pendingUserMigration is the seventh migration, the same in both

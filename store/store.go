@@ -84,6 +84,9 @@ type Store struct {
 	logger  *slog.Logger
 	// where names the database in errors and logs, without any password.
 	where string
+	// pgDSN is the driver's data source name on PostgreSQL, for the
+	// connection of a Bus; it may hold a password: never log it.
+	pgDSN string
 	// callTimeout bounds a call whose ctx has no deadline (see call).
 	callTimeout time.Duration
 
@@ -162,6 +165,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	driver := "sqlite"
 	if d == dialectPostgres {
 		driver = "pgx"
+		s.pgDSN = driverDSN
 	}
 	s.db, err = sql.Open(driver, driverDSN)
 	if err != nil {

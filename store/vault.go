@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 )
 
 // Vault keeps values that must never be stored in clear: users' OAuth
@@ -116,11 +117,61 @@ func (v *Vault) Secret(ctx context.Context, user, name string) ([]byte, error) {
 		fmt.Sprintf("secret %q of user %q", name, user), additional("user secret", user, name), user, name)
 }
 
+// MaxSecretsPerUser is how many secrets one user may keep. PutSecret
+// refuses a new name beyond it; replacing a kept one is always allowed, and
+// secrets kept before the cap existed stay.
+const MaxSecretsPerUser = 100
+
 // PutSecret seals value and stores it as user's secret name, replacing any.
-func (v *Vault) PutSecret(ctx context.Context, user, name string, value []byte) error {
-	return v.put(ctx, `INSERT INTO user_secrets (user_id, name, sealed, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (user_id, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
-		fmt.Sprintf("secret %q of user %q", name, user), additional("user secret", user, name), value, user, name)
+// A new name when the user already keeps MaxSecretsPerUser secrets is an
+// error matching ErrTooManySecrets, and nothing changes.
+func (v *Vault) PutSecret(ctx context.Context, user, name string, value []byte) (err error) {
+	if err := v.s.check(user, name); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("secret %q of user %q", name, user)
+	defer func() {
+		if err != nil && !errors.Is(err, ErrTooManySecrets) {
+			err = fmt.Errorf("put %s: %w", what, err)
+		}
+	}()
+	tx, err := v.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // sql.ErrTxDone after Commit
+	if v.s.dialect == dialectPostgres {
+		// One user's puts go one at a time (SQLite's immediate
+		// transactions do that by themselves), so that two new names put
+		// at once cannot both pass the count.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, userSecretsKey(user)); err != nil {
+			return err
+		}
+	}
+	var kept, same int
+	if err := tx.QueryRowContext(ctx, v.s.q(`SELECT COUNT(*), COUNT(CASE WHEN name = ? THEN 1 END) FROM user_secrets WHERE user_id = ?`),
+		name, user).Scan(&kept, &same); err != nil {
+		return err
+	}
+	if same == 0 && kept >= MaxSecretsPerUser {
+		return fmt.Errorf("user %q keeps %d secrets, the most a user may keep (%d): delete one before adding %q: %w",
+			user, kept, MaxSecretsPerUser, name, ErrTooManySecrets)
+	}
+	if _, err := tx.ExecContext(ctx, v.s.q(`INSERT INTO user_secrets (user_id, name, sealed, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (user_id, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`),
+		user, name, v.seal(value, additional("user secret", user, name)), v.s.now().UnixMicro()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// userSecretsKey is the PostgreSQL advisory lock that orders one user's
+// PutSecret calls.
+func userSecretsKey(userID string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("elysia/user-secrets\x00"))
+	h.Write([]byte(userID))
+	return int64(h.Sum64())
 }
 
 // DeleteSecret forgets user's secret name; a missing one is not an error.

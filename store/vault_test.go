@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -42,6 +44,7 @@ func TestVault(t *testing.T) {
 				{"wrong key", testVaultWrongKey},
 				{"row bound", testVaultRowBound},
 				{"pending sign-ins", testVaultPending},
+				{"secrets capped per user", testVaultSecretCap},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
@@ -267,5 +270,41 @@ func TestSecretKeyPostgresNeedsEnv(t *testing.T) {
 	s := openStore(t, postgresTestDSN(t))
 	if _, err := s.SecretKey(""); !errors.Is(err, ErrNoSecretKey) || !strings.Contains(err.Error(), "ELYSIA_SECRET_KEY") {
 		t.Errorf("SecretKey on PostgreSQL without a key = %v, want an error naming ELYSIA_SECRET_KEY", err)
+	}
+}
+
+// testVaultSecretCap: a user keeps at most MaxSecretsPerUser secrets: a new
+// name beyond them is refused with ErrTooManySecrets and changes nothing,
+// replacing a kept one still works, and another user is not affected.
+func testVaultSecretCap(t *testing.T, newDSN newDSN) {
+	t.Helper()
+	ctx := t.Context()
+	v := openVault(t, openStore(t, newDSN(t)), newKey(t))
+	for i := range MaxSecretsPerUser {
+		if err := v.PutSecret(ctx, "alice", fmt.Sprintf("S%d", i), []byte(fmt.Sprintf("v%d", i))); err != nil {
+			t.Fatalf("secret %d: %v", i, err)
+		}
+	}
+	err := v.PutSecret(ctx, "alice", "ONE_MORE", []byte("x"))
+	if !errors.Is(err, ErrTooManySecrets) || !strings.Contains(err.Error(), strconv.Itoa(MaxSecretsPerUser)) {
+		t.Fatalf("secret %d: %v, want ErrTooManySecrets naming the cap", MaxSecretsPerUser+1, err)
+	}
+	if _, err := v.Secret(ctx, "alice", "ONE_MORE"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused secret: %v, want ErrNotFound", err)
+	}
+	if err := v.PutSecret(ctx, "alice", "S7", []byte("replaced")); err != nil {
+		t.Errorf("replacing a kept secret at the cap: %v", err)
+	}
+	if err := v.PutSecret(ctx, "bob", "S0", []byte("bob's")); err != nil {
+		t.Errorf("another user's first secret: %v", err)
+	}
+	for i := range MaxSecretsPerUser {
+		want := fmt.Sprintf("v%d", i)
+		if i == 7 {
+			want = "replaced"
+		}
+		if got, err := v.Secret(ctx, "alice", fmt.Sprintf("S%d", i)); err != nil || string(got) != want {
+			t.Errorf("secret S%d = %q, %v; want %q", i, got, err, want)
+		}
 	}
 }

@@ -35,7 +35,10 @@ type ElicitationPayload struct {
 	// RequestedSchema is the form's JSON schema with its defaults filled
 	// in; nil in url mode.
 	RequestedSchema map[string]any `json:"requested_schema"`
-	URL             string         `json:"url"`
+	// FieldOrder names RequestedSchema's properties in the server's order
+	// (a JSON object's order is lost in a map), when the gateway saw it.
+	FieldOrder []string `json:"field_order,omitempty"`
+	URL        string   `json:"url"`
 }
 
 // Elicitation answers.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 )
 
 // Marshal is json.Marshal without HTML escaping: the wire form of
@@ -14,6 +15,32 @@ import (
 // read the same on the wire as in DESIGN.md's examples.
 func Marshal(v any) ([]byte, error) {
 	return appendMarshal(nil, v)
+}
+
+// WriteJSONString writes s to b as a JSON string, byte for byte as Marshal
+// writes it, without Marshal's work when s needs no escaping.
+func WriteJSONString(b *bytes.Buffer, s string) {
+	if PlainJSONString(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	enc, _ := Marshal(s) // a string always marshals
+	b.Write(enc)
+}
+
+// PlainJSONString reports whether s needs no escaping in JSON, so that its
+// JSON form is s between quotes. <, > and & are plain: Marshal does not
+// escape them for HTML.
+func PlainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendMarshal appends what Marshal returns for v to dst.

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -101,5 +102,19 @@ func TestAppendEnvelopeEmptyPayload(t *testing.T) {
 	}
 	if want := `{"type":"text","id":"tex-1","user_id":"","conversation_id":"","query_id":"","payload":null}`; string(got) != want {
 		t.Errorf("AppendEnvelope = %s, want %s", got, want)
+	}
+}
+
+func TestWriteJSONStringIsMarshal(t *testing.T) {
+	for _, s := range []string{"", "plain", "a<b>&c", "quote\" back\\slash", "tab\tnl\n", "\x00\x1f", "é ☃ \u2028\u2029", "\xff bad utf-8"} {
+		var b bytes.Buffer
+		WriteJSONString(&b, s)
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); got != string(want) {
+			t.Errorf("WriteJSONString(%q) = %s, want %s as Marshal writes it", s, got, want)
+		}
 	}
 }

@@ -65,7 +65,7 @@ func (qs *questions) get(user, id string) (*question, bool) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	q, ok := qs.pending[id]
-	if !ok || q.user != user {
+	if !ok || (user != "" && q.user != user) {
 		return nil, false
 	}
 	return q, true
@@ -74,7 +74,9 @@ func (qs *questions) get(user, id string) (*question, bool) {
 // Answer gives userID's answer to the question elicitationID that a tool of
 // one of the user's runs asked (an elicitation event). A question that is not
 // waiting, or not the user's, is ErrNotFound: users never learn of others'
-// questions. An accepted answer is completed and checked as the question
+// questions. An empty userID answers the question whatever its user, for a
+// caller that may act for every user (an admin key, a keyless service),
+// where the unguessable id alone names the question. An accepted answer is completed and checked as the question
 // says (defaults filled in, the schema validated); a failed check is a
 // *tools.ArgumentError and the question keeps waiting, so the user can fix
 // the answer. Action must be accept, decline or cancel (else ErrInvalid).

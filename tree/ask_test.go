@@ -87,7 +87,7 @@ func TestAskReachesOnlyTheRunsUser(t *testing.T) {
 	if err := m.Answer(ctx, "alice", id, tools.Answer{Action: tools.ElicitDecline}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("answering again after the run: %v, want ErrNotFound", err)
 	}
-	if got, want := rec.types(), "title elicitation tree_update status text tree_update completed"; got != want {
+	if got, want := rec.types(), "title tree_update elicitation tree_update status text completed"; got != want {
 		t.Errorf("events:\n got %s\nwant %s", got, want)
 	}
 }

@@ -53,13 +53,13 @@ func (t *Tree) descriptions() []string {
 
 func writeNode(b *bytes.Buffer, id, description, instruction string, branch bool, options []*option) {
 	b.WriteString(`{"name":`)
-	writeString(b, displayName(id))
+	tools.WriteJSONString(b, displayName(id))
 	b.WriteString(`,"id":`)
-	writeString(b, id)
+	tools.WriteJSONString(b, id)
 	b.WriteString(`,"description":`)
-	writeString(b, description)
+	tools.WriteJSONString(b, description)
 	b.WriteString(`,"instruction":`)
-	writeString(b, instruction)
+	tools.WriteJSONString(b, instruction)
 	b.WriteString(`,"reasoning":"","branch":`)
 	if branch {
 		b.WriteString("true")
@@ -71,7 +71,7 @@ func writeNode(b *bytes.Buffer, id, description, instruction string, branch bool
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeString(b, o.id)
+		tools.WriteJSONString(b, o.id)
 		b.WriteByte(':')
 		if o.next == nil {
 			writeNode(b, o.id, o.description(), "", false, nil)
@@ -80,30 +80,6 @@ func writeNode(b *bytes.Buffer, id, description, instruction string, branch bool
 		writeNode(b, o.next.id, o.description(), o.next.instruction, o.isBranch(), o.next.options)
 	}
 	b.WriteString("}}")
-}
-
-// writeString writes s as a JSON string.
-func writeString(b *bytes.Buffer, s string) {
-	if isPlain(s) {
-		b.WriteByte('"')
-		b.WriteString(s)
-		b.WriteByte('"')
-		return
-	}
-	enc, _ := tools.Marshal(s) // a string always marshals
-	b.Write(enc)
-}
-
-// isPlain reports whether s needs no escaping in JSON. <, > and & are
-// plain: the wire is not HTML-escaped (tools.Marshal).
-func isPlain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // displayName is Elysia's node name: Python's str.capitalize of the id (first

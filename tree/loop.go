@@ -279,27 +279,28 @@ func (r *run) onePass(ctx context.Context) (done bool, err error) {
 		if err != nil {
 			return false, err
 		}
+		// A decision's tree_update goes out before the events it causes (a
+		// branch's status line; a tool's status, result, ...), so that a
+		// client shows the decision above what it led to, as the event log
+		// replays it.
 		if d.opt.isBranch() {
-			// Like a tool's status line, a branch's comes before its
-			// tree_update.
+			r.treeUpdate(node, d, false)
 			if s := d.opt.next.status; s != "" {
 				r.emit(tools.NewStatus(s))
 			}
-			r.treeUpdate(node, d, false)
 			node = d.opt.next
 			continue
 		}
-		// As in Elysia, the tree_update follows the tool's own events
-		// (status, result, ...); reset says the next pass starts at the root,
-		// computed as Elysia does (next is None and not completed): the
-		// decision that ends the query has reset false, so the frontend
-		// draws no new pass under the answer.
+		// reset says the next pass starts at the root, as Elysia computes it
+		// (next is None and not completed), with "completed" known before the
+		// tool runs: the decision of a tool that ends the run has reset
+		// false, so the frontend draws no new pass under the answer.
 		next := d.opt.next
+		r.treeUpdate(node, d, next == nil && !d.opt.tool.EndsRun())
 		ok, ended, err := r.runTool(ctx, d.opt.tool, d.args)
 		if err != nil {
 			return ended, err
 		}
-		r.treeUpdate(node, d, next == nil && !ended)
 		if ended {
 			return true, nil
 		}
@@ -324,11 +325,11 @@ func (r *run) autoRun(ctx context.Context, node *Node) (done bool, err error) {
 			}
 		}
 		inputs, _ := o.spec()
+		r.treeUpdate(node, decision{opt: o, reasoning: "Running " + o.id + " automatically."}, o.next == nil && !o.tool.EndsRun())
 		_, ended, err := r.runTool(ctx, o.tool, withDefaults(inputs, nil))
 		if err != nil {
 			return ended, err
 		}
-		r.treeUpdate(node, decision{opt: o, reasoning: "Running " + o.id + " automatically."}, o.next == nil && !ended)
 		if ended {
 			return true, nil
 		}

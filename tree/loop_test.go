@@ -85,8 +85,8 @@ func TestRunListExecuteAnswer(t *testing.T) {
 	if err := c.Run(t.Context(), model, "create a todo titled \"Buy milk\"", "q1", rec.emit); err != nil {
 		t.Fatal(err)
 	}
-	// The appendix order: a tool's own events, then its tree_update.
-	want := "title status result tree_update status result tree_update status text tree_update completed"
+	// Each decision's tree_update, then the events it caused.
+	want := "title tree_update status result tree_update status result tree_update status text completed"
 	if got := rec.types(); got != want {
 		t.Errorf("events:\n got %s\nwant %s", got, want)
 	}
@@ -281,7 +281,7 @@ func TestRunSaveBeforeCompleted(t *testing.T) {
 	if err := c.Run(t.Context(), script(step{call: "text_response", args: `{"text":"hi"}`}), "hello there", "q", rec.emit); err != nil {
 		t.Fatal(err)
 	}
-	if typesAtSave != "title status text tree_update" {
+	if typesAtSave != "title tree_update status text" {
 		t.Errorf("events emitted when saved = %q", typesAtSave)
 	}
 	saved := store.events["alice/c1"]
@@ -414,7 +414,7 @@ func TestEmitOrderWithoutHoldingMu(t *testing.T) {
 }
 
 // TestBranchStatusLine adds a branch with a status line: choosing the
-// branch emits it as a status event before the branch's tree_update, and
+// branch emits it as a status event after the branch's tree_update, and
 // the line survives a reload from the Store without entering the tree JSON.
 func TestBranchStatusLine(t *testing.T) {
 	ctx := t.Context()
@@ -436,7 +436,7 @@ func TestBranchStatusLine(t *testing.T) {
 	if err := c.Run(ctx, model, "list my tools", "q1", rec.emit); err != nil {
 		t.Fatal(err)
 	}
-	want := "title status tree_update status result tree_update status text tree_update completed"
+	want := "title tree_update status tree_update status result tree_update status text completed"
 	if got := rec.types(); got != want {
 		t.Errorf("events:\n got %s\nwant %s", got, want)
 	}

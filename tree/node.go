@@ -60,7 +60,7 @@ func (n *Node) Description() string { return n.description }
 func (n *Node) Instruction() string { return n.instruction }
 
 // Status returns the status line emitted when the model chooses the node as
-// a branch (a status event, before its tree_update); "" means none.
+// a branch (a status event, after its tree_update); "" means none.
 func (n *Node) Status() string { return n.status }
 
 // OptionIDs returns the ids of the node's options, in order.

@@ -82,9 +82,9 @@ func (ti ToolInfo) MarshalJSON() ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"name":`)
-	writeString(&b, ti.Name)
+	tools.WriteJSONString(&b, ti.Name)
 	b.WriteString(`,"description":`)
-	writeString(&b, ti.Description)
+	tools.WriteJSONString(&b, ti.Description)
 	b.WriteString(`,"inputs":`)
 	b.Write(in)
 	end, _ := tools.Marshal(ti.End)

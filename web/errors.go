@@ -19,6 +19,11 @@ import (
 // unavailable (a server whose circuit is open). It maps to 503.
 var ErrUnavailable = errors.New("unavailable")
 
+// ErrLimit is matched by errors about a per-user cap that is reached (a
+// user who keeps as many secrets as allowed puts a new one). It maps to
+// 409, and its text, which names the cap, is shown.
+var ErrLimit = errors.New("limit reached")
+
 // ErrUnknownState is matched by SignIns.FinishSignIn's error when the
 // callback's state is unknown, expired, already used or another user's. It
 // maps to 400.
@@ -77,7 +82,7 @@ func statusOf(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, tree.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, tree.ErrBusy):
+	case errors.Is(err, tree.ErrBusy), errors.Is(err, ErrLimit):
 		return http.StatusConflict
 	case errors.Is(err, tools.ErrInvalidArguments),
 		errors.Is(err, tools.ErrUnknownTool),

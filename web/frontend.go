@@ -47,7 +47,7 @@ func topLevelFiles(build fs.FS) []string {
 	var out []string
 	for _, d := range entries {
 		name := d.Name()
-		if !d.Type().IsRegular() || !strings.Contains(name, ".") || strings.ContainsAny(name, ":*?#%/\\ ") {
+		if !d.Type().IsRegular() || hidden(name) || !strings.Contains(name, ".") || strings.ContainsAny(name, ":*?#%/\\ ") {
 			continue
 		}
 		out = append(out, name)
@@ -55,20 +55,33 @@ func topLevelFiles(build fs.FS) []string {
 	return out
 }
 
+// hidden reports whether a path of the build has a segment starting with
+// ".": dotfiles and dot folders (.env, .git/config) are never served, by
+// any route.
+func hidden(name string) bool {
+	for seg := range strings.SplitSeq(name, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return true
+		}
+	}
+	return false
+}
+
 // frontendFile serves the file of Options.Frontend that name picks from
-// the request; a directory, a path outside the build or a missing file is
-// a 404.
+// the request. Only regular files are served: a directory, a named pipe, a
+// dotfile or anything under a dot folder, a path outside the build or a
+// missing file is a 404.
 func (s *Server) frontendFile(name func(*gin.Context) string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		n := name(c)
 		if n == "" {
 			n = indexFile
 		}
-		if !fs.ValidPath(n) {
+		if !fs.ValidPath(n) || hidden(n) {
 			s.fail(c, &requestError{http.StatusNotFound, "no such file: " + c.Request.URL.Path}, nil)
 			return
 		}
-		if fi, err := fs.Stat(s.frontend, n); err != nil || fi.IsDir() {
+		if fi, err := fs.Stat(s.frontend, n); err != nil || !fi.Mode().IsRegular() {
 			s.fail(c, &requestError{http.StatusNotFound, "no such file: " + c.Request.URL.Path}, nil)
 			return
 		}

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 )
@@ -51,5 +54,49 @@ func TestNoFrontendByDefault(t *testing.T) {
 		if rec := h.do(t, "GET", path, ""); rec.Code != 404 {
 			t.Errorf("GET %s without --frontend: %d, want 404", path, rec.Code)
 		}
+	}
+}
+
+// TestFrontendServesNoDotfiles: a build folder that also holds a .env, a
+// .git/config and dotted folders serves none of them, by any route (the
+// top-level /.env included), and only regular files: a named pipe or a
+// folder is a 404 too.
+func TestFrontendServesNoDotfiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"index.html":                    "<!DOCTYPE html><title>Elysia</title>",
+		".env":                          "OPENAI_API_KEY=sk-dotenv-secret",
+		".git/config":                   "[remote] url = https://token@example.com",
+		"_next/.cache/x.js":             "hidden",
+		"_next/static/chunks/main-1.js": "console.log('next')",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.js"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = root.Close() })
+	h := newHarness(t, &Options{Frontend: root.FS(), Keys: testKeys})
+	for _, path := range []string{
+		"/.env", "/static/.env", "/static/.git/config", "/_next/.cache/x.js", "/static/_next/.cache/x.js",
+		"/static/%2eenv", "/static/pipe.js", "/static/_next", "/static/.git/",
+	} {
+		rec := h.do(t, "GET", path, "")
+		if rec.Code != 404 || strings.Contains(rec.Body.String(), "secret") || strings.Contains(rec.Body.String(), "token") {
+			t.Errorf("GET %s: %d %q, want 404", path, rec.Code, rec.Body.String())
+		}
+	}
+	if rec := h.do(t, "GET", "/static/_next/static/chunks/main-1.js", ""); rec.Code != 200 {
+		t.Errorf("GET a regular file of the build: %d, want 200", rec.Code)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/elysia-go/elysia/tools"
 )
@@ -113,7 +114,10 @@ type SignIns interface {
 // Safe for concurrent use; errors never carry a value. cmd satisfies it
 // over the encrypted store.
 type UserSecrets interface {
-	// PutSecret stores value as user's secret name, replacing any.
+	// PutSecret stores value as user's secret name, replacing any. A new
+	// name beyond the number of secrets a user may keep is an error
+	// matching ErrLimit (409) that names the cap, and nothing changes.
+	// web refuses a value over 16 KiB before calling it.
 	PutSecret(ctx context.Context, user, name, value string) error
 	// DeleteSecret forgets user's secret name; a missing one is not an
 	// error.
@@ -127,4 +131,26 @@ type UserSecrets interface {
 type UserServers interface {
 	// ServersFor is Servers for user.
 	ServersFor(ctx context.Context, user string) (ServersStatus, error)
+}
+
+// FeedbackStore keeps users' ratings of answers. persist satisfies it.
+// Safe for concurrent use.
+type FeedbackStore interface {
+	// AddFeedback records a rating (0 negative, 1 positive, 2
+	// superpositive) of a query's answer, replacing an earlier one.
+	AddFeedback(ctx context.Context, userID, conversationID, queryID string, rating int) error
+	// RemoveFeedback deletes a query's rating; a missing one is an error
+	// matching tree.ErrNotFound.
+	RemoveFeedback(ctx context.Context, userID, conversationID, queryID string) error
+	// EachFeedback calls fn with every rating the user gave and when,
+	// oldest first.
+	EachFeedback(ctx context.Context, userID string, fn func(rating int, at time.Time)) error
+}
+
+// TextModel completes a prompt with the model that makes the tree's
+// decisions, for the follow-up suggestions. cmd satisfies it with the
+// configured llms.Model. Safe for concurrent use.
+type TextModel interface {
+	// Complete returns the model's answer to prompt.
+	Complete(ctx context.Context, prompt string) (string, error)
 }

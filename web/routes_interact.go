@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree"
 )
 
 // runningQueries holds the cancel funcs of the queries running on this
@@ -71,7 +72,7 @@ func (s *Server) stopQuery(c *gin.Context) {
 		s.fail(c, err, object{kv("stopped", 0)})
 		return
 	}
-	n := s.running.stop(c.Param("user_id"), c.Param("conversation_id"), body.QueryID)
+	n := s.stopQueries(c.Request.Context(), c.Param("user_id"), c.Param("conversation_id"), body.QueryID)
 	if n == 0 {
 		s.fail(c, &requestError{http.StatusNotFound, "no query of this conversation is running"}, object{kv("stopped", 0)})
 		return
@@ -83,8 +84,10 @@ func (s *Server) stopQuery(c *gin.Context) {
 type elicitationBody struct {
 	Action  string         `json:"action"`
 	Content map[string]any `json:"content"`
-	// UserID names the answering user when the key is an admin's (or there
-	// are no keys); a user's key answers for its user.
+	// UserID, optional, names the user the question is for when the key
+	// is an admin's (or there are no keys): the unguessable id alone names
+	// the question there, and a UserID that is not its user's is a 404. A
+	// user's key answers for its user.
 	UserID string `json:"user_id"`
 }
 
@@ -99,15 +102,20 @@ func (s *Server) answerElicitation(c *gin.Context) {
 		return
 	}
 	user := Principal(c.Request.Context())
-	if user == AdminUser || user == "" {
-		user = body.UserID
-	}
-	if err := checkIDs("user_id", user); err != nil || user == "" {
-		s.fail(c, &requestError{http.StatusBadRequest, "user_id: say which user answers"}, nil)
+	if user == "" { // requireKey always names one
+		s.fail(c, errUnauthorized, nil)
 		return
 	}
+	if user == AdminUser {
+		// "" asks tree for the question whatever its user.
+		user = body.UserID
+		if err := checkIDs("user_id", user); err != nil {
+			s.fail(c, err, nil)
+			return
+		}
+	}
 	ans := tools.Answer{Action: body.Action, Content: body.Content}
-	if err := s.deps.Trees.Answer(c.Request.Context(), user, c.Param("elicitation_id"), ans); err != nil {
+	if err := s.answer(c.Request.Context(), user, c.Param("elicitation_id"), ans); err != nil {
 		s.fail(c, err, nil)
 		return
 	}
@@ -139,21 +147,43 @@ func (ws *wsSession) control(ctx context.Context, m wsControl) {
 		fail(forbidden(m.UserID).Error())
 		return
 	}
+	// The work held by another replica is asked for on a goroutine of the
+	// socket, which reads on meanwhile.
 	switch m.Type {
 	case "stop":
-		if ws.s.running.stop(m.UserID, m.ConversationID, m.QueryID) == 0 {
+		switch {
+		case ws.s.stopHere(m.UserID, m.ConversationID, m.QueryID) > 0:
+		case ws.s.relay == nil:
 			fail("no such query is running")
+		default:
+			ws.wg.Go(func() {
+				if ws.s.stopElsewhere(ctx, m.UserID, m.ConversationID, m.QueryID) == 0 {
+					fail("no such query is running")
+				}
+			})
 		}
 	case "elicitation_response":
-		err := ws.s.deps.Trees.Answer(ctx, m.UserID, m.ElicitationID, tools.Answer{Action: m.Action, Content: m.Content})
-		if err != nil {
-			// The refusal names the question, so the page marks the
-			// right form; the question keeps waiting for a better answer.
-			env, _ := tools.NewEnvelope(tools.Event{Type: tools.EventError, Payload: map[string]any{
-				"text": publicMessage(ctx, statusOf(err), err), "elicitation_id": m.ElicitationID}}, m.UserID, m.ConversationID, m.QueryID)
-			ws.send(ctx, env)
+		ans := tools.Answer{Action: m.Action, Content: m.Content}
+		err := ws.s.deps.Trees.Answer(ctx, m.UserID, m.ElicitationID, ans)
+		if ws.s.relay == nil || !errors.Is(err, tree.ErrNotFound) {
+			ws.answered(ctx, m, err)
+			return
 		}
+		ws.wg.Go(func() { ws.answered(ctx, m, ws.s.answerElsewhere(ctx, m.UserID, m.ElicitationID, ans, err)) })
 	default:
 		fail(`unknown message type "` + m.Type + `": want a query, "stop" or "elicitation_response"`)
 	}
+}
+
+// answered tells the socket's client when its answer to a server's
+// question was refused (err not nil): the refusal names the question, so
+// the page marks the right form; the question keeps waiting for a better
+// answer.
+func (ws *wsSession) answered(ctx context.Context, m wsControl, err error) {
+	if err == nil {
+		return
+	}
+	env, _ := tools.NewEnvelope(tools.Event{Type: tools.EventError, Payload: map[string]any{
+		"text": publicMessage(ctx, statusOf(err), err), "elicitation_id": m.ElicitationID}}, m.UserID, m.ConversationID, m.QueryID)
+	ws.send(ctx, env)
 }

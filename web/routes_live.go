@@ -57,6 +57,10 @@ const (
 // server's own routes (a query, a tree operation, a deleted conversation).
 // Its zero value is not usable; use newLiveHub. Safe for concurrent use.
 type liveHub struct {
+	// relay, when set, tells the other replicas of each change published
+	// (see Server.relayLiveChange); it does not block.
+	relay func(user string, t topic)
+
 	// mu guards subs and the pending field of every liveSub.
 	mu   sync.Mutex
 	subs map[*liveSub]struct{}
@@ -91,8 +95,16 @@ func (h *liveHub) unsubscribe(sub *liveSub) {
 }
 
 // publish marks topics as changed for the streams of user ("" means every
-// user) and wakes them. It never blocks.
+// user) and wakes them, here and on the other replicas. It never blocks.
 func (h *liveHub) publish(user string, t topic) {
+	h.publishLocal(user, t)
+	if h.relay != nil {
+		h.relay(user, t)
+	}
+}
+
+// publishLocal is publish for this server's streams only.
+func (h *liveHub) publishLocal(user string, t topic) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs {
@@ -157,6 +169,9 @@ func (r liveRunner) RunQuery(ctx context.Context, userID, conversationID, queryI
 // every query.
 func (s *Server) liveRoutes(e *gin.Engine) {
 	hub := newLiveHub()
+	if s.relay != nil {
+		hub.relay = s.relayLiveChange
+	}
 	s.hub = hub
 	s.deps.Runner = liveRunner{Runner: s.deps.Runner, hub: hub}
 	e.Use(hub.middleware)

@@ -56,8 +56,10 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 	// A stop ends the run's ctx like a client that goes away; the stream
 	// itself goes on, so the client sees the run end: a status saying it
 	// was stopped, then completed.
-	runCtx, cancel := context.WithCancelCause(ctx)
+	spanCtx, span := startQuery(ctx, queryID)
+	runCtx, cancel := context.WithCancelCause(spanCtx)
 	untrack := s.running.track(queryKey{userID, convID, queryID}, func() { cancel(errStopped) })
+	undrain := s.drain.trackRun(func() { cancel(errShuttingDown) })
 	events := make(chan tools.Envelope, runBuffer)
 	done := make(chan error, 1)
 	emit := func(env tools.Envelope) {
@@ -73,11 +75,19 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 				s.logger.ErrorContext(ctx, "query run panicked", slog.Any("panic", r))
 				err = errors.New("query run panicked")
 			}
+			endQuery(span, err)
 			done <- err
 		}()
 		defer cancel(nil)
 		defer untrack()
+		defer undrain()
 		err = s.deps.Runner.RunQuery(runCtx, userID, convID, queryID, query, emit)
+		if err != nil && errors.Is(context.Cause(runCtx), errShuttingDown) && ctx.Err() == nil {
+			for _, env := range shutdownEnvelopes(userID, convID, queryID) {
+				emit(env)
+			}
+			err = nil
+		}
 		if err != nil && errors.Is(context.Cause(runCtx), errStopped) && ctx.Err() == nil {
 			for _, ev := range []tools.Event{tools.NewStatus("Stopped by the user."), {Type: tools.EventCompleted, Payload: map[string]any{}}} {
 				if env, nerr := tools.NewEnvelope(ev, userID, convID, queryID); nerr == nil {

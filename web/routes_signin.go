@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -165,7 +166,7 @@ func (s *Server) oauthStart(c *gin.Context) {
 // a loopback name or a listed public host (--public-host), so that the
 // authorization server never sends a code to a name the service does not
 // own. A public host is https unless X-Forwarded-Proto says http. The
-// path follows: /oauth/callback/<server> (mcpgateway.CallbackPath, which a
+// path follows: /oauth/callback/<server> (mcpauth.CallbackPath, which a
 // terminal sign-in listens on too).
 func (s *Server) callbackOrigin(r *http.Request) (string, error) {
 	name, port := splitHost(r.Host)
@@ -270,6 +271,10 @@ func (s *Server) oauthSignOut(c *gin.Context) {
 // maxSecretName bounds a secret's name.
 const maxSecretName = 128
 
+// maxSecretValue bounds a secret's value: a token or a password, not a
+// file. A longer one is refused (413) and nothing is stored.
+const maxSecretValue = 16 << 10
+
 // checkSecretName accepts the names ${user:NAME} can hold: letters,
 // digits, "_", "-" and ".".
 func checkSecretName(name string) error {
@@ -296,6 +301,11 @@ func (s *Server) putSecret(c *gin.Context) {
 	}
 	if body.Value == nil || *body.Value == "" {
 		s.fail(c, badRequest(`"value" must be a non-empty string`), nil)
+		return
+	}
+	if len(*body.Value) > maxSecretValue {
+		s.fail(c, &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"a secret's value is at most %d bytes (16 KiB); this one is %d", maxSecretValue, len(*body.Value))}, nil)
 		return
 	}
 	if s.deps.Secrets == nil {

@@ -207,7 +207,7 @@ func TestSignInKeyless(t *testing.T) {
 		t.Errorf("redirect URI = %q, want %q", h.f.redirects[0], want)
 	}
 	state := stateOf(t, rec.Header().Get("Location"))
-	cookie := signInCookieOf(t, rec, true) // http://127.0.0.1 takes Secure cookies
+	signInCookieOf(t, rec, true) // set, Secure: http://127.0.0.1 takes Secure cookies; not sent below
 
 	// The link finished in a browser that did not start it: refused, and
 	// the sign-in is void.
@@ -220,7 +220,7 @@ func TestSignInKeyless(t *testing.T) {
 	}
 	rec = h.do(t, "POST", "/oauth/start/mcp_todo?user=alice", "")
 	state = stateOf(t, rec.Header().Get("Location"))
-	cookie = signInCookieOf(t, rec, true)
+	cookie := signInCookieOf(t, rec, true)
 
 	rec = h.do(t, "GET", "/oauth/callback/todo?state="+state+"&code=c0de-42&iss=https%3A%2F%2Fas.example", "", "Cookie", cookie)
 	body := rec.Body.String()
@@ -367,6 +367,9 @@ func TestUserSecrets(t *testing.T) {
 		{"bad name", "PUT", "/users/alice/secrets/a%20b", `{"value": "x"}`, []string{"Authorization", alice}, 400},
 		{"empty value", "PUT", "/users/alice/secrets/GH_TOKEN", `{"value": ""}`, []string{"Authorization", alice}, 400},
 		{"no value", "PUT", "/users/alice/secrets/GH_TOKEN", `{}`, []string{"Authorization", alice}, 400},
+		// A value over 16 KiB is refused, and the one kept stays.
+		{"value too long", "PUT", "/users/alice/secrets/GH_TOKEN", `{"value": "` + strings.Repeat("x", 16<<10+1) + `"}`, []string{"Authorization", alice}, 413},
+		{"value at the cap", "PUT", "/users/alice/secrets/BIG", `{"value": "` + strings.Repeat("x", 16<<10) + `"}`, []string{"Authorization", alice}, 204},
 		{"not JSON", "PUT", "/users/alice/secrets/GH_TOKEN", `value`, []string{"Authorization", alice, "Content-Type", "text/plain"}, 415},
 		{"never read back", "GET", "/users/alice/secrets/GH_TOKEN", "", []string{"Authorization", alice}, 405},
 		{"delete another user's", "DELETE", "/users/alice/secrets/GH_TOKEN", "", []string{"Authorization", bob}, 403},

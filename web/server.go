@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"io/fs"
 	"log/slog"
@@ -118,8 +119,11 @@ type Options struct {
 	PublicHosts []string
 	// Frontend holds a static build of Weaviate Elysia's own frontend
 	// (index.html and _next/ at its root), served at /, /_next/* and
-	// /static/* as Elysia serves it (elysia serve --frontend DIR). Nil
-	// means none: the project's UI at /tree/... is the only one.
+	// /static/* as Elysia serves it (elysia serve --frontend DIR). Only
+	// its regular files are served, never a dotfile or anything under a
+	// dot folder; it must not follow links out of its folder (cmd gives an
+	// os.Root's FS). Nil means none: the project's UI at /tree/... is the
+	// only one.
 	Frontend fs.FS
 	// Model names the model making the decisions, shown in the user
 	// config. The zero value shows empty names.
@@ -135,6 +139,10 @@ type Options struct {
 	// header (curl, the CLI) are not affected; "null" is never allowed.
 	// Nil means the service's own origin only.
 	AllowedOrigins []string
+	// PageUser is the user whose new conversation a browser opening /
+	// is sent to (/tree/<PageUser>/<new id>), when no Frontend takes /.
+	// "" means DefaultPageUser.
+	PageUser string
 	// Changes tells the event streams (GET /events/...) about changes made
 	// outside this server's requests (an mcp.json reload, a gateway's
 	// state). Nil means the streams see only the changes made through this
@@ -147,6 +155,21 @@ type Options struct {
 	// admin key) when the request names none in X-Elysia-User. "" means
 	// "cli".
 	MCPUser string
+	// Relay carries stops, answers to servers' questions and the event
+	// streams' news between the replicas of the service, so that any
+	// replica takes any request; the caller passes each message the
+	// Relay delivers to Server.Receive. Nil means one replica: a stop or
+	// an answer for work this server does not hold is 404 at once.
+	Relay Relay
+	// RelayWait bounds a request's wait for the other replicas' reply
+	// through the Relay (a stop or an answer for work this server does not
+	// hold, which is 404 when no replica holds it). Zero means
+	// DefaultRelayWait (1 s).
+	RelayWait time.Duration
+	// Routes are the route sets of the packages on top of web (the routes
+	// of Elysia's frontend, elysiaapi.Routes), registered in order with
+	// web's own routes. Nil means web's own routes only.
+	Routes []RouteSet
 }
 
 // Server is the HTTP API. It holds no per-request state and is safe for
@@ -171,17 +194,29 @@ type Server struct {
 	changes      Changes
 	// running holds the cancel funcs of the queries in flight (Stop).
 	running runningQueries
+	// drain knows the queries and sockets to tell of a shutdown (Drain).
+	drain drainer
 	// frontend is Options.Frontend.
 	frontend fs.FS
 	// model and configFile are Options.Model and Options.ConfigFile.
 	model      ModelInfo
 	configFile string
+	// pageUser is Options.PageUser, defaulted.
+	pageUser string
 	// hub is the event streams' hub, set by liveRoutes, for the changes
 	// that no state-changing request makes (a sign-in's callback).
 	hub *liveHub
 	// mcp and mcpUser are Options.MCP and Options.MCPUser, defaulted.
 	mcp     MCPEndpoint
 	mcpUser string
+	// relay and relayWait are Options.Relay and Options.RelayWait,
+	// defaulted; waiters holds the requests waiting for the other
+	// replicas' replies.
+	relay     Relay
+	relayWait time.Duration
+	waiters   relayWaiters
+	// routeSets is Options.Routes.
+	routeSets []RouteSet
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -220,6 +255,9 @@ func New(deps Deps, opts *Options) *Server {
 	if o.MaxQueriesPerSocket <= 0 {
 		o.MaxQueriesPerSocket = DefaultMaxQueriesPerSocket
 	}
+	if o.RelayWait <= 0 {
+		o.RelayWait = DefaultRelayWait
+	}
 	s := &Server{
 		deps:      deps,
 		logger:    slog.New(ctxHandler{o.Logger.Handler()}).With("component", "web"),
@@ -238,6 +276,10 @@ func New(deps Deps, opts *Options) *Server {
 		frontend:         o.Frontend,
 		model:            o.Model,
 		configFile:       o.ConfigFile,
+		relay:            o.Relay,
+		relayWait:        o.RelayWait,
+		pageUser:         cmp.Or(o.PageUser, DefaultPageUser),
+		routeSets:        o.Routes,
 		mcp:              o.MCP,
 		mcpUser:          o.MCPUser,
 	}
@@ -258,7 +300,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(securityHeaders, requestIDMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
+	e.Use(securityHeaders, requestIDMiddleware, traceMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
 	s.liveRoutes(e) // before the routes whose changes it watches
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
@@ -297,10 +339,13 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.GET("/conversations/:user_id/:conversation_id", s.requireUser, s.getConversation)
 	e.DELETE("/conversations/:user_id/:conversation_id", s.requireUser, s.deleteConversation)
 
-	s.elysiaRoutes(e)
+	for _, add := range s.routeSets {
+		add(&Kit{s: s, e: e})
+	}
 	s.signInRoutes(e)
 	s.frontendRoutes(e)
 	s.mcpRoutes(e)
+	s.pageRoutes(e)
 
 	e.GET("/api/servers", s.requireKey, s.listServers)
 	e.POST("/api/servers/:name/list", s.requireKey, s.serverList)

@@ -28,6 +28,8 @@ const minPingTimeout = 5 * time.Second
 // stays open. After each idle heartbeat interval the server sends a ping.
 // Closing the socket cancels every query running on it, and so does a
 // write that misses Options.StreamWriteTimeout, which closes the socket.
+// When the server drains (Drain), the socket is closed with status 1001
+// once its queries have sent their last events.
 func (s *Server) queryWS(c *gin.Context) {
 	principal := c.GetString(principalKey)
 	conn, accepted := s.acceptWS(c)
@@ -40,13 +42,15 @@ func (s *Server) queryWS(c *gin.Context) {
 
 	// The socket's lifetime is this handler's: ctx ends when the reader
 	// fails (the client closed) or the handler returns.
-	ctx, cancel := context.WithCancel(c.Request.Context())
+	ctx, cancel := context.WithCancel(withTracePerQuery(c.Request.Context()))
 	defer cancel()
 	ws := &wsSession{
 		s: s, conn: conn, principal: principal,
 		out:   make(chan tools.Envelope, runBuffer),
 		slots: make(chan struct{}, s.maxSocketQueries),
+		wake:  make(chan struct{}, 1),
 	}
+	defer s.drain.trackSocket(socketCloser{goAway: ws.goAway, now: func() { _ = conn.CloseNow() }})()
 	ws.wg.Go(func() { ws.writeLoop(ctx, cancel) })
 	ws.readLoop(ctx)
 	cancel()
@@ -125,6 +129,15 @@ type wsSession struct {
 	// before starting a query, and the query gives it back.
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// wake tells writeLoop to look whether the socket is leaving: going
+	// away with no query left.
+	wake chan struct{}
+
+	// mu guards queries and goingAway: how many queries run on the
+	// socket, and whether Drain asked it to close.
+	mu        sync.Mutex
+	queries   int
+	goingAway bool
 }
 
 // send queues env for the writer; it gives up when the socket is gone.
@@ -171,13 +184,21 @@ func (ws *wsSession) readLoop(ctx context.Context) {
 		if m.QueryID == "" {
 			m.QueryID = tools.NewID()
 		}
+		if !ws.begin() {
+			ws.send(ctx, errorEnvelope(goingAwayReason, m.UserID, m.ConversationID, m.QueryID))
+			continue
+		}
 		select {
 		case ws.slots <- struct{}{}:
 		default:
+			ws.end()
 			ws.send(ctx, errorEnvelope(ws.limitText(), m.UserID, m.ConversationID, m.QueryID))
 			continue
 		}
-		ws.wg.Go(func() { ws.runQuery(ctx, m) })
+		ws.wg.Go(func() {
+			defer ws.end()
+			ws.runQuery(ctx, m)
+		})
 	}
 }
 
@@ -268,7 +289,9 @@ func (ws *wsSession) runQuery(ctx context.Context, m wsMessage) {
 }
 
 // writeLoop writes queued envelopes, and pings after each idle heartbeat
-// interval. A failed write or ping ends the session.
+// interval. A failed write or ping ends the session, and so does a socket
+// going away (Drain): once its queries have ended, the writer writes what
+// they queued and closes the socket with status 1001.
 func (ws *wsSession) writeLoop(ctx context.Context, cancel context.CancelFunc) {
 	timer := time.NewTimer(ws.s.heartbeat)
 	defer timer.Stop()
@@ -276,6 +299,16 @@ func (ws *wsSession) writeLoop(ctx context.Context, cancel context.CancelFunc) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-ws.wake:
+			if ws.leaving() {
+				ws.flush(ctx)
+				// The handshake waits for the peer's answer (the library bounds
+				// it); the reader gets that answer and ends the session.
+				_ = ws.conn.Close(websocket.StatusGoingAway, goingAwayReason) // the peer may be gone; the socket ends either way
+				cancel()
+				return
+			}
+			continue
 		case env := <-ws.out:
 			if err := ws.write(ctx, env); err != nil {
 				cancel()
@@ -291,6 +324,21 @@ func (ws *wsSession) writeLoop(ctx context.Context, cancel context.CancelFunc) {
 			}
 		}
 		timer.Reset(ws.s.heartbeat)
+	}
+}
+
+// flush writes the envelopes queued on the socket, without waiting for
+// more; it stops at a failed write.
+func (ws *wsSession) flush(ctx context.Context) {
+	for {
+		select {
+		case env := <-ws.out:
+			if ws.write(ctx, env) != nil {
+				return
+			}
+		default:
+			return
+		}
 	}
 }
 

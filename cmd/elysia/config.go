@@ -13,15 +13,17 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/store"
 )
 
 // newFlags returns a flag set that reports errors instead of exiting, with
 // the --config flag every command takes.
-func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
+func newFlags(name string, _ io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("elysia "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// parseFlags reports errors and help itself (help on stdout).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	config := fs.String("config", "mcp.json", "the mcp.json file")
 	return fs, config
 }
@@ -60,10 +62,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		flags = append(append(flags, "--"), positional...)
 	}
 	if err := fs.Parse(flags); err != nil {
+		name := strings.TrimPrefix(fs.Name(), "elysia ")
 		if errors.Is(err, flag.ErrHelp) {
-			return &exitError{code: exitOK, err: err}
+			return &helpError{text: commandHelp(name, fs)}
 		}
-		return usageErr("%v", err)
+		return usageErr("%v (elysia %s --help lists the flags)", err, name)
 	}
 	return nil
 }
@@ -94,12 +97,12 @@ func takesValue(fs *flag.FlagSet, a string) bool {
 // loadConfig reads mcp.json for a command. At start-up, with a terminal on
 // stdin, inputs without an ELYSIA_INPUT_<ID> variable are asked for (without
 // echo for passwords). A bad file is a usage error (exit 2).
-func loadConfig(path string, interactive bool) (*mcpgateway.Config, error) {
-	opts := &mcpgateway.LoadOptions{}
+func loadConfig(path string, interactive bool) (*mcpconfig.Config, error) {
+	opts := &mcpconfig.LoadOptions{}
 	if interactive && term.IsTerminal(int(os.Stdin.Fd())) {
 		opts.Prompt = promptTerminal
 	}
-	cfg, err := mcpgateway.Load(path, opts)
+	cfg, err := mcpconfig.Load(path, opts)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
@@ -107,7 +110,7 @@ func loadConfig(path string, interactive bool) (*mcpgateway.Config, error) {
 }
 
 // promptTerminal asks the operator for one input on the terminal.
-func promptTerminal(in mcpgateway.Input) (string, error) {
+func promptTerminal(in mcpconfig.Input) (string, error) {
 	fd := int(os.Stdin.Fd())
 	return askInput(in, os.Stdin, os.Stderr, func() ([]byte, error) { return term.ReadPassword(fd) })
 }
@@ -116,7 +119,7 @@ func promptTerminal(in mcpgateway.Input) (string, error) {
 // readPassword (no echo) for a password. An empty answer takes the input's
 // default, as VS Code's prompt does, so that the value is the one a reload
 // (which never asks) resolves too. A password's default is never printed.
-func askInput(in mcpgateway.Input, r io.Reader, w io.Writer, readPassword func() ([]byte, error)) (string, error) {
+func askInput(in mcpconfig.Input, r io.Reader, w io.Writer, readPassword func() ([]byte, error)) (string, error) {
 	label := in.Description
 	if label == "" {
 		label = in.ID
@@ -129,7 +132,7 @@ func askInput(in mcpgateway.Input, r io.Reader, w io.Writer, readPassword func()
 		hint = " [" + in.Default + "]"
 	}
 	// Terminal output: a failed write has nowhere to be reported.
-	_, _ = fmt.Fprint(w, termLine(fmt.Sprintf("%s (%s)%s", label, mcpgateway.InputEnvVar(in.ID), hint))+": ")
+	_, _ = fmt.Fprint(w, termLine(fmt.Sprintf("%s (%s)%s", label, mcpconfig.InputEnvVar(in.ID), hint))+": ")
 	var answer string
 	if in.Password {
 		b, err := readPassword()
@@ -175,7 +178,7 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 	// Terminal output: a failed write has nowhere to be reported.
 	_, _ = fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", termLine(path), len(cfg.Servers))
 	for _, s := range cfg.Servers {
-		_, _ = fmt.Fprintln(stdout, termLine(fmt.Sprintf("  %-20s %-6s %s%s", s.Name, s.Transport, mcpgateway.ToolName(s.Name), serverNote(s))))
+		_, _ = fmt.Fprintln(stdout, termLine(fmt.Sprintf("  %-20s %-6s %s%s", s.Name, s.Transport, mcpconfig.ToolName(s.Name), serverNote(s))))
 	}
 	return nil
 }
@@ -183,7 +186,7 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 // serverNote says why a server will not run, masked: an unresolved
 // server's reason may name a path built from a secret (an envFile under
 // ${env:...}).
-func serverNote(s mcpgateway.ServerConfig) string {
+func serverNote(s mcpconfig.ServerConfig) string {
 	switch {
 	case !s.Enabled:
 		return "  (disabled)"

@@ -203,14 +203,15 @@ func checkTodoRun(t *testing.T, evs []envelope, user, conv string) {
 	if n := len(ofType(evs, "completed")); n != 1 {
 		t.Errorf("%d completed events in %v", n, got)
 	}
-	// The order of the first list pass, as in DESIGN.md's appendix: the
-	// tool's status and result, then the tree_update of the decision.
+	// Every decision's tree_update goes out before the events it caused:
+	// list (status, result), execute (status, result), then the answer.
 	rest := got
 	if rest[0] == "title" {
 		rest = rest[1:]
 	}
-	if want := []string{"status", "result", "tree_update"}; len(rest) < 3 || !reflect.DeepEqual(rest[:3], want) {
-		t.Errorf("events start %v, want [title?] %v", got, want)
+	want := []string{"tree_update", "status", "result", "tree_update", "status", "result", "tree_update", "status", "text", "completed"}
+	if !reflect.DeepEqual(rest, want) {
+		t.Errorf("events %v, want [title] %v", got, want)
 	}
 	for _, typ := range []string{"tree_update", "status", "result", "text", "completed"} {
 		if !hasType(evs, typ) {

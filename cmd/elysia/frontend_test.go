@@ -63,3 +63,57 @@ func TestServeFrontendWithoutIndex(t *testing.T) {
 		t.Errorf("serve --frontend of an empty folder: exit %d, stderr %q; want 2 naming index.html", code, stderr)
 	}
 }
+
+// TestServeFrontendStaysInItsFolder: --frontend DIR serves the files in
+// DIR only: a symlink in the build to a file outside it, to a folder
+// outside it, and the dotfiles in it (.env, .git/config, at /.env too) are
+// all 404, while a symlink to a file inside the build is served.
+func TestServeFrontendStaysInItsFolder(t *testing.T) {
+	t.Parallel()
+	build, outside := t.TempDir(), t.TempDir()
+	for name, body := range map[string]string{
+		filepath.Join(build, "index.html"):    "<!DOCTYPE html><title>Elysia</title>",
+		filepath.Join(build, ".env"):          "OPENAI_API_KEY=sk-dotenv-secret",
+		filepath.Join(build, ".git/config"):   "[remote] url = https://token@example.com",
+		filepath.Join(outside, "secret.txt"):  "outside-secret",
+		filepath.Join(outside, "dir/page.js"): "outside-secret",
+	} {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"leak.txt":   filepath.Join(outside, "secret.txt"),
+		"leakdir":    filepath.Join(outside, "dir"),
+		"alias.html": "index.html",
+	} {
+		if err := os.Symlink(target, filepath.Join(build, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startService(t, serveOptions{Args: []string{"--frontend", build}})
+	get := func(path string) (int, string) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/static/leak.txt", "/leak.txt", "/static/leakdir/page.js", "/.env", "/static/.env", "/static/.git/config"} {
+		if code, body := get(path); code != http.StatusNotFound || strings.Contains(body, "secret") || strings.Contains(body, "token") {
+			t.Errorf("GET %s: %d %q, want 404", path, code, body)
+		}
+	}
+	if code, body := get("/static/alias.html"); code != http.StatusOK || !strings.Contains(body, "Elysia") {
+		t.Errorf("GET a symlink to a file inside the build: %d %q, want 200", code, body)
+	}
+}

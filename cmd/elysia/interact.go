@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 	"golang.org/x/term"
@@ -76,6 +75,11 @@ type terminalAsker struct {
 	out         io.Writer
 	interactive bool
 	policy      string
+
+	// mu guards pending: the line being read, when a wait for it was
+	// given up (Ctrl-C, elicitation_timeout); the next read takes it.
+	mu      sync.Mutex
+	pending chan string
 }
 
 func newTerminalAsker(out io.Writer) *terminalAsker {
@@ -83,108 +87,95 @@ func newTerminalAsker(out io.Writer) *terminalAsker {
 }
 
 // answer asks q and returns the user's answer; check, when set, is applied
-// to an accepted answer, and a failed check asks again (three tries).
-func (a *terminalAsker) answer(q tools.ElicitationPayload, check func(map[string]any) (map[string]any, error)) tools.Answer {
-	if !a.interactive {
-		if a.policy == "accept-defaults" {
-			content := map[string]any{}
-			if check != nil {
-				c, err := check(content)
-				if err != nil {
-					return tools.Answer{Action: tools.ElicitDecline, Reason: "the defaults do not answer the form: " + err.Error()}
-				}
-				content = c
-			}
-			return tools.Answer{Action: tools.ElicitAccept, Content: content}
-		}
-		return tools.Answer{Action: tools.ElicitDecline, Reason: "no terminal to ask on (set " + elicitationEnv + "=accept-defaults to accept the defaults)"}
-	}
+// to an accepted answer, and a failed check asks again (three tries). The
+// error is ctx's, when it ends while the user is asked.
+func (a *terminalAsker) answer(ctx context.Context, q tools.ElicitationPayload, check func(map[string]any) (map[string]any, error)) (tools.Answer, error) {
 	// The question, its URL and its form are the server's: printed without
 	// their controls.
 	_, _ = fmt.Fprintf(a.out, "\n? %s asks: %s\n", termLine(q.Server), termText(q.Message))
+	if !a.interactive {
+		ans := a.unattended(check)
+		// Say what became of the question: the server may only report
+		// "declined".
+		if ans.Reason != "" {
+			_, _ = fmt.Fprintf(a.out, "  declined: %s\n", termLine(ans.Reason))
+		} else {
+			_, _ = fmt.Fprintf(a.out, "  accepted with the defaults (%s=%s)\n", elicitationEnv, a.policy)
+		}
+		return ans, nil
+	}
 	if q.Mode == "url" {
 		_, _ = fmt.Fprintf(a.out, "  open %s, then press Enter when done (or type d to decline): ", termLine(q.URL))
-		line := a.readLine()
-		if strings.EqualFold(line, "d") {
-			return tools.Answer{Action: tools.ElicitDecline}
+		line, err := a.readLine(ctx)
+		switch {
+		case err != nil:
+			return tools.Answer{}, err
+		case strings.EqualFold(line, "d"):
+			return tools.Answer{Action: tools.ElicitDecline}, nil
 		}
-		return tools.Answer{Action: tools.ElicitAccept}
+		return tools.Answer{Action: tools.ElicitAccept}, nil
 	}
 	for try := 0; try < 3; try++ {
-		content, ok := a.form(q.RequestedSchema)
-		if !ok {
-			return tools.Answer{Action: tools.ElicitDecline}
-		}
-		if check == nil {
-			return tools.Answer{Action: tools.ElicitAccept, Content: content}
+		content, ok, reason, err := a.form(ctx, q)
+		switch {
+		case err != nil:
+			return tools.Answer{}, err
+		case !ok:
+			return tools.Answer{Action: tools.ElicitDecline, Reason: reason}, nil
+		case check == nil:
+			return tools.Answer{Action: tools.ElicitAccept, Content: content}, nil
 		}
 		c, err := check(content)
 		if err == nil {
-			return tools.Answer{Action: tools.ElicitAccept, Content: c}
+			return tools.Answer{Action: tools.ElicitAccept, Content: c}, nil
 		}
 		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %s\n", termLine(err.Error()))
 	}
-	return tools.Answer{Action: tools.ElicitDecline, Reason: "no valid answer in three tries"}
+	return tools.Answer{Action: tools.ElicitDecline, Reason: "no valid answer in three tries"}, nil
 }
 
-// form asks each property of schema on one line; an empty line keeps the
-// default (or leaves the field out); "!decline" declines.
-func (a *terminalAsker) form(schema map[string]any) (map[string]any, bool) {
-	props, _ := schema["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for name := range props {
-		names = append(names, name)
+// unattended answers without a terminal, as ELYSIA_ELICITATION says.
+func (a *terminalAsker) unattended(check func(map[string]any) (map[string]any, error)) tools.Answer {
+	if a.policy != "accept-defaults" {
+		return tools.Answer{Action: tools.ElicitDecline, Reason: "no terminal to ask on (set " + elicitationEnv + "=accept-defaults to accept the defaults)"}
 	}
-	slices.Sort(names)
 	content := map[string]any{}
-	for _, name := range names {
-		p, _ := props[name].(map[string]any)
-		label := name
-		if t, _ := p["title"].(string); t != "" {
-			label = t
+	if check != nil {
+		c, err := check(content)
+		if err != nil {
+			return tools.Answer{Action: tools.ElicitDecline, Reason: "the defaults do not answer the form: " + err.Error()}
 		}
-		prompt := "  " + label
-		if d, ok := p["default"]; ok {
-			prompt += fmt.Sprintf(" [%v]", d)
-		}
-		_, _ = fmt.Fprint(a.out, termLine(prompt)+": ")
-		line := a.readLine()
-		if line == "!decline" {
-			return nil, false
-		}
-		if line == "" {
-			continue
-		}
-		content[name] = typed(p, line)
+		content = c
 	}
-	return content, true
+	return tools.Answer{Action: tools.ElicitAccept, Content: content}
 }
 
-func (a *terminalAsker) readLine() string {
-	line, _ := a.in.ReadString('\n')
-	return strings.TrimSpace(line)
-}
-
-// typed reads line as the property's type: numbers, booleans, a
-// comma-separated list for a multiple choice; else the text.
-func typed(p map[string]any, line string) any {
-	switch p["type"] {
-	case "integer", "number":
-		if f, err := strconv.ParseFloat(line, 64); err == nil {
-			return f
-		}
-	case "boolean":
-		if b, err := strconv.ParseBool(line); err == nil {
-			return b
-		}
-	case "array":
-		var out []any
-		for _, part := range strings.Split(line, ",") {
-			out = append(out, strings.TrimSpace(part))
-		}
-		return out
+// readLine reads the user's next line, or returns ctx's error when ctx
+// ends first (Ctrl-C, elicitation_timeout). A read of stdin cannot be
+// cancelled: the line it is waiting for goes to the next readLine, and
+// its goroutine ends with that line (or EOF, or the process).
+func (a *terminalAsker) readLine(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	ch := a.pending
+	if ch == nil {
+		ch = make(chan string, 1)
+		a.pending = ch
+		go func() {
+			line, _ := a.in.ReadString('\n') // EOF or an error: an empty answer
+			ch <- line
+		}()
 	}
-	return line
+	a.mu.Unlock()
+	select {
+	case line := <-ch:
+		a.mu.Lock()
+		a.pending = nil
+		a.mu.Unlock()
+		return strings.TrimSpace(line), nil
+	case <-ctx.Done():
+		_, _ = fmt.Fprintln(a.out) // end the prompt's line
+		return "", ctx.Err()
+	}
 }
 
 // callEmitter is what `elysia mcp call` gives the gateway: progress and
@@ -207,8 +198,8 @@ func (e callEmitter) Emit(_ context.Context, ev tools.Event) {
 }
 
 // Ask answers a question on the terminal.
-func (e callEmitter) Ask(_ context.Context, q tools.Question) (tools.Answer, error) {
-	return e.asker.answer(q.Payload, q.Check), nil
+func (e callEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer, error) {
+	return e.asker.answer(ctx, q.Payload, q.Check)
 }
 
 // answerQuestion answers an elicitation event of `elysia query`'s run on the
@@ -218,14 +209,17 @@ func answerQuestion(ctx context.Context, env tools.Envelope, a *terminalAsker, a
 	if err := json.Unmarshal(env.Payload, &q); err != nil {
 		return err
 	}
-	ans := a.answer(q, nil)
+	ans, err := a.answer(ctx, q, nil)
 	for try := 0; ; try++ {
-		err := answer(ctx, env.UserID, q.ElicitationID, ans)
+		if err != nil {
+			return err
+		}
+		err = answer(ctx, env.UserID, q.ElicitationID, ans)
 		var ae *tools.ArgumentError
 		if err == nil || !errors.As(err, &ae) || try == 2 {
 			return err
 		}
 		_, _ = fmt.Fprintf(a.out, "  that does not fit the form: %s\n", termLine(fmt.Sprint(ae.Feedback())))
-		ans = a.answer(q, nil)
+		ans, err = a.answer(ctx, q, nil)
 	}
 }

@@ -172,3 +172,37 @@ func TestServerResourcesPromptsAndLogs(t *testing.T) {
 		t.Errorf("logs of an unknown server: %d, want 404", code)
 	}
 }
+
+// TestElicitationAnswerByIDAlone: on a keyless service the unguessable id
+// alone names a server's question: an answer without a user_id reaches it,
+// and one whose user_id is not the question's user's is a 404.
+func TestElicitationAnswerByIDAlone(t *testing.T) {
+	t.Parallel()
+	llm := newFakeLLM(t,
+		call("mcp_everything", map[string]any{"action": "execute", "tool_name": "trigger-elicitation-request", "tool_inputs": map[string]any{}}),
+		answer("thanks"))
+	s := everythingService(t, llm)
+	conn := dialWS(t, s.URL, "")
+	sendWS(t, conn, map[string]string{"user_id": "alice", "conversation_id": "c1", "query_id": "q1", "query": "ask me"})
+	evs := readUntil(t, conn, "q1", func(e envelope) bool { return e.Type == "elicitation" })
+	id, _ := evs[len(evs)-1].payload(t)["elicitation_id"].(string)
+	if id == "" {
+		t.Fatalf("no elicitation id in %v", evs[len(evs)-1])
+	}
+	code, body := do(t, http.MethodPost, s.URL+"/elicitations/"+id, "", map[string]any{"user_id": "bob", "action": "accept", "content": map[string]any{"name": "Bob"}})
+	if code != http.StatusNotFound {
+		t.Errorf("an answer naming another user: %d %v, want 404", code, body)
+	}
+	code, body = do(t, http.MethodPost, s.URL+"/elicitations/"+id, "", map[string]any{"action": "accept", "content": map[string]any{"name": "Ada Lovelace"}})
+	if code != http.StatusOK {
+		t.Fatalf("an answer without user_id: %d %v, want 200", code, body)
+	}
+	evs = readUntil(t, conn, "q1", func(e envelope) bool { return e.Type == "completed" })
+	var result string
+	for _, e := range ofType(evs, "result") {
+		result += string(e.Payload)
+	}
+	if !strings.Contains(result, "Ada Lovelace") {
+		t.Errorf("the result does not carry the answer: %s", result)
+	}
+}

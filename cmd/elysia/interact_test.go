@@ -53,3 +53,19 @@ func TestMCPCallProgressAndQuestions(t *testing.T) {
 		t.Errorf("sampling with the offline planner: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestMCPCallLeavesNoErrorLog: server-everything asks roots/list just as
+// `elysia mcp call` closes the session; the answer that meets the closed
+// stdin is expected and must not print an ERROR line.
+func TestMCPCallLeavesNoErrorLog(t *testing.T) {
+	dir := everythingConfig(t, "")
+	for i := range 3 {
+		code, out, errOut := runCLI(t, dir, nil, "mcp", "call", "everything", "echo", `{"message": "hi"}`)
+		if code != 0 || !strings.Contains(out, "Echo: hi") {
+			t.Fatalf("echo: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if strings.Contains(errOut, "ERROR") {
+			t.Errorf("call %d: stderr holds an ERROR line:\n%s", i, errOut)
+		}
+	}
+}

@@ -9,14 +9,15 @@
 //	elysia mcp logout SERVER
 //	elysia mcp serve
 //	elysia config check [FILE]
+//	elysia help [COMMAND], elysia COMMAND --help, elysia --version
 //
-// Exit codes: 0 success, 1 a tool or server failure, 2 usage or config error.
+// Exit codes: 0 success, 1 a tool or server failure, 2 usage or config
+// error, 130 (128+signal) interrupted by Ctrl-C or SIGTERM.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,37 +49,59 @@ func usageErr(format string, args ...any) error {
 
 func failure(err error) error { return &exitError{code: exitFailure, err: err} }
 
-const usage = `usage: elysia <command> [flags]
-
-commands:
-  serve                     serve the HTTP API and web UI
-  query [--json] "..."      run the agent on one query in the terminal
-  tree                      print the decision tree with the configured gateways
-  mcp list [SERVER]         summarise every server, or list one server's tools
-  mcp call SERVER TOOL JSON execute one tool of a server
-  mcp login SERVER [--browser open|print|fetch]
-                            sign in to a server (user $ELYSIA_USER, default cli)
-  mcp logout SERVER         forget the sign-in to a server
-  mcp serve                 serve every server as one MCP server over stdio
-                            (user $ELYSIA_USER, default cli)
-  config check [FILE]       validate an mcp.json
-
-every command takes --config FILE (default ./mcp.json), before or after the
-command; flags may follow the arguments, and -- ends the flags
-`
-
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
+// signalError is the cause of the command's ctx when a signal ended it.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// notifyContext returns a ctx that SIGINT or SIGTERM cancels, with a
+// signalError as its cause; stop releases the signals.
+func notifyContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case s := <-ch:
+			sig, _ := s.(syscall.Signal)
+			cancel(signalError{sig: sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		<-ended
+		cancel(nil)
+	}
+}
+
 // run executes one command line and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, stdout, stderr)
-	if err == nil || errors.Is(err, flag.ErrHelp) { // -h: the flag set printed the usage
+	var he *helpError
+	var sig signalError
+	switch {
+	case err == nil:
 		return exitOK
+	case errors.As(err, &he): // --help: the help goes where the user asked for it
+		_, _ = fmt.Fprint(stdout, he.text) // nowhere left to report a failed write
+		return exitOK
+	case errors.As(context.Cause(ctx), &sig) && ctx.Err() != nil:
+		// Ctrl-C or SIGTERM ended the command: the error is only the
+		// cancellation it caused. 128+n is the shell's convention.
+		_, _ = fmt.Fprintln(stderr, "elysia: interrupted")
+		return 128 + int(sig.sig)
 	}
 	// Errors may quote a server or a model: printed without their controls.
 	_, _ = fmt.Fprintln(stderr, "elysia:", termText(err.Error())) // nowhere left to report a failed write
@@ -96,11 +119,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	global, args, err := splitGlobal(args)
 	if err != nil {
-		_, _ = fmt.Fprint(stderr, usage)
+		_, _ = fmt.Fprint(stderr, usage())
 		return err
 	}
 	if len(args) == 0 {
-		_, _ = fmt.Fprint(stderr, usage)
+		_, _ = fmt.Fprint(stderr, usage())
 		return usageErr("no command given")
 	}
 	// sub returns the command's arguments after its n words, global
@@ -114,8 +137,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "tree":
 		return cmdTree(ctx, sub(1), stdout, stderr)
 	case "mcp":
-		if len(args) < 2 {
-			return usageErr("mcp: want list or call")
+		if err := groupHelp("mcp", args, stderr); err != nil {
+			return err
 		}
 		switch args[1] {
 		case "list":
@@ -129,23 +152,64 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "serve":
 			return cmdMCPServe(ctx, sub(2), stdout, stderr)
 		}
-		return usageErr("mcp: unknown subcommand %q (want list, call, login, logout or serve)", args[1])
+		return unknownSub("mcp", args[1])
 	case "config":
-		if len(args) < 2 || args[1] != "check" {
-			return usageErr("config: want check")
+		if err := groupHelp("config", args, stderr); err != nil {
+			return err
 		}
-		return cmdConfigCheck(ctx, sub(2), stdout, stderr)
+		if args[1] == "check" {
+			return cmdConfigCheck(ctx, sub(2), stdout, stderr)
+		}
+		return unknownSub("config", args[1])
 	case "help", "-h", "-help", "--help":
-		_, _ = fmt.Fprint(stdout, usage)
+		if len(args) > 1 { // "elysia help mcp call" is "elysia mcp call --help"
+			return dispatch(ctx, append(slices.Clone(args[1:]), "--help"), stdout, stderr)
+		}
+		return &helpError{text: usage()}
+	case "version", "-version", "--version":
+		_, _ = fmt.Fprint(stdout, versionText())
 		return nil
 	}
-	_, _ = fmt.Fprint(stderr, usage)
-	return usageErr("unknown command %q", args[0])
+	return usageErr("unknown command %q%s; elysia --help lists the commands", args[0], suggest(args[0], append(subcommands(""), "help", "version")))
+}
+
+// groupHelp handles a command group's line (args[0] is the group) that
+// names no command, or asks for help: it returns the error to give, or nil
+// when args[1] names the command to run.
+func groupHelp(group string, args []string, stderr io.Writer) error {
+	if len(args) < 2 {
+		_, _ = fmt.Fprint(stderr, groupUsage(group))
+		return usageErr("%s: want %s", group, orList(subcommands(group)))
+	}
+	switch {
+	case args[1] == "help" && len(args) > 2: // "elysia mcp help call"
+		return usageErr("%s help: use elysia %s %s --help", group, group, args[2])
+	case args[1] == "help", args[1] == "-h", args[1] == "-help", args[1] == "--help":
+		return &helpError{text: groupUsage(group)}
+	}
+	return nil
+}
+
+// unknownSub is the usage error for "elysia GROUP TYPED".
+func unknownSub(group, typed string) error {
+	var names []string
+	for _, s := range subcommands(group) {
+		names = append(names, group+" "+s)
+	}
+	return usageErr("%s: unknown command %q%s; want %s", group, typed, suggest(group+" "+typed, names), orList(subcommands(group)))
+}
+
+// orList renders ["a", "b", "c"] as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // splitGlobal takes the global flags (those every command defines, see
 // newFlags) off the front of args, with their values, and returns them and
-// the command line that follows. A help flag or "--" ends them; any other
+// the command line that follows. A help or version flag or "--" ends them; any other
 // flag before the command is a usage error, since only the command knows
 // whether it takes a value.
 func splitGlobal(args []string) (global, rest []string, err error) {
@@ -155,7 +219,7 @@ func splitGlobal(args []string) (global, rest []string, err error) {
 		switch {
 		case a == "--":
 			return global, args[i+1:], nil
-		case !isFlag(a), a == "-h", a == "-help", a == "--help":
+		case !isFlag(a), a == "-h", a == "-help", a == "--help", a == "-version", a == "--version":
 			return global, args[i:], nil
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")

@@ -16,7 +16,7 @@ import (
 
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/mcpendpoint"
-	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 )
@@ -35,9 +35,9 @@ func (s discSource) Upstreams() []mcpendpoint.Upstream {
 	return out
 }
 
-func (s discSource) Expose() mcpgateway.Expose { return s.d.Expose() }
-func (s discSource) Notify(c chan<- struct{})  { s.d.Notify(c) }
-func (s discSource) Stop(c chan<- struct{})    { s.d.Stop(c) }
+func (s discSource) Expose() mcpconfig.Expose { return s.d.Expose() }
+func (s discSource) Notify(c chan<- struct{}) { s.d.Notify(c) }
+func (s discSource) Stop(c chan<- struct{})   { s.d.Stop(c) }
 
 // treeAgent is the mcpendpoint.Agent: the decision tree with the
 // configured model, its runs counted for shutdown like the web's.
@@ -48,10 +48,10 @@ type treeAgent struct {
 }
 
 func (a treeAgent) Ask(ctx context.Context, user, conv, question string, emit tools.Emitter) (mcpendpoint.Answer, error) {
-	if !a.runs.begin() {
+	if !a.runs.Begin() {
 		return mcpendpoint.Answer{}, fmt.Errorf("the service is shutting down")
 	}
-	defer a.runs.end()
+	defer a.runs.End()
 	if conv == "" {
 		conv = "mcp-" + randomID()
 	}

@@ -53,8 +53,12 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := c.Run(ctx, a.model, query, tools.NewID(), p.print); err != nil {
 		return failure(err)
 	}
-	if p.failed {
+	switch {
+	case p.failed:
 		return failure(fmt.Errorf("the run ended with an error"))
+	case p.toolFailed:
+		// The answer may explain the failure, but the work was not done.
+		return failure(fmt.Errorf("the run's last tool call failed, and no later call gave a result"))
 	}
 	return nil
 }
@@ -67,13 +71,21 @@ type eventPrinter struct {
 	w      io.Writer
 	json   bool
 	failed bool
+	// toolFailed: a tool call failed (self_healing_error) and no result
+	// came after it.
+	toolFailed bool
 	// ask answers an elicitation event; nil declines by leaving it.
 	ask func(tools.Envelope)
 }
 
 func (p *eventPrinter) print(env tools.Envelope) {
-	if env.Type == tools.EventError {
+	switch env.Type {
+	case tools.EventError:
 		p.failed = true
+	case tools.EventSelfHealingError:
+		p.toolFailed = true
+	case tools.EventResult:
+		p.toolFailed = false
 	}
 	if env.Type == tools.EventElicitation && p.ask != nil {
 		defer p.ask(env) // after the event is printed
@@ -104,9 +116,18 @@ func (p *eventPrinter) print(env tools.Envelope) {
 	case tools.EventResult:
 		// The objects stay raw so they print in the server's key order.
 		var res struct {
-			Objects []json.RawMessage `json:"objects"`
+			Objects  []json.RawMessage `json:"objects"`
+			Metadata struct {
+				Server string `json:"server"`
+				Action string `json:"action"`
+			} `json:"metadata"`
 		}
 		_ = json.Unmarshal(env.Payload, &res)
+		if res.Metadata.Action == "list" {
+			// The catalogue is the model's business: one line for a person.
+			_, _ = fmt.Fprintf(p.w, "▦ listed %d tools of %s\n", len(res.Objects), termLine(res.Metadata.Server))
+			break
+		}
 		_, _ = fmt.Fprintf(p.w, "▦ %s result: %d object(s)\n", termLine(fmt.Sprint(pl["type"])), len(res.Objects))
 		for i, o := range res.Objects {
 			if i == 5 {

@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -22,20 +23,36 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"golang.org/x/term"
 
+	"github.com/elysia-go/elysia/cmd/elysia/internal/adapter"
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpendpoint"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/elysiaapi"
 	"github.com/elysia-go/elysia/web/ui"
 )
 
-// shutdownGrace bounds how long running requests and streams get to finish
-// once the service is asked to stop.
-const shutdownGrace = 10 * time.Second
+// defaultShutdownGrace bounds how long running requests and streams get to
+// finish once the service is asked to stop (--shutdown-grace).
+const defaultShutdownGrace = 10 * time.Second
+
+// maxShutdownNotice is the most of the grace period kept at its end to
+// tell the streams still open that the service is stopping: their queries
+// are cancelled, each stream gets an error event and completed, and every
+// WebSocket a close frame (web.Server.Drain).
+const maxShutdownNotice = 2 * time.Second
+
+// shutdownNotice is the part of grace kept for telling the open streams:
+// maxShutdownNotice, or a quarter of a shorter grace period.
+func shutdownNotice(grace time.Duration) time.Duration {
+	return min(maxShutdownNotice, grace/4)
+}
 
 // cmdServe runs the HTTP service until ctx ends (SIGINT or SIGTERM).
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,11 +66,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	frontendDir := fs.String("frontend", "", "serve a static build of Weaviate Elysia's frontend (its folder holding index.html and _next/) at /, /_next/* and /static/*")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof (benchmarks)")
+	grace := fs.Duration("shutdown-grace", defaultShutdownGrace, "on SIGINT or SIGTERM, how long running queries get to finish; "+
+		"the queries still running near its end are stopped, their streams told why, and every WebSocket closed with 1001")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if *grace <= 0 {
+		return usageErr("--shutdown-grace %s: want a positive duration, such as 10s", *grace)
 	}
 	browser, err := browserSettings(publicHosts)
 	if err != nil {
@@ -76,8 +98,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// A gateway called through the API logs its calls with the request id
 	// and user it finds in the request's ctx.
-	logger = slog.New(requestMetaHandler{logger.Handler()})
+	logger = slog.New(traceLogHandler{requestMetaHandler{logger.Handler()}})
 	slog.SetDefault(logger)
+	stopTracing, err := startTracing(ctx, os.LookupEnv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()          // last: the spans of shutdown go out too
 	gin.SetMode(gin.ReleaseMode) // no debug route dump; gin is otherwise only used by web
 
 	var frontend iofs.FS
@@ -85,7 +112,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if fi, err := os.Stat(filepath.Join(*frontendDir, "index.html")); err != nil || fi.IsDir() {
 			return usageErr("--frontend %s: no index.html there; give the folder of an Elysia static build", *frontendDir)
 		}
-		frontend = os.DirFS(*frontendDir)
+		// An os.Root serves what is inside the folder only: a symlink
+		// that leads out of it does not open.
+		root, err := os.OpenRoot(*frontendDir)
+		if err != nil {
+			return usageErr("--frontend %s: %v", *frontendDir, err)
+		}
+		defer func() { _ = root.Close() }() // a read-only folder: nothing to flush
+		frontend = root.FS()
 	}
 
 	keys, err := apiKeys()
@@ -99,12 +133,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	app, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true,
-		observer: newGatewayMetrics(registry)})
+		observer: adapter.NewGatewayMetrics(registry)})
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	registry.MustRegister(newGatewayCollector(app.disc))
+	registry.MustRegister(adapter.NewGatewayCollector(app.disc))
 	if err := app.disc.Watch(); err != nil {
 		logger.Warn("not watching the config file; edits need a restart", "err", err)
 	}
@@ -121,19 +155,31 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Ready:          app.ready,
 		PublicHosts:    browser.PublicHosts,
 		AllowedOrigins: browser.AllowedOrigins,
-		Changes:        newLiveChanges(ctx, app.disc),
+		Changes:        adapter.NewChanges(ctx, app.disc),
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
 		Frontend:       frontend,
+		Relay:          app.relay(),
+		PageUser:       os.Getenv("ELYSIA_USER"), // a browser opening / gets a conversation of this user
+		Routes:         []web.RouteSet{elysiaapi.Routes},
 	})
+	stopRelay, err := app.startRelay(srv)
+	if err != nil {
+		return failure(err)
+	}
+	defer stopRelay()
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", *addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return usageErr("listen on %s: the address is in use (another elysia serve?): stop that process or choose another with --addr", *addr)
+	}
 	if err != nil {
 		return failure(fmt.Errorf("listen on %s: %w", *addr, err))
 	}
 	// Requests are not cancelled by the signal itself: on shutdown, running
-	// queries get shutdownGrace to finish, then runCtx ends the rest.
+	// queries get the grace period to finish (see shutdown), then runCtx
+	// ends the rest.
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
 	hs := &http.Server{
@@ -154,27 +200,43 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return failure(fmt.Errorf("serve: %w", err))
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down: letting running queries finish", "grace", shutdownGrace)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	// Shutdown waits for plain requests and SSE streams; WebSocket queries
-	// are hijacked connections, which the run tracker waits for.
-	if err := hs.Shutdown(sctx); err != nil {
-		logger.Warn("shutdown: cancelling the requests still running", "err", err)
-	}
-	if !app.runs.closeAndWait(sctx) {
-		logger.Warn("shutdown: cancelling the queries still running")
-	}
-	cancelRuns()
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer wcancel()
-	app.runs.closeAndWait(wctx) // cancelled runs save what they have, then end
-	_ = hs.Close()              // hijacked connections are not closed by Shutdown
+	shutdown(ctx, logger, hs, srv, &app.runs, *grace, cancelRuns)
 	// Serve returns http.ErrServerClosed once Shutdown or Close starts.
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return failure(fmt.Errorf("serve: %w", err))
 	}
 	return nil
+}
+
+// shutdown stops hs gracefully, within grace: running queries get all of
+// it but its last part (shutdownNotice) to finish, then srv tells the
+// streams still open (an error event and completed for each query, a 1001
+// close for each WebSocket), then cancelRuns ends what is left. ctx is
+// the service's ctx, already ended by the signal.
+func shutdown(ctx context.Context, logger *slog.Logger, hs *http.Server, srv *web.Server, runs *runTracker, grace time.Duration, cancelRuns context.CancelFunc) {
+	logger.Info("shutting down: letting running queries finish", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	fctx, fcancel := context.WithTimeout(sctx, grace-shutdownNotice(grace))
+	defer fcancel()
+	// Shutdown waits for plain requests and SSE streams; WebSocket queries
+	// are hijacked connections, which the run tracker waits for.
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	if !runs.closeAndWait(fctx) {
+		logger.Warn("shutdown: stopping the queries still running, telling their streams")
+	}
+	if err := srv.Drain(sctx); err != nil {
+		logger.Warn("shutdown: closing the websockets still open", "err", err)
+	}
+	if err := <-shut; err != nil {
+		logger.Warn("shutdown: cancelling the requests still running", "err", err)
+	}
+	cancelRuns()
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer wcancel()
+	runs.closeAndWait(wctx) // cancelled runs save what they have, then end
+	_ = hs.Close()          // hijacked connections are not closed by Shutdown
 }
 
 // startCPUProfile profiles the process's CPU into the file at path until
@@ -301,14 +363,16 @@ type app struct {
 	persist *persist.Store
 	// secrets keeps users' own secrets (sealed in the store, or in memory
 	// without one); signIns signs users in to servers through the web.
-	secrets *userSecrets
-	signIns *signIns
+	secrets *adapter.UserSecrets
+	signIns *adapter.SignIns
 	trees   *tree.Manager
 	disc    *discovery.Discovery
 	// runs counts the queries in flight, so shutdown can wait for them.
 	runs runTracker
 	// mcp is the aggregate MCP endpoint, once newMCPEndpoint made it.
 	mcp *mcpendpoint.Endpoint
+	// bus is the relay between replicas (see relay); nil until then.
+	bus *store.Bus
 }
 
 // newApp assembles the service. A bad mcp.json is a usage error (exit 2).
@@ -317,8 +381,8 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	if err != nil {
 		return nil, usageErr("model: %v", err)
 	}
-	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
-	topts := &tree.Options{Logger: c.logger}
+	a := &app{logger: c.logger, model: model, info: info, secrets: &adapter.UserSecrets{}}
+	topts := &tree.Options{Logger: c.logger, ModelName: info.Model, ModelProvider: string(info.Provider)}
 	if topts.MaxPromptBytes, err = maxPromptBytes(os.LookupEnv); err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -326,7 +390,10 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("%v", err)
 	}
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
-	gopts.UserSecrets = gatewaySecrets{a.secrets}
+	gopts.UserSecrets = adapter.GatewaySecrets{Secrets: a.secrets}
+	if err := perUserOptions(os.LookupEnv, gopts); err != nil {
+		return nil, usageErr("%v", err)
+	}
 	if c.dsn != "-" {
 		maxConns, err := dbMaxConns(os.LookupEnv)
 		if err != nil {
@@ -337,7 +404,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		}
 		a.persist = persist.New(a.store)
 		topts.Store, topts.Locker, topts.Profiles = a.persist, a.persist, a.persist
-		switch vault, err := openVault(ctx, a.store, os.LookupEnv); {
+		switch vault, err := adapter.OpenVault(ctx, a.store, os.LookupEnv); {
 		case errors.Is(err, store.ErrNoSecretKey):
 			c.logger.Warn("ELYSIA_SECRET_KEY is not set: users' sign-ins and secrets are kept in memory only, " +
 				"lost on restart and not shared by replicas; set it to base64 of 32 random bytes (openssl rand -base64 32)")
@@ -345,15 +412,15 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 			a.close()
 			return nil, usageErr("tokens and secrets: %v", err)
 		default:
-			a.secrets.v = vault
-			gopts.Tokens, gopts.Pending = vaultTokens{vault}, vaultPending{vault}
+			a.secrets.Vault = vault
+			gopts.Tokens, gopts.Pending = adapter.VaultTokens{Vault: vault}, adapter.VaultPending{Vault: vault}
 		}
 	}
 	if gopts.Pending == nil {
-		gopts.Pending = &mcpgateway.MemoryPendingSignIns{} // shared by every gateway of this process
+		gopts.Pending = &mcpauth.MemoryPendingSignIns{} // shared by every gateway of this process
 	}
 	a.trees = tree.NewManager(topts)
-	load := &mcpgateway.LoadOptions{Logger: c.logger}
+	load := &mcpconfig.LoadOptions{Logger: c.logger}
 	if c.interactive && term.IsTerminal(int(os.Stdin.Fd())) {
 		load.Prompt = promptTerminal
 	}
@@ -362,10 +429,10 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		Load:    load,
 		Gateway: gopts,
 	})
-	a.signIns = newSignIns(a.disc, gopts.Pending)
+	a.signIns = adapter.NewSignIns(a.disc, gopts.Pending)
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()
-		if errors.Is(err, mcpgateway.ErrInvalidConfig) {
+		if errors.Is(err, mcpconfig.ErrInvalidConfig) {
 			return nil, &exitError{code: exitUsage, err: err}
 		}
 		return nil, failure(err)
@@ -374,21 +441,25 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{disc: a.disc, renamed: a.renamed},
+	d := web.Deps{Trees: a.trees, Runner: adapter.Runner{Trees: a.trees, Model: a.model, Runs: &a.runs}, Servers: adapter.NewServers(a.disc, a.renamed),
 		SignIns: a.signIns, Secrets: a.secrets}
 	if a.persist != nil {
 		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist
 	}
 	if a.info.Provider != llm.ProviderOffline {
-		d.Model = textModel{a.model} // the offline planner answers with tool calls, not text
+		d.Model = adapter.TextModel{Model: a.model} // the offline planner answers with tool calls, not text
 	}
 	return d
 }
 
-// ready reports whether the service can take traffic: the database answers.
+// ready reports whether the service can take traffic: the database answers
+// and, with replicas, this one hears the others.
 func (a *app) ready(ctx context.Context) error {
 	if a.store == nil {
 		return nil
+	}
+	if err := a.relayReady(); err != nil {
+		return err
 	}
 	return a.store.Ping(ctx)
 }

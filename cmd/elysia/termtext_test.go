@@ -124,7 +124,7 @@ func TestAskerPrintsNoControls(t *testing.T) {
 	} {
 		var out bytes.Buffer
 		a := &terminalAsker{in: bufio.NewReader(strings.NewReader("\n")), out: &out, interactive: true}
-		if ans := a.answer(q, nil); ans.Action != tools.ElicitAccept {
+		if ans, _ := a.answer(t.Context(), q, nil); ans.Action != tools.ElicitAccept {
 			t.Errorf("answer = %+v, want accept", ans)
 		}
 		if got := out.String(); got != termText(got) || !strings.Contains(got, "see this") {

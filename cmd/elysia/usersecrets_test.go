@@ -75,3 +75,31 @@ func TestUserSecretsReachTheirServer(t *testing.T) {
 		}
 	}
 }
+
+// TestUserSecretsCapped: a user keeps at most 100 secrets of at most 16
+// KiB each; beyond them PUT answers 4xx naming the cap, and the secrets
+// kept stay (the one replaced at the cap included).
+func TestUserSecretsCapped(t *testing.T) {
+	t.Parallel()
+	s := startService(t, serveOptions{Env: []string{"ELYSIA_API_KEYS=ka:alice,kb:bob"}})
+	put := func(key, user, name, value string) (int, map[string]any) {
+		return do(t, http.MethodPut, s.URL+"/users/"+user+"/secrets/"+name, key, map[string]any{"value": value})
+	}
+	for i := range 100 {
+		if code, body := put("ka", "alice", fmt.Sprintf("S%d", i), "v"); code != http.StatusNoContent {
+			t.Fatalf("secret %d: %d %v", i, code, body)
+		}
+	}
+	if code, body := put("ka", "alice", "ONE_MORE", "v"); code != http.StatusConflict || !strings.Contains(fmt.Sprint(body["error"]), "100") {
+		t.Errorf("secret 101: %d %v, want 409 naming the cap", code, body)
+	}
+	if code, body := put("ka", "alice", "S5", "replaced"); code != http.StatusNoContent {
+		t.Errorf("replacing a kept secret at the cap: %d %v", code, body)
+	}
+	if code, body := put("kb", "bob", "BIG", strings.Repeat("x", 16<<10+1)); code != http.StatusRequestEntityTooLarge || !strings.Contains(fmt.Sprint(body["error"]), "16 KiB") {
+		t.Errorf("a value over 16 KiB: %d %v, want 413 naming the cap", code, body)
+	}
+	if code, body := put("kb", "bob", "S0", "v"); code != http.StatusNoContent {
+		t.Errorf("bob's first secret: %d %v", code, body)
+	}
+}

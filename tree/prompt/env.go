@@ -106,7 +106,7 @@ func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntr
 		for _, name := range slices.Sorted(maps.Keys(byName)) {
 			l := &promptList{key: ResultKey{tool, name}, entries: byName[name]}
 			var p bytes.Buffer
-			writeString(&p, name)
+			tools.WriteJSONString(&p, name)
 			p.WriteString(":[")
 			l.prefix = p.Bytes()
 			frame += len(l.prefix) + 1 // and ]
@@ -131,7 +131,7 @@ func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntr
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeString(b, tool)
+		tools.WriteJSONString(b, tool)
 		b.WriteString(":{")
 		for j, l := range byTool[i] {
 			if j > 0 {

@@ -222,3 +222,6 @@ func FoldErrors(es []PreviousError) []PreviousError {
 // built without marshalling e's objects. When it is not shorter than e's
 // JSON, the prompt shows e whole, and a Store should too.
 func DigestEntry(e tools.EnvEntry) []byte { return digestEntry(e) }
+
+// oneLine collapses whitespace so a quoted message stays on its line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -198,7 +198,7 @@ func cut(s string, n int) string {
 
 // quotedLen is the length of s written as a JSON string.
 func quotedLen(s string) int {
-	if isPlain(s) {
+	if tools.PlainJSONString(s) {
 		return len(s) + 2
 	}
 	enc, _ := tools.Marshal(s)

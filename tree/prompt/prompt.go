@@ -109,11 +109,11 @@ func (in Inputs) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeString(&b, x.Name)
+		tools.WriteJSONString(&b, x.Name)
 		b.WriteString(`:{"type":`)
-		writeString(&b, x.Type)
+		tools.WriteJSONString(&b, x.Type)
 		b.WriteString(`,"description":`)
-		writeString(&b, x.Description)
+		tools.WriteJSONString(&b, x.Description)
 		if x.Default != nil {
 			d, err := tools.Marshal(x.Default)
 			if err != nil {
@@ -128,7 +128,7 @@ func (in Inputs) MarshalJSON() ([]byte, error) {
 				if j > 0 {
 					b.WriteByte(',')
 				}
-				writeString(&b, e)
+				tools.WriteJSONString(&b, e)
 			}
 			b.WriteByte(']')
 		}
@@ -227,30 +227,30 @@ func (dc *Context) encode(pb *promptBuffer) ([]byte, Stats, error) {
 	b := &pb.b
 	b.Grow(512 + 512*len(dc.AvailableOptions))
 	b.WriteString(`{"user_prompt":`)
-	writeString(b, dc.UserPrompt)
+	tools.WriteJSONString(b, dc.UserPrompt)
 	b.WriteString(`,"conversation_summary":`)
-	writeString(b, dc.ConversationSummary)
+	tools.WriteJSONString(b, dc.ConversationSummary)
 	b.WriteString(`,"conversation_history":`)
 	if err := writeJSON(b, dc.ConversationHistory); err != nil {
 		return nil, Stats{}, err
 	}
 	b.WriteString(`,"node":{"id":`)
-	writeString(b, dc.NodeID)
+	tools.WriteJSONString(b, dc.NodeID)
 	b.WriteString(`,"instruction":`)
-	writeString(b, dc.Instruction)
+	tools.WriteJSONString(b, dc.Instruction)
 	b.WriteString(`},"available_options":[`)
 	for i, o := range dc.AvailableOptions {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString(`{"name":`)
-		writeString(b, o.Name)
+		tools.WriteJSONString(b, o.Name)
 		if !dc.Describe {
 			b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `}`)
 			continue
 		}
 		b.WriteString(`,"description":`)
-		writeString(b, o.Description)
+		tools.WriteJSONString(b, o.Description)
 		b.WriteString(`,"end":` + strconv.FormatBool(o.End) + `,"inputs":`)
 		in, err := o.Inputs.MarshalJSON()
 		if err != nil {
@@ -276,7 +276,7 @@ func (dc *Context) encode(pb *promptBuffer) ([]byte, Stats, error) {
 		return nil, Stats{}, err
 	}
 	tail.WriteString(`,"tree_count":`)
-	writeString(tail, dc.TreeCount)
+	tools.WriteJSONString(tail, dc.TreeCount)
 	tail.WriteByte('}')
 	lim := envLimits{total: dc.EnvLimit, old: -1}
 	if dc.Budget >= 0 {

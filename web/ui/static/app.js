@@ -16,6 +16,7 @@
 //   #tree                     the decision tree; every node is .node[data-id="<option id>"],
 //                             gateways also [data-gateway="true"]; click
 //                             .node[data-id=X] > .row .label to open a gateway or branch;
+//                             the rows are role=treeitem (one Tab stop; arrows, Home, End, Enter);
 //                             nodes on the agent's path get .on-path, the last decision .current
 //   #servers-status           one .server[data-server=<name>][data-state=<state>] per server
 //   #tool-panel               the gateway panel (hidden until a gateway is clicked)
@@ -26,7 +27,7 @@
 //                             errors (422 text) in #tool-form-error
 //   #tool-result              the execute result; data-state = running | ok | error | invalid
 //   #query-input, #query-send the query box and its button (Enter sends, Shift+Enter newline)
-//   #query-stop               shown while a query runs: stops it (the turn gets [data-type="stopped"])
+//   #query-stop               shown while a query runs: stops it, as Esc does (the turn gets [data-type="stopped"])
 //   #chat .tool-progress      a tool call's progress: data-state "running" | "done" | "stopped",
 //                             data-tool, data-progress, data-total; its <progress> bar while running
 //   #chat .elicitation        a server's question: data-state (elicit.js), data-mode "form" | "url";
@@ -54,6 +55,10 @@ import { SignIn } from "./signin.js";
 import { Settings } from "./settings.js";
 
 const $ = (id) => document.getElementById(id);
+
+// LOST_AFTER is how many reconciles in a row that reach no service end a
+// query the page lost its connection for.
+const LOST_AFTER = 3;
 
 function randomID(prefix = "") {
   const bytes = new Uint8Array(8);
@@ -129,7 +134,8 @@ class App {
 
   async start() {
     fillIcons();
-    $("conversation-meta").textContent = `${this.user} · ${this.conversation}`;
+    $("conversation-meta").textContent = this.user;
+    $("conversation-meta").title = `user ${this.user}, conversation ${this.conversation}`;
     this.bindUI();
     new SignIn({ user: this.user, treeEl: $("tree"), chatEl: $("chat") }).install();
     new Settings({ user: this.user }).install();
@@ -138,6 +144,7 @@ class App {
     // The tree GET creates the conversation (and asks for a key when one is
     // needed), so it goes first; the event stream then brings the rest.
     await this.loadTree();
+    this.loadInfo();
     await this.loadHistory();
     this.live.start();
     $("query-input").focus();
@@ -167,6 +174,14 @@ class App {
       await promptForKey(getKey() ? "Replace the stored API key." : "Enter an API key for this server.");
     });
     window.addEventListener("elysia-key", () => this.afterNewKey());
+    // Esc stops a running query, unless something nearer took it (a
+    // dialog, the panel, a form).
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape" && !ev.defaultPrevented && this.running && !document.querySelector("dialog[open]")) {
+        ev.preventDefault();
+        this.stop();
+      }
+    });
     $("sidebar-toggle").addEventListener("click", () => {
       const open = document.body.classList.toggle("sidebar-open");
       $("sidebar-toggle").setAttribute("aria-expanded", String(open));
@@ -198,15 +213,20 @@ class App {
   setStatus(state) {
     const el = $("connection");
     el.dataset.state = state;
-    el.textContent = { idle: "idle", connecting: "connecting…", running: "running…", reconnecting: "reconnecting…" }[state] || state;
+    el.textContent = { idle: "idle", connecting: "connecting…", running: "running…", reconnecting: "reconnecting…", offline: "connection lost" }[state] || state;
     const via = { ws: " over the WebSocket", sse: " over server-sent events" }[el.dataset.transport] || "";
-    el.title = state === "idle" ? "No query running" : `Query ${state}${via}`;
+    el.title = state === "idle" ? "No query running"
+      : state === "offline" ? "The service cannot be reached; the last query's outcome is unknown"
+        : `Query ${state}${via}`;
   }
 
   // setLive shows the state of the event stream that keeps the page up to
   // date; only trouble is worth a note.
   setLive(state, why) {
     document.body.dataset.live = state;
+    // Without the stream the servers' state is unknown: no badge may
+    // stay green on a service that is gone.
+    if (state === "retrying" || state === "stopped") this.staleServers();
     const note = $("live-note");
     if (state === "retrying" || state === "stopped") {
       note.textContent = state === "stopped"
@@ -223,6 +243,19 @@ class App {
     $("conversation-title").textContent = this.title || "New conversation";
     document.title = this.title ? `${this.title} · Elysia` : "Elysia";
     if (live) this.renderConversations();
+  }
+
+  // loadInfo shows which model answers, and hides the API-key button on
+  // a service that asks for no key.
+  async loadInfo() {
+    const r = await apiJSON("/api/info", { interactive: false });
+    if (!r.ok || !r.data) return;
+    const model = typeof r.data.model === "string" ? r.data.model : "";
+    const el = $("model-name");
+    el.textContent = model ? `model ${model}` : "";
+    el.title = model ? `Answers come from ${model}` : "";
+    el.hidden = !model;
+    $("api-key-button").hidden = r.data.auth === false && !getKey();
   }
 
   // ---- live state: the event stream's messages, and one-shot loads ----
@@ -277,6 +310,13 @@ class App {
     this.renderServers(r.data || { error: r.error }, r.status);
   }
 
+  // staleServers shows every server's state as unknown until the stream
+  // brings the next one.
+  staleServers() {
+    if (!this.servers) return;
+    this.renderServers({ servers: this.servers.map((s) => ({ ...s, state: "unknown", circuit: null, tool_count: undefined })), stale: true }, 200);
+  }
+
   renderServers(data, status) {
     const el = $("servers-status");
     if (!data || !Array.isArray(data.servers) || (data.error && !data.servers.length)) {
@@ -287,6 +327,8 @@ class App {
     const key = JSON.stringify([data.servers, data.config_error]);
     if (key === this.serversKey) return;
     this.serversKey = key;
+    if (!data.stale) this.servers = data.servers;
+    el.dataset.stale = String(Boolean(data.stale));
     this.treeView.setServers(data.servers);
     this.toolPanel.refreshInfo();
     const items = data.servers.map((s) => {
@@ -322,39 +364,63 @@ class App {
       list.replaceChildren(h("li", { class: "muted small" }, error || "No conversations."));
       return;
     }
+    // A new list must not take the keyboard's place: the row that had the
+    // focus gets it back.
+    const active = document.activeElement;
+    const refocus = active && list.contains(active) ? active.closest("li")?.dataset.conversation : undefined;
     const sorted = [...convs].sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
     if (!sorted.some((c) => c.conversation_id === this.conversation)) {
       sorted.unshift({ conversation_id: this.conversation, title: this.title, updated_at: "" });
     }
     list.replaceChildren(...sorted.map((c) => {
       const current = c.conversation_id === this.conversation;
-      const title = (current && this.title) || c.title || c.conversation_id;
-      const del = h("button", { type: "button", class: "delete icon-button", "aria-label": `Delete conversation ${title}`, title: "Delete" }, icon("trash"));
-      del.addEventListener("click", () => this.deleteConversation(c.conversation_id, del));
+      // An id such as c-0a6102889bbfb782 means nothing to a person.
+      const title = (current && this.title) || c.title || (current ? "New conversation" : "Untitled conversation");
+      // One Tab stop a row: the Delete key on the row does what the trash
+      // button does for the mouse.
+      const confirming = this.confirming === c.conversation_id;
+      const del = h("button", {
+        type: "button", class: "delete icon-button" + (confirming ? " confirm" : ""), tabindex: "-1", "aria-hidden": "true", title: "Delete",
+        dataset: { confirm: String(confirming) },
+      }, confirming ? "Delete?" : icon("trash"));
+      del.addEventListener("click", () => this.deleteConversation(c.conversation_id));
       return h("li", { class: current ? "current" : "", dataset: { conversation: c.conversation_id } },
         h("button", {
           type: "button", class: "open", "aria-current": current ? "page" : undefined,
           onclick: () => {
             if (!current) location.assign(convPath(this.user, c.conversation_id));
           },
+          onkeydown: (ev) => {
+            if (ev.key === "Delete" || (ev.key === "Backspace" && ev.metaKey)) {
+              ev.preventDefault();
+              this.deleteConversation(c.conversation_id);
+            }
+          },
+          title: c.conversation_id,
+          "aria-keyshortcuts": "Delete",
+          "aria-describedby": "conv-delete-hint",
         }, h("span", { class: "conv-title" }, title), h("span", { class: "conv-time" }, relativeTime(c.updated_at))),
         del);
     }));
+    if (refocus) list.querySelector(`li[data-conversation="${CSS.escape(refocus)}"] button.open`)?.focus();
   }
 
-  async deleteConversation(id, button) {
-    if (button.dataset.confirm !== "true") {
-      button.dataset.confirm = "true";
-      button.textContent = "Delete?";
-      button.classList.add("confirm");
-      setTimeout(() => {
-        if (!button.isConnected) return;
-        button.dataset.confirm = "";
-        button.replaceChildren(icon("trash"));
-        button.classList.remove("confirm");
+  // deleteConversation deletes conversation id on the second press (of
+  // the trash button or the Delete key) within four seconds; the first
+  // asks, on the row, which survives a new list.
+  async deleteConversation(id) {
+    if (this.confirming !== id) {
+      clearTimeout(this.confirmTimer);
+      this.confirming = id;
+      this.renderConversations();
+      this.confirmTimer = setTimeout(() => {
+        this.confirming = "";
+        this.renderConversations();
       }, 4000);
       return;
     }
+    clearTimeout(this.confirmTimer);
+    this.confirming = "";
     const r = await apiJSON(`/conversations/${encodeURIComponent(this.user)}/${encodeURIComponent(id)}`, { method: "DELETE" });
     if (!r.ok && r.status !== 404) {
       this.chat.note(null, "error", `Could not delete the conversation: ${r.error}`);
@@ -461,19 +527,22 @@ class App {
       // failing run still sends "completed". Wait briefly to tell them apart.
       // A dropped stream is left to reconcile, which reads the saved log.
       if (!(env.payload && env.payload.dropped)) run.errorTimer = setTimeout(() => this.running === run && this.finish(), 1500);
+      else this.chat.pause(run.queryID, "Connection lost; reconnecting…");
     }
   }
 
-  finish() {
+  // finish ends the running query on the page; lost says the service
+  // could not be reached, so its outcome is unknown.
+  finish(lost = false) {
     const run = this.running;
     if (!run) return;
     clearTimeout(run.errorTimer);
     clearTimeout(this.watchdog);
     clearTimeout(this.reconcileTimer);
-    this.chat.endTurn(run.queryID);
+    this.chat.endTurn(run.queryID, lost ? "lost" : "");
     this.running = null;
     document.body.dataset.state = "idle";
-    this.setStatus("idle");
+    this.setStatus(lost ? "offline" : "idle");
     $("query-send").disabled = false;
     $("query-stop").hidden = true;
   }
@@ -525,14 +594,24 @@ class App {
     const run = this.running;
     if (!run || run.transport !== "ws") return;
     this.chat.note(run.queryID, "warning", "Connection lost; reconnecting…");
+    this.chat.pause(run.queryID, "Connection lost; reconnecting…");
     this.setConnection("reconnecting");
     this.reconcile(run.queryID, true);
   }
 
-  async reconcile(queryID, reconnect, attempt = 0) {
+  async reconcile(queryID, reconnect, attempt = 0, unreachable = 0) {
     if (!this.running || this.running.queryID !== queryID) return;
     if (reconnect) this.transport.connectWS().then((ok) => ok || this.setConnection("offline"));
     const r = await apiJSON(`/conversations/${this.base}`, { interactive: false });
+    // No answer at all (status 0) three times running, about seven
+    // seconds: the service is gone, and the query with it as far as this
+    // page can tell.
+    unreachable = r.status === 0 ? unreachable + 1 : 0;
+    if (unreachable >= LOST_AFTER && this.running && this.running.queryID === queryID) {
+      this.chat.note(queryID, "error", "Lost the connection to the service; this query's outcome is unknown. Reload the page once the service is back.");
+      this.finish(true);
+      return;
+    }
     const d = r.data || {};
     const conv = d.conversation && typeof d.conversation === "object" ? d.conversation : d;
     const events = [d.events, conv.events, d.event_log, conv.event_log].find(Array.isArray) || [];
@@ -544,7 +623,7 @@ class App {
       return;
     }
     const delay = Math.min(1000 * 2 ** Math.min(attempt, 3), 5000);
-    this.reconcileTimer = setTimeout(() => this.reconcile(queryID, reconnect && !this.transport.ws, attempt + 1), delay);
+    this.reconcileTimer = setTimeout(() => this.reconcile(queryID, reconnect && !this.transport.ws, attempt + 1, unreachable), delay);
   }
 }
 

@@ -91,15 +91,30 @@ export class ChatView {
         elapsed.textContent = formatDuration(performance.now() - t.started, 0.1);
       };
       tick();
+      t.tick = tick;
       t.ticker = setInterval(tick, 100);
     }
     this.scroll(true);
   }
 
-  endTurn(queryID) {
+  // pause stops a live turn's clock and says why (its connection dropped);
+  // the turn goes on if the events come back.
+  pause(queryID, text) {
+    const t = this.turns.get(queryID || "_");
+    if (!t || !t.ticker) return;
+    clearInterval(t.ticker);
+    t.ticker = 0;
+    const pt = t.el.querySelector(".progress-text");
+    if (pt) pt.textContent = text;
+    t.el.querySelector(".progress .spinner")?.remove();
+  }
+
+  // endTurn ends a turn's clock and progress; state "lost" says its
+  // connection was lost, so its calls are neither done nor stopped.
+  endTurn(queryID, state = "") {
     const t = this.turns.get(queryID || "_");
     if (!t) return;
-    this.endCalls(t, t.stopped ? "stopped" : "done");
+    this.endCalls(t, state || (t.stopped ? "stopped" : "done"));
     for (const c of t.cards) c.expire();
     clearInterval(t.ticker);
     t.ticker = 0;
@@ -172,7 +187,7 @@ export class ChatView {
     for (const b of t.bars.values()) {
       b.el.dataset.state = state;
       b.bar.remove();
-      b.text.textContent = (state === "stopped" ? "stopped at " : "reached ") + progressLabel(b.last);
+      b.text.textContent = ({ stopped: "stopped at ", lost: "lost at " }[state] || "reached ") + progressLabel(b.last);
     }
     t.bars.clear();
   }
@@ -190,6 +205,8 @@ export class ChatView {
     this.stick = replay || this.nearBottom();
     const p = env.payload && typeof env.payload === "object" ? env.payload : {};
     const t = this.turn(env.query_id);
+    // Events again after a lost connection: the clock goes on.
+    if (!replay && t.tick && !t.ticker && t.el.classList.contains("active")) t.ticker = setInterval(t.tick, 100);
     if (CALL_ENDS.has(env.type)) this.endCalls(t, t.stopped ? "stopped" : "done");
     // The run went on after an answer: the server took it.
     if (env.type !== "error") for (const c of t.cards) c.confirm();
@@ -293,9 +310,13 @@ export class ChatView {
         return d;
       }));
     } else if (meta.action === "list" && isToolList(objs)) {
-      // A gateway's list: the tools as the tool panel shows them, not a
-      // table of raw schemas.
-      body = h("ul", { class: "tool-list in-chat" }, objs.map((o) => toolCard(o, o._REF_ID ? h("span", { class: "ref" }, o._REF_ID) : null)));
+      // A gateway's list is the model's business: one folded line, the
+      // tools as the tool panel shows them inside.
+      const n = objs.length;
+      const server = typeof meta.server === "string" && meta.server ? meta.server : "a server";
+      return h("details", { class: "result tool-listing", dataset: { count: String(n) } },
+        h("summary", null, icon("list"), ` listed ${n} tool${n === 1 ? "" : "s"} of `, h("strong", null, server)),
+        h("ul", { class: "tool-list in-chat" }, objs.map((o) => toolCard(o))));
     } else {
       body = objs.length ? table(objs) : jsonBlock(p);
     }

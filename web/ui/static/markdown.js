@@ -82,6 +82,59 @@ function inline(text) {
       autolinks));
 }
 
+// MAX_TABLE_COLS caps a table's columns; cells past it are dropped.
+const MAX_TABLE_COLS = 32;
+
+// tableCells splits a GFM table row into its cells' text: pipes outside
+// code spans separate cells, "\|" is a literal pipe, and a leading and a
+// trailing pipe are optional.
+function tableCells(line) {
+  let s = line.trim();
+  if (s.startsWith("|")) s = s.slice(1);
+  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+  const cells = [];
+  let cur = "";
+  let code = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === "\\" && s[i + 1] === "|") {
+      cur += "|";
+      i++;
+    } else if (c === "`") {
+      code = !code;
+      cur += c;
+    } else if (c === "|" && !code) {
+      cells.push(cur.trim());
+      cur = "";
+    } else cur += c;
+  }
+  cells.push(cur.trim());
+  return cells;
+}
+
+// DELIM is a GFM table's delimiter row: "| --- | :-: | --: |".
+const DELIM = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
+// tableAt parses the GFM table whose header is lines[i], if there is one:
+// a header row with a pipe, then a delimiter row with as many cells. It
+// returns the table node and the index of the line after it, or null.
+function tableAt(lines, i) {
+  const headLine = lines[i];
+  if (!headLine.includes("|") || i + 1 >= lines.length || !DELIM.test(lines[i + 1]) || !lines[i + 1].includes("-")) return null;
+  const head = tableCells(headLine);
+  const delim = tableCells(lines[i + 1]);
+  if (head.length !== delim.length || (head.length < 2 && !headLine.trim().startsWith("|"))) return null;
+  const n = Math.min(head.length, MAX_TABLE_COLS);
+  const align = delim.slice(0, n).map((d) => (d.startsWith(":") && d.endsWith(":") ? "center" : d.endsWith(":") ? "right" : d.startsWith(":") ? "left" : ""));
+  const row = (cells, tag) => node("tr", align.map((a, k) => node(tag, inline(cells[k] ?? ""), a ? { align: a } : {})));
+  const body = [];
+  let j = i + 2;
+  for (; j < lines.length && lines[j].includes("|") && !/^\s*$/.test(lines[j]); j++) body.push(row(tableCells(lines[j]), "td"));
+  const children = [node("thead", [row(head, "th")])];
+  if (body.length) children.push(node("tbody", body));
+  return { table: node("table", children), next: j };
+}
+
 // markdownTree parses src into a list of block nodes. Text is kept as
 // strings, never as markup.
 export function markdownTree(src) {
@@ -112,6 +165,14 @@ export function markdownTree(src) {
     if (/^\s*$/.test(line)) {
       flushPara();
       flushList();
+      continue;
+    }
+    const tbl = tableAt(lines, i);
+    if (tbl) {
+      flushPara();
+      flushList();
+      out.push(tbl.table);
+      i = tbl.next - 1;
       continue;
     }
     const heading = line.match(/^(#{1,6})\s+(.*)$/);
@@ -151,7 +212,11 @@ export function markdownTree(src) {
 }
 
 // TAGS are the only elements toDOM makes.
-const TAGS = new Set(["p", "br", "ul", "ol", "li", "pre", "code", "blockquote", "strong", "em", "a", "h3", "h4", "h5", "h6"]);
+const TAGS = new Set(["p", "br", "ul", "ol", "li", "pre", "code", "blockquote", "strong", "em", "a", "h3", "h4", "h5", "h6",
+  "table", "thead", "tbody", "tr", "th", "td"]);
+
+// ALIGNS are the only alignments a table cell may carry (as data-align).
+const ALIGNS = new Set(["left", "center", "right"]);
 
 // toDOM builds the nodes of a markdownTree list into parent.
 function toDOM(parent, nodes) {
@@ -170,6 +235,8 @@ function toDOM(parent, nodes) {
       el.rel = "noopener noreferrer";
     }
     if (n.lang) el.dataset.lang = n.lang;
+    if (ALIGNS.has(n.align)) el.dataset.align = n.align;
+    if (n.tag === "th") el.scope = "col";
     toDOM(el, n.children);
     parent.append(el);
   }

@@ -58,8 +58,23 @@ export function jsonBlock(v, cls = "json") {
   return h("pre", { class: cls }, h("code", null, prettyJSON(v)));
 }
 
+// isScalar reports whether v is a string, number or boolean.
+function isScalar(v) {
+  return typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+}
+
+// MAX_CHIPS is how many items of a list one cell shows as chips.
+const MAX_CHIPS = 20;
+
 function cell(v) {
   if (v === null || v === undefined) return h("td", { class: "null" }, "—");
+  if (Array.isArray(v) && v.every(isScalar)) {
+    // A list of words (tags): chips, each whole.
+    if (!v.length) return h("td", { class: "null" }, "—");
+    const more = v.length - MAX_CHIPS;
+    return h("td", { class: "list" }, v.slice(0, MAX_CHIPS).map((x) => h("span", { class: "tag" }, String(x))),
+      more > 0 ? h("span", { class: "muted small" }, ` +${more}`) : null);
+  }
   if (typeof v === "object") {
     const s = compactJSON(v);
     return h("td", { class: "nested", title: s.length > 120 ? prettyJSON(v) : undefined }, h("code", null, s.length > 300 ? s.slice(0, 300) + "…" : s));
@@ -71,32 +86,33 @@ function cell(v) {
 
 const MAX_ROWS = 200;
 
+// REF is the key of a record's reference id: what a model cites it by. It
+// is no column for a person; a row keeps it as data-ref.
+const REF = "_REF_ID";
+
 // table renders an array of objects: the columns are the union of their keys
-// in first-seen order, with _REF_ID last and small.
+// in first-seen order, less _REF_ID, which each row keeps as data-ref.
 export function table(objects) {
   const rows = Array.isArray(objects) ? objects : [];
   const cols = [];
   const seen = new Set();
   for (const o of rows) {
     if (o && typeof o === "object" && !Array.isArray(o)) {
-      for (const k of Object.keys(o)) if (!seen.has(k)) seen.add(k), cols.push(k);
+      for (const k of Object.keys(o)) if (k !== REF && !seen.has(k)) seen.add(k), cols.push(k);
     } else if (!seen.has("value")) {
       seen.add("value");
       cols.push("value");
     }
   }
-  const ref = cols.indexOf("_REF_ID");
-  if (ref >= 0) cols.push(cols.splice(ref, 1)[0]);
-  const head = h("tr", null, cols.map((c) => h("th", { scope: "col", class: c === "_REF_ID" ? "ref" : undefined }, c)));
+  const head = h("tr", null, cols.map((c) => h("th", { scope: "col" }, c)));
   const body = rows.slice(0, MAX_ROWS).map((o) => {
     const isObj = o && typeof o === "object" && !Array.isArray(o);
-    return h("tr", null, cols.map((c) => {
-      const v = isObj ? o[c] : c === "value" ? o : undefined;
-      if (c === "_REF_ID") return h("td", { class: "ref" }, v === undefined ? "" : String(v));
-      return cell(v);
-    }));
+    const ref = isObj && isScalar(o[REF]) ? String(o[REF]) : undefined;
+    return h("tr", { dataset: ref === undefined ? undefined : { ref } }, cols.map((c) => cell(isObj ? o[c] : c === "value" ? o : undefined)));
   });
-  const wrap = h("div", { class: "table-wrap" }, h("table", { class: "data" }, h("thead", null, head), h("tbody", null, body)));
+  // The wrap scrolls; a keyboard can scroll it only if it takes the focus.
+  const wrap = h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `Table of ${rows.length} row${rows.length === 1 ? "" : "s"}` },
+    h("table", { class: "data" }, h("thead", null, head), h("tbody", null, body)));
   if (rows.length > MAX_ROWS) wrap.append(h("div", { class: "muted small" }, `${rows.length - MAX_ROWS} more rows not shown`));
   return wrap;
 }
@@ -169,11 +185,96 @@ function textContent(text) {
   return h("pre", { class: "text-content" }, t);
 }
 
-function mediaSrc(item) {
-  const mime = item.mimeType || item.mime_type || "application/octet-stream";
+// mediaSrc is a data: URL for an item's base64 data, or "" unless its MIME
+// type is one of kind ("image", "audio"): a server cannot pass off other
+// data as media.
+function mediaSrc(item, kind) {
+  const mime = String(item.mimeType || item.mime_type || "").toLowerCase();
+  const data = String(item.data || item.blob || "");
+  if (!new RegExp(`^${kind}/[a-z0-9.+-]+$`).test(mime) || !/^[A-Za-z0-9+/=\s]*$/.test(data)) return "";
+  return `data:${mime};base64,${data.replace(/\s+/g, "")}`;
+}
+
+// base64Bytes is how many bytes base64 text decodes to.
+function base64Bytes(b64) {
+  const s = String(b64 || "").replace(/\s+/g, "");
+  return Math.max(0, Math.floor((s.length * 3) / 4) - (s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0));
+}
+
+// formatBytes shows a size as people read it: "812 B", "3.4 KiB".
+export function formatBytes(n) {
+  if (!(n >= 0)) return "";
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+// blobLine shows binary data as its type and size, with a link that saves
+// it as a file. The download is an application/octet-stream Blob: the
+// browser saves it and never shows it as a page of this site.
+function blobLine(item, name) {
+  const mime = item.mimeType || item.mime_type || "binary";
   const data = item.data || item.blob || "";
-  if (/^data:/.test(data)) return data;
-  return `data:${mime};base64,${data}`;
+  // A cut item gives the size of its base64 text.
+  const size = data ? base64Bytes(data) : Math.floor(((Number(item.size) || 0) * 3) / 4);
+  const line = h("div", { class: "blob-line muted small", dataset: { mime: String(mime), bytes: String(size) } },
+    icon("file"), " ", String(mime), " · ", formatBytes(size), data ? "" : " (too large to show)");
+  if (data && /^[A-Za-z0-9+/=\s]*$/.test(data)) {
+    const a = h("a", { class: "download", download: fileName(name) }, "Download");
+    a.addEventListener("click", (ev) => {
+      // The Blob is made at the click and let go right after.
+      ev.preventDefault();
+      let bytes;
+      try {
+        bytes = Uint8Array.from(atob(data.replace(/\s+/g, "")), (c) => c.charCodeAt(0));
+      } catch {
+        return;
+      }
+      const url = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
+      const save = document.createElement("a");
+      save.href = url;
+      save.download = fileName(name);
+      save.click();
+      setTimeout(() => URL.revokeObjectURL(url), 0);
+    });
+    a.href = "#";
+    line.append(" · ", a);
+  }
+  return line;
+}
+
+// fileName is a safe file name for a download from uri: its last path
+// segment, letters, digits and .-_ only.
+function fileName(uri) {
+  const last = String(uri || "").split(/[/\\?#]/).filter(Boolean).pop() || "resource";
+  return last.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 80) || "resource";
+}
+
+// media is an img or audio element for an item of that kind, or its
+// size line when its type or data is not one the element takes.
+function media(item, kind, label) {
+  const src = mediaSrc(item, kind);
+  if (!src) return blobLine(item, label);
+  return kind === "image"
+    ? h("img", { class: "content-image", src, alt: item.alt || label || "image result" })
+    : h("audio", { controls: true, src, "aria-label": label || "audio result" });
+}
+
+// resourceContent renders a resource's contents, as the gateway sends
+// them ({uri, mime_type, text | data}) or as MCP nests them
+// ({resource: {uri, mimeType, text | blob}}).
+function resourceContent(item) {
+  const r = item.resource && typeof item.resource === "object" ? item.resource : item;
+  const uri = r.uri || "";
+  const mime = r.mimeType || r.mime_type || "";
+  const box = h("div", { class: "resource", dataset: { uri, mime } },
+    h("div", { class: "muted small" }, "resource ", h("code", null, uri), mime ? ` · ${mime}` : ""));
+  if (typeof r.text === "string") {
+    box.append(textContent(r.text));
+    if (r.truncated || item.truncated) box.append(h("div", { class: "muted small" }, "(cut: the resource is longer than the output cap)"));
+  } else if (/^image\//i.test(mime) && (r.data || r.blob)) box.append(media(r, "image", uri));
+  else box.append(blobLine(r, uri));
+  return box;
 }
 
 // contentItem renders one MCP content item (text, image, audio, resource,
@@ -184,17 +285,11 @@ export function contentItem(item) {
     case "text":
       return textContent(item.text);
     case "image":
-      return h("img", { class: "content-image", src: mediaSrc(item), alt: item.alt || "image result" });
+      return media(item, "image", "image result");
     case "audio":
-      return h("audio", { controls: true, src: mediaSrc(item) });
-    case "resource": {
-      const r = item.resource || {};
-      const box = h("div", { class: "resource" }, h("div", { class: "muted small" }, "resource ", h("code", null, r.uri || "")));
-      if (typeof r.text === "string") box.append(textContent(r.text));
-      else if (r.blob && /^image\//.test(r.mimeType || "")) box.append(h("img", { class: "content-image", src: mediaSrc(r), alt: r.uri || "resource" }));
-      else if (r.blob) box.append(h("div", { class: "muted small" }, `${r.mimeType || "binary"} (${r.blob.length} base64 chars)`));
-      return box;
-    }
+      return media(item, "audio", "audio result");
+    case "resource":
+      return resourceContent(item);
     case "resource_link":
       return h("div", { class: "resource" }, icon("link"), " ", h("code", null, item.uri || ""), item.name ? " " + item.name : "", item.description ? h("div", { class: "muted small" }, item.description) : null);
     default:

@@ -77,7 +77,7 @@ export function fieldID(name, prefix = "field-") {
 // The tool panel's tool form is the default; the prompt form passes its own
 // prefix, ids and words.
 export function buildForm(form, toolName, schema, {
-  onCancel, prefix = "field-", verb = "Run", submitText = "Execute", submitID = "tool-form-submit", errorID = "tool-form-error",
+  onCancel, prefix = "field-", verb = "Run", submitText = "Run", submitID = "tool-form-submit", errorID = "tool-form-error",
 } = {}) {
   form.replaceChildren();
   form.dataset.tool = toolName;

@@ -9,17 +9,27 @@
 //
 // Selectors for tests: #tab-tools, #tab-resources, #tab-prompts, #tab-logs
 // (aria-selected); #resource-list li[data-uri] button.open (templates are
-// li[data-template] with an input and button.open), the content in
+// li[data-template] with a form: an input named after each variable, the
+// URI it builds in .template-uri, and button.open), the content in
 // #resource-content[data-state]; #prompt-list li[data-prompt] button.open,
 // #prompt-form with a control named after each argument and
 // #prompt-form-submit, the messages in #prompt-result[data-state] as
-// .prompt-message[data-role]; #server-logs li[data-level], #logs-refresh.
+// .prompt-message[data-role]; #server-logs li[data-level] (hidden below #logs-level), #logs-refresh,
+// #logs-live (reload every 2 s while the tab is open).
 import { apiJSON } from "./api.js";
 import { h, contentItem, inputSchemaOf, toolCard, toolResult } from "./render.js";
 import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
+import { expandTemplate, templateVars } from "./uritemplate.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
+
+// LEVELS are MCP's log levels, least severe first (RFC 5424's order).
+const LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+// LOGS_EVERY is how often an open Logs tab with "Live" checked reloads
+// the log, in ms. Nothing polls while the tab is closed or the page hidden.
+const LOGS_EVERY = 2000;
 
 // toolsOf reads the tool list from a list response, whichever shape the
 // service chose: {tools}, {result: {objects}}, {objects}, {result: [...]}.
@@ -28,6 +38,24 @@ export function toolsOf(data) {
   const cands = [data.tools, data.result && data.result.objects, data.objects, data.result && data.result.tools, data.result];
   for (const c of cands) if (Array.isArray(c)) return c.filter((t) => t && typeof t === "object" && t.name);
   return [];
+}
+
+// plural is "1 call", "2 calls".
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+// dock moves els (a form, its result) into li, the item the user clicked,
+// so that they open where the click was; without li, back to the end of
+// home (the tab's panel).
+function dock(li, home, ...els) {
+  const to = li || home;
+  for (const el of els) if (el.parentElement !== to) to.append(el);
+}
+
+// reveal scrolls el into view when it arrives, at the least distance.
+function reveal(el) {
+  el.scrollIntoView({ block: "nearest" });
 }
 
 export class ToolPanel {
@@ -48,6 +76,7 @@ export class ToolPanel {
     this.cache = new Map(); // gateway id → tools
     this.running = null;
     this.tab = "tools";
+    this.fieldSeq = 0; // ids of template fields
     this.loaded = new Set(); // tabs loaded for this gateway
     this.resourceStatus = document.getElementById("resource-status");
     this.resourceList = document.getElementById("resource-list");
@@ -71,6 +100,12 @@ export class ToolPanel {
       document.getElementById("tab-" + next).focus();
     });
     document.getElementById("logs-refresh").addEventListener("click", () => this.loadLogs());
+    this.logLevel = document.getElementById("logs-level");
+    this.logLive = document.getElementById("logs-live");
+    this.logLevel.addEventListener("change", () => this.filterLogs());
+    this.logLive.addEventListener("change", () => this.followLogs());
+    document.addEventListener("visibilitychange", () => this.followLogs());
+    this.logTimer = 0;
     this.promptForm.addEventListener("submit", (ev) => {
       ev.preventDefault();
       this.getPrompt();
@@ -84,7 +119,10 @@ export class ToolPanel {
       this.execute();
     });
     this.panel.addEventListener("keydown", (ev) => {
-      if (ev.key === "Escape" && !ev.defaultPrevented) this.close();
+      if (ev.key === "Escape" && !ev.defaultPrevented) {
+        ev.preventDefault(); // this Esc closes the panel, nothing more
+        this.close();
+      }
     });
   }
 
@@ -126,6 +164,7 @@ export class ToolPanel {
       tab.tabIndex = t === name ? 0 : -1;
       document.getElementById("tab-panel-" + t).hidden = t !== name;
     }
+    this.followLogs();
     if (!this.gateway || this.loaded.has(name)) return;
     if (name === "resources") this.listResources();
     else if (name === "prompts") this.listPrompts();
@@ -135,6 +174,7 @@ export class ToolPanel {
   // resetFeatures forgets the resources, prompts and logs of the last gateway.
   resetFeatures() {
     this.loaded.clear();
+    this.undock();
     this.resourceList.replaceChildren();
     this.resourceStatus.textContent = "";
     this.resourceContent.replaceChildren();
@@ -143,7 +183,15 @@ export class ToolPanel {
     this.promptStatus.textContent = "";
     this.closePromptForm();
     this.logList.replaceChildren();
+    this.logKey = "";
     this.logStatus.textContent = "";
+  }
+
+  // undock takes the resources' and prompts' forms and results out of the
+  // lists, before the lists are replaced.
+  undock() {
+    dock(null, document.getElementById("tab-panel-resources"), this.resourceContent);
+    dock(null, document.getElementById("tab-panel-prompts"), this.promptForm, this.promptResult);
   }
 
   featurePath(what) {
@@ -165,6 +213,7 @@ export class ToolPanel {
       return;
     }
     this.resourceStatus.textContent = list.length ? `${list.length} resource${list.length === 1 ? "" : "s"}` : "This server offers no resources.";
+    this.undock();
     this.resourceList.replaceChildren(...list.map((res) => this.resourceItem(res)));
   }
 
@@ -173,23 +222,62 @@ export class ToolPanel {
       h("span", { class: "feature-name" }, icon("file"), " ", res.name || res.uri || res.uri_template), action);
     const meta = [res.mime_type, res.description].filter(Boolean).join(" · ");
     if (!res.uri && res.uri_template) {
-      // A template: the user fills in its variables, then reads.
-      const input = h("input", { type: "text", class: "template-input", value: res.uri_template, "aria-label": `URI for ${res.name || res.uri_template}`, spellcheck: "false" });
       return h("li", { class: "tool-item", dataset: { template: res.uri_template } },
-        head(null), meta ? h("div", { class: "desc" }, meta) : null,
-        h("div", { class: "template-row" }, input,
-          h("button", { type: "button", class: "small-button open", onclick: () => this.readResource(input.value.trim()) }, "Read")));
+        head(null), meta ? h("div", { class: "desc" }, meta) : null, this.templateForm(res));
     }
     return h("li", { class: "tool-item", dataset: { uri: res.uri } },
       head(h("button", { type: "button", class: "small-button open", "aria-label": `Read ${res.name || res.uri}`, onclick: () => this.readResource(res.uri) }, "Read")),
       h("code", { class: "uri" }, res.uri), meta ? h("div", { class: "desc" }, meta) : null);
   }
 
-  async readResource(uri) {
+  // templateForm is a form with one field per variable of a resource
+  // template (RFC 6570); it shows the URI it builds and reads it.
+  templateForm(res) {
+    const tmpl = res.uri_template;
+    const names = templateVars(tmpl);
+    const uri = h("code", { class: "template-uri" });
+    const fields = names.map((name) => {
+      const id = `tmpl-${++this.fieldSeq}`;
+      return h("div", { class: "field template-field" },
+        h("label", { for: id }, name),
+        h("input", { type: "text", id, name, class: "template-input", spellcheck: "false", autocomplete: "off", required: true }));
+    });
+    const form = h("form", { class: "template-form", novalidate: true, "aria-label": `Read ${res.name || tmpl}` }, fields,
+      h("div", { class: "template-row" }, h("span", { class: "muted small" }, "URI "), uri,
+        h("button", { type: "submit", class: "small-button open" }, "Read")));
+    const values = () => {
+      const v = {};
+      for (const el of form.querySelectorAll("input[name]")) if (el.value !== "") v[el.name] = el.value;
+      return v;
+    };
+    const update = () => {
+      uri.textContent = expandTemplate(tmpl, values());
+    };
+    form.addEventListener("input", update);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const empty = [...form.querySelectorAll("input[name]")].find((el) => el.value.trim() === "");
+      if (empty) {
+        empty.setAttribute("aria-invalid", "true");
+        empty.focus();
+        return;
+      }
+      for (const el of form.querySelectorAll("input[aria-invalid]")) el.removeAttribute("aria-invalid");
+      this.readResource(expandTemplate(tmpl, values()), tmpl);
+    });
+    update();
+    return form;
+  }
+
+  async readResource(uri, template) {
     if (!uri) return;
     const gw = this.gateway;
     for (const li of this.resourceList.querySelectorAll("li.active")) li.classList.remove("active");
-    this.resourceList.querySelector(`li[data-uri="${CSS.escape(uri)}"]`)?.classList.add("active");
+    const li = template
+      ? this.resourceList.querySelector(`li[data-template="${CSS.escape(template)}"]`)
+      : this.resourceList.querySelector(`li[data-uri="${CSS.escape(uri)}"]`);
+    li?.classList.add("active");
+    dock(li, document.getElementById("tab-panel-resources"), this.resourceContent);
     this.resourceContent.dataset.state = "running";
     this.resourceContent.dataset.uri = uri;
     this.resourceContent.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), " Reading ", h("code", null, uri), "…"));
@@ -203,6 +291,7 @@ export class ToolPanel {
     }
     this.resourceContent.dataset.state = res.is_error ? "error" : "ok";
     this.resourceContent.replaceChildren(h("div", { class: "result-head muted small" }, h("code", null, uri)), toolResult(res));
+    reveal(this.resourceContent);
   }
 
   // ---- prompts ----
@@ -220,6 +309,7 @@ export class ToolPanel {
       return;
     }
     this.promptStatus.textContent = list.length ? `${list.length} prompt${list.length === 1 ? "" : "s"}` : "This server offers no prompts.";
+    this.undock();
     this.promptList.replaceChildren(...list.map((pr) => {
       const args = Array.isArray(pr.arguments) ? pr.arguments : [];
       return h("li", { class: "tool-item", dataset: { prompt: pr.name } },
@@ -242,8 +332,10 @@ export class ToolPanel {
   openPrompt(pr) {
     this.prompt = pr;
     for (const li of this.promptList.querySelectorAll("li.active")) li.classList.remove("active");
-    this.promptList.querySelector(`li[data-prompt="${CSS.escape(pr.name)}"]`)?.classList.add("active");
+    const li = this.promptList.querySelector(`li[data-prompt="${CSS.escape(pr.name)}"]`);
+    li?.classList.add("active");
     const f = this.promptForm;
+    dock(li, document.getElementById("tab-panel-prompts"), f, this.promptResult);
     f.replaceChildren();
     buildForm(f, pr.name, this.promptSchema(pr), { onCancel: () => this.closePromptForm(), prefix: "prompt-arg-", submitID: "prompt-form-submit", verb: "Get", submitText: "Get prompt", errorID: "prompt-form-error" });
     this.promptResult.replaceChildren();
@@ -291,6 +383,7 @@ export class ToolPanel {
       h("div", { class: "result-head muted small" }, h("code", null, pr.name), ` · ${msgs.length} message${msgs.length === 1 ? "" : "s"}`),
       ...msgs.map((m) => h("div", { class: "prompt-message", dataset: { role: m.role || "" } },
         h("div", { class: "role" }, m.role || "message"), contentItem(m.content))));
+    reveal(this.promptResult);
   }
 
   // ---- logs ----
@@ -299,8 +392,8 @@ export class ToolPanel {
     const gw = this.gateway;
     if (!gw) return;
     this.loaded.add("logs");
-    this.logStatus.textContent = "Loading…";
-    const r = await apiJSON(this.featurePath("logs"));
+    if (!this.logList.childElementCount) this.logStatus.textContent = "Loading…";
+    const r = await apiJSON(this.featurePath("logs"), { interactive: false });
     if (gw !== this.gateway) return;
     const logs = r.data && Array.isArray(r.data.logs) ? r.data.logs : null;
     if (!logs) {
@@ -308,22 +401,60 @@ export class ToolPanel {
       this.logStatus.replaceChildren(h("span", { class: "note error" }, r.error || "could not load the log"));
       return;
     }
-    this.logStatus.textContent = logs.length ? `last ${logs.length} message${logs.length === 1 ? "" : "s"}, newest last` : "No log messages from this server yet.";
+    const status = logs.length ? `last ${logs.length} message${logs.length === 1 ? "" : "s"}, newest last` : "No log messages from this server yet.";
+    if (this.logStatus.textContent !== status) this.logStatus.textContent = status;
+    // Nothing new: leave the list (and the reader's place in it) alone.
+    const key = `${logs.length}\u0000${JSON.stringify(logs.at(-1) ?? null)}`;
+    if (key === this.logKey && this.logList.childElementCount === logs.length) return;
+    this.logKey = key;
     this.logList.replaceChildren(...logs.map((e) => {
       const t = Date.parse(e.time);
       return h("li", { class: "log-line", dataset: { level: e.level || "" } },
         h("time", { datetime: e.time || undefined }, Number.isNaN(t) ? "" : new Date(t).toLocaleTimeString()),
         h("span", { class: "log-level" }, e.level || "?"),
         e.logger ? h("code", { class: "log-logger" }, e.logger) : null,
-        h("span", { class: "log-data" }, e.data ?? ""));
+        h("span", { class: "log-data" }, typeof e.data === "string" ? e.data : JSON.stringify(e.data ?? "")));
     }));
-    this.logList.lastElementChild?.scrollIntoView({ block: "nearest" });
+    this.filterLogs();
+    [...this.logList.children].filter((li) => !li.hidden).at(-1)?.scrollIntoView({ block: "nearest" });
+  }
+
+  // filterLogs shows the lines at the chosen level or above.
+  filterLogs() {
+    const min = LEVELS.indexOf(this.logLevel.value);
+    let shown = 0;
+    for (const li of this.logList.children) {
+      const at = LEVELS.indexOf(li.dataset.level);
+      li.hidden = at >= 0 && at < min;
+      if (!li.hidden) shown++;
+    }
+    this.logList.dataset.shown = String(shown);
+  }
+
+  // followLogs reloads the log every LOGS_EVERY ms while the Logs tab is
+  // open, "Live" is checked and the page is shown; else it stops.
+  followLogs() {
+    const want = this.tab === "logs" && !this.panel.hidden && this.gateway && this.logLive.checked && document.visibilityState !== "hidden";
+    if (want && !this.logTimer) {
+      this.logTimer = setInterval(() => {
+        if (!this.logBusy) {
+          this.logBusy = true;
+          this.loadLogs().finally(() => {
+            this.logBusy = false;
+          });
+        }
+      }, LOGS_EVERY);
+    } else if (!want && this.logTimer) {
+      clearInterval(this.logTimer);
+      this.logTimer = 0;
+    }
   }
 
   close() {
     this.panel.hidden = true;
+    this.followLogs();
     document.getElementById("layout").classList.remove("with-panel");
-    const sel = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > .row .label`);
+    const sel = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > [role=treeitem]`);
     if (sel) sel.focus();
   }
 
@@ -336,7 +467,7 @@ export class ToolPanel {
     if (s) {
       this.title.textContent = s.name || this.gateway;
       rows.push(h("div", { class: "server-line" }, this.treeView.badge(this.gateway), " ", h("code", null, this.gateway), " · ", s.transport || "?",
-        s.calls !== undefined ? ` · ${s.calls} calls` : "", s.failures ? `, ${s.failures} failed` : ""));
+        s.calls !== undefined ? ` · ${plural(s.calls, "call")}` : "", s.failures ? `, ${s.failures} failed` : ""));
       if (s.last_error) rows.push(h("div", { class: "note error small" }, s.last_error));
       if (s.config_error) rows.push(h("div", { class: "note error small" }, s.config_error));
       if (s.circuit && s.circuit.state === "open") rows.push(h("div", { class: "note warning small" }, `Circuit open${s.circuit.retry_at ? ", retrying at " + new Date(s.circuit.retry_at).toLocaleTimeString() : ""}`));
@@ -374,16 +505,22 @@ export class ToolPanel {
     const shown = this.tools.filter((t) => !q || t.name.toLowerCase().includes(q) || String(t.description || "").toLowerCase().includes(q));
     this.list.replaceChildren(...shown.map((t) => toolCard(t,
       h("button", { type: "button", class: "small-button run", "aria-label": `Run ${t.name}`, onclick: () => this.openForm(t) }, "Run ", icon("play")))));
+    const li = this.formTool && this.list.querySelector(`.tool-item[data-tool="${CSS.escape(this.formTool.name)}"]`);
+    li?.classList.add("active");
+    dock(li, document.getElementById("tab-panel-tools"), this.form, this.result);
   }
 
   openForm(tool) {
     this.formTool = tool;
     for (const el of this.list.querySelectorAll(".tool-item.active")) el.classList.remove("active");
-    this.list.querySelector(`.tool-item[data-tool="${CSS.escape(tool.name)}"]`)?.classList.add("active");
+    const li = this.list.querySelector(`.tool-item[data-tool="${CSS.escape(tool.name)}"]`);
+    li?.classList.add("active");
     buildForm(this.form, tool.name, inputSchemaOf(tool), { onCancel: () => this.closeForm() });
     this.result.replaceChildren();
     delete this.result.dataset.state;
-    this.form.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    // The form opens in the tool's card, where the click was.
+    dock(li, document.getElementById("tab-panel-tools"), this.form, this.result);
+    this.form.scrollIntoView({ block: "nearest" });
     const first = this.form.querySelector("input, select, textarea, button[type=submit]");
     if (first) first.focus();
   }
@@ -434,6 +571,7 @@ export class ToolPanel {
     this.result.replaceChildren(
       h("div", { class: "result-head muted small" }, h("code", null, tool.name), ` · ${ms} ms`, r.error ? ` · ${r.error}` : ""),
       toolResult(res));
+    reveal(this.result);
     this.onServersChanged();
   }
 }

@@ -1,5 +1,7 @@
-// tree.js: the decision tree as a collapsible list, gateway state badges,
-// and the path the agent took highlighted from tree_update events.
+// tree.js: the decision tree as an ARIA tree (role=tree; each node's row
+// is its treeitem, which owns the group of its children; one Tab stop;
+// the arrow keys, Home and End move, Enter or Space opens), gateway state
+// badges, and the path the agent took highlighted from tree_update events.
 import { h } from "./render.js";
 import { icon } from "./icons.js";
 
@@ -31,6 +33,73 @@ export class TreeView {
     this.reasoning = new Map(); // decision id → reasoning
     this.current = ""; // last decision
     this.selected = "";
+    this.focusID = ""; // the treeitem in the Tab order
+    this.seq = 0; // ids of the name elements
+    this.el.addEventListener("keydown", (ev) => this.onKey(ev));
+    this.el.addEventListener("focusin", (ev) => {
+      const item = ev.target.closest?.("[role=treeitem]");
+      if (item && this.el.contains(item)) this.setFocusable(item);
+    });
+  }
+
+  // items returns the treeitems a person sees, in order.
+  items() {
+    return [...this.el.querySelectorAll("[role=treeitem]")].filter((li) => li.checkVisibility ? li.checkVisibility() : li.offsetParent !== null);
+  }
+
+  // setFocusable makes item the tree's one Tab stop.
+  setFocusable(item) {
+    for (const li of this.el.querySelectorAll("[role=treeitem][tabindex='0']")) if (li !== item) li.tabIndex = -1;
+    item.tabIndex = 0;
+    this.focusID = item.closest(".node")?.dataset.id || "";
+  }
+
+  focusItem(item) {
+    if (!item) return;
+    this.setFocusable(item);
+    item.focus();
+  }
+
+  // onKey moves through the tree as WAI-ARIA's tree pattern says.
+  onKey(ev) {
+    const item = ev.target.closest?.("[role=treeitem]");
+    if (!item || ev.target !== item || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    const items = this.items();
+    const at = items.indexOf(item);
+    const node = item.closest(".node");
+    const id = node.dataset.id;
+    const branch = node.classList.contains("branch");
+    const parent = node.parentElement?.closest(".node")?.querySelector(":scope > [role=treeitem]");
+    let handled = true;
+    switch (ev.key) {
+      case "ArrowDown":
+        this.focusItem(items[at + 1]);
+        break;
+      case "ArrowUp":
+        this.focusItem(items[at - 1]);
+        break;
+      case "Home":
+        this.focusItem(items[0]);
+        break;
+      case "End":
+        this.focusItem(items.at(-1));
+        break;
+      case "ArrowRight":
+        if (branch && this.collapsed.has(id)) this.toggle(id);
+        else if (branch) this.focusItem(node.querySelector(":scope > [role=group] > .node > [role=treeitem]"));
+        break;
+      case "ArrowLeft":
+        if (branch && !this.collapsed.has(id)) this.toggle(id);
+        else this.focusItem(parent);
+        break;
+      case "Enter":
+      case " ":
+        item.querySelector(":scope > .label")?.click();
+        break;
+      default:
+        handled = false;
+    }
+    if (handled) ev.preventDefault();
   }
 
   // setTree re-renders only when the tree JSON changed; it returns whether
@@ -95,12 +164,15 @@ export class TreeView {
     }
     const focusedID = document.activeElement && this.el.contains(document.activeElement)
       ? document.activeElement.closest(".node")?.dataset.id : null;
-    this.el.replaceChildren(h("ul", { class: "tree-root" }, this.node(root, 0)));
+    this.el.replaceChildren(h("ul", { class: "tree-root", role: "tree", "aria-label": "Decision tree" }, this.node(root, 0, 1)));
     this.applyHighlight();
-    if (focusedID) this.el.querySelector(`.node[data-id="${CSS.escape(focusedID)}"] > .row .label`)?.focus();
+    const want = focusedID || this.focusID;
+    const item = (want && this.el.querySelector(`.node[data-id="${CSS.escape(want)}"] > [role=treeitem]`)) || this.el.querySelector("[role=treeitem]");
+    if (item) this.setFocusable(item);
+    if (focusedID && item) item.focus();
   }
 
-  node(n, depth) {
+  node(n, depth, level) {
     const id = String(n.id ?? "");
     const options = n.options && typeof n.options === "object" ? Object.values(n.options) : [];
     const isBranch = n.branch === true || options.length > 0;
@@ -108,27 +180,26 @@ export class TreeView {
     const collapsed = isBranch && this.collapsed.has(id);
     const open = this.expanded.has(id);
     const desc = n.description || "";
+    const groupID = `tree-group-${++this.seq}`;
     const li = h("li", {
       class: `node ${isBranch ? "branch" : "tool"}${gw ? " gateway" : ""}${this.selected === id ? " selected" : ""}`,
-      dataset: { id },
+      dataset: { id }, role: "none",
     });
     if (gw) li.dataset.gateway = "true";
+    // The twisty, the label and the "i" are for the mouse: the keyboard
+    // works on the treeitem itself.
     const twisty = isBranch
-      ? h("button", {
-        type: "button", class: "twisty", "aria-expanded": String(!collapsed),
-        "aria-label": `${collapsed ? "Expand" : "Collapse"} ${n.name || id}`,
-        onclick: () => this.toggle(id),
-      }, icon(collapsed ? "chevron-right" : "chevron-down"))
+      ? h("span", { class: "twisty", "aria-hidden": "true", onclick: () => this.toggle(id) }, icon(collapsed ? "chevron-right" : "chevron-down"))
       : h("span", { class: "twisty-space" });
-    const label = h("button", {
-      type: "button", class: "label", title: desc || undefined,
-      "aria-expanded": isBranch ? undefined : String(open),
+    const label = h("span", {
+      class: "label", title: desc || undefined,
       onclick: () => {
         if (isBranch) this.toggle(id);
         else if (gw) {
           this.selected = id;
           for (const el of this.el.querySelectorAll(".node.selected")) el.classList.remove("selected");
           li.classList.add("selected");
+          for (const el of this.el.querySelectorAll(".node.gateway > .row")) el.setAttribute("aria-selected", String(el === row));
           this.onGateway(id);
         } else this.toggleDesc(id);
       },
@@ -136,10 +207,17 @@ export class TreeView {
     h("span", { class: "node-icon", "aria-hidden": "true" }, icon(isBranch ? "folder" : gw ? "plug" : "wrench")),
     h("span", { class: "name" }, n.name || id),
     n.name && n.name.toLowerCase().replace(/ /g, "_") !== id ? h("span", { class: "id" }, id) : null);
-    const row = h("div", { class: "row" }, twisty, label, gw ? this.badge(id) : null);
+    // The row is the treeitem: its name is its own text (the node's name,
+    // and a gateway's state), not its description's or its children's.
+    const row = h("div", {
+      class: "row", role: "treeitem", tabindex: "-1", "aria-level": String(level),
+      "aria-expanded": isBranch ? String(!collapsed) : gw ? undefined : String(open),
+      "aria-selected": gw ? String(this.selected === id) : undefined,
+      "aria-owns": isBranch && !collapsed ? groupID : undefined,
+    }, twisty, label, gw ? this.badge(id) : null);
     if (gw) {
       row.append(h("button", {
-        type: "button", class: "info icon-button", "aria-label": `Describe ${id}`, "aria-expanded": String(open),
+        type: "button", class: "info icon-button", tabindex: "-1", "aria-hidden": "true", title: `Describe ${id}`, "aria-expanded": String(open),
         onclick: () => this.toggleDesc(id),
       }, "i"));
     }
@@ -152,7 +230,7 @@ export class TreeView {
     if (detail.length && !collapsed) li.append(...detail);
     li.append(h("div", { class: "reasoning", hidden: true }));
     if (isBranch && !collapsed) {
-      li.append(h("ul", { class: "children", role: "group" }, options.map((o) => this.node(o, depth + 1))));
+      li.append(h("ul", { class: "children", role: "group", id: groupID }, options.map((o) => this.node(o, depth + 1, level + 1))));
     }
     return li;
   }
