@@ -487,23 +487,24 @@ var bhConnectPhases = []string{"connect", "endpoint", "initialize", "handshake"}
 // TestBlackholeSSE drives List and then Execute against SSE servers that
 // black-hole each phase.
 //
-// Fails today:
-//   - "dial never completes" and "silent": List HANGS until Close. mcp-go's
+// What it guards (issue 8, fixed in conn.go connect, which bounds the
+// attempt by connect_timeout):
+//   - "dial never completes" and "silent": List hung until Close. mcp-go's
 //     SSE Start (client/transport/sse.go:287, httpClient.Do of the GET)
 //     waits for the dial and the response headers with the ctx startRemote
 //     gives it: the session's ctx, derived from the gateway's lifetime, with
 //     no deadline (for the dial, only net/http's default 30 s dialer
 //     timeout). Its endpoint timer (sse.go:341) starts only after the
-//     headers. The connect attempt does not end, the state stays
-//     connecting, and List and Execute wait for the attempt (session() has
-//     no bound of its own) until Close cancels the lifetime.
+//     headers. Unbounded there, the connect attempt did not end, the state
+//     stayed connecting, and List and Execute waited for the attempt
+//     (session() has no bound of its own) until Close cancelled the lifetime.
 //
-// Pass today: "headers then nothing" (WithEndpointTimeout(connect_timeout),
+// Bounded by mcp-go itself: "headers then nothing" (WithEndpointTimeout(connect_timeout),
 // counted from the headers: "timeout waiting for endpoint"), "endpoint then
 // POSTs unanswered" (the handshake's ctx bounds the POSTs), "tools/list never
 // answered" and "tools/call never answered" (the call's ctx bounds them).
 // The sixth variant, every POST accepted with 202 and never answered, is
-// TestBlackholeSSEHandshakeRace: it crashes the process today.
+// TestBlackholeSSEHandshakeRace, which crashed the process before the fix.
 func TestBlackholeSSE(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -533,9 +534,9 @@ func TestBlackholeSSE(t *testing.T) {
 // the gateway and must still end within connect_timeout, not stay
 // "connecting" (the issue watched it for 14 minutes).
 //
-// Fails today: List returns at the caller's deadline, but the state stays
-// connecting until Close (the attempt is stuck in mcp-go's SSE Start, as in
-// TestBlackholeSSE/silent).
+// Before the fix (issue 8) List returned at the caller's deadline, but the
+// state stayed connecting until Close (the attempt stuck in mcp-go's SSE
+// Start, as in TestBlackholeSSE/silent).
 func TestBlackholeSSECallerDeadline(t *testing.T) {
 	bhNoLeaks(t)
 	g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, bhAtSilent, 0, "/sse")), bhOptions())
@@ -583,8 +584,8 @@ func (bhStaleCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Mil
 // (client/client.go:284), and our listRaw reads resp.Error the same way
 // (list.go, after t.SendRequest).
 //
-// Fails today: Execute panics at client.go:284 and List panics in listRaw
-// (both recovered here and reported).
+// Before the fix (guards.go sseTransport) Execute panicked at client.go:284
+// and List in listRaw; a panic is recovered here and reported.
 func TestBlackholeSSEStaleDeadline(t *testing.T) {
 	tests := []struct {
 		name string
@@ -625,8 +626,8 @@ func TestBlackholeSSEStaleDeadline(t *testing.T) {
 }
 
 // bhRaceIterations is how many connects the handshake race's child makes.
-// Today it crashes within the first five (ten runs out of ten, with and
-// without -race); the whole loop takes about six seconds once fixed.
+// Without the fix it crashed within the first five (ten runs out of ten,
+// with and without -race); the whole loop takes about six seconds.
 const bhRaceIterations = 200
 
 // TestBlackholeSSEHandshakeRace reproduces the crash of issue 8 as `elysia
@@ -648,8 +649,8 @@ const bhRaceIterations = 200
 // crash fails this test rather than killing the package's run. Each connect
 // must also fail with a timeout naming the connect, within bhWait.
 //
-// Fails today: the child panics (nil pointer dereference at client.go:284)
-// within the first few connects.
+// Before the fix (guards.go sseTransport) the child panicked (nil pointer
+// dereference at client.go:284) within the first few connects.
 func TestBlackholeSSEHandshakeRace(t *testing.T) {
 	if os.Getenv(bhChildEnv) == "race" {
 		bhHandshakeRaceChild(t)
@@ -709,14 +710,13 @@ func bhHandshakeRaceChild(t *testing.T) {
 // TestBlackholeStreamable drives List and then Execute against Streamable
 // HTTP servers that black-hole each phase.
 //
-// Fails today: "DELETE on close never answered": Close waits for mcp-go's
-// DELETE (client/transport/streamable_http.go:260-279: its own
-// context.Background with a fixed 5 s), longer than CloseGrace and than
-// bhWait. session.close cancels the session's ctx after the grace, but that
-// ctx does not reach this request.
+// "DELETE on close never answered" guards guards.go abortRoundTripper:
+// mcp-go's DELETE (client/transport/streamable_http.go:260-279) has its own
+// context.Background with a fixed 5 s, longer than CloseGrace and than
+// bhWait, and the session's ctx, cancelled after the grace, does not reach
+// it; without the guard Close waited for it.
 //
-// Pass today: every other phase (each request carries the handshake's or
-// the call's ctx).
+// Every other phase is bounded by the handshake's or the call's ctx.
 func TestBlackholeStreamable(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -809,17 +809,17 @@ func TestBlackholeStdioChild(t *testing.T) {
 // TestBlackholeStdio drives stdio children that black-hole each phase, and
 // checks that no child is left running after Close.
 //
-// Fails today: "deaf child, call larger than the pipe": Execute HANGS until
-// Close. mcp-go's Stdio SendRequest writes the request to the child's stdin
-// (client/transport/stdio.go:648-649, c.stdin.Write under stdinMu) without
-// looking at ctx; to a child that stopped reading, a request larger than
-// what the pipe still holds (64 KiB at most) blocks there, past
-// call_timeout, and holds stdinMu against every other request. Only closing
-// stdin releases it.
+// "deaf child, call larger than the pipe" guards guards.go wedgeGuard;
+// without it Execute hung until Close. mcp-go's Stdio SendRequest writes the
+// request to the child's stdin (client/transport/stdio.go:648-649,
+// c.stdin.Write under stdinMu) without looking at ctx; to a child that
+// stopped reading, a request larger than what the pipe still holds (64 KiB
+// at most) blocks there, past call_timeout, and holds stdinMu against every
+// other request. Only closing stdin releases it.
 //
-// Pass today: the others. The handshake and the waits for answers honour
-// their ctx, and session.close signals the whole process group (SIGTERM
-// after CloseGrace/2, SIGKILL after CloseGrace).
+// The others: the handshake and the waits for answers honour their ctx,
+// and session.close signals the whole process group (SIGTERM after
+// CloseGrace/2, SIGKILL after CloseGrace).
 func TestBlackholeStdio(t *testing.T) {
 	big := map[string]any{"blob": strings.Repeat("x", 1<<20)}
 	callPhases := []string{"call_timeout", "call noop"}
