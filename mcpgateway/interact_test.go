@@ -382,13 +382,26 @@ func TestTaskKeepsItsDeadlineWhileWaitingForTheUser(t *testing.T) {
 	cfg := everythingStdio(t)
 	cfg.CallTimeout, cfg.MaxCallTime = 1500*time.Millisecond, time.Minute
 	g := newGateway(t, cfg, nil)
+	// The user answers once the question has outlived call_timeout (plus
+	// a little, for the poll that would have been the last one): the
+	// scenario itself, so the wait is derived from it and checked, not a
+	// fixed guess.
+	late := cfg.CallTimeout + 200*time.Millisecond
+	var waited time.Duration
 	u := &userStream{answer: func(tools.Question) tools.Answer {
-		time.Sleep(2500 * time.Millisecond) // a user who takes longer than call_timeout
+		asked := time.Now()
+		timer := time.NewTimer(late)
+		defer timer.Stop()
+		<-timer.C
+		waited = time.Since(asked)
 		return tools.Answer{Action: tools.ElicitAccept, Content: map[string]any{"interpretation": "historical"}}
 	}}
 	res := run(t, g, u, "simulate-research-query", map[string]any{"topic": "rome", "ambiguous": true})
 	if res.IsError || !strings.Contains(res.LLMText, "rome (historical)") {
 		t.Fatalf("result %+v, want the report with the late answer", res)
+	}
+	if waited <= cfg.CallTimeout {
+		t.Fatalf("the user answered after %v, not after call_timeout %v: the test proves nothing", waited, cfg.CallTimeout)
 	}
 }
 
