@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // toolsSeen is an Observer that counts ObserveTools calls.
@@ -60,13 +62,12 @@ func TestListKeepsAnnotationsAndTellsOfNewTools(t *testing.T) {
 	f.srv.AddTool(mcp.NewTool("later"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("ok"), nil
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for obs.count() < 2 && time.Now().Before(deadline) {
+	testenv.WaitFor(t, 10*time.Second, "ObserveTools after a new tool", func() bool {
 		if _, err := g.List(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // polling the observer, bounded by the deadline
-	}
+		return obs.count() >= 2
+	})
 	if obs.count() != 2 {
 		t.Errorf("ObserveTools after a new tool: %d calls, want 2", obs.count())
 	}

@@ -200,13 +200,14 @@ func TestServerInitiatedMessages(t *testing.T) {
 				}
 				// The server asks roots/list again on list_changed and logs
 				// the count it received.
-				deadline := time.Now().Add(10 * time.Second)
-				for !logged(g, "Roots updated: 2 root(s)") {
-					if time.Now().After(deadline) {
-						t.Fatalf("the server never re-read the roots; its log: %+v", g.Logs())
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("the server's log: %+v", g.Logs())
 					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				})
+				testenv.WaitFor(t, 10*time.Second, "the server to re-read the roots", func() bool {
+					return logged(g, "Roots updated: 2 root(s)")
+				})
 				res := run(t, g, &userStream{}, "get-roots-list", nil)
 				if !strings.Contains(res.LLMText, "file://"+filepath.ToSlash(filepath.Join(root, "docs"))) {
 					t.Errorf("result %q, want the added root", res.LLMText)
@@ -418,13 +419,14 @@ func TestTaskCancelledWithItsCall(t *testing.T) {
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("Run = %v with ctx %v, want the call stopped", err, ctx.Err())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "task cancelled") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no tasks/cancel accepted by the server; log:\n%s", logs.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
+	testenv.WaitFor(t, 10*time.Second, "the server to accept tasks/cancel", func() bool {
+		return strings.Contains(logs.String(), "task cancelled")
+	})
 }
 
 // stopAfterProgress cancels its call at the first status event.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // holdWriter makes the SQLite store s's writer wait inside the save of
@@ -47,13 +49,9 @@ func holdWriter(t *testing.T, s *Store, hook func(queryID string, i int) error) 
 // waitQueued waits until n saves wait for s's writer.
 func waitQueued(t *testing.T, s *Store, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.group.queued.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d saves queued after 10 s, want %d", s.group.queued.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("%d saves to queue", n), func() bool {
+		return s.group.queued.Load() >= n
+	})
 }
 
 // Saves that queue while the writer is busy are committed together: one
