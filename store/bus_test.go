@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -52,14 +51,14 @@ func quiet(t *testing.T, got <-chan []byte, d time.Duration, what string) {
 
 func TestBusBetweenProcesses(t *testing.T) {
 	t.Parallel()
-	dsn := postgresTestDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	a, b := openStore(t, dsn), openStore(t, dsn)
 	if bus, _ := a.NewBus(); bus.Listening() {
 		t.Error("a Bus not started says it listens")
 	}
 	busA, gotA := startBus(t, a)
 	busB, gotB := startBus(t, b)
-	_, gotOther := startBus(t, openStore(t, postgresTestDSN(t))) // another schema: another service
+	_, gotOther := startBus(t, openStore(t, testenv.PostgresDSN(t))) // another schema: another service
 
 	big := bytes.Repeat([]byte("x"), 100_000) // far over NOTIFY's 8000 bytes
 	// The first message may go before B listens: send until one arrives.
@@ -128,10 +127,10 @@ func TestBusBetweenProcesses(t *testing.T) {
 // the next ones.
 func TestBusReconnects(t *testing.T) {
 	t.Parallel()
-	dsn := postgresTestDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	busA, _ := startBus(t, openStore(t, dsn))
 	busB, gotB := startBus(t, openStore(t, dsn))
-	admin, err := sql.Open("pgx", os.Getenv("ELYSIA_TEST_POSTGRES_URL"))
+	admin, err := sql.Open("pgx", testenv.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

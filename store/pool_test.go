@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // openStoreWith opens dsn with opts and closes the store when t ends.
@@ -83,7 +85,7 @@ func TestPoolBounded(t *testing.T) {
 	admin := pgAdmin(t)
 	app := randomID("elysia_pool_")
 	const maxConns = 4
-	s := openStoreWith(t, withParam(t, postgresTestDSN(t), "application_name", app), &Options{MaxConns: maxConns})
+	s := openStoreWith(t, withParam(t, testenv.PostgresDSN(t), "application_name", app), &Options{MaxConns: maxConns})
 
 	var peak atomic.Int64
 	stop := make(chan struct{})
@@ -128,7 +130,7 @@ func TestPoolBounded(t *testing.T) {
 // other connection of the pool is taken: the conversation's reads and
 // saves run on the lock's connection, so they do not wait.
 func TestQueryHoldsOneConnection(t *testing.T) {
-	s := openStoreWith(t, postgresTestDSN(t), &Options{MaxConns: 2, CallTimeout: 3 * time.Second})
+	s := openStoreWith(t, testenv.PostgresDSN(t), &Options{MaxConns: 2, CallTimeout: 3 * time.Second})
 	conv := randomID("c")
 	unlock := mustLock(t, s, "alice", conv)
 	tx, err := s.db.BeginTx(t.Context(), nil) // the pool's other connection
@@ -177,7 +179,7 @@ func TestStalledDatabase(t *testing.T) {
 	}
 	admin := pgAdmin(t)
 	app := randomID("elysia_stall_")
-	s := openStoreWith(t, withParam(t, postgresTestDSN(t), "application_name", app), &Options{MaxConns: 2, CallTimeout: time.Second})
+	s := openStoreWith(t, withParam(t, testenv.PostgresDSN(t), "application_name", app), &Options{MaxConns: 2, CallTimeout: time.Second})
 	if _, err := s.EnsureUser(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func (p *tcpProxy) close() {
 // TestStoppedDatabase stops the database under a Store (its port refuses
 // connections): calls fail at once with ErrUnavailable.
 func TestStoppedDatabase(t *testing.T) {
-	dsn := postgresTestDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

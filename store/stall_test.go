@@ -19,12 +19,7 @@ import (
 // for looking at pg_locks and pg_stat_activity.
 func pgAdmin(t *testing.T) *sql.DB {
 	t.Helper()
-	testenv.Integration(t)
-	base := os.Getenv("ELYSIA_TEST_POSTGRES_URL")
-	if base == "" {
-		testenv.Missing(t, "ELYSIA_TEST_POSTGRES_URL is not set (run scripts/postgres-test.sh)")
-	}
-	db, err := sql.Open("pgx", base)
+	db, err := sql.Open("pgx", testenv.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +90,7 @@ func TestLockAfterFreeze(t *testing.T) {
 		t.Skip("freezing a PostgreSQL backend (SIGSTOP) needs root")
 	}
 	admin := pgAdmin(t)
-	dsn := postgresTestDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	app := randomID("elysia_freeze_")
 	holder, waiter := openStore(t, dsn), openStore(t, withParam(t, dsn, "application_name", app))
 	waiter.lockWait = 100 * time.Millisecond

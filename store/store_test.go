@@ -2,12 +2,8 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +24,7 @@ var backends = []struct {
 	dsn  newDSN
 }{
 	{"sqlite", sqliteTestDSN},
-	{"postgres", postgresTestDSN},
+	{"postgres", func(t *testing.T) string { return testenv.PostgresDSN(t) }},
 }
 
 // behaviours is the suite run against each backend.
@@ -79,47 +75,6 @@ func TestStore(t *testing.T) {
 func sqliteTestDSN(t *testing.T) string {
 	t.Helper()
 	return filepath.Join(t.TempDir(), "elysia.db")
-}
-
-// postgresTestDSN creates a schema of its own in the database named by
-// ELYSIA_TEST_POSTGRES_URL, drops it when t ends, and returns a URL whose
-// search_path is that schema.
-func postgresTestDSN(t *testing.T) string {
-	t.Helper()
-	testenv.Integration(t)
-	base := os.Getenv("ELYSIA_TEST_POSTGRES_URL")
-	if base == "" {
-		testenv.Missing(t, "ELYSIA_TEST_POSTGRES_URL is not set (run scripts/postgres-test.sh)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "test_" + hex.EncodeToString(b[:])
-	if _, err := admin.ExecContext(t.Context(), "CREATE SCHEMA "+schema); err != nil {
-		_ = admin.Close() // best effort: the create error is the one to report
-		t.Fatalf("create schema in ELYSIA_TEST_POSTGRES_URL database: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		if err := admin.Close(); err != nil {
-			t.Errorf("close admin connection: %v", err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // openStore opens dsn and closes the store when t ends.

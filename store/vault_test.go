@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 func newKey(t *testing.T) []byte {
@@ -267,7 +269,7 @@ func TestSecretKeyFile(t *testing.T) {
 }
 
 func TestSecretKeyPostgresNeedsEnv(t *testing.T) {
-	s := openStore(t, postgresTestDSN(t))
+	s := openStore(t, testenv.PostgresDSN(t))
 	if _, err := s.SecretKey(""); !errors.Is(err, ErrNoSecretKey) || !strings.Contains(err.Error(), "ELYSIA_SECRET_KEY") {
 		t.Errorf("SecretKey on PostgreSQL without a key = %v, want an error naming ELYSIA_SECRET_KEY", err)
 	}

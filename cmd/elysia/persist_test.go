@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -95,53 +91,12 @@ func TestRestartKeepsConversations(t *testing.T) {
 	}
 }
 
-// postgresURL creates a schema of its own in ELYSIA_TEST_POSTGRES_URL's
-// database, dropped when t ends, and returns a URL whose search_path is it
-// (as the store tests do).
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	testenv.Integration(t)
-	base := os.Getenv("ELYSIA_TEST_POSTGRES_URL")
-	if base == "" {
-		testenv.Missing(t, "ELYSIA_TEST_POSTGRES_URL is not set (run scripts/postgres-test.sh)")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "e2e_" + hex.EncodeToString(b[:])
-	if _, err := admin.ExecContext(t.Context(), "CREATE SCHEMA "+schema); err != nil {
-		_ = admin.Close() // best effort: the create error is the one to report
-		t.Fatalf("create schema in ELYSIA_TEST_POSTGRES_URL database: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		if err := admin.Close(); err != nil {
-			t.Errorf("close admin connection: %v", err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // TestPostgresReplicasShareConversations runs two services on one
 // PostgreSQL database: a query on A is read back on B, and a query on B
 // continues the same conversation.
 func TestPostgresReplicasShareConversations(t *testing.T) {
 	t.Parallel()
-	dsn := postgresURL(t)
+	dsn := testenv.PostgresDSN(t)
 	llm := newFakeLLM(t, answer("Hello from A."))
 	a := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})
 	b := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})
@@ -187,7 +142,7 @@ func TestPostgresReplicasShareConversations(t *testing.T) {
 // same callback replayed is refused.
 func TestPostgresReplicasShareSignIns(t *testing.T) {
 	t.Parallel()
-	dsn := postgresURL(t)
+	dsn := testenv.PostgresDSN(t)
 	f := newOAuthFixture(t)
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)

@@ -19,7 +19,7 @@ import (
 // runs nowhere is still 404.
 func TestPostgresReplicasStopAnywhere(t *testing.T) {
 	t.Parallel()
-	dsn := postgresURL(t)
+	dsn := testenv.PostgresDSN(t)
 	llm := newFakeLLM(t, reply{Tool: "text_response", Args: `{"text": "never sent"}`, Hold: make(chan struct{})})
 	a := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})
 	b := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})
@@ -53,7 +53,7 @@ func TestPostgresReplicasStopAnywhere(t *testing.T) {
 // B what A would answer.
 func TestPostgresReplicasAnswerAnywhere(t *testing.T) {
 	t.Parallel()
-	dsn := postgresURL(t)
+	dsn := testenv.PostgresDSN(t)
 	script := testenv.Everything(t)
 	llm := newFakeLLM(t,
 		call("mcp_everything", map[string]any{"action": "execute", "tool_name": "trigger-elicitation-request", "tool_inputs": map[string]any{}}),
@@ -104,7 +104,7 @@ func TestPostgresReplicasAnswerAnywhere(t *testing.T) {
 // shows the conversation a query on replica A created, soon after.
 func TestPostgresReplicasShareEvents(t *testing.T) {
 	t.Parallel()
-	dsn := postgresURL(t)
+	dsn := testenv.PostgresDSN(t)
 	llm := newFakeLLM(t, answer("Hello from A."))
 	a := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})
 	b := startService(t, serveOptions{Env: llm.Env(), Args: []string{"--db", dsn}})

@@ -75,7 +75,7 @@ func (p *dbProxy) stop() {
 // port); /readyz says not ready.
 func TestPostgresOutage(t *testing.T) {
 	t.Parallel()
-	dsn := postgresURL(t)
+	dsn := testenv.PostgresDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

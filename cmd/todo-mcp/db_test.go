@@ -1,14 +1,8 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,43 +10,13 @@ import (
 	"github.com/elysia-go/elysia/internal/testenv"
 )
 
-// postgresStore opens a store on ELYSIA_TEST_POSTGRES_URL inside a fresh
-// schema (through search_path), dropped when t ends, so tests never see each
+// postgresStore opens a store in a fresh schema of the test database
+// (testenv.PostgresDSN), dropped when t ends, so tests never see each
 // other's rows. It also returns the URL that selects that schema.
 func postgresStore(t *testing.T) (*sqlStore, string) {
 	t.Helper()
-	base := os.Getenv("ELYSIA_TEST_POSTGRES_URL")
-	if base == "" {
-		testenv.Missing(t, "ELYSIA_TEST_POSTGRES_URL is not set")
-	}
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := admin.Close(); err != nil {
-			t.Errorf("close admin connection: %v", err)
-		}
-	})
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "todo_test_" + hex.EncodeToString(b)
-	if _, err := admin.ExecContext(t.Context(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("ELYSIA_TEST_POSTGRES_URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	st, err := openPostgres(t.Context(), u.String())
+	dsn := testenv.PostgresDSN(t)
+	st, err := openPostgres(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +25,7 @@ func postgresStore(t *testing.T) (*sqlStore, string) {
 			t.Errorf("close store: %v", err)
 		}
 	})
-	return st, u.String()
+	return st, dsn
 }
 
 func TestStores(t *testing.T) {
