@@ -4,35 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/tools"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // golden compares got with testdata/name, rewriting it under -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
+	testenv.Golden(t, filepath.Join("testdata", name), got)
 }
 
 func indentJSON(t *testing.T, tr *Tree) []byte {

@@ -1,11 +1,9 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,8 +23,6 @@ import (
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestMain(m *testing.M) {
 	gin.SetMode(gin.TestMode)
@@ -132,20 +128,7 @@ func checkGolden(t *testing.T, name string, rec *httptest.ResponseRecorder) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: response differs from golden file\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
+	testenv.Golden(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 func TestRoutes(t *testing.T) {

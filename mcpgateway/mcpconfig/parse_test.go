@@ -3,7 +3,6 @@ package mcpconfig
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,9 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/config")
+	"github.com/elysia-go/elysia/internal/testenv"
+)
 
 // envMap returns a LookupEnv over a fixed map.
 func envMap(m map[string]string) func(string) (string, bool) {
@@ -86,21 +85,7 @@ func TestParseGolden(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("Parse(%s) error %v does not match ErrInvalidConfig", file, err)
 			}
-			got := golden(t, cfg, err)
-			goldenFile := strings.TrimSuffix(file, ".json") + ".golden"
-			if *update {
-				if err := os.WriteFile(goldenFile, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(goldenFile)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("Parse(%s) mismatch (-want +got):\n%s", file, diff)
-			}
+			testenv.Golden(t, strings.TrimSuffix(file, ".json")+".golden", golden(t, cfg, err))
 		})
 	}
 }

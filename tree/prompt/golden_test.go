@@ -2,19 +2,16 @@ package prompt
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/tools"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // goldenEnv is an environment of three tools and five lists, with entries
 // from a few bytes to several KiB, some of several objects, the way runs
@@ -102,20 +99,5 @@ func TestWriteEnvironmentGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&out, "functions: %d\n", len(Functions(dc.AvailableOptions)))
 	}
-	path := filepath.Join("testdata", "environment.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("the prompt differs from %s; run with -update to see how", path)
-	}
+	testenv.Golden(t, filepath.Join("testdata", "environment.golden"), out.Bytes())
 }
