@@ -178,7 +178,7 @@ func (d *Discovery) Reload(ctx context.Context) error {
 		d.mu.Lock()
 		d.configErr = err
 		d.mu.Unlock()
-		d.logger.WarnContext(ctx, "config reload failed; keeping the last good config", "err", err)
+		d.logger.WarnContext(ctx, "config reload failed; keeping the last good config", logKeyErr, err)
 		d.changed()
 		d.notify(err)
 		return err
@@ -230,7 +230,7 @@ func (d *Discovery) apply(cfg *mcpconfig.Config) {
 	d.changed()
 
 	for name, g := range old {
-		d.logger.Info("gateway retired", "gateway", name)
+		d.logger.Info("gateway retired", logKeyServer, name)
 		d.retire(g)
 	}
 	for _, g := range started {
@@ -259,10 +259,10 @@ func (d *Discovery) retire(g *mcpgateway.Gateway) {
 		ctx, cancel := context.WithTimeout(d.lifetime, d.opts.DrainGrace)
 		defer cancel()
 		if err := g.Drain(ctx); err != nil {
-			d.logger.Warn("gateway closed with calls still running", "gateway", g.Config().Name, "err", err)
+			d.logger.Warn("gateway closed with calls still running", logKeyServer, g.Config().Name, logKeyErr, err)
 		}
 		if err := g.Close(); err != nil {
-			d.logger.Warn("gateway close", "gateway", g.Config().Name, "err", err)
+			d.logger.Warn("gateway close", logKeyServer, g.Config().Name, logKeyErr, err)
 		}
 	})
 	if !started { // closing: end it now rather than leave its process behind
@@ -291,7 +291,7 @@ func (d *Discovery) goOwned(fn func()) bool {
 func (d *Discovery) connect(g *mcpgateway.Gateway) {
 	d.goOwned(func() {
 		if err := g.Connect(d.lifetime); err != nil && d.lifetime.Err() == nil {
-			d.logger.Warn("eager connect failed", "gateway", g.Config().Name, "err", err)
+			d.logger.Warn("eager connect failed", logKeyServer, g.Config().Name, logKeyErr, err)
 		}
 		d.changed()
 	})

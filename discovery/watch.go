@@ -68,7 +68,7 @@ func (d *Discovery) watchLoop(ctx context.Context, w *fsnotify.Watcher, base str
 			if !ok {
 				return
 			}
-			d.logger.Warn("config watcher error", "err", err)
+			d.logger.Warn("config watcher error", logKeyErr, err)
 		}
 	}
 }

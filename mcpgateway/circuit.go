@@ -65,9 +65,9 @@ func (g *Gateway) circuitChanged(from, to gobreaker.State) {
 	}
 	switch to {
 	case gobreaker.StateOpen:
-		g.logger.Warn("circuit opened", "from", from.String(), "retry_at", retryAt)
+		g.logger.Warn("circuit opened", logKeyFrom, from.String(), "retry_at", retryAt)
 	default:
-		g.logger.Info("circuit "+circuitName(to), "from", from.String())
+		g.logger.Info("circuit "+circuitName(to), logKeyFrom, from.String())
 	}
 }
 

@@ -201,7 +201,7 @@ func (c *conn) rootsChangedLocked(s *session) {
 		err := s.client.RootListChanges(ctx)
 		stop()
 		if err != nil {
-			c.logger.Warn("notifications/roots/list_changed not sent", "err", err)
+			c.logger.Warn("notifications/roots/list_changed not sent", logKeyErr, err)
 			return
 		}
 		c.logger.Info("roots changed", "roots", len(c.currentRoots()))
@@ -346,7 +346,7 @@ func (c *conn) connect(a *flight) {
 	if err == nil {
 		c.logger.Info("gateway connected", "transport", s.transport, "protocol", s.protocol, "pid", s.pid())
 	} else {
-		c.logger.Warn("gateway connect failed", "err", err)
+		c.logger.Warn("gateway connect failed", logKeyErr, err)
 	}
 	a.err = err
 	if err == nil {
@@ -378,7 +378,7 @@ func (c *conn) watch(s *session) {
 		return
 	}
 	c.retire(s)
-	c.logger.Warn("gateway session ended", "err", s.deadErr)
+	c.logger.Warn("gateway session ended", logKeyErr, s.deadErr)
 	c.closeSession(s)
 }
 

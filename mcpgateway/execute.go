@@ -116,7 +116,7 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 		case errors.Is(err, errRetry):
 			res, err = g.call(ctx, cm, tool, inputs)
 		case ts.retry[tool] && errors.As(err, &p) && p.s != nil && isTransportFailure(err):
-			g.logger.Info("retrying a read-only tool on a new session", "tool", tool, "err", g.mask(err.Error()))
+			g.logger.Info("retrying a read-only tool on a new session", logKeyTool, tool, logKeyErr, g.mask(err.Error()))
 			p.s.markDead(p.err)
 			g.conn.retire(p.s)
 			res, err = g.call(ctx, cm, tool, inputs)

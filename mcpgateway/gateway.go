@@ -112,7 +112,7 @@ func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 		logMask = func(s string) string { return (*g.userMask.Load())(mask(s)) }
 	}
 	g.masker = mask
-	g.logger = newMaskLogger(o.Logger, logMask).With("gateway", cfg.Name)
+	g.logger = newMaskLogger(o.Logger, logMask).With(logKeyServer, cfg.Name)
 	g.conn = newConn(cfg, o, g.logger, mask)
 	g.conn.notify = g.notified
 	g.perUser.Store(o.user == "" && perUserStatic(cfg))

@@ -37,7 +37,7 @@ func (c *conn) health(s *session) {
 			return
 		}
 		err = fmt.Errorf("health ping: %w", err)
-		c.logger.Warn("gateway health ping failed", "err", c.mask(err.Error()))
+		c.logger.Warn("gateway health ping failed", logKeyErr, c.mask(err.Error()))
 		s.markDead(err)
 		return
 	}

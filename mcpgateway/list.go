@@ -337,7 +337,7 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		}
 		sch, err := tools.CompileSchema(info.InputSchema)
 		if err != nil {
-			g.logger.Warn("tool has an invalid input schema", "tool", rt.Name, "err", err)
+			g.logger.Warn("tool has an invalid input schema", logKeyTool, rt.Name, logKeyErr, err)
 		}
 		ts.schema[rt.Name] = sch
 		if rt.Execution.TaskSupport == mcp.TaskSupportRequired {

@@ -134,10 +134,10 @@ func (g *Gateway) SignOut(ctx context.Context, user string) error {
 		switch {
 		case err == nil:
 			if err := a.Revoke(ctx, tok); err != nil {
-				g.logger.WarnContext(ctx, "could not revoke the token at sign-out; forgetting it all the same", "user", user, "err", err)
+				g.logger.WarnContext(ctx, "could not revoke the token at sign-out; forgetting it all the same", logKeyUser, user, logKeyErr, err)
 			}
 		case !errors.Is(err, mcpauth.ErrNoToken):
-			g.logger.WarnContext(ctx, "could not read the token to revoke it; forgetting it all the same", "user", user, "err", err)
+			g.logger.WarnContext(ctx, "could not read the token to revoke it; forgetting it all the same", logKeyUser, user, logKeyErr, err)
 		}
 	}
 	if err := g.opts.Tokens.Delete(ctx, key); err != nil {

@@ -88,20 +88,20 @@ func (o outcome) status() string {
 }
 
 // logCall logs one gateway call at Info with the keys DESIGN.md lists
-// ("Live config, health, observability"); err is masked.
+// ("Live config, health, observability"): the server's name comes from
+// g.logger's scope; err is masked.
 func (g *Gateway) logCall(ctx context.Context, cm callMeta, action, tool, status string, d time.Duration, err error) {
 	attrs := []any{
 		"request_id", cm.requestID,
-		"user", cm.user,
+		logKeyUser, cm.user,
 		"conversation", cm.conversation,
-		"server", g.cfg.Name,
 		"action", action,
-		"tool", tool,
+		logKeyTool, tool,
 		"duration", d,
 		"status", status,
 	}
 	if err != nil {
-		attrs = append(attrs, "err", g.mask(err.Error()))
+		attrs = append(attrs, logKeyErr, g.mask(err.Error()))
 	}
 	g.logger.InfoContext(ctx, "tool call", attrs...)
 }

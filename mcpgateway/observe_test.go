@@ -51,6 +51,22 @@ func (b *logBuffer) records(t *testing.T, msg string) []map[string]any {
 	return out
 }
 
+// line returns the first logged line whose msg is msg, as written.
+func (b *logBuffer) line(t *testing.T, msg string) string {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var rec struct{ Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec.Msg == msg {
+			return line
+		}
+	}
+	t.Fatalf("nothing logged as %q", msg)
+	return ""
+}
+
 func TestObserverAndCallLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &recorder{}
@@ -101,6 +117,14 @@ func TestObserverAndCallLog(t *testing.T) {
 		}
 		if _, ok := first["duration"]; !ok {
 			t.Errorf("log has no duration: %v", first)
+		}
+		// The server is named once, under one key: not also as gateway.
+		line := logs.line(t, "tool call")
+		if n := strings.Count(line, `"server":`); n != 1 {
+			t.Errorf("a tool call names the server %d times, want once: %s", n, line)
+		}
+		if _, ok := first["gateway"]; ok {
+			t.Errorf("a tool call names the server as gateway too: %s", line)
 		}
 		if e, _ := recs[1]["err"].(string); !strings.Contains(e, "it broke") {
 			t.Errorf("isError log err = %q", e)

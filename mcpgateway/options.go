@@ -13,7 +13,7 @@ import (
 // the documented default, so tests set only what they shorten.
 type Options struct {
 	// Logger receives the gateway's lifecycle logs, scoped with
-	// "gateway"=<server name>. Nil means a discard logger.
+	// "server"=<server name>. Nil means a discard logger.
 	Logger *slog.Logger
 
 	// OutputCap bounds, in bytes, the text an execute gives the model

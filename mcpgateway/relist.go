@@ -44,7 +44,7 @@ func (g *Gateway) relist() {
 		seen := g.changes
 		g.mu.Unlock()
 		if err := g.listOnce(ctx); err != nil {
-			g.logger.Warn("refresh tools after list_changed", "err", err)
+			g.logger.Warn("refresh tools after list_changed", logKeyErr, err)
 		}
 		t := time.NewTimer(relistEvery)
 		select {

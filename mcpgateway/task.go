@@ -226,10 +226,10 @@ func (c *conn) cancelTask(s *session, id string) {
 		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
 		defer cancel()
 		if _, err := c.taskRequest(ctx, s, "tasks/cancel "+id, mcp.MethodTasksCancel, map[string]any{"taskId": id}); err != nil {
-			c.logger.Warn("tasks/cancel failed", "task", id, "err", err)
+			c.logger.Warn("tasks/cancel failed", logKeyTask, id, logKeyErr, err)
 			return
 		}
-		c.logger.Info("task cancelled", "task", id)
+		c.logger.Info("task cancelled", logKeyTask, id)
 	})
 }
 

@@ -227,7 +227,7 @@ func (c *conn) handshake(ctx context.Context, s *session) error {
 		// the versions that have logging/setLevel it is the way to ask.
 		//lint:ignore SA1019 see above
 		if err := s.client.SetLevel(ctx, req); err != nil { //nolint:staticcheck // see above
-			c.logger.Warn("logging/setLevel refused", "level", c.cfg.LogLevel, "err", err)
+			c.logger.Warn("logging/setLevel refused", "level", c.cfg.LogLevel, logKeyErr, err)
 		}
 	}
 	return nil

@@ -146,7 +146,7 @@ func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userGateway,
 	}
 	o := g.opts
 	o.user = user
-	o.Logger = g.opts.Logger.With("user", user)
+	o.Logger = g.opts.Logger.With(logKeyUser, user)
 	c := New(withUserSecrets(g.Config(), vals), &o)
 	c.parent = g
 	if g.childDialer != nil {
