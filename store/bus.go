@@ -181,7 +181,7 @@ func (b *Bus) run(ctx context.Context, deliver func([]byte)) {
 			return
 		}
 		lost = true
-		b.logger.Warn("bus connection failed; connecting again", slog.Duration("backoff", backoff), slog.Any("err", err))
+		b.logger.Warn("bus connection failed; connecting again", slog.Duration("backoff", backoff), slog.Any(logKeyErr, err))
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -289,7 +289,7 @@ func (b *Bus) flush(ctx context.Context, conn *pgx.Conn, channel string) error {
 			return fmt.Errorf("send a message: %w", err)
 		}
 		if err != nil {
-			b.logger.Warn("bus message dropped: the database refused it", slog.Int("bytes", len(msg)), slog.Any("err", err))
+			b.logger.Warn("bus message dropped: the database refused it", slog.Int("bytes", len(msg)), slog.Any(logKeyErr, err))
 		}
 		b.mu.Lock()
 		if len(b.queue) > 0 { // Close may have emptied it
@@ -320,7 +320,7 @@ func (b *Bus) receive(ctx context.Context, conn *pgx.Conn, channel, got, payload
 	case err != nil && conn.IsClosed():
 		return fmt.Errorf("read message %d: %w", id, err)
 	case err != nil:
-		b.logger.Warn("bus message not read", slog.Int64("id", id), slog.Any("err", err))
+		b.logger.Warn("bus message not read", slog.Int64("id", id), slog.Any(logKeyErr, err))
 		return nil
 	case len(body) > MaxBusMessage:
 		return nil
@@ -339,7 +339,7 @@ func (b *Bus) prune(ctx context.Context, conn *pgx.Conn, now time.Time) error {
 		return fmt.Errorf("prune messages: %w", err)
 	}
 	if err != nil {
-		b.logger.Warn("bus messages not pruned", slog.Any("err", err))
+		b.logger.Warn("bus messages not pruned", slog.Any(logKeyErr, err))
 	}
 	return nil
 }

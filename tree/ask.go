@@ -125,7 +125,7 @@ func (e runEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer, er
 	qs := &r.c.m.questions
 	if !qs.add(id, pending) {
 		reason := fmt.Sprintf("%d questions already wait for this user's answers (the cap per user)", MaxPendingQuestions)
-		r.logger.InfoContext(ctx, "question declined", "server", q.Payload.Server, "reason", reason)
+		r.logger.InfoContext(ctx, "question declined", "server", q.Payload.Server, logKeyReason, reason)
 		return tools.Answer{Action: tools.ElicitDecline, Reason: reason}, nil
 	}
 	defer qs.remove(id)

@@ -56,7 +56,7 @@ func (r *run) decide(ctx context.Context, node *Node) (d decision, err error) {
 		if perr == nil {
 			return d, nil
 		}
-		r.logger.Debug("decision rejected", "node", node.id, "attempt", attempt+1, "err", perr)
+		r.logger.Debug("decision rejected", logKeyNode, node.id, "attempt", attempt+1, logKeyErr, perr)
 		msgs = append(msgs,
 			llms.TextParts(llms.ChatMessageTypeAI, describe(ch)),
 			llms.TextParts(llms.ChatMessageTypeHuman, "Your answer could not be used: "+perr.Error()+
@@ -111,7 +111,7 @@ func (r *run) messages(node *Node, avail []prompt.Option, unavail []prompt.Unava
 		return nil, err
 	}
 	if r.history.Folded > 0 || foldedTasks > 0 || st.Short > 0 || st.Omitted > 0 {
-		r.logger.Debug("decision prompt folded", "node", node.id,
+		r.logger.Debug("decision prompt folded", logKeyNode, node.id,
 			"prompt_bytes", len(msgs[1].Parts[0].(llms.TextContent).Text), "budget", dc.Budget,
 			"messages_folded", r.history.Folded, "tasks_folded", foldedTasks,
 			"results_short", st.Short, "results_left_out", st.Omitted, "environment_limit", st.EnvLimit)
@@ -225,7 +225,7 @@ func (r *run) forcedAnswer(ctx context.Context, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.logger.Debug("forcing a text answer", "reason", reason)
+	r.logger.Debug("forcing a text answer", logKeyReason, reason)
 	tr := tools.TextResponse()
 	avail := []prompt.Option{{Name: tr.Name(), Description: tr.Description(), End: true, Inputs: tr.Inputs()}}
 	node := &Node{id: r.tree.root.id, instruction: forcedInstruction + " Reason: " + reason + "."}
@@ -248,7 +248,7 @@ func (r *run) forcedAnswer(ctx context.Context, reason string) error {
 		}
 	}
 	if err != nil {
-		r.logger.Warn("forced text answer falls back to a summary", "err", err)
+		r.logger.Warn("forced text answer falls back to a summary", logKeyErr, err)
 	}
 	if strings.TrimSpace(text) == "" {
 		text = r.fallbackText(reason)

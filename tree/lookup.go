@@ -118,7 +118,7 @@ func (m *Manager) lookup(ctx context.Context, userID, conversationID string, cre
 // unsaved, and its next change saves it again.
 func (m *Manager) saveNew(ctx context.Context, c *Conversation) {
 	if err := m.save(ctx, c, nil); err != nil {
-		m.logger.WarnContext(ctx, "save new conversation", "user", c.userID, "conversation", c.id, "err", err)
+		m.logger.WarnContext(ctx, "save new conversation", logKeyUser, c.userID, logKeyConversation, c.id, logKeyErr, err)
 	}
 }
 
@@ -184,7 +184,7 @@ func (m *Manager) fetch(ctx context.Context, userID, conversationID string, crea
 			p := m.profile(ctx, userID)
 			if p.InitMode != "" {
 				if _, perr := ParseInitMode(string(p.InitMode)); perr != nil {
-					m.logger.WarnContext(ctx, "the user's profile names an unknown tree mode; using the default", "user", userID, "err", perr)
+					m.logger.WarnContext(ctx, "the user's profile names an unknown tree mode; using the default", logKeyUser, userID, logKeyErr, perr)
 					p.InitMode = ""
 				}
 			}

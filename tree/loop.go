@@ -176,7 +176,7 @@ type run struct {
 func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func(tools.Envelope)) *run {
 	r := &run{c: c, opts: &c.m.opts, model: model, tree: c.m.treeOf(c), query: query,
 		queryID: queryID, emitFn: emit, emitting: make(chan struct{}, 1), tasks: []Task{}, errs: []PreviousError{}}
-	r.logger = c.m.logger.With("user", c.userID, "conversation", c.id, "query_id", queryID)
+	r.logger = c.m.logger.With(logKeyUser, c.userID, logKeyConversation, c.id, "query_id", queryID)
 	r.emitter = runEmitter{r}
 	c.mu.Lock()
 	if c.title == "" {
@@ -197,7 +197,7 @@ func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func
 func (r *run) emit(ev tools.Event) {
 	env, err := tools.NewEnvelope(ev, r.c.userID, r.c.id, r.queryID)
 	if err != nil {
-		r.logger.Warn("dropping an event whose payload does not marshal", "type", ev.Type, "err", err)
+		r.logger.Warn("dropping an event whose payload does not marshal", "type", ev.Type, logKeyErr, err)
 		return
 	}
 	r.deliver(env, ev)
@@ -358,7 +358,7 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 		UserID: r.c.userID, ConversationID: r.c.id}, r.emitter)
 	timedOut := tctx.Err() != nil && ctx.Err() == nil
 	cancel()
-	r.logger.Debug("tool run", "tool", name, "duration", time.Since(start), "is_error", res.IsError, "err", err)
+	r.logger.Debug("tool run", "tool", name, "duration", time.Since(start), "is_error", res.IsError, logKeyErr, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, false, ctx.Err()
@@ -445,7 +445,7 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 		defer cancel()
 		events, results := r.snapshotEvents()
 		if err := r.c.m.saveQuery(sctx, r.c, events, results); err != nil {
-			r.logger.Warn("saving a cancelled query", "err", err)
+			r.logger.Warn("saving a cancelled query", logKeyErr, err)
 		}
 		return runErr
 	}

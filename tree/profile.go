@@ -72,7 +72,7 @@ func (m *Manager) profile(ctx context.Context, userID string) Profile {
 	}
 	p, err := m.opts.Profiles.Profile(ctx, userID)
 	if err != nil {
-		m.logger.WarnContext(ctx, "read the user's profile; using the default", "user", userID, "err", err)
+		m.logger.WarnContext(ctx, "read the user's profile; using the default", logKeyUser, userID, logKeyErr, err)
 		return Profile{}
 	}
 	return p

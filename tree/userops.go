@@ -146,8 +146,8 @@ func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, e
 			_, err = m.applyTo(ctx, c, op)
 		}
 		if err != nil && !errors.Is(err, errDeleted) {
-			m.logger.WarnContext(ctx, "tree change skipped for a conversation", "user", userID,
-				"conversation", ci.ConversationID, "op", op.Kind, "err", err)
+			m.logger.WarnContext(ctx, "tree change skipped for a conversation", logKeyUser, userID,
+				logKeyConversation, ci.ConversationID, "op", op.Kind, logKeyErr, err)
 		}
 	}
 	return preview, nil

@@ -178,7 +178,7 @@ func (s *Server) failStatus(c *gin.Context, status int, err error, extra object)
 func (s *Server) failMessage(c *gin.Context, status int, err error, msg string, extra object) {
 	ctx := c.Request.Context()
 	if status >= 500 {
-		s.logger.ErrorContext(ctx, "request failed", slog.Int("status", status), slog.String("route", c.FullPath()), slog.Any("err", err))
+		s.logger.ErrorContext(ctx, "request failed", slog.Int(logKeyStatus, status), slog.String(logKeyRoute, c.FullPath()), slog.Any(logKeyErr, err))
 	}
 	c.Abort()
 	writeJSON(c, status, append(object{kv("error", msg)}, extra...))

@@ -72,9 +72,9 @@ func (s *Server) accessLog(c *gin.Context) {
 	c.Next()
 	s.logger.InfoContext(c.Request.Context(), "http request",
 		slog.String("method", c.Request.Method),
-		slog.String("route", routeOf(c)),
+		slog.String(logKeyRoute, routeOf(c)),
 		slog.String("path", c.Request.URL.Path),
-		slog.Int("status", c.Writer.Status()),
+		slog.Int(logKeyStatus, c.Writer.Status()),
 		slog.Duration("duration", time.Since(start)),
 	)
 }
@@ -92,7 +92,7 @@ func (s *Server) recovery(c *gin.Context) {
 		}
 		err := fmt.Errorf("panic: %v", r)
 		if c.Writer.Written() {
-			s.logger.ErrorContext(c.Request.Context(), "handler panicked after writing", slog.Any("err", err))
+			s.logger.ErrorContext(c.Request.Context(), "handler panicked after writing", slog.Any(logKeyErr, err))
 			c.Abort()
 			return
 		}

@@ -113,7 +113,7 @@ func (s *Server) Receive(msg []byte) {
 	d := json.NewDecoder(bytes.NewReader(msg))
 	d.UseNumber() // as decodeJSON decodes the answer the client sent
 	if err := d.Decode(&m); err != nil {
-		s.logger.Warn("relay message not understood", slog.Any("err", err))
+		s.logger.Warn("relay message not understood", slog.Any(logKeyErr, err))
 		return
 	}
 	switch m.Kind {
@@ -131,7 +131,7 @@ func (s *Server) Receive(msg []byte) {
 			reply.Status = statusOf(err)
 			reply.Error = err.Error()
 			if reply.Status >= http.StatusInternalServerError {
-				s.logger.Error("relayed answer failed", slog.Int("status", reply.Status), slog.Any("err", err))
+				s.logger.Error("relayed answer failed", slog.Int(logKeyStatus, reply.Status), slog.Any(logKeyErr, err))
 				reply.Error = "internal error"
 			}
 		}
@@ -141,7 +141,7 @@ func (s *Server) Receive(msg []byte) {
 	case relayStopped, relayAnswered:
 		s.waiters.deliver(m)
 	default:
-		s.logger.Debug("relay message of an unknown kind", slog.String("kind", m.Kind))
+		s.logger.Debug("relay message of an unknown kind", slog.String(logKeyKind, m.Kind))
 	}
 }
 
@@ -152,7 +152,7 @@ func (s *Server) tell(m relayMsg) {
 		err = s.relay.Publish(b)
 	}
 	if err != nil {
-		s.logger.Warn("relay message not sent", slog.String("kind", m.Kind), slog.Any("err", err))
+		s.logger.Warn("relay message not sent", slog.String(logKeyKind, m.Kind), slog.Any(logKeyErr, err))
 	}
 }
 

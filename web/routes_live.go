@@ -326,9 +326,9 @@ func (ls *liveStream) stop(ctx context.Context, err error) {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		ls.s.logger.WarnContext(ctx, "stream write timed out: client stopped reading; ending the stream",
-			slog.String("stream", "events"), slog.String("user_id", ls.user), slog.Duration("timeout", ls.s.writeTimeout))
+			slog.String(logKeyStream, "events"), slog.String(logKeyUserID, ls.user), slog.Duration(logKeyTimeout, ls.s.writeTimeout))
 	case ctx.Err() == nil:
-		ls.s.logger.DebugContext(ctx, "event stream ended", slog.String("user_id", ls.user), slog.Any("err", err))
+		ls.s.logger.DebugContext(ctx, "event stream ended", slog.String(logKeyUserID, ls.user), slog.Any(logKeyErr, err))
 	}
 }
 
@@ -337,7 +337,7 @@ func (ls *liveStream) stop(ctx context.Context, err error) {
 func (ls *liveStream) failed(ctx context.Context, what string, err error, extra ...field) object {
 	status := statusOf(err)
 	if status >= http.StatusInternalServerError && ctx.Err() == nil {
-		ls.s.logger.ErrorContext(ctx, "event stream: "+what+" failed", slog.Int("status", status), slog.Any("err", err))
+		ls.s.logger.ErrorContext(ctx, "event stream: "+what+" failed", slog.Int(logKeyStatus, status), slog.Any(logKeyErr, err))
 	}
 	return append(object{kv("error", publicMessage(ctx, status, err))}, extra...)
 }

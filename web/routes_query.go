@@ -109,8 +109,8 @@ func (s *Server) runErrorEnvelope(ctx context.Context, err error, userID, convID
 	}
 	status := statusOf(err)
 	if status >= 500 {
-		s.logger.ErrorContext(ctx, "query failed", slog.String("user_id", userID),
-			slog.String("conversation_id", convID), slog.String("query_id", queryID), slog.Any("err", err))
+		s.logger.ErrorContext(ctx, "query failed", slog.String(logKeyUserID, userID),
+			slog.String(logKeyConversationID, convID), slog.String(logKeyQueryID, queryID), slog.Any(logKeyErr, err))
 	}
 	return errorEnvelope(publicMessage(ctx, status, err), userID, convID, queryID), true
 }
@@ -127,6 +127,6 @@ func errorEnvelope(text, userID, convID, queryID string) tools.Envelope {
 // connection open.
 func (s *Server) logWriteTimeout(ctx context.Context, stream, userID, convID, queryID string) {
 	s.logger.WarnContext(ctx, "stream write timed out: client stopped reading; ending the stream",
-		slog.String("stream", stream), slog.String("user_id", userID), slog.String("conversation_id", convID),
-		slog.String("query_id", queryID), slog.Duration("timeout", s.writeTimeout))
+		slog.String(logKeyStream, stream), slog.String(logKeyUserID, userID), slog.String(logKeyConversationID, convID),
+		slog.String(logKeyQueryID, queryID), slog.Duration(logKeyTimeout, s.writeTimeout))
 }

@@ -224,7 +224,7 @@ func (s *Server) oauthCallback(c *gin.Context) {
 		s.signInPage(c, status, signInResult{Server: server, Message: msg})
 		return
 	}
-	s.logger.InfoContext(c.Request.Context(), "signed in", slog.String("server", server), slog.String("user_id", user))
+	s.logger.InfoContext(c.Request.Context(), "signed in", slog.String("server", server), slog.String(logKeyUserID, user))
 	if s.hub != nil {
 		s.hub.publish(user, topicServers)
 	}
@@ -237,7 +237,7 @@ func (s *Server) oauthCallback(c *gin.Context) {
 func (s *Server) signInFailure(ctx context.Context, err error) (int, string) {
 	status := serverStatus(err)
 	if status >= 500 {
-		s.logger.WarnContext(ctx, "sign-in failed", slog.Int("status", status), slog.Any("err", err))
+		s.logger.WarnContext(ctx, "sign-in failed", slog.Int(logKeyStatus, status), slog.Any(logKeyErr, err))
 	}
 	switch {
 	case errors.Is(err, ErrUnknownState):

@@ -372,7 +372,7 @@ func (s *Server) readyz(c *gin.Context) {
 		err := s.ready(ctx)
 		cancel()
 		if err != nil {
-			s.logger.WarnContext(c.Request.Context(), "not ready", slog.Any("err", err))
+			s.logger.WarnContext(c.Request.Context(), "not ready", slog.Any(logKeyErr, err))
 			writeJSON(c, http.StatusServiceUnavailable, object{kv("error", "not ready"), kv("status", "not_ready")})
 			return
 		}

@@ -77,11 +77,11 @@ func (s *Server) acceptWS(c *gin.Context) (*websocket.Conn, bool) {
 		return conn, true
 	}
 	if hw.status == 0 {
-		s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any("err", err))
+		s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any(logKeyErr, err))
 		return nil, false
 	}
 	if hw.status < 500 { // failStatus logs the others
-		s.logger.WarnContext(c.Request.Context(), "websocket handshake refused", slog.Int("status", hw.status), slog.Any("err", err))
+		s.logger.WarnContext(c.Request.Context(), "websocket handshake refused", slog.Int(logKeyStatus, hw.status), slog.Any(logKeyErr, err))
 	}
 	c.Writer.Header().Del("Content-Type") // Accept's text/plain
 	s.failStatus(c, hw.status, errors.New(strings.TrimSpace(hw.body.String())), nil)
@@ -155,7 +155,7 @@ func (ws *wsSession) readLoop(ctx context.Context) {
 		if err != nil {
 			var ce websocket.CloseError
 			if !errors.As(err, &ce) && ctx.Err() == nil {
-				ws.s.logger.DebugContext(ctx, "websocket read ended", slog.Any("err", err))
+				ws.s.logger.DebugContext(ctx, "websocket read ended", slog.Any(logKeyErr, err))
 			}
 			return
 		}

@@ -146,7 +146,7 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer a.close()
 	if err := a.disc.Watch(); err != nil {
-		logger.Warn("not watching the config file; edits need a restart", "err", err)
+		logger.Warn("not watching the config file; edits need a restart", logKeyErr, err)
 	}
 	ep, stop := newMCPEndpoint(ctx, a)
 	defer stop()

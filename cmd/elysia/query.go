@@ -47,7 +47,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asker := newTerminalAsker(stderr)
 	p := &eventPrinter{logger: logger, w: stdout, json: *asJSON, ask: func(env tools.Envelope) {
 		if err := answerQuestion(ctx, env, asker, a.trees.Answer); err != nil {
-			logger.Warn("answer a server's question", "err", err)
+			logger.Warn("answer a server's question", logKeyErr, err)
 		}
 	}}
 	if err := c.Run(ctx, a.model, query, tools.NewID(), p.print); err != nil {
@@ -93,7 +93,7 @@ func (p *eventPrinter) print(env tools.Envelope) {
 	if p.json {
 		b, err := tools.Marshal(env)
 		if err != nil {
-			p.logger.Error("marshal event", "err", err)
+			p.logger.Error("marshal event", logKeyErr, err)
 			return
 		}
 		// JSON escapes C0 controls; termJSON escapes what it leaves raw.

@@ -35,7 +35,7 @@ func (a *app) startRelay(srv *web.Server) (stop func(), err error) {
 	}
 	return func() {
 		if err := a.bus.Close(); err != nil {
-			a.logger.Warn("closing the relay between replicas", "err", err)
+			a.logger.Warn("closing the relay between replicas", logKeyErr, err)
 		}
 	}, nil
 }

@@ -92,7 +92,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer func() {
 			if err := stop(); err != nil {
-				logger.Warn("writing the CPU profile", "err", err)
+				logger.Warn("writing the CPU profile", logKeyErr, err)
 			}
 		}()
 	}
@@ -140,7 +140,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer app.close()
 	registry.MustRegister(adapter.NewGatewayCollector(app.disc))
 	if err := app.disc.Watch(); err != nil {
-		logger.Warn("not watching the config file; edits need a restart", "err", err)
+		logger.Warn("not watching the config file; edits need a restart", logKeyErr, err)
 	}
 
 	mcpEP, stopMCP := newMCPEndpoint(ctx, app)
@@ -227,10 +227,10 @@ func shutdown(ctx context.Context, logger *slog.Logger, hs *http.Server, srv *we
 		logger.Warn("shutdown: stopping the queries still running, telling their streams")
 	}
 	if err := srv.Drain(sctx); err != nil {
-		logger.Warn("shutdown: closing the websockets still open", "err", err)
+		logger.Warn("shutdown: closing the websockets still open", logKeyErr, err)
 	}
 	if err := <-shut; err != nil {
-		logger.Warn("shutdown: cancelling the requests still running", "err", err)
+		logger.Warn("shutdown: cancelling the requests still running", logKeyErr, err)
 	}
 	cancelRuns()
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -469,17 +469,17 @@ func (a *app) ready(ctx context.Context) error {
 func (a *app) close() {
 	if c, ok := a.model.(io.Closer); ok {
 		if err := c.Close(); err != nil {
-			a.logger.Warn("closing the model client", "err", err)
+			a.logger.Warn("closing the model client", logKeyErr, err)
 		}
 	}
 	if a.disc != nil {
 		if err := a.disc.Close(); err != nil {
-			a.logger.Warn("closing gateways", "err", err)
+			a.logger.Warn("closing gateways", logKeyErr, err)
 		}
 	}
 	if a.store != nil {
 		if err := a.store.Close(); err != nil {
-			a.logger.Warn("closing the database", "err", err)
+			a.logger.Warn("closing the database", logKeyErr, err)
 		}
 	}
 }

@@ -69,14 +69,14 @@ func startTracing(ctx context.Context, lookup func(string) (string, bool), logge
 	// Export failures are logged, never fatal: the service works without
 	// its collector.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		logger.Warn("exporting traces", "err", err)
+		logger.Warn("exporting traces", logKeyErr, err)
 	}))
 	logger.Info("exporting traces over OTLP/HTTP")
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), traceFlushTimeout)
 		defer cancel()
 		if err := tp.Shutdown(sctx); err != nil {
-			logger.Warn("flushing the last traces", "err", fmt.Errorf("within %v: %w", traceFlushTimeout, err))
+			logger.Warn("flushing the last traces", logKeyErr, fmt.Errorf("within %v: %w", traceFlushTimeout, err))
 		}
 	}, nil
 }

@@ -1,0 +1,4 @@
+package main
+
+// logKeyErr is the log key of an error (STYLE.md §9).
+const logKeyErr = "err"

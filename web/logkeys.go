@@ -1,0 +1,14 @@
+package web
+
+// Log keys this package repeats (STYLE.md §9).
+const (
+	logKeyUserID         = "user_id"
+	logKeyConversationID = "conversation_id"
+	logKeyQueryID        = "query_id"
+	logKeyRoute          = "route"
+	logKeyStatus         = "status"
+	logKeyStream         = "stream"
+	logKeyKind           = "kind"
+	logKeyTimeout        = "timeout"
+	logKeyErr            = "err"
+)
