@@ -202,7 +202,7 @@ func progressEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter
 	}
 	var mu sync.Mutex
 	last, steps := -1.0, 0.0
-	return tools.EmitterFunc(func(_ context.Context, ev tools.Event) {
+	return tools.EmitterFunc(func(ev tools.Event) {
 		params := map[string]any{"progressToken": token}
 		mu.Lock()
 		switch p := ev.Payload.(type) {

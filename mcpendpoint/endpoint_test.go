@@ -269,7 +269,7 @@ func TestGatewaysMode(t *testing.T) {
 type agent struct{}
 
 func (agent) Ask(ctx context.Context, user, conv, q string, emit tools.Emitter) (Answer, error) {
-	emit.Emit(ctx, tools.NewStatus("thinking"))
+	emit.Emit(tools.NewStatus("thinking"))
 	return Answer{ConversationID: "c-" + user, Text: fmt.Sprintf("%s asked %q", user, q), Objects: []map[string]any{{"n": 1}}}, nil
 }
 

@@ -25,7 +25,7 @@ type userStream struct {
 	answer func(q tools.Question) tools.Answer
 }
 
-func (u *userStream) Emit(_ context.Context, ev tools.Event) {
+func (u *userStream) Emit(ev tools.Event) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.events = append(u.events, ev)
@@ -435,7 +435,7 @@ type stopAfterProgress struct {
 	cancel context.CancelFunc
 }
 
-func (s *stopAfterProgress) Emit(_ context.Context, ev tools.Event) {
+func (s *stopAfterProgress) Emit(ev tools.Event) {
 	if _, ok := ev.Payload.(tools.ProgressPayload); ok {
 		s.once.Do(s.cancel)
 	}

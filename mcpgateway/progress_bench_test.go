@@ -52,7 +52,7 @@ type latencies struct {
 	d   []time.Duration
 }
 
-func (l *latencies) Emit(_ context.Context, ev tools.Event) {
+func (l *latencies) Emit(ev tools.Event) {
 	p, ok := ev.Payload.(tools.ProgressPayload)
 	if !ok {
 		return

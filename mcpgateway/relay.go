@@ -1,7 +1,6 @@
 package mcpgateway
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -118,9 +117,9 @@ func (r *relay) flush() {
 	r.queue, r.latest = nil, nil
 	r.mu.Unlock()
 	for _, ev := range queue {
-		r.emit.Emit(context.Background(), ev)
+		r.emit.Emit(ev)
 	}
 	if latest != nil {
-		r.emit.Emit(context.Background(), tools.Event{Type: tools.EventStatus, Payload: *latest})
+		r.emit.Emit(tools.Event{Type: tools.EventStatus, Payload: *latest})
 	}
 }

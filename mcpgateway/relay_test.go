@@ -81,12 +81,12 @@ type stalledStream struct {
 	userStream
 }
 
-func (s *stalledStream) Emit(ctx context.Context, ev tools.Event) {
+func (s *stalledStream) Emit(ev tools.Event) {
 	if _, ok := ev.Payload.(tools.ProgressPayload); ok {
 		s.once.Do(func() { close(s.entered) })
 		<-s.release
 	}
-	s.userStream.Emit(ctx, ev)
+	s.userStream.Emit(ev)
 }
 
 // floodServer is a server whose tool "flood" sends n progress

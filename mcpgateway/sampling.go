@@ -109,7 +109,7 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 	if !c.opts.samples.take(time.Now(), perMinute) {
 		return refuse(fmt.Sprintf("at most %d sampling requests per minute (sampling_per_minute)", perMinute))
 	}
-	ac.emit.Emit(ctx, tools.NewStatus(fmt.Sprintf("%s asked the model to write a message for %s...", c.cfg.Name, ac.tool)))
+	ac.emit.Emit(tools.NewStatus(fmt.Sprintf("%s asked the model to write a message for %s...", c.cfg.Name, ac.tool)))
 	// The model works for the call: on stdio, ctx is the session's.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

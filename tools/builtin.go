@@ -59,7 +59,7 @@ func (textResponse) Run(ctx context.Context, call Call, emit Emitter) (Result, e
 		return ErrorResult("text_response needs a non-empty text input",
 			`call text_response with {"text": "<your answer to the user>"}`), nil
 	}
-	emit.Emit(ctx, NewText(text))
+	emit.Emit(NewText(text))
 	return Result{Name: TextResponseName, LLMText: "answered the user"}, nil
 }
 
@@ -137,7 +137,7 @@ func (citedSummarize) Run(ctx context.Context, call Call, emit Emitter) (Result,
 	if cited == nil {
 		cited = []string{}
 	}
-	emit.Emit(ctx, Event{Type: EventText, Payload: TextPayload{
+	emit.Emit(Event{Type: EventText, Payload: TextPayload{
 		Type:     "text_with_citations",
 		Metadata: map[string]any{},
 		Objects:  []map[string]any{{"text": text, "ref_ids": cited}},

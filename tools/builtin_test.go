@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +11,7 @@ type events struct {
 	evs []Event
 }
 
-func (e *events) Emit(_ context.Context, ev Event) {
+func (e *events) Emit(ev Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.evs = append(e.evs, ev)

@@ -13,7 +13,7 @@ func ExampleCitedSummarize() {
 	var env tools.Environment
 	env.Add("mcp_todo", "list_todos", []map[string]any{{"title": "Buy milk"}}, nil)
 
-	emit := tools.EmitterFunc(func(_ context.Context, ev tools.Event) {
+	emit := tools.EmitterFunc(func(ev tools.Event) {
 		obj := ev.Payload.(tools.TextPayload).Objects[0]
 		fmt.Println(obj["text"], obj["ref_ids"])
 	})

@@ -83,16 +83,18 @@ type Call struct {
 }
 
 // Emitter receives the events a tool produces while it runs. Emit must not
-// block for long; implementations are safe for concurrent use.
+// block for long: an implementation bounds its own wait by the lifetime of
+// whatever it delivers to (a stream's request, a run), which is why Emit
+// takes no ctx. Implementations are safe for concurrent use.
 type Emitter interface {
-	Emit(ctx context.Context, ev Event)
+	Emit(ev Event)
 }
 
 // EmitterFunc adapts a function to [Emitter].
-type EmitterFunc func(ctx context.Context, ev Event)
+type EmitterFunc func(ev Event)
 
-// Emit calls f(ctx, ev).
-func (f EmitterFunc) Emit(ctx context.Context, ev Event) { f(ctx, ev) }
+// Emit calls f(ev).
+func (f EmitterFunc) Emit(ev Event) { f(ev) }
 
 // Discard is an Emitter that drops every event.
-var Discard Emitter = EmitterFunc(func(context.Context, Event) {})
+var Discard Emitter = EmitterFunc(func(Event) {})

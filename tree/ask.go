@@ -114,7 +114,7 @@ type runEmitter struct{ r *run }
 var _ tools.Asker = runEmitter{}
 
 // Emit records ev as an event of the run and sends it.
-func (e runEmitter) Emit(_ context.Context, ev tools.Event) { e.r.emit(ev) }
+func (e runEmitter) Emit(ev tools.Event) { e.r.emit(ev) }
 
 // Ask sends q to the run's user and waits for the answer, or ctx. When
 // the user has MaxPendingQuestions waiting already, it declines at once.

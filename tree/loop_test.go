@@ -401,7 +401,7 @@ func TestEmitOrderWithoutHoldingMu(t *testing.T) {
 	r = c.newRun(script(), "q", "q", emit)
 	var wg sync.WaitGroup
 	for i := range 8 {
-		wg.Go(func() { r.emitter.Emit(t.Context(), tools.NewStatus(fmt.Sprint("step ", i))) })
+		wg.Go(func() { r.emitter.Emit(tools.NewStatus(fmt.Sprint("step ", i))) })
 	}
 	wg.Wait()
 	if n := heldMu.Load(); n != 0 {

@@ -23,10 +23,10 @@ func (reportingTool) EndsRun() bool         { return false }
 func (reportingTool) Inputs() []tools.Input { return nil }
 
 func (r reportingTool) Run(ctx context.Context, _ tools.Call, emit tools.Emitter) (tools.Result, error) {
-	emit.Emit(ctx, tools.NewStatus("starting"))
+	emit.Emit(tools.NewStatus("starting"))
 	for i := 1; i <= r.n; i++ {
 		for _, server := range []string{"a", "b"} {
-			emit.Emit(ctx, tools.Event{Type: tools.EventStatus, Payload: tools.ProgressPayload{
+			emit.Emit(tools.Event{Type: tools.EventStatus, Payload: tools.ProgressPayload{
 				CallID: "elysia-1", Server: server, Tool: "work", Progress: float64(i), Text: fmt.Sprint(i)}})
 		}
 	}

@@ -188,7 +188,7 @@ type callEmitter struct {
 var _ tools.Asker = callEmitter{}
 
 // Emit prints progress and warnings.
-func (e callEmitter) Emit(_ context.Context, ev tools.Event) {
+func (e callEmitter) Emit(ev tools.Event) {
 	switch p := ev.Payload.(type) {
 	case tools.ProgressPayload:
 		_, _ = fmt.Fprintf(e.stderr, "… %s\n", termLine(p.Text))

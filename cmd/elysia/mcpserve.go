@@ -63,7 +63,7 @@ func (a treeAgent) Ask(ctx context.Context, user, conv, question string, emit to
 		case tools.EventStatus:
 			var p tools.StatusPayload
 			if json.Unmarshal(env.Payload, &p) == nil && p.Text != "" {
-				emit.Emit(ctx, tools.NewStatus(p.Text))
+				emit.Emit(tools.NewStatus(p.Text))
 			}
 		case tools.EventText:
 			var p tools.TextPayload
