@@ -37,6 +37,7 @@ func (o *toolsSeen) count() int {
 // annotations as the server sent them, and a ToolsObserver hears of the
 // first listing and of one that brings another tool, not of a repeat.
 func TestListKeepsAnnotationsAndTellsOfNewTools(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	f.srv.AddTool(mcp.NewTool("ro", mcp.WithReadOnlyHintAnnotation(true), mcp.WithTitleAnnotation("Read only")),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

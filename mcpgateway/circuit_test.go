@@ -184,6 +184,7 @@ func killSession(g *Gateway) {
 }
 
 func TestCircuitOpensAfterTransportFailuresOnly(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, &Options{CrashLoopDeaths: 100})
 		ctx := t.Context()
@@ -274,6 +275,7 @@ func TestCircuitOpensAfterTransportFailuresOnly(t *testing.T) {
 }
 
 func TestCircuitOptions(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, &Options{CircuitFailures: 2, CircuitOpenFor: time.Second, CrashLoopDeaths: 100})
 		p.setDown(true)
@@ -293,6 +295,7 @@ func TestCircuitOptions(t *testing.T) {
 }
 
 func TestListAnswersFromCacheWhenServerIsDown(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, nil)
 		ctx := t.Context()
@@ -320,6 +323,7 @@ func TestListAnswersFromCacheWhenServerIsDown(t *testing.T) {
 }
 
 func TestListWithoutCacheFailsWhenServerIsDown(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, nil)
 		p.setDown(true)

@@ -14,6 +14,7 @@ import (
 // the gateway: every session it ever opened must be closed by Close, however
 // the watcher's select went.
 func TestCloseClosesRetiredSessions(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, &Options{CrashLoopDeaths: 1000})
 		ctx := t.Context()
@@ -51,6 +52,7 @@ func TestCloseClosesRetiredSessions(t *testing.T) {
 // still running) and closes the gateway at once: Close must end the child
 // rather than wait for its stderr forever.
 func TestCloseEndsRetiredStdioChild(t *testing.T) {
+	t.Parallel()
 	for i := range 5 {
 		var sp spawns
 		g := New(todoStdio(t), &Options{CloseGrace: time.Second, OnProcessStart: sp.add})

@@ -8,6 +8,7 @@ import (
 )
 
 func TestObjectsTakeRowsFromStructuredContent(t *testing.T) {
+	t.Parallel()
 	text := map[string]any{"type": "text", "text": "a copy of the data for old clients"}
 	image := map[string]any{"type": "image", "mime_type": "image/png", "data": "AAAA"}
 	tests := []struct {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDrainLetsInFlightCallsFinish(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)
 	ctx := t.Context()
@@ -72,6 +73,7 @@ func TestDrainLetsInFlightCallsFinish(t *testing.T) {
 }
 
 func TestDrainStopsAtDeadline(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)
 	done := make(chan error, 1)

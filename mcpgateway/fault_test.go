@@ -208,6 +208,7 @@ func executeArgs(tool string, inputs map[string]any) tools.Call {
 // The agent gets a self-healing error naming the server; the next call
 // spawns a new process on the same database.
 func TestFaultCrashMidCall(t *testing.T) {
+	t.Parallel()
 	healthy := healthyGateway(t)
 	var sp spawns
 	g := newGateway(t, faultConfig(t, tempDB(t)), &Options{OnProcessStart: sp.add})
@@ -247,6 +248,7 @@ func TestFaultCrashMidCall(t *testing.T) {
 // sees the call cancelled (notifications/cancelled ends the handler), and the
 // same process answers the next call.
 func TestFaultHangTimesOut(t *testing.T) {
+	t.Parallel()
 	healthy := healthyGateway(t)
 	cfg := faultConfig(t, tempDB(t))
 	cfg.CallTimeout = 300 * time.Millisecond
@@ -288,6 +290,7 @@ func TestFaultHangTimesOut(t *testing.T) {
 // handshake fails with a connect error naming it: see
 // TestConnectErrorsNameTheServer.)
 func TestFaultGarbageOnStdout(t *testing.T) {
+	t.Parallel()
 	healthy := healthyGateway(t)
 	db := tempDB(t)
 	seed(t, db, "saved before the garbage")
@@ -333,6 +336,7 @@ func todoHTTP(t *testing.T, addr, db string) int {
 // that the issue describes; TestFaultHTTPSessionDropped injects that 404.
 // This test pins what a client sees: the restart is transparent.
 func TestFaultHTTPSessionLost(t *testing.T) {
+	t.Parallel()
 	healthy := healthyGateway(t)
 	db := tempDB(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
@@ -402,6 +406,7 @@ func (d *sessionDropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // every call gets 404 the error names the server and says the session was
 // terminated; afterwards the same gateway works and nothing is lost.
 func TestFaultHTTPSessionDropped(t *testing.T) {
+	t.Parallel()
 	healthy := healthyGateway(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	todoHTTP(t, addr, tempDB(t))
@@ -447,6 +452,7 @@ func TestFaultHTTPSessionDropped(t *testing.T) {
 // would be ready, naming the server, and the half-started process is gone;
 // with connect_timeout 5 s the same server works.
 func TestFaultSlowStart(t *testing.T) {
+	t.Parallel()
 	const delay = 2 * time.Second
 	healthy := healthyGateway(t)
 	db := tempDB(t)
@@ -486,6 +492,7 @@ func TestFaultSlowStart(t *testing.T) {
 // (64 KiB by default) with a note saying what was cut, and the 10 MiB are
 // not retained.
 func TestFaultBigOutput(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	const size = 10 << 20
 	healthy := healthyGateway(t)
 	cfg := faultConfig(t, tempDB(t))
@@ -539,6 +546,7 @@ func TestFaultBigOutput(t *testing.T) {
 // from its cache. After CircuitOpenFor one trial call goes through and
 // closes the circuit.
 func TestFaultCircuitOpensAndRecovers(t *testing.T) {
+	t.Parallel()
 	healthy := healthyGateway(t)
 	cfg := faultConfig(t, tempDB(t))
 	cfg.CallTimeout = 100 * time.Millisecond
@@ -606,6 +614,7 @@ func TestFaultCircuitOpensAndRecovers(t *testing.T) {
 // saying when it is retried, the healthy server is unaffected, and after
 // CrashBackoff the server is started again with its data intact.
 func TestFaultCrashLoopBacksOff(t *testing.T) {
+	t.Parallel()
 	const backoff = 500 * time.Millisecond
 	cases := []struct {
 		name string

@@ -16,6 +16,7 @@ import (
 // Streamable HTTP) reaches the Asker with its properties in the server's
 // order, which mcp-go's map loses.
 func TestFormKeepsTheServersFieldOrder(t *testing.T) {
+	t.Parallel()
 	for name, mk := range everythingCases(t, func(*mcpconfig.ServerConfig) {}) {
 		t.Run(name, func(t *testing.T) { testFieldOrder(t, mk(t)) })
 	}
@@ -40,6 +41,7 @@ func testFieldOrder(t *testing.T, cfg mcpconfig.ServerConfig) {
 // TestLineSniffer: the output passes unchanged however it is split; lines
 // are handed over whole; a line over maxSniffLine is not.
 func TestLineSniffer(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", maxSniffLine+1)
 	in := "one\n" + long + "\n\ntwo" + "\nthree\n"
 	var got []string
@@ -59,6 +61,7 @@ func TestLineSniffer(t *testing.T) {
 // TestFieldOrdersTake: an order is matched by its names, newest first,
 // used once, and at most maxFieldOrders are kept.
 func TestFieldOrdersTake(t *testing.T) {
+	t.Parallel()
 	var o fieldOrders
 	o.line([]byte(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"requestedSchema":{"type":"object","properties":{"b":{},"a":{}}}}}`))
 	o.line([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"properties":{"x":{}}}}`))

@@ -94,6 +94,7 @@ func newGateway(t *testing.T, cfg mcpconfig.ServerConfig, opts *Options) *Gatewa
 }
 
 func TestGatewayDescribesItself(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t, mcpconfig.ServerConfig{Name: "api-ai", Transport: mcpconfig.TransportStdio, Command: "x", Description: "Todo things", Enabled: true}, nil)
 	if got, want := g.Name(), "mcp_api_ai"; got != want {
 		t.Errorf("Name = %q, want %q", got, want)
@@ -117,6 +118,7 @@ func TestGatewayDescribesItself(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		desc          string
 		names, offers []string
@@ -138,6 +140,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestListKeepsRawSchemaAndExecuteEnforcesIt(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)
 	ctx := t.Context()
@@ -194,6 +197,7 @@ func TestListKeepsRawSchemaAndExecuteEnforcesIt(t *testing.T) {
 }
 
 func TestRunErrorsAreSelfHealing(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)
 	ctx := t.Context()
@@ -226,6 +230,7 @@ func TestRunErrorsAreSelfHealing(t *testing.T) {
 }
 
 func TestExecuteCapsOutput(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)
 	res, err := g.Run(t.Context(), tools.Call{Args: map[string]any{"action": "execute", "tool_name": "big"}}, tools.Discard)
@@ -241,6 +246,7 @@ func TestExecuteCapsOutput(t *testing.T) {
 }
 
 func TestConcurrentCallsShareOneSession(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)
 	var wg sync.WaitGroup
@@ -269,6 +275,7 @@ func TestConcurrentCallsShareOneSession(t *testing.T) {
 }
 
 func TestCallerCancelDoesNotKillSession(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := newGateway(t, f.config("fake"), nil)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -288,6 +295,7 @@ func TestCallerCancelDoesNotKillSession(t *testing.T) {
 }
 
 func TestCloseFailsInFlightAndLaterCalls(t *testing.T) {
+	t.Parallel()
 	f := newFakeServer(t)
 	g := New(f.config("fake"), nil)
 	done := make(chan error, 1)
@@ -311,6 +319,7 @@ func TestCloseFailsInFlightAndLaterCalls(t *testing.T) {
 }
 
 func TestUnavailable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  mcpconfig.ServerConfig

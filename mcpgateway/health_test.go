@@ -7,6 +7,7 @@ import (
 )
 
 func TestHealthPingRetiresADeadSession(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, &Options{HealthInterval: 10 * time.Second})
 		if _, err := g.List(t.Context()); err != nil {
@@ -46,6 +47,7 @@ func TestHealthPingRetiresADeadSession(t *testing.T) {
 }
 
 func TestNoHealthPingByDefault(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, nil)
 		if err := g.Connect(t.Context()); err != nil {

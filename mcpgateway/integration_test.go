@@ -32,6 +32,7 @@ func everythingStdio(t *testing.T) mcpconfig.ServerConfig {
 }
 
 func TestTodoAllTransports(t *testing.T) {
+	t.Parallel()
 	cases := map[string]func(*testing.T) mcpconfig.ServerConfig{
 		"stdio": todoStdio,
 		"http": func(t *testing.T) mcpconfig.ServerConfig {
@@ -80,6 +81,7 @@ func TestTodoAllTransports(t *testing.T) {
 }
 
 func TestEverythingStdioAndHTTP(t *testing.T) {
+	t.Parallel()
 	cases := map[string]func(*testing.T) mcpconfig.ServerConfig{
 		"stdio": everythingStdio,
 		"http": func(t *testing.T) mcpconfig.ServerConfig {
@@ -144,6 +146,7 @@ func TestStdioChildSeesOnlyAllowedEnv(t *testing.T) {
 }
 
 func TestOneProcessForConcurrentExecutes(t *testing.T) {
+	t.Parallel()
 	cfg := todoStdio(t)
 	var spawns atomic.Int32
 	g := newGateway(t, cfg, &Options{OnProcessStart: func(int) { spawns.Add(1) }})
@@ -170,6 +173,7 @@ func TestOneProcessForConcurrentExecutes(t *testing.T) {
 }
 
 func TestKilledProcessIsReplaced(t *testing.T) {
+	t.Parallel()
 	cfg := todoStdio(t)
 	var spawns atomic.Int32
 	g := newGateway(t, cfg, &Options{OnProcessStart: func(int) { spawns.Add(1) }})
@@ -193,6 +197,7 @@ func TestKilledProcessIsReplaced(t *testing.T) {
 }
 
 func TestConnectErrorsNameTheServer(t *testing.T) {
+	t.Parallel()
 	good := newFakeServer(t)
 	other := newGateway(t, good.config("good"), nil)
 	port := testenv.FreePort(t)
@@ -229,6 +234,7 @@ func TestConnectErrorsNameTheServer(t *testing.T) {
 }
 
 func TestStdioCloseLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	cfg := todoStdio(t)
 	g := New(cfg, &Options{CloseGrace: time.Second})
 	if _, err := g.List(t.Context()); err != nil {

@@ -88,6 +88,7 @@ func run(t *testing.T, g *Gateway, u tools.Emitter, tool string, inputs map[stri
 }
 
 func TestServerInitiatedMessages(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cases := everythingCases(t, func(cfg *mcpconfig.ServerConfig) {
 		cfg.Sampling = true
@@ -256,6 +257,7 @@ func TestServerInitiatedMessages(t *testing.T) {
 // TestSamplingRefusedUnlessEnabled: without "sampling": true the server's
 // request gets a clear refusal, and the model is never asked.
 func TestSamplingRefusedUnlessEnabled(t *testing.T) {
+	t.Parallel()
 	asked := false
 	g := newGateway(t, everythingStdio(t), &Options{Sampler: samplerFunc(func(context.Context, SampleRequest) (SampleResult, error) {
 		asked = true
@@ -274,6 +276,7 @@ func (f samplerFunc) Sample(ctx context.Context, req SampleRequest) (SampleResul
 }
 
 func TestFormSchema(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		schema any
@@ -311,6 +314,7 @@ func TestFormSchema(t *testing.T) {
 // that reports progress more often than that: it completes; with
 // max_call_time shorter than the operation it is ended by that bound.
 func TestProgressExtendsTheDeadline(t *testing.T) {
+	t.Parallel()
 	cfg := everythingStdio(t)
 	cfg.CallTimeout = 1500 * time.Millisecond
 	g := newGateway(t, cfg, nil)
@@ -333,6 +337,7 @@ func TestProgressExtendsTheDeadline(t *testing.T) {
 // reaches her; over stdio nothing tells the two calls apart, so it is
 // declined rather than risk asking the wrong user.
 func TestQuestionReachesOnlyTheAskingUser(t *testing.T) {
+	t.Parallel()
 	for name, mk := range everythingCases(t, func(*mcpconfig.ServerConfig) {}) {
 		t.Run(name, func(t *testing.T) {
 			g := newGateway(t, mk(t), nil)
@@ -380,6 +385,7 @@ func logged(g *Gateway, text string) bool {
 // off: while tasks/result waits, tasks/get goes on watching the task and
 // moves the deadline on, up to max_call_time.
 func TestTaskKeepsItsDeadlineWhileWaitingForTheUser(t *testing.T) {
+	t.Parallel()
 	cfg := everythingStdio(t)
 	cfg.CallTimeout, cfg.MaxCallTime = 1500*time.Millisecond, time.Minute
 	g := newGateway(t, cfg, nil)
@@ -410,6 +416,7 @@ func TestTaskKeepsItsDeadlineWhileWaitingForTheUser(t *testing.T) {
 // the query) is cancelled at the server with tasks/cancel, which the
 // server accepts.
 func TestTaskCancelledWithItsCall(t *testing.T) {
+	t.Parallel()
 	logs := &testenv.SyncBuffer{}
 	g := newGateway(t, everythingStdio(t), &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ctx, cancel := context.WithCancel(t.Context())

@@ -17,6 +17,7 @@ import (
 // tools/list_changed) while a tools/list is in flight: the list that was
 // answered before the change must not be kept as fresh.
 func TestListChangedDuringListIsNotLost(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, nil)
 		ctx := t.Context()
@@ -72,6 +73,7 @@ func toolNames(infos []ToolInfo) []string {
 // tools/list: each timeout counts as a failure, as a call's would, and the
 // circuit opens after CircuitFailures of them.
 func TestListTimeoutsOpenTheCircuit(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, &Options{CircuitFailures: 5})
 		g.cfg.CallTimeout = time.Second
@@ -102,6 +104,7 @@ func TestListTimeoutsOpenTheCircuit(t *testing.T) {
 // circuit is open: the answer is marked stale and carries the server's
 // actual state and circuit, not a fixed "failed".
 func TestStaleListCarriesTheRealState(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, &Options{CircuitFailures: 2})
 		ctx := t.Context()

@@ -20,6 +20,7 @@ import (
 )
 
 func TestMaskHandler(t *testing.T) {
+	t.Parallel()
 	mask := mcpconfig.ServerConfig{Secrets: []string{"SECRET-a", "SECRET-b", "SECRET-<&>"}}.Masker()
 	var buf bytes.Buffer
 	logger := newMaskLogger(slog.New(slog.NewJSONHandler(&buf, nil)), mask).
@@ -47,6 +48,7 @@ func TestMaskHandler(t *testing.T) {
 // mcp-go's transports masks what they log, such as a net/http error that
 // quotes the configured URL with its key.
 func TestGatewayLoggerMasks(t *testing.T) {
+	t.Parallel()
 	cfg := parseOK(t, `{"servers": {"r": {"type": "sse", "url": "http://127.0.0.1:9/sse?key=${env:KEY}"}}}`,
 		map[string]string{"KEY": "SECRET-key"}).Servers[0]
 	var buf bytes.Buffer
@@ -64,6 +66,7 @@ func TestGatewayLoggerMasks(t *testing.T) {
 // stderr before dying. Neither the error nor any log line, mcp-go's
 // transport logs included, may show it.
 func TestGatewayKeepsSecretsOutOfLogs(t *testing.T) {
+	t.Parallel()
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = fmt.Fprintf(w, "denied %s with %s", r.URL, r.Header.Get("Authorization"))
@@ -104,6 +107,7 @@ func TestGatewayKeepsSecretsOutOfLogs(t *testing.T) {
 // is a secret it logs at start-up: the session's death carries that stderr
 // line, and the "gateway session ended" record must show it masked.
 func TestSessionEndLogMasked(t *testing.T) {
+	t.Parallel()
 	secretDB := filepath.Join(t.TempDir(), "SECRET-db.sqlite")
 	src := `{"inputs": [{"type": "promptString", "id": "db", "password": true}],
 	"servers": {"todo": {"command": "` + testenv.TodoMCP(t) + `", "env": {"TODO_DB": "${input:db}"}}}}`
@@ -144,6 +148,7 @@ func (g *Gateway) stderrTail() []string {
 // TestServerLogMaskedBeforeCut checks that a server's log message with a
 // secret across the point where it is cut keeps no part of the secret.
 func TestServerLogMaskedBeforeCut(t *testing.T) {
+	t.Parallel()
 	const secret = "SECRET-0123456789"
 	cfg := mcpconfig.ServerConfig{Name: "s", Secrets: []string{secret}}
 	c := newConn(cfg, Options{}, slog.New(slog.DiscardHandler), cfg.Masker())

@@ -18,6 +18,7 @@ import (
 // server keeps answering and the failing one answers again with a new
 // process.
 func TestStdioMessageOverCapFailsTheServer(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	const size = 50 << 20
 	healthy := healthyGateway(t)
 	db := tempDB(t)
@@ -61,6 +62,7 @@ func TestStdioMessageOverCapFailsTheServer(t *testing.T) {
 // server whose answers are big by design, and lowers it: a line of exactly
 // the cap passes, one byte more does not.
 func TestStdioMessageSizeConfigurable(t *testing.T) {
+	t.Parallel()
 	cfg := faultConfig(t, tempDB(t))
 	cfg.MaxMessageSize = 64 << 10
 	g := newGateway(t, cfg, nil)
@@ -73,6 +75,7 @@ func TestStdioMessageSizeConfigurable(t *testing.T) {
 }
 
 func TestLineLimit(t *testing.T) {
+	t.Parallel()
 	var over error
 	r := &lineLimit{r: strings.NewReader("abc\ndefg\nhi\n" + strings.Repeat("x", 6) + "\n"), max: 5,
 		over: func(err error) { over = err }}
@@ -96,6 +99,7 @@ func TestLineLimit(t *testing.T) {
 // TestStdioMessageOverCapAtConnect: a server that floods stdout before the
 // handshake fails to connect at once, saying why, not at connect_timeout.
 func TestStdioMessageOverCapAtConnect(t *testing.T) {
+	t.Parallel()
 	cfg := mcpconfig.ServerConfig{Name: "flood", Transport: mcpconfig.TransportStdio, Command: "sh", Enabled: true,
 		Args: []string{"-c", `head -c 20000000 /dev/zero | tr '\0' x; sleep 60`}, ConnectTimeout: 20 * time.Second}
 	g := newGateway(t, cfg, nil)

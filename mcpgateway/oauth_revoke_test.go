@@ -36,6 +36,7 @@ func signedIn(t *testing.T, f *authFixture, cfg mcpconfig.ServerConfig) (*Gatewa
 }
 
 func TestOAuthSignOutRevokes(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	g, store, tok, logs := signedIn(t, f, f.config("docs"))
 	if err := g.SignOut(t.Context(), "alice"); err != nil {
@@ -66,6 +67,7 @@ func TestOAuthSignOutRevokes(t *testing.T) {
 // answers with an error, or never answers (bounded by connect_timeout);
 // the failures are logged without the token.
 func TestOAuthSignOutForgetsWhateverRevocationDoes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		set      func(f *authFixture)

@@ -32,6 +32,7 @@ func whoami(t *testing.T, g *Gateway, user string) (string, error) {
 }
 
 func TestOAuthSignInWithPKCEAndResource(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	logs := &testenv.SyncBuffer{}
 	store := &mcpauth.MemoryTokenStore{}
@@ -93,6 +94,7 @@ func TestOAuthSignInWithPKCEAndResource(t *testing.T) {
 }
 
 func TestOAuthDiscoveryOrder(t *testing.T) {
+	t.Parallel()
 	// Without resource_metadata in the header: the path-suffixed PRM first.
 	f := newAuthFixture(t)
 	f.prmInHeader = false
@@ -113,6 +115,7 @@ func TestOAuthDiscoveryOrder(t *testing.T) {
 }
 
 func TestOAuthRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		setup func(f *authFixture)
@@ -154,6 +157,7 @@ func TestOAuthRefusals(t *testing.T) {
 }
 
 func TestOAuthMalformedMetadata(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	rs := f.rs
 	_ = rs
@@ -167,6 +171,7 @@ func TestOAuthMalformedMetadata(t *testing.T) {
 }
 
 func TestOAuthRefreshOnExpiryAndRevokedRefreshToken(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	f.expiresIn = 1 // within refreshMargin: the next request refreshes first
 	store := &mcpauth.MemoryTokenStore{}
@@ -211,6 +216,7 @@ func TestOAuthRefreshOnExpiryAndRevokedRefreshToken(t *testing.T) {
 }
 
 func TestOAuthStepUp(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	f.scopeInHeader = "read"
 	f.callScopes = []string{"read", "write"}
@@ -245,6 +251,7 @@ func TestOAuthStepUp(t *testing.T) {
 }
 
 func TestOAuthPerUserIsolation(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	store := &mcpauth.MemoryTokenStore{}
 	cfg := f.config("docs")
@@ -295,6 +302,7 @@ func TestOAuthPerUserIsolation(t *testing.T) {
 }
 
 func TestOAuthWebSignInState(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	g := newGateway(t, f.config("docs"), nil)
 	authURL, err := g.StartSignIn(t.Context(), "alice", "https://elysia.example/oauth/callback/docs", "")
@@ -316,6 +324,7 @@ func TestOAuthWebSignInState(t *testing.T) {
 // that sends iss (RFC 9207) on the loopback redirect of this server's own
 // path, CallbackPath: one redirect URI per server.
 func TestOAuthIssAndCallbackPath(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	f.issSupported, f.iss = true, f.as.URL
 	g := newGateway(t, f.config("docs"), &Options{Browser: mcpauth.FetchBrowser{}})
@@ -336,6 +345,7 @@ func TestOAuthIssAndCallbackPath(t *testing.T) {
 // the next start is refused with ErrTooManySignIns before it registers a
 // client, another user may still start, and an expired sign-in makes room.
 func TestOAuthPendingSignInCaps(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	pending := &mcpauth.MemoryPendingSignIns{}
 	g := newGateway(t, f.config("docs"), &Options{Pending: pending})
@@ -377,6 +387,7 @@ func countPaths(paths []string, want string) int {
 }
 
 func TestOAuthClientCredentialsJWT(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	der, _ := x509.MarshalPKCS8PrivateKey(key)
@@ -395,6 +406,7 @@ func TestOAuthClientCredentialsJWT(t *testing.T) {
 }
 
 func TestOAuthConfigParses(t *testing.T) {
+	t.Parallel()
 	cfg, err := mcpconfig.Parse("mcp.json", []byte(`{"servers": {"docs": {"type": "http", "url": "https://docs.example/mcp", "per_user": true,
 		"oauth": {"client_id": "abc", "client_secret": "${env:SECRET}", "scopes": ["read"], "grant": "authorization_code",
 		"client_auth": "client_secret_post", "redirect_uri": "http://127.0.0.1:8976/callback"}}}}`),

@@ -51,6 +51,7 @@ func (r *stateRecorder) last() State {
 // first callers and readers of Status change nothing: the observer is told
 // each state once, in order.
 func TestStateObserverSeesProcessDeath(t *testing.T) {
+	t.Parallel()
 	testenv.Integration(t)
 	rec := &stateRecorder{}
 	g := newGateway(t, todoStdio(t), &Options{Observer: rec})
@@ -91,6 +92,7 @@ func TestStateObserverSeesProcessDeath(t *testing.T) {
 // only time marks, reaches a StateObserver: failed, then idle once
 // CrashBackoff has passed, with no call in between.
 func TestStateObserverSeesBackoffEnd(t *testing.T) {
+	t.Parallel()
 	const backoff = 200 * time.Millisecond
 	rec := &stateRecorder{}
 	cfg := mcpconfig.ServerConfig{Name: "missing", Transport: mcpconfig.TransportStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Enabled: true}
@@ -115,6 +117,7 @@ func TestStateObserverSeesBackoffEnd(t *testing.T) {
 // told of changes leaves no goroutine (TestMain checks) and reports nothing
 // after Close, even in back-off, when its timer is armed.
 func TestStateObserverEndsWithClose(t *testing.T) {
+	t.Parallel()
 	rec := &stateRecorder{}
 	cfg := mcpconfig.ServerConfig{Name: "missing", Transport: mcpconfig.TransportStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Enabled: true}
 	g := New(cfg, &Options{Observer: rec, CrashLoopDeaths: 1, CrashBackoff: time.Hour})

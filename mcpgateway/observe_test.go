@@ -68,6 +68,7 @@ func (b *logBuffer) line(t *testing.T, msg string) string {
 }
 
 func TestObserverAndCallLog(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		obs := &recorder{}
 		logs := &logBuffer{}

@@ -42,6 +42,7 @@ func callersAtOnce(t *testing.T, g *Gateway, user string, n int) {
 // the client (its expiry passed): the token endpoint gets one refresh
 // each time. Run with -race.
 func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
+	t.Parallel()
 	const callers = 20
 	f := newAuthFixture(t)
 	store := &mcpauth.MemoryTokenStore{}
@@ -79,6 +80,7 @@ func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
 // token while her access token expires: alice is told to sign in again,
 // clearly, and Bob's calls go on.
 func TestOAuthRevokedRefreshTokenIsOneUsersProblem(t *testing.T) {
+	t.Parallel()
 	f := newAuthFixture(t)
 	store := &mcpauth.MemoryTokenStore{}
 	g := newGateway(t, f.config("docs"), &Options{Tokens: store})
@@ -129,6 +131,7 @@ func TestOAuthRevokedRefreshTokenIsOneUsersProblem(t *testing.T) {
 // user's session closes after UserIdle without a call and that past
 // MaxUsers the least recently used one is closed.
 func TestPerUserSessionsIdleAndLRU(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcpserver.NewMCPServer("s", "1.0.0")
 		srv.AddTool(mcp.NewTool("whoami"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

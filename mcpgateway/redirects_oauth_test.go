@@ -69,6 +69,7 @@ func newRedirectingAS(t *testing.T, redirect string) *redirectingAS {
 // answered with a 307 are not sent again to where it points: the error
 // names the endpoint and carries none of the secrets.
 func TestOAuthRequestsDoNotFollowRedirects(t *testing.T) {
+	t.Parallel()
 	const clientSecret, refreshToken, accessToken = "client-secret-5", "refresh-secret-6", "access-secret-7"
 	tests := []struct {
 		name, redirect string

@@ -90,6 +90,7 @@ func redirectingServer(t *testing.T, where func(self string) string) *httptest.S
 // user's ${user:} header there, over streamable HTTP and SSE; a redirect
 // within the server's origin still works, credentials and all.
 func TestSessionRedirectsStayOnOrigin(t *testing.T) {
+	t.Parallel()
 	const token, static, userKey = "tok-alice-secret-1", "static-secret-2", "user-key-secret-3"
 	secrets := []string{token, static, userKey}
 	setup := func(t *testing.T, transport, where string) (*Gateway, *originRecorder) {
@@ -149,6 +150,7 @@ func TestSessionRedirectsStayOnOrigin(t *testing.T) {
 // the server, which carries its configured headers, does not follow the
 // server to another origin.
 func TestSignInProbeRedirectsStayOnOrigin(t *testing.T) {
+	t.Parallel()
 	const static = "static-secret-8"
 	rec := newOriginRecorder(t)
 	ts := redirectingServer(t, func(string) string { return rec.URL + "/real" })
@@ -168,6 +170,7 @@ func TestSignInProbeRedirectsStayOnOrigin(t *testing.T) {
 // sends nothing, let alone the token and headers, to another origin than
 // the server's, whoever asks it to.
 func TestAuthRoundTripperStaysOnOrigin(t *testing.T) {
+	t.Parallel()
 	rec := newOriginRecorder(t)
 	rt := mcpauth.NewRoundTripper(http.DefaultTransport, mcpconfig.ServerConfig{Name: "hostile", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"X-Static": "static-secret-9"}}, nil)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, rec.URL+"/mcp", strings.NewReader(`{}`))

@@ -129,6 +129,7 @@ func floodServer(n int, hold <-chan struct{}) *mcpserver.MCPServer {
 // the same shared server completes at once all the same, and A, once its
 // stream drains, gets the call's last progress.
 func TestStalledStreamDoesNotBlockOtherUsers(t *testing.T) {
+	// Not parallel: its server spins on a full queue, and needs the CPU.
 	const n = 200
 	hold, release := make(chan struct{}), make(chan struct{})
 	g := pipeGateway(t, floodServer(n, hold))
@@ -195,6 +196,7 @@ func reported(g *Gateway, user string) float64 {
 // reach the user as at most one event per ProgressInterval, the last one
 // always among them.
 func TestProgressFloodIsCoalesced(t *testing.T) {
+	// Not parallel: its server spins on a full queue, and needs the CPU.
 	const n = 5000
 	hold := make(chan struct{})
 	g := pipeGateway(t, floodServer(n, hold))
@@ -223,6 +225,7 @@ func TestProgressFloodIsCoalesced(t *testing.T) {
 // every millisecond for 5 s reaches the emitter at most once per
 // ProgressInterval, in order, ending with the last report.
 func TestRelayPacesProgress(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		u := &userStream{}
 		r := startRelay(u)
@@ -254,6 +257,7 @@ func TestRelayPacesProgress(t *testing.T) {
 // warnings are taken at once; once it is free the warnings and the latest
 // report arrive.
 func TestRelayNeverBlocksItsSender(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		u := &stalledStream{release: release, entered: make(chan struct{})}
@@ -281,6 +285,7 @@ func TestRelayNeverBlocksItsSender(t *testing.T) {
 // once puts at most MaxElicitationsPerCall to its user; the rest are
 // declined, saying why, and the user is warned once.
 func TestElicitationsCappedPerCall(t *testing.T) {
+	t.Parallel()
 	const asks = 300
 	srv := mcpserver.NewMCPServer("asker", "1.0.0", mcpserver.WithToolCapabilities(false), mcpserver.WithElicitation())
 	var mu sync.Mutex

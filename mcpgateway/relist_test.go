@@ -19,6 +19,7 @@ import (
 // few times, not once per notification, and knows the last change
 // (synctest's clock).
 func TestListChangedFloodIsDebounced(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var lists atomic.Int64
 		hooks := &mcpserver.Hooks{}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRetryOnlyReadOnlyOrIdempotentTools(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		tool      string
 		wantRetry bool
@@ -55,6 +56,7 @@ func TestRetryOnlyReadOnlyOrIdempotentTools(t *testing.T) {
 }
 
 func TestRetryHappensOnce(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p, g := newInProcess(t, nil)
 		p.loseNext(5)
@@ -70,6 +72,7 @@ func TestRetryHappensOnce(t *testing.T) {
 }
 
 func TestTodoRetryAnnotations(t *testing.T) {
+	t.Parallel()
 	cfg := todoStdio(t)
 	cfg.Args = []string{"--fault-tools"}
 	var spawns atomic.Int32

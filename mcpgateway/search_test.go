@@ -71,6 +71,7 @@ func dialInProcess(c *conn, newTransport func() mcptransport.Interface) func(con
 // the output cap and says how many tools it left out, the description names
 // only the first tools, and a query finds one tool among them.
 func TestBigServerListIsCapped(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := bigServer(t, 5000)
 		ctx := t.Context()
@@ -106,6 +107,7 @@ func TestBigServerListIsCapped(t *testing.T) {
 // exactly once, in order, every page fits the cap, and a bad cursor is
 // refused.
 func TestListToolsPages(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := bigServer(t, 5000)
 		ctx := t.Context()
@@ -152,6 +154,7 @@ func TestListToolsPages(t *testing.T) {
 }
 
 func TestSelectTools(t *testing.T) {
+	t.Parallel()
 	infos := []ToolInfo{
 		{Name: "list_todos", Description: "List every todo"},
 		{Name: "create_todo", Description: "Create a todo item"},

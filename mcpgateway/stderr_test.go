@@ -29,6 +29,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // allocates stays near its buffer, the line is kept cut, and the lines
 // after it are still read.
 func TestStderrEndlessLineIsBounded(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	r := newStderrRing(func(s string) string { return s })
 	src := &endless{n: 64 << 20, tail: strings.NewReader("\nafter\n")}
 	var before, after runtime.MemStats

@@ -12,6 +12,7 @@ import (
 // in the URL: neither the error nor the status (what /api/servers shows)
 // carries the password.
 func TestURLUserinfoMaskedInStatus(t *testing.T) {
+	t.Parallel()
 	cfg := parseOK(t, `{"servers": {"a": {"type": "http", "url": "http://user:pa55word@127.0.0.1:1/mcp", "connect_timeout": 2}}}`, nil).Servers[0]
 	var logs bytes.Buffer
 	var mu sync.Mutex

@@ -80,6 +80,7 @@ func (p *perUserGateway) open() int {
 // open. Run with -race: the eviction's close used to start on g.wg after
 // Close's Wait.
 func TestPerUserCloseRacesEviction(t *testing.T) {
+	t.Parallel()
 	// More threads than cores: the OS deschedules one between child's
 	// Unlock and its start of the eviction's close more often.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
@@ -129,6 +130,7 @@ func (s slowClose) Close() error {
 // sessions that each take CloseGrace to close: Close takes about one
 // CloseGrace, not ten (synctest's clock).
 func TestPerUserSessionsCloseInParallel(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const users, grace = 10, 2 * time.Second
 		g := newPerUserGateway(func() *mcpserver.MCPServer { return whoamiServer(nil) }, &Options{CloseGrace: grace},
@@ -156,6 +158,7 @@ func TestPerUserSessionsCloseInParallel(t *testing.T) {
 // within UserWait it is refused with ErrTooManyUsers, the two calls going
 // on (synctest's clock).
 func TestPerUserBusySessionIsNeverEvicted(t *testing.T) {
+	t.Parallel()
 	run := func(t *testing.T, wait time.Duration, end bool) (calls []error, carol error) {
 		gate := make(chan struct{})
 		g := newPerUserGateway(func() *mcpserver.MCPServer { return whoamiServer(gate) }, &Options{MaxUsers: 2, UserWait: wait}, nil)
@@ -228,6 +231,7 @@ func TestPerUserBusySessionIsNeverEvicted(t *testing.T) {
 // than 100 sessions are ever open, and none is closed under its call
 // (synctest's clock).
 func TestPerUserSessionsUnderPressure(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		srv := func() *mcpserver.MCPServer {
 			s := mcpserver.NewMCPServer("s", "1.0.0")

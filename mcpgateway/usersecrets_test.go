@@ -49,6 +49,7 @@ func keyServer(t *testing.T, keys map[string]string) *httptest.Server {
 }
 
 func TestUserSecretsInHeaders(t *testing.T) {
+	t.Parallel()
 	ts := keyServer(t, map[string]string{"key-alice-0001": "alice", "key-alice-0002": "alice, new key", "key-dave-00001": "dave"})
 	cfg := parseOK(t, `{"servers": {"api": {"type": "http", "url": "`+ts.URL+`",
 		"headers": {"Authorization": "Bearer ${user:API_KEY}"}}}}`, nil).Servers[0]
@@ -138,6 +139,7 @@ func TestUserSecretsInHeaders(t *testing.T) {
 // TestUserSecretsInStdioEnv gives each user a todo-mcp process of their
 // own, with their own database from ${user:db}, capped at MaxUsers.
 func TestUserSecretsInStdioEnv(t *testing.T) {
+	t.Parallel()
 	testenv.Integration(t)
 	dir := t.TempDir()
 	cfg := parseOK(t, `{"servers": {"todo": {"command": "`+testenv.TodoMCP(t)+`", "env": {"TODO_DB": "${user:db}"}}}}`, nil).Servers[0]
@@ -201,6 +203,7 @@ func TestUserSecretsInStdioEnv(t *testing.T) {
 // sent it, so the mask cannot confirm his guess; each user's own key is
 // masked in their own errors; a secret of the config is masked for all.
 func TestUserSecretsMaskedPerUser(t *testing.T) {
+	t.Parallel()
 	srv := mcpserver.NewMCPServer("echo", "1.0.0")
 	srv.AddTool(mcp.NewTool("fail", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("cannot do " + req.GetString("text", ""))
