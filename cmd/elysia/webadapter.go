@@ -24,9 +24,10 @@ type runner struct {
 }
 
 var (
-	_ web.Runner    = runner{}
-	_ web.Servers   = serversAPI{}
-	_ web.TextModel = textModel{}
+	_ web.Runner             = runner{}
+	_ web.Servers            = serversAPI{}
+	_ web.InteractiveServers = serversAPI{}
+	_ web.TextModel          = textModel{}
 )
 
 func (r runner) RunQuery(ctx context.Context, userID, convID, queryID, query string, emit func(tools.Envelope)) error {
@@ -111,11 +112,17 @@ func (a serversAPI) List(ctx context.Context, name string, q web.ListRequest) (w
 // Execute runs one tool. The gateway logs the call; the request id and the
 // key's user it logs come from ctx (requestMetaHandler).
 func (a serversAPI) Execute(ctx context.Context, name, tool string, inputs map[string]any) (web.ExecuteResult, error) {
+	return a.ExecuteWith(ctx, name, tool, inputs, nil)
+}
+
+// ExecuteWith runs one tool with a user who watches it (the panel's run):
+// progress, warnings and the server's questions go to emit.
+func (a serversAPI) ExecuteWith(ctx context.Context, name, tool string, inputs map[string]any, emit tools.Emitter) (web.ExecuteResult, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return web.ExecuteResult{}, err
 	}
-	res, err := g.Execute(forUser(ctx), tool, inputs)
+	res, err := g.ExecuteWith(forUser(ctx), tool, inputs, emit)
 	if err != nil {
 		return web.ExecuteResult{}, gatewayErr(g, err)
 	}
