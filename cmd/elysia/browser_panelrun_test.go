@@ -115,3 +115,42 @@ func TestBrowserPanelRunProgressAndCancel(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestBrowserFailedServerShowsFailed: a server whose command does not
+// exist is failed, with the reason, once the panel has tried it (not a
+// grey idle badge), and the panel shows the error once. Before, the badge
+// stayed idle and the error showed twice (the list's status and the
+// server's last error).
+func TestBrowserFailedServerShowsFailed(t *testing.T) {
+	llm := newFakeLLM(t)
+	s := startService(t, serveOptions{Env: llm.Env(), Config: `{"servers": {"bad": {"command": "elysia-no-such-command"}}}`})
+	b := newBrowser(t, browserTimeout)
+	b.do("open the page and the gateway",
+		chromedp.Navigate(s.URL+"/tree/alice/c1"),
+		chromedp.WaitVisible(css(`#tree .node[data-id="mcp_bad"][data-gateway="true"]`)),
+		waitJS(`document.body.dataset.live === "live"`),
+		chromedp.Click(css(`#tree .node[data-id="mcp_bad"] > .row .label`)),
+		clickNode(`#list-tools`),
+		waitJS(`/elysia-no-such-command/.test(document.querySelector("#tool-list-status").textContent)`),
+	)
+	b.do("the badge",
+		waitJS(`document.querySelector("#tool-panel-info .badge")?.dataset.state === "failed"`),
+	)
+	for _, sel := range []string{`#tool-panel-info .badge`, `#tree .node[data-id="mcp_bad"] > .row .badge`} {
+		state := eval[string](b, "badge "+sel, `document.querySelector(`+jsString(sel)+`).dataset.state`)
+		title := eval[string](b, "badge title "+sel, `document.querySelector(`+jsString(sel)+`).title`)
+		if state != "failed" || !strings.Contains(title, "elysia-no-such-command") {
+			t.Errorf("%s: state %q, title %q; want failed with the reason", sel, state, title)
+		}
+	}
+	text := eval[string](b, "panel text", `document.querySelector("#tool-panel").textContent`)
+	if n := strings.Count(text, "executable file not found"); n != 1 {
+		t.Errorf("the panel shows the error %d times, want once:\n%s", n, text)
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-panel-failed.png"))
+	for _, e := range b.consoleErrors() {
+		if !strings.Contains(e, "502 (Bad Gateway)") { // the failed list's own answer
+			t.Errorf("console error: %s", e)
+		}
+	}
+}

@@ -493,10 +493,13 @@ export class ToolPanel {
     if (gw !== this.gateway) return;
     const tools = toolsOf(r.data);
     if (!r.ok && !tools.length) {
-      this.listStatus.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
+      this.shownError = r.error || "listing failed";
+      this.listStatus.replaceChildren(h("span", { class: "note error" }, this.shownError));
+      this.refreshInfo();
       this.onServersChanged();
       return;
     }
+    this.shownError = "";
     this.tools = tools;
     this.cache.set(gw, tools);
     this.listStatus.textContent = `${tools.length} tool${tools.length === 1 ? "" : "s"}` + (r.error ? ` (from cache: ${r.error})` : "");
