@@ -63,9 +63,9 @@ export class RunView {
   constructor(toolName) {
     this.toolName = toolName;
     this.started = performance.now();
-    this.elapsed = h("span", { class: "elapsed muted" }, "0 s");
-    this.line = h("div", { class: "progress" }, h("span", { class: "spinner", "aria-hidden": "true" }), ` Running ${toolName}…`, this.elapsed);
-    this.el = h("div", { class: "run-view", dataset: { state: "running" }, role: "status", "aria-live": "polite" }, this.line);
+    this.elapsed = h("span", { class: "elapsed muted", "aria-hidden": "true" }, "0 s");
+    this.line = h("div", { class: "progress", role: "status" }, h("span", { class: "spinner", "aria-hidden": "true" }), ` Running ${toolName}…`, this.elapsed);
+    this.el = h("div", { class: "run-view", dataset: { state: "running" } }, this.line);
     this.cards = [];
     this.bar = null;
     this.clock = setInterval(() => {
@@ -90,6 +90,7 @@ export class RunView {
         h("div", { class: "tp-head" }, icon("wrench"), " ", text, " ", message), bar);
       this.bar = { el, bar, text, message, last: p };
       this.line.after(el);
+      el.scrollIntoView({ block: "nearest" });
     }
     const b = this.bar;
     const total = typeof p.total === "number" && p.total > 0 ? p.total : null;

@@ -561,6 +561,7 @@ export class ToolPanel {
     this.result.dataset.state = "running";
     const view = new RunView(tool.name);
     this.result.replaceChildren(view.el);
+    reveal(this.result);
     const started = performance.now();
     const running = new AbortController();
     this.running = running;
