@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tree"
 )
 
@@ -23,9 +24,9 @@ type Sink interface {
 type Options struct {
 	// Logger receives lifecycle and reload messages. Nil discards them.
 	Logger *slog.Logger
-	// Load is passed to mcpgateway.Load on every (re)load. Nil means defaults;
+	// Load is passed to mcpconfig.Load on every (re)load. Nil means defaults;
 	// a Prompt set here is used for the first load only (never on a reload).
-	Load *mcpgateway.LoadOptions
+	Load *mcpconfig.LoadOptions
 	// Gateway is passed to every mcpgateway.New. Nil means defaults.
 	Gateway *mcpgateway.Options
 	// Debounce is the quiet period after a file event before reloading.
@@ -62,7 +63,7 @@ type Discovery struct {
 
 	// mu guards cfg, configErr, gateways, closed, listeners.
 	mu        sync.Mutex
-	cfg       *mcpgateway.Config
+	cfg       *mcpconfig.Config
 	configErr error
 	gateways  []*mcpgateway.Gateway
 	closed    bool
@@ -118,18 +119,18 @@ func New(path string, sink Sink, opts *Options) *Discovery {
 func (d *Discovery) Load(ctx context.Context) error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
-	var lo mcpgateway.LoadOptions
+	var lo mcpconfig.LoadOptions
 	if d.opts.Load != nil {
 		lo = *d.opts.Load
 	}
 	if ask := lo.Prompt; ask != nil {
-		lo.Prompt = func(in mcpgateway.Input) (string, error) {
+		lo.Prompt = func(in mcpconfig.Input) (string, error) {
 			v, err := ask(in)
 			d.answers[answerKey{in.Server, in.ID}] = answer{v, err}
 			return v, err
 		}
 	}
-	cfg, err := mcpgateway.Load(d.path, &lo)
+	cfg, err := mcpconfig.Load(d.path, &lo)
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ type answer struct {
 // or the same error (so an unresolved server's reason, and so its config,
 // does not change). For an input nobody was asked about, its error makes
 // the parser fall back to the input's default, which is what start-up used.
-func (d *Discovery) remembered(in mcpgateway.Input) (string, error) {
+func (d *Discovery) remembered(in mcpconfig.Input) (string, error) {
 	if a, ok := d.answers[answerKey{in.Server, in.ID}]; ok {
 		return a.val, a.err
 	}
@@ -167,12 +168,12 @@ func (d *Discovery) Reload(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var lo mcpgateway.LoadOptions
+	var lo mcpconfig.LoadOptions
 	if d.opts.Load != nil {
 		lo = *d.opts.Load
 	}
 	lo.Prompt = d.remembered // never ask the terminal on a reload
-	cfg, err := mcpgateway.Load(d.path, &lo)
+	cfg, err := mcpconfig.Load(d.path, &lo)
 	if err != nil {
 		d.mu.Lock()
 		d.configErr = err
@@ -197,7 +198,7 @@ func (d *Discovery) notify(err error) {
 // apply builds the new gateway list (reusing unchanged gateways, and those
 // that can adopt the change in place: new roots), hands the
 // placements to the sink, then retires the gateways that left.
-func (d *Discovery) apply(cfg *mcpgateway.Config) {
+func (d *Discovery) apply(cfg *mcpconfig.Config) {
 	for _, w := range cfg.Warnings {
 		d.logger.Warn("config warning", "warning", w)
 	}
@@ -309,7 +310,7 @@ func (d *Discovery) Gateway(name string) (*mcpgateway.Gateway, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, g := range d.gateways {
-		if c := g.Config(); c.Name == name || mcpgateway.ToolName(c.Name) == name {
+		if c := g.Config(); c.Name == name || mcpconfig.ToolName(c.Name) == name {
 			return g, true
 		}
 	}
@@ -322,6 +323,17 @@ func (d *Discovery) ConfigError() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.configErr
+}
+
+// Expose returns the "expose" block of the config in use (the defaults
+// before the first load).
+func (d *Discovery) Expose() mcpconfig.Expose {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cfg == nil {
+		return mcpconfig.DefaultExpose()
+	}
+	return d.cfg.Expose
 }
 
 // Path returns the mcp.json path this Discovery follows.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tree"
 )
 
@@ -110,7 +111,7 @@ func TestLoadBadFileIsAConfigError(t *testing.T) {
 	d := New(path, sink, nil)
 	defer closeDiscovery(t, d)
 	err := d.Load(t.Context())
-	if !errors.Is(err, mcpgateway.ErrInvalidConfig) {
+	if !errors.Is(err, mcpconfig.ErrInvalidConfig) {
 		t.Fatalf("Load error = %v, want ErrInvalidConfig", err)
 	}
 	if !strings.Contains(err.Error(), "mcp.json:1:") {
@@ -286,9 +287,9 @@ func TestReloadDoesNotPrompt(t *testing.T) {
 	writeConfig(t, path, `{"inputs": [{"type": "promptString", "id": "tok", "password": true}],
 		"servers": {"s": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${input:tok}"}}}}`)
 	prompts := 0
-	d := New(path, &recordingSink{}, &Options{Load: &mcpgateway.LoadOptions{
+	d := New(path, &recordingSink{}, &Options{Load: &mcpconfig.LoadOptions{
 		LookupEnv: func(string) (string, bool) { return "", false },
-		Prompt:    func(mcpgateway.Input) (string, error) { prompts++; return "s3cret-value", nil },
+		Prompt:    func(mcpconfig.Input) (string, error) { prompts++; return "s3cret-value", nil },
 	}})
 	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {
@@ -342,16 +343,16 @@ func TestReloadUnchangedFileKeepsGatewaysWithInputDefaults(t *testing.T) {
 		"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": "${input:db}"}}}}`, db, bin))
 	for _, tt := range []struct {
 		name   string
-		prompt func(mcpgateway.Input) (string, error)
+		prompt func(mcpconfig.Input) (string, error)
 	}{
 		{"no terminal", nil},
 		// A terminal at start-up that answers with the default when the
 		// operator just presses Enter.
-		{"terminal", func(in mcpgateway.Input) (string, error) { return in.Default, nil }},
+		{"terminal", func(in mcpconfig.Input) (string, error) { return in.Default, nil }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d := New(path, &recordingSink{}, &Options{
-				Load: &mcpgateway.LoadOptions{
+				Load: &mcpconfig.LoadOptions{
 					LookupEnv: func(string) (string, bool) { return "", false },
 					Prompt:    tt.prompt,
 				},
@@ -402,9 +403,9 @@ func TestReloadRemembersServerInputsPerServer(t *testing.T) {
 		{"name": "b", "type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${input:tok}"},
 		 "inputs": [{"type": "promptString", "id": "tok", "description": "token for b"}]}]}`)
 	answers := map[string]string{"token for a": "secret-of-a", "token for b": "secret-of-b"}
-	d := New(path, &recordingSink{}, &Options{Load: &mcpgateway.LoadOptions{
+	d := New(path, &recordingSink{}, &Options{Load: &mcpconfig.LoadOptions{
 		LookupEnv: func(string) (string, bool) { return "", false },
-		Prompt:    func(in mcpgateway.Input) (string, error) { return answers[in.Description], nil },
+		Prompt:    func(in mcpconfig.Input) (string, error) { return answers[in.Description], nil },
 	}})
 	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {
@@ -473,9 +474,9 @@ func TestReloadReplaysAFailedPrompt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcp.json")
 	writeConfig(t, path, `{"inputs": [{"type": "promptString", "id": "tok", "password": true}],
 		"servers": {"s": {"command": "/bin/true", "env": {"TOKEN": "${input:tok}"}}}}`)
-	d := New(path, &recordingSink{}, &Options{Load: &mcpgateway.LoadOptions{
+	d := New(path, &recordingSink{}, &Options{Load: &mcpconfig.LoadOptions{
 		LookupEnv: func(string) (string, bool) { return "", false },
-		Prompt:    func(mcpgateway.Input) (string, error) { return "", errors.New("terminal closed") },
+		Prompt:    func(mcpconfig.Input) (string, error) { return "", errors.New("terminal closed") },
 	}})
 	defer closeDiscovery(t, d)
 	if err := d.Load(t.Context()); err != nil {

@@ -63,7 +63,17 @@ type changeObserver struct {
 var (
 	_ mcpgateway.Observer      = changeObserver{}
 	_ mcpgateway.StateObserver = changeObserver{}
+	_ mcpgateway.ToolsObserver = changeObserver{}
 )
+
+// ObserveTools passes a server's new tool names on (when next wants them)
+// and tells the Notify channels.
+func (o changeObserver) ObserveTools(server string) {
+	if n, ok := o.next.(mcpgateway.ToolsObserver); ok {
+		n.ObserveTools(server)
+	}
+	o.d.changed()
+}
 
 func (o changeObserver) ObserveCall(server, tool, status string, dur time.Duration) {
 	if o.next != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // BenchmarkExecute compares an execute through the Gateway (schema
@@ -20,12 +21,12 @@ import (
 func BenchmarkExecute(b *testing.B) {
 	for _, transport := range []string{"stdio", "http"} {
 		b.Run(transport, func(b *testing.B) {
-			var cfg ServerConfig
+			var cfg mcpconfig.ServerConfig
 			if transport == "stdio" {
-				cfg = ServerConfig{Name: "todo", Transport: TransportStdio, Command: testenv.TodoMCP(b), Enabled: true,
+				cfg = mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportStdio, Command: testenv.TodoMCP(b), Enabled: true,
 					Env: map[string]string{"TODO_DB": filepath.Join(b.TempDir(), "todos.db")}}
 			} else {
-				cfg = ServerConfig{Name: "todo", Transport: TransportHTTP, URL: testenv.TodoHTTP(b, "http"), Enabled: true}
+				cfg = mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: testenv.TodoHTTP(b, "http"), Enabled: true}
 			}
 			inputs := map[string]any{"status": "active"}
 			b.Run("gateway", func(b *testing.B) {
@@ -75,10 +76,10 @@ func runBench(b *testing.B, call func()) {
 	})
 }
 
-func directClient(b *testing.B, cfg ServerConfig) *mcpclient.Client {
+func directClient(b *testing.B, cfg mcpconfig.ServerConfig) *mcpclient.Client {
 	b.Helper()
 	var t mcptransport.Interface
-	if cfg.Transport == TransportStdio {
+	if cfg.Transport == mcpconfig.TransportStdio {
 		t = mcptransport.NewStdio(cfg.Command, append(os.Environ(), "TODO_DB="+cfg.Env["TODO_DB"]))
 	} else {
 		var err error

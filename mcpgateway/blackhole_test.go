@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 const (
@@ -69,8 +71,8 @@ func bhOptions() *Options {
 	return &Options{CloseGrace: bhGrace, CrashLoopDeaths: 1 << 20}
 }
 
-func bhRemote(transport, url string) ServerConfig {
-	return ServerConfig{Name: "hole", Transport: transport, URL: url, Enabled: true,
+func bhRemote(transport, url string) mcpconfig.ServerConfig {
+	return mcpconfig.ServerConfig{Name: "hole", Transport: transport, URL: url, Enabled: true,
 		ConnectTimeout: bhConnect, CallTimeout: bhCall}
 }
 
@@ -520,7 +522,7 @@ func TestBlackholeSSE(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bhNoLeaks(t)
-			g := New(bhRemote(TransportSSE, bhURL(t, tt.hole, tt.mode, "/sse")), bhOptions())
+			g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, tt.hole, tt.mode, "/sse")), bhOptions())
 			bhListThenExecute(t, g, bhWait, tt.listPhases, tt.execPhases, nil)
 		})
 	}
@@ -536,7 +538,7 @@ func TestBlackholeSSE(t *testing.T) {
 // TestBlackholeSSE/silent).
 func TestBlackholeSSECallerDeadline(t *testing.T) {
 	bhNoLeaks(t)
-	g := New(bhRemote(TransportSSE, bhURL(t, bhAtSilent, 0, "/sse")), bhOptions())
+	g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, bhAtSilent, 0, "/sse")), bhOptions())
 	ctx, cancel := context.WithTimeout(t.Context(), bhCall)
 	defer cancel()
 	r, ok := bhWaitFor(t, "List", bhRun(func() error { _, err := g.List(ctx); return err }), bhWait)
@@ -601,7 +603,7 @@ func TestBlackholeSSEStaleDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bhNoLeaks(t)
-			g := New(bhRemote(TransportSSE, bhURL(t, bhAtScripted, tt.mode, "/sse")), bhOptions())
+			g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, bhAtScripted, tt.mode, "/sse")), bhOptions())
 			// Connect (and, for execute, list) with a live ctx: both are
 			// answered.
 			warm := func() error { return g.Connect(t.Context()) }
@@ -680,7 +682,7 @@ func TestBlackholeSSEHandshakeRace(t *testing.T) {
 func bhHandshakeRaceChild(t *testing.T) {
 	t.Helper()
 	bhNoLeaks(t)
-	cfg := bhRemote(TransportSSE, bhURL(t, bhAtScripted, bhAccepted, "/sse"))
+	cfg := bhRemote(mcpconfig.TransportSSE, bhURL(t, bhAtScripted, bhAccepted, "/sse"))
 	for i := range bhRaceIterations {
 		if i == 1 {
 			cfg.ConnectTimeout = 20 * time.Millisecond
@@ -733,7 +735,7 @@ func TestBlackholeStreamable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bhNoLeaks(t)
-			g := New(bhRemote(TransportHTTP, bhURL(t, tt.hole, tt.mode, "/mcp")), bhOptions())
+			g := New(bhRemote(mcpconfig.TransportHTTP, bhURL(t, tt.hole, tt.mode, "/mcp")), bhOptions())
 			bhListThenExecute(t, g, bhWait, tt.listPhases, tt.execPhases, nil)
 		})
 	}
@@ -753,21 +755,21 @@ const (
 // scripted MCP server in role. Its connect_timeout is long (the child is a
 // -race binary starting up): these cases black-hole the phases after the
 // handshake.
-func bhStdioScripted(t *testing.T, role string) ServerConfig {
+func bhStdioScripted(t *testing.T, role string) mcpconfig.ServerConfig {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ServerConfig{Name: "hole", Transport: TransportStdio, Command: exe, Enabled: true,
+	return mcpconfig.ServerConfig{Name: "hole", Transport: mcpconfig.TransportStdio, Command: exe, Enabled: true,
 		Args:           []string{"-test.run=^TestBlackholeStdioChild$"},
 		Env:            map[string]string{bhChildEnv: role},
 		ConnectTimeout: 20 * time.Second, CallTimeout: bhCall}
 }
 
 // bhStdioShell returns a stdio config that runs script with sh.
-func bhStdioShell(script string) ServerConfig {
-	return ServerConfig{Name: "hole", Transport: TransportStdio, Command: "sh", Args: []string{"-c", script},
+func bhStdioShell(script string) mcpconfig.ServerConfig {
+	return mcpconfig.ServerConfig{Name: "hole", Transport: mcpconfig.TransportStdio, Command: "sh", Args: []string{"-c", script},
 		Enabled: true, ConnectTimeout: bhConnect, CallTimeout: bhCall}
 }
 
@@ -823,26 +825,26 @@ func TestBlackholeStdio(t *testing.T) {
 	callPhases := []string{"call_timeout", "call noop"}
 	tests := []struct {
 		name       string
-		cfg        func(t *testing.T) ServerConfig
+		cfg        func(t *testing.T) mcpconfig.ServerConfig
 		listPhases []string // what List's error must name; nil: List succeeds
 		execPhases []string // what Execute's error must name; nil: not run
 		inputs     map[string]any
 	}{
 		// "; exit 0" keeps sh from exec'ing cat with stdout on /dev/null,
 		// which would close the pipe: mcp-go would see EOF at once.
-		{name: "never answers initialize", cfg: func(*testing.T) ServerConfig { return bhStdioShell("cat >/dev/null; exit 0") },
+		{name: "never answers initialize", cfg: func(*testing.T) mcpconfig.ServerConfig { return bhStdioShell("cat >/dev/null; exit 0") },
 			listPhases: bhConnectPhases},
-		{name: "never answers, never exits", cfg: func(*testing.T) ServerConfig { return bhStdioShell(`trap "" TERM; exec sleep 3600`) },
+		{name: "never answers, never exits", cfg: func(*testing.T) mcpconfig.ServerConfig { return bhStdioShell(`trap "" TERM; exec sleep 3600`) },
 			listPhases: bhConnectPhases},
-		{name: "tools/list never answered", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioNoList) },
+		{name: "tools/list never answered", cfg: func(t *testing.T) mcpconfig.ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioNoList) },
 			listPhases: []string{"list"}},
-		{name: "tools/call never answered", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioNoCall) },
+		{name: "tools/call never answered", cfg: func(t *testing.T) mcpconfig.ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioNoCall) },
 			execPhases: callPhases},
-		{name: "deaf child, small call", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioDeaf) },
+		{name: "deaf child, small call", cfg: func(t *testing.T) mcpconfig.ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioDeaf) },
 			execPhases: callPhases},
-		{name: "deaf child, call larger than the pipe", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioDeaf) },
+		{name: "deaf child, call larger than the pipe", cfg: func(t *testing.T) mcpconfig.ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioDeaf) },
 			execPhases: callPhases, inputs: big},
-		{name: "ignores stdin close and SIGTERM", cfg: func(t *testing.T) ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioStubborn) }},
+		{name: "ignores stdin close and SIGTERM", cfg: func(t *testing.T) mcpconfig.ServerConfig { t.Helper(); return bhStdioScripted(t, bhStdioStubborn) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

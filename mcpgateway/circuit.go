@@ -7,12 +7,9 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
-)
 
-// ErrCircuitOpen is matched (with errors.Is) by the error of an execute
-// refused because the server's circuit is open, or half-open with its one
-// trial call still running. Such errors also match ErrUnavailable.
-var ErrCircuitOpen = errors.New("circuit open")
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+)
 
 // Circuit states, as CircuitStatus.State shows them.
 const (
@@ -206,7 +203,10 @@ func (g *Gateway) classify(ctx context.Context, err error) outcome {
 	switch {
 	case errors.Is(err, ErrClosed):
 		return outcomeCancelled
-	case errors.Is(err, ErrSignInRequired):
+	case errors.Is(err, ErrTooManyUsers):
+		// The server was not asked: its users' sessions were all busy.
+		return outcomeNotRun
+	case errors.Is(err, mcpauth.ErrSignInRequired):
 		// The server answered: it wants the user to sign in.
 		return outcomeNotRun
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:

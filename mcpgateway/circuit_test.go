@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -47,7 +48,7 @@ type inProcess struct {
 func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
 	t.Helper()
 	p := &inProcess{ran: map[string]int{}}
-	cfg := ServerConfig{Name: "todo", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
+	cfg := mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
 	g := New(cfg, opts)
 	g.conn.dialer = p.dial(g.conn)

@@ -13,6 +13,9 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // conn owns the sessions of one MCP server. It is the one place a session is
@@ -26,7 +29,7 @@ import (
 // top and reaches the server only through a conn. All methods are safe for
 // concurrent use.
 type conn struct {
-	cfg    ServerConfig
+	cfg    mcpconfig.ServerConfig
 	opts   Options
 	logger *slog.Logger
 	mask   func(string) string
@@ -54,7 +57,7 @@ type conn struct {
 	dialer func(hsCtx context.Context) (*session, error)
 	// auth holds the OAuth state of the conn's user; nil for stdio servers
 	// and servers with a static Authorization header.
-	auth *authorizer
+	auth *mcpauth.Authorizer
 	// stateObs is opts.Observer when it is a StateObserver, else nil.
 	// stateWake (buffer of one) wakes feedStates after a change of state;
 	// a value waiting in it means "look again".
@@ -85,7 +88,7 @@ type flight struct {
 
 // newConn returns the connection owner of cfg. It does no I/O and starts no
 // goroutine.
-func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string) string) *conn {
+func newConn(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(string) string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &conn{
 		cfg:       cfg,
@@ -104,9 +107,9 @@ func newConn(cfg ServerConfig, o Options, logger *slog.Logger, mask func(string)
 		c.stateObs = so
 		c.stateWake = make(chan struct{}, 1)
 	}
-	if needsAuth(cfg) {
-		c.auth = newAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
-		c.auth.userless = o.user == "" && cfg.OAuth.grant() != GrantClientCredentials
+	if mcpauth.NeedsAuth(cfg) {
+		c.auth = mcpauth.NewAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
+		c.auth.Userless = o.user == "" && cfg.OAuth.EffectiveGrant() != mcpconfig.GrantClientCredentials
 	}
 	switch {
 	case !cfg.Enabled:
@@ -130,7 +133,7 @@ func (c *conn) serverErr(op string, err error) error {
 	}
 	// A sign-in needed reads as such, not as the transport error that
 	// carried it up through mcp-go.
-	if sr, ok := errors.AsType[*SignInRequiredError](err); ok {
+	if sr, ok := errors.AsType[*mcpauth.SignInRequiredError](err); ok {
 		err = sr
 	}
 	return &ServerError{
@@ -310,7 +313,7 @@ func (c *conn) connect(a *flight) {
 		if err == nil {
 			err = ErrClosed
 		}
-	case errors.Is(err, ErrSignInRequired):
+	case errors.Is(err, mcpauth.ErrSignInRequired):
 		// The server is up; the user is not signed in. No back-off.
 		c.lastErr = err.Error()
 		c.state = StateNeedsSignIn
@@ -456,7 +459,7 @@ func (c *conn) close() {
 		// The authorizer's client has a pool of its own (metadata, token
 		// and revocation requests); its keep-alive connections would
 		// otherwise outlive the conn, one pool per user's child.
-		c.auth.client.CloseIdleConnections()
+		c.auth.CloseIdleConnections()
 	}
 	close(c.closeDone)
 }

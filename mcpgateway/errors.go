@@ -1,55 +1,141 @@
 package mcpgateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
-// ErrInvalidConfig is the category of every problem found in mcp.json (bad
-// JSON, an unknown type, a missing command, a duplicate name, ...). Every
-// *ConfigError matches it with errors.Is, also inside an errors.Join, so a
-// command can exit with code 2 without looking at the details.
-var ErrInvalidConfig = errors.New("invalid mcp.json")
+// ErrClosed is returned by a Gateway's methods after Close, and by calls that
+// were in flight when Close ran.
+var ErrClosed = errors.New("gateway closed")
 
-// ConfigError is one problem in mcp.json (or in a file it names, such as an
-// envFile), located by file, line and column. Parse and Load return one, or
-// several joined with errors.Join so the operator sees them all.
-type ConfigError struct {
-	// File is the path of the file as given to Load or Parse.
-	File string
-	// Line and Column are 1-based; Column counts characters (runes), not
-	// bytes. Both are zero when the problem has no position (an unreadable
-	// file, the MCP_URL environment variable).
-	Line, Column int
-	// Server names the server the problem belongs to; "" for the file.
+// ErrDraining is matched (with errors.Is) by the error of a call made while
+// the gateway drains before being replaced or removed (see Gateway.Drain).
+// It also matches ErrClosed: to the caller the gateway is going away.
+var ErrDraining error = drainingError{}
+
+type drainingError struct{}
+
+func (drainingError) Error() string { return "server is being replaced or removed" }
+
+// Is reports whether target is ErrClosed.
+func (drainingError) Is(target error) bool { return target == ErrClosed }
+
+// ErrSamplingRefused is matched (with errors.Is) by the error a server gets
+// for a sampling request of a server with "sampling": true that the
+// gateway refuses: no tools/call of a user in flight, or over a cap
+// (sampling_per_call, sampling_per_minute, sampling_max_input).
+var ErrSamplingRefused = errors.New("sampling refused")
+
+// ErrTooManyUsers is matched (with errors.Is) by the error of a call of a
+// new user to a per-user server whose MaxUsers sessions were all busy with
+// calls for UserWait: no session is closed under a call, and the call may
+// be tried again shortly.
+var ErrTooManyUsers = errors.New("too many users")
+
+// ErrBadCursor is matched (with errors.Is) by the error of a ListQuery whose
+// Cursor no page gave.
+var ErrBadCursor = errors.New("invalid cursor")
+
+// ErrUnavailable is matched (with errors.Is) by errors saying a server cannot
+// be used right now: disabled, unresolved config, or in back-off after a
+// crash loop.
+var ErrUnavailable = errors.New("server unavailable")
+
+// ErrCircuitOpen is matched (with errors.Is) by the error of an execute
+// refused because the server's circuit is open, or half-open with its one
+// trial call still running. Such errors also match ErrUnavailable.
+var ErrCircuitOpen = errors.New("circuit open")
+
+// ErrMessageTooLarge is matched (with errors.Is) by the error of a stdio
+// server that sent a message (a line of JSON-RPC) over its
+// max_message_size: the session is closed, and the next call starts a new
+// process.
+var ErrMessageTooLarge = errors.New("message over max_message_size")
+
+// ErrSamplingOff is matched by the error a server gets when it asks for
+// sampling without "sampling": true in mcp.json.
+var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": true in mcp.json)`)
+
+// ErrNoSecret is returned by a UserSecrets' Secret when the user has not
+// set a secret of that name.
+var ErrNoSecret = errors.New("no secret set")
+
+// ErrSecretRequired is matched (errors.Is) by the error of a call to a
+// server whose configuration takes a secret of the asking user's own
+// (${user:NAME}) that the user has not set. The error is a
+// *SecretRequiredError; it also matches mcpauth.ErrSignInRequired, since, like a
+// missing sign-in, the user must act before the server can serve them and
+// nothing is wrong with the server.
+var ErrSecretRequired = errors.New("user secret required")
+
+// ServerError is an error of one MCP server: its message names the server and
+// the operation ("server \"todo\": connect: ..."), with the server's secrets
+// masked. It unwraps to the underlying error, so errors.Is still matches
+// ErrClosed, ErrUnavailable or context errors.
+type ServerError struct {
+	// Server is the server's name in mcp.json.
 	Server string
-	// Msg says what is wrong, in lower case.
-	Msg string
-	// Err is the underlying error, if any (an fs error from Load).
+	// Op is what failed: "connect", "list", "call create_todo", ...
+	Op string
+	// Err is the underlying error.
 	Err error
+	msg string // the masked message Error returns
 }
 
-// Error reads like a compiler message:
-// mcp.json:12:5: server "x": unknown type "foo" (want stdio, http or sse).
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Column)
-	}
-	if b.Len() > 0 {
-		b.WriteString(": ")
-	}
-	if e.Server != "" {
-		fmt.Fprintf(&b, "server %q: ", e.Server)
-	}
-	b.WriteString(e.Msg)
-	return b.String()
+func (e *ServerError) Error() string { return e.msg }
+
+// Unwrap returns the underlying error.
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// UnknownToolError reports an execute of a tool the server does not have (or
+// that allow/deny filters out). It matches tools.ErrUnknownTool.
+type UnknownToolError struct {
+	Server string
+	Tool   string
+	// Available lists the tools that can be called, in the server's order.
+	Available []string
+	// Closest is the available name nearest to Tool (edit distance); "" when
+	// none is close.
+	Closest string
 }
 
-// Is reports whether target is ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+func (e *UnknownToolError) Error() string {
+	msg := fmt.Sprintf("server %q has no tool %q", e.Server, e.Tool)
+	if e.Closest != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", e.Closest)
+	}
+	return msg + "; available: " + strings.Join(e.Available, ", ")
+}
 
-// Unwrap returns the underlying error, or nil.
-func (e *ConfigError) Unwrap() error { return e.Err }
+// Is reports whether target is tools.ErrUnknownTool.
+func (e *UnknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
+
+// serverErr wraps err for operation op, masking the server's secrets.
+func (g *Gateway) serverErr(op string, err error) error { return g.conn.serverErr(op, err) }
+
+// mask replaces the server's secrets in s with "***": those of its
+// configuration, and for a user's session that user's own.
+func (g *Gateway) mask(s string) string { return g.masker(s) }
+
+// maskFor is mask for what the user ctx names is shown: on a server that
+// takes user secrets, that user's own are masked as well, never another
+// user's, so that no user can test a guess at someone else's secret by
+// seeing it come back masked.
+func (g *Gateway) maskFor(ctx context.Context, s string) string {
+	s = g.masker(s)
+	if len(g.cfg.UserValues) == 0 || g.opts.user != "" {
+		return s
+	}
+	g.mu.Lock()
+	u := g.users[UserFrom(ctx)]
+	g.mu.Unlock()
+	if u == nil {
+		return s
+	}
+	return u.g.masker(s)
+}

@@ -14,6 +14,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -78,6 +79,13 @@ func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs 
 }
 
 func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*CallResult, outcome, error) {
+	// The user's session is held from the listing to the end of the
+	// call, so that no other user's call closes it in between.
+	_, release, err := g.route(ctx)
+	if err != nil {
+		return nil, g.classify(ctx, err), err
+	}
+	defer release()
 	ts, err := g.tools(ctx)
 	if err != nil {
 		return nil, g.classify(ctx, err), err
@@ -149,19 +157,15 @@ func (p plain) Unwrap() error { return p.err }
 // after the last report, max_call_time at most); questions and messages the
 // server sends during the call reach cm's user only.
 func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
-	c, err := g.route(ctx)
-	if err != nil {
-		return nil, plain{err: err}
-	}
-	res, err := c.callHere(ctx, cm, tool, inputs)
-	if c == g && g.switched(err) {
-		return g.call(ctx, cm, tool, inputs)
+	res, err := routed(ctx, g, func(c *Gateway) (*mcp.CallToolResult, error) { return c.callHere(ctx, cm, tool, inputs) })
+	if err != nil && !errors.As(err, new(plain)) && !errors.Is(err, errRetry) {
+		err = plain{err: err} // from route: callHere's are plain or retryable
 	}
 	return res, err
 }
 
 // callHere is call on g's own conn.
-func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (_ *mcp.CallToolResult, err error) {
 	s, err := g.conn.session(ctx)
 	if err != nil {
 		return nil, plain{err: err}
@@ -177,6 +181,8 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
 	var res *mcp.CallToolResult
+	cctx, span := startMCP(cctx, g.cfg.Name, s, string(mcp.MethodToolsCall), tool)
+	defer func() { endMCP(span, err, res != nil && res.IsError) }()
 	if cm.task && !mcp.IsModernProtocol(s.protocol) {
 		// Tasks as 2025-11-25 defines them; the 2026-07-28 core changes
 		// them, and mcp-go's typed call handles its multi-round results.
@@ -185,7 +191,7 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 		req := mcp.CallToolRequest{}
 		req.Params.Name = tool
 		req.Params.Arguments = inputs
-		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token}
+		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token, AdditionalFields: traceMeta(cctx)}
 		stop := s.wedgeGuard(cctx, "call "+tool)
 		res, err = s.client.CallTool(withCall(cctx, ac), req)
 		stop()
@@ -280,7 +286,7 @@ func levenshtein(a, b string) int {
 // Run dispatches on the action input. Failures the model can act on (unknown
 // action or tool, bad tool_inputs, an isError result, an unavailable server)
 // are error Results; only a done ctx is returned as an error.
-func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) (tools.Result, error) {
+func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) (res tools.Result, err error) {
 	if call.UserID != "" {
 		ctx = WithUser(ctx, call.UserID)
 	}
@@ -288,6 +294,9 @@ func (g *Gateway) Run(ctx context.Context, call tools.Call, emit tools.Emitter) 
 	if action == "" {
 		action = "list"
 	}
+	tool, _ := call.Args["tool_name"].(string)
+	ctx, span := startAction(ctx, g.cfg.Name, action, tool)
+	defer func() { endAction(span, res, err) }()
 	if err := g.enter(action); err != nil {
 		return g.failure(ctx, err)
 	}
@@ -378,7 +387,7 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
 			"the user has not set their own %s for server %s: ask them to set it (the key panel in the UI), then try again; meanwhile use another option",
 			strings.Join(names, ", "), g.cfg.Name)), nil
-	case errors.Is(err, ErrSignInRequired):
+	case errors.Is(err, mcpauth.ErrSignInRequired):
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
 			"the user has not signed in to server %s: ask them to sign in (Connect in the UI, or `elysia mcp login %s`), then try again; meanwhile use another option",
 			g.cfg.Name, g.cfg.Name)), nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -33,7 +34,7 @@ func TestFailedConnectShowsFailed(t *testing.T) {
 		"no file":     filepath.Join(t.TempDir(), "no-such-server"),
 	} {
 		t.Run(name, func(t *testing.T) {
-			g := newGateway(t, ServerConfig{Name: "bad", Transport: TransportStdio, Command: cmd, Enabled: true}, nil)
+			g := newGateway(t, mcpconfig.ServerConfig{Name: "bad", Transport: mcpconfig.TransportStdio, Command: cmd, Enabled: true}, nil)
 			res := runExecute(t, g)
 			st := g.Status()
 			if st.State != StateFailed || !strings.Contains(st.LastError, cmd) {
@@ -59,11 +60,11 @@ func TestSelfHealingAdviceHTTP(t *testing.T) {
 	refused := "http://" + l.Addr().String() + "/mcp"
 	_ = l.Close()
 
-	g := newGateway(t, ServerConfig{Name: "gone", Transport: TransportHTTP, URL: notFound.URL + "/mcp", Enabled: true}, nil)
+	g := newGateway(t, mcpconfig.ServerConfig{Name: "gone", Transport: mcpconfig.TransportHTTP, URL: notFound.URL + "/mcp", Enabled: true}, nil)
 	if res := runExecute(t, g); strings.Contains(res.Feedback, "try again later") || !strings.Contains(res.Feedback, "mcp.json") {
 		t.Errorf("advice for a 404 = %q (error %q); want it permanent, pointing at mcp.json", res.Feedback, res.Error)
 	}
-	g = newGateway(t, ServerConfig{Name: "down", Transport: TransportHTTP, URL: refused, Enabled: true}, nil)
+	g = newGateway(t, mcpconfig.ServerConfig{Name: "down", Transport: mcpconfig.TransportHTTP, URL: refused, Enabled: true}, nil)
 	if res := runExecute(t, g); !strings.Contains(res.Feedback, "try again later") {
 		t.Errorf("advice for a refused connection = %q (error %q); want try again later", res.Feedback, res.Error)
 	}

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -43,9 +44,9 @@ const faultyName = "faulty"
 // faultConfig returns todo-mcp over stdio with the fault tool and the extra
 // flags, on the SQLite file db, logging every tool call to its stderr (which
 // the gateway keeps).
-func faultConfig(t *testing.T, db string, flags ...string) ServerConfig {
+func faultConfig(t *testing.T, db string, flags ...string) mcpconfig.ServerConfig {
 	t.Helper()
-	return ServerConfig{Name: faultyName, Transport: TransportStdio, Command: testenv.TodoMCP(t),
+	return mcpconfig.ServerConfig{Name: faultyName, Transport: mcpconfig.TransportStdio, Command: testenv.TodoMCP(t),
 		Args: append([]string{"--fault-tools"}, flags...), Enabled: true,
 		Env: map[string]string{"TODO_DB": db, "TODO_LOG_LEVEL": "debug"}}
 }
@@ -336,7 +337,7 @@ func TestFaultHTTPSessionLost(t *testing.T) {
 	db := tempDB(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	pid := todoHTTP(t, addr, db)
-	g := newGateway(t, ServerConfig{Name: faultyName, Transport: TransportHTTP, URL: "http://" + addr + "/mcp",
+	g := newGateway(t, mcpconfig.ServerConfig{Name: faultyName, Transport: mcpconfig.TransportHTTP, URL: "http://" + addr + "/mcp",
 		Enabled: true, ConnectTimeout: 2 * time.Second, CallTimeout: 5 * time.Second}, nil)
 	createTodo(t, g, "saved before the restart")
 	if s := currentSession(g); s.client.GetSessionId() != "" {
@@ -411,7 +412,7 @@ func TestFaultHTTPSessionDropped(t *testing.T) {
 	drop := &sessionDropper{proxy: httputil.NewSingleHostReverseProxy(target)}
 	front := httptest.NewServer(drop)
 	t.Cleanup(front.Close)
-	g := newGateway(t, ServerConfig{Name: faultyName, Transport: TransportHTTP, URL: front.URL + "/mcp",
+	g := newGateway(t, mcpconfig.ServerConfig{Name: faultyName, Transport: mcpconfig.TransportHTTP, URL: front.URL + "/mcp",
 		Enabled: true, ConnectTimeout: 2 * time.Second, CallTimeout: 5 * time.Second}, nil)
 	createTodo(t, g, "saved before the drop")
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -15,12 +16,12 @@ import (
 // Streamable HTTP) reaches the Asker with its properties in the server's
 // order, which mcp-go's map loses.
 func TestFormKeepsTheServersFieldOrder(t *testing.T) {
-	for name, mk := range everythingCases(t, func(*ServerConfig) {}) {
+	for name, mk := range everythingCases(t, func(*mcpconfig.ServerConfig) {}) {
 		t.Run(name, func(t *testing.T) { testFieldOrder(t, mk(t)) })
 	}
 }
 
-func testFieldOrder(t *testing.T, cfg ServerConfig) {
+func testFieldOrder(t *testing.T, cfg mcpconfig.ServerConfig) {
 	g := newGateway(t, cfg, nil)
 	u := &userStream{answer: func(tools.Question) tools.Answer { return tools.Answer{Action: tools.ElicitDecline} }}
 	run(t, g, u, "trigger-elicitation-request", nil)

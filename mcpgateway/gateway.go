@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -29,7 +30,7 @@ var (
 // methods are safe for concurrent use. The owner calls Close once done;
 // Close is idempotent.
 type Gateway struct {
-	cfg      ServerConfig
+	cfg      mcpconfig.ServerConfig
 	opts     Options
 	logger   *slog.Logger        // masks the server's secrets in every record
 	masker   func(string) string // cfg.Mask, built once: the server's secrets, no user's
@@ -56,6 +57,7 @@ type Gateway struct {
 	// after its listing started (changes).
 	cache     *toolSet
 	changes   uint64  // list_changed notifications seen on the current session
+	relisting bool    // relist runs: notified starts no other
 	listing   *flight // in-flight list
 	stats     callStats
 	closed    bool
@@ -65,11 +67,15 @@ type Gateway struct {
 	drained   chan struct{} // closed when inflight drops to 0 while draining
 	// circuitRetryAt is when the open circuit lets a trial call through.
 	circuitRetryAt time.Time
-	// users are the children of a per-user gateway, by user (peruser.go);
-	// stopUsers ends their reaper; userSeq orders their use.
+	// users are the children of a per-user gateway, by user
+	// (userpool.go); retiring, those out of users that close at their
+	// last release; stopUsers ends their reaper; userSeq orders their
+	// use; userFreed, when not nil, is closed when a child goes idle.
 	users     map[string]*userGateway
+	retiring  map[*userGateway]struct{}
 	stopUsers chan struct{}
 	userSeq   uint64
+	userFreed chan struct{}
 
 	// perUser is set when each user gets a session of their own: from
 	// the config, or once the shared session met a sign-in.
@@ -88,13 +94,13 @@ type Gateway struct {
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
 // nil opts means the defaults; opts is copied.
-func New(cfg ServerConfig, opts *Options) *Gateway {
+func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
 	if o.samples == nil {
 		o.samples = &sampleWindow{}
 	}
-	g := &Gateway{cfg: cfg, opts: o, toolName: ToolName(cfg.Name), closeDone: make(chan struct{})}
-	mask := cfg.masker()
+	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{})}
+	mask := cfg.Masker()
 	logMask := mask
 	if len(cfg.UserValues) > 0 && o.user == "" {
 		// The users' sessions fill in their own secrets and mask them in
@@ -118,7 +124,7 @@ func New(cfg ServerConfig, opts *Options) *Gateway {
 
 // Config returns the server's configuration as given to New, with the
 // roots Adopt last set.
-func (g *Gateway) Config() ServerConfig {
+func (g *Gateway) Config() mcpconfig.ServerConfig {
 	cfg := g.cfg
 	cfg.Roots = g.conn.currentRoots()
 	return cfg
@@ -130,7 +136,7 @@ func (g *Gateway) Config() ServerConfig {
 // the roots: the new ones reach every open session of the server (the
 // shared one and each user's) as notifications/roots/list_changed, and no
 // session is closed.
-func (g *Gateway) Adopt(cfg ServerConfig) bool {
+func (g *Gateway) Adopt(cfg mcpconfig.ServerConfig) bool {
 	cur := g.Config()
 	probe := cfg
 	probe.Roots = cur.Roots
@@ -163,7 +169,7 @@ func (g *Gateway) Description() string { return *g.description.Load() }
 // describe returns the gateway's description, with the names of its listed
 // tools appended when there are any. It is computed once per listing, since
 // every tree render asks for it.
-func describe(cfg ServerConfig, names, offers []string) string {
+func describe(cfg mcpconfig.ServerConfig, names, offers []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "MCP server '%s' (%s) - provides access to multiple tools", cfg.Name, cfg.Transport)
 	// sentence starts a new sentence, ending the previous one with a
@@ -255,21 +261,15 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 // Connect opens the session now instead of on first use (for "eager"
 // servers). ctx bounds only the wait; the session belongs to the gateway.
 func (g *Gateway) Connect(ctx context.Context) error {
-	c, err := g.route(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = c.conn.session(ctx)
-	if c == g && g.switched(err) {
-		return g.Connect(ctx)
-	}
+	_, err := routed(ctx, g, func(c *Gateway) (*session, error) { return c.conn.session(ctx) })
 	return err
 }
 
 // Close ends every session and child process the gateway ever started,
 // waits for every goroutine of the gateway, and makes in-flight and later
 // calls fail with ErrClosed. It is idempotent, safe to call concurrently,
-// and bounded by CloseGrace plus the transports' own shutdown.
+// and bounded by CloseGrace plus the transports' own shutdown: the users'
+// sessions of a per-user server close in parallel.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	if g.closed {

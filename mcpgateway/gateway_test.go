@@ -16,6 +16,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -76,12 +77,12 @@ func newFakeServer(t *testing.T) *fakeServer {
 	return f
 }
 
-func (f *fakeServer) config(name string) ServerConfig {
-	return ServerConfig{Name: name, Transport: TransportHTTP, URL: f.http.URL + "/mcp", Enabled: true,
+func (f *fakeServer) config(name string) mcpconfig.ServerConfig {
+	return mcpconfig.ServerConfig{Name: name, Transport: mcpconfig.TransportHTTP, URL: f.http.URL + "/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
 }
 
-func newGateway(t *testing.T, cfg ServerConfig, opts *Options) *Gateway {
+func newGateway(t *testing.T, cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	t.Helper()
 	g := New(cfg, opts)
 	t.Cleanup(func() {
@@ -93,7 +94,7 @@ func newGateway(t *testing.T, cfg ServerConfig, opts *Options) *Gateway {
 }
 
 func TestGatewayDescribesItself(t *testing.T) {
-	g := newGateway(t, ServerConfig{Name: "api-ai", Transport: TransportStdio, Command: "x", Description: "Todo things", Enabled: true}, nil)
+	g := newGateway(t, mcpconfig.ServerConfig{Name: "api-ai", Transport: mcpconfig.TransportStdio, Command: "x", Description: "Todo things", Enabled: true}, nil)
 	if got, want := g.Name(), "mcp_api_ai"; got != want {
 		t.Errorf("Name = %q, want %q", got, want)
 	}
@@ -130,7 +131,7 @@ func TestDescribe(t *testing.T) {
 			"Also offers resources and prompts (actions list_resources, read_resource, list_prompts, get_prompt). Tools: a"},
 	}
 	for _, tt := range tests {
-		if got := describe(ServerConfig{Name: "s", Transport: TransportHTTP, Description: tt.desc}, tt.names, tt.offers); got != tt.want {
+		if got := describe(mcpconfig.ServerConfig{Name: "s", Transport: mcpconfig.TransportHTTP, Description: tt.desc}, tt.names, tt.offers); got != tt.want {
 			t.Errorf("describe(%q, %v) = %q, want %q", tt.desc, tt.names, got, tt.want)
 		}
 	}
@@ -312,11 +313,11 @@ func TestCloseFailsInFlightAndLaterCalls(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  ServerConfig
+		cfg  mcpconfig.ServerConfig
 		want string
 	}{
-		{"unresolved", ServerConfig{Name: "s", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp", Enabled: true, Unresolved: "${env:TOKEN} has no value"}, "TOKEN"},
-		{"disabled", ServerConfig{Name: "s", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp"}, "disabled"},
+		{"unresolved", mcpconfig.ServerConfig{Name: "s", Transport: mcpconfig.TransportHTTP, URL: "http://127.0.0.1:1/mcp", Enabled: true, Unresolved: "${env:TOKEN} has no value"}, "TOKEN"},
+		{"disabled", mcpconfig.ServerConfig{Name: "s", Transport: mcpconfig.TransportHTTP, URL: "http://127.0.0.1:1/mcp"}, "disabled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

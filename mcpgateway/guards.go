@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
 // The guards in this file bound what mcp-go's transports leave unbounded, so
@@ -18,19 +19,19 @@ import (
 // "Hangs"; the black-hole tests show each case).
 
 // newHTTPClient returns the session's client: its own pool, redirects
-// within the server's origin only (serverRedirects), and every
+// within the server's origin only (ServerRedirects), and every
 // request ended by s.abort (which close calls after CloseGrace) whatever ctx
 // mcp-go gave it: its DELETE on close has context.Background and 5 s.
 //
 // Outside that, the auth layer puts the configured headers and the user's
-// token on every request (see authRoundTripper).
+// token on every request (see mcpauth.NewRoundTripper).
 func (c *conn) newHTTPClient(s *session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
 	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line}
-	server, _ := url.Parse(c.cfg.URL) // Validate checked it
-	rt := &authRoundTripper{base: base, name: c.cfg.Name, server: server, headers: c.cfg.Headers, auth: c.auth}
-	return &http.Client{Transport: rt, CheckRedirect: serverRedirects(c.cfg.Name)}
+	rt := mcpauth.NewRoundTripper(base, c.cfg, c.auth)
+	// The trace context goes to the server as traceparent (see trace.go).
+	return &http.Client{Transport: traceRoundTripper{rt}, CheckRedirect: mcpauth.ServerRedirects(c.cfg.Name)}
 }
 
 type abortRoundTripper struct {

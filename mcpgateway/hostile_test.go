@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // hostileEnv, set in a child's environment, makes the test binary a
@@ -30,13 +32,13 @@ func runHostileServer() {
 // hostileConfig is a stdio server running the test binary as a hostile
 // server in mode ("" or "sample-at-start": it asks for sampling as soon
 // as the handshake is done, with no call in flight).
-func hostileConfig(t *testing.T, mode string) ServerConfig {
+func hostileConfig(t *testing.T, mode string) mcpconfig.ServerConfig {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ServerConfig{Name: "hostile", Transport: TransportStdio, Command: exe, Enabled: true,
+	return mcpconfig.ServerConfig{Name: "hostile", Transport: mcpconfig.TransportStdio, Command: exe, Enabled: true,
 		Env: map[string]string{hostileEnv: mode}}
 }
 

@@ -12,38 +12,39 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
 var todoTools = []string{"create_todo", "list_todos", "update_todo", "search_todos", "delete_todo"}
 
-func todoStdio(t *testing.T) ServerConfig {
+func todoStdio(t *testing.T) mcpconfig.ServerConfig {
 	t.Helper()
 	bin := testenv.TodoMCP(t)
-	return ServerConfig{Name: "todo", Transport: TransportStdio, Command: bin, Enabled: true,
+	return mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportStdio, Command: bin, Enabled: true,
 		Env: map[string]string{"TODO_DB": filepath.Join(t.TempDir(), "todos.db")}}
 }
 
-func everythingStdio(t *testing.T) ServerConfig {
+func everythingStdio(t *testing.T) mcpconfig.ServerConfig {
 	t.Helper()
 	script := testenv.Everything(t)
-	return ServerConfig{Name: "everything", Transport: TransportStdio, Command: "node", Args: []string{script, "stdio"}, Enabled: true}
+	return mcpconfig.ServerConfig{Name: "everything", Transport: mcpconfig.TransportStdio, Command: "node", Args: []string{script, "stdio"}, Enabled: true}
 }
 
 func TestTodoAllTransports(t *testing.T) {
-	cases := map[string]func(*testing.T) ServerConfig{
+	cases := map[string]func(*testing.T) mcpconfig.ServerConfig{
 		"stdio": todoStdio,
-		"http": func(t *testing.T) ServerConfig {
+		"http": func(t *testing.T) mcpconfig.ServerConfig {
 			t.Helper()
-			return ServerConfig{Name: "todo", Transport: TransportHTTP, URL: testenv.TodoHTTP(t, "http"), Enabled: true}
+			return mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: testenv.TodoHTTP(t, "http"), Enabled: true}
 		},
-		"sse": func(t *testing.T) ServerConfig {
+		"sse": func(t *testing.T) mcpconfig.ServerConfig {
 			t.Helper()
-			return ServerConfig{Name: "todo", Transport: TransportSSE, URL: testenv.TodoHTTP(t, "sse"), Enabled: true}
+			return mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportSSE, URL: testenv.TodoHTTP(t, "sse"), Enabled: true}
 		},
-		"http falls back to sse": func(t *testing.T) ServerConfig {
+		"http falls back to sse": func(t *testing.T) mcpconfig.ServerConfig {
 			t.Helper()
-			return ServerConfig{Name: "todo", Transport: TransportHTTP, URL: testenv.TodoHTTP(t, "sse"), Enabled: true}
+			return mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: testenv.TodoHTTP(t, "sse"), Enabled: true}
 		},
 	}
 	for name, mk := range cases {
@@ -79,11 +80,11 @@ func TestTodoAllTransports(t *testing.T) {
 }
 
 func TestEverythingStdioAndHTTP(t *testing.T) {
-	cases := map[string]func(*testing.T) ServerConfig{
+	cases := map[string]func(*testing.T) mcpconfig.ServerConfig{
 		"stdio": everythingStdio,
-		"http": func(t *testing.T) ServerConfig {
+		"http": func(t *testing.T) mcpconfig.ServerConfig {
 			t.Helper()
-			return ServerConfig{Name: "everything", Transport: TransportHTTP, URL: testenv.EverythingHTTP(t, "streamableHttp"), Enabled: true}
+			return mcpconfig.ServerConfig{Name: "everything", Transport: mcpconfig.TransportHTTP, URL: testenv.EverythingHTTP(t, "streamableHttp"), Enabled: true}
 		},
 	}
 	for name, mk := range cases {
@@ -197,13 +198,13 @@ func TestConnectErrorsNameTheServer(t *testing.T) {
 	port := testenv.FreePort(t)
 	tests := []struct {
 		name string
-		cfg  ServerConfig
+		cfg  mcpconfig.ServerConfig
 		want string
 	}{
-		{"missing binary", ServerConfig{Command: "/nonexistent/mcp-server", Transport: TransportStdio}, `"/nonexistent/mcp-server" not found`},
-		{"garbage on stdout", ServerConfig{Command: "sh", Args: []string{"-c", "echo garbage; echo oops >&2; sleep 60"}, Transport: TransportStdio, ConnectTimeout: time.Second}, "initialize"},
-		{"no handshake", ServerConfig{Command: "sleep", Args: []string{"60"}, Transport: TransportStdio, ConnectTimeout: 500 * time.Millisecond}, "no answer to the handshake"},
-		{"nobody listens", ServerConfig{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), Transport: TransportHTTP, ConnectTimeout: 2 * time.Second}, "connect"},
+		{"missing binary", mcpconfig.ServerConfig{Command: "/nonexistent/mcp-server", Transport: mcpconfig.TransportStdio}, `"/nonexistent/mcp-server" not found`},
+		{"garbage on stdout", mcpconfig.ServerConfig{Command: "sh", Args: []string{"-c", "echo garbage; echo oops >&2; sleep 60"}, Transport: mcpconfig.TransportStdio, ConnectTimeout: time.Second}, "initialize"},
+		{"no handshake", mcpconfig.ServerConfig{Command: "sleep", Args: []string{"60"}, Transport: mcpconfig.TransportStdio, ConnectTimeout: 500 * time.Millisecond}, "no answer to the handshake"},
+		{"nobody listens", mcpconfig.ServerConfig{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port), Transport: mcpconfig.TransportHTTP, ConnectTimeout: 2 * time.Second}, "connect"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

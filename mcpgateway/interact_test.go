@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -59,18 +60,18 @@ func (u *userStream) progress() []tools.ProgressPayload {
 
 // everythingCases are server-everything over stdio and Streamable HTTP,
 // with the settings the server-initiated messages need.
-func everythingCases(t *testing.T, edit func(*ServerConfig)) map[string]func(*testing.T) ServerConfig {
+func everythingCases(t *testing.T, edit func(*mcpconfig.ServerConfig)) map[string]func(*testing.T) mcpconfig.ServerConfig {
 	t.Helper()
-	return map[string]func(*testing.T) ServerConfig{
-		"stdio": func(t *testing.T) ServerConfig {
+	return map[string]func(*testing.T) mcpconfig.ServerConfig{
+		"stdio": func(t *testing.T) mcpconfig.ServerConfig {
 			t.Helper()
 			cfg := everythingStdio(t)
 			edit(&cfg)
 			return cfg
 		},
-		"http": func(t *testing.T) ServerConfig {
+		"http": func(t *testing.T) mcpconfig.ServerConfig {
 			t.Helper()
-			cfg := ServerConfig{Name: "everything", Transport: TransportHTTP, URL: testenv.EverythingHTTP(t, "streamableHttp"), Enabled: true}
+			cfg := mcpconfig.ServerConfig{Name: "everything", Transport: mcpconfig.TransportHTTP, URL: testenv.EverythingHTTP(t, "streamableHttp"), Enabled: true}
 			edit(&cfg)
 			return cfg
 		},
@@ -88,7 +89,7 @@ func run(t *testing.T, g *Gateway, u tools.Emitter, tool string, inputs map[stri
 
 func TestServerInitiatedMessages(t *testing.T) {
 	root := t.TempDir()
-	cases := everythingCases(t, func(cfg *ServerConfig) {
+	cases := everythingCases(t, func(cfg *mcpconfig.ServerConfig) {
 		cfg.Sampling = true
 		cfg.Roots = []string{filepath.Join(root, "project")}
 	})
@@ -331,7 +332,7 @@ func TestProgressExtendsTheDeadline(t *testing.T) {
 // reaches her; over stdio nothing tells the two calls apart, so it is
 // declined rather than risk asking the wrong user.
 func TestQuestionReachesOnlyTheAskingUser(t *testing.T) {
-	for name, mk := range everythingCases(t, func(*ServerConfig) {}) {
+	for name, mk := range everythingCases(t, func(*mcpconfig.ServerConfig) {}) {
 		t.Run(name, func(t *testing.T) {
 			g := newGateway(t, mk(t), nil)
 			accept := func(tools.Question) tools.Answer {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -22,6 +24,9 @@ type ToolInfo struct {
 	InputSchema json.RawMessage `json:"inputs"`
 	// OutputSchema is the tool's outputSchema, nil when the server gave none.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Annotations is the tool's annotations object exactly as the server
+	// sent it, nil when it gave none; the aggregate MCP endpoint passes it on.
+	Annotations json.RawMessage `json:"-"`
 
 	// size is the bytes of its JSON plus a separator (toolSize), set once
 	// when the listing is built; 0 when unknown.
@@ -68,11 +73,8 @@ type rawTool struct {
 	Description  string          `json:"description"`
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
-	Annotations  struct {
-		ReadOnlyHint   *bool `json:"readOnlyHint"`
-		IdempotentHint *bool `json:"idempotentHint"`
-	} `json:"annotations"`
-	Execution struct {
+	Annotations  json.RawMessage `json:"annotations"`
+	Execution    struct {
 		TaskSupport mcp.TaskSupport `json:"taskSupport"`
 	} `json:"execution"`
 }
@@ -80,7 +82,13 @@ type rawTool struct {
 // safeToRetry reports whether the server says running the tool twice does no
 // harm.
 func (rt *rawTool) safeToRetry() bool {
-	a := rt.Annotations
+	var a struct {
+		ReadOnlyHint   *bool `json:"readOnlyHint"`
+		IdempotentHint *bool `json:"idempotentHint"`
+	}
+	if len(rt.Annotations) == 0 || json.Unmarshal(rt.Annotations, &a) != nil {
+		return false
+	}
 	return a.ReadOnlyHint != nil && *a.ReadOnlyHint || a.IdempotentHint != nil && *a.IdempotentHint
 }
 
@@ -115,15 +123,7 @@ const maxRelists = 3
 // callers share one listing. A list_changed that arrives while a listing is
 // in flight makes that listing stale at once, so another one follows.
 func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
-	c, err := g.route(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ts, err := c.toolsHere(ctx)
-	if c == g && g.switched(err) {
-		return g.tools(ctx)
-	}
-	return ts, err
+	return routed(ctx, g, func(c *Gateway) (*toolSet, error) { return c.toolsHere(ctx) })
 }
 
 // toolsHere is tools on g's own conn.
@@ -205,7 +205,9 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 	}
 	g.mu.Lock()
 	g.listing = nil
+	var prev *toolSet
 	if ts != nil {
+		prev = g.cache
 		g.cache = ts
 		if ts.description != "" {
 			g.description.Store(&ts.description)
@@ -215,6 +217,11 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 		}
 	}
 	g.mu.Unlock()
+	if ts != nil && (prev == nil || !slices.Equal(prev.names, ts.names)) {
+		if o, ok := g.opts.Observer.(ToolsObserver); ok {
+			o.ObserveTools(g.cfg.Name)
+		}
+	}
 	f.err = err
 	close(f.done)
 }
@@ -234,7 +241,9 @@ func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		raw, err := c.request(ctx, s, mcp.MethodToolsList, params)
+		sctx, span := startMCP(ctx, c.cfg.Name, s, string(mcp.MethodToolsList), "")
+		raw, err := c.request(sctx, s, mcp.MethodToolsList, params)
+		endMCP(span, err, false)
 		if err != nil {
 			return nil, err
 		}
@@ -264,6 +273,14 @@ func (c *conn) request(ctx context.Context, s *session, method mcp.MCPMethod, pa
 	t := s.client.GetTransport()
 	version := s.client.ProtocolVersion()
 	var header map[string][]string
+	if tm := traceMeta(ctx); tm != nil {
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		maps.Copy(meta, tm)
+		params["_meta"] = meta
+	}
 	if mcp.IsModernProtocol(version) {
 		meta, _ := params["_meta"].(map[string]any)
 		if meta == nil {
@@ -315,6 +332,9 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		if len(rt.OutputSchema) > 0 && string(rt.OutputSchema) != "null" {
 			info.OutputSchema = rt.OutputSchema
 		}
+		if len(rt.Annotations) > 0 && string(rt.Annotations) != "null" {
+			info.Annotations = rt.Annotations
+		}
 		sch, err := tools.CompileSchema(info.InputSchema)
 		if err != nil {
 			g.logger.Warn("tool has an invalid input schema", "tool", rt.Name, "err", err)
@@ -351,30 +371,6 @@ func (g *Gateway) allowed(name string) bool {
 		}
 	}
 	return false
-}
-
-// notified handles a notification from session s. On
-// notifications/tools/list_changed from the current session the cache goes
-// stale (a listing in flight too) and is refreshed in the background, on a
-// goroutine the gateway owns.
-func (g *Gateway) notified(s *session, n mcp.JSONRPCNotification) {
-	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != g.conn.current() {
-		return
-	}
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return
-	}
-	g.changes++
-	g.wg.Add(1)
-	g.mu.Unlock()
-	go func() {
-		defer g.wg.Done()
-		if _, err := g.tools(g.conn.lifetime); err != nil {
-			g.logger.Warn("refresh tools after list_changed", "err", err)
-		}
-	}()
 }
 
 // ListTools returns one page of the server's tools (after allow/deny) that

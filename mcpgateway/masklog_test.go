@@ -16,10 +16,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 func TestMaskHandler(t *testing.T) {
-	mask := ServerConfig{Secrets: []string{"SECRET-a", "SECRET-b", "SECRET-<&>"}}.masker()
+	mask := mcpconfig.ServerConfig{Secrets: []string{"SECRET-a", "SECRET-b", "SECRET-<&>"}}.Masker()
 	var buf bytes.Buffer
 	logger := newMaskLogger(slog.New(slog.NewJSONHandler(&buf, nil)), mask).
 		With("with", "SECRET-a").WithGroup("g")
@@ -144,8 +145,8 @@ func (g *Gateway) stderrTail() []string {
 // secret across the point where it is cut keeps no part of the secret.
 func TestServerLogMaskedBeforeCut(t *testing.T) {
 	const secret = "SECRET-0123456789"
-	cfg := ServerConfig{Name: "s", Secrets: []string{secret}}
-	c := newConn(cfg, Options{}, slog.New(slog.DiscardHandler), cfg.masker())
+	cfg := mcpconfig.ServerConfig{Name: "s", Secrets: []string{secret}}
+	c := newConn(cfg, Options{}, slog.New(slog.DiscardHandler), cfg.Masker())
 	data := strings.Repeat("x", maxLogData-6) + secret
 	n := mcp.JSONRPCNotification{}
 	n.Params.AdditionalFields = map[string]any{"level": "info", "data": data}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // TestStdioMessageOverCapFailsTheServer: a stdio server answers with one
@@ -42,9 +44,9 @@ func TestStdioMessageOverCapFailsTheServer(t *testing.T) {
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("allocated %d MiB while the server sent a 50 MB line", alloc>>20)
-	if alloc > 6*DefaultMaxMessageSize {
+	if alloc > 6*mcpconfig.DefaultMaxMessageSize {
 		t.Errorf("the service allocated %d MiB reading a 50 MB line, want at most %d MiB (6 × max_message_size)",
-			alloc>>20, 6*DefaultMaxMessageSize>>20)
+			alloc>>20, 6*mcpconfig.DefaultMaxMessageSize>>20)
 	}
 	if st := g.Status(); !strings.Contains(st.LastError, "over the 4 MiB limit") {
 		t.Errorf("last_error = %q, want it to say the message was over the limit", st.LastError)
@@ -94,7 +96,7 @@ func TestLineLimit(t *testing.T) {
 // TestStdioMessageOverCapAtConnect: a server that floods stdout before the
 // handshake fails to connect at once, saying why, not at connect_timeout.
 func TestStdioMessageOverCapAtConnect(t *testing.T) {
-	cfg := ServerConfig{Name: "flood", Transport: TransportStdio, Command: "sh", Enabled: true,
+	cfg := mcpconfig.ServerConfig{Name: "flood", Transport: mcpconfig.TransportStdio, Command: "sh", Enabled: true,
 		Args: []string{"-c", `head -c 20000000 /dev/zero | tr '\0' x; sleep 60`}, ConnectTimeout: 20 * time.Second}
 	g := newGateway(t, cfg, nil)
 	start := time.Now()

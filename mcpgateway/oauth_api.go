@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // The sign-in entry points a command or the web wires up: SignIn for a
@@ -20,23 +20,23 @@ import (
 // through browser (which opens, prints or fetches the authorization URL).
 // For a client-credentials server it gets the service account's token.
 // ctx bounds the whole sign-in, the user's time in the browser included.
-func (g *Gateway) SignIn(ctx context.Context, user string, browser Browser) error {
+func (g *Gateway) SignIn(ctx context.Context, user string, browser mcpauth.Browser) error {
 	a, err := g.authorizerFor(ctx, user)
 	if err != nil {
 		return err
 	}
-	ch, err := a.probe(ctx)
+	ch, err := a.Probe(ctx)
 	if err != nil {
 		return g.serverErr("sign in", err)
 	}
-	if err := a.lockFlow(ctx); err != nil {
+	if err := a.LockFlow(ctx); err != nil {
 		return g.serverErr("sign in", err)
 	}
-	defer a.unlockFlow()
-	if g.cfg.OAuth.grant() == GrantClientCredentials {
-		_, err = a.clientCredentials(ctx, ch, nil)
+	defer a.UnlockFlow()
+	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
+		_, err = a.ClientCredentials(ctx, ch, nil)
 	} else {
-		_, err = a.signInLoopback(ctx, ch, nil, browser)
+		_, err = a.SignInLoopback(ctx, ch, nil, browser)
 	}
 	return g.serverErr("sign in", err)
 }
@@ -58,7 +58,7 @@ func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI, binding st
 	if err != nil {
 		return "", err
 	}
-	if g.cfg.OAuth.grant() == GrantClientCredentials {
+	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
 		return "", fmt.Errorf("server %q signs in as a service account (client_credentials); no user sign-in", g.cfg.Name)
 	}
 	// Full already? Then refuse before probing the server and registering
@@ -66,28 +66,19 @@ func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI, binding st
 	if err := g.opts.Pending.Room(ctx, user); err != nil {
 		return "", g.serverErr("sign in", err)
 	}
-	ch, err := a.probe(ctx)
+	ch, err := a.Probe(ctx)
 	if err != nil {
 		return "", g.serverErr("sign in", err)
 	}
-	p, authURL, err := a.begin(ctx, ch, nil, redirectURI)
+	p, authURL, err := a.Begin(ctx, ch, nil, redirectURI)
 	if err != nil {
 		return "", g.serverErr("sign in", err)
 	}
-	if err := g.opts.Pending.Put(ctx, p.state, g.pendingOf(user, binding, p), time.Now().Add(signInTTL)); err != nil {
+	if err := g.opts.Pending.Put(ctx, p.State(), mcpauth.PendingOf(g.cfg.Name, user, binding, p), time.Now().Add(signInTTL)); err != nil {
 		return "", g.serverErr("sign in", fmt.Errorf("keep the sign-in: %w", err))
 	}
 	return authURL, nil
 }
-
-// ErrUnknownState is matched by FinishSignIn's error when the state is
-// unknown, expired, already used, or another user's.
-var ErrUnknownState = errors.New("unknown or expired sign-in state")
-
-// ErrTooManySignIns is matched by StartSignIn's error when the user, or
-// all users together, have as many web sign-ins waiting for their callback
-// as PendingSignIns keeps (MaxPendingSignInsPerUser, MaxPendingSignIns).
-var ErrTooManySignIns = errors.New("too many sign-ins waiting")
 
 // FinishSignIn completes user's web sign-in with what came back to the
 // callback (code, state and, when sent, iss): the state must be one
@@ -95,13 +86,13 @@ var ErrTooManySignIns = errors.New("too many sign-ins waiting")
 func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss string) error {
 	p, err := g.opts.Pending.Take(ctx, state)
 	if err != nil {
-		if !errors.Is(err, ErrUnknownState) {
+		if !errors.Is(err, mcpauth.ErrUnknownState) {
 			err = fmt.Errorf("read the started sign-in: %w", err)
 		}
 		return g.serverErr("sign in", err)
 	}
 	if p.User != user {
-		return g.serverErr("sign in", ErrUnknownState)
+		return g.serverErr("sign in", mcpauth.ErrUnknownState)
 	}
 	return g.FinishPending(ctx, p, state, code, iss)
 }
@@ -109,11 +100,11 @@ func (g *Gateway) FinishSignIn(ctx context.Context, user, state, code, iss strin
 // FinishPending completes the web sign-in p, which the caller took from
 // Options.Pending by its state (as a callback that knows neither the server
 // nor the user does), with what came back to the callback.
-func (g *Gateway) FinishPending(ctx context.Context, p *PendingSignIn, state, code, iss string) error {
+func (g *Gateway) FinishPending(ctx context.Context, p *mcpauth.PendingSignIn, state, code, iss string) error {
 	if p.Server != g.cfg.Name {
-		return g.serverErr("sign in", ErrUnknownState)
+		return g.serverErr("sign in", mcpauth.ErrUnknownState)
 	}
-	if g.cfg.OAuth.grant() == GrantClientCredentials {
+	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
 		// mcp.json changed since the sign-in started: the server now uses
 		// one service account, which a user's token must never become.
 		return g.serverErr("sign in", fmt.Errorf("server %q now signs in as a service account (client_credentials); the sign-in started before is void", g.cfg.Name))
@@ -122,11 +113,11 @@ func (g *Gateway) FinishPending(ctx context.Context, p *PendingSignIn, state, co
 	if err != nil {
 		return g.serverErr("sign in", err)
 	}
-	if err := a.lockFlow(ctx); err != nil {
+	if err := a.LockFlow(ctx); err != nil {
 		return g.serverErr("sign in", err)
 	}
-	defer a.unlockFlow()
-	_, err = a.finish(ctx, a.resume(p, state), code, state, iss)
+	defer a.UnlockFlow()
+	_, err = a.Finish(ctx, a.Resume(p, state), code, state, iss)
 	return g.serverErr("sign in", err)
 }
 
@@ -137,15 +128,15 @@ func (g *Gateway) FinishPending(ctx context.Context, p *PendingSignIn, state, co
 // logged and the token forgotten all the same: the user asked to be
 // signed out here, and a token kept for a retry would be one more copy.
 func (g *Gateway) SignOut(ctx context.Context, user string) error {
-	key := TokenKey{Server: g.cfg.Name, User: user}
+	key := mcpauth.TokenKey{Server: g.cfg.Name, User: user}
 	if a := g.conn.auth; a != nil {
 		tok, err := g.opts.Tokens.Get(ctx, key)
 		switch {
 		case err == nil:
-			if err := a.revoke(ctx, tok); err != nil {
+			if err := a.Revoke(ctx, tok); err != nil {
 				g.logger.WarnContext(ctx, "could not revoke the token at sign-out; forgetting it all the same", "user", user, "err", err)
 			}
-		case !errors.Is(err, ErrNoToken):
+		case !errors.Is(err, mcpauth.ErrNoToken):
 			g.logger.WarnContext(ctx, "could not read the token to revoke it; forgetting it all the same", "user", user, "err", err)
 		}
 	}
@@ -161,32 +152,4 @@ func (g *Gateway) SignOut(ctx context.Context, user string) error {
 		_ = u.g.Close()
 	}
 	return nil
-}
-
-// probe sends the server an initialize without a token to read its
-// challenge (the resource_metadata and scope of WWW-Authenticate); an
-// empty challenge when it does not answer 401.
-func (a *authorizer) probe(ctx context.Context) (challenge, error) {
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"elysia","version":"0"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.cfg.URL, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range a.cfg.Headers {
-		req.Header.Set(k, v)
-	}
-	// The configured headers go with it: redirects within the server's
-	// origin only, as for its sessions.
-	resp, err := withRedirects(a.client, serverRedirects(a.cfg.Name)).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reach the server: %w", unwrapURLError(err))
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		return challenge{}, nil
-	}
-	return parseChallenge(resp.Header.Values("WWW-Authenticate")), nil
 }

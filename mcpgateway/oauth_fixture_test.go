@@ -19,6 +19,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // authFixture is a real authorization server and a real MCP server that
@@ -120,9 +122,9 @@ func (f *authFixture) note(s string) {
 	f.mu.Unlock()
 }
 
-func (f *authFixture) config(name string) ServerConfig {
-	return ServerConfig{Name: name, Transport: TransportHTTP, URL: f.rs.URL + "/mcp", Enabled: true,
-		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, OAuth: &OAuthConfig{}}
+func (f *authFixture) config(name string) mcpconfig.ServerConfig {
+	return mcpconfig.ServerConfig{Name: name, Transport: mcpconfig.TransportHTTP, URL: f.rs.URL + "/mcp", Enabled: true,
+		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second, OAuth: &mcpconfig.OAuthConfig{}}
 }
 
 // authorized checks the bearer token of an MCP request, answering 401 or
@@ -372,4 +374,14 @@ func (f *authFixture) requests() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.paths)
+}
+
+// containsAll reports whether have holds every scope of want.
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }

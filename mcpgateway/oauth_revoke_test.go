@@ -11,22 +11,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // signedIn returns a gateway on f's server with alice signed in, her
 // token, and the gateway's log.
-func signedIn(t *testing.T, f *authFixture, cfg ServerConfig) (*Gateway, *MemoryTokenStore, *Token, *testenv.SyncBuffer) {
+func signedIn(t *testing.T, f *authFixture, cfg mcpconfig.ServerConfig) (*Gateway, *mcpauth.MemoryTokenStore, *mcpauth.Token, *testenv.SyncBuffer) {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
-	store := &MemoryTokenStore{}
+	store := &mcpauth.MemoryTokenStore{}
 	g := newGateway(t, cfg, &Options{Tokens: store, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err := g.SignIn(t.Context(), "alice", FetchBrowser{}); err != nil {
+	if err := g.SignIn(t.Context(), "alice", mcpauth.FetchBrowser{}); err != nil {
 		t.Fatalf("SignIn: %v", err)
 	}
 	if got, err := whoami(t, g, "alice"); err != nil || got != "subject-1" {
 		t.Fatalf("whoami = %q, %v", got, err)
 	}
-	tok, err := store.Get(t.Context(), TokenKey{Server: cfg.Name, User: "alice"})
+	tok, err := store.Get(t.Context(), mcpauth.TokenKey{Server: cfg.Name, User: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +49,11 @@ func TestOAuthSignOutRevokes(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("revocation requests (-want +got):\n%s", diff)
 	}
-	if _, err := store.Get(t.Context(), TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, ErrNoToken) {
+	if _, err := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, mcpauth.ErrNoToken) {
 		t.Errorf("token after sign-out: %v, want ErrNoToken", err)
 	}
 	// The server no longer takes the token, and the user must sign in.
-	if _, err := whoami(t, g, "alice"); !errors.Is(err, ErrSignInRequired) {
+	if _, err := whoami(t, g, "alice"); !errors.Is(err, mcpauth.ErrSignInRequired) {
 		t.Errorf("alice after sign-out: %v, want ErrSignInRequired", err)
 	}
 	if strings.Contains(logs.String(), tok.AccessToken) || strings.Contains(logs.String(), tok.RefreshToken) {
@@ -89,7 +91,7 @@ func TestOAuthSignOutForgetsWhateverRevocationDoes(t *testing.T) {
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("SignOut took %v; revocation is bounded by connect_timeout", d)
 			}
-			if _, err := store.Get(t.Context(), TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, ErrNoToken) {
+			if _, err := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, mcpauth.ErrNoToken) {
 				t.Errorf("token after sign-out: %v, want ErrNoToken", err)
 			}
 			if n := len(f.revocations()); n != tt.requests {

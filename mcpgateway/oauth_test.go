@@ -1,7 +1,6 @@
 package mcpgateway
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,12 +13,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -35,8 +34,8 @@ func whoami(t *testing.T, g *Gateway, user string) (string, error) {
 func TestOAuthSignInWithPKCEAndResource(t *testing.T) {
 	f := newAuthFixture(t)
 	logs := &testenv.SyncBuffer{}
-	store := &MemoryTokenStore{}
-	g := newGateway(t, f.config("docs"), &Options{Tokens: store, Browser: FetchBrowser{},
+	store := &mcpauth.MemoryTokenStore{}
+	g := newGateway(t, f.config("docs"), &Options{Tokens: store, Browser: mcpauth.FetchBrowser{},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	got, err := whoami(t, g, "alice")
 	if err != nil {
@@ -67,7 +66,7 @@ func TestOAuthSignInWithPKCEAndResource(t *testing.T) {
 	if len(tr) != 1 || tr[0].Get("resource") != resource || tr[0].Get("code_verifier") == "" {
 		t.Errorf("token requests = %v, want one with resource and code_verifier", tr)
 	}
-	tok, err := store.Get(t.Context(), TokenKey{Server: "docs", User: "alice"})
+	tok, err := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"})
 	if err != nil || tok.Resource != resource {
 		t.Fatalf("stored token = %v, %v; want one for %s", tok, err, resource)
 	}
@@ -94,29 +93,10 @@ func TestOAuthSignInWithPKCEAndResource(t *testing.T) {
 }
 
 func TestOAuthDiscoveryOrder(t *testing.T) {
-	issuer := func(s string) *url.URL { u, _ := url.Parse(s); return u }
-	tests := []struct {
-		issuer string
-		want   []string
-	}{
-		{"https://as.example", []string{"https://as.example/.well-known/oauth-authorization-server", "https://as.example/.well-known/openid-configuration"}},
-		{"https://as.example/tenant1", []string{
-			"https://as.example/.well-known/oauth-authorization-server/tenant1",
-			"https://as.example/.well-known/openid-configuration/tenant1",
-			"https://as.example/tenant1/.well-known/openid-configuration"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.issuer, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, authServerMetaURLs(issuer(tt.issuer))); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-
 	// Without resource_metadata in the header: the path-suffixed PRM first.
 	f := newAuthFixture(t)
 	f.prmInHeader = false
-	g := newGateway(t, f.config("docs"), &Options{Browser: FetchBrowser{}})
+	g := newGateway(t, f.config("docs"), &Options{Browser: mcpauth.FetchBrowser{}})
 	if _, err := whoami(t, g, "alice"); err != nil {
 		t.Fatalf("whoami: %v", err)
 	}
@@ -129,14 +109,6 @@ func TestOAuthDiscoveryOrder(t *testing.T) {
 	}
 	if first != "RS GET /.well-known/oauth-protected-resource/mcp" {
 		t.Errorf("first PRM request = %q, want the path-suffixed well-known URI", first)
-	}
-}
-
-func TestOAuthParsesChallenges(t *testing.T) {
-	got := parseChallenge([]string{`Basic realm="x", Bearer error="insufficient_scope", scope="a b", resource_metadata="https://h/.well-known/x"`})
-	want := challenge{"error": "insufficient_scope", "scope": "a b", "resource_metadata": "https://h/.well-known/x"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
@@ -159,8 +131,8 @@ func TestOAuthRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newAuthFixture(t)
 			tt.setup(f)
-			store := &MemoryTokenStore{}
-			g := newGateway(t, f.config("docs"), &Options{Tokens: store, Browser: FetchBrowser{}})
+			store := &mcpauth.MemoryTokenStore{}
+			g := newGateway(t, f.config("docs"), &Options{Tokens: store, Browser: mcpauth.FetchBrowser{}})
 			_, err := whoami(t, g, "alice")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one saying %q", err, tt.want)
@@ -168,7 +140,7 @@ func TestOAuthRefusals(t *testing.T) {
 			if strings.Contains(err.Error(), "upstream broke") {
 				t.Errorf("err quotes the token endpoint's body: %v", err)
 			}
-			if _, err := store.Get(t.Context(), TokenKey{"docs", "alice"}); !errors.Is(err, ErrNoToken) {
+			if _, err := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, mcpauth.ErrNoToken) {
 				t.Errorf("a token was stored after a refused sign-in")
 			}
 			if tt.name == "resource mismatch" && len(f.authRequests()) != 0 {
@@ -185,31 +157,24 @@ func TestOAuthMalformedMetadata(t *testing.T) {
 	f := newAuthFixture(t)
 	rs := f.rs
 	_ = rs
-	g := newGateway(t, ServerConfig{Name: "x", Transport: TransportHTTP, URL: f.as.URL + "/mcp", Enabled: true, OAuth: &OAuthConfig{}},
-		&Options{Browser: FetchBrowser{}})
+	g := newGateway(t, mcpconfig.ServerConfig{Name: "x", Transport: mcpconfig.TransportHTTP, URL: f.as.URL + "/mcp", Enabled: true, OAuth: &mcpconfig.OAuthConfig{}},
+		&Options{Browser: mcpauth.FetchBrowser{}})
 	// The AS host serves no MCP endpoint: the client gets a 404, not a
 	// 401, so the error is the server's, not a sign-in.
 	if _, err := whoami(t, g, "alice"); err == nil {
 		t.Fatal("want an error")
-	}
-	// Metadata that is not JSON.
-	bad := newAuthFixture(t)
-	bad.prmResource = ""
-	tgt, err := discover(t.Context(), bad.as.Client(), bad.rs.URL+"/nothing", challenge{"resource_metadata": bad.as.URL + "/html"})
-	if err == nil || !strings.Contains(err.Error(), "malformed metadata") {
-		t.Errorf("discover = %v, %v; want a malformed-metadata error", tgt, err)
 	}
 }
 
 func TestOAuthRefreshOnExpiryAndRevokedRefreshToken(t *testing.T) {
 	f := newAuthFixture(t)
 	f.expiresIn = 1 // within refreshMargin: the next request refreshes first
-	store := &MemoryTokenStore{}
-	g := newGateway(t, f.config("docs"), &Options{Tokens: store, Browser: FetchBrowser{}})
+	store := &mcpauth.MemoryTokenStore{}
+	g := newGateway(t, f.config("docs"), &Options{Tokens: store, Browser: mcpauth.FetchBrowser{}})
 	if _, err := whoami(t, g, "alice"); err != nil {
 		t.Fatalf("whoami: %v", err)
 	}
-	first, _ := store.Get(t.Context(), TokenKey{"docs", "alice"})
+	first, _ := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"})
 	if _, err := whoami(t, g, "alice"); err != nil {
 		t.Fatalf("whoami after expiry: %v", err)
 	}
@@ -225,7 +190,7 @@ func TestOAuthRefreshOnExpiryAndRevokedRefreshToken(t *testing.T) {
 	if len(f.authRequests()) != 1 {
 		t.Errorf("authorization requests = %d, want 1 (refreshed, not signed in again)", len(f.authRequests()))
 	}
-	second, _ := store.Get(t.Context(), TokenKey{"docs", "alice"})
+	second, _ := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"})
 	if second.AccessToken == first.AccessToken {
 		t.Errorf("the stored token was not replaced by the refresh")
 	}
@@ -237,10 +202,10 @@ func TestOAuthRefreshOnExpiryAndRevokedRefreshToken(t *testing.T) {
 	f.mu.Unlock()
 	g2 := newGateway(t, f.config("docs"), &Options{Tokens: store})
 	_, err := whoami(t, g2, "alice")
-	if !errors.Is(err, ErrSignInRequired) {
+	if !errors.Is(err, mcpauth.ErrSignInRequired) {
 		t.Fatalf("err = %v, want ErrSignInRequired", err)
 	}
-	if _, err := store.Get(t.Context(), TokenKey{"docs", "alice"}); !errors.Is(err, ErrNoToken) {
+	if _, err := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, mcpauth.ErrNoToken) {
 		t.Errorf("the refused token is still stored")
 	}
 }
@@ -249,7 +214,7 @@ func TestOAuthStepUp(t *testing.T) {
 	f := newAuthFixture(t)
 	f.scopeInHeader = "read"
 	f.callScopes = []string{"read", "write"}
-	g := newGateway(t, f.config("docs"), &Options{Browser: FetchBrowser{}})
+	g := newGateway(t, f.config("docs"), &Options{Browser: mcpauth.FetchBrowser{}})
 	if _, err := whoami(t, g, "alice"); err != nil {
 		t.Fatalf("whoami: %v", err)
 	}
@@ -269,7 +234,7 @@ func TestOAuthStepUp(t *testing.T) {
 	f2.scopeInHeader = "read"
 	f2.callScopes = []string{"admin"}
 	f2.neverEnough = true
-	g2 := newGateway(t, f2.config("docs"), &Options{Browser: FetchBrowser{}})
+	g2 := newGateway(t, f2.config("docs"), &Options{Browser: mcpauth.FetchBrowser{}})
 	_, err := whoami(t, g2, "alice")
 	if err == nil {
 		t.Fatal("want an error from a server that never accepts the scope")
@@ -281,11 +246,11 @@ func TestOAuthStepUp(t *testing.T) {
 
 func TestOAuthPerUserIsolation(t *testing.T) {
 	f := newAuthFixture(t)
-	store := &MemoryTokenStore{}
+	store := &mcpauth.MemoryTokenStore{}
 	cfg := f.config("docs")
 	g := newGateway(t, cfg, &Options{Tokens: store})
 	// Alice signs in (as the CLI's login does); Bob does not.
-	if err := g.SignIn(t.Context(), "alice", FetchBrowser{}); err != nil {
+	if err := g.SignIn(t.Context(), "alice", mcpauth.FetchBrowser{}); err != nil {
 		t.Fatalf("SignIn: %v", err)
 	}
 	got, err := whoami(t, g, "alice")
@@ -293,7 +258,7 @@ func TestOAuthPerUserIsolation(t *testing.T) {
 		t.Fatalf("alice: %q, %v", got, err)
 	}
 	_, err = whoami(t, g, "bob")
-	var sr *SignInRequiredError
+	var sr *mcpauth.SignInRequiredError
 	if !errors.As(err, &sr) || sr.User != "bob" {
 		t.Fatalf("bob: err = %v, want bob to sign in", err)
 	}
@@ -308,7 +273,7 @@ func TestOAuthPerUserIsolation(t *testing.T) {
 		t.Errorf("Run for bob = %+v, %v; want a self-healing sign-in message", res, err)
 	}
 	// Bob signs in: his own token, his own subject.
-	if err := g.SignIn(t.Context(), "bob", FetchBrowser{}); err != nil {
+	if err := g.SignIn(t.Context(), "bob", mcpauth.FetchBrowser{}); err != nil {
 		t.Fatalf("SignIn bob: %v", err)
 	}
 	if got, _ := whoami(t, g, "bob"); got != "subject-2" {
@@ -321,7 +286,7 @@ func TestOAuthPerUserIsolation(t *testing.T) {
 	if err := g.SignOut(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := whoami(t, g, "alice"); !errors.Is(err, ErrSignInRequired) {
+	if _, err := whoami(t, g, "alice"); !errors.Is(err, mcpauth.ErrSignInRequired) {
 		t.Errorf("alice after sign-out: %v, want ErrSignInRequired", err)
 	}
 	if got, _ := whoami(t, g, "bob"); got != "subject-2" {
@@ -338,11 +303,11 @@ func TestOAuthWebSignInState(t *testing.T) {
 	}
 	u, _ := url.Parse(authURL)
 	state := u.Query().Get("state")
-	if err := g.FinishSignIn(t.Context(), "bob", state, "code-x", ""); !errors.Is(err, ErrUnknownState) {
+	if err := g.FinishSignIn(t.Context(), "bob", state, "code-x", ""); !errors.Is(err, mcpauth.ErrUnknownState) {
 		t.Errorf("bob finishing alice's sign-in: %v, want ErrUnknownState", err)
 	}
 	// The state was spent by the attempt: alice cannot replay it either.
-	if err := g.FinishSignIn(t.Context(), "alice", state, "code-x", ""); !errors.Is(err, ErrUnknownState) {
+	if err := g.FinishSignIn(t.Context(), "alice", state, "code-x", ""); !errors.Is(err, mcpauth.ErrUnknownState) {
 		t.Errorf("replayed state: %v, want ErrUnknownState", err)
 	}
 }
@@ -353,7 +318,7 @@ func TestOAuthWebSignInState(t *testing.T) {
 func TestOAuthIssAndCallbackPath(t *testing.T) {
 	f := newAuthFixture(t)
 	f.issSupported, f.iss = true, f.as.URL
-	g := newGateway(t, f.config("docs"), &Options{Browser: FetchBrowser{}})
+	g := newGateway(t, f.config("docs"), &Options{Browser: mcpauth.FetchBrowser{}})
 	if got, err := whoami(t, g, "alice"); err != nil || got != "subject-1" {
 		t.Fatalf("whoami = %q, %v; want subject-1", got, err)
 	}
@@ -372,20 +337,20 @@ func TestOAuthIssAndCallbackPath(t *testing.T) {
 // client, another user may still start, and an expired sign-in makes room.
 func TestOAuthPendingSignInCaps(t *testing.T) {
 	f := newAuthFixture(t)
-	pending := &MemoryPendingSignIns{}
+	pending := &mcpauth.MemoryPendingSignIns{}
 	g := newGateway(t, f.config("docs"), &Options{Pending: pending})
 	start := func(user string) error {
 		_, err := g.StartSignIn(t.Context(), user, "https://elysia.example/oauth/callback/docs", "")
 		return err
 	}
-	for i := range MaxPendingSignInsPerUser {
+	for i := range mcpauth.MaxPendingSignInsPerUser {
 		if err := start("alice"); err != nil {
 			t.Fatalf("start %d: %v", i+1, err)
 		}
 	}
 	registered := countPaths(f.requests(), "AS POST /register")
 	err := start("alice")
-	if !errors.Is(err, ErrTooManySignIns) || !strings.Contains(err.Error(), `user "alice" has 10 sign-ins waiting`) {
+	if !errors.Is(err, mcpauth.ErrTooManySignIns) || !strings.Contains(err.Error(), `user "alice" has 10 sign-ins waiting`) {
 		t.Fatalf("start beyond the cap: %v, want ErrTooManySignIns naming alice", err)
 	}
 	if got := countPaths(f.requests(), "AS POST /register"); got != registered {
@@ -395,15 +360,7 @@ func TestOAuthPendingSignInCaps(t *testing.T) {
 		t.Errorf("bob's start with alice at her cap: %v", err)
 	}
 	// One of alice's expires: room for one more.
-	pending.mu.Lock()
-	for st, mp := range pending.m {
-		if mp.p.User == "alice" {
-			mp.expires = time.Now().Add(-time.Second)
-			pending.m[st] = mp
-			break
-		}
-	}
-	pending.mu.Unlock()
+	pending.ExpireOne("alice")
 	if err := start("alice"); err != nil {
 		t.Errorf("start after one of alice's expired: %v", err)
 	}
@@ -425,28 +382,28 @@ func TestOAuthClientCredentialsJWT(t *testing.T) {
 	der, _ := x509.MarshalPKCS8PrivateKey(key)
 	f.ecKey = &key.PublicKey
 	cfg := f.config("svc")
-	cfg.OAuth = &OAuthConfig{Grant: GrantClientCredentials, ClientID: "svc-client",
+	cfg.OAuth = &mcpconfig.OAuthConfig{Grant: mcpconfig.GrantClientCredentials, ClientID: "svc-client",
 		PrivateKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))}
 	g := newGateway(t, cfg, nil)
 	if got, err := whoami(t, g, ""); err != nil || got != "service" {
 		t.Fatalf("whoami = %q, %v; want service", got, err)
 	}
 	tr := f.tokenRequests()
-	if len(tr) != 1 || tr[0].Get("client_assertion_type") != clientAssertionType || tr[0].Get("resource") == "" {
+	if len(tr) != 1 || tr[0].Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" || tr[0].Get("resource") == "" {
 		t.Errorf("token requests = %v", tr)
 	}
 }
 
 func TestOAuthConfigParses(t *testing.T) {
-	cfg, err := Parse("mcp.json", []byte(`{"servers": {"docs": {"type": "http", "url": "https://docs.example/mcp", "per_user": true,
+	cfg, err := mcpconfig.Parse("mcp.json", []byte(`{"servers": {"docs": {"type": "http", "url": "https://docs.example/mcp", "per_user": true,
 		"oauth": {"client_id": "abc", "client_secret": "${env:SECRET}", "scopes": ["read"], "grant": "authorization_code",
 		"client_auth": "client_secret_post", "redirect_uri": "http://127.0.0.1:8976/callback"}}}}`),
-		&LoadOptions{LookupEnv: func(k string) (string, bool) { return "s3cret", k == "SECRET" }})
+		&mcpconfig.LoadOptions{LookupEnv: func(k string) (string, bool) { return "s3cret", k == "SECRET" }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := cfg.Servers[0]
-	want := &OAuthConfig{ClientID: "abc", ClientSecret: "s3cret", Scopes: []string{"read"}, Grant: "authorization_code",
+	want := &mcpconfig.OAuthConfig{ClientID: "abc", ClientSecret: "s3cret", Scopes: []string{"read"}, Grant: "authorization_code",
 		ClientAuth: "client_secret_post", RedirectURI: "http://127.0.0.1:8976/callback"}
 	if diff := cmp.Diff(want, s.OAuth); diff != "" || !s.PerUser {
 		t.Errorf("oauth (-want +got):\n%s per_user=%v", diff, s.PerUser)
@@ -454,28 +411,8 @@ func TestOAuthConfigParses(t *testing.T) {
 	if !slices.Contains(s.Secrets, "s3cret") {
 		t.Errorf("client_secret is not a secret: %v", s.Secrets)
 	}
-	_, err = Parse("mcp.json", []byte(`{"servers": {"x": {"type": "http", "url": "https://x/mcp", "oauth": {"grant": "password"}}}}`), nil)
-	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "oauth.grant") {
+	_, err = mcpconfig.Parse("mcp.json", []byte(`{"servers": {"x": {"type": "http", "url": "https://x/mcp", "oauth": {"grant": "password"}}}}`), nil)
+	if !errors.Is(err, mcpconfig.ErrInvalidConfig) || !strings.Contains(err.Error(), "oauth.grant") {
 		t.Errorf("bad grant: %v", err)
 	}
-}
-
-// TestFlowWaitEndsWithCtx checks that a call waiting for another's refresh
-// or sign-in (which may take the user's time in a browser) gives up when
-// its own ctx ends.
-func TestFlowWaitEndsWithCtx(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := ServerConfig{Name: "s", Transport: TransportHTTP, URL: "https://mcp.example/mcp"}
-		a := newAuthorizer(cfg, "alice", &MemoryTokenStore{}, nil, slog.New(slog.DiscardHandler))
-		if err := a.lockFlow(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		defer a.unlockFlow()
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		used := &Token{AccessToken: "old", RefreshToken: "r"}
-		if _, err := a.refreshed(ctx, used); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("refreshed while another holds the flow: err = %v, want %v", err, context.DeadlineExceeded)
-		}
-	})
 }

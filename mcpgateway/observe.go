@@ -45,6 +45,17 @@ type StateObserver interface {
 	ObserveState(server string, state State)
 }
 
+// ToolsObserver is an optional interface of an Options.Observer: one that
+// implements it is told when a listing of server's tools brings other tool
+// names than the last one (the first listing, and one after the server's
+// notifications/tools/list_changed), so that the aggregate MCP endpoint can
+// tell its clients. It is called on the goroutine that listed, never while
+// the gateway holds a lock; it must be quick, must not block, must be safe
+// for concurrent use, and must not call back into the gateway.
+type ToolsObserver interface {
+	ObserveTools(server string)
+}
+
 // Call statuses, as logged and given to Observer.ObserveCall.
 const (
 	CallSuccess = "success"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // stateRecorder is a goroutine-safe Observer and StateObserver that records
@@ -92,7 +93,7 @@ func TestStateObserverSeesProcessDeath(t *testing.T) {
 func TestStateObserverSeesBackoffEnd(t *testing.T) {
 	const backoff = 200 * time.Millisecond
 	rec := &stateRecorder{}
-	cfg := ServerConfig{Name: "missing", Transport: TransportStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Enabled: true}
+	cfg := mcpconfig.ServerConfig{Name: "missing", Transport: mcpconfig.TransportStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Enabled: true}
 	g := newGateway(t, cfg, &Options{Observer: rec, CrashLoopDeaths: 1, CrashBackoff: backoff})
 	if _, err := g.Execute(t.Context(), "anything", nil); err == nil {
 		t.Fatal("execute on a missing command succeeded")
@@ -115,7 +116,7 @@ func TestStateObserverSeesBackoffEnd(t *testing.T) {
 // after Close, even in back-off, when its timer is armed.
 func TestStateObserverEndsWithClose(t *testing.T) {
 	rec := &stateRecorder{}
-	cfg := ServerConfig{Name: "missing", Transport: TransportStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Enabled: true}
+	cfg := mcpconfig.ServerConfig{Name: "missing", Transport: mcpconfig.TransportStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Enabled: true}
 	g := New(cfg, &Options{Observer: rec, CrashLoopDeaths: 1, CrashBackoff: time.Hour})
 	if _, err := g.Execute(t.Context(), "anything", nil); err == nil {
 		t.Fatal("execute on a missing command succeeded")

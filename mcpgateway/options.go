@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
 // Options tunes a [Gateway]. A nil *Options means the defaults; New copies
@@ -63,11 +65,11 @@ type Options struct {
 	// Tokens keeps the OAuth tokens of servers that need sign-in, per
 	// (server, user). Nil means a MemoryTokenStore of the gateway's own:
 	// tokens then last as long as the gateway.
-	Tokens TokenStore
+	Tokens mcpauth.TokenStore
 	// Pending keeps the web sign-ins started and not finished (see
 	// StartSignIn). Nil means a MemoryPendingSignIns of the gateway's own:
 	// the callback must then reach the process that started the sign-in.
-	Pending PendingSignIns
+	Pending mcpauth.PendingSignIns
 
 	// UserSecrets gives the users' own secrets that mcp.json takes as
 	// ${user:NAME} (in headers, and in env of stdio servers). Nil means no
@@ -79,14 +81,17 @@ type Options struct {
 	// server asks for it (the CLI with ELYSIA_OAUTH_BROWSER=fetch). Nil
 	// means such a call fails with ErrSignInRequired, and the user signs
 	// in through SignIn or StartSignIn.
-	Browser Browser
+	Browser mcpauth.Browser
 
 	// UserIdle closes a user's session of a per-user server after that
 	// long without a call; zero means 15 minutes. MaxUsers caps the
-	// per-user sessions of one server: the least recently used is closed
-	// first; zero means 100.
+	// per-user sessions of one server: past it the least recently used
+	// idle one is closed, never one with a call in flight; zero means 100.
+	// When all MaxUsers are busy a new user's call waits up to UserWait
+	// for one to go idle, then fails with ErrTooManyUsers; zero means 10 s.
 	UserIdle time.Duration
 	MaxUsers int
+	UserWait time.Duration
 
 	// user is the user of a per-user gateway's child (see peruser.go);
 	// "" for the gateway itself.
@@ -111,6 +116,7 @@ const (
 	defaultCircuitOpenFor  = 30 * time.Second
 	defaultUserIdle        = 15 * time.Minute
 	defaultMaxUsers        = 100
+	defaultUserWait        = 10 * time.Second
 )
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set.
@@ -144,16 +150,19 @@ func (o *Options) withDefaults() Options {
 		c.CircuitOpenFor = defaultCircuitOpenFor
 	}
 	if c.Tokens == nil {
-		c.Tokens = &MemoryTokenStore{}
+		c.Tokens = &mcpauth.MemoryTokenStore{}
 	}
 	if c.Pending == nil {
-		c.Pending = &MemoryPendingSignIns{}
+		c.Pending = &mcpauth.MemoryPendingSignIns{}
 	}
 	if c.UserIdle <= 0 {
 		c.UserIdle = defaultUserIdle
 	}
 	if c.MaxUsers <= 0 {
 		c.MaxUsers = defaultMaxUsers
+	}
+	if c.UserWait <= 0 {
+		c.UserWait = defaultUserWait
 	}
 	if c.LookupEnv == nil {
 		c.LookupEnv = os.LookupEnv

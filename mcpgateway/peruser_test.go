@@ -12,6 +12,9 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // callersAtOnce runs n calls of user's whoami at the same time and fails
@@ -41,9 +44,9 @@ func callersAtOnce(t *testing.T, g *Gateway, user string, n int) {
 func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
 	const callers = 20
 	f := newAuthFixture(t)
-	store := &MemoryTokenStore{}
+	store := &mcpauth.MemoryTokenStore{}
 	g := newGateway(t, f.config("docs"), &Options{Tokens: store})
-	if err := g.SignIn(t.Context(), "alice", FetchBrowser{}); err != nil {
+	if err := g.SignIn(t.Context(), "alice", mcpauth.FetchBrowser{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := whoami(t, g, "alice"); err != nil { // the session is up
@@ -61,10 +64,7 @@ func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
 	t.Run("client sees it expired", func(t *testing.T) {
 		before := f.refreshes()
 		a := g.users["alice"].g.conn.auth
-		a.mu.Lock()
-		a.tok = a.tok.clone()
-		a.tok.Expiry = time.Now().Add(-time.Minute)
-		a.mu.Unlock()
+		a.SetTokenExpiry(time.Now().Add(-time.Minute))
 		callersAtOnce(t, g, "alice", callers)
 		if got := f.refreshes() - before; got != 1 {
 			t.Errorf("refreshes = %d, want 1", got)
@@ -80,17 +80,17 @@ func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
 // clearly, and Bob's calls go on.
 func TestOAuthRevokedRefreshTokenIsOneUsersProblem(t *testing.T) {
 	f := newAuthFixture(t)
-	store := &MemoryTokenStore{}
+	store := &mcpauth.MemoryTokenStore{}
 	g := newGateway(t, f.config("docs"), &Options{Tokens: store})
 	for _, u := range []string{"alice", "bob"} {
-		if err := g.SignIn(t.Context(), u, FetchBrowser{}); err != nil {
+		if err := g.SignIn(t.Context(), u, mcpauth.FetchBrowser{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := whoami(t, g, u); err != nil {
 			t.Fatal(err)
 		}
 	}
-	alice, _ := store.Get(t.Context(), TokenKey{Server: "docs", User: "alice"})
+	alice, _ := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"})
 	f.mu.Lock()
 	f.revoked[alice.RefreshToken] = true
 	is := f.issued[alice.AccessToken]
@@ -99,14 +99,14 @@ func TestOAuthRevokedRefreshTokenIsOneUsersProblem(t *testing.T) {
 	f.mu.Unlock()
 
 	_, err := whoami(t, g, "alice")
-	var sr *SignInRequiredError
+	var sr *mcpauth.SignInRequiredError
 	if !errors.As(err, &sr) || sr.User != "alice" || !strings.Contains(err.Error(), "refused the refresh token") {
 		t.Fatalf("alice: %v, want a sign-in error saying the refresh token was refused", err)
 	}
 	if st := g.StatusFor(t.Context(), "alice"); st.State != StateNeedsSignIn {
 		t.Errorf("alice's state = %s, want needs_sign_in", st.State)
 	}
-	if _, err := store.Get(t.Context(), TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, ErrNoToken) {
+	if _, err := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, mcpauth.ErrNoToken) {
 		t.Errorf("alice's refused token is still stored: %v", err)
 	}
 	for range 3 {
@@ -134,7 +134,7 @@ func TestPerUserSessionsIdleAndLRU(t *testing.T) {
 		srv.AddTool(mcp.NewTool("whoami"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("ok"), nil
 		})
-		g := New(ServerConfig{Name: "p", Transport: TransportStdio, Command: "unused", Enabled: true, PerUser: true},
+		g := New(mcpconfig.ServerConfig{Name: "p", Transport: mcpconfig.TransportStdio, Command: "unused", Enabled: true, PerUser: true},
 			&Options{UserIdle: time.Minute, MaxUsers: 2})
 		g.childDialer = func(c *conn) func(context.Context) (*session, error) {
 			return dialInProcess(c, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -77,7 +78,7 @@ func BenchmarkProgressRelay(b *testing.B) {
 	const perCall = 100
 	l := &latencies{got: make(chan struct{}, 1)}
 	srv := progressServer(perCall, l.got)
-	g := New(ServerConfig{Name: "progress", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
+	g := New(mcpconfig.ServerConfig{Name: "progress", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
 	g.conn.dialer = dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
 	b.Cleanup(func() { _ = g.Close() })
 	for b.Loop() {

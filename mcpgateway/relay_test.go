@@ -19,6 +19,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -41,7 +42,7 @@ func pipeGateway(t *testing.T, srv *mcpserver.MCPServer) *Gateway {
 			_ = r.Close()
 		}
 	})
-	g := newGateway(t, ServerConfig{Name: "piped", Transport: TransportStdio, Command: "unused", Enabled: true}, nil)
+	g := newGateway(t, mcpconfig.ServerConfig{Name: "piped", Transport: mcpconfig.TransportStdio, Command: "unused", Enabled: true}, nil)
 	c := g.conn
 	c.dialer = func(hsCtx context.Context) (*session, error) {
 		inR, inW := io.Pipe()   // gateway -> server
@@ -54,7 +55,7 @@ func pipeGateway(t *testing.T, srv *mcpserver.MCPServer) *Gateway {
 			_ = outW.Close()
 			_ = inR.Close()
 		})
-		s := c.newSession(TransportStdio)
+		s := c.newSession(mcpconfig.TransportStdio)
 		s.client = mcpclient.NewClient(mcptransport.NewIO(outR, inW, nil), c.clientOptions(s)...)
 		ctx, cancel := context.WithCancel(c.lifetime)
 		s.cancel = cancel

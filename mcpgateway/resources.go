@@ -189,14 +189,7 @@ func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Con
 }
 
 func (g *Gateway) requestOnSession(ctx context.Context, op string, f func(ctx context.Context, s *session) error) error {
-	c, err := g.route(ctx)
-	if err != nil {
-		return err
-	}
-	err = c.requestHere(ctx, op, f)
-	if c == g && g.switched(err) {
-		return g.requestOnSession(ctx, op, f)
-	}
+	_, err := routed(ctx, g, func(c *Gateway) (struct{}, error) { return struct{}{}, c.requestHere(ctx, op, f) })
 	return err
 }
 

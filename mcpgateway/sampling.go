@@ -54,10 +54,6 @@ type SampleResult struct {
 // asks for.
 const MaxSampleTokens = 4096
 
-// ErrSamplingOff is matched by the error a server gets when it asks for
-// sampling without "sampling": true in mcp.json.
-var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": true in mcp.json)`)
-
 // Bounds of a sampling request's lists, whatever sampling_max_input allows.
 const (
 	maxSampleMessages = 256

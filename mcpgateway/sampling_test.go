@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // countingSampler answers every request that reaches the model, counting
@@ -34,7 +36,7 @@ func (s *countingSampler) count() int {
 
 // hostileSampling returns a gateway of the hostile server in mode with
 // "sampling": true and edit applied, and the model it may use.
-func hostileSampling(t *testing.T, mode string, edit func(*ServerConfig)) (*Gateway, *countingSampler) {
+func hostileSampling(t *testing.T, mode string, edit func(*mcpconfig.ServerConfig)) (*Gateway, *countingSampler) {
 	t.Helper()
 	cfg := hostileConfig(t, mode)
 	cfg.Sampling = true
@@ -101,7 +103,7 @@ func TestSamplingCapPerCall(t *testing.T) {
 // TestSamplingCapPerMinute: the server may ask at most sampling_per_minute
 // times a minute, over all calls.
 func TestSamplingCapPerMinute(t *testing.T) {
-	g, model := hostileSampling(t, "", func(cfg *ServerConfig) { cfg.SamplingPerMinute = 3 })
+	g, model := hostileSampling(t, "", func(cfg *mcpconfig.ServerConfig) { cfg.SamplingPerMinute = 3 })
 	assertOutcomes(t, sampleOutcomes(t, g, map[string]any{"n": 2, "size": 10}), 2, "")
 	assertOutcomes(t, sampleOutcomes(t, g, map[string]any{"n": 3, "size": 10}), 1, "3 sampling requests per minute (sampling_per_minute)")
 	if n := model.count(); n != 3 {
@@ -126,7 +128,7 @@ func TestSamplingCapInput(t *testing.T) {
 // does.
 func TestSamplingEndsWithTheCall(t *testing.T) {
 	ended := make(chan struct{})
-	g, model := hostileSampling(t, "", func(cfg *ServerConfig) { cfg.CallTimeout = 500 * time.Millisecond })
+	g, model := hostileSampling(t, "", func(cfg *mcpconfig.ServerConfig) { cfg.CallTimeout = 500 * time.Millisecond })
 	model.wait = func(ctx context.Context) {
 		<-ctx.Done()
 		close(ended)

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -34,7 +35,7 @@ func bigServer(t *testing.T, n int) *Gateway {
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("sent"), nil
 		})
-	g := New(ServerConfig{Name: "big", Transport: TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
+	g := New(mcpconfig.ServerConfig{Name: "big", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
 	g.conn.dialer = dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
 	t.Cleanup(func() { _ = g.Close() })
 	return g
@@ -42,13 +43,18 @@ func bigServer(t *testing.T, n int) *Gateway {
 
 // dialInProcess is a dialer for tests: every session is a client on the
 // transport newTransport returns, started on the conn's lifetime and
-// initialized as the real dialers do.
+// initialized as the real dialers do. The session is complete before the
+// conn knows it: a Close that runs meanwhile closes it at once.
 func dialInProcess(c *conn, newTransport func() mcptransport.Interface) func(context.Context) (*session, error) {
 	return func(hsCtx context.Context) (*session, error) {
-		s := c.newSession("in-process")
+		s := newSession()
+		s.transport = "in-process"
 		s.client = mcpclient.NewClient(newTransport())
 		ctx, cancel := context.WithCancel(c.lifetime)
 		s.cancel = cancel
+		c.mu.Lock()
+		c.open[s] = struct{}{}
+		c.mu.Unlock()
 		if err := s.client.Start(ctx); err != nil {
 			c.closeSession(s)
 			return nil, err

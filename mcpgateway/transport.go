@@ -11,6 +11,8 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // dial starts a session with the server. The transport is started with a ctx
@@ -21,9 +23,9 @@ func (c *conn) dial(hsCtx context.Context) (*session, error) {
 		return c.dialer(hsCtx)
 	}
 	switch c.cfg.Transport {
-	case TransportStdio:
+	case mcpconfig.TransportStdio:
 		return c.dialStdio(hsCtx)
-	case TransportSSE:
+	case mcpconfig.TransportSSE:
 		return c.dialSSE(hsCtx)
 	default:
 		return c.dialHTTP(hsCtx)
@@ -55,14 +57,14 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 	// covers the gateway's own death.
 	cmd := exec.Command(cfg.Command, cfg.Args...) //nolint:noctx // the session owns the child; see above
 	cmd.Dir = cfg.Cwd
-	cmd.Env = ChildEnv(cfg, c.opts.LookupEnv)
+	cmd.Env = mcpconfig.ChildEnv(cfg, c.opts.LookupEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.stdinR, pipes.stdoutW, pipes.stderrW
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
 		pipes.closeAll()
 		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 	}
-	s := c.newSession(TransportStdio)
+	s := c.newSession(mcpconfig.TransportStdio)
 	p := pipes.process(cmd.Process.Pid, c.mask)
 	s.proc = p
 	c.goFunc(func() {
@@ -135,7 +137,7 @@ func (c *conn) protocolVersion() string {
 }
 
 func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
-	s := c.newSession(TransportHTTP)
+	s := c.newSession(mcpconfig.TransportHTTP)
 	s.httpClient = c.newHTTPClient(s)
 	opts := []mcptransport.StreamableHTTPCOption{
 		mcptransport.WithHTTPBasicClient(s.httpClient),
@@ -159,7 +161,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 }
 
 func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
-	s := c.newSession(TransportSSE)
+	s := c.newSession(mcpconfig.TransportSSE)
 	s.httpClient = c.newHTTPClient(s)
 	connect, _ := c.cfg.Timeouts()
 	opts := []mcptransport.ClientOption{

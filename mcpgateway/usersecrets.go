@@ -9,19 +9,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
-
-// ErrNoSecret is returned by a UserSecrets' Secret when the user has not
-// set a secret of that name.
-var ErrNoSecret = errors.New("no secret set")
-
-// ErrSecretRequired is matched (errors.Is) by the error of a call to a
-// server whose configuration takes a secret of the asking user's own
-// (${user:NAME}) that the user has not set. The error is a
-// *SecretRequiredError; it also matches ErrSignInRequired, since, like a
-// missing sign-in, the user must act before the server can serve them and
-// nothing is wrong with the server.
-var ErrSecretRequired = errors.New("user secret required")
 
 // UserSecrets gives the secrets users set for themselves (PUT
 // /users/:user/secrets/:name in the service), which mcp.json takes as
@@ -61,7 +52,7 @@ func (e *SecretRequiredError) Error() string {
 
 // Is reports whether target is ErrSecretRequired or ErrSignInRequired.
 func (e *SecretRequiredError) Is(target error) bool {
-	return target == ErrSecretRequired || target == ErrSignInRequired
+	return target == ErrSecretRequired || target == mcpauth.ErrSignInRequired
 }
 
 // MemoryUserSecrets is a UserSecrets in memory, for the CLI and tests. The
@@ -134,7 +125,7 @@ func (g *Gateway) userSecrets(ctx context.Context, user string) (map[string]stri
 // UserValue filled in with vals, and the values (each secret, and each
 // whole header or env value that holds one) added to Secrets, so that the
 // user's session masks them like every other secret.
-func withUserSecrets(cfg ServerConfig, vals map[string]string) ServerConfig {
+func withUserSecrets(cfg mcpconfig.ServerConfig, vals map[string]string) mcpconfig.ServerConfig {
 	if len(cfg.UserValues) == 0 {
 		return cfg
 	}

@@ -19,6 +19,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -67,7 +68,7 @@ func TestUserSecretsInHeaders(t *testing.T) {
 
 	// Bob has set nothing: told what to set, like a missing sign-in.
 	_, err := whoami(t, g, "bob")
-	if !errors.Is(err, ErrSecretRequired) || !errors.Is(err, ErrSignInRequired) ||
+	if !errors.Is(err, ErrSecretRequired) || !errors.Is(err, mcpauth.ErrSignInRequired) ||
 		!strings.Contains(err.Error(), "PUT /users/bob/secrets/API_KEY") {
 		t.Errorf("bob: %v, want a secret-required error naming PUT /users/bob/secrets/API_KEY", err)
 	}

@@ -31,7 +31,9 @@ type decision struct {
 
 // decide asks the model to choose one of node's available options,
 // re-asking with feedback up to MaxRetries times.
-func (r *run) decide(ctx context.Context, node *Node) (decision, error) {
+func (r *run) decide(ctx context.Context, node *Node) (d decision, err error) {
+	ctx, span := startDecision(ctx, node.id)
+	defer func() { endDecision(span, d, err) }()
 	avail, unavail := splitOptions(node, &r.c.env)
 	if len(avail) == 0 {
 		return decision{}, errNoValidChoice
@@ -70,7 +72,9 @@ func (r *run) generate(ctx context.Context, msgs []llms.MessageContent, fns []ll
 	}
 	mctx, cancel := context.WithTimeout(ctx, r.opts.ModelTimeout)
 	defer cancel()
+	mctx, span := r.opts.startModelCall(mctx)
 	resp, err := r.model.GenerateContent(mctx, msgs, llms.WithTools(fns))
+	endModelCall(span, resp, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -67,6 +67,10 @@ type Options struct {
 	Locker Locker
 	// Logger receives warnings and per-step debug logs. Nil: discarded.
 	Logger *slog.Logger
+	// ModelName and ModelProvider name the model in the model calls'
+	// trace spans (gen_ai.request.model, gen_ai.provider.name); "" leaves
+	// them out.
+	ModelName, ModelProvider string
 }
 
 // Manager is the facade over the parts that keep the trees and the

@@ -12,7 +12,15 @@
 // runner, the database (which persist satisfies) and the MCP servers
 // (which cmd satisfies over the gateways, so that web never imports
 // mcpgateway). It imports the project's tree and tools packages (and its
-// own ui sub-package). gin types never leave this package.
+// own ui sub-package). gin types leave this package only for its own
+// sub-packages, through the Kit of a RouteSet (kit.go).
+//
+// The routes of Weaviate Elysia's frontend (user and tree configs, saved
+// conversations, collections, feedback, follow-up suggestions) live on top
+// of web, in web/elysiaapi: a RouteSet passed in Options.Routes, which
+// serves them with web's one set of auth and body helpers and its one
+// error mapper. web keeps the user config that POST /init/user and
+// /init/tree show (userconfig.go).
 //
 // Errors are mapped to HTTP statuses in one place, on tree's sentinels
 // (tree.ErrNotFound, tree.ErrBusy, tree.ErrInvalid, tree.ErrExists), the

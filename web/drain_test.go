@@ -3,10 +3,12 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
 )
 
 // readUntilClose reads a socket's messages until it ends, on a goroutine
@@ -46,13 +48,31 @@ type wsEnd struct {
 	status  websocket.StatusCode
 }
 
+// routeSetSocket is a RouteSet with a socket of its own, as elysiaapi's
+// /ws/process_collection, tracked for Drain through the Kit.
+func routeSetSocket(k *Kit) {
+	k.Handle(http.MethodGet, "/ws/extra", k.RequireKey, func(c *gin.Context) {
+		conn, accepted := k.AcceptWS(c)
+		if !accepted {
+			return
+		}
+		defer func() { _ = conn.CloseNow() }()
+		defer k.TrackSocket(conn)()
+		for {
+			if _, _, err := conn.Read(c.Request.Context()); err != nil {
+				return
+			}
+		}
+	})
+}
+
 // TestDrainTellsStreams drains a server with a query running over SSE, one
-// over a WebSocket, an idle query socket and a collection socket: each
+// over a WebSocket, an idle query socket and a route set's socket: each
 // query's stream ends with an error event saying the service is shutting
 // down and completed, every socket is closed with 1001, and Drain returns
 // once they are. A socket opened afterwards is closed with 1001 at once.
 func TestDrainTellsStreams(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, &Options{Routes: []RouteSet{routeSetSocket}})
 	ts, _ := startServerClosing(t, h)
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
@@ -63,7 +83,7 @@ func TestDrainTellsStreams(t *testing.T) {
 	wsSend(t, ctx, conn, `{"user_id":"alice","conversation_id":"c2","query_id":"q2","query":"block"}`)
 	<-h.runner.started
 	idle := dialWS(t, ctx, ts, nil)
-	coll, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/ws/process_collection", nil)
+	coll, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/ws/extra", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

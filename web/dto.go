@@ -41,6 +41,10 @@ type ServerStatus struct {
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// PID is a running stdio server's process id; 0 when none.
 	PID int `json:"pid,omitempty"`
+	// MissingSecrets, in a status for one user, names the secrets of
+	// that user's own the server takes (${user:NAME}) and the user has
+	// not set; the state is then needs_sign_in. Nil otherwise.
+	MissingSecrets []string `json:"missing_secrets,omitempty"`
 
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
@@ -54,6 +58,10 @@ type ServerStatus struct {
 	// Unresolved says why the server cannot run (an input or variable
 	// without a value); "" when it can.
 	Unresolved string `json:"unresolved,omitempty"`
+	// Renamed maps the server's tools that the aggregate MCP endpoint
+	// lists under another name than <prefix>__<tool> (the name was taken
+	// by an earlier tool) to that name; nil when none.
+	Renamed map[string]string `json:"renamed,omitempty"`
 }
 
 // Circuit is a server's circuit breaker.
@@ -93,6 +101,52 @@ type ExecuteResult struct {
 	IsError    bool             `json:"is_error"`
 	Content    []map[string]any `json:"content"`
 	Structured any              `json:"structured"`
+}
+
+// ResourceInfo is one resource or resource template of POST
+// /api/servers/:name/resources.
+type ResourceInfo struct {
+	// URI is a resource's; URITemplate a template's (RFC 6570).
+	URI         string `json:"uri,omitempty"`
+	URITemplate string `json:"uri_template,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mime_type,omitempty"`
+}
+
+// PromptInfo is one prompt of POST /api/servers/:name/prompts.
+type PromptInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Arguments are the prompt's; nil is sent as null.
+	Arguments []PromptArgument `json:"arguments"`
+}
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required"`
+}
+
+// PromptMessage is one message of POST /api/servers/:name/prompts/get: a
+// content item (text, image, audio, resource) with its role, capped like
+// an execute result.
+type PromptMessage struct {
+	Role    string         `json:"role"`
+	Content map[string]any `json:"content"`
+}
+
+// LogEntry is one log message (notifications/message) of GET
+// /api/servers/:name/logs, masked and cut by the gateway.
+type LogEntry struct {
+	Time   time.Time `json:"time"`
+	Level  string    `json:"level"`
+	Logger string    `json:"logger,omitempty"`
+	Data   string    `json:"data"`
+	// User is whom the message belongs to; "" when nobody's (shown to
+	// admins only).
+	User string `json:"user,omitempty"`
 }
 
 // ModelInfo names the model that makes the decisions, for the user config

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/elysia-go/elysia/tools"
 )
@@ -130,4 +131,26 @@ type UserSecrets interface {
 type UserServers interface {
 	// ServersFor is Servers for user.
 	ServersFor(ctx context.Context, user string) (ServersStatus, error)
+}
+
+// FeedbackStore keeps users' ratings of answers. persist satisfies it.
+// Safe for concurrent use.
+type FeedbackStore interface {
+	// AddFeedback records a rating (0 negative, 1 positive, 2
+	// superpositive) of a query's answer, replacing an earlier one.
+	AddFeedback(ctx context.Context, userID, conversationID, queryID string, rating int) error
+	// RemoveFeedback deletes a query's rating; a missing one is an error
+	// matching tree.ErrNotFound.
+	RemoveFeedback(ctx context.Context, userID, conversationID, queryID string) error
+	// EachFeedback calls fn with every rating the user gave and when,
+	// oldest first.
+	EachFeedback(ctx context.Context, userID string, fn func(rating int, at time.Time)) error
+}
+
+// TextModel completes a prompt with the model that makes the tree's
+// decisions, for the follow-up suggestions. cmd satisfies it with the
+// configured llms.Model. Safe for concurrent use.
+type TextModel interface {
+	// Complete returns the model's answer to prompt.
+	Complete(ctx context.Context, prompt string) (string, error)
 }

@@ -16,6 +16,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 )
@@ -70,7 +71,7 @@ func panelHarness(t *testing.T) (url string, cancelled <-chan struct{}) {
 	c := make(chan struct{})
 	mcpHTTP := httptest.NewServer(mcpserver.NewStreamableHTTPServer(panelServer(c)))
 	t.Cleanup(mcpHTTP.Close)
-	g := mcpgateway.New(mcpgateway.ServerConfig{Name: "todo", Transport: mcpgateway.TransportHTTP, URL: mcpHTTP.URL + "/mcp", Enabled: true}, nil)
+	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: mcpHTTP.URL + "/mcp", Enabled: true}, nil)
 	t.Cleanup(func() { _ = g.Close() })
 	srv := New(Deps{Trees: tree.NewManager(nil), Runner: newFakeRunner(), Servers: gatewayServers{g: g}}, &Options{Keys: testKeys})
 	api := httptest.NewServer(srv.Handler())

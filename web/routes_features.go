@@ -10,20 +10,21 @@ import (
 // ServerFeatures is the optional part of Servers for what MCP servers offer
 // beyond tools: resources, prompts and their log. web checks for it with a
 // type assertion; without it the routes answer 501. Errors follow the rules
-// of Servers.
+// of Servers. The values are web's own types (dto.go), the routes' wire
+// format.
 type ServerFeatures interface {
 	// Resources lists the server's resources and resource templates.
-	Resources(ctx context.Context, name string) (any, error)
+	Resources(ctx context.Context, name string) ([]ResourceInfo, error)
 	// ReadResource reads one resource, capped like an execute result.
-	ReadResource(ctx context.Context, name, uri string) (any, error)
+	ReadResource(ctx context.Context, name, uri string) (ExecuteResult, error)
 	// Prompts lists the server's prompts with their arguments.
-	Prompts(ctx context.Context, name string) (any, error)
+	Prompts(ctx context.Context, name string) ([]PromptInfo, error)
 	// GetPrompt returns the messages of one prompt filled with args.
-	GetPrompt(ctx context.Context, name, prompt string, args map[string]string) (any, error)
+	GetPrompt(ctx context.Context, name, prompt string, args map[string]string) ([]PromptMessage, error)
 	// Logs returns the server's last log messages, oldest first, that
 	// the key of ctx (Principal) may see: an admin key (and every request
 	// without keys) all of them, a user's key only that user's.
-	Logs(ctx context.Context, name string) (any, error)
+	Logs(ctx context.Context, name string) ([]LogEntry, error)
 }
 
 // features returns the ServerFeatures of the servers, or answers 501.

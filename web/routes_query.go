@@ -56,7 +56,8 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 	// A stop ends the run's ctx like a client that goes away; the stream
 	// itself goes on, so the client sees the run end: a status saying it
 	// was stopped, then completed.
-	runCtx, cancel := context.WithCancelCause(ctx)
+	spanCtx, span := startQuery(ctx, queryID)
+	runCtx, cancel := context.WithCancelCause(spanCtx)
 	untrack := s.running.track(queryKey{userID, convID, queryID}, func() { cancel(errStopped) })
 	undrain := s.drain.trackRun(func() { cancel(errShuttingDown) })
 	events := make(chan tools.Envelope, runBuffer)
@@ -74,6 +75,7 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 				s.logger.ErrorContext(ctx, "query run panicked", slog.Any("panic", r))
 				err = errors.New("query run panicked")
 			}
+			endQuery(span, err)
 			done <- err
 		}()
 		defer cancel(nil)

@@ -166,7 +166,7 @@ func (s *Server) oauthStart(c *gin.Context) {
 // a loopback name or a listed public host (--public-host), so that the
 // authorization server never sends a code to a name the service does not
 // own. A public host is https unless X-Forwarded-Proto says http. The
-// path follows: /oauth/callback/<server> (mcpgateway.CallbackPath, which a
+// path follows: /oauth/callback/<server> (mcpauth.CallbackPath, which a
 // terminal sign-in listens on too).
 func (s *Server) callbackOrigin(r *http.Request) (string, error) {
 	name, port := splitHost(r.Host)

@@ -148,6 +148,13 @@ type Options struct {
 	// state). Nil means the streams see only the changes made through this
 	// server's own routes.
 	Changes Changes
+	// MCP serves the aggregate MCP endpoint at /mcp, /sse and /message.
+	// Nil means none: those paths answer 404.
+	MCP MCPEndpoint
+	// MCPUser is the MCP session's user on a keyless service (and with an
+	// admin key) when the request names none in X-Elysia-User. "" means
+	// "cli".
+	MCPUser string
 	// Relay carries stops, answers to servers' questions and the event
 	// streams' news between the replicas of the service, so that any
 	// replica takes any request; the caller passes each message the
@@ -159,6 +166,10 @@ type Options struct {
 	// hold, which is 404 when no replica holds it). Zero means
 	// DefaultRelayWait (1 s).
 	RelayWait time.Duration
+	// Routes are the route sets of the packages on top of web (the routes
+	// of Elysia's frontend, elysiaapi.Routes), registered in order with
+	// web's own routes. Nil means web's own routes only.
+	Routes []RouteSet
 }
 
 // Server is the HTTP API. It holds no per-request state and is safe for
@@ -195,12 +206,17 @@ type Server struct {
 	// hub is the event streams' hub, set by liveRoutes, for the changes
 	// that no state-changing request makes (a sign-in's callback).
 	hub *liveHub
+	// mcp and mcpUser are Options.MCP and Options.MCPUser, defaulted.
+	mcp     MCPEndpoint
+	mcpUser string
 	// relay and relayWait are Options.Relay and Options.RelayWait,
 	// defaulted; waiters holds the requests waiting for the other
 	// replicas' replies.
 	relay     Relay
 	relayWait time.Duration
 	waiters   relayWaiters
+	// routeSets is Options.Routes.
+	routeSets []RouteSet
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -263,6 +279,12 @@ func New(deps Deps, opts *Options) *Server {
 		relay:            o.Relay,
 		relayWait:        o.RelayWait,
 		pageUser:         cmp.Or(o.PageUser, DefaultPageUser),
+		routeSets:        o.Routes,
+		mcp:              o.MCP,
+		mcpUser:          o.MCPUser,
+	}
+	if s.mcpUser == "" {
+		s.mcpUser = "cli"
 	}
 	s.engine = s.routes(newHTTPMetrics(o.Registry))
 	return s
@@ -278,7 +300,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(securityHeaders, requestIDMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
+	e.Use(securityHeaders, requestIDMiddleware, traceMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
 	s.liveRoutes(e) // before the routes whose changes it watches
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
@@ -317,9 +339,12 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.GET("/conversations/:user_id/:conversation_id", s.requireUser, s.getConversation)
 	e.DELETE("/conversations/:user_id/:conversation_id", s.requireUser, s.deleteConversation)
 
-	s.elysiaRoutes(e)
+	for _, add := range s.routeSets {
+		add(&Kit{s: s, e: e})
+	}
 	s.signInRoutes(e)
 	s.frontendRoutes(e)
+	s.mcpRoutes(e)
 	s.pageRoutes(e)
 
 	e.GET("/api/servers", s.requireKey, s.listServers)

@@ -49,7 +49,7 @@ type SignInStart struct {
 	Server, User string
 	// CallbackOrigin is the redirect URI's scheme://host: the redirect
 	// URI is CallbackOrigin + "/oauth/callback/" + the server's name,
-	// path-escaped (mcpgateway.CallbackPath).
+	// path-escaped (mcpauth.CallbackPath).
 	CallbackOrigin string
 	// Binding is the SHA-256 (hex) of the secret the starting browser
 	// holds in its sign-in cookie.

@@ -42,7 +42,7 @@ func (s *Server) queryWS(c *gin.Context) {
 
 	// The socket's lifetime is this handler's: ctx ends when the reader
 	// fails (the client closed) or the handler returns.
-	ctx, cancel := context.WithCancel(c.Request.Context())
+	ctx, cancel := context.WithCancel(withTracePerQuery(c.Request.Context()))
 	defer cancel()
 	ws := &wsSession{
 		s: s, conn: conn, principal: principal,

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 func writeFile(tb testing.TB, path, body string) {
@@ -128,7 +128,8 @@ func TestMCPCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := strings.Replace(defaultConfig(t), `{"servers": {`, `{"inputs": [{"type": "promptString", "id": "tok", "password": true}], "servers": {`, 1)
-	cfg = strings.Replace(cfg, `}}}`, fmt.Sprintf(`}, "locked": {"command": %q, "env": {"TOKEN": "${input:tok}"}}}}`, "./nothing"), 1)
+	cfg = strings.Replace(cfg, `}}}`, fmt.Sprintf(`}, "locked": {"command": %q, "env": {"TOKEN": "${input:tok}"}},
+		"mine": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${user:TOKEN}"}}}}`, "./nothing"), 1)
 	writeFile(t, filepath.Join(dir, "mcp.json"), cfg)
 
 	code, out, errOut := runCLI(t, dir, nil, "mcp", "list")
@@ -136,7 +137,7 @@ func TestMCPCommands(t *testing.T) {
 		t.Fatalf("mcp list: exit %d\n%s%s", code, out, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "SERVER") {
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "SERVER") {
 		t.Fatalf("mcp list summary:\n%s", out)
 	}
 	if f := strings.Fields(lines[1]); len(f) < 4 || f[0] != "todo" || f[1] != "mcp_todo" || f[2] != "stdio" {
@@ -144,6 +145,11 @@ func TestMCPCommands(t *testing.T) {
 	}
 	if !strings.Contains(lines[2], "locked") || !strings.Contains(lines[2], "tok") {
 		t.Errorf("mcp list does not say why locked cannot run: %q", lines[2])
+	}
+	// The note comes from the status GET /api/servers shows (the user's
+	// missing secrets), not from a second reading of the gateway.
+	if !strings.Contains(lines[3], "mine") || !strings.Contains(lines[3], "needs_sign_in: cli must set TOKEN") {
+		t.Errorf("mcp list does not say which secret mine needs: %q", lines[3])
 	}
 
 	code, out, errOut = runCLI(t, dir, nil, "mcp", "list", "todo")
@@ -352,17 +358,17 @@ func TestFlagsAnywhereAgainstTodo(t *testing.T) {
 func TestAskInputOffersTheDefault(t *testing.T) {
 	tests := []struct {
 		name       string
-		in         mcpgateway.Input
+		in         mcpconfig.Input
 		typed      string
 		want       string
 		wantPrompt string
 	}{
-		{"typed", mcpgateway.Input{ID: "region", Default: "eu"}, "us\n", "us", "region (ELYSIA_INPUT_REGION) [eu]: "},
-		{"enter takes the default", mcpgateway.Input{ID: "region", Default: "eu"}, "\n", "eu", "region (ELYSIA_INPUT_REGION) [eu]: "},
-		{"no default", mcpgateway.Input{ID: "x", Description: "The X"}, "\r\n", "", "The X (ELYSIA_INPUT_X): "},
-		{"password default hidden", mcpgateway.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "", "s3cret-default",
+		{"typed", mcpconfig.Input{ID: "region", Default: "eu"}, "us\n", "us", "region (ELYSIA_INPUT_REGION) [eu]: "},
+		{"enter takes the default", mcpconfig.Input{ID: "region", Default: "eu"}, "\n", "eu", "region (ELYSIA_INPUT_REGION) [eu]: "},
+		{"no default", mcpconfig.Input{ID: "x", Description: "The X"}, "\r\n", "", "The X (ELYSIA_INPUT_X): "},
+		{"password default hidden", mcpconfig.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "", "s3cret-default",
 			"tok (ELYSIA_INPUT_TOK) [Enter for the default]: \n"},
-		{"password typed", mcpgateway.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "typed-pw", "typed-pw",
+		{"password typed", mcpconfig.Input{ID: "tok", Password: true, Default: "s3cret-default"}, "typed-pw", "typed-pw",
 			"tok (ELYSIA_INPUT_TOK) [Enter for the default]: \n"},
 	}
 	for _, tt := range tests {

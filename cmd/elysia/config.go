@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/store"
 )
 
@@ -100,12 +100,12 @@ func takesValue(fs *flag.FlagSet, a string) bool {
 // loadConfig reads mcp.json for a command. At start-up, with a terminal on
 // stdin, inputs without an ELYSIA_INPUT_<ID> variable are asked for (without
 // echo for passwords). A bad file is a usage error (exit 2).
-func loadConfig(path string, interactive bool) (*mcpgateway.Config, error) {
-	opts := &mcpgateway.LoadOptions{}
+func loadConfig(path string, interactive bool) (*mcpconfig.Config, error) {
+	opts := &mcpconfig.LoadOptions{}
 	if interactive && term.IsTerminal(int(os.Stdin.Fd())) {
 		opts.Prompt = promptTerminal
 	}
-	cfg, err := mcpgateway.Load(path, opts)
+	cfg, err := mcpconfig.Load(path, opts)
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
@@ -113,7 +113,7 @@ func loadConfig(path string, interactive bool) (*mcpgateway.Config, error) {
 }
 
 // promptTerminal asks the operator for one input on the terminal.
-func promptTerminal(in mcpgateway.Input) (string, error) {
+func promptTerminal(in mcpconfig.Input) (string, error) {
 	fd := int(os.Stdin.Fd())
 	return askInput(in, os.Stdin, os.Stderr, func() ([]byte, error) { return term.ReadPassword(fd) })
 }
@@ -122,7 +122,7 @@ func promptTerminal(in mcpgateway.Input) (string, error) {
 // readPassword (no echo) for a password. An empty answer takes the input's
 // default, as VS Code's prompt does, so that the value is the one a reload
 // (which never asks) resolves too. A password's default is never printed.
-func askInput(in mcpgateway.Input, r io.Reader, w io.Writer, readPassword func() ([]byte, error)) (string, error) {
+func askInput(in mcpconfig.Input, r io.Reader, w io.Writer, readPassword func() ([]byte, error)) (string, error) {
 	label := in.Description
 	if label == "" {
 		label = in.ID
@@ -135,7 +135,7 @@ func askInput(in mcpgateway.Input, r io.Reader, w io.Writer, readPassword func()
 		hint = " [" + in.Default + "]"
 	}
 	// Terminal output: a failed write has nowhere to be reported.
-	_, _ = fmt.Fprint(w, termLine(fmt.Sprintf("%s (%s)%s", label, mcpgateway.InputEnvVar(in.ID), hint))+": ")
+	_, _ = fmt.Fprint(w, termLine(fmt.Sprintf("%s (%s)%s", label, mcpconfig.InputEnvVar(in.ID), hint))+": ")
 	var answer string
 	if in.Password {
 		b, err := readPassword()
@@ -187,7 +187,7 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 	// Terminal output: a failed write has nowhere to be reported.
 	_, _ = fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", termLine(path), len(cfg.Servers))
 	for _, s := range cfg.Servers {
-		_, _ = fmt.Fprintln(stdout, termLine(fmt.Sprintf("  %-20s %-6s %s%s", s.Name, s.Transport, mcpgateway.ToolName(s.Name), serverNote(s))))
+		_, _ = fmt.Fprintln(stdout, termLine(fmt.Sprintf("  %-20s %-6s %s%s", s.Name, s.Transport, mcpconfig.ToolName(s.Name), serverNote(s))))
 	}
 	return nil
 }
@@ -197,8 +197,8 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 // as exec.LookPath does, from the service's working folder); "" otherwise.
 // The file is still valid: the command may be installed before the service
 // starts.
-func commandWarning(s mcpgateway.ServerConfig) string {
-	if !s.Enabled || s.Unresolved != "" || s.Transport != mcpgateway.TransportStdio || s.Command == "" {
+func commandWarning(s mcpconfig.ServerConfig) string {
+	if !s.Enabled || s.Unresolved != "" || s.Transport != mcpconfig.TransportStdio || s.Command == "" {
 		return ""
 	}
 	if _, err := exec.LookPath(s.Command); err != nil {
@@ -217,7 +217,7 @@ func commandWarning(s mcpgateway.ServerConfig) string {
 // serverNote says why a server will not run, masked: an unresolved
 // server's reason may name a path built from a secret (an envFile under
 // ${env:...}).
-func serverNote(s mcpgateway.ServerConfig) string {
+func serverNote(s mcpconfig.ServerConfig) string {
 	switch {
 	case !s.Enabled:
 		return "  (disabled)"

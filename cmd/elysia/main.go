@@ -7,6 +7,7 @@
 //	elysia mcp call SERVER TOOL 'JSON'
 //	elysia mcp login SERVER [--browser open|print|fetch]
 //	elysia mcp logout SERVER
+//	elysia mcp serve
 //	elysia config check [FILE]
 //	elysia help [COMMAND], elysia COMMAND --help, elysia --version
 //
@@ -148,6 +149,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cmdMCPLogin(ctx, sub(2), stdout, stderr)
 		case "logout":
 			return cmdMCPLogout(ctx, sub(2), stdout, stderr)
+		case "serve":
+			return cmdMCPServe(ctx, sub(2), stdout, stderr)
 		}
 		return unknownSub("mcp", args[1])
 	case "config":

@@ -15,43 +15,47 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/elysia-go/elysia/cmd/elysia/internal/adapter"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web"
 )
 
 // findServer returns the config of a server by name or gateway tool name.
-func findServer(cfg *mcpgateway.Config, name string) (mcpgateway.ServerConfig, error) {
+func findServer(cfg *mcpconfig.Config, name string) (mcpconfig.ServerConfig, error) {
 	var names []string
 	for _, s := range cfg.Servers {
-		if s.Name == name || mcpgateway.ToolName(s.Name) == name {
+		if s.Name == name || mcpconfig.ToolName(s.Name) == name {
 			return s, nil
 		}
 		names = append(names, s.Name)
 	}
-	return mcpgateway.ServerConfig{}, usageErr("no server %q in %s (servers: %s)", name, cfg.File, strings.Join(names, ", "))
+	return mcpconfig.ServerConfig{}, usageErr("no server %q in %s (servers: %s)", name, cfg.File, strings.Join(names, ", "))
 }
 
 // loadServer loads the config at path and returns the server called name
 // with the options an mcp command opens its gateway with.
-func loadServer(path, name string, stderr io.Writer) (mcpgateway.ServerConfig, *mcpgateway.Options, error) {
+func loadServer(path, name string, stderr io.Writer) (mcpconfig.ServerConfig, *mcpgateway.Options, error) {
 	cfg, err := loadConfig(path, true)
 	if err != nil {
-		return mcpgateway.ServerConfig{}, nil, err
+		return mcpconfig.ServerConfig{}, nil, err
 	}
 	return serverOptions(cfg, name, stderr)
 }
 
 // serverOptions returns the server of cfg called name with the options an
 // mcp command opens its gateway with.
-func serverOptions(cfg *mcpgateway.Config, name string, stderr io.Writer) (mcpgateway.ServerConfig, *mcpgateway.Options, error) {
+func serverOptions(cfg *mcpconfig.Config, name string, stderr io.Writer) (mcpconfig.ServerConfig, *mcpgateway.Options, error) {
 	sc, err := findServer(cfg, name)
 	if err != nil {
-		return mcpgateway.ServerConfig{}, nil, err
+		return mcpconfig.ServerConfig{}, nil, err
 	}
 	opts, err := cliOAuth(&mcpgateway.Options{Logger: cliLogger(stderr)})
 	if err != nil {
-		return mcpgateway.ServerConfig{}, nil, err
+		return mcpconfig.ServerConfig{}, nil, err
 	}
 	return sc, opts, nil
 }
@@ -75,16 +79,14 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		_, _ = fmt.Fprintln(w, "SERVER\tTOOL\tTRANSPORT\tTARGET\tNOTE")
 		for _, s := range cfg.Servers {
-			d := s.Display()
-			target := d.URL
-			if s.Transport == mcpgateway.TransportStdio {
-				target = strings.TrimSpace(d.Command + " " + strings.Join(d.Args, " "))
+			// The row renders the server's status as GET /api/servers
+			// shows it to the CLI's user.
+			st := cliStatus(ctx, s, opts)
+			target := st.URL
+			if st.Transport == mcpconfig.TransportStdio {
+				target = strings.TrimSpace(st.Command + " " + strings.Join(st.Args, " "))
 			}
-			note := strings.TrimSpace(serverNote(s))
-			if note == "" {
-				note = userNote(ctx, s, opts)
-			}
-			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(s.Name), mcpgateway.ToolName(s.Name), s.Transport, termLine(target), termLine(note))
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(st.Name), st.ToolName, st.Transport, termLine(target), termLine(statusNote(st)))
 		}
 		return w.Flush()
 	}
@@ -113,20 +115,30 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// userNote says what the CLI's user must do before using s: sign in, or
-// set secrets; "" when nothing (or when the server asks only once
-// called). It reads the token file, and connects to nothing.
-func userNote(ctx context.Context, s mcpgateway.ServerConfig, opts *mcpgateway.Options) string {
+// cliStatus is s's status as the CLI's user sees it (adapter.Status over
+// Gateway.StatusFor). It reads the token file and the user's secrets, and
+// connects to nothing.
+func cliStatus(ctx context.Context, s mcpconfig.ServerConfig, opts *mcpgateway.Options) web.ServerStatus {
 	g := mcpgateway.New(s, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
-	st := g.StatusFor(ctx, cliUser())
+	return adapter.Status(s, g.StatusFor(ctx, cliUser()))
+}
+
+// statusNote says what stops the server or what the CLI's user must do
+// before using it: sign in, or set secrets; "" when nothing (or when the
+// server asks only once called).
+func statusNote(st web.ServerStatus) string {
 	switch {
-	case st.State != mcpgateway.StateNeedsSignIn:
+	case !st.Enabled:
+		return "(disabled)"
+	case st.Unresolved != "":
+		return "(cannot run: " + st.Unresolved + ")"
+	case st.State != string(mcpgateway.StateNeedsSignIn):
 		return ""
 	case len(st.MissingSecrets) > 0:
 		return fmt.Sprintf("needs_sign_in: %s must set %s", cliUser(), strings.Join(st.MissingSecrets, ", "))
 	}
-	return fmt.Sprintf("needs_sign_in: elysia mcp login %s (as %s)", s.Name, cliUser())
+	return fmt.Sprintf("needs_sign_in: elysia mcp login %s (as %s)", st.Name, cliUser())
 }
 
 // paramSummary renders an input schema's properties as "a*, b" (* = required).
@@ -236,7 +248,7 @@ func cliOAuth(o *mcpgateway.Options) (*mcpgateway.Options, error) {
 	o.Tokens = store
 	switch b := os.Getenv("ELYSIA_OAUTH_BROWSER"); b {
 	case "fetch":
-		o.Browser = mcpgateway.FetchBrowser{}
+		o.Browser = mcpauth.FetchBrowser{}
 	case "", "open", "print":
 	default:
 		return nil, usageErr("ELYSIA_OAUTH_BROWSER=%q: want open, print or fetch", b)
@@ -246,7 +258,7 @@ func cliOAuth(o *mcpgateway.Options) (*mcpgateway.Options, error) {
 
 // cliBrowser returns the Browser named by --browser or
 // ELYSIA_OAUTH_BROWSER (default open).
-func cliBrowser(name string, stderr io.Writer) (mcpgateway.Browser, error) {
+func cliBrowser(name string, stderr io.Writer) (mcpauth.Browser, error) {
 	if name == "" {
 		name = os.Getenv("ELYSIA_OAUTH_BROWSER")
 	}
@@ -256,7 +268,7 @@ func cliBrowser(name string, stderr io.Writer) (mcpgateway.Browser, error) {
 	case "print":
 		return printBrowser{stderr: stderr}, nil
 	case "fetch":
-		return mcpgateway.FetchBrowser{}, nil
+		return mcpauth.FetchBrowser{}, nil
 	}
 	return nil, usageErr("--browser %q: want open, print or fetch", name)
 }
@@ -353,8 +365,8 @@ func cmdMCPLogout(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // takesSignIn refuses mcp login and logout on a server without sign-in,
 // alike: there is nothing to sign in to or out of.
-func takesSignIn(sc mcpgateway.ServerConfig) error {
-	if sc.TakesSignIn() {
+func takesSignIn(sc mcpconfig.ServerConfig) error {
+	if mcpauth.NeedsAuth(sc) {
 		return nil
 	}
 	return usageErr("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", sc.Name)

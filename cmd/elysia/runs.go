@@ -16,8 +16,8 @@ type runTracker struct {
 	idle   chan struct{} // closed when n drops to 0 after close
 }
 
-// begin registers a query; false means the service is shutting down.
-func (t *runTracker) begin() bool {
+// Begin registers a query; false means the service is shutting down.
+func (t *runTracker) Begin() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -27,8 +27,8 @@ func (t *runTracker) begin() bool {
 	return true
 }
 
-// end unregisters a query begun with begin.
-func (t *runTracker) end() {
+// End unregisters a query begun with Begin.
+func (t *runTracker) End() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n--

@@ -23,13 +23,18 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"golang.org/x/term"
 
+	"github.com/elysia-go/elysia/cmd/elysia/internal/adapter"
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/llm"
+	"github.com/elysia-go/elysia/mcpendpoint"
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/elysiaapi"
 	"github.com/elysia-go/elysia/web/ui"
 )
 
@@ -93,8 +98,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// A gateway called through the API logs its calls with the request id
 	// and user it finds in the request's ctx.
-	logger = slog.New(requestMetaHandler{logger.Handler()})
+	logger = slog.New(traceLogHandler{requestMetaHandler{logger.Handler()}})
 	slog.SetDefault(logger)
+	stopTracing, err := startTracing(ctx, os.LookupEnv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()          // last: the spans of shutdown go out too
 	gin.SetMode(gin.ReleaseMode) // no debug route dump; gin is otherwise only used by web
 
 	var frontend iofs.FS
@@ -123,17 +133,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	app, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true,
-		observer: newGatewayMetrics(registry)})
+		observer: adapter.NewGatewayMetrics(registry)})
 	if err != nil {
 		return err
 	}
 	defer app.close()
-	registry.MustRegister(newGatewayCollector(app.disc))
+	registry.MustRegister(adapter.NewGatewayCollector(app.disc))
 	if err := app.disc.Watch(); err != nil {
 		logger.Warn("not watching the config file; edits need a restart", "err", err)
 	}
 
+	mcpEP, stopMCP := newMCPEndpoint(ctx, app)
+	defer stopMCP()
 	srv := web.New(app.deps(), &web.Options{
+		MCP:            mcpEP,
+		MCPUser:        os.Getenv("ELYSIA_USER"),
 		Logger:         logger,
 		Keys:           keys,
 		Registry:       registry,
@@ -141,12 +155,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Ready:          app.ready,
 		PublicHosts:    browser.PublicHosts,
 		AllowedOrigins: browser.AllowedOrigins,
-		Changes:        newLiveChanges(ctx, app.disc),
+		Changes:        adapter.NewChanges(ctx, app.disc),
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
 		Frontend:       frontend,
 		Relay:          app.relay(),
 		PageUser:       os.Getenv("ELYSIA_USER"), // a browser opening / gets a conversation of this user
+		Routes:         []web.RouteSet{elysiaapi.Routes},
 	})
 	stopRelay, err := app.startRelay(srv)
 	if err != nil {
@@ -172,6 +187,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
 	}
+	hs.RegisterOnShutdown(func() { mcpEP.CloseSessions(context.WithoutCancel(ctx)) }) // GET streams would hold Shutdown
 	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/tree/me/first",
 		"model", app.info.String(), "config", *config, "auth", len(keys) > 0)
 	// Terminal output: a failed write has nowhere to be reported.
@@ -347,12 +363,14 @@ type app struct {
 	persist *persist.Store
 	// secrets keeps users' own secrets (sealed in the store, or in memory
 	// without one); signIns signs users in to servers through the web.
-	secrets *userSecrets
-	signIns *signIns
+	secrets *adapter.UserSecrets
+	signIns *adapter.SignIns
 	trees   *tree.Manager
 	disc    *discovery.Discovery
 	// runs counts the queries in flight, so shutdown can wait for them.
 	runs runTracker
+	// mcp is the aggregate MCP endpoint, once newMCPEndpoint made it.
+	mcp *mcpendpoint.Endpoint
 	// bus is the relay between replicas (see relay); nil until then.
 	bus *store.Bus
 }
@@ -363,8 +381,8 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	if err != nil {
 		return nil, usageErr("model: %v", err)
 	}
-	a := &app{logger: c.logger, model: model, info: info, secrets: &userSecrets{}}
-	topts := &tree.Options{Logger: c.logger}
+	a := &app{logger: c.logger, model: model, info: info, secrets: &adapter.UserSecrets{}}
+	topts := &tree.Options{Logger: c.logger, ModelName: info.Model, ModelProvider: string(info.Provider)}
 	if topts.MaxPromptBytes, err = maxPromptBytes(os.LookupEnv); err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -372,7 +390,10 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		return nil, usageErr("%v", err)
 	}
 	gopts := &mcpgateway.Options{Logger: c.logger, Observer: c.observer, Sampler: modelSampler{model: model, name: info.Model}}
-	gopts.UserSecrets = gatewaySecrets{a.secrets}
+	gopts.UserSecrets = adapter.GatewaySecrets{Secrets: a.secrets}
+	if err := perUserOptions(os.LookupEnv, gopts); err != nil {
+		return nil, usageErr("%v", err)
+	}
 	if c.dsn != "-" {
 		maxConns, err := dbMaxConns(os.LookupEnv)
 		if err != nil {
@@ -383,7 +404,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		}
 		a.persist = persist.New(a.store)
 		topts.Store, topts.Locker, topts.Profiles = a.persist, a.persist, a.persist
-		switch vault, err := openVault(ctx, a.store, os.LookupEnv); {
+		switch vault, err := adapter.OpenVault(ctx, a.store, os.LookupEnv); {
 		case errors.Is(err, store.ErrNoSecretKey):
 			c.logger.Warn("ELYSIA_SECRET_KEY is not set: users' sign-ins and secrets are kept in memory only, " +
 				"lost on restart and not shared by replicas; set it to base64 of 32 random bytes (openssl rand -base64 32)")
@@ -391,15 +412,15 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 			a.close()
 			return nil, usageErr("tokens and secrets: %v", err)
 		default:
-			a.secrets.v = vault
-			gopts.Tokens, gopts.Pending = vaultTokens{vault}, vaultPending{vault}
+			a.secrets.Vault = vault
+			gopts.Tokens, gopts.Pending = adapter.VaultTokens{Vault: vault}, adapter.VaultPending{Vault: vault}
 		}
 	}
 	if gopts.Pending == nil {
-		gopts.Pending = &mcpgateway.MemoryPendingSignIns{} // shared by every gateway of this process
+		gopts.Pending = &mcpauth.MemoryPendingSignIns{} // shared by every gateway of this process
 	}
 	a.trees = tree.NewManager(topts)
-	load := &mcpgateway.LoadOptions{Logger: c.logger}
+	load := &mcpconfig.LoadOptions{Logger: c.logger}
 	if c.interactive && term.IsTerminal(int(os.Stdin.Fd())) {
 		load.Prompt = promptTerminal
 	}
@@ -408,10 +429,10 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		Load:    load,
 		Gateway: gopts,
 	})
-	a.signIns = newSignIns(a.disc, gopts.Pending)
+	a.signIns = adapter.NewSignIns(a.disc, gopts.Pending)
 	if err := a.disc.Load(ctx); err != nil {
 		a.close()
-		if errors.Is(err, mcpgateway.ErrInvalidConfig) {
+		if errors.Is(err, mcpconfig.ErrInvalidConfig) {
 			return nil, &exitError{code: exitUsage, err: err}
 		}
 		return nil, failure(err)
@@ -420,13 +441,13 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Runner: runner{trees: a.trees, model: a.model, runs: &a.runs}, Servers: serversAPI{a.disc},
+	d := web.Deps{Trees: a.trees, Runner: adapter.Runner{Trees: a.trees, Model: a.model, Runs: &a.runs}, Servers: adapter.NewServers(a.disc, a.renamed),
 		SignIns: a.signIns, Secrets: a.secrets}
 	if a.persist != nil {
 		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist
 	}
 	if a.info.Provider != llm.ProviderOffline {
-		d.Model = textModel{a.model} // the offline planner answers with tool calls, not text
+		d.Model = adapter.TextModel{Model: a.model} // the offline planner answers with tool calls, not text
 	}
 	return d
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/store"
 )
 
@@ -43,7 +43,7 @@ type tokenFile struct {
 	sealer *store.Sealer // nil until the key is needed
 }
 
-var _ mcpgateway.TokenStore = (*tokenFile)(nil)
+var _ mcpauth.TokenStore = (*tokenFile)(nil)
 
 func newTokenFile() (*tokenFile, error) {
 	key := os.Getenv("ELYSIA_SECRET_KEY")
@@ -57,7 +57,7 @@ func newTokenFile() (*tokenFile, error) {
 	return &tokenFile{path: filepath.Join(dir, "elysia", "tokens.json"), keyText: key}, nil
 }
 
-func tokenFileKey(k mcpgateway.TokenKey) string { return k.User + "\x00" + k.Server }
+func tokenFileKey(k mcpauth.TokenKey) string { return k.User + "\x00" + k.Server }
 
 // keyPath is the key file beside the token file.
 func (f *tokenFile) keyPath() string { return filepath.Join(filepath.Dir(f.path), store.KeyFileName) }
@@ -91,10 +91,10 @@ func (f *tokenFile) key() (*store.Sealer, error) {
 
 // read returns the tokens in the file; none when there is no file. A clear
 // file (from before sealing) is rewritten sealed at once.
-func (f *tokenFile) read() (map[string]*mcpgateway.Token, error) {
+func (f *tokenFile) read() (map[string]*mcpauth.Token, error) {
 	file, err := os.Open(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]*mcpgateway.Token{}, nil
+		return map[string]*mcpauth.Token{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (f *tokenFile) read() (map[string]*mcpgateway.Token, error) {
 		return nil, fmt.Errorf("token file %s is over %d bytes; remove it and sign in again", f.path, maxTokenFile)
 	}
 	text := strings.TrimSpace(string(data))
-	m := map[string]*mcpgateway.Token{}
+	m := map[string]*mcpauth.Token{}
 	if !store.IsSealed(text) {
 		if json.Unmarshal(data, &m) != nil {
 			return nil, fmt.Errorf("%s: not a token file", f.path)
@@ -139,7 +139,7 @@ func (f *tokenFile) read() (map[string]*mcpgateway.Token, error) {
 
 // write seals m into a new temporary file beside the token file, then
 // renames it over the token file.
-func (f *tokenFile) write(m map[string]*mcpgateway.Token) error {
+func (f *tokenFile) write(m map[string]*mcpauth.Token) error {
 	s, err := f.key()
 	if err != nil {
 		return err
@@ -183,8 +183,8 @@ func (f *tokenFile) write(m map[string]*mcpgateway.Token) error {
 	return nil
 }
 
-// Get returns the token of key, or mcpgateway.ErrNoToken.
-func (f *tokenFile) Get(_ context.Context, key mcpgateway.TokenKey) (*mcpgateway.Token, error) {
+// Get returns the token of key, or mcpauth.ErrNoToken.
+func (f *tokenFile) Get(_ context.Context, key mcpauth.TokenKey) (*mcpauth.Token, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, err := f.read()
@@ -193,13 +193,13 @@ func (f *tokenFile) Get(_ context.Context, key mcpgateway.TokenKey) (*mcpgateway
 	}
 	t, ok := m[tokenFileKey(key)]
 	if !ok || t == nil {
-		return nil, mcpgateway.ErrNoToken
+		return nil, mcpauth.ErrNoToken
 	}
 	return t, nil
 }
 
 // Put stores tok under key.
-func (f *tokenFile) Put(_ context.Context, key mcpgateway.TokenKey, tok *mcpgateway.Token) error {
+func (f *tokenFile) Put(_ context.Context, key mcpauth.TokenKey, tok *mcpauth.Token) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, err := f.read()
@@ -211,7 +211,7 @@ func (f *tokenFile) Put(_ context.Context, key mcpgateway.TokenKey, tok *mcpgate
 }
 
 // Delete forgets key's token.
-func (f *tokenFile) Delete(_ context.Context, key mcpgateway.TokenKey) error {
+func (f *tokenFile) Delete(_ context.Context, key mcpauth.TokenKey) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, err := f.read()

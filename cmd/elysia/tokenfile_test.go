@@ -10,20 +10,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/store"
 )
 
 // secretToken is a token whose secrets the token file must never hold in
 // clear.
-func secretToken() *mcpgateway.Token {
-	return &mcpgateway.Token{AccessToken: "at-s3cret-0001", RefreshToken: "rt-s3cret-0002", ClientID: "client-1",
+func secretToken() *mcpauth.Token {
+	return &mcpauth.Token{AccessToken: "at-s3cret-0001", RefreshToken: "rt-s3cret-0002", ClientID: "client-1",
 		ClientSecret: "cs-s3cret-0003", Resource: "https://mcp.example/mcp"}
 }
 
 var tokenSecrets = []string{"at-s3cret", "rt-s3cret", "cs-s3cret"}
 
-var aliceDocs = mcpgateway.TokenKey{Server: "docs", User: "alice"}
+var aliceDocs = mcpauth.TokenKey{Server: "docs", User: "alice"}
 
 // checkTokenFile fails unless the file at path is mode 0600 and holds no
 // secret of secretToken in clear.
@@ -46,7 +46,7 @@ func checkTokenFile(t *testing.T, path string) {
 
 // getToken reads key's token with a new tokenFile, as the next command
 // would, and fails unless it is secretToken's.
-func getToken(t *testing.T, f *tokenFile, key mcpgateway.TokenKey) {
+func getToken(t *testing.T, f *tokenFile, key mcpauth.TokenKey) {
 	t.Helper()
 	fresh := &tokenFile{path: f.path, keyText: f.keyText}
 	got, err := fresh.Get(t.Context(), key)
@@ -75,7 +75,7 @@ func TestTokenFileIsSealed(t *testing.T) {
 	if err := f.Delete(t.Context(), aliceDocs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&tokenFile{path: f.path}).Get(t.Context(), aliceDocs); !errors.Is(err, mcpgateway.ErrNoToken) {
+	if _, err := (&tokenFile{path: f.path}).Get(t.Context(), aliceDocs); !errors.Is(err, mcpauth.ErrNoToken) {
 		t.Errorf("Get after Delete: %v, want ErrNoToken", err)
 	}
 }
@@ -129,8 +129,8 @@ func TestTokenFileTempSymlink(t *testing.T) {
 func TestTokenFileClearIsSealedOnce(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tokens.json")
-	bob := mcpgateway.TokenKey{Server: "wiki", User: "bob"}
-	clear, err := json.Marshal(map[string]*mcpgateway.Token{tokenFileKey(aliceDocs): secretToken(), tokenFileKey(bob): {AccessToken: "bob-at"}})
+	bob := mcpauth.TokenKey{Server: "wiki", User: "bob"}
+	clear, err := json.Marshal(map[string]*mcpauth.Token{tokenFileKey(aliceDocs): secretToken(), tokenFileKey(bob): {AccessToken: "bob-at"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestTokenFileKeys(t *testing.T) {
 		if !errors.Is(err, store.ErrWrongKey) || !strings.Contains(err.Error(), f.path) {
 			t.Errorf("%s: Get = %v, want ErrWrongKey naming the file", name, err)
 		}
-		if err := other.Put(t.Context(), aliceDocs, &mcpgateway.Token{AccessToken: "x"}); !errors.Is(err, store.ErrWrongKey) {
+		if err := other.Put(t.Context(), aliceDocs, &mcpauth.Token{AccessToken: "x"}); !errors.Is(err, store.ErrWrongKey) {
 			t.Errorf("%s: Put = %v, want ErrWrongKey", name, err)
 		}
 		for _, s := range append(tokenSecrets, keyA, keyB) {

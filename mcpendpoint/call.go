@@ -1,0 +1,291 @@
+package mcpendpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+	"github.com/elysia-go/elysia/tools"
+)
+
+// beforeCallTool renames every call to the router, keeping the client's
+// name in _meta: the tools are the user's, not mcp-go's registry's.
+func (e *Endpoint) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolRequest) {
+	if req.Params.Meta == nil {
+		req.Params.Meta = &mcp.Meta{}
+	}
+	if req.Params.Meta.AdditionalFields == nil {
+		req.Params.Meta.AdditionalFields = map[string]any{}
+	}
+	req.Params.Meta.AdditionalFields[nameKey] = req.Params.Name
+	req.Params.Name = routerTool
+}
+
+// route answers one tools/call for ctx's user.
+func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.Params.Name
+	if req.Params.Meta != nil {
+		if n, ok := req.Params.Meta.AdditionalFields[nameKey].(string); ok {
+			name = n
+		}
+	}
+	user := mcpgateway.UserFrom(ctx)
+	ctx, done := e.track(ctx)
+	defer done()
+	args, err := arguments(req)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	emit := progressEmitter(ctx, req)
+	ex := e.expose()
+	if name == askTool && ex.Agent && e.opts.Agent != nil {
+		return e.ask(ctx, user, args, emit)
+	}
+	if ex.Mode == mcpconfig.ExposeGateways {
+		return e.callGateway(ctx, user, name, args, emit)
+	}
+	cat := e.catalogFor(ctx, user, false)
+	if mode(ex, cat) == mcpconfig.ExposeSearch {
+		switch name {
+		case searchTool:
+			return e.search(ctx, user, cat, args)
+		case callTool:
+			n, _ := args["name"].(string)
+			if n == "" {
+				return mcp.NewToolResultError(`call_tool needs "name": a tool's name as search_tools gave it`), nil
+			}
+			inner, _ := args["arguments"].(map[string]any)
+			if v, ok := args["arguments"]; ok && v != nil && inner == nil {
+				return mcp.NewToolResultError(`call_tool "arguments" must be an object`), nil
+			}
+			return e.callNamed(ctx, user, n, inner, emit)
+		}
+	}
+	return e.callNamed(ctx, user, name, args, emit)
+}
+
+// callNamed calls the tool the client names, through its gateway.
+func (e *Endpoint) callNamed(ctx context.Context, user, name string, args map[string]any, emit tools.Emitter) (*mcp.CallToolResult, error) {
+	cat, en := e.lookup(ctx, user, name)
+	if en == nil {
+		names := make([]string, 0, len(cat.entries))
+		for _, x := range cat.entries {
+			names = append(names, x.name)
+		}
+		msg := fmt.Sprintf("unknown tool %q", name)
+		if c := closestNames(name, names, 5); len(c) > 0 {
+			msg += "; closest: " + strings.Join(c, ", ")
+		}
+		return mcp.NewToolResultError(msg), nil
+	}
+	if en.signIn != nil {
+		return e.failure(ctx, en.server, en.signIn)
+	}
+	res, err := en.up.ExecuteWith(mcpgateway.WithUser(ctx, user), en.tool, args, emit)
+	if err != nil {
+		return e.failure(ctx, en.server, err)
+	}
+	return toMCP(res), nil
+}
+
+// callGateway runs a gateway tool (gateways mode) as the tree does.
+func (e *Endpoint) callGateway(ctx context.Context, user, name string, args map[string]any, emit tools.Emitter) (*mcp.CallToolResult, error) {
+	var names []string
+	for _, up := range e.src.Upstreams() {
+		t, ok := up.(tools.Tool)
+		if !ok {
+			continue
+		}
+		if t.Name() != name {
+			names = append(names, t.Name())
+			continue
+		}
+		if emit == nil {
+			emit = tools.Discard
+		}
+		res, err := t.Run(mcpgateway.WithUser(ctx, user), tools.Call{Args: args, UserID: user}, emit)
+		if err != nil {
+			return e.failure(ctx, up.Config().Name, err)
+		}
+		return resultOf(res), nil
+	}
+	msg := fmt.Sprintf("unknown tool %q", name)
+	if c := closestNames(name, names, 5); len(c) > 0 {
+		msg += "; closest: " + strings.Join(c, ", ")
+	}
+	return mcp.NewToolResultError(msg), nil
+}
+
+// failure turns a call's error into what the client gets: a cancelled call
+// stays an error (mcp-go answers it, or nobody waits); everything the
+// client or the user can act on is an isError result saying what to do.
+func (e *Endpoint) failure(ctx context.Context, server string, err error) (*mcp.CallToolResult, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if isSignIn(err) {
+		msg := err.Error()
+		if u := signInURL(ctx, server); u != "" {
+			msg += "; sign in at " + u
+		} else {
+			msg += "; sign in with: elysia mcp login " + server
+		}
+		res := mcp.NewToolResultError(msg)
+		res.Meta = mcp.NewMetaFromMap(map[string]any{"dev.elysia/sign_in_url": signInURL(ctx, server)})
+		return res, nil
+	}
+	return mcp.NewToolResultError(err.Error()), nil
+}
+
+// baseKey carries the service's base URL (scheme://host) in a request's
+// ctx, for sign-in links.
+type baseKey struct{}
+
+func signInURL(ctx context.Context, server string) string {
+	base, _ := ctx.Value(baseKey{}).(string)
+	if base == "" {
+		return ""
+	}
+	return base + "/oauth/start/" + url.PathEscape(server)
+}
+
+// arguments decodes the call's arguments with numbers kept as json.Number,
+// as the gateway's validation expects.
+func arguments(req mcp.CallToolRequest) (map[string]any, error) {
+	raw := req.Params.RawArguments
+	if len(raw) == 0 {
+		if req.Params.Arguments == nil {
+			return map[string]any{}, nil
+		}
+		b, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("arguments: %w", err)
+		}
+		raw = b
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return map[string]any{}, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// progressEmitter relays a call's progress to the client as
+// notifications/progress with the client's token; nil when the client
+// gave none. Progress only grows: a report that does not is dropped.
+func progressEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return nil
+	}
+	token := req.Params.Meta.ProgressToken
+	srv := mcpserver.ServerFromContext(ctx)
+	if srv == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	last, steps := -1.0, 0.0
+	return tools.EmitterFunc(func(_ context.Context, ev tools.Event) {
+		params := map[string]any{"progressToken": token}
+		mu.Lock()
+		switch p := ev.Payload.(type) {
+		case tools.ProgressPayload:
+			if p.Progress <= last {
+				mu.Unlock()
+				return
+			}
+			last = p.Progress
+			params["progress"] = p.Progress
+			if p.Total != nil {
+				params["total"] = *p.Total
+			}
+			if p.Message != "" {
+				params["message"] = p.Message
+			}
+		case tools.StatusPayload:
+			if ev.Type != tools.EventStatus || last >= 0 {
+				mu.Unlock()
+				return
+			}
+			steps++
+			params["progress"] = steps
+			params["message"] = p.Text
+		default:
+			mu.Unlock()
+			return
+		}
+		mu.Unlock()
+		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params) // a gone client misses it
+	})
+}
+
+// toMCP is a gateway's result as MCP content.
+func toMCP(r *mcpgateway.CallResult) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
+	for _, item := range r.Content {
+		out.Content = append(out.Content, contentOf(item))
+	}
+	if r.Structured != nil {
+		out.StructuredContent = r.Structured
+	}
+	return out
+}
+
+// contentOf turns back one content item of a CallResult.
+func contentOf(item map[string]any) mcp.Content {
+	str := func(k string) string { s, _ := item[k].(string); return s }
+	if t, _ := item["truncated"].(bool); t && str("type") != "text" {
+		return mcp.NewTextContent(fmt.Sprintf("[%s %s left out: over the service's output cap]", str("type"), str("mime_type")))
+	}
+	switch str("type") {
+	case "text":
+		return mcp.NewTextContent(str("text"))
+	case "image":
+		return mcp.NewImageContent(str("data"), str("mime_type"))
+	case "audio":
+		return mcp.NewAudioContent(str("data"), str("mime_type"))
+	case "resource_link":
+		return mcp.NewResourceLink(str("uri"), str("name"), str("description"), str("mime_type"))
+	case "resource":
+		if d := str("data"); d != "" {
+			return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: str("uri"), MIMEType: str("mime_type"), Blob: d})
+		}
+		return mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: str("uri"), MIMEType: str("mime_type"), Text: str("text")})
+	}
+	return mcp.NewTextContent(str("raw"))
+}
+
+// resultOf is a tool's tools.Result (gateways mode, ask) as MCP content:
+// its text, and its objects as structured content.
+func resultOf(r tools.Result) *mcp.CallToolResult {
+	text := r.LLMText
+	if r.IsError {
+		text = strings.TrimSpace(r.Error + "\n" + r.Feedback)
+	}
+	if text == "" {
+		b, _ := json.Marshal(map[string]any{"objects": r.Objects, "metadata": r.Metadata}) // JSON values
+		text = string(b)
+	}
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: []mcp.Content{mcp.NewTextContent(text)}}
+	if !r.IsError && len(r.Objects) > 0 {
+		out.StructuredContent = map[string]any{"objects": r.Objects}
+	}
+	return out
+}

@@ -1,0 +1,333 @@
+package mcpendpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// Defaults of Options.
+const (
+	// DefaultListTimeout bounds each server's part of a tools/list.
+	DefaultListTimeout = 5 * time.Second
+	// DefaultSessionIdleTTL ends an HTTP session unused this long.
+	DefaultSessionIdleTTL = 30 * time.Minute
+	// DefaultMaxSessions bounds the open HTTP sessions; a new one past it
+	// ends the least recently used.
+	DefaultMaxSessions = 10000
+	// DefaultDebounce is the quiet time before list_changed goes out; a
+	// change reaches every session within about this long.
+	DefaultDebounce = 250 * time.Millisecond
+	// DefaultMaxBodyBytes caps one HTTP request body.
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// protocolVersions are the versions the HTTP transport serves: 2025-11-25
+// and older ones negotiated down. The 2026-07-28 stateless core has no
+// sessions, and sessions carry the user.
+var protocolVersions = []string{
+	mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105,
+}
+
+// Options configures an Endpoint. A nil *Options means the defaults; New
+// copies it.
+type Options struct {
+	// Logger receives warnings (servers left out of a list, collisions).
+	// Nil means a discard logger.
+	Logger *slog.Logger
+	// ListTimeout bounds each server's part of a tools/list; a server
+	// slower than that is left out of that list. Zero means
+	// DefaultListTimeout.
+	ListTimeout time.Duration
+	// SessionIdleTTL ends an HTTP session unused this long. Zero means
+	// DefaultSessionIdleTTL.
+	SessionIdleTTL time.Duration
+	// MaxSessions bounds the open HTTP sessions. Zero means
+	// DefaultMaxSessions.
+	MaxSessions int
+	// Debounce is the quiet time before notifications/tools/list_changed
+	// goes to every session after a change. Zero means DefaultDebounce.
+	Debounce time.Duration
+	// MaxBodyBytes caps one HTTP request body. Zero means
+	// DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int64
+	// Version is the server version sent in initialize. "" means "dev".
+	Version string
+	// Agent, when set, answers the ask tool (Expose.Agent). Nil leaves
+	// ask out whatever the config says.
+	Agent Agent
+}
+
+// Endpoint is the aggregate MCP endpoint. Create it with New, serve HTTP
+// with ServeMCP and stdio with ServeStdio, follow the config with Run, and
+// end the HTTP sessions with Close. It is safe for concurrent use.
+type Endpoint struct {
+	src      Source
+	opts     Options
+	logger   *slog.Logger
+	srv      *mcpserver.MCPServer
+	http     *mcpserver.StreamableHTTPServer
+	sse      *mcpserver.SSEServer
+	sessions *sessionBook
+
+	// mu guards gen, cats, fp, collisions and inflight.
+	mu         sync.Mutex
+	gen        uint64 // bumped whenever fingerprint changes
+	cats       map[string]*catalog
+	fp         [32]byte
+	collisions []Collision
+	// inflight holds the cancel funcs of the calls running, by MCP session
+	// id, so that ending a session (DELETE) cancels them upstream.
+	inflight map[string]map[*context.CancelFunc]struct{}
+}
+
+// New returns an Endpoint over src. It does no I/O. mcp-go's HTTP
+// transport starts its idle-session sweeper here; Close stops it.
+func New(src Source, opts *Options) *Endpoint {
+	if src == nil {
+		panic("mcpendpoint.New: nil Source")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ListTimeout <= 0 {
+		o.ListTimeout = DefaultListTimeout
+	}
+	if o.SessionIdleTTL <= 0 {
+		o.SessionIdleTTL = DefaultSessionIdleTTL
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultDebounce
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
+	e.sessions = newSessionBook(o.MaxSessions)
+
+	hooks := &mcpserver.Hooks{}
+	hooks.AddAfterListTools(e.afterListTools)
+	hooks.AddBeforeCallTool(e.beforeCallTool)
+	hooks.AddOnUnregisterSession(e.sessions.unregistered)
+	e.srv = mcpserver.NewMCPServer("elysia", o.Version,
+		mcpserver.WithToolCapabilities(true),
+		mcpserver.WithHooks(hooks),
+		mcpserver.WithRecovery(),
+		mcpserver.WithInstructions("Elysia: every MCP server of this service through one connection."),
+	)
+	e.srv.AddTool(mcp.Tool{Name: routerTool, InputSchema: mcp.ToolInputSchema{Type: "object"}}, e.route)
+
+	e.http = mcpserver.NewStreamableHTTPServer(e.srv,
+		mcpserver.WithEndpointPath("/mcp"),
+		mcpserver.WithSessionIdManagerResolver(e.sessions),
+		mcpserver.WithSessionIdleTTL(o.SessionIdleTTL),
+		mcpserver.WithStreamableHTTPProtocolVersions(protocolVersions...),
+		mcpserver.WithDisableLocalhostProtection(true), // web checks Host and Origin for every route
+		mcpserver.WithStreamableHTTPLogger(e.logger),
+		mcpserver.WithHeartbeatInterval(30*time.Second),
+	)
+	e.sse = mcpserver.NewSSEServer(e.srv,
+		mcpserver.WithSSEEndpoint("/sse"),
+		mcpserver.WithMessageEndpoint("/message"),
+		mcpserver.WithSessionIDGenerator(e.sessions.generateSSE),
+		mcpserver.WithSSEDisableLocalhostProtection(true),
+		mcpserver.WithKeepAliveInterval(30*time.Second),
+	)
+	return e
+}
+
+// ServeMCP serves one HTTP request of the endpoint for user, who the
+// caller has authenticated: /mcp (Streamable HTTP: POST, the GET stream,
+// DELETE), /sse and /message (the legacy SSE transport). A session belongs
+// to the user who opened it: another user's request naming it gets 404. A
+// body over MaxBodyBytes gets 413.
+func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string) {
+	if r.ContentLength > e.opts.MaxBodyBytes {
+		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
+			fmt.Sprintf("request body of %d bytes over the endpoint's limit of %d bytes", r.ContentLength, e.opts.MaxBodyBytes))
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, e.opts.MaxBodyBytes)
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	ctx := context.WithValue(mcpgateway.WithUser(r.Context(), user), baseKey{}, scheme+"://"+r.Host)
+	r = r.WithContext(ctx)
+	switch r.URL.Path {
+	case "/mcp":
+		// mcp-go checks a POST's session id (sessionBook) but opens a GET
+		// stream on any, where another user would get that session's
+		// messages, and answers 500 to a DELETE of an unknown one.
+		id := r.Header.Get(mcpserver.HeaderKeySessionID)
+		if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && id != "" && !e.sessions.ownedBy(id, user) {
+			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
+			return
+		}
+		ending := r.Method == http.MethodDelete && id != ""
+		e.http.ServeHTTP(w, r)
+		if ending && !e.sessions.ownedBy(id, user) {
+			e.cancelSession(id) // the client ended its session: so are its calls
+		}
+	case "/sse":
+		e.sse.ServeHTTP(w, r)
+	case "/message":
+		if !e.sessions.ownedBy(r.URL.Query().Get("sessionId"), user) {
+			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
+			return
+		}
+		e.sse.ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// ServeStdio serves one client over in and out as user until ctx ends or
+// in closes.
+func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, user string) error {
+	s := mcpserver.NewStdioServer(e.srv)
+	s.SetErrorLogger(slog.NewLogLogger(e.logger.Handler(), slog.LevelWarn))
+	s.SetContextFunc(func(ctx context.Context) context.Context { return mcpgateway.WithUser(ctx, user) })
+	err := s.Listen(ctx, in, out)
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// Run follows the source until ctx ends: when the tools a client would be
+// listed may have changed (an mcp.json reload, a server's list_changed, a
+// server connecting), it drops the cached lists and, after Debounce of
+// quiet, sends notifications/tools/list_changed to every open session.
+func (e *Endpoint) Run(ctx context.Context) {
+	c := make(chan struct{}, 1)
+	e.src.Notify(c)
+	defer e.src.Stop(c)
+	e.changed() // the baseline
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	defer debounce.Stop()
+	pending := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c:
+			if e.changed() && !pending {
+				pending = true
+				debounce.Reset(e.opts.Debounce)
+			}
+		case <-debounce.C:
+			pending = false
+			e.srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+		}
+	}
+}
+
+// changed reports whether the fingerprint moved, dropping the cached
+// catalogs when it did.
+func (e *Endpoint) changed() bool {
+	fp := e.fingerprint()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if fp == e.fp {
+		return false
+	}
+	e.fp = fp
+	e.gen++
+	clear(e.cats)
+	return true
+}
+
+// Collisions returns the tools of the last listing that were listed under
+// another name than their own because it was taken.
+func (e *Endpoint) Collisions() []Collision {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Collision(nil), e.collisions...)
+}
+
+// Close ends every HTTP session and stops the idle-session sweeper; open
+// GET streams end. It may be called more than once.
+func (e *Endpoint) Close(ctx context.Context) error {
+	e.CloseSessions(ctx)
+	return errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
+}
+
+// CloseSessions ends every HTTP session's open stream, so that an HTTP
+// server's Shutdown need not wait for them; the endpoint still serves.
+func (e *Endpoint) CloseSessions(ctx context.Context) {
+	e.http.CloseSessions(ctx)
+	e.sse.CloseSessions()
+}
+
+// SessionID returns the MCP session id of a call the endpoint is serving,
+// from its ctx, or "" outside one; logs name the session with it.
+func SessionID(ctx context.Context) string {
+	if s := mcpserver.ClientSessionFromContext(ctx); s != nil {
+		return s.SessionID()
+	}
+	return ""
+}
+
+// track registers a call of ctx's session and returns its ctx, cancelled
+// when the session ends, and the func that unregisters it.
+func (e *Endpoint) track(ctx context.Context) (context.Context, func()) {
+	sid := SessionID(ctx)
+	if sid == "" {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	key := &cancel
+	e.mu.Lock()
+	if e.inflight == nil {
+		e.inflight = map[string]map[*context.CancelFunc]struct{}{}
+	}
+	if e.inflight[sid] == nil {
+		e.inflight[sid] = map[*context.CancelFunc]struct{}{}
+	}
+	e.inflight[sid][key] = struct{}{}
+	e.mu.Unlock()
+	return ctx, func() {
+		e.mu.Lock()
+		delete(e.inflight[sid], key)
+		if len(e.inflight[sid]) == 0 {
+			delete(e.inflight, sid)
+		}
+		e.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancelSession cancels every call of session sid.
+func (e *Endpoint) cancelSession(sid string) {
+	e.mu.Lock()
+	calls := e.inflight[sid]
+	delete(e.inflight, sid)
+	e.mu.Unlock()
+	for c := range calls {
+		(*c)()
+	}
+}

@@ -1,0 +1,132 @@
+package mcpendpoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// MaxNameLen is the longest tool name the endpoint lists: Claude Desktop,
+// VS Code and OpenAI refuse longer ones.
+const MaxNameLen = 64
+
+// hashLen is the length of the stable hash that ends a cut name.
+const hashLen = 8
+
+// cleanName keeps s's characters from [A-Za-z0-9_-], turning any other into
+// '_'.
+func cleanName(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// shortHash is a stable hash of s, hashLen hex digits.
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:hashLen]
+}
+
+// exposedName is the name a client sees for tool of a server whose tools
+// are prefixed with prefix: prefix, sep, tool, cleaned; a name longer than
+// MaxNameLen keeps its start and ends with '_' and a hash of the whole
+// original, so it stays stable and unique.
+func exposedName(prefix, sep, tool string) string {
+	full := tool
+	if prefix != "" {
+		full = prefix + sep + tool
+	}
+	name := cleanName(full)
+	if name == "" {
+		name = "tool"
+	}
+	if len(name) > MaxNameLen {
+		name = name[:MaxNameLen-hashLen-1] + "_" + shortHash(full)
+	}
+	return name
+}
+
+// dedupe makes name unique among taken: the first holder keeps it, a later
+// one gets "_2", "_3", ... (cut to fit MaxNameLen). It records the result in
+// taken and reports whether it had to change name.
+func dedupe(name string, taken map[string]bool) (string, bool) {
+	if !taken[name] {
+		taken[name] = true
+		return name, false
+	}
+	for i := 2; ; i++ {
+		suffix := "_" + strconv.Itoa(i)
+		base := name
+		if len(base)+len(suffix) > MaxNameLen {
+			base = base[:MaxNameLen-len(suffix)]
+		}
+		if c := base + suffix; !taken[c] {
+			taken[c] = true
+			return c, true
+		}
+	}
+}
+
+// closestNames returns up to n of names closest to want: those sharing a
+// substring with it first, then by edit distance.
+func closestNames(want string, names []string, n int) []string {
+	type scored struct {
+		name string
+		d    int
+	}
+	lw := strings.ToLower(want)
+	var all []scored
+	for _, nm := range names {
+		ln := strings.ToLower(nm)
+		d := editDistance(lw, ln)
+		if lw != "" && (strings.Contains(ln, lw) || strings.Contains(lw, ln)) {
+			d -= 1000
+		}
+		all = append(all, scored{nm, d})
+	}
+	// Insertion sort: small n, stable.
+	for i := 1; i < len(all); i++ {
+		for j := i; j > 0 && all[j].d < all[j-1].d; j-- {
+			all[j], all[j-1] = all[j-1], all[j]
+		}
+	}
+	out := make([]string, 0, n)
+	for _, s := range all {
+		if len(out) == n {
+			break
+		}
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b, bounded in cost by
+// cutting both to 128 bytes.
+func editDistance(a, b string) int {
+	a, b = a[:min(len(a), 128)], b[:min(len(b), 128)]
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,112 @@
+package mcpendpoint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// Search bounds.
+const (
+	defaultSearchLimit = 10
+	maxSearchLimit     = 50
+	maxQueryBytes      = 1024
+)
+
+// found is one tool search_tools answers with.
+type found struct {
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+// search is search_tools: each server ranks its own tools as the gateway's
+// list query does, and the results are taken in turn, best of each first.
+func (e *Endpoint) search(ctx context.Context, user string, cat *catalog, args map[string]any) (*mcp.CallToolResult, error) {
+	query, _ := args["query"].(string)
+	if query == "" || len(query) > maxQueryBytes {
+		return mcp.NewToolResultError(fmt.Sprintf(`search_tools needs "query": words to look for, at most %d bytes`, maxQueryBytes)), nil
+	}
+	server, _ := args["server"].(string)
+	limit := defaultSearchLimit
+	if n, ok := args["limit"].(json.Number); ok {
+		if v, err := n.Int64(); err == nil && v >= 1 {
+			limit = int(min(v, maxSearchLimit))
+		}
+	}
+	var ups []mcpconfig.ServerConfig
+	var targets []Upstream
+	for _, up := range e.src.Upstreams() {
+		cfg := up.Config()
+		if cfg.Enabled && (server == "" || cfg.Name == server) {
+			ups = append(ups, cfg)
+			targets = append(targets, up)
+		}
+	}
+	if server != "" && len(targets) == 0 {
+		return mcp.NewToolResultError(fmt.Sprintf("no server %q", server)), nil
+	}
+	pages := make([][]mcpgateway.ToolInfo, len(targets))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, up := range targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			lctx, cancel := context.WithTimeout(mcpgateway.WithUser(ctx, user), e.opts.ListTimeout)
+			defer cancel()
+			p, err := up.ListTools(lctx, mcpgateway.ListQuery{Query: query, Limit: limit})
+			if err != nil {
+				e.logger.Warn("aggregate endpoint: server left out of a search", "server", ups[i].Name, "err", err.Error())
+				return
+			}
+			pages[i] = p.Tools
+		}()
+	}
+	wg.Wait()
+	out := []found{}
+	for rank := 0; len(out) < limit; rank++ {
+		more := false
+		for i, p := range pages {
+			if rank >= len(p) || len(out) >= limit {
+				continue
+			}
+			more = true
+			ti := p[rank]
+			name, ok := cat.byTool[[2]string{ups[i].Name, ti.Name}]
+			if !ok {
+				continue // listed since the catalog was built; the next search has it
+			}
+			out = append(out, found{Name: name, Server: ups[i].Name, Description: ti.Description,
+				InputSchema: ti.InputSchema, OutputSchema: ti.OutputSchema})
+		}
+		if !more {
+			break
+		}
+	}
+	body := map[string]any{"query": query, "tools": out}
+	text, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode search results: %w", err)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(text))}, StructuredContent: body}, nil
+}
+
+// writeRPCError answers an HTTP request with a JSON-RPC error and status.
+func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+	_, _ = w.Write(b) // a client gone: nothing to tell
+}

@@ -1,0 +1,326 @@
+package mcpgateway
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// The users' sessions of a per-user server are a pool keyed by user, kept
+// under g.mu: each entry is a child Gateway with its own conn and tool
+// cache, busy while a call of the user's holds it (acquire, release). A busy
+// entry is never closed for another user: past MaxUsers the least recently
+// used idle one goes, and when none is idle the new user waits UserWait for
+// one to free up, then is refused with ErrTooManyUsers. Every close of an
+// entry is started as a goroutine on g.wg while g.mu is held and g is not
+// yet closed (closeLocked), so Close's Wait sees them all, and they run in
+// parallel.
+
+// userGateway is one user's child, when it was last used and, for a
+// server that takes user secrets, the values its config was filled in with.
+type userGateway struct {
+	g        *Gateway
+	lastUsed time.Time
+	seq      uint64 // order of last use, for LRU: clocks can tie
+	secrets  map[string]string
+	// busy counts the calls holding g (acquire); retired is set when the
+	// entry left g.users while busy: the last release closes it.
+	busy    int
+	retired bool
+}
+
+// route returns the gateway that serves ctx's user, and the release the
+// caller calls once done with it: g itself for a shared server (and for a
+// child), else the user's child, held busy until release.
+func (g *Gateway) route(ctx context.Context) (*Gateway, func(), error) {
+	if !g.perUser.Load() {
+		return g, func() {}, nil
+	}
+	user := UserFrom(ctx)
+	if user == "" {
+		return nil, nil, g.serverErr("connect", &mcpauth.SignInRequiredError{Server: g.cfg.Name, Reason: "the server keeps a session per user and the call names no user"})
+	}
+	return g.acquire(ctx, user)
+}
+
+// routed runs f on the gateway that serves ctx's user (route), held busy
+// meanwhile, and runs it again, routed anew, when f's error on g's shared
+// session made g per user (switched).
+func routed[T any](ctx context.Context, g *Gateway, f func(c *Gateway) (T, error)) (T, error) {
+	for {
+		c, release, err := g.route(ctx)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err := f(c)
+		release()
+		if c == g && g.switched(err) {
+			continue
+		}
+		return v, err
+	}
+}
+
+// child returns user's child, creating it, without holding it.
+func (g *Gateway) child(ctx context.Context, user string) (*Gateway, error) {
+	c, release, err := g.acquire(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return c, nil
+}
+
+// acquire returns user's child, creating it, busy until the caller calls
+// release. For a server that takes user secrets it reads them first
+// (bounded by ctx) and retires a child whose secrets changed since, so
+// that a new or deleted secret is in force at the next call. When MaxUsers
+// children are all busy it waits, bounded by ctx and UserWait, for one to
+// go idle.
+func (g *Gateway) acquire(ctx context.Context, user string) (*Gateway, func(), error) {
+	var vals map[string]string
+	if len(g.cfg.UserValues) > 0 {
+		var err error
+		if vals, err = g.userSecrets(ctx, user); err != nil {
+			return nil, nil, g.serverErr("connect", err)
+		}
+	}
+	var timeout <-chan time.Time
+	for {
+		u, freed, err := g.tryAcquire(user, vals)
+		if err != nil {
+			return nil, nil, err
+		}
+		if u != nil {
+			return u.g, func() { g.release(u) }, nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(g.opts.UserWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, nil, g.serverErr("connect", fmt.Errorf("waiting for one of the %d users' sessions to free up: %w", g.opts.MaxUsers, ctx.Err()))
+		case <-timeout:
+			g.logger.Warn("refused a user: every user's session is busy", "max_users", g.opts.MaxUsers)
+			return nil, nil, g.serverErr("connect", fmt.Errorf("%w: all %d users' sessions of this server are busy with calls and none freed up within %v; try again shortly",
+				ErrTooManyUsers, g.opts.MaxUsers, g.opts.UserWait))
+		}
+	}
+}
+
+// tryAcquire is one turn of acquire under g.mu: it returns user's entry,
+// held, or, when the pool is full of busy entries, a channel closed when
+// one goes idle.
+func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userGateway, <-chan struct{}, error) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, nil, ErrClosed
+	}
+	g.userSeq++
+	if u, ok := g.users[user]; ok {
+		if maps.Equal(u.secrets, vals) {
+			u.busy++
+			u.lastUsed, u.seq = now, g.userSeq
+			return u, nil, nil
+		}
+		g.retireLocked(user, u) // the user changed a secret
+		defer g.remaskLocked()
+	}
+	g.evictLocked(g.opts.MaxUsers-1, 0, now)
+	if len(g.users) >= g.opts.MaxUsers {
+		if g.userFreed == nil {
+			g.userFreed = make(chan struct{})
+		}
+		return nil, g.userFreed, nil
+	}
+	o := g.opts
+	o.user = user
+	o.Logger = g.opts.Logger.With("user", user)
+	c := New(withUserSecrets(g.Config(), vals), &o)
+	c.parent = g
+	if g.childDialer != nil {
+		c.conn.dialer = g.childDialer(c.conn)
+	}
+	if g.users == nil {
+		g.users = make(map[string]*userGateway)
+		g.retiring = make(map[*userGateway]struct{})
+		g.stopUsers = make(chan struct{})
+		g.wg.Go(g.reapUsers)
+	}
+	u := &userGateway{g: c, lastUsed: now, seq: g.userSeq, secrets: vals, busy: 1}
+	g.users[user] = u
+	g.remaskLocked()
+	return u, nil, nil
+}
+
+// release ends a hold of acquire on u.
+func (g *Gateway) release(u *userGateway) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	u.busy--
+	u.lastUsed = time.Now()
+	if u.busy > 0 {
+		return
+	}
+	if u.retired {
+		delete(g.retiring, u)
+		if !g.closed { // else Close closes it
+			g.closeLocked(u.g)
+		}
+	}
+	if g.userFreed != nil {
+		close(g.userFreed)
+		g.userFreed = nil
+	}
+}
+
+// retireLocked takes user's entry u out of the pool and closes it, at once
+// when idle, else at its last release.
+func (g *Gateway) retireLocked(user string, u *userGateway) {
+	delete(g.users, user)
+	if u.busy == 0 {
+		g.closeLocked(u.g)
+		return
+	}
+	u.retired = true
+	g.retiring[u] = struct{}{}
+}
+
+// closeLocked closes c on a goroutine of g's, started while g.mu is held so
+// that Close, which takes g.mu before it waits, waits for it too.
+func (g *Gateway) closeLocked(c *Gateway) {
+	g.wg.Go(func() { _ = c.Close() })
+}
+
+// remaskLocked rebuilds the mask of every user's secrets that g's log
+// records pass through on top of the server's own (see New): a user's
+// session logs through g, and must hide that user's secrets there too.
+// What a user is shown is masked with their own only (maskFor).
+func (g *Gateway) remaskLocked() {
+	if len(g.cfg.UserValues) == 0 {
+		return
+	}
+	var secrets []string
+	for _, u := range g.users {
+		secrets = append(secrets, u.g.cfg.Secrets...)
+	}
+	m := mcpconfig.ServerConfig{Secrets: secrets}.Masker()
+	g.userMask.Store(&m)
+}
+
+// evictLocked retires the idle entries unused for longer than idle (zero:
+// none), then the least recently used idle ones beyond max. Busy entries
+// stay. It reports whether it retired any.
+func (g *Gateway) evictLocked(max int, idle time.Duration, now time.Time) bool {
+	var out []string
+	for user, u := range g.users {
+		if u.busy == 0 && idle > 0 && now.Sub(u.lastUsed) > idle {
+			out = append(out, user)
+		}
+	}
+	for _, user := range out {
+		g.retireLocked(user, g.users[user])
+	}
+	if over := len(g.users) - max; over > 0 {
+		var lru []string
+		for user, u := range g.users {
+			if u.busy == 0 {
+				lru = append(lru, user)
+			}
+		}
+		sort.Slice(lru, func(i, j int) bool { return g.users[lru[i]].seq < g.users[lru[j]].seq })
+		for _, user := range lru[:min(over, len(lru))] {
+			g.retireLocked(user, g.users[user])
+			out = append(out, user)
+		}
+	}
+	return len(out) > 0
+}
+
+// reapUsers retires idle children until Close.
+func (g *Gateway) reapUsers() {
+	every := max(g.opts.UserIdle/4, time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stopUsers:
+			return
+		case now := <-t.C:
+			g.mu.Lock()
+			if !g.closed && g.evictLocked(g.opts.MaxUsers, g.opts.UserIdle, now) {
+				g.remaskLocked()
+			}
+			g.mu.Unlock()
+		}
+	}
+}
+
+// closeChildren starts the close of every child, in parallel, on g.wg;
+// Close calls it after setting g.closed, and then waits.
+func (g *Gateway) closeChildren() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, u := range g.users {
+		g.closeLocked(u.g)
+	}
+	for u := range g.retiring {
+		g.closeLocked(u.g)
+	}
+	g.users, g.retiring = nil, nil
+	if g.stopUsers != nil {
+		close(g.stopUsers)
+	}
+	if g.userFreed != nil {
+		close(g.userFreed)
+		g.userFreed = nil
+	}
+}
+
+// SessionCounts counts a server's sessions, for metrics.
+type SessionCounts struct {
+	// Live counts the sessions up (connected or degraded): the shared
+	// one and every user's.
+	Live int
+	// Processes counts the running stdio child processes of those.
+	Processes int
+	// Users counts the users' sessions of a per-user server, connected or
+	// not, and BusyUsers those with a call in flight.
+	Users, BusyUsers int
+}
+
+// Sessions counts g's sessions and processes, its users' included.
+func (g *Gateway) Sessions() SessionCounts {
+	var n SessionCounts
+	g.mu.Lock()
+	conns := []*conn{g.conn}
+	for _, u := range g.users {
+		conns = append(conns, u.g.conn)
+		if u.busy > 0 {
+			n.BusyUsers++
+		}
+	}
+	n.Users = len(g.users)
+	g.mu.Unlock()
+	for _, c := range conns {
+		st := c.status()
+		if st.state == StateConnected || st.state == StateDegraded {
+			n.Live++
+		}
+		if st.pid != 0 {
+			n.Processes++
+		}
+	}
+	return n
+}
