@@ -365,7 +365,7 @@ func blankExtension(out []byte, at int) bool {
 		return false
 	}
 	rest := out[at:]
-	end := -1
+	var end int
 	switch {
 	case bytes.HasPrefix(rest, []byte("//")):
 		if end = bytes.IndexByte(rest, '\n'); end < 0 {
