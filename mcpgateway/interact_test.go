@@ -90,7 +90,7 @@ func run(t *testing.T, g *Gateway, u tools.Emitter, tool string, inputs map[stri
 func TestServerInitiatedMessages(t *testing.T) {
 	root := t.TempDir()
 	cases := everythingCases(t, func(cfg *mcpconfig.ServerConfig) {
-		cfg.Sampling = true
+		cfg.Sampling = mcpconfig.SamplingAuto
 		cfg.Roots = []string{filepath.Join(root, "project")}
 	})
 	for name, mk := range cases {
@@ -215,7 +215,7 @@ func TestServerInitiatedMessages(t *testing.T) {
 					t.Errorf("the session was replaced (pid %d, then %d)", pid, g.Status().PID)
 				}
 				other := g.Config()
-				other.Sampling = false
+				other.Sampling = mcpconfig.SamplingOff
 				if g.Adopt(other) {
 					t.Error("Adopt took a change of sampling, which needs a new session")
 				}

@@ -77,7 +77,7 @@ type sampling struct {
 // CreateMessage implements mcp-go's client.SamplingHandler.
 func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	c := h.c
-	if !c.cfg.Sampling {
+	if !c.cfg.Sampling.Enabled() {
 		c.logger.InfoContext(ctx, "sampling refused: not enabled")
 		return nil, ErrSamplingOff
 	}

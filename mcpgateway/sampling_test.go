@@ -39,7 +39,7 @@ func (s *countingSampler) count() int {
 func hostileSampling(t *testing.T, mode string, edit func(*mcpconfig.ServerConfig)) (*Gateway, *countingSampler) {
 	t.Helper()
 	cfg := hostileConfig(t, mode)
-	cfg.Sampling = true
+	cfg.Sampling = mcpconfig.SamplingAuto
 	if edit != nil {
 		edit(&cfg)
 	}
