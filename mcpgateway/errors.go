@@ -59,7 +59,11 @@ var ErrMessageTooLarge = errors.New("message over max_message_size")
 
 // ErrSamplingOff is matched by the error a server gets when it asks for
 // sampling without "sampling": true in mcp.json.
-var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": true in mcp.json)`)
+var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": "ask" or "auto" in mcp.json)`)
+
+// ErrSamplingDeclined is the error a server gets when the user of the call
+// ("sampling": "ask") denies its sampling request or the model's reply.
+var ErrSamplingDeclined = errors.New("sampling: the user declined the request")
 
 // ErrNoSecret is returned by a UserSecrets' Secret when the user has not
 // set a secret of that name.
