@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // TestBrowserSamplingApproval: server-everything asks for sampling during
@@ -77,6 +80,41 @@ func TestBrowserSamplingApproval(t *testing.T) {
 	}
 	if n := len(llm.Requests()) - before; n != 2 {
 		t.Errorf("the model was asked %d times in the denied turn, want 2 (decisions only)", n)
+	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestBrowserSamplingAuto: with "sampling": "auto" the model answers
+// unattended, and the chat shows a line that expands to the request and
+// the reply.
+func TestBrowserSamplingAuto(t *testing.T) {
+	sample := call("mcp_everything", map[string]any{"action": "execute", "tool_name": "trigger-sampling-request",
+		"tool_inputs": map[string]any{"prompt": "a haiku"}})
+	llm := newFakeLLM(t, sample, reply{Content: "an old silent pond"}, answer("here it is"))
+	s := startService(t, serveOptions{Env: llm.Env(), Config: fmt.Sprintf(
+		`{"servers": {"everything": {"command": "node", "args": [%q, "stdio"], "sampling": "auto"}}}`, testenv.Everything(t))})
+	b := newBrowser(t, 3*browserTimeout)
+	openEverythingPage(b, s, "alice")
+	ask(b, "write me a haiku")
+	line := `#chat details.status.sampling`
+	b.do("the sampling line",
+		waitJS(lastTurn+`.querySelector('[data-type="completed"]') !== null && document.body.dataset.state === "idle"`),
+		chromedp.WaitVisible(css(line+` > summary`)),
+	)
+	if n := eval[float64](b, "no question", `document.querySelectorAll("#chat .elicitation").length`); n != 0 {
+		t.Errorf("%v questions in an auto run, want none", n)
+	}
+	if open := eval[bool](b, "folded", `document.querySelector(`+jsString(line)+`).open`); open {
+		t.Error("the sampling line is unfolded at first")
+	}
+	b.do("unfold", clickNode(line+` > summary`), chromedp.WaitVisible(css(line+` .sampling-reply-text`)))
+	got := eval[string](b, "the line's text", `document.querySelector(`+jsString(line)+`).textContent`)
+	for _, w := range []string{"You are a helpful test server.", "context: a haiku", "Max tokens: 100", "an old silent pond"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the unfolded line lacks %q:\n%s", w, got)
+		}
 	}
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
