@@ -81,6 +81,15 @@ func TestBrowserSamplingApproval(t *testing.T) {
 	if n := len(llm.Requests()) - before; n != 2 {
 		t.Errorf("the model was asked %d times in the denied turn, want 2 (decisions only)", n)
 	}
+
+	// 4. Reopened, the conversation shows what was asked, with nothing to
+	// answer any more.
+	openEverythingPage(b, s, "alice")
+	past := `#chat .elicitation[data-mode="sampling"][data-state="past"]`
+	b.do("the past requests", chromedp.WaitVisible(css(past+` .sampling-message pre`)))
+	if n := eval[float64](b, "past cards", `document.querySelectorAll(`+jsString(past)+`).length + document.querySelectorAll("#chat .elicitation button").length * 100`); n != 3 {
+		t.Errorf("reopened: %v (past cards + 100 × buttons), want 3 past cards and no button", n)
+	}
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
