@@ -98,6 +98,8 @@ func (h sampling) approve(ctx context.Context, ac *activeCall, asker tools.Asker
 	_, wait := c.cfg.Limits()
 	actx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	// The user's reading time is not the server's: call_timeout waits.
+	defer ac.hold()()
 	ans, err := asker.Ask(actx, tools.Question{Payload: tools.ElicitationPayload{
 		Server: c.cfg.Name, Tool: ac.tool, Mode: tools.ElicitSampling, Message: msg, Sampling: &show}, Check: check})
 	switch {

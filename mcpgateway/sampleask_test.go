@@ -3,6 +3,7 @@ package mcpgateway
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
@@ -113,5 +114,22 @@ func TestSamplingAutoShowsTheRequest(t *testing.T) {
 	if got.Stage != tools.SamplingDone || got.Reply != "fine" || len(got.Messages) != 1 || got.Messages[0].Text != "xxxxxxxxxx" ||
 		got.MaxTokens != 10 || got.Text == "" || strings.Contains(got.SystemPrompt, "ssss") {
 		t.Errorf("status payload %+v, want the request (system prompt masked) and the reply", got)
+	}
+}
+
+// TestSamplingAskHoldsTheCallTimeout: the time the user takes to approve
+// does not count against call_timeout (max_call_time still bounds it).
+func TestSamplingAskHoldsTheCallTimeout(t *testing.T) {
+	g, _ := hostileSampling(t, "", func(cfg *mcpconfig.ServerConfig) {
+		cfg.Sampling = mcpconfig.SamplingAsk
+		cfg.CallTimeout = 300 * time.Millisecond
+		cfg.MaxCallTime = time.Minute
+	})
+	out, _ := sampleAsked(t, g, func(q tools.Question) tools.Answer {
+		time.Sleep(500 * time.Millisecond) // the user reads the request, longer than call_timeout
+		return tools.Answer{Action: tools.ElicitAccept}
+	})
+	if !strings.Contains(out, "ok: fine") {
+		t.Errorf("outcome %q, want the reply after a slow approval", out)
 	}
 }
