@@ -115,3 +115,41 @@ func TestMCPEndpointElicitation(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPEndpointAskElicitation: a server's question during the agent's
+// run (the ask tool) reaches the MCP client that called ask as an
+// elicitation, and its answer reaches the server.
+func TestMCPEndpointAskElicitation(t *testing.T) {
+	llm := newFakeLLM(t,
+		call("mcp_everything", map[string]any{"action": "execute", "tool_name": "trigger-elicitation-request", "tool_inputs": map[string]any{}}),
+		answer("thanks"))
+	s := everythingService(t, llm)
+	var mu sync.Mutex
+	var asked []mcp.ElicitationParams
+	c := capsClient(t, s.URL, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, mcpclient.WithElicitationHandler(elicitFunc(
+		func(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params)
+			mu.Unlock()
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+				Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"name": "Ada Lovelace"}}}, nil
+		})))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "ask", map[string]any{"question": "ask me"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError {
+		t.Fatalf("ask: %v %s", err, jsonOf(res))
+	}
+	for _, want := range []string{"Ada Lovelace", "It was a dark and stormy night."} {
+		if !strings.Contains(jsonOf(res.StructuredContent), want) {
+			t.Errorf("ask's result objects lack %q (the client's answer): %s", want, jsonOf(res.StructuredContent))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || !strings.HasPrefix(asked[0].Message, "everything asks: ") {
+		t.Errorf("the client was asked %+v, want the server's one question", asked)
+	}
+}
