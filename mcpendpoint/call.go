@@ -46,7 +46,7 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	emit := clientEmitter{call: ctx, srv: e.srv, progress: progressEmitter(ctx, req)}
+	emit := e.callEmitter(ctx, req)
 	ex := e.expose()
 	if name == askTool && ex.Agent && e.opts.Agent != nil {
 		return e.ask(ctx, user, args, emit)

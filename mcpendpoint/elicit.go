@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -117,4 +118,35 @@ func askedBy(p tools.ElicitationPayload) string {
 		return p.Message
 	}
 	return fmt.Sprintf("%s asks: %s", p.Server, p.Message)
+}
+
+// samplingEmitter is the clientEmitter of a call whose client declared
+// sampling: a server's sampling/createMessage during the call goes to
+// that client (mcpgateway.ClientSampler) rather than the service's model.
+type samplingEmitter struct{ clientEmitter }
+
+var _ mcpgateway.ClientSampler = samplingEmitter{}
+
+// CreateMessage sends req to the client that made the call and waits for
+// its message, or ctx.
+func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	rctx, cancel := context.WithCancel(e.call)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	req.Method = string(mcp.MethodSamplingCreateMessage)
+	return e.srv.RequestSampling(rctx, req)
+}
+
+// callEmitter is the Emitter of the tools/call in ctx: it relays progress
+// to the client, puts questions to it, and gives it the servers' sampling
+// requests when it declared sampling.
+func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
+	ce := clientEmitter{call: ctx, srv: e.srv, progress: progressEmitter(ctx, req)}
+	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok && s.GetClientCapabilities().Sampling != nil {
+		if _, ok := s.(mcpserver.SessionWithSampling); ok {
+			return samplingEmitter{ce}
+		}
+	}
+	return ce
 }

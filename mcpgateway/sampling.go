@@ -79,6 +79,11 @@ type sampling struct {
 // CreateMessage implements mcp-go's client.SamplingHandler.
 func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	c := h.c
+	if ac := h.s.callFor(ctx); ac != nil {
+		if cs, ok := ac.emit.(ClientSampler); ok {
+			return h.toClient(ctx, ac, cs, req)
+		}
+	}
 	if !c.cfg.Sampling.Enabled() {
 		c.logger.InfoContext(ctx, "sampling refused: not enabled")
 		return nil, ErrSamplingOff

@@ -16,10 +16,11 @@ import (
 )
 
 // capsClient connects mcp-go's Streamable HTTP client to url's /mcp
-// declaring caps, with opts (handlers), and initializes it.
+// declaring caps, with opts (handlers), and initializes it. It keeps the
+// GET stream open, as mcp-go's server sends sampling requests only there.
 func capsClient(t *testing.T, url string, caps mcp.ClientCapabilities, opts ...mcpclient.ClientOption) *mcpclient.Client {
 	t.Helper()
-	tr, err := mcptransport.NewStreamableHTTP(url + "/mcp")
+	tr, err := mcptransport.NewStreamableHTTP(url+"/mcp", mcptransport.WithContinuousListening())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,4 +153,56 @@ func TestMCPEndpointAskElicitation(t *testing.T) {
 	if len(asked) != 1 || !strings.HasPrefix(asked[0].Message, "everything asks: ") {
 		t.Errorf("the client was asked %+v, want the server's one question", asked)
 	}
+}
+
+// sampleFunc adapts a func to mcp-go's client.SamplingHandler.
+type sampleFunc func(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+
+func (f sampleFunc) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return f(ctx, req)
+}
+
+// TestMCPEndpointSampling: a server's sampling request during a call
+// through /mcp goes to the MCP client that made the call when it declared
+// sampling, even with "sampling" off for the server; a client that did
+// not declare it leaves the request to the service, which refuses it.
+func TestMCPEndpointSampling(t *testing.T) {
+	cfg := `{"expose": {"mode": "tools"}, "servers": {` + everythingServer(t, "") + `}}`
+	s := startService(t, serveOptions{Config: cfg})
+	const tool = "everything__trigger-sampling-request"
+	args := map[string]any{"prompt": "write a haiku", "maxTokens": 50}
+
+	t.Run("written by the client", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		c := capsClient(t, s.URL, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, mcpclient.WithSamplingHandler(sampleFunc(
+			func(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, m := range req.Messages {
+					if tc, ok := m.Content.(mcp.TextContent); ok {
+						got = append(got, tc.Text)
+					}
+				}
+				return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant,
+					Content: mcp.NewTextContent("the client's haiku")}, Model: "client-model", StopReason: "endTurn"}, nil
+			})))
+		text, isErr := callText(t, c, tool, args)
+		if isErr || !strings.Contains(text, "the client's haiku") {
+			t.Fatalf("%s = %q (isError %v), want the client's message", tool, text, isErr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 1 || !strings.Contains(got[0], "write a haiku") {
+			t.Errorf("the client was asked %q, want the server's prompt", got)
+		}
+	})
+
+	t.Run("refused without the capability", func(t *testing.T) {
+		c := capsClient(t, s.URL, mcp.ClientCapabilities{})
+		text, _ := callText(t, c, tool, args)
+		if !strings.Contains(text, "sampling is not enabled") {
+			t.Errorf("%s = %q, want the service's refusal", tool, text)
+		}
+	})
 }
