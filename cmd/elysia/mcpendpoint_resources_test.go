@@ -95,3 +95,36 @@ func TestMCPEndpointResourcesAndPrompts(t *testing.T) {
 		t.Errorf("prompts/get of an unprefixed name succeeded")
 	}
 }
+
+// TestMCPEndpointCompletion: completion/complete for a prompt (named for
+// the client) and a resource template reaches the server they go to.
+func TestMCPEndpointCompletion(t *testing.T) {
+	cfg := `{"expose": {"mode": "tools"}, "servers": {` + everythingServer(t, "") + `}}`
+	s := startService(t, serveOptions{Config: cfg})
+	c := capsClient(t, s.URL, mcp.ClientCapabilities{})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	complete := func(ref any, arg string, value string, args map[string]string) ([]string, error) {
+		req := mcp.CompleteRequest{}
+		req.Params.Ref = ref
+		req.Params.Argument = mcp.CompleteArgument{Name: arg, Value: value}
+		req.Params.Context = mcp.CompleteContext{Arguments: args}
+		res, err := c.Complete(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return res.Completion.Values, nil
+	}
+	got, err := complete(mcp.PromptReference{Type: "ref/prompt", Name: "everything__completable-prompt"}, "name", "",
+		map[string]string{"department": "Sales"})
+	if err != nil || strings.Join(got, ",") != "David,Eve,Frank" {
+		t.Errorf("prompt completion = %v, %v; want David,Eve,Frank", got, err)
+	}
+	got, err = complete(mcp.ResourceReference{Type: "ref/resource", URI: "demo://resource/dynamic/text/{resourceId}"}, "resourceId", "42", nil)
+	if err != nil || strings.Join(got, ",") != "42" {
+		t.Errorf("template completion = %v, %v; want 42", got, err)
+	}
+	if _, err := complete(mcp.PromptReference{Type: "ref/prompt", Name: "completable-prompt"}, "name", "", nil); err == nil {
+		t.Errorf("completion of a prompt the endpoint does not list succeeded")
+	}
+}
