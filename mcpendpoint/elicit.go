@@ -29,12 +29,31 @@ type clientEmitter struct {
 
 var _ tools.Asker = clientEmitter{}
 
-// Emit relays ev to the client's progress, if it asked for any.
+var _ mcpgateway.ClientLogger = clientEmitter{}
+
+// Emit relays ev to the client: progress, if it asked for any, and the
+// servers' log messages at the level the session set (logging/setLevel;
+// error by default), each named after its server.
 func (e clientEmitter) Emit(ctx context.Context, ev tools.Event) {
+	if le, ok := ev.Payload.(mcpgateway.ServerLogPayload); ok && ev.Type == mcpgateway.EventServerLog {
+		level := mcp.LoggingLevel(le.Level)
+		if !level.ShouldSendTo(mcp.LoggingLevelDebug) {
+			level = mcp.LoggingLevelInfo // not a level the specification knows
+		}
+		logger := le.Server
+		if le.Logger != "" {
+			logger += "/" + le.Logger
+		}
+		_ = e.srv.SendLogMessageToClient(e.call, mcp.NewLoggingMessageNotification(level, logger, le.Data)) // a gone client misses it
+		return
+	}
 	if e.progress != nil {
 		e.progress.Emit(ctx, ev)
 	}
 }
+
+// TakesServerLogs marks the emitter a mcpgateway.ClientLogger.
+func (clientEmitter) TakesServerLogs() {}
 
 // Ask puts q to the client as elicitation/create and waits for its answer,
 // or ctx (the gateway's elicitation_timeout), or the end of the call.

@@ -138,6 +138,7 @@ func New(src Source, opts *Options) *Endpoint {
 		mcpserver.WithResourceCapabilities(false, true),
 		mcpserver.WithPromptCapabilities(true),
 		mcpserver.WithCompletions(),
+		mcpserver.WithLogging(),
 		mcpserver.WithPromptCompletionProvider(completions{e}),
 		mcpserver.WithResourceCompletionProvider(completions{e}),
 		mcpserver.WithHooks(hooks),

@@ -31,12 +31,14 @@ type activeCall struct {
 	// blocking the transport's read loop.
 	relay *relay
 
-	// mu guards progress, warnings, questions and samples.
+	// mu guards progress, warnings, questions, samples and clientLogs.
 	mu        sync.Mutex
 	progress  float64 // the last progress reported; it only grows
 	warnings  int     // log messages relayed as warnings
 	questions int     // elicitations the server sent, answered or not
 	samples   int     // sampling requests taken for the call
+	// clientLogs counts the log messages queued for a ClientLogger.
+	clientLogs int
 }
 
 // activeCallKey is the context key of the activeCall a request is made for.
