@@ -15,7 +15,7 @@ export ELYSIA_TODO_MCP := $(CURDIR)/bin/todo-mcp
 export ELYSIA_BIN      := $(CURDIR)/bin/elysia
 
 # Fuzz targets run briefly by `make test` (package:Target).
-FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText
+FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./mcpgateway/mcpauth:FuzzWWWAuthenticate ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText
 
 .PHONY: all build run test test-short test-deps fuzz bench lint clean
 

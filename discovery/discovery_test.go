@@ -526,7 +526,7 @@ func TestReloadAdoptsNewRootsInPlace(t *testing.T) {
 	if err := d.Reload(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := d.Gateway("x"); got == g || !got.Config().Sampling {
+	if got, _ := d.Gateway("x"); got == g || !got.Config().Sampling.Enabled() {
 		t.Errorf("turning sampling on kept the gateway (sampling %v)", got.Config().Sampling)
 	}
 }

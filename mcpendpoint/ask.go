@@ -44,9 +44,6 @@ func (e *Endpoint) ask(ctx context.Context, user string, args map[string]any, em
 	if err := checkConversationID(conv); err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	if emit == nil {
-		emit = tools.Discard
-	}
 	ans, err := e.opts.Agent.Ask(ctx, user, conv, q, emit)
 	if err != nil {
 		if ctx.Err() != nil {

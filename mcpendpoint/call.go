@@ -46,7 +46,7 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	emit := progressEmitter(ctx, req)
+	emit := e.callEmitter(ctx, req)
 	ex := e.expose()
 	if name == askTool && ex.Agent && e.opts.Agent != nil {
 		return e.ask(ctx, user, args, emit)
@@ -109,9 +109,6 @@ func (e *Endpoint) callGateway(ctx context.Context, user, name string, args map[
 		if t.Name() != name {
 			names = append(names, t.Name())
 			continue
-		}
-		if emit == nil {
-			emit = tools.Discard
 		}
 		res, err := t.Run(mcpgateway.WithUser(ctx, user), tools.Call{Args: args, UserID: user}, emit)
 		if err != nil {

@@ -129,13 +129,25 @@ func New(src Source, opts *Options) *Endpoint {
 	hooks.AddAfterListTools(e.afterListTools)
 	hooks.AddBeforeCallTool(e.beforeCallTool)
 	hooks.AddOnUnregisterSession(e.sessions.unregistered)
+	hooks.AddAfterListResources(e.afterListResources)
+	hooks.AddAfterListResourceTemplates(e.afterListResourceTemplates)
+	hooks.AddAfterListPrompts(e.afterListPrompts)
+	hooks.AddBeforeGetPrompt(e.beforeGetPrompt)
 	e.srv = mcpserver.NewMCPServer("elysia", o.Version,
 		mcpserver.WithToolCapabilities(true),
+		mcpserver.WithResourceCapabilities(false, true),
+		mcpserver.WithPromptCapabilities(true),
+		mcpserver.WithCompletions(),
+		mcpserver.WithLogging(),
+		mcpserver.WithPromptCompletionProvider(completions{e}),
+		mcpserver.WithResourceCompletionProvider(completions{e}),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithRecovery(),
 		mcpserver.WithInstructions("Elysia: every MCP server of this service through one connection."),
 	)
 	e.srv.AddTool(mcp.Tool{Name: routerTool, InputSchema: mcp.ToolInputSchema{Type: "object"}}, e.route)
+	e.srv.AddResourceTemplate(mcp.NewResourceTemplate(routerTemplate, routerPrompt), e.readResource)
+	e.srv.AddPrompt(mcp.NewPrompt(routerPrompt), e.getPrompt)
 
 	e.http = mcpserver.NewStreamableHTTPServer(e.srv,
 		mcpserver.WithEndpointPath("/mcp"),
@@ -220,7 +232,8 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, 
 // Run follows the source until ctx ends: when the tools a client would be
 // listed may have changed (an mcp.json reload, a server's list_changed, a
 // server connecting), it drops the cached lists and, after Debounce of
-// quiet, sends notifications/tools/list_changed to every open session.
+// quiet, sends notifications/tools/list_changed (and the resources' and
+// prompts' list_changed) to every open session.
 func (e *Endpoint) Run(ctx context.Context) {
 	c := make(chan struct{}, 1)
 	e.src.Notify(c)
@@ -242,6 +255,8 @@ func (e *Endpoint) Run(ctx context.Context) {
 		case <-debounce.C:
 			pending = false
 			e.srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+			e.srv.SendNotificationToAllClients(string(mcp.MethodNotificationResourcesListChanged), nil)
+			e.srv.SendNotificationToAllClients(string(mcp.MethodNotificationPromptsListChanged), nil)
 		}
 	}
 }

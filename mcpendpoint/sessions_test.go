@@ -56,6 +56,7 @@ func TestUpstreamToolChangeReachesClients(t *testing.T) {
 	go func() { defer close(done); ep.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
+	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
 	c, err := mcpclient.NewStreamableHttpClient(serve(t, ep)+"/mcp", mcptransport.WithContinuousListening())
 	if err != nil {
 		t.Fatal(err)

@@ -318,8 +318,9 @@ func (c *conn) connect(a *flight) {
 		c.lastErr = err.Error()
 		c.state = StateNeedsSignIn
 	case err != nil:
+		// Failed, with the reason, until the next attempt (or back-off).
 		c.lastErr = err.Error()
-		c.state = StateIdle
+		c.state, c.retryAt = StateFailed, time.Time{}
 		c.noteDeathLocked()
 	default:
 		c.sess = s

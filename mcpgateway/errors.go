@@ -26,9 +26,11 @@ func (drainingError) Error() string { return "server is being replaced or remove
 func (drainingError) Is(target error) bool { return target == ErrClosed }
 
 // ErrSamplingRefused is matched (with errors.Is) by the error a server gets
-// for a sampling request of a server with "sampling": true that the
-// gateway refuses: no tools/call of a user in flight, or over a cap
-// (sampling_per_call, sampling_per_minute, sampling_max_input).
+// for a sampling request of a server with "sampling" set that the gateway
+// refuses: no tools/call of a user in flight, over a cap
+// (sampling_per_call, sampling_per_minute, sampling_max_input), or, with
+// "ask", no interactive user to approve it or no answer within
+// elicitation_timeout.
 var ErrSamplingRefused = errors.New("sampling refused")
 
 // ErrTooManyUsers is matched (with errors.Is) by the error of a call of a
@@ -58,8 +60,12 @@ var ErrCircuitOpen = errors.New("circuit open")
 var ErrMessageTooLarge = errors.New("message over max_message_size")
 
 // ErrSamplingOff is matched by the error a server gets when it asks for
-// sampling without "sampling": true in mcp.json.
-var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": true in mcp.json)`)
+// sampling without "sampling" set in mcp.json.
+var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": "ask" or "auto" in mcp.json)`)
+
+// ErrSamplingDeclined is the error a server gets when the user of the call
+// ("sampling": "ask") denies its sampling request or the model's reply.
+var ErrSamplingDeclined = errors.New("sampling: the user declined the request")
 
 // ErrNoSecret is returned by a UserSecrets' Secret when the user has not
 // set a secret of that name.

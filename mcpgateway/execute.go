@@ -170,14 +170,14 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 	if err != nil {
 		return nil, plain{err: err}
 	}
-	cctx, extend, cancel := g.conn.progressCtx(ctx)
+	cctx, extend, hold, cancel := g.conn.progressCtx(ctx)
 	defer cancel()
 	emit := cm.emit
 	if emit == nil {
 		emit = tools.Discard
 	}
 	ac := &activeCall{token: fmt.Sprintf("elysia-%d", g.conn.seq.Add(1)), server: g.cfg.Name, tool: tool,
-		user: cmp.Or(cm.user, UserFrom(ctx)), emit: emit, extend: extend, ctx: cctx, relay: startRelay(emit)}
+		user: cmp.Or(cm.user, UserFrom(ctx)), emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
 	var res *mcp.CallToolResult
@@ -397,6 +397,10 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 	case errors.Is(err, ErrDraining):
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()),
 			"the server's configuration is changing; list its tools again in a moment"), nil
+	case permanentFailure(err) != "":
+		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
+			"server %s cannot work as configured (%s): trying again will not help; tell the user to fix its entry in mcp.json (`elysia config check` helps), and meanwhile use another option",
+			g.cfg.Name, permanentFailure(err))), nil
 	default:
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()),
 			"the server could not be reached; try again later or use another option"), nil

@@ -21,6 +21,9 @@ type activeCall struct {
 	emit   tools.Emitter // never nil; questions go to it directly
 	// extend moves the call's deadline on after a progress report.
 	extend func()
+	// hold stops the call's idle deadline while the user is asked
+	// something (an approval), until release; max_call_time still runs.
+	hold func() (release func())
 	// ctx is the call's: what the server asks the model for the call
 	// (sampling) ends with it.
 	ctx context.Context //nolint:containedctx // the call's lifetime, for work done on its behalf
@@ -28,12 +31,14 @@ type activeCall struct {
 	// blocking the transport's read loop.
 	relay *relay
 
-	// mu guards progress, warnings, questions and samples.
+	// mu guards progress, warnings, questions, samples and clientLogs.
 	mu        sync.Mutex
 	progress  float64 // the last progress reported; it only grows
 	warnings  int     // log messages relayed as warnings
 	questions int     // elicitations the server sent, answered or not
 	samples   int     // sampling requests taken for the call
+	// clientLogs counts the log messages queued for a ClientLogger.
+	clientLogs int
 }
 
 // activeCallKey is the context key of the activeCall a request is made for.
@@ -108,19 +113,41 @@ var errMaxCallTime = fmt.Errorf("still running after max_call_time: %w", context
 // progressCtx derives a call's ctx from the caller's: it ends call_timeout
 // after the start or after the last extend, at max_call_time at the latest,
 // and when the conn closes. context.Cause says which deadline ended it.
-func (c *conn) progressCtx(ctx context.Context) (cctx context.Context, extend func(), cancel context.CancelFunc) {
+// While a hold is in force (the user is asked something) the idle deadline
+// does not run; it starts again from its release.
+func (c *conn) progressCtx(ctx context.Context) (cctx context.Context, extend func(), hold func() (release func()), cancel context.CancelFunc) {
 	maxCall, _ := c.cfg.Limits()
 	_, idle := c.cfg.Timeouts()
 	outer, cancelOuter := context.WithTimeoutCause(ctx, maxCall, errMaxCallTime)
 	inner, cancelInner := context.WithCancelCause(outer)
 	timer := time.AfterFunc(idle, func() { cancelInner(errCallTimeout) })
 	stop := context.AfterFunc(c.lifetime, func() { cancelInner(ErrClosed) })
+	var mu sync.Mutex // guards held
+	held := 0
 	extend = func() {
-		if inner.Err() == nil {
+		mu.Lock()
+		defer mu.Unlock()
+		if inner.Err() == nil && held == 0 {
 			timer.Reset(idle)
 		}
 	}
-	return inner, extend, func() {
+	hold = func() func() {
+		mu.Lock()
+		held++
+		timer.Stop()
+		mu.Unlock()
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if held--; held == 0 && inner.Err() == nil {
+					timer.Reset(idle)
+				}
+			})
+		}
+	}
+	return inner, extend, hold, func() {
 		timer.Stop()
 		stop()
 		cancelInner(context.Canceled)

@@ -91,7 +91,7 @@ func TestServerInitiatedMessages(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	cases := everythingCases(t, func(cfg *mcpconfig.ServerConfig) {
-		cfg.Sampling = true
+		cfg.Sampling = mcpconfig.SamplingAuto
 		cfg.Roots = []string{filepath.Join(root, "project")}
 	})
 	for name, mk := range cases {
@@ -217,7 +217,7 @@ func TestServerInitiatedMessages(t *testing.T) {
 					t.Errorf("the session was replaced (pid %d, then %d)", pid, g.Status().PID)
 				}
 				other := g.Config()
-				other.Sampling = false
+				other.Sampling = mcpconfig.SamplingOff
 				if g.Adopt(other) {
 					t.Error("Adopt took a change of sampling, which needs a new session")
 				}

@@ -49,7 +49,7 @@ type Options struct {
 	HealthInterval time.Duration
 
 	// Sampler, when set, answers sampling/createMessage for servers with
-	// "sampling": true. Nil means such requests are refused saying no
+	// "sampling" set ("ask": once the call's user approves). Nil means such requests are refused saying no
 	// model is configured.
 	Sampler Sampler
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -62,10 +63,11 @@ const (
 )
 
 // sampling answers sampling/createMessage through the Sampler, only for a
-// server configured with "sampling": true, and only during a tools/call of
-// a user on the session, which it is attributed to as elicitation is
-// (callFor): the call gets a status event saying the server used the model,
-// and the model's work ends with the call. Each request is capped: its
+// server configured with "sampling", and only during a tools/call of a
+// user on the session, which it is attributed to as elicitation is
+// (callFor). With "ask" the call's user approves the request and then the
+// reply (see ask); with "auto" the call gets a status event before, and one
+// with the request and the reply after. The model's work ends with the call. Each request is capped: its
 // input (sampling_max_input), the requests of one call (sampling_per_call)
 // and of a minute (sampling_per_minute). A refusal is a JSON-RPC error to
 // the server, and a log line.
@@ -77,7 +79,12 @@ type sampling struct {
 // CreateMessage implements mcp-go's client.SamplingHandler.
 func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	c := h.c
-	if !c.cfg.Sampling {
+	if ac := h.s.callFor(ctx); ac != nil {
+		if cs, ok := ac.emit.(ClientSampler); ok {
+			return h.toClient(ctx, ac, cs, req)
+		}
+	}
+	if !c.cfg.Sampling.Enabled() {
 		c.logger.InfoContext(ctx, "sampling refused: not enabled")
 		return nil, ErrSamplingOff
 	}
@@ -85,8 +92,7 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 		return nil, errors.New("sampling: no model is configured in this service")
 	}
 	refuse := func(reason string) (*mcp.CreateMessageResult, error) {
-		c.logger.WarnContext(ctx, "sampling refused", "reason", reason)
-		return nil, fmt.Errorf("%w: %s", ErrSamplingRefused, reason)
+		return nil, c.refuseSampling(ctx, reason)
 	}
 	ac := h.s.callFor(ctx)
 	if ac == nil {
@@ -109,17 +115,40 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 	if !c.opts.samples.take(time.Now(), perMinute) {
 		return refuse(fmt.Sprintf("at most %d sampling requests per minute (sampling_per_minute)", perMinute))
 	}
+	show := c.sampleShown(sr, ac.tool)
+	if c.cfg.Sampling == mcpconfig.SamplingAsk {
+		return h.ask(ctx, ac, sr, show)
+	}
 	ac.emit.Emit(tools.NewStatus(fmt.Sprintf("%s asked the model to write a message for %s...", c.cfg.Name, ac.tool)))
+	res, err := h.sample(ctx, ac, sr)
+	if err != nil {
+		return nil, err
+	}
+	// Unattended: the user sees afterwards what was asked and answered.
+	show.Stage, show.Model = tools.SamplingDone, truncate(res.Model, 100)
+	show.Reply, show.Truncated = c.shownText(res.Text, show.Truncated)
+	show.Text = fmt.Sprintf("%s had the model write a message for %s (%d characters)", c.cfg.Name, ac.tool, len([]rune(res.Text)))
+	ac.emit.Emit(tools.Event{Type: tools.EventStatus, Payload: show})
+	return createResult(res), nil
+}
+
+// sample asks the model for sr on behalf of ac: its work ends with the call.
+func (h sampling) sample(ctx context.Context, ac *activeCall, sr SampleRequest) (SampleResult, error) {
 	// The model works for the call: on stdio, ctx is the session's.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ac.ctx, cancel)
 	defer stop()
-	res, err := c.opts.Sampler.Sample(ctx, sr)
+	res, err := h.c.opts.Sampler.Sample(ctx, sr)
 	if err != nil {
-		return nil, fmt.Errorf("sampling: %w", err)
+		return SampleResult{}, fmt.Errorf("sampling: %w", err)
 	}
-	c.logger.InfoContext(ctx, "sampling answered", "model", res.Model, "max_tokens", sr.MaxTokens, "tool", ac.tool)
+	h.c.logger.InfoContext(ctx, "sampling answered", "model", res.Model, "max_tokens", sr.MaxTokens, "tool", ac.tool)
+	return res, nil
+}
+
+// createResult is res as the server gets it.
+func createResult(res SampleResult) *mcp.CreateMessageResult {
 	stopReason := res.StopReason
 	if stopReason == "" {
 		stopReason = "endTurn"
@@ -128,7 +157,7 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(res.Text)},
 		Model:           res.Model,
 		StopReason:      stopReason,
-	}, nil
+	}
 }
 
 // sampleRequest is p as the Sampler takes it, or why it is refused: no

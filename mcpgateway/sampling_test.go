@@ -35,11 +35,11 @@ func (s *countingSampler) count() int {
 }
 
 // hostileSampling returns a gateway of the hostile server in mode with
-// "sampling": true and edit applied, and the model it may use.
+// "sampling": "auto" and edit applied, and the model it may use.
 func hostileSampling(t *testing.T, mode string, edit func(*mcpconfig.ServerConfig)) (*Gateway, *countingSampler) {
 	t.Helper()
 	cfg := hostileConfig(t, mode)
-	cfg.Sampling = true
+	cfg.Sampling = mcpconfig.SamplingAuto
 	if edit != nil {
 		edit(&cfg)
 	}

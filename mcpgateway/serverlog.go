@@ -99,6 +99,9 @@ func (c *conn) logged(s *session, n mcp.JSONRPCNotification) {
 		e.User = ac.user
 	}
 	c.logs.add(e)
+	if ac != nil {
+		toClientLogger(ac, e)
+	}
 	if !slices.Contains(warnLevels, e.Level) || ac == nil {
 		return
 	}

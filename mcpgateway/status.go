@@ -11,7 +11,7 @@ const (
 	StateConnecting  State = "connecting"    // a connect attempt is running
 	StateConnected   State = "connected"     // a session is up
 	StateDegraded    State = "degraded"      // a session is up but recent calls failed
-	StateFailed      State = "failed"        // unresolved config, or back-off after a crash loop
+	StateFailed      State = "failed"        // unresolved config, a failed connect until the next attempt, back-off
 	StateDisabled    State = "disabled"      // "enabled": false in mcp.json
 	StateNeedsSignIn State = "needs_sign_in" // the asking user must sign in (OAuth)
 	StateClosed      State = "closed"

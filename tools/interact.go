@@ -39,6 +39,52 @@ type ElicitationPayload struct {
 	// (a JSON object's order is lost in a map), when the gateway saw it.
 	FieldOrder []string `json:"field_order,omitempty"`
 	URL        string   `json:"url"`
+	// Sampling is the request to approve in mode ElicitSampling; nil in
+	// the other modes.
+	Sampling *SamplingPayload `json:"sampling,omitempty"`
+}
+
+// ElicitSampling is the Mode of a question that asks the user to approve a
+// server's sampling request ("sampling": "ask" in mcp.json): accept
+// approves, decline or cancel denies. At Stage SamplingReply an accepted
+// answer's Content may hold {"reply": "..."}, the user's edit of the reply.
+const ElicitSampling = "sampling"
+
+// Stages of a sampling request a SamplingPayload shows.
+const (
+	// SamplingRequest: the request, before the model is asked.
+	SamplingRequest = "request"
+	// SamplingReply: the model's reply, before it goes back to the server.
+	SamplingReply = "reply"
+	// SamplingDone: answered unattended ("sampling": "auto"), with the
+	// reply; the payload of a status event.
+	SamplingDone = "done"
+)
+
+// SamplingPayload shows a server's sampling request (MCP
+// sampling/createMessage) to the user: in a question to approve it
+// (ElicitationPayload.Sampling), or as the status line of one answered
+// unattended. Texts are masked and capped; Truncated says some were cut.
+type SamplingPayload struct {
+	// Text is the status line (stage SamplingDone).
+	Text         string            `json:"text,omitempty"`
+	SamplingID   string            `json:"sampling_id"`
+	Server       string            `json:"server"`
+	Tool         string            `json:"tool"`
+	Stage        string            `json:"stage"`
+	SystemPrompt string            `json:"system_prompt"`
+	Messages     []SamplingMessage `json:"messages"`
+	MaxTokens    int               `json:"max_tokens"`
+	// Model and Reply are the model's answer (stages reply and done).
+	Model     string `json:"model,omitempty"`
+	Reply     string `json:"reply,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// SamplingMessage is one message of a SamplingPayload.
+type SamplingMessage struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
 }
 
 // Elicitation answers.

@@ -3,6 +3,7 @@ package tree
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/elysia-go/elysia/tools"
@@ -120,22 +121,58 @@ func (e runEmitter) Emit(ev tools.Event) { e.r.emit(ev) }
 // the user has MaxPendingQuestions waiting already, it declines at once.
 func (e runEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer, error) {
 	r := e.r
+	return r.c.m.ask(ctx, r.c.userID, q, r.emit, r.logger)
+}
+
+// ask registers q as a question of user, sends it with emit as an
+// elicitation event and waits for the answer (Manager.Answer), or ctx.
+// When the user has MaxPendingQuestions waiting already, it declines at
+// once, saying why.
+func (m *Manager) ask(ctx context.Context, user string, q tools.Question, emit func(tools.Event), logger *slog.Logger) (tools.Answer, error) {
 	id := "eli-" + tools.NewID()
-	pending := &question{user: r.c.userID, check: q.Check, answer: make(chan tools.Answer, 1)}
-	qs := &r.c.m.questions
+	pending := &question{user: user, check: q.Check, answer: make(chan tools.Answer, 1)}
+	qs := &m.questions
 	if !qs.add(id, pending) {
 		reason := fmt.Sprintf("%d questions already wait for this user's answers (the cap per user)", MaxPendingQuestions)
-		r.logger.InfoContext(ctx, "question declined", "server", q.Payload.Server, logKeyReason, reason)
+		logger.InfoContext(ctx, "question declined", "server", q.Payload.Server, logKeyReason, reason)
 		return tools.Answer{Action: tools.ElicitDecline, Reason: reason}, nil
 	}
 	defer qs.remove(id)
 	p := q.Payload
 	p.ElicitationID = id
-	r.emit(tools.Event{Type: tools.EventElicitation, Payload: p})
+	emit(tools.Event{Type: tools.EventElicitation, Payload: p})
 	select {
 	case ans := <-pending.answer:
 		return ans, nil
 	case <-ctx.Done():
 		return tools.Answer{}, ctx.Err()
 	}
+}
+
+// Interactive returns an Emitter for a tool call made outside a query (the
+// server panel's run, POST /api/servers/:name/execute) by userID, who
+// watches it: events go to emit, and it is a tools.Asker whose questions go
+// to emit as elicitation events and are answered through Answer, as a
+// run's are (at most MaxPendingQuestions waiting per user). emit must not
+// block for long and must be safe for concurrent use: the gateway reports
+// progress and asks from different goroutines.
+func (m *Manager) Interactive(userID string, emit func(tools.Event)) tools.Emitter {
+	return interactive{m: m, user: userID, emit: emit}
+}
+
+// interactive is the Emitter Interactive returns.
+type interactive struct {
+	m    *Manager
+	user string
+	emit func(tools.Event)
+}
+
+var _ tools.Asker = interactive{}
+
+// Emit passes ev on.
+func (e interactive) Emit(ev tools.Event) { e.emit(ev) }
+
+// Ask puts q to the user and waits for the answer, or ctx.
+func (e interactive) Ask(ctx context.Context, q tools.Question) (tools.Answer, error) {
+	return e.m.ask(ctx, e.user, q, e.emit, e.m.logger)
 }

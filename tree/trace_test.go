@@ -40,13 +40,13 @@ func TestModelCallTokens(t *testing.T) {
 				v, ok := got[key]
 				switch {
 				case want < 0 && ok:
-					t.Errorf("%s = %v, want none", key, v.Emit())
+					t.Errorf("%s = %v, want none", key, v.String())
 				case want >= 0 && (!ok || v.AsInt64() != want):
-					t.Errorf("%s = %v (set %v), want %d", key, v.Emit(), ok, want)
+					t.Errorf("%s = %v (set %v), want %d", key, v.String(), ok, want)
 				}
 			}
 			if v := got["gen_ai.response.finish_reasons"]; len(v.AsStringSlice()) != 1 || v.AsStringSlice()[0] != "stop" {
-				t.Errorf("finish reasons = %v", v.Emit())
+				t.Errorf("finish reasons = %v", v.String())
 			}
 		})
 	}

@@ -126,7 +126,8 @@ type executeBody struct {
 }
 
 // serverExecute serves POST /api/servers/:name/execute, the gateway's
-// execute action.
+// execute action: a JSON answer, or an event stream with an interactive
+// user when the request's Accept asks for one (executeSSE).
 func (s *Server) serverExecute(c *gin.Context) {
 	var body executeBody
 	if err := s.decode(c, &body, false, "tool_name"); err != nil {
@@ -135,6 +136,10 @@ func (s *Server) serverExecute(c *gin.Context) {
 	}
 	if body.ToolInputs == nil {
 		body.ToolInputs = map[string]any{}
+	}
+	if srv, has := s.deps.Servers.(InteractiveServers); has && wantsEventStream(c.Request) {
+		s.executeSSE(c, srv, body)
+		return
 	}
 	res, err := s.deps.Servers.Execute(c.Request.Context(), c.Param("name"), body.ToolName, body.ToolInputs)
 	if err != nil {

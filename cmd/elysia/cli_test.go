@@ -405,3 +405,29 @@ func TestConfigCheckMasksTheUnresolvedReason(t *testing.T) {
 		t.Errorf("config check shows the secret, or not why the server cannot run:\n%s", out)
 	}
 }
+
+// TestConfigCheckWarnsOfAMissingCommand: a stdio server whose command is
+// not on PATH, or not executable, gets a warning naming the server and the
+// command; the file is valid, so the exit code stays 0. Before, config
+// check said ok and the server failed on its first call.
+func TestConfigCheckWarnsOfAMissingCommand(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable")
+	writeFile(t, notExec, "#!/bin/sh\n")
+	cfg := filepath.Join(dir, "mcp.json")
+	writeFile(t, cfg, fmt.Sprintf(`{"servers": {"ok": {"command": "/bin/true"}, "typo": {"command": "elysia-no-such-command"},
+		"plain": {"command": %q}, "off": {"command": "elysia-no-such-command", "enabled": false}}}`, notExec))
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"config", "check", cfg}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("config check: exit %d, want 0 (the file is valid)\n%s%s", code, stdout.String(), stderr.String())
+	}
+	warnings := stderr.String()
+	for _, w := range []string{`warning: server "typo": command "elysia-no-such-command" not found`, `warning: server "plain": command "` + notExec + `"`} {
+		if !strings.Contains(warnings, w) {
+			t.Errorf("config check's warnings lack %q:\n%s", w, warnings)
+		}
+	}
+	if strings.Contains(warnings, `"ok"`) || strings.Contains(warnings, `"off"`) {
+		t.Errorf("config check warns of a server that can run or is disabled:\n%s", warnings)
+	}
+}

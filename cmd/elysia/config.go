@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -172,7 +175,13 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	for _, w := range cfg.Warnings {
+	warnings := cfg.Warnings
+	for _, s := range cfg.Servers {
+		if w := commandWarning(s); w != "" {
+			warnings = append(warnings, w)
+		}
+	}
+	for _, w := range warnings {
 		_, _ = fmt.Fprintln(stderr, "warning:", termText(w)) // terminal output: nowhere to report a failed write
 	}
 	// Terminal output: a failed write has nowhere to be reported.
@@ -181,6 +190,28 @@ func cmdConfigCheck(_ context.Context, args []string, stdout, stderr io.Writer) 
 		_, _ = fmt.Fprintln(stdout, termLine(fmt.Sprintf("  %-20s %-6s %s%s", s.Name, s.Transport, mcpconfig.ToolName(s.Name), serverNote(s))))
 	}
 	return nil
+}
+
+// commandWarning says, masked, when s is an enabled stdio server whose
+// command the gateway will not find or may not run (it looks the command up
+// as exec.LookPath does, from the service's working folder); "" otherwise.
+// The file is still valid: the command may be installed before the service
+// starts.
+func commandWarning(s mcpconfig.ServerConfig) string {
+	if !s.Enabled || s.Unresolved != "" || s.Transport != mcpconfig.TransportStdio || s.Command == "" {
+		return ""
+	}
+	if _, err := exec.LookPath(s.Command); err != nil {
+		why := "not found on PATH"
+		switch {
+		case errors.Is(err, fs.ErrPermission):
+			why = "not executable"
+		case strings.ContainsRune(s.Command, filepath.Separator):
+			why = "not found"
+		}
+		return s.Mask(fmt.Sprintf("server %q: command %q %s: its calls will fail (%v)", s.Name, s.Command, why, errors.Unwrap(err)))
+	}
+	return ""
 }
 
 // serverNote says why a server will not run, masked: an unresolved

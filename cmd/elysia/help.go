@@ -62,7 +62,7 @@ var commands = []command{
 	{name: "mcp logout", args: "SERVER", summary: "forget the sign-in to a server",
 		detail:   "Revokes and forgets the CLI user's token for SERVER. A stdio server takes no sign-in.",
 		examples: []string{"elysia mcp logout github"}},
-	{name: "mcp serve", summary: "serve every server as one MCP server over stdio (user $ELYSIA_USER, default cli)",
+	{name: "mcp serve", summary: "serve every server as one MCP server on stdio",
 		detail: "Speaks MCP on stdin and stdout for a client that starts a command (Claude Desktop, Cursor, VS Code):\n" +
 			"every configured server's tools, listed as mcp.json's \"expose\" block says, and the agent as the ask\n" +
 			"tool. The log goes to stderr.",

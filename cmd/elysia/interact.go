@@ -90,6 +90,9 @@ func newTerminalAsker(out io.Writer) *terminalAsker {
 // to an accepted answer, and a failed check asks again (three tries). The
 // error is ctx's, when it ends while the user is asked.
 func (a *terminalAsker) answer(ctx context.Context, q tools.ElicitationPayload, check func(map[string]any) (map[string]any, error)) (tools.Answer, error) {
+	if q.Mode == tools.ElicitSampling {
+		return a.approveSampling(ctx, q)
+	}
 	// The question, its URL and its form are the server's: printed without
 	// their controls.
 	_, _ = fmt.Fprintf(a.out, "\n? %s asks: %s\n", termLine(q.Server), termText(q.Message))
@@ -193,6 +196,8 @@ func (e callEmitter) Emit(ev tools.Event) {
 	case tools.ProgressPayload:
 		_, _ = fmt.Fprintf(e.stderr, "… %s\n", termLine(p.Text))
 	case tools.StatusPayload:
+		_, _ = fmt.Fprintf(e.stderr, "… %s\n", termLine(p.Text))
+	case tools.SamplingPayload:
 		_, _ = fmt.Fprintf(e.stderr, "… %s\n", termLine(p.Text))
 	}
 }

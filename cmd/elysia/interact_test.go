@@ -24,7 +24,7 @@ func everythingConfig(t *testing.T, extra string) string {
 // no terminal is attached, and runs sampling on the configured model only
 // when the server may.
 func TestMCPCallProgressAndQuestions(t *testing.T) {
-	dir := everythingConfig(t, `, "sampling": true`)
+	dir := everythingConfig(t, `, "sampling": "auto"`)
 	// Reports 300 ms apart: mcpgateway.ProgressInterval coalesces closer ones.
 	code, out, errOut := runCLI(t, dir, nil, "mcp", "call", "everything", "trigger-long-running-operation", `{"duration": 0.9, "steps": 3}`)
 	if code != 0 || !strings.Contains(out, "completed") {

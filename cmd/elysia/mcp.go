@@ -199,7 +199,7 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if sc.Sampling {
+	if sc.Sampling.Enabled() {
 		model, info, err := llm.FromEnv(ctx, os.LookupEnv, nil)
 		if err != nil {
 			return usageErr("model: %v", err)

@@ -58,8 +58,17 @@ func (a treeAgent) Ask(ctx context.Context, user, conv, question string, emit to
 	ans := mcpendpoint.Answer{ConversationID: conv}
 	var mu sync.Mutex
 	var text []string
+	// A question goes to emit's client on its own goroutine, so the run's
+	// other events keep flowing; each ends with the run.
+	qctx, stopQuestions := context.WithCancel(ctx)
+	var questions sync.WaitGroup
 	err := a.trees.Query(ctx, a.model, user, conv, randomID(), question, func(env tools.Envelope) {
 		switch env.Type {
+		case tools.EventElicitation:
+			var p tools.ElicitationPayload
+			if asker, ok := emit.(tools.Asker); ok && json.Unmarshal(env.Payload, &p) == nil {
+				questions.Go(func() { a.forward(qctx, asker, user, p) })
+			}
 		case tools.EventStatus:
 			var p tools.StatusPayload
 			if json.Unmarshal(env.Payload, &p) == nil && p.Text != "" {
@@ -85,10 +94,26 @@ func (a treeAgent) Ask(ctx context.Context, user, conv, question string, emit to
 			}
 		}
 	})
+	stopQuestions()
+	questions.Wait()
 	mu.Lock()
 	defer mu.Unlock()
 	ans.Text = strings.Join(text, "\n")
 	return ans, err
+}
+
+// forward puts the run's question p to asker (the MCP client that called
+// ask) and gives its answer to the run as the user's. An answer the form
+// refuses becomes a decline; one for a question no longer waiting (it
+// timed out) is dropped.
+func (a treeAgent) forward(ctx context.Context, asker tools.Asker, user string, p tools.ElicitationPayload) {
+	got, err := asker.Ask(ctx, tools.Question{Payload: p})
+	if err != nil {
+		return // the run ended, or the server's elicitation_timeout
+	}
+	if err := a.trees.Answer(ctx, user, p.ElicitationID, got); err != nil && got.Action == tools.ElicitAccept {
+		_ = a.trees.Answer(ctx, user, p.ElicitationID, tools.Answer{Action: tools.ElicitDecline}) // gone, or the form refused it
+	}
 }
 
 func randomID() string {

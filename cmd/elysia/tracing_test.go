@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
@@ -162,7 +163,7 @@ type headerKey struct{}
 func newTracedServer(t *testing.T, collector string) *tracedServer {
 	t.Helper()
 	ts := &tracedServer{}
-	var tracer trace.Tracer = trace.NewNoopTracerProvider().Tracer("") //nolint:staticcheck // no collector: no spans
+	var tracer trace.Tracer = noop.NewTracerProvider().Tracer("") // no collector: no spans
 	if collector != "" {
 		exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(collector+"/v1/traces"))
 		if err != nil {

@@ -34,14 +34,6 @@ func TestAuthServerMetaURLs(t *testing.T) {
 	}
 }
 
-func TestOAuthParsesChallenges(t *testing.T) {
-	got := parseChallenge([]string{`Basic realm="x", Bearer error="insufficient_scope", scope="a b", resource_metadata="https://h/.well-known/x"`})
-	want := Challenge{"error": "insufficient_scope", "scope": "a b", "resource_metadata": "https://h/.well-known/x"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
 // TestDiscoveryMalformedMetadata: metadata that is not JSON is an error
 // saying so.
 func TestDiscoveryMalformedMetadata(t *testing.T) {

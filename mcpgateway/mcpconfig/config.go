@@ -105,8 +105,9 @@ type ServerConfig struct {
 	// user; then it is declined. Zero means 5 minutes.
 	ElicitationTimeout time.Duration `json:"elicitation_timeout,omitempty"`
 	// Sampling lets the server ask the service's model to write a message
-	// (sampling/createMessage); off by default.
-	Sampling bool `json:"sampling,omitempty"`
+	// (sampling/createMessage), approved by the user (SamplingAsk) or
+	// unattended (SamplingAuto); off by default.
+	Sampling SamplingMode `json:"sampling,omitempty"`
 	// SamplingPerCall, SamplingPerMinute and SamplingMaxInput cap what a
 	// server with Sampling may ask of the model ("sampling_per_call",
 	// "sampling_per_minute", "sampling_max_input" in mcp.json): requests
@@ -330,6 +331,9 @@ func (s *ServerConfig) problems() []problem {
 		if *l.val != 0 && (*l.val < l.min || *l.val > l.max) {
 			ps = append(ps, problem{l.key, l.bounds()})
 		}
+	}
+	if !s.Sampling.valid() {
+		ps = append(ps, problem{"sampling", errSamplingValue(fmt.Sprintf("%q", string(s.Sampling)))})
 	}
 	return ps
 }

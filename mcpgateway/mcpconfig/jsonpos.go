@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tailscale/hujson"
 )
 
 // maxJSONDepth bounds nesting so a hostile file cannot exhaust the stack;
@@ -72,7 +75,7 @@ type treeDecoder struct {
 // error; duplicate keys are all returned, and the tree keeps the first
 // occurrence of each.
 func decodeTree(data []byte) (*jnode, []offsetError) {
-	clean := stripJSONC(data)
+	clean := toJSON(data)
 	d := &treeDecoder{dec: json.NewDecoder(bytes.NewReader(clean)), data: clean}
 	d.dec.UseNumber()
 	if d.next() >= len(clean) {
@@ -99,46 +102,78 @@ func (d *treeDecoder) next() int {
 }
 
 func (d *treeDecoder) token() (json.Token, *offsetError) {
-	prev := int(d.dec.InputOffset())
+	prev, start := int(d.dec.InputOffset()), d.next()
 	tok, err := d.dec.Token()
 	if err == nil {
 		return tok, nil
 	}
+	eof := &offsetError{len(d.data), "invalid JSON: unexpected end of file", -1}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, &offsetError{len(d.data), "invalid JSON: unexpected end of file", -1}
+		return nil, eof
 	}
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
 		return nil, &offsetError{prev, "invalid JSON: " + err.Error(), -1}
 	}
+	off, ok := syntaxErrorAt(d.data, prev, int(d.dec.InputOffset()), start+int(se.Offset)-1, int(se.Offset))
+	if !ok {
+		return nil, eof // jsonv2 reports the end of the input as a syntax error
+	}
 	msg := "invalid JSON: " + se.Error()
 	if strings.Contains(msg, "after object key:value pair") || strings.Contains(msg, "after array element") {
 		msg += " (missing comma?)"
 	}
-	return nil, &offsetError{syntaxOffset(d.data, prev, se), msg, -1}
+	return nil, &offsetError{off, msg, -1}
 }
 
-// syntaxOffset finds the offending byte of a syntax error. The decoder's
-// SyntaxError.Offset is not reliable for positions in a token stream, but
-// its message names the character ("invalid character 'x' ..."), which is
-// the first such character after the last good token.
-func syntaxOffset(data []byte, prev int, se *json.SyntaxError) int {
-	msg := se.Error()
-	if rest, ok := strings.CutPrefix(msg, "invalid character "); ok {
-		if end := strings.Index(rest[1:], "' "); end >= 0 || strings.HasSuffix(rest, "'") {
-			lit := rest
-			if end >= 0 {
-				lit = rest[:end+2]
-			}
-			if r, err := strconv.Unquote(lit); err == nil {
-				if i := bytes.IndexRune(data[min(prev, len(data)):], []rune(r)[0]); i >= 0 {
-					return prev + i
-				}
-			}
+// syntaxErrorAt returns the offset of the byte that makes data invalid
+// JSON, given that data[:from] is a valid start. encoding/json's
+// SyntaxError.Offset means different things in a token stream (the
+// offending byte, or a count from the start of the current value) and in
+// GOEXPERIMENT=jsonv2 (the offending byte), so the offset is measured,
+// not read: the shortest prefix of data with a syntax error ends with the
+// offending byte. The hints, where the decoder's offsets may put it, are
+// checked first (two scans each); a binary search is the fallback. It
+// reports false when data is only cut short.
+func syntaxErrorAt(data []byte, from int, hints ...int) (int, bool) {
+	if !syntaxErrorIn(data) {
+		return 0, false
+	}
+	for _, h := range hints {
+		if h >= from && h < len(data) && syntaxErrorIn(data[:h+1]) && !syntaxErrorIn(data[:h]) {
+			return h, true
 		}
 	}
-	return min(max(int(se.Offset), prev), len(data))
+	n := from + sort.Search(len(data)-from, func(i int) bool { return syntaxErrorIn(data[:from+i+1]) })
+	return n, true
 }
+
+// syntaxErrorIn reports whether data has a syntax error before its end
+// (data only cut short has none). It scans values whole, which is much
+// faster than a token walk.
+func syntaxErrorIn(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		var se *json.SyntaxError
+		switch {
+		case err == nil:
+		case errors.As(err, &se):
+			return !endIsSyntaxError || se.Offset < int64(len(data))
+		default:
+			return false
+		}
+	}
+}
+
+// endIsSyntaxError tells how the decoder reports input cut short: as
+// io.ErrUnexpectedEOF (encoding/json), or as a *SyntaxError at the end of
+// the input (GOEXPERIMENT=jsonv2).
+var endIsSyntaxError = func() bool {
+	var se *json.SyntaxError
+	return errors.As(json.NewDecoder(strings.NewReader("[")).Decode(new(json.RawMessage)), &se)
+}()
 
 func (d *treeDecoder) value(depth int) (*jnode, *offsetError) {
 	off := d.next()
@@ -280,50 +315,85 @@ func hexRune(d []byte, at int) rune {
 	return rune(v)
 }
 
-// stripJSONC blanks out // and /* */ comments and trailing commas with
-// spaces, keeping every offset and newline, so that files VS Code accepts
-// parse and positions still point into the original text.
-func stripJSONC(data []byte) []byte {
-	if !bytes.Contains(data, []byte("/")) && !bytes.Contains(data, []byte(",")) {
-		return data
+// toJSON turns JSONC (JSON with comments and trailing commas, as VS Code
+// allows) into JSON by blanking them with spaces, keeping every offset and
+// newline so positions still point into the original text.
+func toJSON(data []byte) []byte {
+	// hujson wants a line comment to end in a newline; it aliases and
+	// rewrites its input, hence the copy.
+	if out, err := hujson.Standardize(append(bytes.Clone(data), '\n')); err == nil && len(out) == len(data)+1 {
+		return out[:len(data)]
 	}
+	return blankToError(data)
+}
+
+// maxJSONCSkips bounds how many comments and trailing commas of an invalid
+// file blankToError skips, each costing a decode of the file.
+const maxJSONCSkips = 256
+
+// blankToError blanks the comments and trailing commas of a file hujson
+// refused, up to its first syntax error, so that the decoder reports that
+// error and not a comment before it: the decoder stops at each in turn.
+func blankToError(data []byte) []byte {
 	out := bytes.Clone(data)
-	lastComma := -1 // offset of a comma not yet followed by a value
-	for i := 0; i < len(out); i++ {
-		switch c := out[i]; {
-		case c == '"':
-			lastComma = -1
-			for i++; i < len(out) && out[i] != '"'; i++ {
-				if out[i] == '\\' {
-					i++
-				}
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '/':
-			for ; i < len(out) && out[i] != '\n'; i++ {
-				out[i] = ' '
-			}
-		case c == '/' && i+1 < len(out) && out[i+1] == '*':
-			end := bytes.Index(out[i+2:], []byte("*/"))
-			if end < 0 {
-				return out // unterminated: let the decoder report it
-			}
-			for j := i; j < i+2+end+2; j++ {
-				if out[j] != '\n' {
-					out[j] = ' '
-				}
-			}
-			i += end + 3
-		case c == ',':
-			lastComma = i
-		case c == '}' || c == ']':
-			if lastComma >= 0 {
-				out[lastComma] = ' '
-			}
-			lastComma = -1
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-		default:
-			lastComma = -1
+	from := 0 // out[:from] is a valid start
+	for range maxJSONCSkips {
+		dec := json.NewDecoder(bytes.NewReader(out))
+		var base int
+		var err error
+		for err == nil {
+			base = int(dec.InputOffset())
+			err = dec.Decode(new(json.RawMessage))
 		}
+		var se *json.SyntaxError
+		if !errors.As(err, &se) {
+			break
+		}
+		at, ok := syntaxErrorAt(out, from, base+int(se.Offset)-1, int(se.Offset))
+		if !ok || !blankExtension(out, at) {
+			break
+		}
+		from = at
 	}
 	return out
+}
+
+// blankExtension blanks the comment starting at out[at], or the trailing
+// comma before the bracket at out[at], and reports whether there was one.
+func blankExtension(out []byte, at int) bool {
+	if at < 0 || at >= len(out) {
+		return false
+	}
+	rest := out[at:]
+	var end int
+	switch {
+	case bytes.HasPrefix(rest, []byte("//")):
+		if end = bytes.IndexByte(rest, '\n'); end < 0 {
+			end = len(rest)
+		}
+	case bytes.HasPrefix(rest, []byte("/*")):
+		if end = bytes.Index(rest[2:], []byte("*/")); end < 0 {
+			end = len(rest) // unterminated: the file ends inside it
+		} else {
+			end += 4
+		}
+	case rest[0] == '}' || rest[0] == ']':
+		i := at - 1
+		for i >= 0 && strings.IndexByte(" \t\r\n", out[i]) >= 0 {
+			i--
+		}
+		if i < 0 || out[i] != ',' {
+			return false
+		}
+		out[i] = ' '
+		return true
+	default:
+		return false
+	}
+	for i := range end {
+		if rest[i] != '\n' {
+			rest[i] = ' '
+		}
+	}
+	return true
 }

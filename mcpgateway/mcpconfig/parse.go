@@ -418,9 +418,7 @@ func (sp *serverParse) member(m jmember, inList bool) {
 	case "oauth":
 		sp.oauth(v)
 	case "sampling":
-		if p.is(v, jBool, name, m.key) {
-			sp.s.Sampling = v.boolean
-		}
+		sp.sampling(v)
 	case "log_level":
 		if p.is(v, jString, name, m.key) {
 			if !slices.Contains(logLevels, v.str) {

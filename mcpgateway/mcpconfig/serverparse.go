@@ -124,7 +124,7 @@ func (sp *serverParse) intLimit(key string, v *jnode) {
 func (sp *serverParse) limitWarnings() {
 	s := &sp.s
 	for _, key := range []string{"sampling_per_call", "sampling_per_minute", "sampling_max_input"} {
-		if off, ok := sp.fieldOff[key]; ok && !s.Sampling {
+		if off, ok := sp.fieldOff[key]; ok && !s.Sampling.Enabled() {
 			sp.p.warnAt(off, sp.name, `%s ignored: sampling is off (set "sampling": true)`, key)
 		}
 	}

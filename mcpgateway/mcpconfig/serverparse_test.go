@@ -235,7 +235,7 @@ func TestParseServerFeatureKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cfg.Servers[0]
-	if !s.Sampling || s.LogLevel != "warning" || s.ProtocolVersion != "2025-06-18" ||
+	if s.Sampling != SamplingAsk || s.LogLevel != "warning" || s.ProtocolVersion != "2025-06-18" ||
 		strings.Join(s.Roots, ",") != "/srv/conf/project,/abs" {
 		t.Errorf("parsed %+v", s)
 	}

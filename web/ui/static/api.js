@@ -123,6 +123,11 @@ export async function apiJSON(path, opts = {}) {
     if (err && err.name === "AbortError") throw err;
     return { ok: false, status: 0, data: null, error: "network error: " + (err && err.message ? err.message : err) };
   }
+  return readJSON(res);
+}
+
+// readJSON decodes a response as apiJSON does.
+export async function readJSON(res) {
   let data = null;
   let text = "";
   try {

@@ -6,6 +6,7 @@ import { h, table, jsonBlock, prettyJSON, isToolList, toolCard, formatDuration }
 import { markdown } from "./markdown.js";
 import { icon } from "./icons.js";
 import { ElicitationCard } from "./elicit.js";
+import { SamplingCard, samplingLine } from "./sampling.js";
 
 const SUGGESTIONS = ["What tools do you have?", "List my todos", "Add a todo \"Buy milk\" with priority 2"];
 
@@ -229,6 +230,8 @@ export class ChatView {
     switch (type) {
       case "status":
         if (isProgress("status", p)) return this.progress(t, p);
+        // A server used the model unattended ("sampling": "auto").
+        if (p.stage === "done" && p.sampling_id) return samplingLine(p);
         if (/ asked the model to write /.test(p.text ?? "")) {
           // A server used the model (MCP sampling).
           return h("div", { class: "status sampling", dataset: { kind: "sampling" } }, icon("spark"), " ", p.text);
@@ -236,7 +239,8 @@ export class ChatView {
         return h("div", { class: "status" }, p.text ?? "");
       case "elicitation": {
         const queryID = t.el.dataset.queryId;
-        const card = new ElicitationCard(p, {
+        const Card = p.mode === "sampling" ? SamplingCard : ElicitationCard;
+        const card = new Card(p, {
           replay: replay || t.stopped,
           onAnswer: (action, content) => this.hooks.onElicitationAnswer
             ? this.hooks.onElicitationAnswer(p, action, content, queryID)

@@ -21,6 +21,7 @@ import { h, contentItem, inputSchemaOf, toolCard, toolResult } from "./render.js
 import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
 import { expandTemplate, templateVars } from "./uritemplate.js";
+import { RunView, streamExecute } from "./panelrun.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
 
@@ -145,7 +146,9 @@ export class ToolPanel {
       this.filter.value = "";
       this.listStatus.textContent = this.tools.length ? "" : "Press “List tools” to ask the server what it offers.";
       this.renderTools();
+      this.cancelRun();
       this.closeForm();
+      this.shownError = "";
       this.result.replaceChildren();
       delete this.result.dataset.state;
       this.resetFeatures();
@@ -451,6 +454,7 @@ export class ToolPanel {
   }
 
   close() {
+    this.cancelRun();
     this.panel.hidden = true;
     this.followLogs();
     document.getElementById("layout").classList.remove("with-panel");
@@ -468,7 +472,8 @@ export class ToolPanel {
       this.title.textContent = s.name || this.gateway;
       rows.push(h("div", { class: "server-line" }, this.treeView.badge(this.gateway), " ", h("code", null, this.gateway), " · ", s.transport || "?",
         s.calls !== undefined ? ` · ${plural(s.calls, "call")}` : "", s.failures ? `, ${s.failures} failed` : ""));
-      if (s.last_error) rows.push(h("div", { class: "note error small" }, s.last_error));
+      // The error the last run shows already is not shown twice.
+      if (s.last_error && !(this.shownError || "").includes(s.last_error)) rows.push(h("div", { class: "note error small" }, s.last_error));
       if (s.config_error) rows.push(h("div", { class: "note error small" }, s.config_error));
       if (s.circuit && s.circuit.state === "open") rows.push(h("div", { class: "note warning small" }, `Circuit open${s.circuit.retry_at ? ", retrying at " + new Date(s.circuit.retry_at).toLocaleTimeString() : ""}`));
     }
@@ -488,10 +493,13 @@ export class ToolPanel {
     if (gw !== this.gateway) return;
     const tools = toolsOf(r.data);
     if (!r.ok && !tools.length) {
-      this.listStatus.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
+      this.shownError = r.error || "listing failed";
+      this.listStatus.replaceChildren(h("span", { class: "note error" }, this.shownError));
+      this.refreshInfo();
       this.onServersChanged();
       return;
     }
+    this.shownError = "";
     this.tools = tools;
     this.cache.set(gw, tools);
     this.listStatus.textContent = `${tools.length} tool${tools.length === 1 ? "" : "s"}` + (r.error ? ` (from cache: ${r.error})` : "");
@@ -511,6 +519,7 @@ export class ToolPanel {
   }
 
   openForm(tool) {
+    this.cancelRun();
     this.formTool = tool;
     for (const el of this.list.querySelectorAll(".tool-item.active")) el.classList.remove("active");
     const li = this.list.querySelector(`.tool-item[data-tool="${CSS.escape(tool.name)}"]`);
@@ -526,12 +535,16 @@ export class ToolPanel {
   }
 
   closeForm() {
+    if (this.cancelRun()) return; // the form stays, to run again
     this.formTool = null;
     this.form.hidden = true;
     this.form.replaceChildren();
     for (const el of this.list.querySelectorAll(".tool-item.active")) el.classList.remove("active");
   }
 
+  // execute runs the form's tool with the user in the loop (panelrun.js):
+  // progress, the server's questions and warnings show while it runs; the
+  // form's Cancel cancels the call.
   async execute() {
     const tool = this.formTool;
     if (!tool || this.running) return;
@@ -544,34 +557,55 @@ export class ToolPanel {
     showFormError(this.form, "");
     const submit = this.form.querySelector("button[type=submit]");
     submit.disabled = true;
+    this.shownError = "";
     this.result.dataset.state = "running";
-    this.result.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), ` Running ${tool.name}…`));
+    const view = new RunView(tool.name);
+    this.result.replaceChildren(view.el);
+    reveal(this.result);
     const started = performance.now();
-    this.running = apiJSON(`/api/servers/${encodeURIComponent(this.serverName())}/execute`, {
-      method: "POST", body: { tool_name: tool.name, tool_inputs: inputs },
-    });
-    const r = await this.running;
-    this.running = null;
+    const running = new AbortController();
+    this.running = running;
+    const r = await streamExecute(this.serverName(), { tool_name: tool.name, tool_inputs: inputs },
+      { signal: running.signal, onEvent: (env) => view.event(env) });
+    if (this.running === running) this.running = null;
     submit.disabled = false;
+    view.end(r.cancelled ? "cancelled" : "done");
+    const kept = view.empty ? [] : [view.el];
+    if (r.cancelled) {
+      this.result.dataset.state = "cancelled";
+      this.onServersChanged();
+      return;
+    }
     const ms = Math.round(performance.now() - started);
     if (r.status === 422) {
       this.result.dataset.state = "invalid";
-      this.result.replaceChildren();
+      this.result.replaceChildren(...kept);
       showFormError(this.form, r.error || "invalid inputs");
       return;
     }
     const res = r.data && "result" in r.data ? r.data.result : null;
     if (!r.ok && !res) {
       this.result.dataset.state = "error";
-      this.result.replaceChildren(h("div", { class: "note error" }, r.error || `request failed (${r.status})`));
+      this.shownError = r.error || `request failed (${r.status})`;
+      this.result.replaceChildren(...kept, h("div", { class: "note error" }, this.shownError));
       this.onServersChanged();
       return;
     }
     this.result.dataset.state = res && res.is_error ? "error" : "ok";
-    this.result.replaceChildren(
+    this.result.replaceChildren(...kept,
       h("div", { class: "result-head muted small" }, h("code", null, tool.name), ` · ${ms} ms`, r.error ? ` · ${r.error}` : ""),
       toolResult(res));
     reveal(this.result);
     this.onServersChanged();
+  }
+
+  // cancelRun cancels the running call, if any: the request ends, and the
+  // service tells the server (notifications/cancelled). It reports whether
+  // there was one.
+  cancelRun() {
+    if (!this.running) return false;
+    this.running.abort();
+    this.running = null;
+    return true;
   }
 }

@@ -35,9 +35,10 @@ type RunGate interface {
 }
 
 var (
-	_ web.Runner    = Runner{}
-	_ web.Servers   = Servers{}
-	_ web.TextModel = TextModel{}
+	_ web.Runner             = Runner{}
+	_ web.Servers            = Servers{}
+	_ web.InteractiveServers = Servers{}
+	_ web.TextModel          = TextModel{}
 )
 
 // RunQuery implements web.Runner; once the service shuts down (Runs.Begin
@@ -114,14 +115,22 @@ func (a Servers) List(ctx context.Context, name string, q web.ListRequest) (web.
 	return out, nil
 }
 
-// Execute runs one tool. The gateway logs the call; the request id and the
-// key's user it logs come from ctx (requestMetaHandler).
+// Execute implements web.Servers: it runs one tool. The gateway logs the
+// call; the request id and the key's user it logs come from ctx (the
+// request-metadata log handler in cmd/elysia).
 func (a Servers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (web.ExecuteResult, error) {
+	return a.ExecuteWith(ctx, name, tool, inputs, nil)
+}
+
+// ExecuteWith implements web.InteractiveServers: it runs one tool with a
+// user who watches it (the panel's run): progress, warnings and the
+// server's questions go to emit.
+func (a Servers) ExecuteWith(ctx context.Context, name, tool string, inputs map[string]any, emit tools.Emitter) (web.ExecuteResult, error) {
 	g, err := a.gateway(name)
 	if err != nil {
 		return web.ExecuteResult{}, err
 	}
-	res, err := g.Execute(forUser(ctx), tool, inputs)
+	res, err := g.ExecuteWith(forUser(ctx), tool, inputs, emit)
 	if err != nil {
 		return web.ExecuteResult{}, gatewayErr(g, err)
 	}

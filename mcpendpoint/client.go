@@ -1,0 +1,171 @@
+package mcpendpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tools"
+)
+
+// clientEmitter is the Emitter of a call made through the endpoint: its
+// events go to progress (nil for none), and it is a tools.Asker whose
+// questions (an upstream server's elicitation/create, a question during
+// ask's run) go as elicitation/create to the MCP client that made the
+// call, when it declared the elicitation capability; else they are
+// declined, saying why. The gateway bounds each question by the server's
+// elicitation_timeout and validates the answer before it goes upstream.
+type clientEmitter struct {
+	// call is the ctx of the client's tools/call: it carries the MCP
+	// session (and the POST's stream) a question is sent on.
+	call     context.Context
+	srv      *mcpserver.MCPServer
+	progress tools.Emitter
+}
+
+var _ tools.Asker = clientEmitter{}
+
+var _ mcpgateway.ClientLogger = clientEmitter{}
+
+// Emit relays ev to the client: progress, if it asked for any, and the
+// servers' log messages at the level the session set (logging/setLevel;
+// error by default), each named after its server.
+func (e clientEmitter) Emit(ev tools.Event) {
+	if le, ok := ev.Payload.(mcpgateway.ServerLogPayload); ok && ev.Type == mcpgateway.EventServerLog {
+		level := mcp.LoggingLevel(le.Level)
+		if !level.ShouldSendTo(mcp.LoggingLevelDebug) {
+			level = mcp.LoggingLevelInfo // not a level the specification knows
+		}
+		logger := le.Server
+		if le.Logger != "" {
+			logger += "/" + le.Logger
+		}
+		_ = e.srv.SendLogMessageToClient(e.call, mcp.NewLoggingMessageNotification(level, logger, le.Data)) // a gone client misses it
+		return
+	}
+	if e.progress != nil {
+		e.progress.Emit(ev)
+	}
+}
+
+// TakesServerLogs marks the emitter a mcpgateway.ClientLogger.
+func (clientEmitter) TakesServerLogs() {}
+
+// Ask puts q to the client as elicitation/create and waits for its answer,
+// or ctx (the gateway's elicitation_timeout), or the end of the call.
+func (e clientEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer, error) {
+	p := q.Payload
+	if reason := e.cannotAsk(p.Mode); reason != "" {
+		return tools.Answer{Action: tools.ElicitDecline, Reason: reason}, nil
+	}
+	params := mcp.ElicitationParams{Mode: p.Mode, Message: askedBy(p)}
+	if p.Mode == mcp.ElicitationModeURL {
+		params.URL, params.ElicitationID = p.URL, "eli-"+tools.NewID()
+	} else {
+		params.RequestedSchema = p.RequestedSchema
+	}
+	params.Meta = mcp.NewMetaFromMap(map[string]any{"dev.elysia/server": p.Server, "dev.elysia/tool": p.Tool})
+	// The request goes on the call's session; it ends with ctx too.
+	rctx, cancel := context.WithCancel(e.call)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	res, err := e.srv.RequestElicitation(rctx, mcp.ElicitationRequest{
+		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
+		Params:  params,
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return tools.Answer{}, ctx.Err()
+	case errors.Is(err, mcpserver.ErrElicitationNotSupported):
+		return tools.Answer{Action: tools.ElicitDecline, Reason: "the MCP client's transport cannot take questions"}, nil
+	case err != nil:
+		if e.call.Err() != nil {
+			return tools.Answer{}, e.call.Err()
+		}
+		// What the client said is its own; the server learns only that
+		// the client failed.
+		return tools.Answer{Action: tools.ElicitDecline, Reason: "the MCP client answered the question with an error"}, nil
+	}
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+		content, _ := res.Content.(map[string]any)
+		if q.Check != nil {
+			checked, err := q.Check(content)
+			if err != nil {
+				return tools.Answer{Action: tools.ElicitDecline, Reason: "the MCP client's answer does not match the form: " + err.Error()}, nil
+			}
+			content = checked
+		}
+		return tools.Answer{Action: tools.ElicitAccept, Content: content}, nil
+	case mcp.ElicitationResponseActionCancel:
+		return tools.Answer{Action: tools.ElicitCancel}, nil
+	case mcp.ElicitationResponseActionDecline:
+		return tools.Answer{Action: tools.ElicitDecline}, nil
+	}
+	return tools.Answer{Action: tools.ElicitDecline, Reason: "the MCP client answered with an unknown action"}, nil
+}
+
+// cannotAsk says why the call's client cannot take a question of mode, or
+// "" when it can: it must have declared elicitation (form mode by
+// default, url mode by name).
+func (e clientEmitter) cannotAsk(mode string) string {
+	s, ok := mcpserver.ClientSessionFromContext(e.call).(mcpserver.SessionWithClientInfo)
+	if !ok {
+		return "the MCP client's session cannot take questions"
+	}
+	c := s.GetClientCapabilities().Elicitation
+	switch {
+	case c == nil:
+		return "the MCP client did not declare the elicitation capability"
+	case mode == mcp.ElicitationModeURL && c.URL == nil:
+		return "the MCP client did not declare url-mode elicitation"
+	case mode != mcp.ElicitationModeURL && c.URL != nil && c.Form == nil:
+		return "the MCP client declared url-mode elicitation only"
+	}
+	return ""
+}
+
+// askedBy is the question's message as the client shows it: naming the
+// server that asks, since the client sees only this endpoint.
+func askedBy(p tools.ElicitationPayload) string {
+	if p.Server == "" {
+		return p.Message
+	}
+	return fmt.Sprintf("%s asks: %s", p.Server, p.Message)
+}
+
+// samplingEmitter is the clientEmitter of a call whose client declared
+// sampling: a server's sampling/createMessage during the call goes to
+// that client (mcpgateway.ClientSampler) rather than the service's model.
+type samplingEmitter struct{ clientEmitter }
+
+var _ mcpgateway.ClientSampler = samplingEmitter{}
+
+// CreateMessage sends req to the client that made the call and waits for
+// its message, or ctx.
+func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	rctx, cancel := context.WithCancel(e.call)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	req.Method = string(mcp.MethodSamplingCreateMessage)
+	return e.srv.RequestSampling(rctx, req)
+}
+
+// callEmitter is the Emitter of the tools/call in ctx: it relays progress
+// to the client, puts questions to it, and gives it the servers' sampling
+// requests when it declared sampling.
+func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
+	ce := clientEmitter{call: ctx, srv: e.srv, progress: progressEmitter(ctx, req)}
+	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok && s.GetClientCapabilities().Sampling != nil {
+		if _, ok := s.(mcpserver.SessionWithSampling); ok {
+			return samplingEmitter{ce}
+		}
+	}
+	return ce
+}

@@ -1,0 +1,55 @@
+package mcpgateway
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// ClientSampler is implemented by the Emitter of a call whose caller
+// writes a server's sampling/createMessage itself: an MCP client that
+// declared sampling, calling through the aggregate endpoint. A server's
+// sampling request during such a call goes to it as is, whatever the
+// server's "sampling" says, instead of to the service's model; the
+// request must still fit sampling_max_input, and at most
+// sampling_per_call are passed on per call. It must honour ctx.
+type ClientSampler interface {
+	tools.Emitter
+	CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+}
+
+// toClient passes req to the call's ClientSampler, within the per-call and
+// input caps, and ends it with the call.
+func (h sampling) toClient(ctx context.Context, ac *activeCall, cs ClientSampler, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	c := h.c
+	perCall, _, maxInput := c.cfg.SamplingLimits()
+	refuse := func(reason string) (*mcp.CreateMessageResult, error) {
+		c.logger.WarnContext(ctx, "sampling refused", "reason", reason, "to", "client")
+		return nil, fmt.Errorf("%w: %s", ErrSamplingRefused, reason)
+	}
+	if _, err := sampleRequest(c.cfg.Name, req.CreateMessageParams, maxInput); err != nil {
+		return refuse(err.Error())
+	}
+	ac.mu.Lock()
+	taken := ac.samples < perCall
+	if taken {
+		ac.samples++
+	}
+	ac.mu.Unlock()
+	if !taken {
+		return refuse(fmt.Sprintf("at most %d sampling requests per tool call (sampling_per_call)", perCall))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ac.ctx, cancel)
+	defer stop()
+	res, err := cs.CreateMessage(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("sampling by the MCP client: %w", err)
+	}
+	c.logger.InfoContext(ctx, "sampling answered by the MCP client", "model", res.Model, "tool", ac.tool)
+	return res, nil
+}
