@@ -154,7 +154,9 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	req.Method = string(mcp.MethodSamplingCreateMessage)
-	return e.srv.RequestSampling(rctx, req)
+	// Sampling is the 2025-11-25 protocol's, which the endpoint serves.
+	//lint:ignore SA1019 sampling of the protocol version the endpoint serves (2025-11-25)
+	return e.srv.RequestSampling(rctx, req) //nolint:staticcheck // see above
 }
 
 // callEmitter is the Emitter of the tools/call in ctx: it relays progress

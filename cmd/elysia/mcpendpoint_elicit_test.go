@@ -20,6 +20,7 @@ import (
 // GET stream open, as mcp-go's server sends sampling requests only there.
 func capsClient(t *testing.T, url string, caps mcp.ClientCapabilities, opts ...mcpclient.ClientOption) *mcpclient.Client {
 	t.Helper()
+	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
 	tr, err := mcptransport.NewStreamableHTTP(url+"/mcp", mcptransport.WithContinuousListening())
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,7 @@ func TestMCPEndpointLogging(t *testing.T) {
 		if level != "" {
 			req := mcp.SetLevelRequest{}
 			req.Params.Level = level
+			//lint:ignore SA1019 logging/setLevel is how a 2025-11-25 client asks
 			if err := c.SetLevel(ctx, req); err != nil { //nolint:staticcheck // the 2025-11-25 way to ask
 				t.Fatalf("logging/setLevel: %v", err)
 			}
