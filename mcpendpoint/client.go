@@ -22,7 +22,7 @@ import (
 type clientEmitter struct {
 	// call is the ctx of the client's tools/call: it carries the MCP
 	// session (and the POST's stream) a question is sent on.
-	call     context.Context
+	call     context.Context //nolint:containedctx // the client's call, for the questions sent on its session
 	srv      *mcpserver.MCPServer
 	progress tools.Emitter
 }

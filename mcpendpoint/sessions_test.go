@@ -57,7 +57,7 @@ func TestUpstreamToolChangeReachesClients(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
-	c, err := mcpclient.NewStreamableHttpClient(serve(t, ep)+"/mcp", mcptransport.WithContinuousListening())
+	c, err := mcpclient.NewStreamableHttpClient(serve(t, ep)+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
 	if err != nil {
 		t.Fatal(err)
 	}

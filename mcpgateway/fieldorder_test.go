@@ -23,6 +23,7 @@ func TestFormKeepsTheServersFieldOrder(t *testing.T) {
 }
 
 func testFieldOrder(t *testing.T, cfg mcpconfig.ServerConfig) {
+	t.Helper()
 	g := newGateway(t, cfg, nil)
 	u := &userStream{answer: func(tools.Question) tools.Answer { return tools.Answer{Action: tools.ElicitDecline} }}
 	run(t, g, u, "trigger-elicitation-request", nil)

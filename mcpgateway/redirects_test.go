@@ -94,6 +94,7 @@ func TestSessionRedirectsStayOnOrigin(t *testing.T) {
 	const token, static, userKey = "tok-alice-secret-1", "static-secret-2", "user-key-secret-3"
 	secrets := []string{token, static, userKey}
 	setup := func(t *testing.T, transport, where string) (*Gateway, *originRecorder) {
+		t.Helper()
 		rec := newOriginRecorder(t)
 		ts := redirectingServer(t, func(self string) string {
 			if where == "self" {

@@ -160,6 +160,7 @@ func TestPerUserSessionsCloseInParallel(t *testing.T) {
 func TestPerUserBusySessionIsNeverEvicted(t *testing.T) {
 	t.Parallel()
 	run := func(t *testing.T, wait time.Duration, end bool) (calls []error, carol error) {
+		t.Helper()
 		gate := make(chan struct{})
 		g := newPerUserGateway(func() *mcpserver.MCPServer { return whoamiServer(gate) }, &Options{MaxUsers: 2, UserWait: wait}, nil)
 		defer func() { _ = g.Close() }()

@@ -45,7 +45,7 @@ func (s *Store) Ping(ctx context.Context) (err error) {
 			s.now().UnixMicro(), pad); err != nil {
 			return nil, err
 		}
-		return nil, nil
+		return func() {}, nil // nothing to record after the commit
 	}
 	if err := s.group.do(ctx, probe); err != nil {
 		return fmt.Errorf("write to %s: %w", s.where, err)

@@ -24,7 +24,7 @@ var backends = []struct {
 	dsn  newDSN
 }{
 	{"sqlite", sqliteTestDSN},
-	{"postgres", func(t *testing.T) string { return testenv.PostgresDSN(t) }},
+	{"postgres", func(t *testing.T) string { t.Helper(); return testenv.PostgresDSN(t) }},
 }
 
 // behaviours is the suite run against each backend.

@@ -127,7 +127,7 @@ func TestExecuteStreamsWithAnInteractiveUser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	resp := post(t, ctx, url+"/api/servers/todo/execute", "text/event-stream", map[string]any{"tool_name": "ask", "tool_inputs": map[string]any{"greeting": "hello"}})
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
 		t.Fatalf("execute with Accept: text/event-stream: %d %s", resp.StatusCode, ct)
 	}
@@ -160,7 +160,7 @@ func TestExecuteStreamsWithAnInteractiveUser(t *testing.T) {
 	// Other clients keep the JSON answer; with no one to ask, the question
 	// is declined.
 	plain := post(t, ctx, url+"/api/servers/todo/execute", "", map[string]any{"tool_name": "ask", "tool_inputs": map[string]any{"greeting": "hi"}})
-	defer plain.Body.Close()
+	defer func() { _ = plain.Body.Close() }()
 	var body struct {
 		Error  string        `json:"error"`
 		Result ExecuteResult `json:"result"`
@@ -171,7 +171,7 @@ func TestExecuteStreamsWithAnInteractiveUser(t *testing.T) {
 
 	// Inputs refused before anything ran: the JSON 422, stream or not.
 	bad := post(t, ctx, url+"/api/servers/todo/execute", "text/event-stream", map[string]any{"tool_name": "ask", "tool_inputs": map[string]any{}})
-	defer bad.Body.Close()
+	defer func() { _ = bad.Body.Close() }()
 	if bad.StatusCode != 422 || !strings.HasPrefix(bad.Header.Get("Content-Type"), "application/json") {
 		t.Errorf("invalid inputs with Accept: text/event-stream: %d %s, want a JSON 422", bad.StatusCode, bad.Header.Get("Content-Type"))
 	}
@@ -184,7 +184,7 @@ func TestExecuteStreamCancelledByTheClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	resp := post(t, ctx, url+"/api/servers/todo/execute", "text/event-stream", map[string]any{"tool_name": "slow", "tool_inputs": map[string]any{}})
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	sc := bufio.NewScanner(resp.Body)
 	env := nextEvent(t, sc)
 	var p tools.ProgressPayload

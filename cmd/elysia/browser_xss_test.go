@@ -108,6 +108,7 @@ type canaryServer struct {
 }
 
 func newCanary(t *testing.T) *canaryServer {
+	t.Helper()
 	c := &canaryServer{}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()

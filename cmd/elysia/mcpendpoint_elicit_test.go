@@ -21,7 +21,7 @@ import (
 func capsClient(t *testing.T, url string, caps mcp.ClientCapabilities, opts ...mcpclient.ClientOption) *mcpclient.Client {
 	t.Helper()
 	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
-	tr, err := mcptransport.NewStreamableHTTP(url+"/mcp", mcptransport.WithContinuousListening())
+	tr, err := mcptransport.NewStreamableHTTP(url+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +50,7 @@ func (f elicitFunc) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mc
 }
 
 func everythingServer(t *testing.T, extra string) string {
+	t.Helper()
 	return fmt.Sprintf(`"everything": {"type": "stdio", "command": "node", "args": [%q, "stdio"]%s}`, testenv.Everything(t), extra)
 }
 

@@ -20,6 +20,7 @@ import (
 // once release gives it a value (mcp-go may drop a notification that races the
 // response on a POST's stream).
 func loggingServer(t *testing.T, release <-chan struct{}) string {
+	t.Helper()
 	s := mcpserver.NewMCPServer("chatty", "1", mcpserver.WithLogging())
 	s.AddTool(mcp.NewTool("chatty"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		srv := mcpserver.ServerFromContext(ctx)

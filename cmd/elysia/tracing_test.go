@@ -163,7 +163,7 @@ type headerKey struct{}
 func newTracedServer(t *testing.T, collector string) *tracedServer {
 	t.Helper()
 	ts := &tracedServer{}
-	var tracer trace.Tracer = noop.NewTracerProvider().Tracer("") // no collector: no spans
+	tracer := trace.Tracer(noop.NewTracerProvider().Tracer("")) // no collector: no spans
 	if collector != "" {
 		exp, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(collector+"/v1/traces"))
 		if err != nil {

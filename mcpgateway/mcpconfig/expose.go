@@ -53,7 +53,8 @@ func DefaultExpose() Expose {
 // validToolChars reports whether s is made of [A-Za-z0-9_-] only.
 func validToolChars(s string) bool {
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+		if !ok {
 			return false
 		}
 	}
