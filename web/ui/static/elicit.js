@@ -25,11 +25,64 @@ function safeURL(u) {
 
 let cards = 0;
 
-export class ElicitationCard {
+// QuestionCard is what every card that waits for the user's answer to a
+// server shares (a question, a sampling approval): its state in
+// el.dataset.state (open, invalid, sent, answered, expired, past), the
+// outcome line, and bringing it into view. A subclass builds el, form and
+// outcome, and says which control takes the keyboard (focusSelector) and
+// which stay disabled while the form is open (keepDisabled).
+export class QuestionCard {
+  // show brings the card into view (its head first when it is taller than
+  // the log) and puts the keyboard on its first control.
+  show(log) {
+    const tall = this.el.offsetHeight > log.clientHeight;
+    this.el.scrollIntoView({ block: tall ? "start" : "end", behavior: "instant" });
+    this.form?.querySelector(this.focusSelector)?.focus({ preventScroll: true });
+  }
+
+  get focusSelector() {
+    return "input, select, textarea, button";
+  }
+
+  // keepDisabled reports whether control c stays disabled on an open form.
+  keepDisabled() {
+    return false;
+  }
+
+  get state() {
+    return this.el.dataset.state;
+  }
+
+  // awaiting reports whether an answer went out and its verdict is not in.
+  get awaiting() {
+    return this.state === "sent";
+  }
+
+  setState(state, text) {
+    this.el.dataset.state = state;
+    if (this.outcome && text !== undefined) this.outcome.textContent = text;
+    const open = state === "open" || state === "invalid";
+    if (this.form) for (const c of this.form.elements) c.disabled = !open || this.keepDisabled(c);
+  }
+
+  // confirm marks the answer as taken (the run went on after it).
+  confirm() {
+    if (this.state === "sent") this.setState("answered");
+  }
+
+  // expire closes a question whose query ended before it was answered.
+  expire() {
+    if (this.state === "open" || this.state === "invalid") this.setState("expired", "The query ended before an answer.");
+    else this.confirm();
+  }
+}
+
+export class ElicitationCard extends QuestionCard {
   // p is the event's payload. onAnswer(action, content) sends the answer
   // and resolves to {error} when it was refused at once, {sent: true} when
   // the verdict comes later (see confirm and fail), or {} when accepted.
   constructor(p, { onAnswer, replay = false }) {
+    super();
     this.p = p;
     this.onAnswer = onAnswer;
     this.prefix = `elicit-${++cards}-`;
@@ -73,28 +126,9 @@ export class ElicitationCard {
     this.el.append(this.form, this.outcome);
   }
 
-  // show brings the question into view (its head first when it is taller
-  // than the log) and puts the keyboard on its first control.
-  show(log) {
-    const tall = this.el.offsetHeight > log.clientHeight;
-    this.el.scrollIntoView({ block: tall ? "start" : "end", behavior: "instant" });
-    this.form?.querySelector("input, select, textarea, button")?.focus({ preventScroll: true });
-  }
-
-  get state() {
-    return this.el.dataset.state;
-  }
-
-  // awaiting reports whether an answer went out and its verdict is not in.
-  get awaiting() {
-    return this.state === "sent";
-  }
-
-  setState(state, text) {
-    this.el.dataset.state = state;
-    if (this.outcome && text !== undefined) this.outcome.textContent = text;
-    const open = state === "open" || state === "invalid";
-    if (this.form) for (const c of this.form.elements) c.disabled = !open || (c.classList.contains("accept") && this.mode === "url" && !safeURL(this.p.url));
+  // keepDisabled keeps a URL question's Accept off when its link is unsafe.
+  keepDisabled(c) {
+    return c.classList.contains("accept") && this.mode === "url" && !safeURL(this.p.url);
   }
 
   async answer(action) {
@@ -118,21 +152,10 @@ export class ElicitationCard {
     else if (!r.sent) this.confirm();
   }
 
-  // confirm marks the answer as taken (the run went on after it).
-  confirm() {
-    if (this.state === "sent") this.setState("answered");
-  }
-
   // fail shows why the server refused the answer, next to the form, and
   // opens the form again.
   fail(message) {
     this.setState("invalid", "");
     showFormError(this.form, message || "the server refused the answer");
-  }
-
-  // expire closes a question whose query ended before it was answered.
-  expire() {
-    if (this.state === "open" || this.state === "invalid") this.setState("expired", "The query ended before an answer.");
-    else this.confirm();
   }
 }

@@ -12,6 +12,7 @@
 // "answered", "expired" or "past"; data-stage is "request" or "reply".
 import { h } from "./render.js";
 import { icon } from "./icons.js";
+import { QuestionCard } from "./elicit.js";
 
 // requestView shows a sampling request (and its reply, when done): every
 // text is a text node.
@@ -36,9 +37,10 @@ export function samplingLine(p) {
       h("pre", { class: "sampling-text sampling-reply-text" }, String(p.reply ?? ""))));
 }
 
-export class SamplingCard {
+export class SamplingCard extends QuestionCard {
   // p is the elicitation event's payload; onAnswer as for ElicitationCard.
   constructor(p, { onAnswer, replay = false }) {
+    super();
     this.p = p;
     this.onAnswer = onAnswer;
     const s = p.sampling && typeof p.sampling === "object" ? p.sampling : {};
@@ -77,25 +79,9 @@ export class SamplingCard {
     this.el.append(this.form, this.outcome);
   }
 
-  show(log) {
-    const tall = this.el.offsetHeight > log.clientHeight;
-    this.el.scrollIntoView({ block: tall ? "start" : "end", behavior: "instant" });
-    this.form?.querySelector("button.accept")?.focus({ preventScroll: true });
-  }
-
-  get state() {
-    return this.el.dataset.state;
-  }
-
-  get awaiting() {
-    return this.state === "sent";
-  }
-
-  setState(state, text) {
-    this.el.dataset.state = state;
-    if (this.outcome && text !== undefined) this.outcome.textContent = text;
-    const open = state === "open" || state === "invalid";
-    if (this.form) for (const c of this.form.elements) c.disabled = !open;
+  // The keyboard starts on Approve: the request is to be read, not typed.
+  get focusSelector() {
+    return "button.accept";
   }
 
   async answer(action) {
@@ -114,10 +100,6 @@ export class SamplingCard {
     else if (!r.sent) this.confirm();
   }
 
-  confirm() {
-    if (this.state === "sent") this.setState("answered");
-  }
-
   fail(message) {
     this.setState("invalid", "");
     const err = this.form?.querySelector(".form-error");
@@ -125,10 +107,5 @@ export class SamplingCard {
       err.textContent = message || "the server refused the answer";
       err.hidden = false;
     }
-  }
-
-  expire() {
-    if (this.state === "open" || this.state === "invalid") this.setState("expired", "The query ended before an answer.");
-    else this.confirm();
   }
 }
