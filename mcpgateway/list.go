@@ -129,31 +129,11 @@ func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
 // toolsHere is tools on g's own conn.
 func (g *Gateway) toolsHere(ctx context.Context) (*toolSet, error) {
 	for relists := 0; ; {
-		g.mu.Lock()
-		if ts := g.cache; g.freshLocked(ts) {
-			g.mu.Unlock()
-			return ts, nil
-		}
-		f := g.listing
-		if f == nil {
-			f = &flight{done: make(chan struct{})}
-			g.listing = f
-			changes := g.changes
-			g.mu.Unlock()
-			g.fetchTools(ctx, f, changes)
-		} else {
-			g.mu.Unlock()
-		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if f.err != nil {
-			if errors.Is(f.err, context.Canceled) && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
+		if err := g.listOnce(ctx); err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
 				continue // another caller's listing was cancelled; ours goes on
 			}
-			return nil, f.err
+			return nil, err
 		}
 		g.mu.Lock()
 		ts := g.cache
