@@ -354,6 +354,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.POST("/api/servers/:name/resources/read", s.requireKey, s.serverReadResource)
 	e.POST("/api/servers/:name/prompts", s.requireKey, s.serverPrompts)
 	e.POST("/api/servers/:name/prompts/get", s.requireKey, s.serverGetPrompt)
+	e.POST("/api/servers/:name/complete", s.requireKey, s.serverComplete)
 	e.GET("/api/servers/:name/logs", s.requireKey, s.serverLogs)
 	return e
 }
