@@ -26,7 +26,8 @@
 //                             id="field-<property>"; submit is #tool-form-submit;
 //                             errors (422 text) in #tool-form-error
 //   #tool-result              the execute result; data-state = running | ok | error | invalid
-//   #query-input, #query-send the query box and its button (Enter sends, Shift+Enter newline)
+//   #query-input, #query-send the query box and its button (Enter sends, Shift+Enter newline);
+//                             the panel's #prompt-to-chat puts a got prompt's text in it
 //   #query-stop               shown while a query runs: stops it, as Esc does (the turn gets [data-type="stopped"])
 //   #chat .tool-progress      a tool call's progress: data-state "running" | "done" | "stopped",
 //                             data-tool, data-progress, data-total; its <progress> bar while running
@@ -110,7 +111,7 @@ class App {
     });
     // The gateways' state after listing or running a tool comes over the
     // event stream, like every other change.
-    this.toolPanel = new ToolPanel({ treeView: this.treeView });
+    this.toolPanel = new ToolPanel({ treeView: this.treeView, onUsePrompt: (text) => this.usePrompt(text) });
     this.chat = new ChatView($("chat"), {
       onTreeUpdate: (p, queryID) => this.treeView.highlight(p, queryID),
       onTitle: (t) => this.setTitle(t, true),
@@ -190,6 +191,18 @@ class App {
       this.transport.close();
       this.live.close();
     });
+  }
+
+  // usePrompt puts a server prompt's text into the query box, to read,
+  // edit and send (Enter); a panel that covers the chat closes.
+  usePrompt(text) {
+    const input = $("query-input");
+    input.value = text;
+    input.dispatchEvent(new Event("input"));
+    if (getComputedStyle($("tool-panel")).position === "fixed") this.toolPanel.close();
+    input.focus();
+    input.setSelectionRange(text.length, text.length);
+    input.scrollIntoView({ block: "nearest" });
   }
 
   afterNewKey() {

@@ -22,6 +22,8 @@ import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
 import { expandTemplate, templateVars } from "./uritemplate.js";
 import { RunView, streamExecute } from "./panelrun.js";
+import { Completer, argumentsOf } from "./complete.js";
+import { promptText } from "./promptchat.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
 
@@ -60,9 +62,11 @@ function reveal(el) {
 }
 
 export class ToolPanel {
-  constructor({ treeView, onServersChanged }) {
+  // onUsePrompt(text) puts a prompt's text into the chat's input box.
+  constructor({ treeView, onServersChanged, onUsePrompt }) {
     this.treeView = treeView;
     this.onServersChanged = onServersChanged || (() => {});
+    this.onUsePrompt = onUsePrompt || (() => {});
     this.panel = document.getElementById("tool-panel");
     this.title = document.getElementById("tool-panel-title");
     this.info = document.getElementById("tool-panel-info");
@@ -257,6 +261,7 @@ export class ToolPanel {
       uri.textContent = expandTemplate(tmpl, values());
     };
     form.addEventListener("input", update);
+    this.suggestIn(form, { type: "ref/resource", uri: tmpl });
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const empty = [...form.querySelectorAll("input[name]")].find((el) => el.value.trim() === "");
@@ -317,7 +322,7 @@ export class ToolPanel {
       const args = Array.isArray(pr.arguments) ? pr.arguments : [];
       return h("li", { class: "tool-item", dataset: { prompt: pr.name } },
         h("div", { class: "tool-head" }, h("span", { class: "feature-name" }, icon("message"), " ", h("code", null, pr.name)),
-          h("button", { type: "button", class: "small-button open", "aria-label": `Use prompt ${pr.name}`, onclick: () => this.openPrompt(pr) }, "Use")),
+          h("button", { type: "button", class: "small-button open", "aria-label": `Get prompt ${pr.name}`, onclick: () => this.openPrompt(pr) }, "Get")),
         pr.description ? h("div", { class: "desc" }, pr.description) : null,
         args.length ? h("div", { class: "params" }, args.map((a) => h("span", { class: "param" + (a.required ? " req" : "") }, a.name))) : null);
     }));
@@ -341,6 +346,7 @@ export class ToolPanel {
     dock(li, document.getElementById("tab-panel-prompts"), f, this.promptResult);
     f.replaceChildren();
     buildForm(f, pr.name, this.promptSchema(pr), { onCancel: () => this.closePromptForm(), prefix: "prompt-arg-", submitID: "prompt-form-submit", verb: "Get", submitText: "Get prompt", errorID: "prompt-form-error" });
+    this.suggestIn(f, { type: "ref/prompt", name: pr.name });
     this.promptResult.replaceChildren();
     delete this.promptResult.dataset.state;
     f.scrollIntoView({ block: "nearest" });
@@ -382,11 +388,21 @@ export class ToolPanel {
       return;
     }
     this.promptResult.dataset.state = "ok";
+    const text = promptText(msgs);
     this.promptResult.replaceChildren(
       h("div", { class: "result-head muted small" }, h("code", null, pr.name), ` · ${msgs.length} message${msgs.length === 1 ? "" : "s"}`),
       ...msgs.map((m) => h("div", { class: "prompt-message", dataset: { role: m.role || "" } },
-        h("div", { class: "role" }, m.role || "message"), contentItem(m.content))));
+        h("div", { class: "role" }, m.role || "message"), contentItem(m.content))),
+      text ? h("div", { class: "form-actions" },
+        h("button", { type: "button", id: "prompt-to-chat", class: "primary-button", onclick: () => this.onUsePrompt(text) }, "Use in chat")) : null);
     reveal(this.promptResult);
+  }
+
+  // suggestIn gives the text inputs of form the server's suggestions for
+  // ref's arguments (completion/complete).
+  suggestIn(form, ref) {
+    const c = new Completer(this.featurePath("complete"), ref);
+    for (const el of form.querySelectorAll("input[type=text][name]")) el.after(c.attach(el, () => argumentsOf(form, el)));
   }
 
   // ---- logs ----
