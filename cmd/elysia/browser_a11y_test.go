@@ -88,7 +88,7 @@ func TestBrowserAccessibility(t *testing.T) {
 		chromedp.WaitVisible(css(`#tool-form-submit`)),
 	)
 	check("the gateway panel")
-	t.Logf("screenshot: %s", screenshot(t, b, "ui-a11y-panel.png"))
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-tree.png")) // copied to docs/
 
 	b.do("open the settings",
 		clickNode(`#settings-button`),

@@ -37,7 +37,7 @@ func TestBrowserPanelRunElicitation(t *testing.T) {
 	if st := eval[string](b, "running", `document.querySelector("#tool-result").dataset.state`); st != "running" {
 		t.Errorf("#tool-result[data-state] = %q while the question waits, want running", st)
 	}
-	t.Logf("screenshot: %s", screenshot(t, b, "ui-panel-elicitation.png"))
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-panel-question.png")) // copied to docs/
 	b.do("answer",
 		retype(form+` [name="name"]`, "Ada Lovelace"),
 		retype(form+` [name="integer"]`, "7"),

@@ -17,7 +17,7 @@ func options(input string) string {
 // TestBrowserPromptToChat fills server-everything's completable-prompt in
 // the gateway panel with the server's suggestions (completion/complete:
 // the department's as typed, the name's from the chosen department), gets
-// it, and puts it into the chat's query box, which sends it as a query. A
+// it (the form and the result in view), and puts it into the chat's query box, which sends it as a query. A
 // resource template's variable gets the server's suggestions too. axe-core
 // finds nothing serious on the prompt view.
 func TestBrowserPromptToChat(t *testing.T) {
@@ -34,6 +34,7 @@ func TestBrowserPromptToChat(t *testing.T) {
 		chromedp.WaitVisible(css(`#prompt-list li[data-prompt="completable-prompt"] button.open`)),
 		clickNode(`#prompt-list li[data-prompt="completable-prompt"] button.open`),
 		chromedp.WaitVisible(css(dept)),
+		waitJS(inView+`(document.querySelector("#prompt-form"))`),
 		chromedp.SendKeys(css(dept), "S"),
 		waitJS(options(dept)+` === "Sales,Support"`),
 	)
@@ -47,6 +48,7 @@ func TestBrowserPromptToChat(t *testing.T) {
 		clickNode(`#prompt-form-submit`),
 		waitJS(`document.querySelector("#prompt-result").dataset.state === "ok"`),
 		chromedp.WaitVisible(css(`#prompt-to-chat`)),
+		waitJS(inView+`(document.querySelector("#prompt-result"))`),
 	)
 	if verbs := eval[string](b, "verbs", `document.querySelector('#prompt-list li[data-prompt="completable-prompt"] button.open').textContent + "/" + document.querySelector("#prompt-form-submit").textContent`); verbs != "Get/Get prompt" {
 		t.Errorf("the prompt's button and its form's say %q; want one verb, Get", verbs)

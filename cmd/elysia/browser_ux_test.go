@@ -318,5 +318,5 @@ func TestBrowserPageBasics(t *testing.T) {
 	if info := eval[string](b, "calls", `document.querySelector("#tool-panel-info .server-line").textContent`); !regexp.MustCompile(` · (1 call|[02-9] calls)$`).MatchString(info) {
 		t.Errorf("the panel says %q; want \"1 call\" or \"2 calls\"", info)
 	}
-	t.Logf("screenshot: %s", screenshot(t, b, "ui-tree.png"))
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-page-basics.png"))
 }
