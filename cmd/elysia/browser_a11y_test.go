@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,9 +48,47 @@ func axeViolations(b *browser, src, scene string) []string {
 		chromedp.EvalAwaitPromise)
 }
 
+// badgeStates are the classes a server's badge can take (tree.js).
+var badgeStates = []string{"idle", "connecting", "connected", "degraded", "failed", "disabled", "needs_sign_in", "unknown"}
+
+// badgeContrast puts a badge of every state on the tree's first gateway
+// row, highlighted as on the agent's path, and returns axe-core's
+// color-contrast findings on them that are not a pass (a violation, or a
+// contrast axe could not work out), one line each. The badges a page
+// happens to show are one or two states; this sees them all.
+func badgeContrast(b *browser, src string) []string {
+	b.t.Helper()
+	if !eval[bool](b, "axe loaded", `typeof window.axe === "object"`) {
+		b.do("load axe", chromedp.Evaluate[chromedp.Void](src))
+	}
+	states, _ := json.Marshal(badgeStates)
+	return eval[[]string](b, "badge contrast", `(() => {
+		const node = document.querySelector("#tree .node[data-gateway]");
+		const row = node.querySelector(":scope > .row");
+		const wasOnPath = node.classList.contains("on-path");
+		node.classList.add("on-path");
+		row.style.flexWrap = "wrap";
+		for (const st of `+string(states)+`) {
+			const e = document.createElement("span");
+			e.className = "badge contrast-probe state-" + st;
+			e.textContent = st.replace("_", " ");
+			row.append(e);
+		}
+		return axe.run({include: [[".badge.contrast-probe"]]}, {runOnly: {type: "rule", values: ["color-contrast"]}})
+			.then((r) => [...r.violations, ...r.incomplete].flatMap((v) => v.nodes.map((n) =>
+				n.target.join(" ") + ": " + (n.any[0]?.message || v.help))))
+			.finally(() => {
+				for (const e of document.querySelectorAll(".badge.contrast-probe")) e.remove();
+				if (!wasOnPath) node.classList.remove("on-path");
+				row.style.flexWrap = "";
+			});
+	})()`, chromedp.EvalAwaitPromise)
+}
+
 // TestBrowserAccessibility runs axe-core on the tree page, the chat with a
 // result, the gateway panel and the settings dialog: no serious or
-// critical violation of WCAG 2.2 AA. It also checks what axe cannot: the
+// critical violation of WCAG 2.2 AA, and every badge state readable
+// (4.5:1) in both themes. It also checks what axe cannot: the
 // tree is a tree the arrow keys walk, a conversation is one Tab stop, and
 // Esc stops a running query.
 func TestBrowserAccessibility(t *testing.T) {
@@ -72,6 +111,16 @@ func TestBrowserAccessibility(t *testing.T) {
 		chromedp.WaitVisible(css(`#tree .node[data-id="mcp_todo"] .badge[data-state]`)),
 	)
 	check("the tree page")
+	for _, v := range badgeContrast(b, src) {
+		t.Errorf("a badge: %s", v)
+	}
+	// Targets: the "i" button and the badges are 24 px high at least
+	// (WCAG 2.2's 2.5.8).
+	if small := eval[[]string](b, "target sizes", `[...document.querySelectorAll("#tree .row .info, #tree .row .badge")]
+		.map((e) => [e, e.getBoundingClientRect()]).filter(([, r]) => r.height < 24 || r.width < 24)
+		.map(([e, r]) => e.className + " " + Math.round(r.width) + "x" + Math.round(r.height))`); len(small) > 0 {
+		t.Errorf("targets under 24x24 px: %v", small)
+	}
 
 	ask(b, "add oat milk")
 	b.do("the run ends",
@@ -109,6 +158,9 @@ func TestBrowserAccessibility(t *testing.T) {
 	}
 	b.do("the dark theme", waitJS(`matchMedia("(prefers-color-scheme: dark)").matches`))
 	check("the page in the dark theme")
+	for _, v := range badgeContrast(b, src) {
+		t.Errorf("a badge in the dark theme: %s", v)
+	}
 	t.Logf("screenshot: %s", screenshot(t, b, "ui-dark.png"))
 
 	// The tree: role=tree with treeitems; arrow keys move the focus.
