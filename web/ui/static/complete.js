@@ -19,7 +19,7 @@ const MAX_SHOWN = 100;
 // Completer asks one server about the arguments of one prompt or resource
 // template. After an answer that is not a completion (a server without
 // completions, an old service), it asks no more.
-export class Completer {
+class Completer {
   // path is the complete route; ref the MCP reference ({type: "ref/prompt",
   // name} or {type: "ref/resource", uri}).
   constructor(path, ref) {
@@ -71,10 +71,17 @@ export class Completer {
 
 // argumentsOf returns the non-empty values of form's text inputs, by name,
 // but for except's.
-export function argumentsOf(form, except) {
+function argumentsOf(form, except) {
   const out = {};
   for (const el of form.querySelectorAll("input[name], textarea[name]")) {
     if (el !== except && el.value !== "") out[el.name] = el.value;
   }
   return out;
+}
+
+// suggestIn gives each text input of form the server's suggestions for
+// ref's arguments, asked at path (the complete route).
+export function suggestIn(form, path, ref) {
+  const c = new Completer(path, ref);
+  for (const el of form.querySelectorAll("input[type=text][name]")) el.after(c.attach(el, () => argumentsOf(form, el)));
 }

@@ -3,36 +3,27 @@
 // input schema into a form, and the form calls the execute action and
 // renders what comes back. Resources: the server's resources (and resource
 // templates); a click reads one. Prompts: the server's prompts; a click
-// opens a form for its arguments and gets the prompt's messages. Logs: the
-// server's last log messages. A tab loads when the user opens it (or
-// presses its refresh), never on a timer.
+// opens a form for its arguments and gets the prompt's messages, which
+// "Use in chat" puts into the query box. Logs: the server's last log
+// messages, followed while the tab is open. A tab loads when the user
+// opens it (or presses its refresh).
+//
+// Resources, Prompts and Logs are their own modules (resourcetab.js,
+// prompttab.js, logtab.js), with their selectors.
 //
 // Selectors for tests: #tab-tools, #tab-resources, #tab-prompts, #tab-logs
-// (aria-selected); #resource-list li[data-uri] button.open (templates are
-// li[data-template] with a form: an input named after each variable, the
-// URI it builds in .template-uri, and button.open), the content in
-// #resource-content[data-state]; #prompt-list li[data-prompt] button.open,
-// #prompt-form with a control named after each argument and
-// #prompt-form-submit, the messages in #prompt-result[data-state] as
-// .prompt-message[data-role]; #server-logs li[data-level] (hidden below #logs-level), #logs-refresh,
-// #logs-live (reload every 2 s while the tab is open).
+// (aria-selected).
 import { apiJSON } from "./api.js";
-import { h, contentItem, inputSchemaOf, toolCard, toolResult } from "./render.js";
+import { h, inputSchemaOf, toolCard, toolResult } from "./render.js";
 import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
-import { expandTemplate, templateVars } from "./uritemplate.js";
 import { RunView, streamExecute } from "./panelrun.js";
-import { Completer, argumentsOf } from "./complete.js";
-import { promptText } from "./promptchat.js";
+import { ResourceTab } from "./resourcetab.js";
+import { PromptTab } from "./prompttab.js";
+import { LogTab } from "./logtab.js";
+import { dock, plural, reveal } from "./panelkit.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
-
-// LEVELS are MCP's log levels, least severe first (RFC 5424's order).
-const LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-
-// LOGS_EVERY is how often an open Logs tab with "Live" checked reloads
-// the log, in ms. Nothing polls while the tab is closed or the page hidden.
-const LOGS_EVERY = 2000;
 
 // toolsOf reads the tool list from a list response, whichever shape the
 // service chose: {tools}, {result: {objects}}, {objects}, {result: [...]}.
@@ -43,30 +34,11 @@ export function toolsOf(data) {
   return [];
 }
 
-// plural is "1 call", "2 calls".
-function plural(n, word) {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-
-// dock moves els (a form, its result) into li, the item the user clicked,
-// so that they open where the click was; without li, back to the end of
-// home (the tab's panel).
-function dock(li, home, ...els) {
-  const to = li || home;
-  for (const el of els) if (el.parentElement !== to) to.append(el);
-}
-
-// reveal scrolls el into view when it arrives, at the least distance.
-function reveal(el) {
-  el.scrollIntoView({ block: "nearest" });
-}
-
 export class ToolPanel {
   // onUsePrompt(text) puts a prompt's text into the chat's input box.
   constructor({ treeView, onServersChanged, onUsePrompt }) {
     this.treeView = treeView;
     this.onServersChanged = onServersChanged || (() => {});
-    this.onUsePrompt = onUsePrompt || (() => {});
     this.panel = document.getElementById("tool-panel");
     this.title = document.getElementById("tool-panel-title");
     this.info = document.getElementById("tool-panel-info");
@@ -81,17 +53,10 @@ export class ToolPanel {
     this.cache = new Map(); // gateway id → tools
     this.running = null;
     this.tab = "tools";
-    this.fieldSeq = 0; // ids of template fields
     this.loaded = new Set(); // tabs loaded for this gateway
-    this.resourceStatus = document.getElementById("resource-status");
-    this.resourceList = document.getElementById("resource-list");
-    this.resourceContent = document.getElementById("resource-content");
-    this.promptStatus = document.getElementById("prompt-status");
-    this.promptList = document.getElementById("prompt-list");
-    this.promptForm = document.getElementById("prompt-form");
-    this.promptResult = document.getElementById("prompt-result");
-    this.logList = document.getElementById("server-logs");
-    this.logStatus = document.getElementById("logs-status");
+    this.resources = new ResourceTab(this);
+    this.prompts = new PromptTab(this, onUsePrompt || (() => {}));
+    this.logs = new LogTab(this);
 
     const tabs = [...this.panel.querySelectorAll('[role="tab"]')];
     for (const b of tabs) b.addEventListener("click", () => this.selectTab(b.dataset.tab));
@@ -103,17 +68,6 @@ export class ToolPanel {
       const next = TABS[(TABS.indexOf(this.tab) + step + TABS.length) % TABS.length];
       this.selectTab(next);
       document.getElementById("tab-" + next).focus();
-    });
-    document.getElementById("logs-refresh").addEventListener("click", () => this.loadLogs());
-    this.logLevel = document.getElementById("logs-level");
-    this.logLive = document.getElementById("logs-live");
-    this.logLevel.addEventListener("change", () => this.filterLogs());
-    this.logLive.addEventListener("change", () => this.followLogs());
-    document.addEventListener("visibilitychange", () => this.followLogs());
-    this.logTimer = 0;
-    this.promptForm.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      this.getPrompt();
     });
 
     document.getElementById("tool-panel-close").addEventListener("click", () => this.close());
@@ -171,308 +125,30 @@ export class ToolPanel {
       tab.tabIndex = t === name ? 0 : -1;
       document.getElementById("tab-panel-" + t).hidden = t !== name;
     }
-    this.followLogs();
+    this.logs.follow();
     if (!this.gateway || this.loaded.has(name)) return;
-    if (name === "resources") this.listResources();
-    else if (name === "prompts") this.listPrompts();
-    else if (name === "logs") this.loadLogs();
+    if (name === "resources") this.resources.load();
+    else if (name === "prompts") this.prompts.load();
+    else if (name === "logs") this.logs.load();
   }
 
   // resetFeatures forgets the resources, prompts and logs of the last gateway.
   resetFeatures() {
     this.loaded.clear();
-    this.undock();
-    this.resourceList.replaceChildren();
-    this.resourceStatus.textContent = "";
-    this.resourceContent.replaceChildren();
-    delete this.resourceContent.dataset.state;
-    this.promptList.replaceChildren();
-    this.promptStatus.textContent = "";
-    this.closePromptForm();
-    this.logList.replaceChildren();
-    this.logKey = "";
-    this.logStatus.textContent = "";
+    this.resources.reset();
+    this.prompts.reset();
+    this.logs.reset();
   }
 
-  // undock takes the resources' and prompts' forms and results out of the
-  // lists, before the lists are replaced.
-  undock() {
-    dock(null, document.getElementById("tab-panel-resources"), this.resourceContent);
-    dock(null, document.getElementById("tab-panel-prompts"), this.promptForm, this.promptResult);
-  }
-
+  // featurePath is the path of a route under /api/servers/<name>/.
   featurePath(what) {
     return `/api/servers/${encodeURIComponent(this.serverName())}/${what}`;
-  }
-
-  // ---- resources ----
-
-  async listResources() {
-    const gw = this.gateway;
-    this.loaded.add("resources");
-    this.resourceStatus.textContent = "Listing resources…";
-    const r = await apiJSON(this.featurePath("resources"), { method: "POST", body: {} });
-    if (gw !== this.gateway) return;
-    const list = r.data && Array.isArray(r.data.resources) ? r.data.resources : null;
-    if (!list) {
-      this.loaded.delete("resources");
-      this.resourceStatus.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
-      return;
-    }
-    this.resourceStatus.textContent = list.length ? `${list.length} resource${list.length === 1 ? "" : "s"}` : "This server offers no resources.";
-    this.undock();
-    this.resourceList.replaceChildren(...list.map((res) => this.resourceItem(res)));
-  }
-
-  resourceItem(res) {
-    const head = (action) => h("div", { class: "tool-head" },
-      h("span", { class: "feature-name" }, icon("file"), " ", res.name || res.uri || res.uri_template), action);
-    const meta = [res.mime_type, res.description].filter(Boolean).join(" · ");
-    if (!res.uri && res.uri_template) {
-      return h("li", { class: "tool-item", dataset: { template: res.uri_template } },
-        head(null), meta ? h("div", { class: "desc" }, meta) : null, this.templateForm(res));
-    }
-    return h("li", { class: "tool-item", dataset: { uri: res.uri } },
-      head(h("button", { type: "button", class: "small-button open", "aria-label": `Read ${res.name || res.uri}`, onclick: () => this.readResource(res.uri) }, "Read")),
-      h("code", { class: "uri" }, res.uri), meta ? h("div", { class: "desc" }, meta) : null);
-  }
-
-  // templateForm is a form with one field per variable of a resource
-  // template (RFC 6570); it shows the URI it builds and reads it.
-  templateForm(res) {
-    const tmpl = res.uri_template;
-    const names = templateVars(tmpl);
-    const uri = h("code", { class: "template-uri" });
-    const fields = names.map((name) => {
-      const id = `tmpl-${++this.fieldSeq}`;
-      return h("div", { class: "field template-field" },
-        h("label", { for: id }, name),
-        h("input", { type: "text", id, name, class: "template-input", spellcheck: "false", autocomplete: "off", required: true }));
-    });
-    const form = h("form", { class: "template-form", novalidate: true, "aria-label": `Read ${res.name || tmpl}` }, fields,
-      h("div", { class: "template-row" }, h("span", { class: "muted small" }, "URI "), uri,
-        h("button", { type: "submit", class: "small-button open" }, "Read")));
-    const values = () => {
-      const v = {};
-      for (const el of form.querySelectorAll("input[name]")) if (el.value !== "") v[el.name] = el.value;
-      return v;
-    };
-    const update = () => {
-      uri.textContent = expandTemplate(tmpl, values());
-    };
-    form.addEventListener("input", update);
-    this.suggestIn(form, { type: "ref/resource", uri: tmpl });
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      const empty = [...form.querySelectorAll("input[name]")].find((el) => el.value.trim() === "");
-      if (empty) {
-        empty.setAttribute("aria-invalid", "true");
-        empty.focus();
-        return;
-      }
-      for (const el of form.querySelectorAll("input[aria-invalid]")) el.removeAttribute("aria-invalid");
-      this.readResource(expandTemplate(tmpl, values()), tmpl);
-    });
-    update();
-    return form;
-  }
-
-  async readResource(uri, template) {
-    if (!uri) return;
-    const gw = this.gateway;
-    for (const li of this.resourceList.querySelectorAll("li.active")) li.classList.remove("active");
-    const li = template
-      ? this.resourceList.querySelector(`li[data-template="${CSS.escape(template)}"]`)
-      : this.resourceList.querySelector(`li[data-uri="${CSS.escape(uri)}"]`);
-    li?.classList.add("active");
-    dock(li, document.getElementById("tab-panel-resources"), this.resourceContent);
-    this.resourceContent.dataset.state = "running";
-    this.resourceContent.dataset.uri = uri;
-    this.resourceContent.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), " Reading ", h("code", null, uri), "…"));
-    const r = await apiJSON(this.featurePath("resources/read"), { method: "POST", body: { uri } });
-    if (gw !== this.gateway || this.resourceContent.dataset.uri !== uri) return;
-    const res = r.data && r.data.result;
-    if (!r.ok || !res) {
-      this.resourceContent.dataset.state = "error";
-      this.resourceContent.replaceChildren(h("div", { class: "note error" }, r.error || `request failed (${r.status})`));
-      return;
-    }
-    this.resourceContent.dataset.state = res.is_error ? "error" : "ok";
-    this.resourceContent.replaceChildren(h("div", { class: "result-head muted small" }, h("code", null, uri)), toolResult(res));
-    reveal(this.resourceContent);
-  }
-
-  // ---- prompts ----
-
-  async listPrompts() {
-    const gw = this.gateway;
-    this.loaded.add("prompts");
-    this.promptStatus.textContent = "Listing prompts…";
-    const r = await apiJSON(this.featurePath("prompts"), { method: "POST", body: {} });
-    if (gw !== this.gateway) return;
-    const list = r.data && Array.isArray(r.data.prompts) ? r.data.prompts : null;
-    if (!list) {
-      this.loaded.delete("prompts");
-      this.promptStatus.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
-      return;
-    }
-    this.promptStatus.textContent = list.length ? `${list.length} prompt${list.length === 1 ? "" : "s"}` : "This server offers no prompts.";
-    this.undock();
-    this.promptList.replaceChildren(...list.map((pr) => {
-      const args = Array.isArray(pr.arguments) ? pr.arguments : [];
-      return h("li", { class: "tool-item", dataset: { prompt: pr.name } },
-        h("div", { class: "tool-head" }, h("span", { class: "feature-name" }, icon("message"), " ", h("code", null, pr.name)),
-          h("button", { type: "button", class: "small-button open", "aria-label": `Get prompt ${pr.name}`, onclick: () => this.openPrompt(pr) }, "Get")),
-        pr.description ? h("div", { class: "desc" }, pr.description) : null,
-        args.length ? h("div", { class: "params" }, args.map((a) => h("span", { class: "param" + (a.required ? " req" : "") }, a.name))) : null);
-    }));
-  }
-
-  // promptSchema turns a prompt's arguments (all strings) into a schema
-  // for the form.
-  promptSchema(pr) {
-    const args = Array.isArray(pr.arguments) ? pr.arguments : [];
-    const properties = {};
-    for (const a of args) properties[a.name] = { type: "string", description: a.description || "" };
-    return { type: "object", properties, required: args.filter((a) => a.required).map((a) => a.name) };
-  }
-
-  openPrompt(pr) {
-    this.prompt = pr;
-    for (const li of this.promptList.querySelectorAll("li.active")) li.classList.remove("active");
-    const li = this.promptList.querySelector(`li[data-prompt="${CSS.escape(pr.name)}"]`);
-    li?.classList.add("active");
-    const f = this.promptForm;
-    dock(li, document.getElementById("tab-panel-prompts"), f, this.promptResult);
-    f.replaceChildren();
-    buildForm(f, pr.name, this.promptSchema(pr), { onCancel: () => this.closePromptForm(), prefix: "prompt-arg-", submitID: "prompt-form-submit", verb: "Get", submitText: "Get prompt", errorID: "prompt-form-error" });
-    this.suggestIn(f, { type: "ref/prompt", name: pr.name });
-    this.promptResult.replaceChildren();
-    delete this.promptResult.dataset.state;
-    f.scrollIntoView({ block: "nearest" });
-    (f.querySelector("input, textarea, button[type=submit]"))?.focus();
-  }
-
-  closePromptForm() {
-    this.prompt = null;
-    this.promptForm.hidden = true;
-    this.promptForm.replaceChildren();
-    for (const li of this.promptList.querySelectorAll("li.active")) li.classList.remove("active");
-  }
-
-  async getPrompt() {
-    const pr = this.prompt;
-    if (!pr) return;
-    const gw = this.gateway;
-    const schema = this.promptSchema(pr);
-    const { inputs, errors } = collect(this.promptForm, schema, { prefix: "prompt-arg-" });
-    if (Object.keys(errors).length) {
-      showFormError(this.promptForm, "", errors);
-      return;
-    }
-    showFormError(this.promptForm, "");
-    this.promptResult.dataset.state = "running";
-    this.promptResult.replaceChildren(h("div", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), ` Getting ${pr.name}…`));
-    const r = await apiJSON(this.featurePath("prompts/get"), { method: "POST", body: { name: pr.name, arguments: inputs } });
-    if (gw !== this.gateway || this.prompt !== pr) return;
-    const msgs = r.data && Array.isArray(r.data.messages) ? r.data.messages : null;
-    if (r.status === 422 || r.status === 400) {
-      this.promptResult.dataset.state = "invalid";
-      this.promptResult.replaceChildren();
-      showFormError(this.promptForm, r.error || "invalid arguments");
-      return;
-    }
-    if (!r.ok || !msgs) {
-      this.promptResult.dataset.state = "error";
-      this.promptResult.replaceChildren(h("div", { class: "note error" }, r.error || `request failed (${r.status})`));
-      return;
-    }
-    this.promptResult.dataset.state = "ok";
-    const text = promptText(msgs);
-    this.promptResult.replaceChildren(
-      h("div", { class: "result-head muted small" }, h("code", null, pr.name), ` · ${msgs.length} message${msgs.length === 1 ? "" : "s"}`),
-      ...msgs.map((m) => h("div", { class: "prompt-message", dataset: { role: m.role || "" } },
-        h("div", { class: "role" }, m.role || "message"), contentItem(m.content))),
-      text ? h("div", { class: "form-actions" },
-        h("button", { type: "button", id: "prompt-to-chat", class: "primary-button", onclick: () => this.onUsePrompt(text) }, "Use in chat")) : null);
-    reveal(this.promptResult);
-  }
-
-  // suggestIn gives the text inputs of form the server's suggestions for
-  // ref's arguments (completion/complete).
-  suggestIn(form, ref) {
-    const c = new Completer(this.featurePath("complete"), ref);
-    for (const el of form.querySelectorAll("input[type=text][name]")) el.after(c.attach(el, () => argumentsOf(form, el)));
-  }
-
-  // ---- logs ----
-
-  async loadLogs() {
-    const gw = this.gateway;
-    if (!gw) return;
-    this.loaded.add("logs");
-    if (!this.logList.childElementCount) this.logStatus.textContent = "Loading…";
-    const r = await apiJSON(this.featurePath("logs"), { interactive: false });
-    if (gw !== this.gateway) return;
-    const logs = r.data && Array.isArray(r.data.logs) ? r.data.logs : null;
-    if (!logs) {
-      this.loaded.delete("logs");
-      this.logStatus.replaceChildren(h("span", { class: "note error" }, r.error || "could not load the log"));
-      return;
-    }
-    const status = logs.length ? `last ${logs.length} message${logs.length === 1 ? "" : "s"}, newest last` : "No log messages from this server yet.";
-    if (this.logStatus.textContent !== status) this.logStatus.textContent = status;
-    // Nothing new: leave the list (and the reader's place in it) alone.
-    const key = `${logs.length}\u0000${JSON.stringify(logs.at(-1) ?? null)}`;
-    if (key === this.logKey && this.logList.childElementCount === logs.length) return;
-    this.logKey = key;
-    this.logList.replaceChildren(...logs.map((e) => {
-      const t = Date.parse(e.time);
-      return h("li", { class: "log-line", dataset: { level: e.level || "" } },
-        h("time", { datetime: e.time || undefined }, Number.isNaN(t) ? "" : new Date(t).toLocaleTimeString()),
-        h("span", { class: "log-level" }, e.level || "?"),
-        e.logger ? h("code", { class: "log-logger" }, e.logger) : null,
-        h("span", { class: "log-data" }, typeof e.data === "string" ? e.data : JSON.stringify(e.data ?? "")));
-    }));
-    this.filterLogs();
-    [...this.logList.children].filter((li) => !li.hidden).at(-1)?.scrollIntoView({ block: "nearest" });
-  }
-
-  // filterLogs shows the lines at the chosen level or above.
-  filterLogs() {
-    const min = LEVELS.indexOf(this.logLevel.value);
-    let shown = 0;
-    for (const li of this.logList.children) {
-      const at = LEVELS.indexOf(li.dataset.level);
-      li.hidden = at >= 0 && at < min;
-      if (!li.hidden) shown++;
-    }
-    this.logList.dataset.shown = String(shown);
-  }
-
-  // followLogs reloads the log every LOGS_EVERY ms while the Logs tab is
-  // open, "Live" is checked and the page is shown; else it stops.
-  followLogs() {
-    const want = this.tab === "logs" && !this.panel.hidden && this.gateway && this.logLive.checked && document.visibilityState !== "hidden";
-    if (want && !this.logTimer) {
-      this.logTimer = setInterval(() => {
-        if (!this.logBusy) {
-          this.logBusy = true;
-          this.loadLogs().finally(() => {
-            this.logBusy = false;
-          });
-        }
-      }, LOGS_EVERY);
-    } else if (!want && this.logTimer) {
-      clearInterval(this.logTimer);
-      this.logTimer = 0;
-    }
   }
 
   close() {
     this.cancelRun();
     this.panel.hidden = true;
-    this.followLogs();
+    this.logs.follow();
     document.getElementById("layout").classList.remove("with-panel");
     const sel = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > [role=treeitem]`);
     if (sel) sel.focus();
