@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
 // options is a JavaScript expression for the values a text input's
@@ -86,5 +93,74 @@ func TestBrowserPromptToChat(t *testing.T) {
 	)
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// hostilePrompts is an MCP server on 127.0.0.1 whose prompt "report"
+// suggests each of values for its argument and answers with a user and an
+// assistant message made of them.
+func hostilePrompts(t *testing.T, values []string) *httptest.Server {
+	t.Helper()
+	complete := hostileCompleter(values)
+	srv := mcpserver.NewMCPServer("evil", "1.0.0", mcpserver.WithPromptCapabilities(false),
+		mcpserver.WithCompletions(), mcpserver.WithPromptCompletionProvider(complete))
+	srv.AddPrompt(mcp.NewPrompt("report", mcp.WithArgument("topic", mcp.RequiredArgument())),
+		func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return mcp.NewGetPromptResult("", []mcp.PromptMessage{
+				mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(req.Params.Arguments["topic"]+"\n"+strings.Join(values, "\n"))),
+				mcp.NewPromptMessage(mcp.RoleAssistant, mcp.NewTextContent(values[0])),
+			}), nil
+		})
+	ts := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// hostileCompleter suggests its values, whatever was typed.
+type hostileCompleter []string
+
+func (c hostileCompleter) CompletePromptArgument(context.Context, string, mcp.CompleteArgument, mcp.CompleteContext) (*mcp.Completion, error) {
+	return &mcp.Completion{Values: c}, nil
+}
+
+// TestBrowserHostilePrompt: a hostile server's suggestions and prompt
+// messages (the Markdown fuzz corpus) reach the panel and the query box
+// as text: the suggestions are the server's strings, unchanged, no payload
+// runs, CSP refuses nothing and the canary host is never reached.
+func TestBrowserHostilePrompt(t *testing.T) {
+	canary := newCanary(t)
+	corpus := hostileMarkdown(canary.URL)[:90]
+	mcpSrv := hostilePrompts(t, corpus)
+	s := startService(t, serveOptions{Config: fmt.Sprintf(`{"servers": {"evil": {"type": "http", "url": %q}}}`, mcpSrv.URL+"/mcp")})
+	b := newBrowser(t, 2*browserTimeout)
+	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watchPage}); err != nil {
+		t.Fatal(err)
+	}
+	const topic = `#prompt-form [name="topic"]`
+	b.do("open the prompt and type",
+		chromedp.Navigate(s.URL+"/tree/alice/xss2"),
+		waitJS(`document.body.dataset.live === "live" && document.body.dataset.state === "idle"`),
+		chromedp.Click(css(`#tree .node[data-id="mcp_evil"] > .row .label`)),
+		clickNode(`#tab-prompts`),
+		chromedp.WaitVisible(css(`#prompt-list li[data-prompt="report"] button.open`)),
+		clickNode(`#prompt-list li[data-prompt="report"] button.open`),
+		chromedp.SendKeys(css(topic), "x"),
+		waitJS(`document.querySelector(`+jsQuote(topic)+`).dataset.suggestions === "`+strconv.Itoa(len(corpus))+`"`),
+	)
+	got := eval[[]string](b, "suggestions", `[...document.querySelector(`+jsQuote(topic)+`).list.options].map((o) => o.value)`)
+	for i := range min(len(got), len(corpus)) {
+		if got[i] != corpus[i] {
+			t.Errorf("suggestion %d is %q; want the server's %q", i, got[i], corpus[i])
+		}
+	}
+	b.do("get it and use it in the chat",
+		clickNode(`#prompt-form-submit`),
+		waitJS(`document.querySelector("#prompt-result").dataset.state === "ok"`),
+		clickNode(`#prompt-to-chat`),
+	)
+	eval[int](b, "provoke", provoke(`#prompt-result .prompt-message *`))
+	checkNothingRan(t, b, "the prompt in the panel and the query box", canary)
+	if v := eval[string](b, "query box", `document.querySelector("#query-input").value`); !strings.HasPrefix(v, "User: x\n") || !strings.Contains(v, corpus[len(corpus)-1]) {
+		t.Errorf("the query box holds %.200q; want the prompt's messages as text", v)
 	}
 }

@@ -36,19 +36,29 @@ class Completer {
     input.setAttribute("list", list.id);
     input.setAttribute("autocomplete", "off");
     let timer = 0;
-    let seq = 0;
     let asked = "";
+    let inFlight = null; // the AbortController of the question on its way
     const ask = async () => {
       const args = context();
       const key = JSON.stringify([input.value, args]);
       if (this.off || key === asked || !input.isConnected) return;
       asked = key;
-      const my = ++seq;
-      const r = await apiJSON(this.path, {
-        method: "POST", interactive: false,
-        body: { ref: this.ref, argument: { name: input.name, value: input.value }, context: { arguments: args } },
-      });
-      if (my !== seq) return; // a newer question is on its way
+      // A newer question replaces the last: its request ends, and the
+      // service cancels it on the server.
+      inFlight?.abort();
+      const mine = new AbortController();
+      inFlight = mine;
+      let r;
+      try {
+        r = await apiJSON(this.path, {
+          method: "POST", interactive: false, signal: mine.signal,
+          body: { ref: this.ref, argument: { name: input.name, value: input.value }, context: { arguments: args } },
+        });
+      } catch {
+        return; // replaced by a newer question
+      }
+      if (inFlight !== mine) return;
+      inFlight = null;
       const c = r.ok && r.data && r.data.completion;
       if (!c || !Array.isArray(c.values)) {
         if (r.status !== 0) this.off = true;
