@@ -1,4 +1,6 @@
 // panelkit.js: small helpers the gateway panel's tabs share.
+import { apiJSON } from "./api.js";
+import { h } from "./render.js";
 
 // plural is "1 call", "2 calls".
 export function plural(n, word) {
@@ -16,4 +18,24 @@ export function dock(li, home, ...els) {
 // reveal scrolls el into view when it arrives, at the least distance.
 export function reveal(el) {
   el.scrollIntoView({ block: "nearest" });
+}
+
+// listFeature lists what (resources, prompts) of the panel's server, with
+// its progress and outcome in status: the list, or null when it failed
+// (the tab loads again next time) or the panel moved to another server.
+export async function listFeature(panel, what, status) {
+  const gw = panel.gateway;
+  panel.loaded.add(what);
+  status.textContent = `Listing ${what}…`;
+  const r = await apiJSON(panel.featurePath(what), { method: "POST", body: {} });
+  if (gw !== panel.gateway) return null;
+  const list = r.data && Array.isArray(r.data[what]) ? r.data[what] : null;
+  if (!list) {
+    panel.loaded.delete(what);
+    status.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
+    return null;
+  }
+  const one = what.slice(0, -1);
+  status.textContent = list.length ? plural(list.length, one) : `This server offers no ${what}.`;
+  return list;
 }

@@ -13,7 +13,7 @@ import { icon } from "./icons.js";
 import { buildForm, collect, showFormError } from "./schemaform.js";
 import { suggestIn } from "./complete.js";
 import { promptText } from "./promptchat.js";
-import { dock, reveal } from "./panelkit.js";
+import { dock, listFeature, reveal } from "./panelkit.js";
 
 // promptSchema turns a prompt's arguments (all strings) into a schema for
 // the form.
@@ -57,19 +57,8 @@ export class PromptTab {
   }
 
   async load() {
-    const p = this.panel;
-    const gw = p.gateway;
-    p.loaded.add("prompts");
-    this.status.textContent = "Listing prompts…";
-    const r = await apiJSON(p.featurePath("prompts"), { method: "POST", body: {} });
-    if (gw !== p.gateway) return;
-    const list = r.data && Array.isArray(r.data.prompts) ? r.data.prompts : null;
-    if (!list) {
-      p.loaded.delete("prompts");
-      this.status.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
-      return;
-    }
-    this.status.textContent = list.length ? `${list.length} prompt${list.length === 1 ? "" : "s"}` : "This server offers no prompts.";
+    const list = await listFeature(this.panel, "prompts", this.status);
+    if (!list) return;
     this.undock();
     this.list.replaceChildren(...list.map((pr) => {
       const args = Array.isArray(pr.arguments) ? pr.arguments : [];

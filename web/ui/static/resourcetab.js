@@ -12,7 +12,7 @@ import { h, toolResult } from "./render.js";
 import { icon } from "./icons.js";
 import { expandTemplate, templateVars } from "./uritemplate.js";
 import { suggestIn } from "./complete.js";
-import { dock, reveal } from "./panelkit.js";
+import { dock, listFeature, reveal } from "./panelkit.js";
 
 export class ResourceTab {
   // panel is the ToolPanel: its gateway, featurePath and loaded tabs.
@@ -40,19 +40,8 @@ export class ResourceTab {
   }
 
   async load() {
-    const p = this.panel;
-    const gw = p.gateway;
-    p.loaded.add("resources");
-    this.status.textContent = "Listing resources…";
-    const r = await apiJSON(p.featurePath("resources"), { method: "POST", body: {} });
-    if (gw !== p.gateway) return;
-    const list = r.data && Array.isArray(r.data.resources) ? r.data.resources : null;
-    if (!list) {
-      p.loaded.delete("resources");
-      this.status.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
-      return;
-    }
-    this.status.textContent = list.length ? `${list.length} resource${list.length === 1 ? "" : "s"}` : "This server offers no resources.";
+    const list = await listFeature(this.panel, "resources", this.status);
+    if (!list) return;
     this.undock();
     this.list.replaceChildren(...list.map((res) => this.item(res)));
   }
