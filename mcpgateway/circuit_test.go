@@ -109,14 +109,19 @@ func (p *inProcess) dial(c *conn) func(context.Context) (*session, error) {
 		}
 		srv := p.server()
 		client := mcpclient.NewClient(&lossyTransport{InProcessTransport: mcptransport.NewInProcessTransport(srv), p: p})
-		s := c.newSession("in-process")
+		s := newSession("in-process")
+		if err := c.adopt(s); err != nil {
+			return nil, err
+		}
 		p.mu.Lock()
 		p.srv = srv
 		p.sessions = append(p.sessions, s)
 		p.mu.Unlock()
-		s.client = client
 		ctx, cancel := context.WithCancel(c.lifetime)
-		s.cancel = cancel
+		if !s.attach(client, cancel) {
+			cancel()
+			return nil, ErrClosed
+		}
 		if err := client.Start(ctx); err != nil {
 			c.closeSession(s)
 			return nil, err

@@ -144,15 +144,28 @@ func (c *conn) serverErr(op string, err error) error {
 	}
 }
 
-// newSession creates a session and registers it, so that close ends it
-// whatever becomes of it. Every dial path creates its sessions here.
-func (c *conn) newSession(transport string) *session {
-	s := newSession()
-	s.transport = transport
+// register makes s one of the conn's sessions, so that close ends it
+// whatever becomes of it. The dial sets up what close ends (the child
+// process, the HTTP client) before, and attaches the client after
+// (session.attach). It reports false once the conn is closed: close's
+// sweeps may be over, so the caller closes s itself.
+func (c *conn) register(s *session) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
 	c.open[s] = struct{}{}
-	c.mu.Unlock()
-	return s
+	return true
+}
+
+// adopt registers s, or closes it and returns ErrClosed.
+func (c *conn) adopt(s *session) error {
+	if !c.register(s) {
+		s.close(c.opts.CloseGrace)
+		return ErrClosed
+	}
+	return nil
 }
 
 // closeSession ends s (bounded by CloseGrace) and forgets it.

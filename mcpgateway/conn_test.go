@@ -1,11 +1,14 @@
 package mcpgateway
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -73,6 +76,54 @@ func TestCloseEndsRetiredStdioChild(t *testing.T) {
 			if !processGone(pid) {
 				t.Errorf("run %d: child %d outlived Close", i, pid)
 			}
+		}
+	}
+}
+
+// TestCloseDuringDial closes the gateway while a stdio session is being
+// dialled: the child has started and the dial is held (in OnProcessStart)
+// before it has set up the session's client. Close must not race the dial
+// setting the session up (run with -race), must end the dial, and must
+// leave no child and no goroutine behind.
+func TestCloseDuringDial(t *testing.T) {
+	t.Parallel()
+	var sp spawns
+	started := make(chan int, 1)
+	release := make(chan struct{})
+	hold := func(pid int) {
+		sp.add(pid)
+		started <- pid
+		select { // held until the child is gone; bounded in case it never goes
+		case <-release:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	cfg := mcpconfig.ServerConfig{Name: "silent", Transport: mcpconfig.TransportStdio, Command: "sleep", Args: []string{"60"},
+		Enabled: true, ConnectTimeout: time.Minute}
+	g := New(cfg, &Options{CloseGrace: time.Second, OnProcessStart: hold})
+	dialled := make(chan error, 1)
+	go func() { dialled <- g.Connect(context.Background()) }()
+	pid := <-started
+	closed := make(chan struct{})
+	go func() { _ = g.Close(); close(closed) }()
+	testenv.WaitFor(t, 10*time.Second, "Close to end the child", func() bool { return processGone(pid) })
+	close(release)
+	select {
+	case err := <-dialled:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("Connect after Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dial outlived Close")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	for _, pid := range sp.all() {
+		if !processGone(pid) {
+			t.Errorf("child %d outlived Close", pid)
 		}
 	}
 }

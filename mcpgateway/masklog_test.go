@@ -155,7 +155,7 @@ func TestServerLogMaskedBeforeCut(t *testing.T) {
 	data := strings.Repeat("x", maxLogData-6) + secret
 	n := mcp.JSONRPCNotification{}
 	n.Params.AdditionalFields = map[string]any{"level": "info", "data": data}
-	c.logged(newSession(), n)
+	c.logged(newSession("stdio"), n)
 	for _, e := range c.logs.last(serverLogLines) {
 		if strings.Contains(e.Data, "SECRET") {
 			t.Errorf("kept log data holds part of a secret: ...%s", e.Data[len(e.Data)-20:])

@@ -55,10 +55,15 @@ func pipeGateway(t *testing.T, srv *mcpserver.MCPServer) *Gateway {
 			_ = outW.Close()
 			_ = inR.Close()
 		})
-		s := c.newSession(mcpconfig.TransportStdio)
-		s.client = mcpclient.NewClient(mcptransport.NewIO(outR, inW, nil), c.clientOptions(s)...)
+		s := newSession(mcpconfig.TransportStdio)
+		if err := c.adopt(s); err != nil {
+			return nil, err
+		}
 		ctx, cancel := context.WithCancel(c.lifetime)
-		s.cancel = cancel
+		if !s.attach(mcpclient.NewClient(mcptransport.NewIO(outR, inW, nil), c.clientOptions(s)...), cancel) {
+			cancel()
+			return nil, ErrClosed
+		}
 		if err := s.client.Start(ctx); err != nil {
 			c.closeSession(s)
 			return nil, err

@@ -47,14 +47,12 @@ func bigServer(t *testing.T, n int) *Gateway {
 // conn knows it: a Close that runs meanwhile closes it at once.
 func dialInProcess(c *conn, newTransport func() mcptransport.Interface) func(context.Context) (*session, error) {
 	return func(hsCtx context.Context) (*session, error) {
-		s := newSession()
-		s.transport = "in-process"
-		s.client = mcpclient.NewClient(newTransport())
+		s := newSession("in-process")
 		ctx, cancel := context.WithCancel(c.lifetime)
-		s.cancel = cancel
-		c.mu.Lock()
-		c.open[s] = struct{}{}
-		c.mu.Unlock()
+		s.attach(mcpclient.NewClient(newTransport()), cancel)
+		if err := c.adopt(s); err != nil {
+			return nil, err
+		}
 		if err := s.client.Start(ctx); err != nil {
 			c.closeSession(s)
 			return nil, err

@@ -32,8 +32,15 @@ type session struct {
 	calls   map[string]*activeCall
 
 	// cancel ends the session's ctx (derived from the gateway's lifetime), which
-	// owns HTTP streams.
-	cancel     context.CancelFunc
+	// owns HTTP streams. The dial sets it and client with attach, after the
+	// session is registered and close may already run.
+	cancel context.CancelFunc
+	// setup guards client and cancel while the dial attaches them, and
+	// closing, set once close has begun: attach then refuses them.
+	setup   sync.Mutex
+	closing bool
+	// abort, httpClient and proc are set before the session is
+	// registered, and never change.
 	abort      context.CancelFunc // ends every request of httpClient; nil for stdio
 	httpClient *http.Client       // nil for stdio
 	proc       *process           // nil for http and sse
@@ -49,8 +56,23 @@ type session struct {
 	closed chan struct{}
 }
 
-func newSession() *session {
-	return &session{dead: make(chan struct{}), closed: make(chan struct{})}
+// newSession returns a session over transport, not registered yet (see
+// conn.register).
+func newSession(transport string) *session {
+	return &session{transport: transport, dead: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// attach sets the session's client and the cancel of its ctx. Once close
+// has begun it sets nothing and reports false: the caller then closes
+// client and cancels itself, since close has passed them by.
+func (s *session) attach(client *mcpclient.Client, cancel context.CancelFunc) bool {
+	s.setup.Lock()
+	defer s.setup.Unlock()
+	if s.closing {
+		return false
+	}
+	s.client, s.cancel = client, cancel
+	return true
 }
 
 // markDead records why the session is unusable; only the first reason is kept.
@@ -84,13 +106,17 @@ func (s *session) pid() int {
 func (s *session) close(grace time.Duration) {
 	s.closeOnce.Do(func() {
 		s.markDead(ErrClosed)
+		s.setup.Lock()
+		s.closing = true
+		client, cancel := s.client, s.cancel
+		s.setup.Unlock()
 		done := make(chan struct{})
 		// The client's Close closes a stdio child's stdin; done waits for
 		// the child to exit then (process.stop hurries it on).
 		go func() {
 			defer close(done)
-			if s.client != nil {
-				_ = s.client.Close()
+			if client != nil {
+				_ = client.Close()
 			}
 			if s.proc != nil {
 				<-s.proc.waited
@@ -106,8 +132,8 @@ func (s *session) close(grace time.Duration) {
 			}
 			timer.Stop()
 		}
-		if s.cancel != nil {
-			s.cancel()
+		if cancel != nil {
+			cancel()
 		}
 		if s.abort != nil {
 			s.abort()

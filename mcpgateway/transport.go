@@ -64,14 +64,19 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 		pipes.closeAll()
 		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 	}
-	s := c.newSession(mcpconfig.TransportStdio)
+	// The session owns the child before the conn knows it: a close that
+	// runs from then on ends the child.
 	p := pipes.process(cmd.Process.Pid, c.mask)
+	s := newSession(mcpconfig.TransportStdio)
 	s.proc = p
 	c.goFunc(func() {
 		_ = cmd.Wait()
 		close(p.waited)
 	})
 	p.startDrain(&c.wg)
+	if err := c.adopt(s); err != nil {
+		return nil, err
+	}
 	if c.opts.OnProcessStart != nil {
 		c.opts.OnProcessStart(p.pid)
 	}
@@ -84,13 +89,18 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 	// An answer that meets the closed stdin at close is expected (closedwrite.go).
 	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(t)
 	ctx, cancel := context.WithCancel(c.lifetime)
-	s.cancel = cancel
 	client := mcpclient.NewClient(t, c.clientOptions(s)...)
 	if err := client.Start(ctx); err != nil {
+		cancel()
 		c.closeSession(s)
 		return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 	}
-	s.client = client
+	if !s.attach(client, cancel) {
+		// Closed meanwhile: close has ended the child, not the client.
+		_ = client.Close()
+		cancel()
+		return nil, ErrClosed
+	}
 	// The child's death ends its stderr; the session dies with it.
 	c.goFunc(func() {
 		select {
@@ -137,8 +147,11 @@ func (c *conn) protocolVersion() string {
 }
 
 func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
-	s := c.newSession(mcpconfig.TransportHTTP)
+	s := newSession(mcpconfig.TransportHTTP)
 	s.httpClient = c.newHTTPClient(s)
+	if err := c.adopt(s); err != nil {
+		return nil, err
+	}
 	opts := []mcptransport.StreamableHTTPCOption{
 		mcptransport.WithHTTPBasicClient(s.httpClient),
 		mcptransport.WithHTTPLogger(c.logger),
@@ -161,8 +174,11 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 }
 
 func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
-	s := c.newSession(mcpconfig.TransportSSE)
+	s := newSession(mcpconfig.TransportSSE)
 	s.httpClient = c.newHTTPClient(s)
+	if err := c.adopt(s); err != nil {
+		return nil, err
+	}
 	connect, _ := c.cfg.Timeouts()
 	opts := []mcptransport.ClientOption{
 		mcptransport.WithHTTPClient(s.httpClient),
@@ -182,8 +198,10 @@ func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
 
 func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.Client) (*session, error) {
 	ctx, cancel := context.WithCancel(c.lifetime)
-	s.cancel = cancel
-	s.client = client
+	if !s.attach(client, cancel) {
+		cancel()
+		return nil, ErrClosed
+	}
 	client.OnConnectionLost(func(err error) { s.markDead(fmt.Errorf("connection lost: %w", err)) })
 	// Start runs on the session's ctx, which the SSE stream outlives Start
 	// on; but mcp-go's SSE Start waits for the GET's dial and headers with
