@@ -94,7 +94,7 @@ func directClient(b *testing.B, cfg mcpconfig.ServerConfig) *mcpclient.Client {
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = clientInfo
+	req.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
 	if _, err := c.Initialize(b.Context(), req); err != nil {
 		b.Fatal(err)
 	}

@@ -40,6 +40,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -160,7 +161,7 @@ func bhTimedOut(t *testing.T, what string, err error, phase ...string) {
 // must be over.
 func bhNotConnecting(t *testing.T, g *Gateway) {
 	t.Helper()
-	if st := g.Status(); st.State == StateConnecting {
+	if st := g.Status(); st.State == session.StateConnecting {
 		t.Errorf("state after the failed connect returned = %s, want idle or failed (last error %q)", st.State, st.LastError)
 	}
 }
@@ -537,7 +538,7 @@ func TestBlackholeSSECallerDeadline(t *testing.T) {
 	ended := bhRun(func() error {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for g.Status().State == StateConnecting {
+		for g.Status().State == session.StateConnecting {
 			select {
 			case <-t.Context().Done():
 				return t.Context().Err()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
@@ -111,7 +112,7 @@ func (e *circuitError) RetryAt() time.Time { return e.retryAt }
 
 // Is reports whether target is ErrCircuitOpen or ErrUnavailable.
 func (e *circuitError) Is(target error) bool {
-	return target == ErrCircuitOpen || target == ErrUnavailable
+	return target == ErrCircuitOpen || target == session.ErrUnavailable
 }
 
 // circuitErr turns a refusal of the breaker into the self-healing error the
@@ -201,7 +202,7 @@ func (g *Gateway) record(o outcome, done func(error)) {
 // Execute is about to return, ctx the caller's.
 func (g *Gateway) classify(ctx context.Context, err error) outcome {
 	switch {
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, session.ErrClosed):
 		return outcomeCancelled
 	case errors.Is(err, ErrTooManyUsers):
 		// The server was not asked: its users' sessions were all busy.
@@ -213,10 +214,10 @@ func (g *Gateway) classify(ctx context.Context, err error) outcome {
 		return outcomeCancelled
 	case errors.Is(err, context.DeadlineExceeded):
 		return outcomeTimeout
-	case isServerAnswer(err):
+	case session.IsServerAnswer(err):
 		// The server is alive: it answered with a JSON-RPC error.
 		return outcomeToolError
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, session.ErrUnavailable):
 		// A crash-loop back-off is the server failing; a disabled or
 		// unresolved server was never tried.
 		if !g.cfg.Enabled || g.cfg.Unresolved != "" {

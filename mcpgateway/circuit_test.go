@@ -10,11 +10,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -42,7 +42,7 @@ type inProcess struct {
 	// srv is the server of the latest session; sessions lists every
 	// session dialled, in order.
 	srv      *mcpserver.MCPServer
-	sessions []*session
+	sessions []*session.Session
 }
 
 func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
@@ -51,7 +51,7 @@ func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
 	cfg := mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
 	g := New(cfg, opts)
-	g.conn.dialer = p.dial(g.conn)
+	g.conn.SetDialer(p.dial(g.conn))
 	t.Cleanup(func() { _ = g.Close() })
 	return p, g
 }
@@ -98,8 +98,8 @@ func (p *inProcess) dialCount() int {
 	return p.dials
 }
 
-func (p *inProcess) dial(c *conn) func(context.Context) (*session, error) {
-	return func(hsCtx context.Context) (*session, error) {
+func (p *inProcess) dial(c *session.Conn) func(context.Context) (*session.Session, error) {
+	return func(hsCtx context.Context) (*session.Session, error) {
 		p.mu.Lock()
 		p.dials++
 		down := p.down
@@ -108,28 +108,15 @@ func (p *inProcess) dial(c *conn) func(context.Context) (*session, error) {
 			return nil, errors.New("dial tcp: connection refused")
 		}
 		srv := p.server()
-		client := mcpclient.NewClient(&lossyTransport{InProcessTransport: mcptransport.NewInProcessTransport(srv), p: p})
-		s := newSession("in-process")
-		if err := c.adopt(s); err != nil {
+		t := &lossyTransport{InProcessTransport: mcptransport.NewInProcessTransport(srv), p: p}
+		s, err := c.DialTransport(hsCtx, "in-process", t)
+		if err != nil {
 			return nil, err
 		}
 		p.mu.Lock()
 		p.srv = srv
 		p.sessions = append(p.sessions, s)
 		p.mu.Unlock()
-		ctx, cancel := context.WithCancel(c.lifetime)
-		if !s.attach(client, cancel) {
-			cancel()
-			return nil, ErrClosed
-		}
-		if err := client.Start(ctx); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
-		if err := c.handshake(hsCtx, s); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
 		return s, nil
 	}
 }
@@ -184,7 +171,7 @@ func (p *inProcess) runs(tool string) int {
 func killSession(g *Gateway) {
 	s := currentSession(g)
 	if s != nil {
-		s.markDead(errors.New("connection lost"))
+		s.MarkDead(errors.New("connection lost"))
 	}
 }
 
@@ -231,7 +218,7 @@ func TestCircuitOpensAfterTransportFailuresOnly(t *testing.T) {
 		_, err := g.Execute(ctx, "echo", map[string]any{"message": "hi"})
 		want := fmt.Sprintf(`server "todo" is unavailable: circuit open after 5 consecutive failures; retrying at %s (in 30s)`,
 			wantRetry.Format(time.TimeOnly))
-		if err == nil || err.Error() != want || !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, ErrUnavailable) {
+		if err == nil || err.Error() != want || !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, session.ErrUnavailable) {
 			t.Fatalf("execute while open = %v\nwant %s", err, want)
 		}
 		if p.dialCount() != dials {

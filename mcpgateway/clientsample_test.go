@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -34,9 +35,9 @@ func (c *clientStream) CreateMessage(_ context.Context, req mcp.CreateMessageReq
 // it, not to the service's model, and its message goes back to the server.
 func TestSamplingGoesToTheCallersClient(t *testing.T) {
 	var model atomic.Bool
-	g := newGateway(t, everythingStdio(t), &Options{Sampler: samplerFunc(func(context.Context, SampleRequest) (SampleResult, error) {
+	g := newGateway(t, everythingStdio(t), &Options{Sampler: samplerFunc(func(context.Context, session.SampleRequest) (session.SampleResult, error) {
 		model.Store(true)
-		return SampleResult{Text: "the service's model"}, nil
+		return session.SampleResult{Text: "the service's model"}, nil
 	})})
 	cs := &clientStream{}
 	res, err := g.ExecuteWith(t.Context(), "trigger-sampling-request", map[string]any{"prompt": "write a haiku", "maxTokens": 50}, cs)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 )
 
 // maxCompletionValues is the most values a completion carries, as the
@@ -16,10 +18,10 @@ const maxCompletionValues = 100
 // bounded like any other (call_timeout, the circuit).
 func (g *Gateway) Complete(ctx context.Context, ref any, arg mcp.CompleteArgument, cctx mcp.CompleteContext) (*mcp.Completion, error) {
 	var out *mcp.Completion
-	err := g.request(ctx, "completion/complete", func(ctx context.Context, s *session) error {
+	err := g.request(ctx, "completion/complete", func(ctx context.Context, s *session.Session) error {
 		req := mcp.CompleteRequest{}
 		req.Params.Ref, req.Params.Argument, req.Params.Context = ref, arg, cctx
-		res, err := s.client.Complete(ctx, req)
+		res, err := s.Client().Complete(ctx, req)
 		if err != nil {
 			return err
 		}

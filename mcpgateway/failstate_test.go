@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -37,7 +38,7 @@ func TestFailedConnectShowsFailed(t *testing.T) {
 			g := newGateway(t, mcpconfig.ServerConfig{Name: "bad", Transport: mcpconfig.TransportStdio, Command: cmd, Enabled: true}, nil)
 			res := runExecute(t, g)
 			st := g.Status()
-			if st.State != StateFailed || !strings.Contains(st.LastError, cmd) {
+			if st.State != session.StateFailed || !strings.Contains(st.LastError, cmd) {
 				t.Errorf("Status after a failed connect: state %s, last_error %q; want failed naming %s", st.State, st.LastError, cmd)
 			}
 			if strings.Contains(res.Feedback, "try again later") || !strings.Contains(res.Feedback, "mcp.json") {

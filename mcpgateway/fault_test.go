@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -182,10 +183,10 @@ func processGone(pid int) bool {
 // stderrOf returns what the current session's child last wrote to stderr.
 func stderrOf(g *Gateway) string {
 	s := currentSession(g)
-	if s == nil || s.proc == nil {
+	if s == nil {
 		return ""
 	}
-	return strings.Join(s.proc.ring.last(stderrLines), "\n")
+	return strings.Join(s.Stderr(), "\n")
 }
 
 // serverCalls counts the calls of tool the current session's todo-mcp
@@ -194,10 +195,8 @@ func serverCalls(g *Gateway, tool string) int {
 	return strings.Count(stderrOf(g), "tool="+tool+" ")
 }
 
-func currentSession(g *Gateway) *session {
-	g.conn.mu.Lock()
-	defer g.conn.mu.Unlock()
-	return g.conn.sess
+func currentSession(g *Gateway) *session.Session {
+	return g.conn.Current()
 }
 
 func executeArgs(tool string, inputs map[string]any) tools.Call {
@@ -344,8 +343,8 @@ func TestFaultHTTPSessionLost(t *testing.T) {
 	g := newGateway(t, mcpconfig.ServerConfig{Name: faultyName, Transport: mcpconfig.TransportHTTP, URL: "http://" + addr + "/mcp",
 		Enabled: true, ConnectTimeout: 2 * time.Second, CallTimeout: 5 * time.Second}, nil)
 	createTodo(t, g, "saved before the restart")
-	if s := currentSession(g); s.client.GetSessionId() != "" {
-		t.Logf("protocol %s has a session id; a restart may now answer 404", s.protocol)
+	if s := currentSession(g); s.Client().GetSessionId() != "" {
+		t.Logf("protocol %s has a session id; a restart may now answer 404", s.Client().ProtocolVersion())
 	}
 
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -652,7 +651,7 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 				}
 			}
 			st := g.Status()
-			if st.State != StateFailed || st.RetryAt == nil {
+			if st.State != session.StateFailed || st.RetryAt == nil {
 				t.Fatalf("after 3 deaths: state %s, retry_at %v; want failed with a retry time", st.State, st.RetryAt)
 			}
 			if ok, why := g.Available(nil); ok || !strings.Contains(why, `server "faulty"`) {
@@ -664,7 +663,7 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 			whileFaulting(t, healthy, func() {
 				_, err = g.Execute(t.Context(), "list_todos", map[string]any{})
 			})
-			if !errors.Is(err, ErrUnavailable) {
+			if !errors.Is(err, session.ErrUnavailable) {
 				t.Errorf("execute in back-off = %v, want ErrUnavailable", err)
 			}
 			var ra interface{ RetryAt() time.Time }
@@ -676,7 +675,7 @@ func TestFaultCrashLoopBacksOff(t *testing.T) {
 				t.Errorf("%d processes started in back-off, want none", n)
 			}
 
-			testenv.WaitFor(t, backoff+3*time.Second, "the back-off to end", func() bool { return g.Status().State != StateFailed })
+			testenv.WaitFor(t, backoff+3*time.Second, "the back-off to end", func() bool { return g.Status().State != session.StateFailed })
 			assertListed(t, g, "saved before the crash loop")
 		})
 	}

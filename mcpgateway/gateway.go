@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -41,7 +42,7 @@ type Gateway struct {
 	description atomic.Pointer[string]
 
 	// conn owns the sessions and their goroutines.
-	conn *conn
+	conn *session.Conn
 	// wg owns the gateway's own goroutines (list refreshes after
 	// list_changed); Close waits for it after closing conn.
 	wg sync.WaitGroup
@@ -56,9 +57,9 @@ type Gateway struct {
 	// it was listed on the conn's current session and no list_changed came
 	// after its listing started (changes).
 	cache     *toolSet
-	changes   uint64  // list_changed notifications seen on the current session
-	relisting bool    // relist runs: notified starts no other
-	listing   *flight // in-flight list
+	changes   uint64      // list_changed notifications seen on the current session
+	relisting bool        // relist runs: notified starts no other
+	listing   *listFlight // in-flight list
 	stats     callStats
 	closed    bool
 	closeDone chan struct{}
@@ -89,7 +90,7 @@ type Gateway struct {
 	userMask atomic.Pointer[func(string) string]
 	// childDialer, when set (by tests, before the first call), gives each
 	// user's child the dialer that replaces its dial.
-	childDialer func(c *conn) func(hsCtx context.Context) (*session, error)
+	childDialer func(c *session.Conn) func(hsCtx context.Context) (*session.Session, error)
 }
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
@@ -97,7 +98,7 @@ type Gateway struct {
 func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
 	if o.samples == nil {
-		o.samples = &sampleWindow{}
+		o.samples = &session.SampleWindow{}
 	}
 	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{})}
 	mask := cfg.Masker()
@@ -113,8 +114,7 @@ func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	}
 	g.masker = mask
 	g.logger = newMaskLogger(o.Logger, logMask).With(logKeyServer, cfg.Name)
-	g.conn = newConn(cfg, o, g.logger, mask)
-	g.conn.notify = g.notified
+	g.conn = session.New(cfg, g.connOptions(), g.logger, mask)
 	g.perUser.Store(o.user == "" && perUserStatic(cfg))
 	desc := describe(cfg, nil, nil)
 	g.description.Store(&desc)
@@ -122,11 +122,23 @@ func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	return g
 }
 
+// connOptions are the options of g's Conn.
+func (g *Gateway) connOptions() session.Options {
+	o := g.opts
+	co := session.Options{User: o.user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
+		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: o.samples, Notify: g.notified,
+		LookupEnv: o.LookupEnv, Tokens: o.Tokens, Browser: o.Browser, OnProcessStart: o.OnProcessStart}
+	if so, ok := o.Observer.(StateObserver); ok {
+		co.States = so
+	}
+	return co
+}
+
 // Config returns the server's configuration as given to New, with the
 // roots Adopt last set.
 func (g *Gateway) Config() mcpconfig.ServerConfig {
 	cfg := g.cfg
-	cfg.Roots = g.conn.currentRoots()
+	cfg.Roots = g.conn.Roots()
 	return cfg
 }
 
@@ -146,7 +158,7 @@ func (g *Gateway) Adopt(cfg mcpconfig.ServerConfig) bool {
 	if slices.Equal(cur.Roots, cfg.Roots) {
 		return true
 	}
-	g.conn.setRoots(cfg.Roots)
+	g.conn.SetRoots(cfg.Roots)
 	g.mu.Lock()
 	children := make([]*Gateway, 0, len(g.users))
 	for _, u := range g.users {
@@ -154,7 +166,7 @@ func (g *Gateway) Adopt(cfg mcpconfig.ServerConfig) bool {
 	}
 	g.mu.Unlock()
 	for _, c := range children {
-		c.conn.setRoots(cfg.Roots)
+		c.conn.SetRoots(cfg.Roots)
 	}
 	return true
 }
@@ -249,7 +261,7 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 	if draining {
 		return false, g.serverErr("unavailable", ErrDraining).Error()
 	}
-	if err := g.conn.unavailable(); err != nil {
+	if err := g.conn.Unavailable(); err != nil {
 		return false, err.Error()
 	}
 	if cs := g.circuit(); cs.State == CircuitOpen {
@@ -261,7 +273,7 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 // Connect opens the session now instead of on first use (for "eager"
 // servers). ctx bounds only the wait; the session belongs to the gateway.
 func (g *Gateway) Connect(ctx context.Context) error {
-	_, err := routed(ctx, g, func(c *Gateway) (*session, error) { return c.conn.session(ctx) })
+	_, err := routed(ctx, g, func(c *Gateway) (*session.Session, error) { return c.conn.Session(ctx) })
 	return err
 }
 
@@ -281,7 +293,7 @@ func (g *Gateway) Close() error {
 	g.mu.Unlock()
 
 	g.closeChildren()
-	g.conn.close()
+	g.conn.Close()
 	g.wg.Wait()
 	g.logger.Info("gateway closed")
 	close(g.closeDone)

@@ -16,6 +16,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -109,7 +110,7 @@ func TestGatewayDescribesItself(t *testing.T) {
 	if got := strings.Join(names, ","); got != "action,tool_name,tool_inputs,query,uri,name,arguments" {
 		t.Errorf("Inputs = %s", got)
 	}
-	if st := g.Status(); st.State != StateIdle || st.PID != 0 {
+	if st := g.Status(); st.State != session.StateIdle || st.PID != 0 {
 		t.Errorf("Status after New = %+v, want idle and nothing started", st)
 	}
 	if got := g.StatusLine(map[string]any{"action": "execute", "tool_name": "create_todo"}); got != "Running create_todo on api-ai..." {
@@ -269,7 +270,7 @@ func TestConcurrentCallsShareOneSession(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := g.Status(); st.State != StateConnected || st.Calls != 50 {
+	if st := g.Status(); st.State != session.StateConnected || st.Calls != 50 {
 		t.Errorf("Status = %+v", st)
 	}
 }
@@ -284,7 +285,7 @@ func TestCallerCancelDoesNotKillSession(t *testing.T) {
 		_, err := g.Execute(ctx, "slow", nil)
 		done <- err
 	}()
-	testenv.WaitFor(t, 5*time.Second, "connected", func() bool { return g.Status().State == StateConnected })
+	testenv.WaitFor(t, 5*time.Second, "connected", func() bool { return g.Status().State == session.StateConnected })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Execute after cancel = %v, want context.Canceled", err)
@@ -303,17 +304,17 @@ func TestCloseFailsInFlightAndLaterCalls(t *testing.T) {
 		_, err := g.Execute(t.Context(), "slow", nil)
 		done <- err
 	}()
-	testenv.WaitFor(t, 5*time.Second, "connected", func() bool { return g.Status().State == StateConnected })
+	testenv.WaitFor(t, 5*time.Second, "connected", func() bool { return g.Status().State == session.StateConnected })
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = g.Close() }()
 	}
 	wg.Wait()
-	if err := <-done; !errors.Is(err, ErrClosed) {
+	if err := <-done; !errors.Is(err, session.ErrClosed) {
 		t.Errorf("in-flight call after Close = %v, want ErrClosed", err)
 	}
-	if _, err := g.List(t.Context()); !errors.Is(err, ErrClosed) {
+	if _, err := g.List(t.Context()); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("List after Close = %v, want ErrClosed", err)
 	}
 }
@@ -335,7 +336,7 @@ func TestUnavailable(t *testing.T) {
 			if ok || !strings.Contains(reason, tt.want) || !strings.Contains(reason, `server "s"`) {
 				t.Errorf("Available = %v %q", ok, reason)
 			}
-			if _, err := g.List(t.Context()); !errors.Is(err, ErrUnavailable) {
+			if _, err := g.List(t.Context()); !errors.Is(err, session.ErrUnavailable) {
 				t.Errorf("List = %v, want ErrUnavailable", err)
 			}
 		})

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 )
 
 func TestHealthPingRetiresADeadSession(t *testing.T) {
@@ -22,14 +24,14 @@ func TestHealthPingRetiresADeadSession(t *testing.T) {
 		if pings != 3 {
 			t.Errorf("pings after 25s = %d, want 2 plus the initial listing", pings)
 		}
-		if st := g.Status().State; st != StateConnected {
+		if st := g.Status().State; st != session.StateConnected {
 			t.Fatalf("state with answered pings = %s, want connected", st)
 		}
 
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		st := g.Status()
-		if st.State != StateIdle || st.LastError == "" {
+		if st.State != session.StateIdle || st.LastError == "" {
 			t.Fatalf("after a failed ping: %+v, want idle with the error", st)
 		}
 		p.mu.Lock()

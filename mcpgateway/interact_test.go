@@ -2,7 +2,6 @@ package mcpgateway
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -96,8 +96,8 @@ func TestServerInitiatedMessages(t *testing.T) {
 	})
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {
-			g := newGateway(t, mk(t), &Options{Sampler: samplerFunc(func(_ context.Context, req SampleRequest) (SampleResult, error) {
-				return SampleResult{Text: "sampled: " + req.Messages[len(req.Messages)-1].Text, Model: "scripted"}, nil
+			g := newGateway(t, mk(t), &Options{Sampler: samplerFunc(func(_ context.Context, req session.SampleRequest) (session.SampleResult, error) {
+				return session.SampleResult{Text: "sampled: " + req.Messages[len(req.Messages)-1].Text, Model: "scripted"}, nil
 			})})
 			infos, err := g.List(t.Context())
 			if err != nil {
@@ -259,9 +259,9 @@ func TestServerInitiatedMessages(t *testing.T) {
 func TestSamplingRefusedUnlessEnabled(t *testing.T) {
 	t.Parallel()
 	asked := false
-	g := newGateway(t, everythingStdio(t), &Options{Sampler: samplerFunc(func(context.Context, SampleRequest) (SampleResult, error) {
+	g := newGateway(t, everythingStdio(t), &Options{Sampler: samplerFunc(func(context.Context, session.SampleRequest) (session.SampleResult, error) {
 		asked = true
-		return SampleResult{Text: "no"}, nil
+		return session.SampleResult{Text: "no"}, nil
 	})})
 	res := run(t, g, &userStream{}, "trigger-sampling-request", map[string]any{"prompt": "hi"})
 	if asked || !strings.Contains(res.LLMText+res.Feedback, "sampling is not enabled") {
@@ -269,45 +269,10 @@ func TestSamplingRefusedUnlessEnabled(t *testing.T) {
 	}
 }
 
-type samplerFunc func(context.Context, SampleRequest) (SampleResult, error)
+type samplerFunc func(context.Context, session.SampleRequest) (session.SampleResult, error)
 
-func (f samplerFunc) Sample(ctx context.Context, req SampleRequest) (SampleResult, error) {
+func (f samplerFunc) Sample(ctx context.Context, req session.SampleRequest) (session.SampleResult, error) {
 	return f(ctx, req)
-}
-
-func TestFormSchema(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name   string
-		schema any
-		err    string
-	}{
-		{"flat", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}, ""},
-		{"not an object", map[string]any{"type": "string"}, `type must be "object"`},
-		{"nested", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "object"}}}, `property "a": type "object" is not a primitive`},
-		{"free array", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}}, "multiple choice"},
-		{"required unknown", map[string]any{"type": "object", "properties": map[string]any{}, "required": []any{"b"}}, "not a property"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := formSchema(tc.schema)
-			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
-				t.Errorf("formSchema = %v, want %q", err, tc.err)
-			}
-		})
-	}
-	schema, _ := formSchema(map[string]any{"type": "object", "required": []any{"name"}, "properties": map[string]any{
-		"name": map[string]any{"type": "string"}, "n": map[string]any{"type": "integer", "default": 42, "maximum": 50}}})
-	check, err := formCheck(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := check(map[string]any{"name": "x"}); err != nil || got["n"] != 42.0 {
-		t.Errorf("check fills defaults: %v %v", got, err)
-	}
-	var ae *tools.ArgumentError
-	if _, err := check(map[string]any{"n": 99}); !errors.As(err, &ae) {
-		t.Errorf("check of a bad answer = %v, want an ArgumentError", err)
-	}
 }
 
 // TestProgressExtendsTheDeadline runs an operation longer than call_timeout

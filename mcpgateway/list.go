@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
 	"slices"
 	"time"
 
-	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -62,34 +61,8 @@ type toolSet struct {
 	// sess is the session the tools were listed on, and changes the count
 	// of list_changed notifications when the listing started: the set is
 	// fresh only while both are still current (Gateway.freshLocked).
-	sess    *session
+	sess    *session.Session
 	changes uint64
-}
-
-// rawTool is the part of a listed tool the gateway reads; everything else is
-// ignored, and the schemas stay raw.
-type rawTool struct {
-	Name         string          `json:"name"`
-	Description  string          `json:"description"`
-	InputSchema  json.RawMessage `json:"inputSchema"`
-	OutputSchema json.RawMessage `json:"outputSchema"`
-	Annotations  json.RawMessage `json:"annotations"`
-	Execution    struct {
-		TaskSupport mcp.TaskSupport `json:"taskSupport"`
-	} `json:"execution"`
-}
-
-// safeToRetry reports whether the server says running the tool twice does no
-// harm.
-func (rt *rawTool) safeToRetry() bool {
-	var a struct {
-		ReadOnlyHint   *bool `json:"readOnlyHint"`
-		IdempotentHint *bool `json:"idempotentHint"`
-	}
-	if len(rt.Annotations) == 0 || json.Unmarshal(rt.Annotations, &a) != nil {
-		return false
-	}
-	return a.ReadOnlyHint != nil && *a.ReadOnlyHint || a.IdempotentHint != nil && *a.IdempotentHint
 }
 
 // List returns the server's tools (after allow/deny), from the cache when it
@@ -111,7 +84,7 @@ func (g *Gateway) List(ctx context.Context) ([]ToolInfo, error) {
 // it was listed on the live session and no list_changed came since its
 // listing started. g.mu is held.
 func (g *Gateway) freshLocked(ts *toolSet) bool {
-	return ts != nil && ts.changes == g.changes && ts.sess != nil && ts.sess == g.conn.current()
+	return ts != nil && ts.changes == g.changes && ts.sess != nil && ts.sess == g.conn.Current()
 }
 
 // maxRelists bounds how often tools lists again because list_changed arrived
@@ -130,7 +103,7 @@ func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
 func (g *Gateway) toolsHere(ctx context.Context) (*toolSet, error) {
 	for relists := 0; ; {
 		if err := g.listOnce(ctx); err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() == nil && g.conn.lifetime.Err() == nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() == nil && g.conn.Lifetime().Err() == nil {
 				continue // another caller's listing was cancelled; ours goes on
 			}
 			return nil, err
@@ -151,23 +124,23 @@ func (g *Gateway) toolsHere(ctx context.Context) (*toolSet, error) {
 // listing started. It runs on the first caller's goroutine, bounded by that
 // caller's ctx and the call timeout; waiters whose ctx is still alive retry
 // if it fails on ctx.
-func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
+func (g *Gateway) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 	var ts *toolSet
-	s, err := g.conn.session(ctx)
+	s, err := g.conn.Session(ctx)
 	if err == nil {
 		_, timeout := g.cfg.Timeouts()
-		cctx, cancel := g.conn.callCtx(ctx, timeout)
-		var raw []rawTool
-		stop := s.wedgeGuard(cctx, "list")
-		raw, err = g.conn.listRaw(cctx, s)
+		cctx, cancel := g.conn.CallCtx(ctx, timeout)
+		var raw []session.RawTool
+		stop := s.WedgeGuard(cctx, "list")
+		raw, err = g.conn.ListTools(cctx, s)
 		stop()
 		timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 		if err != nil {
-			if isSessionGone(err) {
-				s.markDead(err)
-				err = s.cause(err)
-				g.conn.retire(s)
+			if session.IsSessionGone(err) {
+				s.MarkDead(err)
+				err = s.Cause(err)
+				g.conn.Retire(s)
 			}
 			if timedOut && !errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
@@ -175,10 +148,10 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 			if timedOut {
 				err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
 			}
-			err = g.conn.callErr(ctx, "list", err)
+			err = g.conn.CallErr(ctx, "list", err)
 		} else {
 			ts = g.buildToolSet(raw)
-			ts.description = describe(g.cfg, ts.names, s.offers)
+			ts.description = describe(g.cfg, ts.names, s.Offers())
 			ts.sess = s
 			ts.changes = changes
 		}
@@ -206,97 +179,8 @@ func (g *Gateway) fetchTools(ctx context.Context, f *flight, changes uint64) {
 	close(f.done)
 }
 
-// listRaw sends tools/list through the client's transport, following
-// nextCursor, and keeps each tool's schemas as raw JSON: mcp-go's typed
-// mcp.Tool drops $schema and the composition keywords.
-func (c *conn) listRaw(ctx context.Context, s *session) ([]rawTool, error) {
-	var out []rawTool
-	seen := map[string]bool{}
-	cursor := ""
-	for page := 0; ; page++ {
-		if page > 1000 {
-			return nil, fmt.Errorf("tools/list: more than 1000 pages")
-		}
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		sctx, span := startMCP(ctx, c.cfg.Name, s, string(mcp.MethodToolsList), "")
-		raw, err := c.request(sctx, s, mcp.MethodToolsList, params)
-		endMCP(span, err, false)
-		if err != nil {
-			return nil, err
-		}
-		var result struct {
-			Tools      []rawTool `json:"tools"`
-			NextCursor string    `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(raw, &result); err != nil {
-			return nil, fmt.Errorf("tools/list: decode result: %w", err)
-		}
-		out = append(out, result.Tools...)
-		if result.NextCursor == "" || seen[result.NextCursor] {
-			return out, nil
-		}
-		seen[result.NextCursor] = true
-		cursor = result.NextCursor
-	}
-}
-
-// request sends one request on s's transport as it is, outside mcp-go's
-// typed client, and returns its result: for answers the typed client
-// decodes into types that drop what the gateway needs (a tool's inputSchema
-// as sent, a task). On the 2026-07-28 core the request carries the
-// protocol in _meta and in the standard headers. params is the caller's
-// and gains _meta there.
-func (c *conn) request(ctx context.Context, s *session, method mcp.MCPMethod, params map[string]any) (json.RawMessage, error) {
-	t := s.client.GetTransport()
-	version := s.client.ProtocolVersion()
-	var header map[string][]string
-	if tm := traceMeta(ctx); tm != nil {
-		meta, _ := params["_meta"].(map[string]any)
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		maps.Copy(meta, tm)
-		params["_meta"] = meta
-	}
-	if mcp.IsModernProtocol(version) {
-		meta, _ := params["_meta"].(map[string]any)
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		meta[mcp.MetaKeyProtocolVersion] = version
-		meta[mcp.MetaKeyClientInfo] = clientInfo
-		meta[mcp.MetaKeyClientCapabilities] = clientCapabilities()
-		params["_meta"] = meta
-		encoded, _ := json.Marshal(params)
-		header = map[string][]string{}
-		for k, v := range mcp.StandardHeaders(version, method, encoded) {
-			header[k] = []string{v}
-		}
-	}
-	resp, err := t.SendRequest(ctx, mcptransport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId(fmt.Sprintf("elysia-%s-%d", method, c.seq.Add(1))),
-		Method:  string(method),
-		Params:  params,
-		Header:  header,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if resp == nil {
-		return nil, fmt.Errorf("%s: no response", method)
-	}
-	if resp.Error != nil {
-		return nil, fmt.Errorf("%s: %w", method, resp.Error.AsError())
-	}
-	return resp.Result, nil
-}
-
 // buildToolSet filters raw by allow/deny and compiles each input schema once.
-func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
+func (g *Gateway) buildToolSet(raw []session.RawTool) *toolSet {
 	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw)), retry: map[string]bool{}, task: map[string]bool{}}
 	for _, rt := range raw {
 		if rt.Name == "" || !g.allowed(rt.Name) {
@@ -323,7 +207,7 @@ func (g *Gateway) buildToolSet(raw []rawTool) *toolSet {
 		if rt.Execution.TaskSupport == mcp.TaskSupportRequired {
 			ts.task[rt.Name] = true
 		}
-		if rt.safeToRetry() {
+		if rt.SafeToRetry() {
 			ts.retry[rt.Name] = true
 		}
 		if b, err := tools.Marshal(info.object()); err == nil { // the schemas are JSON: it cannot fail
@@ -471,4 +355,11 @@ func (g *Gateway) listResult(infos []ToolInfo) tools.Result {
 		ObjectsJSON: encoded,
 		Metadata:    map[string]any{"server": g.cfg.Name, "action": "list", "state": string(st.State), "circuit": circuit},
 	}
+}
+
+// listFlight is a listing shared by concurrent callers: they wait for
+// done, then read err (written before done is closed).
+type listFlight struct {
+	done chan struct{}
+	err  error
 }

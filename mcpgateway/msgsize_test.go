@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -40,7 +41,7 @@ func TestStdioMessageOverCapFailsTheServer(t *testing.T) {
 		t.Fatalf("a 50 MB answer was taken (%d bytes of text), want it refused over max_message_size", len(cr.Text()))
 	}
 	assertNamesServer(t, err, faultyName, "sent a message over the 4 MiB limit", "max_message_size")
-	if !errors.Is(err, ErrMessageTooLarge) {
+	if !errors.Is(err, session.ErrMessageTooLarge) {
 		t.Errorf("error %v does not match ErrMessageTooLarge", err)
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
@@ -72,28 +73,6 @@ func TestStdioMessageSizeConfigurable(t *testing.T) {
 	}
 	_, err := g.Execute(t.Context(), "fault", map[string]any{"mode": "big", "size": 64 << 10})
 	assertNamesServer(t, err, faultyName, "over the 64 KiB limit")
-}
-
-func TestLineLimit(t *testing.T) {
-	t.Parallel()
-	var over error
-	r := &lineLimit{r: strings.NewReader("abc\ndefg\nhi\n" + strings.Repeat("x", 6) + "\n"), max: 5,
-		over: func(err error) { over = err }}
-	var got strings.Builder
-	buf := make([]byte, 3)
-	var err error
-	for err == nil {
-		var n int
-		n, err = r.Read(buf)
-		got.Write(buf[:n])
-	}
-	if !errors.Is(err, ErrMessageTooLarge) || over == nil {
-		t.Fatalf("err = %v, over = %v; want ErrMessageTooLarge", err, over)
-	}
-	// Lines of up to 5 bytes and their newline pass; the 6th x does not.
-	if want := "abc\ndefg\nhi\nxxxxx"; got.String() != want {
-		t.Errorf("read %q, want %q", got.String(), want)
-	}
 }
 
 // TestStdioMessageOverCapAtConnect: a server that floods stdout before the

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
@@ -149,7 +150,7 @@ func TestOAuthRefusals(t *testing.T) {
 			if tt.name == "resource mismatch" && len(f.authRequests()) != 0 {
 				t.Errorf("authorization requested for a mismatched resource")
 			}
-			if st := g.StatusFor(t.Context(), "bob"); st.State != StateNeedsSignIn {
+			if st := g.StatusFor(t.Context(), "bob"); st.State != session.StateNeedsSignIn {
 				t.Errorf("bob's state = %s, want needs_sign_in (untouched by alice's failure)", st.State)
 			}
 		})
@@ -269,10 +270,10 @@ func TestOAuthPerUserIsolation(t *testing.T) {
 	if !errors.As(err, &sr) || sr.User != "bob" {
 		t.Fatalf("bob: err = %v, want bob to sign in", err)
 	}
-	if st := g.StatusFor(t.Context(), "bob"); st.State != StateNeedsSignIn {
+	if st := g.StatusFor(t.Context(), "bob"); st.State != session.StateNeedsSignIn {
 		t.Errorf("bob's state = %s, want needs_sign_in", st.State)
 	}
-	if st := g.StatusFor(t.Context(), "alice"); st.State != StateConnected {
+	if st := g.StatusFor(t.Context(), "alice"); st.State != session.StateConnected {
 		t.Errorf("alice's state = %s, want connected", st.State)
 	}
 	res, err := g.Run(t.Context(), tools.Call{UserID: "bob", Args: map[string]any{"action": "execute", "tool_name": "whoami"}}, tools.Discard)

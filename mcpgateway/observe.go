@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -42,7 +43,7 @@ type Observer interface {
 // must be quick, must not block (Close waits for it), must be safe for
 // concurrent use, and must not call back into the gateway.
 type StateObserver interface {
-	ObserveState(server string, state State)
+	ObserveState(server string, state session.State)
 }
 
 // ToolsObserver is an optional interface of an Options.Observer: one that
@@ -112,59 +113,5 @@ func (g *Gateway) observeCall(ctx context.Context, cm callMeta, tool string, o o
 	g.logCall(ctx, cm, "execute", tool, status, d, err)
 	if g.opts.Observer != nil {
 		g.opts.Observer.ObserveCall(g.cfg.Name, tool, status, d)
-	}
-}
-
-// stateChanged tells the StateObserver, if any, that c's state may have
-// changed. It never blocks, and must be called without mu held, after the
-// change: it starts feedStates on first use and wakes it.
-func (c *conn) stateChanged() {
-	if c.stateObs == nil {
-		return
-	}
-	c.mu.Lock()
-	if !c.feeding && !c.closed { // closed: wg may be waited on already
-		c.feeding = true
-		c.goFunc(c.feedStates)
-	}
-	c.mu.Unlock()
-	select {
-	case c.stateWake <- struct{}{}:
-	default: // a wake is pending; feedStates will read the state after this change
-	}
-}
-
-// feedStates passes c's state to the StateObserver whenever it differs from
-// the last one passed: after each wake, and when a back-off runs out, which
-// changes the state Status reports (failed becomes idle) with no event to
-// wake it, so a timer it owns marks it. Being the only caller of
-// ObserveState for c, it keeps the calls in order, and it calls the observer
-// without holding mu. It is started by stateChanged, owned by wg, and ends
-// with close, stopping its timer.
-func (c *conn) feedStates() {
-	var last State // none yet: the first wake follows a change
-	backoff := time.NewTimer(time.Hour)
-	backoff.Stop()
-	defer backoff.Stop()
-	for {
-		select {
-		case <-c.lifetime.Done():
-			return
-		case <-c.stateWake:
-		case <-backoff.C:
-		}
-		st := c.status()
-		if st.state == StateClosed {
-			return
-		}
-		if st.retryAt.IsZero() {
-			backoff.Stop()
-		} else {
-			backoff.Reset(time.Until(st.retryAt))
-		}
-		if st.state != last {
-			last = st.state
-			c.stateObs.ObserveState(c.cfg.Name, st.state)
-		}
 	}
 }

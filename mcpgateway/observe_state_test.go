@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -16,7 +17,7 @@ import (
 // every state it is told of.
 type stateRecorder struct {
 	mu     sync.Mutex // guards states
-	states []State
+	states []session.State
 }
 
 var _ StateObserver = (*stateRecorder)(nil)
@@ -24,20 +25,20 @@ var _ StateObserver = (*stateRecorder)(nil)
 func (r *stateRecorder) ObserveCall(string, string, string, time.Duration) {}
 func (r *stateRecorder) ObserveCircuit(string, string)                     {}
 
-func (r *stateRecorder) ObserveState(server string, state State) {
+func (r *stateRecorder) ObserveState(server string, state session.State) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.states = append(r.states, state)
 }
 
-func (r *stateRecorder) seen() []State {
+func (r *stateRecorder) seen() []session.State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.states)
 }
 
 // last returns the last state seen, or "" before any.
-func (r *stateRecorder) last() State {
+func (r *stateRecorder) last() session.State {
 	s := r.seen()
 	if len(s) == 0 {
 		return ""
@@ -65,7 +66,7 @@ func TestStateObserverSeesProcessDeath(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	testenv.WaitFor(t, 5*time.Second, "connected to be observed", func() bool { return rec.last() == StateConnected })
+	testenv.WaitFor(t, 5*time.Second, "connected to be observed", func() bool { return rec.last() == session.StateConnected })
 	before := len(rec.seen())
 
 	pid := g.Status().PID
@@ -75,15 +76,15 @@ func TestStateObserverSeesProcessDeath(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the death to be observed", func() bool { return rec.last() == StateIdle })
+	testenv.WaitFor(t, 5*time.Second, "the death to be observed", func() bool { return rec.last() == session.StateIdle })
 	all := rec.seen()
-	if got := all[before:]; !slices.Equal(got, []State{StateIdle}) {
+	if got := all[before:]; !slices.Equal(got, []session.State{session.StateIdle}) {
 		t.Errorf("states observed after the kill = %v, want [idle]", got)
 	}
 	if got := slices.Compact(slices.Clone(all)); !slices.Equal(got, all) {
 		t.Errorf("states observed = %v: a state told twice in a row", all)
 	}
-	if st := g.Status(); st.State != StateIdle || st.PID != 0 {
+	if st := g.Status(); st.State != session.StateIdle || st.PID != 0 {
 		t.Errorf("Status after the kill: state %s, pid %d; want idle with no pid", st.State, st.PID)
 	}
 }
@@ -100,15 +101,15 @@ func TestStateObserverSeesBackoffEnd(t *testing.T) {
 	if _, err := g.Execute(t.Context(), "anything", nil); err == nil {
 		t.Fatal("execute on a missing command succeeded")
 	}
-	testenv.WaitFor(t, 5*time.Second, "failed to be observed", func() bool { return rec.last() == StateFailed })
-	if st := g.Status(); st.State != StateFailed || st.RetryAt == nil {
+	testenv.WaitFor(t, 5*time.Second, "failed to be observed", func() bool { return rec.last() == session.StateFailed })
+	if st := g.Status(); st.State != session.StateFailed || st.RetryAt == nil {
 		t.Fatalf("Status after the failed connect: state %s, retry_at %v; want failed with a retry time", st.State, st.RetryAt)
 	}
-	testenv.WaitFor(t, backoff+5*time.Second, "the end of the back-off to be observed", func() bool { return rec.last() == StateIdle })
-	if got := rec.seen(); got[len(got)-2] != StateFailed {
+	testenv.WaitFor(t, backoff+5*time.Second, "the end of the back-off to be observed", func() bool { return rec.last() == session.StateIdle })
+	if got := rec.seen(); got[len(got)-2] != session.StateFailed {
 		t.Errorf("states observed = %v, want failed then idle at the end", got)
 	}
-	if st := g.Status(); st.State != StateIdle {
+	if st := g.Status(); st.State != session.StateIdle {
 		t.Errorf("Status after the back-off: state %s, want idle", st.State)
 	}
 }
@@ -124,7 +125,7 @@ func TestStateObserverEndsWithClose(t *testing.T) {
 	if _, err := g.Execute(t.Context(), "anything", nil); err == nil {
 		t.Fatal("execute on a missing command succeeded")
 	}
-	testenv.WaitFor(t, 5*time.Second, "failed to be observed", func() bool { return rec.last() == StateFailed })
+	testenv.WaitFor(t, 5*time.Second, "failed to be observed", func() bool { return rec.last() == session.StateFailed })
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestStateObserverEndsWithClose(t *testing.T) {
 	if err := g.Close(); err != nil { // idempotent
 		t.Fatal(err)
 	}
-	if got := rec.seen(); len(got) != n || got[n-1] != StateFailed {
+	if got := rec.seen(); len(got) != n || got[n-1] != session.StateFailed {
 		t.Errorf("states observed = %v, want nothing after Close (closed is not reported)", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
@@ -51,7 +52,7 @@ type Options struct {
 	// Sampler, when set, answers sampling/createMessage for servers with
 	// "sampling" set ("ask": once the call's user approves). Nil means such requests are refused saying no
 	// model is configured.
-	Sampler Sampler
+	Sampler session.Sampler
 
 	// Observer, when set, is told the outcome of every execute and every
 	// change of the circuit (see Observer) and, when it also implements
@@ -98,7 +99,7 @@ type Options struct {
 	user string
 	// samples counts the server's sampling requests of the last minute;
 	// New sets it, and the users' children share their parent's.
-	samples *sampleWindow
+	samples *session.SampleWindow
 
 	// OnProcessStart, when set, is called with the pid of every stdio child
 	// the gateway starts, after it started. It must not block. Tests use it

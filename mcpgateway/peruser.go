@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -65,14 +66,14 @@ func (g *Gateway) authorizerFor(ctx context.Context, user string) (*mcpauth.Auth
 		return nil, fmt.Errorf("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", g.cfg.Name)
 	}
 	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
-		return g.conn.auth, nil
+		return g.conn.Auth(), nil
 	}
 	g.goPerUser()
 	c, err := g.child(ctx, user)
 	if err != nil {
 		return nil, err
 	}
-	return c.conn.auth, nil
+	return c.conn.Auth(), nil
 }
 
 // StatusFor is Status as user sees it: for a per-user server, the state of
@@ -84,14 +85,14 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 		return g.Status()
 	}
 	st := g.Status()
-	if st.State == StateDisabled || g.cfg.Unresolved != "" {
+	if st.State == session.StateDisabled || g.cfg.Unresolved != "" {
 		return st
 	}
 	if len(g.cfg.UserValues) > 0 {
 		if _, err := g.userSecrets(ctx, user); err != nil {
 			st.LastError = g.maskFor(WithUser(ctx, user), err.Error())
 			if sr, ok := errors.AsType[*SecretRequiredError](err); ok {
-				st.State, st.MissingSecrets = StateNeedsSignIn, sr.Names
+				st.State, st.MissingSecrets = session.StateNeedsSignIn, sr.Names
 			}
 			return st
 		}
@@ -102,21 +103,21 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	if u != nil {
 		cs := u.g.Status()
 		st.State, st.LastError, st.Tools, st.ToolCount, st.PID, st.RetryAt = cs.State, cs.LastError, cs.Tools, cs.ToolCount, cs.PID, cs.RetryAt
-		if st.State != StateNeedsSignIn && u.g.conn.auth != nil && !u.g.conn.auth.HasToken(ctx) {
-			st.State = StateNeedsSignIn
+		if st.State != session.StateNeedsSignIn && u.g.conn.Auth() != nil && !u.g.conn.Auth().HasToken(ctx) {
+			st.State = session.StateNeedsSignIn
 		}
 		return st
 	}
-	if st.State == StateFailed {
+	if st.State == session.StateFailed {
 		return st
 	}
-	st.State, st.LastError = StateIdle, ""
+	st.State, st.LastError = session.StateIdle, ""
 	// Sign-in is known to be needed from the config, or from a 401 that
 	// made the server per user.
 	oauth := g.cfg.OAuth != nil && g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode
 	if mcpauth.NeedsAuth(g.cfg) && (oauth || !perUserStatic(g.cfg)) {
 		if _, err := g.opts.Tokens.Get(ctx, mcpauth.TokenKey{Server: g.cfg.Name, User: user}); err != nil {
-			st.State = StateNeedsSignIn
+			st.State = session.StateNeedsSignIn
 		}
 	}
 	return st
@@ -125,5 +126,5 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 // switched reports whether err, from g's shared session, is a sign-in the
 // server asked for and made g per user: the caller then routes again.
 func (g *Gateway) switched(err error) bool {
-	return errors.Is(err, mcpauth.ErrSignInRequired) && g.conn.auth != nil && g.conn.auth.Userless && g.goPerUser()
+	return errors.Is(err, mcpauth.ErrSignInRequired) && g.conn.Auth() != nil && g.conn.Auth().Userless && g.goPerUser()
 }

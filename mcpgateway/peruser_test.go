@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -64,7 +65,7 @@ func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
 	})
 	t.Run("client sees it expired", func(t *testing.T) {
 		before := f.refreshes()
-		a := g.users["alice"].g.conn.auth
+		a := g.users["alice"].g.conn.Auth()
 		a.SetTokenExpiry(time.Now().Add(-time.Minute))
 		callersAtOnce(t, g, "alice", callers)
 		if got := f.refreshes() - before; got != 1 {
@@ -105,7 +106,7 @@ func TestOAuthRevokedRefreshTokenIsOneUsersProblem(t *testing.T) {
 	if !errors.As(err, &sr) || sr.User != "alice" || !strings.Contains(err.Error(), "refused the refresh token") {
 		t.Fatalf("alice: %v, want a sign-in error saying the refresh token was refused", err)
 	}
-	if st := g.StatusFor(t.Context(), "alice"); st.State != StateNeedsSignIn {
+	if st := g.StatusFor(t.Context(), "alice"); st.State != session.StateNeedsSignIn {
 		t.Errorf("alice's state = %s, want needs_sign_in", st.State)
 	}
 	if _, err := store.Get(t.Context(), mcpauth.TokenKey{Server: "docs", User: "alice"}); !errors.Is(err, mcpauth.ErrNoToken) {
@@ -116,7 +117,7 @@ func TestOAuthRevokedRefreshTokenIsOneUsersProblem(t *testing.T) {
 			t.Fatalf("bob: %q, %v", got, err)
 		}
 	}
-	if st := g.StatusFor(t.Context(), "bob"); st.State != StateConnected {
+	if st := g.StatusFor(t.Context(), "bob"); st.State != session.StateConnected {
 		t.Errorf("bob's state = %s, want connected", st.State)
 	}
 	if ok, reason := g.Available(nil); !ok {
@@ -139,7 +140,7 @@ func TestPerUserSessionsIdleAndLRU(t *testing.T) {
 		})
 		g := New(mcpconfig.ServerConfig{Name: "p", Transport: mcpconfig.TransportStdio, Command: "unused", Enabled: true, PerUser: true},
 			&Options{UserIdle: time.Minute, MaxUsers: 2})
-		g.childDialer = func(c *conn) func(context.Context) (*session, error) {
+		g.childDialer = func(c *session.Conn) func(context.Context) (*session.Session, error) {
 			return dialInProcess(c, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
 		}
 		defer func() { _ = g.Close() }()
@@ -164,7 +165,7 @@ func TestPerUserSessionsIdleAndLRU(t *testing.T) {
 			}
 			return strings.Join(out, ",")
 		}
-		closed := func(c *Gateway) bool { return c.conn.status().state == StateClosed }
+		closed := func(c *Gateway) bool { return c.conn.Status().State == session.StateClosed }
 
 		alice := call("alice")
 		time.Sleep(time.Second)

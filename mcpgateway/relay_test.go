@@ -10,15 +10,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -44,7 +43,7 @@ func pipeGateway(t *testing.T, srv *mcpserver.MCPServer) *Gateway {
 	})
 	g := newGateway(t, mcpconfig.ServerConfig{Name: "piped", Transport: mcpconfig.TransportStdio, Command: "unused", Enabled: true}, nil)
 	c := g.conn
-	c.dialer = func(hsCtx context.Context) (*session, error) {
+	c.SetDialer(func(hsCtx context.Context) (*session.Session, error) {
 		inR, inW := io.Pipe()   // gateway -> server
 		outR, outW := io.Pipe() // server -> gateway
 		mu.Lock()
@@ -55,25 +54,8 @@ func pipeGateway(t *testing.T, srv *mcpserver.MCPServer) *Gateway {
 			_ = outW.Close()
 			_ = inR.Close()
 		})
-		s := newSession(mcpconfig.TransportStdio)
-		if err := c.adopt(s); err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithCancel(c.lifetime)
-		if !s.attach(mcpclient.NewClient(mcptransport.NewIO(outR, inW, nil), c.clientOptions(s)...), cancel) {
-			cancel()
-			return nil, ErrClosed
-		}
-		if err := s.client.Start(ctx); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
-		if err := c.handshake(hsCtx, s); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
-		return s, nil
-	}
+		return c.DialTransport(hsCtx, mcpconfig.TransportStdio, mcptransport.NewIO(outR, inW, nil))
+	})
 	return g
 }
 
@@ -181,20 +163,11 @@ func TestStalledStreamDoesNotBlockOtherUsers(t *testing.T) {
 // reported returns the progress last reported to the gateway by user's call
 // in flight.
 func reported(g *Gateway, user string) float64 {
-	s := g.conn.current()
+	s := g.conn.Current()
 	if s == nil {
 		return 0
 	}
-	s.callsMu.Lock()
-	defer s.callsMu.Unlock()
-	for _, ac := range s.calls {
-		if ac.user == user {
-			ac.mu.Lock()
-			defer ac.mu.Unlock()
-			return ac.progress
-		}
-	}
-	return 0
+	return s.Reported(user)
 }
 
 // TestProgressFloodIsCoalesced: 5,000 progress notifications in one call
@@ -218,72 +191,12 @@ func TestProgressFloodIsCoalesced(t *testing.T) {
 	}
 	took := time.Since(start)
 	ps := u.progress()
-	if max := int(took/ProgressInterval) + 2; len(ps) > max {
-		t.Errorf("%d progress events in %v, want at most %d (one per %v)", len(ps), took, max, ProgressInterval)
+	if max := int(took/session.ProgressInterval) + 2; len(ps) > max {
+		t.Errorf("%d progress events in %v, want at most %d (one per %v)", len(ps), took, max, session.ProgressInterval)
 	}
 	if len(ps) == 0 || ps[len(ps)-1].Progress != n {
 		t.Errorf("the last progress event is %+v, want %d of %d", ps[len(ps)-1:], n, n)
 	}
-}
-
-// TestRelayPacesProgress drives a call's relay on a fake clock: a report
-// every millisecond for 5 s reaches the emitter at most once per
-// ProgressInterval, in order, ending with the last report.
-func TestRelayPacesProgress(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		u := &userStream{}
-		r := startRelay(u)
-		const n = 5000
-		for i := 1; i <= n; i++ {
-			r.progress(tools.ProgressPayload{Progress: float64(i)})
-			time.Sleep(time.Millisecond)
-		}
-		r.close()
-		ps := u.progress()
-		if max := int(n*time.Millisecond/ProgressInterval) + 2; len(ps) > max {
-			t.Errorf("%d progress events in %v, want at most %d", len(ps), n*time.Millisecond, max)
-		}
-		if len(ps) < 40 {
-			t.Errorf("%d progress events in %v, want about one per %v", len(ps), n*time.Millisecond, ProgressInterval)
-		}
-		for i := 1; i < len(ps); i++ {
-			if ps[i].Progress <= ps[i-1].Progress {
-				t.Fatalf("progress %d = %v after %v: out of order", i, ps[i].Progress, ps[i-1].Progress)
-			}
-		}
-		if ps[len(ps)-1].Progress != n {
-			t.Errorf("the last progress event is %v, want %d", ps[len(ps)-1].Progress, n)
-		}
-	})
-}
-
-// TestRelayNeverBlocksItsSender: with the emitter stuck, reports and
-// warnings are taken at once; once it is free the warnings and the latest
-// report arrive.
-func TestRelayNeverBlocksItsSender(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		u := &stalledStream{release: release, entered: make(chan struct{})}
-		r := startRelay(u)
-		r.progress(tools.ProgressPayload{Progress: 1})
-		<-u.entered
-		for i := 2; i <= 1000; i++ {
-			r.progress(tools.ProgressPayload{Progress: float64(i)})
-		}
-		r.event(tools.NewWarning("careful"))
-		synctest.Wait() // every sender returned with the emitter still stuck
-		close(release)
-		r.close()
-		ps := u.progress()
-		if len(ps) != 2 || ps[1].Progress != 1000 {
-			t.Errorf("progress %+v, want 1 then 1000", ps)
-		}
-		if len(u.events) != 3 || u.events[1].Type != tools.EventWarning {
-			t.Errorf("events %+v, want the warning between the two reports", u.events)
-		}
-	})
 }
 
 // TestElicitationsCappedPerCall: a call whose server asks 300 questions at
@@ -325,11 +238,11 @@ func TestElicitationsCappedPerCall(t *testing.T) {
 	if res := run(t, g, u, "ask", nil); res.IsError {
 		t.Fatalf("result %+v", res)
 	}
-	if len(u.asked) != MaxElicitationsPerCall {
-		t.Errorf("the user was asked %d questions, want the cap, %d", len(u.asked), MaxElicitationsPerCall)
+	if len(u.asked) != session.MaxElicitationsPerCall {
+		t.Errorf("the user was asked %d questions, want the cap, %d", len(u.asked), session.MaxElicitationsPerCall)
 	}
-	if declined != asks-MaxElicitationsPerCall {
-		t.Errorf("%d questions declined, want %d", declined, asks-MaxElicitationsPerCall)
+	if declined != asks-session.MaxElicitationsPerCall {
+		t.Errorf("%d questions declined, want %d", declined, asks-session.MaxElicitationsPerCall)
 	}
 	wantReason := "more than 10 questions in one call"
 	if len(reasons) != 1 || !strings.Contains(strings.Join(slices.Collect(maps.Keys(reasons)), ""), wantReason) {

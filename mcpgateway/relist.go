@@ -5,14 +5,16 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 )
 
 // notified handles a notification from session s. On
 // notifications/tools/list_changed from the current session the cache goes
 // stale (a listing in flight too) and is refreshed in the background, on a
 // goroutine the gateway owns, at most every relistEvery (relist).
-func (g *Gateway) notified(s *session, n mcp.JSONRPCNotification) {
-	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != g.conn.current() {
+func (g *Gateway) notified(s *session.Session, n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != g.conn.Current() {
 		return
 	}
 	g.mu.Lock()
@@ -38,7 +40,7 @@ const relistEvery = 500 * time.Millisecond
 // relist lists the tools at once, then again every relistEvery while
 // list_changed notifications keep coming; notified starts it on g.wg.
 func (g *Gateway) relist() {
-	ctx := g.conn.lifetime
+	ctx := g.conn.Lifetime()
 	for {
 		g.mu.Lock()
 		seen := g.changes
@@ -72,7 +74,7 @@ func (g *Gateway) listOnce(ctx context.Context) error {
 	}
 	f := g.listing
 	if f == nil {
-		f = &flight{done: make(chan struct{})}
+		f = &listFlight{done: make(chan struct{})}
 		g.listing = f
 		changes := g.changes
 		g.mu.Unlock()

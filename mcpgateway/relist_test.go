@@ -29,7 +29,7 @@ func TestListChangedFloodIsDebounced(t *testing.T) {
 			return mcp.NewToolResultText("ok"), nil
 		})
 		g := New(mcpconfig.ServerConfig{Name: "flood", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-		g.conn.dialer = dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
+		g.conn.SetDialer(dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
 		defer func() { _ = g.Close() }()
 		if _, err := g.List(t.Context()); err != nil {
 			t.Fatal(err)

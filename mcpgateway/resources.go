@@ -3,12 +3,12 @@ package mcpgateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -49,13 +49,13 @@ const maxPages = 100
 // templates, following pagination.
 func (g *Gateway) ListResources(ctx context.Context) ([]ResourceInfo, error) {
 	var out []ResourceInfo
-	err := g.request(ctx, "resources/list", func(ctx context.Context, s *session) error {
+	err := g.request(ctx, "resources/list", func(ctx context.Context, s *session.Session) error {
 		out = out[:0]
 		cursor := mcp.Cursor("")
 		for page := 0; page < maxPages; page++ {
 			req := mcp.ListResourcesRequest{}
 			req.Params.Cursor = cursor
-			res, err := s.client.ListResourcesByPage(ctx, req)
+			res, err := s.Client().ListResourcesByPage(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -67,9 +67,9 @@ func (g *Gateway) ListResources(ctx context.Context) ([]ResourceInfo, error) {
 			}
 		}
 		treq := mcp.ListResourceTemplatesRequest{}
-		tres, err := s.client.ListResourceTemplatesByPage(ctx, treq)
+		tres, err := s.Client().ListResourceTemplatesByPage(ctx, treq)
 		if err != nil {
-			if isServerAnswer(err) {
+			if session.IsServerAnswer(err) {
 				return nil // templates are optional
 			}
 			return err
@@ -93,10 +93,10 @@ func (g *Gateway) ReadResource(ctx context.Context, uri string) (*CallResult, er
 		return nil, &tools.ArgumentError{Tool: "read_resource", Problems: []string{"uri is required"}}
 	}
 	var out *CallResult
-	err := g.request(ctx, "resources/read", func(ctx context.Context, s *session) error {
+	err := g.request(ctx, "resources/read", func(ctx context.Context, s *session.Session) error {
 		req := mcp.ReadResourceRequest{}
 		req.Params.URI = uri
-		res, err := s.client.ReadResource(ctx, req)
+		res, err := s.Client().ReadResource(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -113,13 +113,13 @@ func (g *Gateway) ReadResource(ctx context.Context, uri string) (*CallResult, er
 // ListPrompts returns the server's prompts, following pagination.
 func (g *Gateway) ListPrompts(ctx context.Context) ([]PromptInfo, error) {
 	var out []PromptInfo
-	err := g.request(ctx, "prompts/list", func(ctx context.Context, s *session) error {
+	err := g.request(ctx, "prompts/list", func(ctx context.Context, s *session.Session) error {
 		out = out[:0]
 		cursor := mcp.Cursor("")
 		for page := 0; page < maxPages; page++ {
 			req := mcp.ListPromptsRequest{}
 			req.Params.Cursor = cursor
-			res, err := s.client.ListPromptsByPage(ctx, req)
+			res, err := s.Client().ListPromptsByPage(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -146,15 +146,15 @@ func (g *Gateway) GetPrompt(ctx context.Context, name string, args map[string]st
 		return nil, &tools.ArgumentError{Tool: "get_prompt", Problems: []string{"name is required"}}
 	}
 	var out []PromptMessage
-	err := g.request(ctx, "prompts/get", func(ctx context.Context, s *session) error {
+	err := g.request(ctx, "prompts/get", func(ctx context.Context, s *session.Session) error {
 		req := mcp.GetPromptRequest{}
 		req.Params.Name = name
 		req.Params.Arguments = args
-		res, err := s.client.GetPrompt(ctx, req)
+		res, err := s.Client().GetPrompt(ctx, req)
 		if err != nil {
 			return err
 		}
-		b := &budget{left: g.opts.OutputCap}
+		b := &session.Budget{Left: g.opts.OutputCap}
 		out = out[:0]
 		for _, m := range res.Messages {
 			item, _, _ := convertItem(m.Content, b)
@@ -169,7 +169,7 @@ func (g *Gateway) GetPrompt(ctx context.Context, name string, args map[string]st
 // admitted like a call (enter, the circuit), bounded by call_timeout,
 // counted in the stats and the circuit, and its error named after the
 // server and masked.
-func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Context, s *session) error) error {
+func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Context, s *session.Session) error) error {
 	if err := g.enter(op); err != nil {
 		return err
 	}
@@ -188,35 +188,9 @@ func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Con
 	return err
 }
 
-func (g *Gateway) requestOnSession(ctx context.Context, op string, f func(ctx context.Context, s *session) error) error {
-	_, err := routed(ctx, g, func(c *Gateway) (struct{}, error) { return struct{}{}, c.requestHere(ctx, op, f) })
+func (g *Gateway) requestOnSession(ctx context.Context, op string, f func(ctx context.Context, s *session.Session) error) error {
+	_, err := routed(ctx, g, func(c *Gateway) (struct{}, error) { return struct{}{}, c.conn.Do(ctx, op, f) })
 	return err
-}
-
-// requestHere is requestOnSession on g's own conn.
-func (g *Gateway) requestHere(ctx context.Context, op string, f func(ctx context.Context, s *session) error) error {
-	s, err := g.conn.session(ctx)
-	if err != nil {
-		return err
-	}
-	_, timeout := g.cfg.Timeouts()
-	cctx, cancel := g.conn.callCtx(ctx, timeout)
-	defer cancel()
-	stop := s.wedgeGuard(cctx, op)
-	err = f(cctx, s)
-	stop()
-	if err == nil {
-		return nil
-	}
-	if isSessionGone(err) {
-		s.markDead(err)
-		err = s.cause(err)
-		g.conn.retire(s)
-	}
-	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("no answer within call_timeout %v: %w (%w)", timeout, err, context.DeadlineExceeded)
-	}
-	return g.conn.callErr(ctx, op, err)
 }
 
 // resourceAction runs the actions list_resources, read_resource,

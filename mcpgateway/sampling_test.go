@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -18,14 +19,14 @@ type countingSampler struct {
 	wait func(ctx context.Context)
 }
 
-func (s *countingSampler) Sample(ctx context.Context, req SampleRequest) (SampleResult, error) {
+func (s *countingSampler) Sample(ctx context.Context, req session.SampleRequest) (session.SampleResult, error) {
 	s.mu.Lock()
 	s.n++
 	s.mu.Unlock()
 	if s.wait != nil {
 		s.wait(ctx)
 	}
-	return SampleResult{Text: "fine", Model: "counted"}, ctx.Err()
+	return session.SampleResult{Text: "fine", Model: "counted"}, ctx.Err()
 }
 
 func (s *countingSampler) count() int {
@@ -140,22 +141,6 @@ func TestSamplingEndsWithTheCall(t *testing.T) {
 	case <-ended:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the model is still working for a call that ended")
-	}
-}
-
-func TestSampleWindow(t *testing.T) {
-	var w sampleWindow
-	t0 := time.Unix(1000, 0)
-	for i := range 3 {
-		if !w.take(t0.Add(time.Duration(i)*time.Second), 3) {
-			t.Fatalf("request %d refused", i+1)
-		}
-	}
-	if w.take(t0.Add(59*time.Second), 3) {
-		t.Error("a 4th request within the minute was taken")
-	}
-	if !w.take(t0.Add(60*time.Second), 3) {
-		t.Error("the first request left the window after a minute, yet the next was refused")
 	}
 }
 

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"testing/synctest"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -36,32 +36,16 @@ func bigServer(t *testing.T, n int) *Gateway {
 			return mcp.NewToolResultText("sent"), nil
 		})
 	g := New(mcpconfig.ServerConfig{Name: "big", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-	g.conn.dialer = dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
+	g.conn.SetDialer(dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
 	t.Cleanup(func() { _ = g.Close() })
 	return g
 }
 
 // dialInProcess is a dialer for tests: every session is a client on the
-// transport newTransport returns, started on the conn's lifetime and
-// initialized as the real dialers do. The session is complete before the
-// conn knows it: a Close that runs meanwhile closes it at once.
-func dialInProcess(c *conn, newTransport func() mcptransport.Interface) func(context.Context) (*session, error) {
-	return func(hsCtx context.Context) (*session, error) {
-		s := newSession("in-process")
-		ctx, cancel := context.WithCancel(c.lifetime)
-		s.attach(mcpclient.NewClient(newTransport()), cancel)
-		if err := c.adopt(s); err != nil {
-			return nil, err
-		}
-		if err := s.client.Start(ctx); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
-		if err := c.handshake(hsCtx, s); err != nil {
-			c.closeSession(s)
-			return nil, err
-		}
-		return s, nil
+// transport newTransport returns (see Conn.DialTransport).
+func dialInProcess(c *session.Conn, newTransport func() mcptransport.Interface) func(context.Context) (*session.Session, error) {
+	return func(hsCtx context.Context) (*session.Session, error) {
+		return c.DialTransport(hsCtx, "in-process", newTransport())
 	}
 }
 

@@ -1,63 +1,34 @@
 package mcpgateway
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
-	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/elysia-go/elysia/tools"
-)
-
-// LogEntry is one notifications/message a server sent, masked and cut.
-type LogEntry struct {
-	Time   time.Time `json:"time"`
-	Level  string    `json:"level"`
-	Logger string    `json:"logger,omitempty"`
-	Data   string    `json:"data"`
-	// User is whom the message belongs to: the user of the session it
-	// came on (a session per user), or of the one call in flight on a
-	// shared session when it came; "" when nobody's (it is then shown to
-	// admins only).
-	User string `json:"user,omitempty"`
-}
-
-const (
-	// serverLogLines is how many of a server's log messages are kept.
-	serverLogLines = 200
-	// maxLogData bounds one kept message.
-	maxLogData = 1024
-	// maxCallWarnings bounds the log messages relayed to one call as
-	// warning events; a server that floods its log cannot flood a user.
-	maxCallWarnings = 10
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 )
 
 // Logs returns the server's last log messages (notifications/message),
 // oldest first, masked: those of its shared session and of every user's
 // session (what an admin sees). A user's session keeps its messages while
 // it lives (UserIdle, MaxUsers).
-func (g *Gateway) Logs() []LogEntry {
-	return g.logsOf(func(string) bool { return true }, func(LogEntry) bool { return true })
+func (g *Gateway) Logs() []session.LogEntry {
+	return g.logsOf(func(string) bool { return true }, func(session.LogEntry) bool { return true })
 }
 
 // LogsFor returns the log messages of Logs that belong to user (see
 // LogEntry.User): those sent on user's own session, and those sent on the
 // shared session during a call of theirs. An empty user gets none.
-func (g *Gateway) LogsFor(user string) []LogEntry {
+func (g *Gateway) LogsFor(user string) []session.LogEntry {
 	if user == "" {
-		return []LogEntry{}
+		return []session.LogEntry{}
 	}
-	return g.logsOf(func(u string) bool { return u == user }, func(e LogEntry) bool { return e.User == user })
+	return g.logsOf(func(u string) bool { return u == user }, func(e session.LogEntry) bool { return e.User == user })
 }
 
-// logsOf merges, oldest first, the last serverLogLines entries of g's own
+// logsOf merges, oldest first, the last session.LogLines entries of g's own
 // log that keep admits and of the logs of the users' sessions that child
 // admits.
-func (g *Gateway) logsOf(child func(user string) bool, keep func(LogEntry) bool) []LogEntry {
-	out := slices.DeleteFunc(g.conn.logs.last(serverLogLines), func(e LogEntry) bool { return !keep(e) })
+func (g *Gateway) logsOf(child func(user string) bool, keep func(session.LogEntry) bool) []session.LogEntry {
+	out := slices.DeleteFunc(g.conn.Logs(), func(e session.LogEntry) bool { return !keep(e) })
 	g.mu.Lock()
 	var children []*Gateway
 	for user, u := range g.users {
@@ -67,52 +38,11 @@ func (g *Gateway) logsOf(child func(user string) bool, keep func(LogEntry) bool)
 	}
 	g.mu.Unlock()
 	for _, c := range children {
-		out = append(out, c.conn.logs.last(serverLogLines)...)
+		out = append(out, c.conn.Logs()...)
 	}
-	slices.SortStableFunc(out, func(a, b LogEntry) int { return a.Time.Compare(b.Time) })
-	if len(out) > serverLogLines {
-		out = out[len(out)-serverLogLines:]
+	slices.SortStableFunc(out, func(a, b session.LogEntry) int { return a.Time.Compare(b.Time) })
+	if len(out) > session.LogLines {
+		out = out[len(out)-session.LogLines:]
 	}
 	return out
-}
-
-// warnLevels are the levels relayed to the user's query as warnings.
-var warnLevels = []string{"warning", "error", "critical", "alert", "emergency"}
-
-// logged handles notifications/message: the message is kept, and at
-// warning and above it becomes a warning event of the call it belongs to,
-// when there is exactly one call in flight on the session.
-func (c *conn) logged(s *session, n mcp.JSONRPCNotification) {
-	f := n.Params.AdditionalFields
-	level, _ := f["level"].(string)
-	logger, _ := f["logger"].(string)
-	data, ok := f["data"].(string)
-	if !ok {
-		b, _ := json.Marshal(f["data"])
-		data = string(b)
-	}
-	// Mask before cutting, as progressed does.
-	e := LogEntry{Time: time.Now(), Level: truncate(level, 16), Logger: truncate(c.mask(logger), 64), Data: truncate(c.mask(data), maxLogData)}
-	ac := s.callFor(context.Background())
-	e.User = c.opts.user // a user's own session: all of it is theirs
-	if e.User == "" && ac != nil {
-		e.User = ac.user
-	}
-	c.logs.add(e)
-	if ac != nil {
-		toClientLogger(ac, e)
-	}
-	if !slices.Contains(warnLevels, e.Level) || ac == nil {
-		return
-	}
-	ac.mu.Lock()
-	ac.warnings++
-	k := ac.warnings
-	ac.mu.Unlock()
-	switch {
-	case k < maxCallWarnings:
-		ac.relay.event(tools.NewWarning(fmt.Sprintf("%s logged (%s): %s", c.cfg.Name, e.Level, truncate(e.Data, 300))))
-	case k == maxCallWarnings:
-		ac.relay.event(tools.NewWarning(fmt.Sprintf("%s keeps logging; further messages are in its log only", c.cfg.Name)))
-	}
 }

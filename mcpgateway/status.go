@@ -1,20 +1,9 @@
 package mcpgateway
 
-import "time"
+import (
+	"time"
 
-// State is where a gateway stands, as /api/servers shows it.
-type State string
-
-// Gateway states. Closed is internal: a closed gateway is no longer listed.
-const (
-	StateIdle        State = "idle"          // no session; the next call connects
-	StateConnecting  State = "connecting"    // a connect attempt is running
-	StateConnected   State = "connected"     // a session is up
-	StateDegraded    State = "degraded"      // a session is up but recent calls failed
-	StateFailed      State = "failed"        // unresolved config, a failed connect until the next attempt, back-off
-	StateDisabled    State = "disabled"      // "enabled": false in mcp.json
-	StateNeedsSignIn State = "needs_sign_in" // the asking user must sign in (OAuth)
-	StateClosed      State = "closed"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 )
 
 // Status is a snapshot of a gateway for GET /api/servers. Secrets are masked.
@@ -28,7 +17,7 @@ type Status struct {
 	Enabled   bool   `json:"enabled"`
 	// State is the gateway's state; connected becomes degraded while the
 	// latest calls fail.
-	State State `json:"state"`
+	State session.State `json:"state"`
 	// ToolCount and Tools are the tools of the last list, in the server's
 	// order, after allow and deny; empty before the first list.
 	ToolCount int      `json:"tool_count"`
@@ -63,7 +52,7 @@ type CircuitStatus struct {
 // Status returns a snapshot of the gateway. It does no I/O.
 func (g *Gateway) Status() Status {
 	circuit := g.circuit()
-	cs := g.conn.status()
+	cs := g.conn.Status()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := Status{
@@ -71,23 +60,23 @@ func (g *Gateway) Status() Status {
 		ToolName:  g.toolName,
 		Transport: g.cfg.Transport,
 		Enabled:   g.cfg.Enabled,
-		State:     cs.state,
+		State:     cs.State,
 		Tools:     []string{},
-		LastError: cs.lastErr,
+		LastError: cs.LastErr,
 		Circuit:   circuit,
 		Calls:     g.stats.calls,
 		Failures:  g.stats.failures,
-		PID:       cs.pid,
+		PID:       cs.PID,
 	}
 	if g.cache != nil {
 		st.Tools = append(st.Tools, g.cache.names...)
 		st.ToolCount = len(st.Tools)
 	}
-	if st.State == StateConnected && g.stats.consecutive > 0 {
-		st.State = StateDegraded
+	if st.State == session.StateConnected && g.stats.consecutive > 0 {
+		st.State = session.StateDegraded
 	}
-	if !cs.retryAt.IsZero() {
-		t := cs.retryAt
+	if !cs.RetryAt.IsZero() {
+		t := cs.RetryAt
 		st.RetryAt = &t
 	}
 	return st

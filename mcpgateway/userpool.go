@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -125,7 +126,7 @@ func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userGateway,
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return nil, nil, ErrClosed
+		return nil, nil, session.ErrClosed
 	}
 	g.userSeq++
 	if u, ok := g.users[user]; ok {
@@ -150,7 +151,7 @@ func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userGateway,
 	c := New(withUserSecrets(g.Config(), vals), &o)
 	c.parent = g
 	if g.childDialer != nil {
-		c.conn.dialer = g.childDialer(c.conn)
+		c.conn.SetDialer(g.childDialer(c.conn))
 	}
 	if g.users == nil {
 		g.users = make(map[string]*userGateway)
@@ -304,7 +305,7 @@ type SessionCounts struct {
 func (g *Gateway) Sessions() SessionCounts {
 	var n SessionCounts
 	g.mu.Lock()
-	conns := []*conn{g.conn}
+	conns := []*session.Conn{g.conn}
 	for _, u := range g.users {
 		conns = append(conns, u.g.conn)
 		if u.busy > 0 {
@@ -314,11 +315,11 @@ func (g *Gateway) Sessions() SessionCounts {
 	n.Users = len(g.users)
 	g.mu.Unlock()
 	for _, c := range conns {
-		st := c.status()
-		if st.state == StateConnected || st.state == StateDegraded {
+		st := c.Status()
+		if st.State == session.StateConnected || st.State == session.StateDegraded {
 			n.Live++
 		}
-		if st.pid != 0 {
+		if st.PID != 0 {
 			n.Processes++
 		}
 	}

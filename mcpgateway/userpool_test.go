@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -41,12 +42,12 @@ func whoamiServer(gate <-chan struct{}) *mcpserver.MCPServer {
 type perUserGateway struct {
 	*Gateway
 	mu    sync.Mutex
-	conns []*conn
+	conns []*session.Conn
 }
 
 func newPerUserGateway(newSrv func() *mcpserver.MCPServer, opts *Options, wrap func(mcptransport.Interface) mcptransport.Interface) *perUserGateway {
 	p := &perUserGateway{Gateway: New(mcpconfig.ServerConfig{Name: "p", Transport: mcpconfig.TransportStdio, Command: "unused", Enabled: true, PerUser: true}, opts)}
-	p.childDialer = func(c *conn) func(context.Context) (*session, error) {
+	p.childDialer = func(c *session.Conn) func(context.Context) (*session.Session, error) {
 		p.mu.Lock()
 		p.conns = append(p.conns, c)
 		p.mu.Unlock()
@@ -67,7 +68,7 @@ func (p *perUserGateway) open() int {
 	defer p.mu.Unlock()
 	n := 0
 	for _, c := range p.conns {
-		if c.status().state != StateClosed {
+		if c.Status().State != session.StateClosed {
 			n++
 		}
 	}
@@ -93,7 +94,7 @@ func TestPerUserCloseRacesEviction(t *testing.T) {
 			wg.Go(func() {
 				for j := 0; ; j++ {
 					_, err := g.Execute(WithUser(t.Context(), fmt.Sprintf("u%d-%d", i, j)), "whoami", nil)
-					if errors.Is(err, ErrClosed) {
+					if errors.Is(err, session.ErrClosed) {
 						return
 					}
 					select {

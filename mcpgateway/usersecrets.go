@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -161,11 +162,9 @@ func withUserSecrets(cfg mcpconfig.ServerConfig, vals map[string]string) mcpconf
 // theirs, so that nobody can test a guess at another's). Other errors
 // pass unchanged.
 func (g *Gateway) userErr(ctx context.Context, err error) error {
-	se, ok := err.(*ServerError)
+	se, ok := err.(*session.ServerError)
 	if !ok || len(g.cfg.UserValues) == 0 {
 		return err
 	}
-	masked := *se
-	masked.msg = g.maskFor(ctx, se.msg)
-	return &masked
+	return se.Remask(func(s string) string { return g.maskFor(ctx, s) })
 }

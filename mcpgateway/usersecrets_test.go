@@ -19,6 +19,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -74,14 +75,14 @@ func TestUserSecretsInHeaders(t *testing.T) {
 		t.Errorf("bob: %v, want a secret-required error naming PUT /users/bob/secrets/API_KEY", err)
 	}
 	st := g.StatusFor(t.Context(), "bob")
-	if st.State != StateNeedsSignIn || !slices.Equal(st.MissingSecrets, []string{"API_KEY"}) {
+	if st.State != session.StateNeedsSignIn || !slices.Equal(st.MissingSecrets, []string{"API_KEY"}) {
 		t.Errorf("bob's status = %s %v, want needs_sign_in [API_KEY]", st.State, st.MissingSecrets)
 	}
 	res, err := g.Run(t.Context(), tools.Call{UserID: "bob", Args: map[string]any{"action": "execute", "tool_name": "whoami"}}, tools.Discard)
 	if err != nil || !res.IsError || !strings.Contains(res.Feedback, "API_KEY") {
 		t.Errorf("Run for bob = %+v, %v; want a self-healing message naming API_KEY", res, err)
 	}
-	if st := g.StatusFor(t.Context(), "alice"); st.State != StateConnected || st.MissingSecrets != nil {
+	if st := g.StatusFor(t.Context(), "alice"); st.State != session.StateConnected || st.MissingSecrets != nil {
 		t.Errorf("alice's status = %s %v, want connected", st.State, st.MissingSecrets)
 	}
 

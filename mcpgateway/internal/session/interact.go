@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func (ac *activeCall) asked() int {
 // the one its ctx carries, else the session's only call in flight. With
 // several calls in flight and nothing to tell them apart it returns nil:
 // a question must never reach a user whose call did not cause it.
-func (s *session) callFor(ctx context.Context) *activeCall {
+func (s *Session) callFor(ctx context.Context) *activeCall {
 	if ac, ok := ctx.Value(activeCallKey{}).(*activeCall); ok {
 		return ac
 	}
@@ -81,7 +81,7 @@ func (s *session) callFor(ctx context.Context) *activeCall {
 }
 
 // track registers ac as in flight on s until the returned func is called.
-func (s *session) track(ac *activeCall) (untrack func()) {
+func (s *Session) track(ac *activeCall) (untrack func()) {
 	s.callsMu.Lock()
 	if s.calls == nil {
 		s.calls = map[string]*activeCall{}
@@ -96,7 +96,7 @@ func (s *session) track(ac *activeCall) (untrack func()) {
 }
 
 // byToken returns the call in flight with progress token token, or nil.
-func (s *session) byToken(token string) *activeCall {
+func (s *Session) byToken(token string) *activeCall {
 	s.callsMu.Lock()
 	defer s.callsMu.Unlock()
 	return s.calls[token]
@@ -115,7 +115,7 @@ var errMaxCallTime = fmt.Errorf("still running after max_call_time: %w", context
 // and when the conn closes. context.Cause says which deadline ended it.
 // While a hold is in force (the user is asked something) the idle deadline
 // does not run; it starts again from its release.
-func (c *conn) progressCtx(ctx context.Context) (cctx context.Context, extend func(), hold func() (release func()), cancel context.CancelFunc) {
+func (c *Conn) progressCtx(ctx context.Context) (cctx context.Context, extend func(), hold func() (release func()), cancel context.CancelFunc) {
 	maxCall, _ := c.cfg.Limits()
 	_, idle := c.cfg.Timeouts()
 	outer, cancelOuter := context.WithTimeoutCause(ctx, maxCall, errMaxCallTime)
@@ -159,7 +159,7 @@ func (c *conn) progressCtx(ctx context.Context) (cctx context.Context, extend fu
 // the call it belongs to gets a status event (through its relay, never
 // waiting for the user's stream), and its deadline moves on. Progress that
 // does not grow, or for no call in flight, is dropped.
-func (c *conn) progressed(s *session, n mcp.JSONRPCNotification) {
+func (c *Conn) progressed(s *Session, n mcp.JSONRPCNotification) {
 	f := n.Params.AdditionalFields
 	token := fmt.Sprint(f["progressToken"])
 	ac := s.byToken(token)
@@ -222,7 +222,7 @@ func number(v any) (float64, bool) {
 
 // truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
 func truncate(s string, n int) string {
-	out, cut := (&budget{left: n}).take(s)
+	out, cut := (&Budget{Left: n}).Take(s)
 	if cut {
 		return out + "..."
 	}

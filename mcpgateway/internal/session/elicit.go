@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // Without an interactive user, or when elicitation_timeout passes, the
 // answer is decline, with the reason logged.
 type elicitation struct {
-	c *conn
-	s *session
+	c *Conn
+	s *Session
 }
 
 // Elicit implements mcp-go's client.ElicitationHandler.

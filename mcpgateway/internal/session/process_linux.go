@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"os/exec"

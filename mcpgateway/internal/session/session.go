@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// session is one live connection to the server: an initialized mcp-go client
+// Session is one live connection to the server: an initialized mcp-go client
 // and, for stdio, the child process. It is shared by every concurrent call of
 // its gateway; the gateway replaces it when it dies.
 //
 // A session's goroutines (the transport's readers, the stderr drain) belong
 // to it: close ends them and waits, bounded by the gateway's CloseGrace.
-type session struct {
+type Session struct {
 	client      *mcpclient.Client
 	transport   string   // what is actually in use: stdio, http or sse
 	protocol    string   // negotiated protocol version
@@ -58,14 +58,14 @@ type session struct {
 
 // newSession returns a session over transport, not registered yet (see
 // conn.register).
-func newSession(transport string) *session {
-	return &session{transport: transport, dead: make(chan struct{}), closed: make(chan struct{})}
+func newSession(transport string) *Session {
+	return &Session{transport: transport, dead: make(chan struct{}), closed: make(chan struct{})}
 }
 
 // attach sets the session's client and the cancel of its ctx. Once close
 // has begun it sets nothing and reports false: the caller then closes
 // client and cancels itself, since close has passed them by.
-func (s *session) attach(client *mcpclient.Client, cancel context.CancelFunc) bool {
+func (s *Session) attach(client *mcpclient.Client, cancel context.CancelFunc) bool {
 	s.setup.Lock()
 	defer s.setup.Unlock()
 	if s.closing {
@@ -75,15 +75,15 @@ func (s *session) attach(client *mcpclient.Client, cancel context.CancelFunc) bo
 	return true
 }
 
-// markDead records why the session is unusable; only the first reason is kept.
-func (s *session) markDead(err error) {
+// MarkDead records why the session is unusable; only the first reason is kept.
+func (s *Session) MarkDead(err error) {
 	s.deadOnce.Do(func() {
 		s.deadErr = err
 		close(s.dead)
 	})
 }
 
-func (s *session) isDead() bool {
+func (s *Session) isDead() bool {
 	select {
 	case <-s.dead:
 		return true
@@ -93,7 +93,7 @@ func (s *session) isDead() bool {
 }
 
 // pid returns the stdio child's pid, or 0.
-func (s *session) pid() int {
+func (s *Session) pid() int {
 	if s == nil || s.proc == nil {
 		return 0
 	}
@@ -103,9 +103,9 @@ func (s *session) pid() int {
 // close ends the session: for stdio, stdin is closed, the process group gets
 // SIGTERM after grace/2 and SIGKILL after grace, and the child is reaped. It
 // is idempotent and bounded.
-func (s *session) close(grace time.Duration) {
+func (s *Session) close(grace time.Duration) {
 	s.closeOnce.Do(func() {
-		s.markDead(ErrClosed)
+		s.MarkDead(ErrClosed)
 		s.setup.Lock()
 		s.closing = true
 		client, cancel := s.client, s.cancel
@@ -216,18 +216,18 @@ func (p *process) stop(done <-chan struct{}, grace time.Duration) {
 // reach EOF before it closes the pipe.
 const stderrEOFWait = 200 * time.Millisecond
 
-// cause returns err, or, when s died of a message over max_message_size,
+// Cause returns err, or, when s died of a message over max_message_size,
 // that: mcp-go then only reports its transport closed.
-func (s *session) cause(err error) error {
+func (s *Session) Cause(err error) error {
 	if s.isDead() && errors.Is(s.deadErr, ErrMessageTooLarge) {
 		return s.deadErr
 	}
 	return err
 }
 
-// isSessionGone reports whether err means the session can no longer be used:
+// IsSessionGone reports whether err means the session can no longer be used:
 // the stdio child exited, or the HTTP server forgot the session.
-func isSessionGone(err error) bool {
+func IsSessionGone(err error) bool {
 	return errors.Is(err, mcptransport.ErrTransportClosed) ||
 		errors.Is(err, mcptransport.ErrSessionTerminated) ||
 		errors.Is(err, os.ErrClosed) ||

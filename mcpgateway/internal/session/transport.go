@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // dial starts a session with the server. The transport is started with a ctx
 // derived from the gateway's lifetime (never the caller's: the session
 // outlives the call that opened it); hsCtx bounds only the handshake.
-func (c *conn) dial(hsCtx context.Context) (*session, error) {
+func (c *Conn) dial(hsCtx context.Context) (*Session, error) {
 	if c.dialer != nil {
 		return c.dialer(hsCtx)
 	}
@@ -37,7 +37,7 @@ func (c *conn) dial(hsCtx context.Context) (*session, error) {
 // its own process group, and a stderr pipe the gateway reads; and its stdout
 // reaches mcp-go's transport (NewIO) through a lineLimit, since mcp-go
 // reads a line whole however long it is.
-func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
+func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
 	cfg := c.cfg
 	if _, err := exec.LookPath(cfg.Command); err != nil {
 		return nil, fmt.Errorf("command %q not found: %w", cfg.Command, errors.Unwrap(err))
@@ -82,7 +82,7 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 	}
 	out := &lineLimit{r: p.stdout, max: cfg.MessageLimit(), over: func(err error) {
 		c.logger.Warn("server sent a message over max_message_size; closing the session", "limit", cfg.MessageLimit())
-		s.markDead(err)
+		s.MarkDead(err)
 	}}
 	// The sniffer keeps the field order of forms, which mcp-go's maps lose.
 	t := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
@@ -105,7 +105,7 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 	c.goFunc(func() {
 		select {
 		case <-p.exited:
-			s.markDead(fmt.Errorf("process exited%s", p.ring.tail()))
+			s.MarkDead(fmt.Errorf("process exited%s", p.ring.tail()))
 		case <-s.dead:
 		}
 	})
@@ -128,7 +128,7 @@ func (c *conn) dialStdio(hsCtx context.Context) (*session, error) {
 // not tied to a call (elicitation, sampling, roots) on it. mcp-go's
 // continuous listening opens it, and pins a legacy version, which is the
 // point; a server that pins the 2026-07-28 draft has no such stream.
-func (c *conn) dialHTTP(hsCtx context.Context) (*session, error) {
+func (c *Conn) dialHTTP(hsCtx context.Context) (*Session, error) {
 	s, err := c.dialStreamable(hsCtx, !mcp.IsModernProtocol(c.protocolVersion()))
 	if errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		c.logger.Info("server answered like an SSE server; falling back to SSE")
@@ -139,14 +139,14 @@ func (c *conn) dialHTTP(hsCtx context.Context) (*session, error) {
 
 // protocolVersion is the protocol version the gateway asks for: the
 // server's protocol_version, else the newest released one.
-func (c *conn) protocolVersion() string {
+func (c *Conn) protocolVersion() string {
 	if c.cfg.ProtocolVersion != "" {
 		return c.cfg.ProtocolVersion
 	}
 	return mcp.LATEST_LEGACY_PROTOCOL_VERSION
 }
 
-func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, error) {
+func (c *Conn) dialStreamable(hsCtx context.Context, listen bool) (*Session, error) {
 	s := newSession(mcpconfig.TransportHTTP)
 	s.httpClient = c.newHTTPClient(s)
 	if err := c.adopt(s); err != nil {
@@ -173,7 +173,7 @@ func (c *conn) dialStreamable(hsCtx context.Context, listen bool) (*session, err
 	return c.startRemote(hsCtx, s, mcpclient.NewClient(t, c.clientOptions(s)...))
 }
 
-func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
+func (c *Conn) dialSSE(hsCtx context.Context) (*Session, error) {
 	s := newSession(mcpconfig.TransportSSE)
 	s.httpClient = c.newHTTPClient(s)
 	if err := c.adopt(s); err != nil {
@@ -196,13 +196,13 @@ func (c *conn) dialSSE(hsCtx context.Context) (*session, error) {
 	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}, c.clientOptions(s)...))
 }
 
-func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.Client) (*session, error) {
+func (c *Conn) startRemote(hsCtx context.Context, s *Session, client *mcpclient.Client) (*Session, error) {
 	ctx, cancel := context.WithCancel(c.lifetime)
 	if !s.attach(client, cancel) {
 		cancel()
 		return nil, ErrClosed
 	}
-	client.OnConnectionLost(func(err error) { s.markDead(fmt.Errorf("connection lost: %w", err)) })
+	client.OnConnectionLost(func(err error) { s.MarkDead(fmt.Errorf("connection lost: %w", err)) })
 	// Start runs on the session's ctx, which the SSE stream outlives Start
 	// on; but mcp-go's SSE Start waits for the GET's dial and headers with
 	// that ctx alone (sse.go:287), so the handshake's deadline ends it.
@@ -224,7 +224,7 @@ func (c *conn) startRemote(hsCtx context.Context, s *session, client *mcpclient.
 }
 
 // handshake initializes the client and passes its notifications on.
-func (c *conn) handshake(ctx context.Context, s *session) error {
+func (c *Conn) handshake(ctx context.Context, s *Session) error {
 	s.client.OnNotification(func(n mcp.JSONRPCNotification) { c.notified(s, n) })
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = clientInfo
@@ -268,7 +268,7 @@ func clientCapabilities() mcp.ClientCapabilities {
 // clientOptions are the handlers of server-initiated requests on s, and
 // the capabilities they declare: elicitation (form and url), sampling and
 // roots.
-func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
+func (c *Conn) clientOptions(s *Session) []mcpclient.ClientOption {
 	opts := []mcpclient.ClientOption{
 		mcpclient.WithClientCapabilities(clientCapabilities()),
 		mcpclient.WithElicitationHandler(elicitation{c: c, s: s}),
@@ -287,15 +287,15 @@ func (c *conn) clientOptions(s *session) []mcpclient.ClientOption {
 
 // notified dispatches a notification of s: progress and log messages are
 // the conn's (they belong to calls in flight); the rest go to notify.
-func (c *conn) notified(s *session, n mcp.JSONRPCNotification) {
+func (c *Conn) notified(s *Session, n mcp.JSONRPCNotification) {
 	switch n.Method {
 	case string(mcp.MethodNotificationProgress):
 		c.progressed(s, n)
 	case string(mcp.MethodNotificationMessage):
 		c.logged(s, n)
 	default:
-		if c.notify != nil {
-			c.notify(s, n)
+		if c.opts.Notify != nil {
+			c.opts.Notify(s, n)
 		}
 	}
 }

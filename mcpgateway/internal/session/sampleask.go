@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -22,19 +22,19 @@ const maxEditedReply = 64 << 10
 
 // refuseSampling logs a refused sampling request and returns the error the
 // server gets.
-func (c *conn) refuseSampling(ctx context.Context, reason string) error {
+func (c *Conn) refuseSampling(ctx context.Context, reason string) error {
 	c.logger.WarnContext(ctx, "sampling refused", "reason", reason)
 	return fmt.Errorf("%w: %s", ErrSamplingRefused, reason)
 }
 
 // sampleShown is sr as the user sees it: masked, each text capped.
-func (c *conn) sampleShown(sr SampleRequest, tool string) tools.SamplingPayload {
+func (c *Conn) sampleShown(sr SampleRequest, tool string) tools.SamplingPayload {
 	p := tools.SamplingPayload{SamplingID: "smp-" + tools.NewID(), Server: c.cfg.Name, Tool: tool, MaxTokens: sr.MaxTokens,
 		Messages: make([]tools.SamplingMessage, 0, len(sr.Messages))}
-	total := &budget{left: maxShownSampleTotal}
+	total := &Budget{Left: maxShownSampleTotal}
 	show := func(s string) string {
 		s, cut := c.shownText(s, false)
-		s, cutTotal := total.take(s)
+		s, cutTotal := total.Take(s)
 		p.Truncated = p.Truncated || cut || cutTotal
 		return s
 	}
@@ -48,8 +48,8 @@ func (c *conn) sampleShown(sr SampleRequest, tool string) tools.SamplingPayload 
 // shownText is s masked and capped at maxShownSampleText, and whether it
 // (or anything before, per cut) was cut. Masking comes first: a secret cut
 // in two no longer matches the mask.
-func (c *conn) shownText(s string, cut bool) (string, bool) {
-	out, more := (&budget{left: maxShownSampleText}).take(c.mask(s))
+func (c *Conn) shownText(s string, cut bool) (string, bool) {
+	out, more := (&Budget{Left: maxShownSampleText}).Take(c.mask(s))
 	return out, cut || more
 }
 

@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func (t taskStarted) Unwrap() error { return t.err }
 
 // callTask runs tool as a task on s for the call ac; ctx is the call's
 // (deadline, cancellation, and ac for the server's questions).
-func (c *conn) callTask(ctx context.Context, s *session, ac *activeCall, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+func (c *Conn) callTask(ctx context.Context, s *Session, ac *activeCall, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
 	maxCall, _ := c.cfg.Limits()
 	raw, err := c.taskRequest(ctx, s, "call "+tool, mcp.MethodToolsCall, map[string]any{
 		"name":      tool,
@@ -72,7 +72,7 @@ func (c *conn) callTask(ctx context.Context, s *session, ac *activeCall, tool st
 
 // awaitTask polls task until it ends or waits for input, then fetches its
 // result.
-func (c *conn) awaitTask(ctx context.Context, s *session, ac *activeCall, task mcp.Task) (*mcp.CallToolResult, error) {
+func (c *Conn) awaitTask(ctx context.Context, s *Session, ac *activeCall, task mcp.Task) (*mcp.CallToolResult, error) {
 	w := &taskWatch{c: c, s: s, ac: ac, id: task.TaskId}
 	w.show(task)
 	for {
@@ -97,8 +97,8 @@ func (c *conn) awaitTask(ctx context.Context, s *session, ac *activeCall, task m
 
 // taskWatch follows one task of a call.
 type taskWatch struct {
-	c  *conn
-	s  *session
+	c  *Conn
+	s  *Session
 	ac *activeCall
 	id string
 
@@ -206,8 +206,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // taskRequest is conn.request guarded against a wedged stdio child.
-func (c *conn) taskRequest(ctx context.Context, s *session, what string, method mcp.MCPMethod, params map[string]any) (json.RawMessage, error) {
-	stop := s.wedgeGuard(ctx, what)
+func (c *Conn) taskRequest(ctx context.Context, s *Session, what string, method mcp.MCPMethod, params map[string]any) (json.RawMessage, error) {
+	stop := s.WedgeGuard(ctx, what)
 	defer stop()
 	return c.request(ctx, s, method, params)
 }
@@ -215,7 +215,7 @@ func (c *conn) taskRequest(ctx context.Context, s *session, what string, method 
 // cancelTask sends tasks/cancel for a task whose call ended, on a goroutine
 // the conn owns, bounded by the call timeout: the caller has its answer
 // already, and the server should stop working for nobody.
-func (c *conn) cancelTask(s *session, id string) {
+func (c *Conn) cancelTask(s *Session, id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

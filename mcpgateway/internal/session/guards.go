@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 //
 // Outside that, the auth layer puts the configured headers and the user's
 // token on every request (see mcpauth.NewRoundTripper).
-func (c *conn) newHTTPClient(s *session) *http.Client {
+func (c *Conn) newHTTPClient(s *Session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
 	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line}
@@ -95,13 +95,13 @@ func (t sseTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCR
 // is declared wedged.
 const wedgeGrace = 100 * time.Millisecond
 
-// wedgeGuard marks s dead when a request is still running wedgeGrace after
+// WedgeGuard marks s dead when a request is still running wedgeGrace after
 // its ctx ended. mcp-go's stdio transport writes a request to the child's
 // stdin without looking at ctx (stdio.go:648-649); to a child that stopped
 // reading, a request larger than what the pipe still holds blocks there, and
 // only closing stdin, which closing the session does, releases it. Call the
 // returned func once the request returned.
-func (s *session) wedgeGuard(ctx context.Context, what string) (stop func()) {
+func (s *Session) WedgeGuard(ctx context.Context, what string) (stop func()) {
 	if s.proc == nil {
 		return func() {}
 	}
@@ -113,7 +113,7 @@ func (s *session) wedgeGuard(ctx context.Context, what string) (stop func()) {
 		defer mu.Unlock()
 		if !stopped {
 			timer = time.AfterFunc(wedgeGrace, func() {
-				s.markDead(fmt.Errorf("%s: the child does not read its stdin: %w", what, context.Cause(ctx)))
+				s.MarkDead(fmt.Errorf("%s: the child does not read its stdin: %w", what, context.Cause(ctx)))
 			})
 		}
 	})

@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -12,32 +12,28 @@ import (
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
-// conn owns the sessions of one MCP server. It is the one place a session is
+// Conn owns the sessions of one MCP server. It is the one place a session is
 // created, published, retired and closed, and it owns every goroutine it
 // starts (connect attempts, session watchers, health pings, stderr drains,
-// exit watchers and the feed of states to a StateObserver). close therefore
+// exit watchers and the feed of states to a StateObserver). Close therefore
 // ends every session it ever created — current, retired by a call, or still
 // being dialled — and waits for all of its goroutines.
 //
 // The Gateway (the tool facade: actions, cache, circuit, stats, drain) sits on
-// top and reaches the server only through a conn. All methods are safe for
+// top and reaches the server only through a Conn. All methods are safe for
 // concurrent use.
-type conn struct {
+type Conn struct {
 	cfg    mcpconfig.ServerConfig
 	opts   Options
 	logger *slog.Logger
 	mask   func(string) string
-	// notify is called, on a transport goroutine, with every notification
-	// the current session receives. It must not block. Nil means none.
-	notify func(s *session, n mcp.JSONRPCNotification)
 
-	// lifetime is the conn's own ctx: created in newConn, cancelled in close.
+	// lifetime is the conn's own ctx: created in New, cancelled in close.
 	// Sessions (child processes, HTTP streams) hang off it, never off the ctx
 	// of the call that happened to open them.
 	lifetime context.Context //nolint:containedctx // a long-lived component's lifetime ctx (STYLE.md §7)
@@ -54,21 +50,19 @@ type conn struct {
 	roots atomic.Pointer[[]string]
 
 	// dialer, when set (by tests, before the first call), replaces dial.
-	dialer func(hsCtx context.Context) (*session, error)
+	dialer func(hsCtx context.Context) (*Session, error)
 	// auth holds the OAuth state of the conn's user; nil for stdio servers
 	// and servers with a static Authorization header.
 	auth *mcpauth.Authorizer
-	// stateObs is opts.Observer when it is a StateObserver, else nil.
-	// stateWake (buffer of one) wakes feedStates after a change of state;
-	// a value waiting in it means "look again".
-	stateObs  StateObserver
+	// stateWake (buffer of one) wakes feedStates after a change of state,
+	// when opts.States is set; a value waiting in it means "look again".
 	stateWake chan struct{}
 
 	// mu guards everything below. It is never held across I/O.
 	mu        sync.Mutex
 	state     State
-	sess      *session              // the published session; nil when none
-	open      map[*session]struct{} // every session created and not yet closed
+	sess      *Session              // the published session; nil when none
+	open      map[*Session]struct{} // every session created and not yet closed
 	attempt   *flight               // in-flight connect, shared by concurrent callers
 	lastErr   string
 	deaths    []time.Time // recent session deaths, for crash-loop detection
@@ -83,14 +77,14 @@ type conn struct {
 type flight struct {
 	done chan struct{}
 	err  error
-	sess *session // a connect's new session, when err is nil
+	sess *Session // a connect's new session, when err is nil
 }
 
-// newConn returns the connection owner of cfg. It does no I/O and starts no
+// New returns the connection owner of cfg. It does no I/O and starts no
 // goroutine.
-func newConn(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(string) string) *conn {
+func New(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(string) string) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &conn{
+	c := &Conn{
 		cfg:       cfg,
 		opts:      o,
 		logger:    logger,
@@ -98,18 +92,17 @@ func newConn(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask fu
 		lifetime:  ctx,
 		cancel:    cancel,
 		state:     StateIdle,
-		open:      map[*session]struct{}{},
+		open:      map[*Session]struct{}{},
 		closeDone: make(chan struct{}),
 	}
-	c.logs.size = serverLogLines
+	c.logs.size = LogLines
 	c.roots.Store(&cfg.Roots)
-	if so, ok := o.Observer.(StateObserver); ok {
-		c.stateObs = so
+	if o.States != nil {
 		c.stateWake = make(chan struct{}, 1)
 	}
 	if mcpauth.NeedsAuth(cfg) {
-		c.auth = mcpauth.NewAuthorizer(cfg, o.user, o.Tokens, o.Browser, logger)
-		c.auth.Userless = o.user == "" && cfg.OAuth.EffectiveGrant() != mcpconfig.GrantClientCredentials
+		c.auth = mcpauth.NewAuthorizer(cfg, o.User, o.Tokens, o.Browser, logger)
+		c.auth.Userless = o.User == "" && cfg.OAuth.EffectiveGrant() != mcpconfig.GrantClientCredentials
 	}
 	switch {
 	case !cfg.Enabled:
@@ -121,9 +114,9 @@ func newConn(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask fu
 	return c
 }
 
-// serverErr wraps err for operation op, masking the server's secrets.
+// ServerErr wraps err for operation op, masking the server's secrets.
 // Wrapping an error that already names this server only masks it again.
-func (c *conn) serverErr(op string, err error) error {
+func (c *Conn) ServerErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -149,7 +142,7 @@ func (c *conn) serverErr(op string, err error) error {
 // process, the HTTP client) before, and attaches the client after
 // (session.attach). It reports false once the conn is closed: close's
 // sweeps may be over, so the caller closes s itself.
-func (c *conn) register(s *session) bool {
+func (c *Conn) register(s *Session) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -160,7 +153,7 @@ func (c *conn) register(s *session) bool {
 }
 
 // adopt registers s, or closes it and returns ErrClosed.
-func (c *conn) adopt(s *session) error {
+func (c *Conn) adopt(s *Session) error {
 	if !c.register(s) {
 		s.close(c.opts.CloseGrace)
 		return ErrClosed
@@ -169,7 +162,7 @@ func (c *conn) adopt(s *session) error {
 }
 
 // closeSession ends s (bounded by CloseGrace) and forgets it.
-func (c *conn) closeSession(s *session) {
+func (c *Conn) closeSession(s *Session) {
 	s.close(c.opts.CloseGrace)
 	c.mu.Lock()
 	delete(c.open, s)
@@ -177,7 +170,7 @@ func (c *conn) closeSession(s *session) {
 }
 
 // goFunc runs f on a goroutine owned by the conn: close waits for it.
-func (c *conn) goFunc(f func()) {
+func (c *Conn) goFunc(f func()) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -185,15 +178,15 @@ func (c *conn) goFunc(f func()) {
 	}()
 }
 
-// currentRoots returns the roots in force. The slice is never modified.
-func (c *conn) currentRoots() []string { return *c.roots.Load() }
+// Roots returns the roots in force. The slice is never modified.
+func (c *Conn) Roots() []string { return *c.roots.Load() }
 
-// setRoots replaces the roots and tells the open session, if any, with
+// SetRoots replaces the roots and tells the open session, if any, with
 // notifications/roots/list_changed (the roots capability declares
 // listChanged), so the server asks roots/list again; a session opened later
 // gets the new roots when it asks. The notification is sent on a goroutine
 // the conn owns, bounded by the call timeout.
-func (c *conn) setRoots(roots []string) {
+func (c *Conn) SetRoots(roots []string) {
 	roots = slices.Clone(roots)
 	c.roots.Store(&roots)
 	c.mu.Lock()
@@ -205,39 +198,39 @@ func (c *conn) setRoots(roots []string) {
 
 // rootsChangedLocked sends notifications/roots/list_changed on s from a
 // goroutine the conn owns; c.mu is held and the conn is not closed.
-func (c *conn) rootsChangedLocked(s *session) {
+func (c *Conn) rootsChangedLocked(s *Session) {
 	c.goFunc(func() {
 		_, timeout := c.cfg.Timeouts()
 		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
 		defer cancel()
-		stop := s.wedgeGuard(ctx, "roots/list_changed")
+		stop := s.WedgeGuard(ctx, "roots/list_changed")
 		err := s.client.RootListChanges(ctx)
 		stop()
 		if err != nil {
 			c.logger.Warn("notifications/roots/list_changed not sent", logKeyErr, err)
 			return
 		}
-		c.logger.Info("roots changed", "roots", len(c.currentRoots()))
+		c.logger.Info("roots changed", "roots", len(c.Roots()))
 	})
 }
 
-// unavailable returns why the server cannot be used now, or nil.
-func (c *conn) unavailable() error {
+// Unavailable returns why the server cannot be used now, or nil.
+func (c *Conn) Unavailable() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.unavailableLocked()
 }
 
-func (c *conn) unavailableLocked() error {
+func (c *Conn) unavailableLocked() error {
 	switch {
 	case c.closed:
 		return ErrClosed
 	case !c.cfg.Enabled:
-		return c.serverErr("unavailable", fmt.Errorf("%w: disabled in mcp.json", ErrUnavailable))
+		return c.ServerErr("unavailable", fmt.Errorf("%w: disabled in mcp.json", ErrUnavailable))
 	case c.cfg.Unresolved != "":
-		return c.serverErr("unavailable", fmt.Errorf("%w: %s", ErrUnavailable, c.cfg.Unresolved))
+		return c.ServerErr("unavailable", fmt.Errorf("%w: %s", ErrUnavailable, c.cfg.Unresolved))
 	case c.state == StateFailed && time.Now().Before(c.retryAt):
-		return c.serverErr("unavailable", &backoffError{retryAt: c.retryAt, msg: fmt.Sprintf("%v: down %d times within %v (failed connects or sessions that died), retrying at %s: %s",
+		return c.ServerErr("unavailable", &backoffError{retryAt: c.retryAt, msg: fmt.Sprintf("%v: down %d times within %v (failed connects or sessions that died), retrying at %s: %s",
 			ErrUnavailable, c.opts.CrashLoopDeaths, c.opts.CrashLoopWindow, c.retryAt.Format(time.RFC3339), c.lastErr)})
 	}
 	return nil
@@ -258,8 +251,8 @@ func (e *backoffError) Is(target error) bool { return target == ErrUnavailable }
 // RetryAt is when the server is tried again.
 func (e *backoffError) RetryAt() time.Time { return e.retryAt }
 
-// current returns the published session when it is alive, else nil.
-func (c *conn) current() *session {
+// Current returns the published session when it is alive, else nil.
+func (c *Conn) Current() *Session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sess != nil && !c.sess.isDead() {
@@ -268,10 +261,10 @@ func (c *conn) current() *session {
 	return nil
 }
 
-// session returns the live session, connecting if there is none. Concurrent
+// Session returns the live session, connecting if there is none. Concurrent
 // callers share one attempt, which runs on the conn's lifetime bounded by
 // connect_timeout; each caller's wait is bounded by its own ctx.
-func (c *conn) session(ctx context.Context) (*session, error) {
+func (c *Conn) Session(ctx context.Context) (*Session, error) {
 	c.mu.Lock()
 	if err := c.unavailableLocked(); err != nil {
 		c.mu.Unlock()
@@ -308,7 +301,7 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 }
 
 // connect runs one connect attempt and publishes its outcome.
-func (c *conn) connect(a *flight) {
+func (c *Conn) connect(a *flight) {
 	timeout, _ := c.cfg.Timeouts()
 	ctx, cancel := context.WithTimeout(c.lifetime, timeout)
 	roots := c.roots.Load() // what the server may ask for during the handshake
@@ -317,7 +310,7 @@ func (c *conn) connect(a *flight) {
 	if err != nil && c.lifetime.Err() != nil {
 		err = ErrClosed
 	}
-	err = c.serverErr("connect", err)
+	err = c.ServerErr("connect", err)
 
 	c.mu.Lock()
 	c.attempt = nil
@@ -372,7 +365,7 @@ func (c *conn) connect(a *flight) {
 // safeDial is dial, with a panic inside the MCP client (input from a
 // server must never crash the service or the CLI) turned into the connect's
 // error. What the panicking attempt registered is closed with the conn.
-func (c *conn) safeDial(ctx context.Context) (s *session, err error) {
+func (c *Conn) safeDial(ctx context.Context) (s *Session, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s, err = nil, fmt.Errorf("mcp client failed: %v", r)
@@ -385,21 +378,21 @@ func (c *conn) safeDial(ctx context.Context) (s *session, err error) {
 // watch waits for s to die, then retires and closes it: the state goes back
 // to idle (or failed, in a crash loop) and the next call connects again. When
 // the conn closes first, close ends s.
-func (c *conn) watch(s *session) {
+func (c *Conn) watch(s *Session) {
 	select {
 	case <-s.dead:
 	case <-c.lifetime.Done():
 		return
 	}
-	c.retire(s)
+	c.Retire(s)
 	c.logger.Warn("gateway session ended", logKeyErr, s.deadErr)
 	c.closeSession(s)
 }
 
-// retire drops s, a session that died, if it is still the published one, so
+// Retire drops s, a session that died, if it is still the published one, so
 // the next call connects without waiting for the watcher. The watcher (or
 // close) still closes s.
-func (c *conn) retire(s *session) {
+func (c *Conn) Retire(s *Session) {
 	c.mu.Lock()
 	retired := c.retireLocked(s)
 	c.mu.Unlock()
@@ -413,12 +406,12 @@ func (c *conn) retire(s *session) {
 // terminated (HTTP 404) is not a death: the server answered, so it is up, and
 // backing off would lock callers out of a working server. It reports whether
 // it retired s; the caller then calls stateChanged once mu is released.
-func (c *conn) retireLocked(s *session) bool {
+func (c *Conn) retireLocked(s *Session) bool {
 	if c.sess != s || !s.isDead() {
 		return false
 	}
 	c.sess = nil
-	c.lastErr = c.serverErr("session", s.deadErr).Error()
+	c.lastErr = c.ServerErr("session", s.deadErr).Error()
 	c.state = StateIdle
 	if !errors.Is(s.deadErr, mcptransport.ErrSessionTerminated) {
 		c.noteDeathLocked()
@@ -430,7 +423,7 @@ func (c *conn) retireLocked(s *session) bool {
 // back-off when there were CrashLoopDeaths within CrashLoopWindow. Its
 // callers (connect, retire) report the change of state; the end of the
 // back-off, which no event marks, is reported by feedStates' timer.
-func (c *conn) noteDeathLocked() {
+func (c *Conn) noteDeathLocked() {
 	now := time.Now()
 	keep := c.deaths[:0]
 	for _, t := range c.deaths {
@@ -446,10 +439,10 @@ func (c *conn) noteDeathLocked() {
 	}
 }
 
-// close ends every session the conn created and every goroutine it started.
+// Close ends every session the conn created and every goroutine it started.
 // It is idempotent and safe to call concurrently; each session's close is
 // bounded by CloseGrace, and they are closed in parallel.
-func (c *conn) close() {
+func (c *Conn) Close() {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -478,9 +471,9 @@ func (c *conn) close() {
 }
 
 // closeOpen closes every registered session, in parallel.
-func (c *conn) closeOpen() {
+func (c *Conn) closeOpen() {
 	c.mu.Lock()
-	open := make([]*session, 0, len(c.open))
+	open := make([]*Session, 0, len(c.open))
 	for s := range c.open {
 		open = append(open, s)
 	}
@@ -492,44 +485,44 @@ func (c *conn) closeOpen() {
 	wg.Wait()
 }
 
-// callCtx derives a call's ctx: the caller's, bounded by timeout, and ended
+// CallCtx derives a call's ctx: the caller's, bounded by timeout, and ended
 // by close.
-func (c *conn) callCtx(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+func (c *Conn) CallCtx(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	stop := context.AfterFunc(c.lifetime, cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
-// callErr turns a failed request into the error callers see: ErrClosed after
+// CallErr turns a failed request into the error callers see: ErrClosed after
 // close, the caller's ctx error when it ended, else the transport error.
-func (c *conn) callErr(ctx context.Context, op string, err error) error {
+func (c *Conn) CallErr(ctx context.Context, op string, err error) error {
 	if c.lifetime.Err() != nil {
-		return c.serverErr(op, ErrClosed)
+		return c.ServerErr(op, ErrClosed)
 	}
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return c.serverErr(op, ctx.Err())
+		return c.ServerErr(op, ctx.Err())
 	}
-	return c.serverErr(op, err)
+	return c.ServerErr(op, err)
 }
 
-// connStatus is the conn's part of a Status.
-type connStatus struct {
-	state   State
-	lastErr string
-	retryAt time.Time // zero unless in back-off
-	pid     int
+// Status is the conn's part of a Status.
+type Status struct {
+	State   State
+	LastErr string
+	RetryAt time.Time // zero unless in back-off
+	PID     int
 }
 
-// status returns a snapshot; it does no I/O.
-func (c *conn) status() connStatus {
+// Status returns a snapshot; it does no I/O.
+func (c *Conn) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := connStatus{state: c.state, lastErr: c.lastErr, pid: c.sess.pid()}
-	if st.state == StateFailed && !c.retryAt.IsZero() {
+	st := Status{State: c.state, LastErr: c.lastErr, PID: c.sess.pid()}
+	if st.State == StateFailed && !c.retryAt.IsZero() {
 		if time.Now().Before(c.retryAt) {
-			st.retryAt = c.retryAt
+			st.RetryAt = c.retryAt
 		} else {
-			st.state = StateIdle
+			st.State = StateIdle
 		}
 	}
 	return st

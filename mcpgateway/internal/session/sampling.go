@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -72,8 +72,8 @@ const (
 // and of a minute (sampling_per_minute). A refusal is a JSON-RPC error to
 // the server, and a log line.
 type sampling struct {
-	c *conn
-	s *session
+	c *Conn
+	s *Session
 }
 
 // CreateMessage implements mcp-go's client.SamplingHandler.
@@ -112,7 +112,7 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 	if !taken {
 		return refuse(fmt.Sprintf("at most %d sampling requests per tool call (sampling_per_call)", perCall))
 	}
-	if !c.opts.samples.take(time.Now(), perMinute) {
+	if !c.opts.Samples.take(time.Now(), perMinute) {
 		return refuse(fmt.Sprintf("at most %d sampling requests per minute (sampling_per_minute)", perMinute))
 	}
 	show := c.sampleShown(sr, ac.tool)
@@ -223,28 +223,28 @@ func sampleText(content any) string {
 }
 
 // roots answers roots/list with the configured roots as file:// URIs.
-type roots struct{ c *conn }
+type roots struct{ c *Conn }
 
 // ListRoots implements mcp-go's client.RootsHandler.
 func (r roots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	out := &mcp.ListRootsResult{Roots: []mcp.Root{}}
-	for _, p := range r.c.currentRoots() {
+	for _, p := range r.c.Roots() {
 		u := url.URL{Scheme: "file", Path: filepath.ToSlash(p)}
 		out.Roots = append(out.Roots, mcp.Root{URI: u.String(), Name: filepath.Base(p)})
 	}
 	return out, nil
 }
 
-// sampleWindow counts a server's sampling requests of the last minute. It
+// SampleWindow counts a server's sampling requests of the last minute. It
 // is safe for concurrent use.
-type sampleWindow struct {
+type SampleWindow struct {
 	mu    sync.Mutex
 	times []time.Time // when each request of the last minute was taken, oldest first
 }
 
 // take records a request at now and reports true, or reports false when
 // limit requests were taken in the minute before now.
-func (w *sampleWindow) take(now time.Time, limit int) bool {
+func (w *SampleWindow) take(now time.Time, limit int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	keep := 0

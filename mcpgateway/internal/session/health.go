@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // so the watcher retires it and the next call connects again, instead of a
 // user's call being the one to find out. It is started by connect, owned by
 // wg, and ends with s or with Close.
-func (c *conn) health(s *session) {
+func (c *Conn) health(s *Session) {
 	ticker := time.NewTicker(c.opts.HealthInterval)
 	defer ticker.Stop()
 	timeout, _ := c.cfg.Timeouts()
@@ -26,11 +26,11 @@ func (c *conn) health(s *session) {
 		case <-ticker.C:
 		}
 		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
-		stop := s.wedgeGuard(ctx, "health ping")
+		stop := s.WedgeGuard(ctx, "health ping")
 		err := c.ping(ctx, s)
 		stop()
 		cancel()
-		if err == nil || isServerAnswer(err) {
+		if err == nil || IsServerAnswer(err) {
 			continue // an error answer still proves the server is there
 		}
 		if c.lifetime.Err() != nil {
@@ -38,16 +38,16 @@ func (c *conn) health(s *session) {
 		}
 		err = fmt.Errorf("health ping: %w", err)
 		c.logger.Warn("gateway health ping failed", logKeyErr, c.mask(err.Error()))
-		s.markDead(err)
+		s.MarkDead(err)
 		return
 	}
 }
 
 // ping checks that s answers. mcp-go's Ping sends nothing on the modern
 // (2026-07-28) protocol, so there a raw tools/list is the probe.
-func (c *conn) ping(ctx context.Context, s *session) error {
+func (c *Conn) ping(ctx context.Context, s *Session) error {
 	if mcp.IsModernProtocol(s.client.ProtocolVersion()) {
-		_, err := c.listRaw(ctx, s)
+		_, err := c.ListTools(ctx, s)
 		return err
 	}
 	// Ping is deprecated because the modern protocol dropped it; it is

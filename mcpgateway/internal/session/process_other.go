@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package mcpgateway
+package session
 
 import (
 	"os/exec"

@@ -1,4 +1,4 @@
-package mcpgateway
+package session
 
 import "github.com/elysia-go/elysia/tools"
 

@@ -1,0 +1,72 @@
+package mcpgateway
+
+import (
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+)
+
+// The names below are the session package's (mcpgateway/internal/session,
+// the connection owner), given here to the gateway's callers: what a
+// server's state is, what it logged, and how a server's sampling requests
+// and log messages reach the service and the users' own clients.
+
+// State is where a gateway stands, as /api/servers shows it.
+type State = session.State
+
+// Gateway states.
+const (
+	StateIdle        = session.StateIdle        // no session; the next call connects
+	StateConnecting  = session.StateConnecting  // a connect attempt is running
+	StateConnected   = session.StateConnected   // a session is up
+	StateDegraded    = session.StateDegraded    // a session is up but recent calls failed
+	StateFailed      = session.StateFailed      // unresolved config, a failed connect until the next attempt, back-off
+	StateDisabled    = session.StateDisabled    // "enabled": false in mcp.json
+	StateNeedsSignIn = session.StateNeedsSignIn // the asking user must sign in (OAuth)
+)
+
+// LogEntry is one notifications/message a server sent, masked and cut.
+type LogEntry = session.LogEntry
+
+// ServerError is an error of one MCP server: its message names the server
+// and the operation, with the server's secrets masked.
+type ServerError = session.ServerError
+
+// ErrUnavailable is matched (with errors.Is) by errors saying a server
+// cannot be used right now: disabled, unresolved config, or in back-off
+// after a crash loop.
+var ErrUnavailable = session.ErrUnavailable
+
+// Sampler writes a message with the service's model for a server's
+// sampling/createMessage (see session.Sampler).
+type Sampler = session.Sampler
+
+// SampleRequest is a server's sampling request, text only; SampleResult
+// the model's reply.
+type (
+	SampleRequest = session.SampleRequest
+	SampleResult  = session.SampleResult
+)
+
+// ClientSampler and ClientLogger are optional interfaces of a call's
+// tools.Emitter: the aggregate MCP endpoint's, which passes a server's
+// sampling requests and log messages on to its own client.
+type (
+	ClientSampler = session.ClientSampler
+	ClientLogger  = session.ClientLogger
+)
+
+// ServerLogPayload is the payload of an EventServerLog event.
+type ServerLogPayload = session.ServerLogPayload
+
+// EventServerLog is the event a ClientLogger's stream gets for a server's
+// log message during a call.
+const EventServerLog = session.EventServerLog
+
+// Caps on what a server sends during one call.
+const (
+	// MaxElicitationsPerCall is how many questions one call's server may
+	// put to the user.
+	MaxElicitationsPerCall = session.MaxElicitationsPerCall
+	// ProgressInterval is the least time between two progress events of
+	// one call on the user's stream.
+	ProgressInterval = session.ProgressInterval
+)

@@ -1,0 +1,92 @@
+package session
+
+import (
+	"context"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
+)
+
+// Auth returns the OAuth state of the Conn's user; nil for servers that
+// need no sign-in.
+func (c *Conn) Auth() *mcpauth.Authorizer { return c.auth }
+
+// Lifetime returns the Conn's own ctx: it ends when Close starts.
+func (c *Conn) Lifetime() context.Context { return c.lifetime }
+
+// Logs returns the server's last LogLines log messages, oldest first.
+func (c *Conn) Logs() []LogEntry { return c.logs.last(LogLines) }
+
+// SetDialer replaces how the Conn dials a session; tests set it, before
+// the first call, to dial in-process servers (see DialTransport).
+func (c *Conn) SetDialer(dial func(hsCtx context.Context) (*Session, error)) { c.dialer = dial }
+
+// Client returns the session's initialized MCP client, for the requests a
+// caller sends itself (resources, prompts, completions).
+func (s *Session) Client() *mcpclient.Client { return s.client }
+
+// Offers says which of tools, resources and prompts the server offers.
+func (s *Session) Offers() []string { return s.offers }
+
+// Remask returns a copy of e with its message masked again by mask.
+func (e *ServerError) Remask(mask func(string) string) *ServerError {
+	masked := *e
+	masked.msg = mask(e.msg)
+	return &masked
+}
+
+// DialTransport starts a session over t, a transport the caller built
+// (tests use in-process ones), as the real dialers do: registered with the
+// Conn, started on its lifetime, and initialized within hsCtx. It is meant
+// for a dialer given to SetDialer.
+func (c *Conn) DialTransport(hsCtx context.Context, name string, t mcptransport.Interface) (*Session, error) {
+	s := newSession(name)
+	if err := c.adopt(s); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(c.lifetime)
+	client := mcpclient.NewClient(t, c.clientOptions(s)...)
+	if !s.attach(client, cancel) {
+		cancel()
+		return nil, ErrClosed
+	}
+	if err := client.Start(ctx); err != nil {
+		c.closeSession(s)
+		return nil, err
+	}
+	if err := c.handshake(hsCtx, s); err != nil {
+		c.closeSession(s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Done is closed once the session has been closed, its process and
+// goroutines ended.
+func (s *Session) Done() <-chan struct{} { return s.closed }
+
+// Stderr returns the last lines the session's stdio child wrote to
+// stderr, masked; nil for other transports.
+func (s *Session) Stderr() []string {
+	if s.proc == nil {
+		return nil
+	}
+	return s.proc.ring.last(stderrLines)
+}
+
+// Reported returns the progress the call of user in flight on s last
+// reported, 0 when none is in flight.
+func (s *Session) Reported(user string) float64 {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	for _, ac := range s.calls {
+		if ac.user == user {
+			ac.mu.Lock()
+			defer ac.mu.Unlock()
+			return ac.progress
+		}
+	}
+	return 0
+}

@@ -1,0 +1,155 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// Call is one tools/call for CallTool.
+type Call struct {
+	Tool   string
+	Inputs map[string]any
+	// User is whom the call is for: the server's messages during it (log
+	// lines, questions) are theirs.
+	User string
+	// Emit receives what the server says during the call: progress as
+	// status events, questions through its tools.Asker when it has one
+	// (else they are declined), warnings. Nil means nobody listens.
+	Emit tools.Emitter
+	// Task: the server runs the tool only as a task (2025-11-25).
+	Task bool
+}
+
+// ErrRetry is matched (with errors.Is) by a CallError after which a new
+// session may run the call again at once: the request never reached a
+// server that could run it.
+var ErrRetry = errors.New("retry on a new session")
+
+// CallError is a failed tools/call. It unwraps to the error.
+type CallError struct {
+	Err error
+	// Session is the session the call failed on; nil when none was had.
+	Session *Session
+	// retry: see ErrRetry.
+	retry bool
+}
+
+func (e *CallError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the call's error.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrRetry and the call may be run again.
+func (e *CallError) Is(target error) bool { return e.retry && target == ErrRetry }
+
+// CallTool sends call as one tools/call on s. It carries a progress token:
+// progress goes to call.Emit and moves the deadline on (call_timeout after
+// the last report, max_call_time at most); questions and messages the
+// server sends during the call reach call.User only. A failure is a
+// *CallError; a session found gone is retired.
+func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.CallToolResult, err error) {
+	cctx, extend, hold, cancel := c.progressCtx(ctx)
+	defer cancel()
+	emit := call.Emit
+	if emit == nil {
+		emit = tools.Discard
+	}
+	ac := &activeCall{token: fmt.Sprintf("elysia-%d", c.seq.Add(1)), server: c.cfg.Name, tool: call.Tool,
+		user: call.User, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
+	defer ac.relay.close() // after untrack: the call's last messages go out before its result
+	defer s.track(ac)()
+	cctx, span := startMCP(cctx, c.cfg.Name, s, string(mcp.MethodToolsCall), call.Tool)
+	defer func() { endMCP(span, err, res != nil && res.IsError) }()
+	if call.Task && !mcp.IsModernProtocol(s.protocol) {
+		// Tasks as 2025-11-25 defines them; the 2026-07-28 core changes
+		// them, and mcp-go's typed call handles its multi-round results.
+		res, err = c.callTask(withCall(cctx, ac), s, ac, call.Tool, call.Inputs)
+	} else {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = call.Tool
+		req.Params.Arguments = call.Inputs
+		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token, AdditionalFields: traceMeta(cctx)}
+		stop := s.WedgeGuard(cctx, "call "+call.Tool)
+		res, err = s.client.CallTool(withCall(cctx, ac), req)
+		stop()
+	}
+	if err == nil {
+		return res, nil
+	}
+	if IsSessionGone(err) {
+		s.MarkDead(err)
+		err = s.Cause(err)
+		c.Retire(s)
+		// A 404 means the server never ran the request; but the polls of a
+		// task the server created come after it started working.
+		if sentNothing(err) && cctx.Err() == nil && !isTaskStarted(err) {
+			return nil, &CallError{Err: err, retry: true}
+		}
+	}
+	if cause := context.Cause(cctx); cctx.Err() != nil && ctx.Err() == nil && errors.Is(cause, context.DeadlineExceeded) {
+		_, timeout := c.cfg.Timeouts()
+		maxCall, _ := c.cfg.Limits()
+		limit := fmt.Sprintf("call_timeout %v", timeout)
+		if errors.Is(cause, errMaxCallTime) {
+			limit = fmt.Sprintf("max_call_time %v", maxCall)
+		}
+		err = fmt.Errorf("no answer within %s: %w (%w)", limit, err, context.DeadlineExceeded)
+	}
+	return nil, &CallError{Err: err, Session: s}
+}
+
+// Do runs f, one request other than tools/call, on the live session
+// (connecting if there is none), bounded by call_timeout; a session found
+// gone is retired, and the error names the server and op, masked.
+func (c *Conn) Do(ctx context.Context, op string, f func(ctx context.Context, s *Session) error) error {
+	s, err := c.Session(ctx)
+	if err != nil {
+		return err
+	}
+	_, timeout := c.cfg.Timeouts()
+	cctx, cancel := c.CallCtx(ctx, timeout)
+	defer cancel()
+	stop := s.WedgeGuard(cctx, op)
+	err = f(cctx, s)
+	stop()
+	if err == nil {
+		return nil
+	}
+	if IsSessionGone(err) {
+		s.MarkDead(err)
+		err = s.Cause(err)
+		c.Retire(s)
+	}
+	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within call_timeout %v: %w (%w)", timeout, err, context.DeadlineExceeded)
+	}
+	return c.CallErr(ctx, op, err)
+}
+
+// IsServerAnswer reports whether err is a JSON-RPC error the server sent:
+// the server is alive and ran (or refused) the request.
+func IsServerAnswer(err error) bool {
+	for _, target := range []error{mcp.ErrParseError, mcp.ErrInvalidRequest, mcp.ErrMethodNotFound,
+		mcp.ErrInvalidParams, mcp.ErrInternalError, mcp.ErrRequestInterrupted, mcp.ErrResourceNotFound} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// sentNothing reports whether err proves the request never reached a server
+// that could run it: the HTTP session was unknown (404), or writing to the
+// child's stdin failed.
+func sentNothing(err error) bool {
+	return errors.Is(err, mcptransport.ErrSessionTerminated) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
+}
