@@ -204,7 +204,7 @@ func (g *Gateway) classify(ctx context.Context, err error) outcome {
 	switch {
 	case errors.Is(err, session.ErrClosed):
 		return outcomeCancelled
-	case errors.Is(err, ErrTooManyUsers):
+	case errors.Is(err, errTooManyUsers):
 		// The server was not asked: its users' sessions were all busy.
 		return outcomeNotRun
 	case errors.Is(err, mcpauth.ErrSignInRequired):

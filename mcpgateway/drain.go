@@ -8,7 +8,7 @@ import (
 
 // Drain stops the gateway taking new calls and waits for the calls in flight
 // (Run, Execute, List) to finish. New calls fail at once with an error
-// matching ErrDraining (and ErrClosed); calls already running keep their
+// matching errDraining (and session.ErrClosed); calls already running keep their
 // session and finish normally, reconnecting if they must. Drain returns nil
 // once nothing is in flight, or ctx.Err() when ctx ends first; either way
 // the gateway stays draining. It does not end the session: the owner calls
@@ -58,7 +58,7 @@ func (g *Gateway) enter(op string) error {
 	case g.closed:
 		return g.serverErr(op, session.ErrClosed)
 	case g.draining:
-		return g.serverErr(op, ErrDraining)
+		return g.serverErr(op, errDraining)
 	}
 	g.inflight++
 	return nil

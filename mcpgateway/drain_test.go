@@ -35,11 +35,11 @@ func TestDrainLetsInFlightCallsFinish(t *testing.T) {
 	// Drain must not return while the call runs; a new call fails at once.
 	for range 3 {
 		_, err := g.Execute(ctx, "echo", map[string]any{"message": "late"})
-		if !errors.Is(err, ErrDraining) || !errors.Is(err, session.ErrClosed) || !strings.Contains(err.Error(), "being replaced or removed") {
+		if !errors.Is(err, errDraining) || !errors.Is(err, session.ErrClosed) || !strings.Contains(err.Error(), "being replaced or removed") {
 			t.Fatalf("Execute during Drain = %v, want ErrDraining", err)
 		}
 	}
-	if _, err := g.List(ctx); !errors.Is(err, ErrDraining) {
+	if _, err := g.List(ctx); !errors.Is(err, errDraining) {
 		t.Errorf("List during Drain = %v, want ErrDraining", err)
 	}
 	res, err := g.Run(ctx, tools.Call{Args: map[string]any{"action": "list"}}, tools.Discard)

@@ -10,23 +10,23 @@ import (
 	"github.com/elysia-go/elysia/tools"
 )
 
-// ErrDraining is matched (with errors.Is) by the error of a call made while
+// errDraining is matched (with errors.Is) by the error of a call made while
 // the gateway drains before being replaced or removed (see Gateway.Drain).
-// It also matches ErrClosed: to the caller the gateway is going away.
-var ErrDraining error = drainingError{}
+// It also matches session.ErrClosed: to the caller the gateway is going away.
+var errDraining error = drainingError{}
 
 type drainingError struct{}
 
 func (drainingError) Error() string { return "server is being replaced or removed" }
 
-// Is reports whether target is ErrClosed.
+// Is reports whether target is session.ErrClosed.
 func (drainingError) Is(target error) bool { return target == session.ErrClosed }
 
-// ErrTooManyUsers is matched (with errors.Is) by the error of a call of a
+// errTooManyUsers is matched (with errors.Is) by the error of a call of a
 // new user to a per-user server whose MaxUsers sessions were all busy with
 // calls for UserWait: no session is closed under a call, and the call may
 // be tried again shortly.
-var ErrTooManyUsers = errors.New("too many users")
+var errTooManyUsers = errors.New("too many users")
 
 // ErrBadCursor is matched (with errors.Is) by the error of a ListQuery whose
 // Cursor no page gave.
@@ -41,17 +41,17 @@ var ErrCircuitOpen = errors.New("circuit open")
 // set a secret of that name.
 var ErrNoSecret = errors.New("no secret set")
 
-// ErrSecretRequired is matched (errors.Is) by the error of a call to a
+// errSecretRequired is matched (errors.Is) by the error of a call to a
 // server whose configuration takes a secret of the asking user's own
 // (${user:NAME}) that the user has not set. The error is a
-// *SecretRequiredError; it also matches mcpauth.ErrSignInRequired, since, like a
+// *secretRequiredError; it also matches mcpauth.ErrSignInRequired, since, like a
 // missing sign-in, the user must act before the server can serve them and
 // nothing is wrong with the server.
-var ErrSecretRequired = errors.New("user secret required")
+var errSecretRequired = errors.New("user secret required")
 
-// UnknownToolError reports an execute of a tool the server does not have (or
+// unknownToolError reports an execute of a tool the server does not have (or
 // that allow/deny filters out). It matches tools.ErrUnknownTool.
-type UnknownToolError struct {
+type unknownToolError struct {
 	Server string
 	Tool   string
 	// Available lists the tools that can be called, in the server's order.
@@ -61,7 +61,7 @@ type UnknownToolError struct {
 	Closest string
 }
 
-func (e *UnknownToolError) Error() string {
+func (e *unknownToolError) Error() string {
 	msg := fmt.Sprintf("server %q has no tool %q", e.Server, e.Tool)
 	if e.Closest != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", e.Closest)
@@ -70,7 +70,7 @@ func (e *UnknownToolError) Error() string {
 }
 
 // Is reports whether target is tools.ErrUnknownTool.
-func (e *UnknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
+func (e *unknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
 
 // serverErr wraps err for operation op, masking the server's secrets.
 func (g *Gateway) serverErr(op string, err error) error { return g.conn.ServerErr(op, err) }

@@ -35,8 +35,8 @@ func (r *CallResult) Text() string { return r.llmText }
 
 // Execute calls tool with inputs. The inputs are validated against the
 // tool's input schema before anything is sent: a failure is an
-// *tools.ArgumentError (errors.As), an unknown tool an *UnknownToolError
-// (errors.Is tools.ErrUnknownTool). An isError result is a *CallResult with
+// *tools.ArgumentError (errors.As), an unknown tool an error matching
+// tools.ErrUnknownTool (errors.Is). An isError result is a *CallResult with
 // IsError set and a nil error. The call is bounded by the server's
 // call_timeout; cancelling ctx cancels it on the server.
 func (g *Gateway) Execute(ctx context.Context, tool string, inputs map[string]any) (*CallResult, error) {
@@ -90,7 +90,7 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 	}
 	sch, ok := ts.schema[tool]
 	if !ok {
-		return nil, outcomeNotRun, &UnknownToolError{Server: g.cfg.Name, Tool: tool, Available: ts.names, Closest: closest(tool, ts.names)}
+		return nil, outcomeNotRun, &unknownToolError{Server: g.cfg.Name, Tool: tool, Available: ts.names, Closest: closest(tool, ts.names)}
 	}
 	if err := sch.Validate(tool, inputs); err != nil {
 		var ae *tools.ArgumentError
@@ -274,7 +274,7 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 		return tools.Result{}, ctx.Err()
 	}
 	var ae *tools.ArgumentError
-	var ut *UnknownToolError
+	var ut *unknownToolError
 	switch {
 	case errors.As(err, &ae):
 		return tools.ErrorResult("invalid tool_inputs for "+ae.Tool, ae.Feedback()), nil
@@ -284,8 +284,8 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 			fb = fmt.Sprintf("did you mean %q? ", ut.Closest) + fb
 		}
 		return tools.ErrorResult(fmt.Sprintf("unknown tool %q on server %q", ut.Tool, ut.Server), fb), nil
-	case errors.Is(err, ErrSecretRequired):
-		sr, _ := errors.AsType[*SecretRequiredError](err)
+	case errors.Is(err, errSecretRequired):
+		sr, _ := errors.AsType[*secretRequiredError](err)
 		var names []string
 		if sr != nil {
 			names = sr.Names
@@ -300,7 +300,7 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 	case errors.Is(err, ErrCircuitOpen):
 		return tools.ErrorResult(err.Error(),
 			"the server keeps failing; use another option, or try it again after the time given"), nil
-	case errors.Is(err, ErrDraining):
+	case errors.Is(err, errDraining):
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()),
 			"the server's configuration is changing; list its tools again in a moment"), nil
 	case permanentFailure(err) != "":

@@ -259,7 +259,7 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 	draining := g.draining && !g.closed
 	g.mu.Unlock()
 	if draining {
-		return false, g.serverErr("unavailable", ErrDraining).Error()
+		return false, g.serverErr("unavailable", errDraining).Error()
 	}
 	if err := g.conn.Unavailable(); err != nil {
 		return false, err.Error()
@@ -279,9 +279,9 @@ func (g *Gateway) Connect(ctx context.Context) error {
 
 // Close ends every session and child process the gateway ever started,
 // waits for every goroutine of the gateway, and makes in-flight and later
-// calls fail with ErrClosed. It is idempotent, safe to call concurrently,
-// and bounded by CloseGrace plus the transports' own shutdown: the users'
-// sessions of a per-user server close in parallel.
+// calls fail saying the gateway is closed. It is idempotent, safe to call
+// concurrently, and bounded by CloseGrace plus the transports' own
+// shutdown: the users' sessions of a per-user server close in parallel.
 func (g *Gateway) Close() error {
 	g.mu.Lock()
 	if g.closed {

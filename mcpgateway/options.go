@@ -74,8 +74,8 @@ type Options struct {
 
 	// UserSecrets gives the users' own secrets that mcp.json takes as
 	// ${user:NAME} (in headers, and in env of stdio servers). Nil means no
-	// user has any: a call to such a server fails with a
-	// *SecretRequiredError naming what to set.
+	// user has any: a call to such a server fails with an error naming
+	// what to set (matching mcpauth.ErrSignInRequired).
 	UserSecrets UserSecrets
 
 	// Browser, when set, lets a call sign its user in by itself when the
@@ -89,7 +89,7 @@ type Options struct {
 	// per-user sessions of one server: past it the least recently used
 	// idle one is closed, never one with a call in flight; zero means 100.
 	// When all MaxUsers are busy a new user's call waits up to UserWait
-	// for one to go idle, then fails with ErrTooManyUsers; zero means 10 s.
+	// for one to go idle, then fails saying too many users; zero means 10 s.
 	UserIdle time.Duration
 	MaxUsers int
 	UserWait time.Duration

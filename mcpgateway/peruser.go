@@ -91,7 +91,7 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	if len(g.cfg.UserValues) > 0 {
 		if _, err := g.userSecrets(ctx, user); err != nil {
 			st.LastError = g.maskFor(WithUser(ctx, user), err.Error())
-			if sr, ok := errors.AsType[*SecretRequiredError](err); ok {
+			if sr, ok := errors.AsType[*secretRequiredError](err); ok {
 				st.State, st.MissingSecrets = session.StateNeedsSignIn, sr.Names
 			}
 			return st

@@ -114,7 +114,7 @@ func TestSessionRedirectsStayOnOrigin(t *testing.T) {
 			AccessToken: token, TokenType: "Bearer", Resource: ts.URL + path, Expiry: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
-		users := &MemoryUserSecrets{}
+		users := &memoryUserSecrets{}
 		users.Set("alice", "KEY", userKey)
 		return newGateway(t, cfg, &Options{Tokens: store, UserSecrets: users}), rec
 	}

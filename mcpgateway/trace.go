@@ -59,7 +59,7 @@ func errorType(err error) string {
 	switch {
 	case errors.Is(err, ErrCircuitOpen):
 		return "circuit_open"
-	case errors.Is(err, ErrSecretRequired):
+	case errors.Is(err, errSecretRequired):
 		return "secret_required"
 	}
 	return "_OTHER"

@@ -17,7 +17,7 @@ import (
 // cache, busy while a call of the user's holds it (acquire, release). A busy
 // entry is never closed for another user: past MaxUsers the least recently
 // used idle one goes, and when none is idle the new user waits UserWait for
-// one to free up, then is refused with ErrTooManyUsers. Every close of an
+// one to free up, then is refused with errTooManyUsers. Every close of an
 // entry is started as a goroutine on g.wg while g.mu is held and g is not
 // yet closed (closeLocked), so Close's Wait sees them all, and they run in
 // parallel.
@@ -113,7 +113,7 @@ func (g *Gateway) acquire(ctx context.Context, user string) (*Gateway, func(), e
 		case <-timeout:
 			g.logger.Warn("refused a user: every user's session is busy", "max_users", g.opts.MaxUsers)
 			return nil, nil, g.serverErr("connect", fmt.Errorf("%w: all %d users' sessions of this server are busy with calls and none freed up within %v; try again shortly",
-				ErrTooManyUsers, g.opts.MaxUsers, g.opts.UserWait))
+				errTooManyUsers, g.opts.MaxUsers, g.opts.UserWait))
 		}
 	}
 }

@@ -217,7 +217,7 @@ func TestPerUserBusySessionIsNeverEvicted(t *testing.T) {
 					t.Errorf("call %d: %v, want it to end well: its session is busy", i, err)
 				}
 			}
-			if !errors.Is(carol, ErrTooManyUsers) || !strings.Contains(carol.Error(), "try again") {
+			if !errors.Is(carol, errTooManyUsers) || !strings.Contains(carol.Error(), "try again") {
 				t.Errorf("carol: %v, want ErrTooManyUsers saying to try again", carol)
 			}
 			if took := time.Since(start); took < 3*time.Second || took > 4*time.Second {

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
@@ -18,8 +17,7 @@ import (
 // UserSecrets gives the secrets users set for themselves (PUT
 // /users/:user/secrets/:name in the service), which mcp.json takes as
 // ${user:NAME} in headers and in env of stdio servers. The service backs it
-// with its encrypted store, shared by every replica; tests use a
-// MemoryUserSecrets.
+// with its encrypted store, shared by every replica.
 //
 // Secret returns the value user set under name, or an error matching
 // ErrNoSecret (errors.Is) when there is none; any other error is a failure
@@ -33,16 +31,16 @@ type UserSecrets interface {
 	Secret(ctx context.Context, user, name string) (string, error)
 }
 
-// SecretRequiredError says which secrets user must set before using the
-// server. It matches ErrSecretRequired and ErrSignInRequired.
-type SecretRequiredError struct {
+// secretRequiredError says which secrets user must set before using the
+// server. It matches errSecretRequired and mcpauth.ErrSignInRequired.
+type secretRequiredError struct {
 	Server string
 	User   string
 	// Names are the secrets missing, sorted.
 	Names []string
 }
 
-func (e *SecretRequiredError) Error() string {
+func (e *secretRequiredError) Error() string {
 	var puts []string
 	for _, n := range e.Names {
 		puts = append(puts, fmt.Sprintf("PUT /users/%s/secrets/%s", e.User, n))
@@ -51,51 +49,13 @@ func (e *SecretRequiredError) Error() string {
 		e.User, strings.Join(e.Names, ", "), e.Server, strings.Join(puts, ", "))
 }
 
-// Is reports whether target is ErrSecretRequired or ErrSignInRequired.
-func (e *SecretRequiredError) Is(target error) bool {
-	return target == ErrSecretRequired || target == mcpauth.ErrSignInRequired
-}
-
-// MemoryUserSecrets is a UserSecrets in memory, for the CLI and tests. The
-// zero value is ready to use; it is safe for concurrent use.
-type MemoryUserSecrets struct {
-	// mu guards vals.
-	mu   sync.Mutex
-	vals map[[2]string]string // (user, name) → value
-}
-
-var _ UserSecrets = (*MemoryUserSecrets)(nil)
-
-// Secret returns user's secret name, or ErrNoSecret.
-func (m *MemoryUserSecrets) Secret(_ context.Context, user, name string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.vals[[2]string{user, name}]
-	if !ok {
-		return "", ErrNoSecret
-	}
-	return v, nil
-}
-
-// Set sets user's secret name to value.
-func (m *MemoryUserSecrets) Set(user, name, value string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.vals == nil {
-		m.vals = make(map[[2]string]string)
-	}
-	m.vals[[2]string{user, name}] = value
-}
-
-// Delete forgets user's secret name; a missing one is no error.
-func (m *MemoryUserSecrets) Delete(user, name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.vals, [2]string{user, name})
+// Is reports whether target is errSecretRequired or mcpauth.ErrSignInRequired.
+func (e *secretRequiredError) Is(target error) bool {
+	return target == errSecretRequired || target == mcpauth.ErrSignInRequired
 }
 
 // userSecrets reads every secret of user the server takes, bounded by
-// ctx. A missing one is a *SecretRequiredError naming all that are
+// ctx. A missing one is a *secretRequiredError naming all that are
 // missing; with no UserSecrets, all are.
 func (g *Gateway) userSecrets(ctx context.Context, user string) (map[string]string, error) {
 	names := g.cfg.UserSecretNames()
@@ -117,7 +77,7 @@ func (g *Gateway) userSecrets(ctx context.Context, user string) (map[string]stri
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &SecretRequiredError{Server: g.cfg.Name, User: user, Names: missing}
+		return nil, &secretRequiredError{Server: g.cfg.Name, User: user, Names: missing}
 	}
 	return vals, nil
 }

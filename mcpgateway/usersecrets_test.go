@@ -54,7 +54,7 @@ func TestUserSecretsInHeaders(t *testing.T) {
 	ts := keyServer(t, map[string]string{"key-alice-0001": "alice", "key-alice-0002": "alice, new key", "key-dave-00001": "dave"})
 	cfg := parseOK(t, `{"servers": {"api": {"type": "http", "url": "`+ts.URL+`",
 		"headers": {"Authorization": "Bearer ${user:API_KEY}"}}}}`, nil).Servers[0]
-	secrets := &MemoryUserSecrets{}
+	secrets := &memoryUserSecrets{}
 	secrets.Set("alice", "API_KEY", "key-alice-0001")
 	secrets.Set("carol", "API_KEY", "key-carol-bad1")
 	secrets.Set("dave", "API_KEY", "key-dave-00001")
@@ -70,7 +70,7 @@ func TestUserSecretsInHeaders(t *testing.T) {
 
 	// Bob has set nothing: told what to set, like a missing sign-in.
 	_, err := whoami(t, g, "bob")
-	if !errors.Is(err, ErrSecretRequired) || !errors.Is(err, mcpauth.ErrSignInRequired) ||
+	if !errors.Is(err, errSecretRequired) || !errors.Is(err, mcpauth.ErrSignInRequired) ||
 		!strings.Contains(err.Error(), "PUT /users/bob/secrets/API_KEY") {
 		t.Errorf("bob: %v, want a secret-required error naming PUT /users/bob/secrets/API_KEY", err)
 	}
@@ -117,7 +117,7 @@ func TestUserSecretsInHeaders(t *testing.T) {
 		t.Errorf("alice after a new key: %q, %v", got, err)
 	}
 	secrets.Delete("alice", "API_KEY")
-	if _, err := whoami(t, g, "alice"); !errors.Is(err, ErrSecretRequired) {
+	if _, err := whoami(t, g, "alice"); !errors.Is(err, errSecretRequired) {
 		t.Errorf("alice after deleting her key: %v, want ErrSecretRequired", err)
 	}
 	if got, err := whoami(t, g, "dave"); err != nil || got != "dave" {
@@ -144,7 +144,7 @@ func TestUserSecretsInStdioEnv(t *testing.T) {
 	testenv.Integration(t)
 	dir := t.TempDir()
 	cfg := parseOK(t, `{"servers": {"todo": {"command": "`+testenv.TodoMCP(t)+`", "env": {"TODO_DB": "${user:db}"}}}}`, nil).Servers[0]
-	secrets := &MemoryUserSecrets{}
+	secrets := &memoryUserSecrets{}
 	for _, u := range []string{"alice", "bob", "carol"} {
 		secrets.Set(u, "db", filepath.Join(dir, u+".db"))
 	}
@@ -213,7 +213,7 @@ func TestUserSecretsMaskedPerUser(t *testing.T) {
 	t.Cleanup(ts.Close)
 	cfg := parseOK(t, `{"servers": {"api": {"type": "http", "url": "`+ts.URL+`/mcp",
 		"headers": {"Authorization": "Bearer ${user:API_KEY}", "X-Team": "team-config-0001"}}}}`, nil).Servers[0]
-	secrets := &MemoryUserSecrets{}
+	secrets := &memoryUserSecrets{}
 	secrets.Set("alice", "API_KEY", "key-alice-0001")
 	secrets.Set("bob", "API_KEY", "key-bob-000001")
 	g := newGateway(t, cfg, &Options{UserSecrets: secrets})
