@@ -86,6 +86,9 @@ func circuitName(s gobreaker.State) string {
 // circuit returns the circuit's state and, while open, when it lets a trial
 // call through. It must not be called with mu held.
 func (g *Gateway) circuit() CircuitStatus {
+	if g.breaker == nil { // a user's child: its parent keeps the circuit
+		return CircuitStatus{State: CircuitClosed}
+	}
 	st := g.breaker.State()
 	cs := CircuitStatus{State: circuitName(st)}
 	if st == gobreaker.StateOpen {

@@ -85,7 +85,7 @@ func (g *Gateway) mask(s string) string { return g.masker(s) }
 // seeing it come back masked.
 func (g *Gateway) maskFor(ctx context.Context, s string) string {
 	s = g.masker(s)
-	if len(g.cfg.UserValues) == 0 || g.opts.user != "" {
+	if len(g.cfg.UserValues) == 0 || g.parent != nil {
 		return s
 	}
 	g.mu.Lock()

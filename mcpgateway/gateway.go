@@ -48,8 +48,15 @@ type Gateway struct {
 	wg sync.WaitGroup
 
 	// breaker is the server's circuit (fixed at construction; it has its own
-	// lock, and is never called with mu held).
+	// lock, and is never called with mu held). A user's child has none:
+	// its parent keeps the circuit.
 	breaker *breaker
+
+	// user is the user a per-user gateway's child serves (peruser.go); ""
+	// for the gateway itself. samples counts the server's sampling
+	// requests of the last minute, shared by the gateway and its children.
+	user    string
+	samples *session.SampleWindow
 
 	// mu guards everything below. It is never held across I/O.
 	mu sync.Mutex
@@ -96,14 +103,21 @@ type Gateway struct {
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
 // nil opts means the defaults; opts is copied.
 func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
-	o := opts.withDefaults()
-	if o.samples == nil {
-		o.samples = &session.SampleWindow{}
+	return build(cfg, opts.withDefaults(), nil, "")
+}
+
+// build is New with o complete: for a user's child (userpool.go),
+// parent is the per-user gateway and user the user it serves; the child
+// shares the parent's sampling window and has no circuit of its own.
+func build(cfg mcpconfig.ServerConfig, o Options, parent *Gateway, user string) *Gateway {
+	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{}),
+		parent: parent, user: user, samples: &session.SampleWindow{}}
+	if parent != nil {
+		g.samples = parent.samples
 	}
-	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{})}
 	mask := cfg.Masker()
 	logMask := mask
-	if len(cfg.UserValues) > 0 && o.user == "" {
+	if len(cfg.UserValues) > 0 && parent == nil {
 		// The users' sessions fill in their own secrets and mask them in
 		// what they report. What g shows a user is masked with that
 		// user's secrets only (maskFor); the operator's log, with every
@@ -115,18 +129,20 @@ func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	g.masker = mask
 	g.logger = newMaskLogger(o.Logger, logMask).With(logKeyServer, cfg.Name)
 	g.conn = session.New(cfg, g.connOptions(), g.logger, mask)
-	g.perUser.Store(o.user == "" && perUserStatic(cfg))
+	g.perUser.Store(parent == nil && perUserStatic(cfg))
 	desc := describe(cfg, nil, nil)
 	g.description.Store(&desc)
-	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
+	if parent == nil {
+		g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
+	}
 	return g
 }
 
 // connOptions are the options of g's Conn.
 func (g *Gateway) connOptions() session.Options {
 	o := g.opts
-	co := session.Options{User: o.user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
-		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: o.samples, Notify: g.notified,
+	co := session.Options{User: g.user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
+		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: g.samples, Notify: g.notified,
 		LookupEnv: o.LookupEnv, Tokens: o.Tokens, Browser: o.Browser, OnProcessStart: o.OnProcessStart}
 	if so, ok := o.Observer.(StateObserver); ok {
 		co.States = so

@@ -94,13 +94,6 @@ type Options struct {
 	MaxUsers int
 	UserWait time.Duration
 
-	// user is the user of a per-user gateway's child (see peruser.go);
-	// "" for the gateway itself.
-	user string
-	// samples counts the server's sampling requests of the last minute;
-	// New sets it, and the users' children share their parent's.
-	samples *session.SampleWindow
-
 	// OnProcessStart, when set, is called with the pid of every stdio child
 	// the gateway starts, after it started. It must not block. Tests use it
 	// to count spawns.

@@ -47,7 +47,7 @@ func perUserStatic(cfg mcpconfig.ServerConfig) bool {
 // goPerUser switches a shared gateway whose server asked for sign-in to a
 // session per user. It reports whether the gateway is per user now.
 func (g *Gateway) goPerUser() bool {
-	if g.opts.user != "" || g.parent != nil {
+	if g.parent != nil {
 		return false
 	}
 	if !g.perUser.Swap(true) {

@@ -158,7 +158,7 @@ func TestSamplingWindowSharedByUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if alice.opts.samples == nil || alice.opts.samples != bob.opts.samples || alice.opts.samples != g.opts.samples {
+	if alice.samples == nil || alice.samples != bob.samples || alice.samples != g.samples {
 		t.Error("the users' sessions count sampling requests apart")
 	}
 }

@@ -146,10 +146,8 @@ func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userGateway,
 		return nil, g.userFreed, nil
 	}
 	o := g.opts
-	o.user = user
 	o.Logger = g.opts.Logger.With(logKeyUser, user)
-	c := New(withUserSecrets(g.Config(), vals), &o)
-	c.parent = g
+	c := build(withUserSecrets(g.Config(), vals), o, g, user)
 	if g.childDialer != nil {
 		c.conn.SetDialer(g.childDialer(c.conn))
 	}
