@@ -73,7 +73,7 @@ func (e *unknownToolError) Error() string {
 func (e *unknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
 
 // serverErr wraps err for operation op, masking the server's secrets.
-func (g *Gateway) serverErr(op string, err error) error { return g.conn.ServerErr(op, err) }
+func (g *Gateway) serverErr(op string, err error) error { return g.shared.conn.ServerErr(op, err) }
 
 // mask replaces the server's secrets in s with "***": those of its
 // configuration, and for a user's session that user's own.
@@ -85,7 +85,7 @@ func (g *Gateway) mask(s string) string { return g.masker(s) }
 // seeing it come back masked.
 func (g *Gateway) maskFor(ctx context.Context, s string) string {
 	s = g.masker(s)
-	if len(g.cfg.UserValues) == 0 || g.parent != nil {
+	if len(g.cfg.UserValues) == 0 {
 		return s
 	}
 	g.mu.Lock()
@@ -94,5 +94,5 @@ func (g *Gateway) maskFor(ctx context.Context, s string) string {
 	if u == nil {
 		return s
 	}
-	return u.g.masker(s)
+	return u.v.masker(s)
 }

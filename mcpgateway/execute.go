@@ -104,7 +104,7 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 	}
 	cm.task = ts.task[tool]
 	res, err := g.call(ctx, cm, tool, inputs)
-	if err != nil && ctx.Err() == nil && g.conn.Lifetime().Err() == nil {
+	if err != nil && ctx.Err() == nil && g.shared.conn.Lifetime().Err() == nil {
 		// A session the server forgot (HTTP 404) or that died before the
 		// request went out is replaced once, at once. A tool the server
 		// says is read-only or idempotent is also retried once, on a new
@@ -116,12 +116,12 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 		case ts.retry[tool] && ce != nil && ce.Session != nil && isTransportFailure(err):
 			g.logger.Info("retrying a read-only tool on a new session", logKeyTool, tool, logKeyErr, g.mask(err.Error()))
 			ce.Session.MarkDead(ce.Err)
-			g.conn.Retire(ce.Session)
+			g.shared.conn.Retire(ce.Session)
 			res, err = g.call(ctx, cm, tool, inputs)
 		}
 	}
 	if err != nil {
-		err = g.userErr(ctx, g.conn.CallErr(ctx, "call "+tool, errors.Unwrap(err)))
+		err = g.userErr(ctx, g.shared.conn.CallErr(ctx, "call "+tool, errors.Unwrap(err)))
 		return nil, g.classify(ctx, err), err
 	}
 	out := convert(res, g.opts.OutputCap)
@@ -134,12 +134,12 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 // call sends one tools/call on the current session (see Conn.CallTool).
 // Its error is a *CallError.
 func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
-	res, err := routed(ctx, g, func(c *Gateway) (*mcp.CallToolResult, error) {
-		s, err := c.conn.Session(ctx)
+	res, err := routed(ctx, g, func(v *view) (*mcp.CallToolResult, error) {
+		s, err := v.conn.Session(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return c.conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
+		return v.conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
 	})
 	if err != nil && !errors.As(err, new(*session.CallError)) {
 		err = &session.CallError{Err: err} // from route or Session

@@ -196,7 +196,7 @@ func serverCalls(g *Gateway, tool string) int {
 }
 
 func currentSession(g *Gateway) *session.Session {
-	return g.conn.Current()
+	return g.shared.conn.Current()
 }
 
 func executeArgs(tool string, inputs map[string]any) tools.Call {

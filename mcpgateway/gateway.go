@@ -24,12 +24,13 @@ var (
 // Gateway is one MCP server exposed as a single tools.Tool with the actions
 // list and execute (DESIGN.md, "The gateway tool").
 //
-// It is the tool facade over a conn, the server's connection owner: the
-// Gateway holds what the model and the operator see (the tool cache, the
-// circuit, call stats, draining); the conn holds the sessions. It connects
-// lazily: nothing is spawned or dialled until the first call or Connect. All
-// methods are safe for concurrent use. The owner calls Close once done;
-// Close is idempotent.
+// It is the tool facade over the server's sessions: the Gateway holds what
+// the model and the operator see (the circuit, call stats, draining, the
+// description); its views hold a session owner (a session.Conn) and the
+// tools listed on it, one shared or, for a per-user server, one per user
+// (userpool.go). It connects lazily: nothing is spawned or dialled until
+// the first call or Connect. All methods are safe for concurrent use. The
+// owner calls Close once done; Close is idempotent.
 type Gateway struct {
 	cfg      mcpconfig.ServerConfig
 	opts     Options
@@ -41,32 +42,22 @@ type Gateway struct {
 	// gateway, so it is an atomic load, not a turn at g.mu.
 	description atomic.Pointer[string]
 
-	// conn owns the sessions and their goroutines.
-	conn *session.Conn
-	// wg owns the gateway's own goroutines (list refreshes after
-	// list_changed); Close waits for it after closing conn.
+	// shared is the server's shared session owner and its tools.
+	shared *view
+	// wg owns the closes of the users' views and their reaper; Close
+	// waits for it.
 	wg sync.WaitGroup
 
-	// breaker is the server's circuit (fixed at construction; it has its own
-	// lock, and is never called with mu held). A user's child has none:
-	// its parent keeps the circuit.
+	// breaker is the server's circuit (fixed at construction; it has its
+	// own lock, and is never called with mu held).
 	breaker *breaker
 
-	// user is the user a per-user gateway's child serves (peruser.go); ""
-	// for the gateway itself. samples counts the server's sampling
-	// requests of the last minute, shared by the gateway and its children.
-	user    string
+	// samples counts the server's sampling requests of the last minute,
+	// shared by every view.
 	samples *session.SampleWindow
 
 	// mu guards everything below. It is never held across I/O.
-	mu sync.Mutex
-	// cache is the last listing; nil before the first. It is fresh while
-	// it was listed on the conn's current session and no list_changed came
-	// after its listing started (changes).
-	cache     *toolSet
-	changes   uint64      // list_changed notifications seen on the current session
-	relisting bool        // relist runs: notified starts no other
-	listing   *listFlight // in-flight list
+	mu        sync.Mutex
 	stats     callStats
 	closed    bool
 	closeDone chan struct{}
@@ -75,12 +66,12 @@ type Gateway struct {
 	drained   chan struct{} // closed when inflight drops to 0 while draining
 	// circuitRetryAt is when the open circuit lets a trial call through.
 	circuitRetryAt time.Time
-	// users are the children of a per-user gateway, by user
-	// (userpool.go); retiring, those out of users that close at their
-	// last release; stopUsers ends their reaper; userSeq orders their
-	// use; userFreed, when not nil, is closed when a child goes idle.
-	users     map[string]*userGateway
-	retiring  map[*userGateway]struct{}
+	// users are the views of a per-user server, by user (userpool.go);
+	// retiring, those out of users that close at their last release;
+	// stopUsers ends their reaper; userSeq orders their use; userFreed,
+	// when not nil, is closed when a user's view goes idle.
+	users     map[string]*userView
+	retiring  map[*userView]struct{}
 	stopUsers chan struct{}
 	userSeq   uint64
 	userFreed chan struct{}
@@ -88,36 +79,24 @@ type Gateway struct {
 	// perUser is set when each user gets a session of their own: from
 	// the config, or once the shared session met a sign-in.
 	perUser atomic.Bool
-	// parent is the per-user gateway a child serves; nil otherwise.
-	parent *Gateway
 	// userMask hides the secrets of the users' sessions of a server that
 	// takes user secrets (${user:NAME}), on top of the server's own, in
 	// g's log records only: what a user is shown is masked with their own
 	// (maskFor). Set while g.mu is held, read without it.
 	userMask atomic.Pointer[func(string) string]
 	// childDialer, when set (by tests, before the first call), gives each
-	// user's child the dialer that replaces its dial.
+	// user's view the dialer that replaces its dial.
 	childDialer func(c *session.Conn) func(hsCtx context.Context) (*session.Session, error)
 }
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A
 // nil opts means the defaults; opts is copied.
 func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
-	return build(cfg, opts.withDefaults(), nil, "")
-}
-
-// build is New with o complete: for a user's child (userpool.go),
-// parent is the per-user gateway and user the user it serves; the child
-// shares the parent's sampling window and has no circuit of its own.
-func build(cfg mcpconfig.ServerConfig, o Options, parent *Gateway, user string) *Gateway {
-	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{}),
-		parent: parent, user: user, samples: &session.SampleWindow{}}
-	if parent != nil {
-		g.samples = parent.samples
-	}
+	o := opts.withDefaults()
+	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{}), samples: &session.SampleWindow{}}
 	mask := cfg.Masker()
 	logMask := mask
-	if len(cfg.UserValues) > 0 && parent == nil {
+	if len(cfg.UserValues) > 0 {
 		// The users' sessions fill in their own secrets and mask them in
 		// what they report. What g shows a user is masked with that
 		// user's secrets only (maskFor); the operator's log, with every
@@ -128,33 +107,19 @@ func build(cfg mcpconfig.ServerConfig, o Options, parent *Gateway, user string) 
 	}
 	g.masker = mask
 	g.logger = newMaskLogger(o.Logger, logMask).With(logKeyServer, cfg.Name)
-	g.conn = session.New(cfg, g.connOptions(), g.logger, mask)
-	g.perUser.Store(parent == nil && perUserStatic(cfg))
+	g.shared = g.newView(cfg, "", g.logger)
+	g.perUser.Store(perUserStatic(cfg))
 	desc := describe(cfg, nil, nil)
 	g.description.Store(&desc)
-	if parent == nil {
-		g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
-	}
+	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
 	return g
-}
-
-// connOptions are the options of g's Conn.
-func (g *Gateway) connOptions() session.Options {
-	o := g.opts
-	co := session.Options{User: g.user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
-		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: g.samples, Notify: g.notified,
-		LookupEnv: o.LookupEnv, Tokens: o.Tokens, Browser: o.Browser, OnProcessStart: o.OnProcessStart}
-	if so, ok := o.Observer.(StateObserver); ok {
-		co.States = so
-	}
-	return co
 }
 
 // Config returns the server's configuration as given to New, with the
 // roots Adopt last set.
 func (g *Gateway) Config() mcpconfig.ServerConfig {
 	cfg := g.cfg
-	cfg.Roots = g.conn.Roots()
+	cfg.Roots = g.shared.conn.Roots()
 	return cfg
 }
 
@@ -174,15 +139,15 @@ func (g *Gateway) Adopt(cfg mcpconfig.ServerConfig) bool {
 	if slices.Equal(cur.Roots, cfg.Roots) {
 		return true
 	}
-	g.conn.SetRoots(cfg.Roots)
+	g.shared.conn.SetRoots(cfg.Roots)
 	g.mu.Lock()
-	children := make([]*Gateway, 0, len(g.users))
+	views := make([]*view, 0, len(g.users))
 	for _, u := range g.users {
-		children = append(children, u.g)
+		views = append(views, u.v)
 	}
 	g.mu.Unlock()
-	for _, c := range children {
-		c.conn.SetRoots(cfg.Roots)
+	for _, v := range views {
+		v.conn.SetRoots(cfg.Roots)
 	}
 	return true
 }
@@ -277,7 +242,7 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 	if draining {
 		return false, g.serverErr("unavailable", errDraining).Error()
 	}
-	if err := g.conn.Unavailable(); err != nil {
+	if err := g.shared.conn.Unavailable(); err != nil {
 		return false, err.Error()
 	}
 	if cs := g.circuit(); cs.State == CircuitOpen {
@@ -289,7 +254,7 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 // Connect opens the session now instead of on first use (for "eager"
 // servers). ctx bounds only the wait; the session belongs to the gateway.
 func (g *Gateway) Connect(ctx context.Context) error {
-	_, err := routed(ctx, g, func(c *Gateway) (*session.Session, error) { return c.conn.Session(ctx) })
+	_, err := routed(ctx, g, func(v *view) (*session.Session, error) { return v.conn.Session(ctx) })
 	return err
 }
 
@@ -309,7 +274,7 @@ func (g *Gateway) Close() error {
 	g.mu.Unlock()
 
 	g.closeChildren()
-	g.conn.Close()
+	g.shared.close()
 	g.wg.Wait()
 	g.logger.Info("gateway closed")
 	close(g.closeDone)

@@ -60,7 +60,7 @@ type toolSet struct {
 	description string
 	// sess is the session the tools were listed on, and changes the count
 	// of list_changed notifications when the listing started: the set is
-	// fresh only while both are still current (Gateway.freshLocked).
+	// fresh only while both are still current (view.freshLocked).
 	sess    *session.Session
 	changes uint64
 }
@@ -82,9 +82,9 @@ func (g *Gateway) List(ctx context.Context) ([]ToolInfo, error) {
 
 // freshLocked reports whether ts may be served without asking the server:
 // it was listed on the live session and no list_changed came since its
-// listing started. g.mu is held.
-func (g *Gateway) freshLocked(ts *toolSet) bool {
-	return ts != nil && ts.changes == g.changes && ts.sess != nil && ts.sess == g.conn.Current()
+// listing started. v.mu is held.
+func (v *view) freshLocked(ts *toolSet) bool {
+	return ts != nil && ts.changes == v.changes && ts.sess != nil && ts.sess == v.conn.Current()
 }
 
 // maxRelists bounds how often tools lists again because list_changed arrived
@@ -96,22 +96,22 @@ const maxRelists = 3
 // callers share one listing. A list_changed that arrives while a listing is
 // in flight makes that listing stale at once, so another one follows.
 func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
-	return routed(ctx, g, func(c *Gateway) (*toolSet, error) { return c.toolsHere(ctx) })
+	return routed(ctx, g, func(v *view) (*toolSet, error) { return v.toolsHere(ctx) })
 }
 
-// toolsHere is tools on g's own conn.
-func (g *Gateway) toolsHere(ctx context.Context) (*toolSet, error) {
+// toolsHere is tools on v's own conn.
+func (v *view) toolsHere(ctx context.Context) (*toolSet, error) {
 	for relists := 0; ; {
-		if err := g.listOnce(ctx); err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() == nil && g.conn.Lifetime().Err() == nil {
+		if err := v.listOnce(ctx); err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() == nil && v.conn.Lifetime().Err() == nil {
 				continue // another caller's listing was cancelled; ours goes on
 			}
 			return nil, err
 		}
-		g.mu.Lock()
-		ts := g.cache
-		fresh := g.freshLocked(ts)
-		g.mu.Unlock()
+		v.mu.Lock()
+		ts := v.cache
+		fresh := v.freshLocked(ts)
+		v.mu.Unlock()
 		if ts != nil && (fresh || relists >= maxRelists) {
 			return ts, nil
 		}
@@ -124,15 +124,15 @@ func (g *Gateway) toolsHere(ctx context.Context) (*toolSet, error) {
 // listing started. It runs on the first caller's goroutine, bounded by that
 // caller's ctx and the call timeout; waiters whose ctx is still alive retry
 // if it fails on ctx.
-func (g *Gateway) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
+func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 	var ts *toolSet
-	s, err := g.conn.Session(ctx)
+	s, err := v.conn.Session(ctx)
 	if err == nil {
-		_, timeout := g.cfg.Timeouts()
-		cctx, cancel := g.conn.CallCtx(ctx, timeout)
+		_, timeout := v.cfg.Timeouts()
+		cctx, cancel := v.conn.CallCtx(ctx, timeout)
 		var raw []session.RawTool
 		stop := s.WedgeGuard(cctx, "list")
-		raw, err = g.conn.ListTools(cctx, s)
+		raw, err = v.conn.ListTools(cctx, s)
 		stop()
 		timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
@@ -140,7 +140,7 @@ func (g *Gateway) fetchTools(ctx context.Context, f *listFlight, changes uint64)
 			if session.IsSessionGone(err) {
 				s.MarkDead(err)
 				err = s.Cause(err)
-				g.conn.Retire(s)
+				v.conn.Retire(s)
 			}
 			if timedOut && !errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
@@ -148,31 +148,28 @@ func (g *Gateway) fetchTools(ctx context.Context, f *listFlight, changes uint64)
 			if timedOut {
 				err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
 			}
-			err = g.conn.CallErr(ctx, "list", err)
+			err = v.conn.CallErr(ctx, "list", err)
 		} else {
-			ts = g.buildToolSet(raw)
-			ts.description = describe(g.cfg, ts.names, s.Offers())
+			ts = v.buildToolSet(raw)
+			ts.description = describe(v.cfg, ts.names, s.Offers())
 			ts.sess = s
 			ts.changes = changes
 		}
 	}
-	g.mu.Lock()
-	g.listing = nil
+	v.mu.Lock()
+	v.listing = nil
 	var prev *toolSet
 	if ts != nil {
-		prev = g.cache
-		g.cache = ts
+		prev = v.cache
+		v.cache = ts
 		if ts.description != "" {
-			g.description.Store(&ts.description)
-			if g.parent != nil {
-				g.parent.description.Store(&ts.description)
-			}
+			v.g.description.Store(&ts.description)
 		}
 	}
-	g.mu.Unlock()
+	v.mu.Unlock()
 	if ts != nil && (prev == nil || !slices.Equal(prev.names, ts.names)) {
-		if o, ok := g.opts.Observer.(ToolsObserver); ok {
-			o.ObserveTools(g.cfg.Name)
+		if o, ok := v.g.opts.Observer.(ToolsObserver); ok {
+			o.ObserveTools(v.cfg.Name)
 		}
 	}
 	f.err = err
@@ -180,10 +177,10 @@ func (g *Gateway) fetchTools(ctx context.Context, f *listFlight, changes uint64)
 }
 
 // buildToolSet filters raw by allow/deny and compiles each input schema once.
-func (g *Gateway) buildToolSet(raw []session.RawTool) *toolSet {
+func (v *view) buildToolSet(raw []session.RawTool) *toolSet {
 	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw)), retry: map[string]bool{}, task: map[string]bool{}}
 	for _, rt := range raw {
-		if rt.Name == "" || !g.allowed(rt.Name) {
+		if rt.Name == "" || !v.allowed(rt.Name) {
 			continue
 		}
 		if _, dup := ts.schema[rt.Name]; dup {
@@ -201,7 +198,7 @@ func (g *Gateway) buildToolSet(raw []session.RawTool) *toolSet {
 		}
 		sch, err := tools.CompileSchema(info.InputSchema)
 		if err != nil {
-			g.logger.Warn("tool has an invalid input schema", logKeyTool, rt.Name, logKeyErr, err)
+			v.logger.Warn("tool has an invalid input schema", logKeyTool, rt.Name, logKeyErr, err)
 		}
 		ts.schema[rt.Name] = sch
 		if rt.Execution.TaskSupport == mcp.TaskSupportRequired {
@@ -220,16 +217,16 @@ func (g *Gateway) buildToolSet(raw []session.RawTool) *toolSet {
 }
 
 // allowed applies cfg.Allow and cfg.Deny (path.Match globs; deny wins).
-func (g *Gateway) allowed(name string) bool {
-	for _, p := range g.cfg.Deny {
+func (v *view) allowed(name string) bool {
+	for _, p := range v.cfg.Deny {
 		if ok, _ := path.Match(p, name); ok {
 			return false
 		}
 	}
-	if len(g.cfg.Allow) == 0 {
+	if len(v.cfg.Allow) == 0 {
 		return true
 	}
-	for _, p := range g.cfg.Allow {
+	for _, p := range v.cfg.Allow {
 		if ok, _ := path.Match(p, name); ok {
 			return true
 		}
@@ -268,10 +265,7 @@ func (g *Gateway) ListTools(ctx context.Context, q ListQuery) (ListPage, error) 
 // answer in time) it returns the cache with why it is stale; only without a
 // cache is the failure returned.
 func (g *Gateway) listed(ctx context.Context) (ts *toolSet, stale, err error) {
-	g.mu.Lock()
-	ts = g.cache
-	fresh := g.freshLocked(ts)
-	g.mu.Unlock()
+	ts, fresh := g.shared.current()
 	if fresh {
 		return ts, nil, nil
 	}
@@ -290,7 +284,7 @@ func (g *Gateway) listed(ctx context.Context) (ts *toolSet, stale, err error) {
 			return nil, nil, err
 		}
 	}
-	cached := g.cached()
+	cached := g.shared.cached()
 	if cached == nil {
 		if done == nil {
 			g.record(outcomeRefused, nil)
@@ -329,10 +323,10 @@ func (g *Gateway) listAction(ctx context.Context, query string) (tools.Result, e
 }
 
 // cached returns the last listing, or nil.
-func (g *Gateway) cached() *toolSet {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.cache
+func (v *view) cached() *toolSet {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.cache
 }
 
 // listResult is the tools.Result of the list action.

@@ -12,15 +12,15 @@ import (
 
 // A server that needs sign-in (an "oauth" block with the authorization_code
 // grant, "per_user": true, or a 401 on its shared session) gets one lazy
-// session per user: the Gateway keeps a pool of child Gateways by user
-// (userpool.go), each with its own conn (and so its own token, sessions and
-// tool cache), created on the user's first call, closed after UserIdle
-// without one, and at most MaxUsers of them (the least recently used idle
-// one goes first; a session with a call in flight is never closed for
-// another user). The parent keeps the circuit, the stats and the draining;
-// its own tools, call and request paths hand over to the asking user's
-// child (routed). Servers without per-user credentials keep one shared
-// session.
+// session per user: the Gateway keeps a pool of views by user
+// (userpool.go, view.go), each a session.Conn (and so its own token and
+// sessions) with its own tool cache, created on the user's first call,
+// closed after UserIdle without one, and at most MaxUsers of them (the
+// least recently used idle one goes first; a session with a call in flight
+// is never closed for another user). The Gateway keeps the circuit, the
+// stats and the draining; its tools, call and request paths run on the
+// asking user's view (routed). Servers without per-user credentials keep
+// one shared view.
 
 // userKey carries the asking user in a ctx.
 type userKey struct{}
@@ -47,9 +47,6 @@ func perUserStatic(cfg mcpconfig.ServerConfig) bool {
 // goPerUser switches a shared gateway whose server asked for sign-in to a
 // session per user. It reports whether the gateway is per user now.
 func (g *Gateway) goPerUser() bool {
-	if g.parent != nil {
-		return false
-	}
 	if !g.perUser.Swap(true) {
 		g.logger.Info("server asks users to sign in; one session per user from now on")
 	}
@@ -66,14 +63,14 @@ func (g *Gateway) authorizerFor(ctx context.Context, user string) (*mcpauth.Auth
 		return nil, fmt.Errorf("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", g.cfg.Name)
 	}
 	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
-		return g.conn.Auth(), nil
+		return g.shared.conn.Auth(), nil
 	}
 	g.goPerUser()
-	c, err := g.child(ctx, user)
+	v, err := g.child(ctx, user)
 	if err != nil {
 		return nil, err
 	}
-	return c.conn.Auth(), nil
+	return v.conn.Auth(), nil
 }
 
 // StatusFor is Status as user sees it: for a per-user server, the state of
@@ -101,9 +98,9 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	u := g.users[user]
 	g.mu.Unlock()
 	if u != nil {
-		cs := u.g.Status()
+		cs := u.v.status()
 		st.State, st.LastError, st.Tools, st.ToolCount, st.PID, st.RetryAt = cs.State, cs.LastError, cs.Tools, cs.ToolCount, cs.PID, cs.RetryAt
-		if st.State != session.StateNeedsSignIn && u.g.conn.Auth() != nil && !u.g.conn.Auth().HasToken(ctx) {
+		if st.State != session.StateNeedsSignIn && u.v.conn.Auth() != nil && !u.v.conn.Auth().HasToken(ctx) {
 			st.State = session.StateNeedsSignIn
 		}
 		return st
@@ -126,5 +123,5 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 // switched reports whether err, from g's shared session, is a sign-in the
 // server asked for and made g per user: the caller then routes again.
 func (g *Gateway) switched(err error) bool {
-	return errors.Is(err, mcpauth.ErrSignInRequired) && g.conn.Auth() != nil && g.conn.Auth().Userless && g.goPerUser()
+	return errors.Is(err, mcpauth.ErrSignInRequired) && g.shared.conn.Auth() != nil && g.shared.conn.Auth().Userless && g.goPerUser()
 }

@@ -65,7 +65,7 @@ func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
 	})
 	t.Run("client sees it expired", func(t *testing.T) {
 		before := f.refreshes()
-		a := g.users["alice"].g.conn.Auth()
+		a := g.users["alice"].v.conn.Auth()
 		a.SetTokenExpiry(time.Now().Add(-time.Minute))
 		callersAtOnce(t, g, "alice", callers)
 		if got := f.refreshes() - before; got != 1 {
@@ -144,14 +144,14 @@ func TestPerUserSessionsIdleAndLRU(t *testing.T) {
 			return dialInProcess(c, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) })
 		}
 		defer func() { _ = g.Close() }()
-		call := func(user string) *Gateway {
+		call := func(user string) *view {
 			t.Helper()
 			if _, err := g.Execute(WithUser(t.Context(), user), "whoami", nil); err != nil {
 				t.Fatalf("%s: %v", user, err)
 			}
 			g.mu.Lock()
 			defer g.mu.Unlock()
-			return g.users[user].g
+			return g.users[user].v
 		}
 		users := func() string {
 			synctest.Wait() // evicted sessions are closed on g's goroutines
@@ -165,7 +165,7 @@ func TestPerUserSessionsIdleAndLRU(t *testing.T) {
 			}
 			return strings.Join(out, ",")
 		}
-		closed := func(c *Gateway) bool { return c.conn.Status().State == session.StateClosed }
+		closed := func(v *view) bool { return v.conn.Status().State == session.StateClosed }
 
 		alice := call("alice")
 		time.Sleep(time.Second)

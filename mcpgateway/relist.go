@@ -13,23 +13,23 @@ import (
 // notifications/tools/list_changed from the current session the cache goes
 // stale (a listing in flight too) and is refreshed in the background, on a
 // goroutine the gateway owns, at most every relistEvery (relist).
-func (g *Gateway) notified(s *session.Session, n mcp.JSONRPCNotification) {
-	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != g.conn.Current() {
+func (v *view) notified(s *session.Session, n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != v.conn.Current() {
 		return
 	}
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
 		return
 	}
-	g.changes++
-	if g.relisting {
-		g.mu.Unlock()
+	v.changes++
+	if v.relisting {
+		v.mu.Unlock()
 		return // the running relist sees this change
 	}
-	g.relisting = true
-	g.wg.Go(g.relist)
-	g.mu.Unlock()
+	v.relisting = true
+	v.wg.Go(v.relist)
+	v.mu.Unlock()
 }
 
 // relistEvery is how often, at most, list_changed notifications make a
@@ -39,14 +39,14 @@ const relistEvery = 500 * time.Millisecond
 
 // relist lists the tools at once, then again every relistEvery while
 // list_changed notifications keep coming; notified starts it on g.wg.
-func (g *Gateway) relist() {
-	ctx := g.conn.Lifetime()
+func (v *view) relist() {
+	ctx := v.conn.Lifetime()
 	for {
-		g.mu.Lock()
-		seen := g.changes
-		g.mu.Unlock()
-		if err := g.listOnce(ctx); err != nil {
-			g.logger.Warn("refresh tools after list_changed", logKeyErr, err)
+		v.mu.Lock()
+		seen := v.changes
+		v.mu.Unlock()
+		if err := v.listOnce(ctx); err != nil {
+			v.logger.Warn("refresh tools after list_changed", logKeyErr, err)
 		}
 		t := time.NewTimer(relistEvery)
 		select {
@@ -54,33 +54,33 @@ func (g *Gateway) relist() {
 		case <-ctx.Done():
 			t.Stop()
 		}
-		g.mu.Lock()
-		if g.closed || ctx.Err() != nil || g.changes == seen {
-			g.relisting = false
-			g.mu.Unlock()
+		v.mu.Lock()
+		if v.closed || ctx.Err() != nil || v.changes == seen {
+			v.relisting = false
+			v.mu.Unlock()
 			return
 		}
-		g.mu.Unlock()
+		v.mu.Unlock()
 	}
 }
 
 // listOnce is toolsHere without its relists: one listing unless the cache
 // is fresh, or a wait for the one in flight.
-func (g *Gateway) listOnce(ctx context.Context) error {
-	g.mu.Lock()
-	if g.freshLocked(g.cache) {
-		g.mu.Unlock()
+func (v *view) listOnce(ctx context.Context) error {
+	v.mu.Lock()
+	if v.freshLocked(v.cache) {
+		v.mu.Unlock()
 		return nil
 	}
-	f := g.listing
+	f := v.listing
 	if f == nil {
 		f = &listFlight{done: make(chan struct{})}
-		g.listing = f
-		changes := g.changes
-		g.mu.Unlock()
-		g.fetchTools(ctx, f, changes)
+		v.listing = f
+		changes := v.changes
+		v.mu.Unlock()
+		v.fetchTools(ctx, f, changes)
 	} else {
-		g.mu.Unlock()
+		v.mu.Unlock()
 	}
 	select {
 	case <-f.done:

@@ -29,7 +29,7 @@ func TestListChangedFloodIsDebounced(t *testing.T) {
 			return mcp.NewToolResultText("ok"), nil
 		})
 		g := New(mcpconfig.ServerConfig{Name: "flood", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-		g.conn.SetDialer(dialInProcess(g.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
+		g.shared.conn.SetDialer(dialInProcess(g.shared.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
 		defer func() { _ = g.Close() }()
 		if _, err := g.List(t.Context()); err != nil {
 			t.Fatal(err)
@@ -49,9 +49,7 @@ func TestListChangedFloodIsDebounced(t *testing.T) {
 		if got == 0 {
 			t.Error("list_changed made no tools/list")
 		}
-		g.mu.Lock()
-		fresh := g.freshLocked(g.cache)
-		g.mu.Unlock()
+		_, fresh := g.shared.current()
 		if !fresh {
 			t.Error("after the flood the tool cache is stale: the last change was not listed")
 		}

@@ -189,7 +189,7 @@ func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Con
 }
 
 func (g *Gateway) requestOnSession(ctx context.Context, op string, f func(ctx context.Context, s *session.Session) error) error {
-	_, err := routed(ctx, g, func(c *Gateway) (struct{}, error) { return struct{}{}, c.conn.Do(ctx, op, f) })
+	_, err := routed(ctx, g, func(v *view) (struct{}, error) { return struct{}{}, v.conn.Do(ctx, op, f) })
 	return err
 }
 

@@ -80,7 +80,7 @@ func TestTodoRetryAnnotations(t *testing.T) {
 	if _, err := g.List(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	retry := g.cached().retry
+	retry := g.shared.cached().retry
 	for tool, want := range map[string]bool{"list_todos": true, "search_todos": true, "create_todo": false, "delete_todo": true, "fault": false} {
 		if retry[tool] != want {
 			t.Errorf("retry[%s] = %v, want %v", tool, retry[tool], want)

@@ -145,20 +145,21 @@ func TestSamplingEndsWithTheCall(t *testing.T) {
 }
 
 // TestSamplingWindowSharedByUsers: the users' sessions of a per-user
-// server share the server's per-minute cap.
+// server share the server's per-minute cap: what alice's calls took counts
+// against bob's.
 func TestSamplingWindowSharedByUsers(t *testing.T) {
-	cfg := hostileConfig(t, "")
-	cfg.PerUser = true
-	g := newGateway(t, cfg, nil)
-	alice, err := g.child(t.Context(), "alice")
-	if err != nil {
-		t.Fatal(err)
+	g, model := hostileSampling(t, "", func(cfg *mcpconfig.ServerConfig) { cfg.PerUser, cfg.SamplingPerMinute = true, 3 })
+	sample := func(user string, n int) []string {
+		t.Helper()
+		cr, err := g.Execute(WithUser(t.Context(), user), "sample", map[string]any{"n": n, "size": 10})
+		if err != nil || cr.IsError {
+			t.Fatalf("%s: %v %+v", user, err, cr)
+		}
+		return strings.Split(cr.Text(), "\n")
 	}
-	bob, err := g.child(t.Context(), "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if alice.samples == nil || alice.samples != bob.samples || alice.samples != g.samples {
-		t.Error("the users' sessions count sampling requests apart")
+	assertOutcomes(t, sample("alice", 2), 2, "")
+	assertOutcomes(t, sample("bob", 2), 1, "3 sampling requests per minute (sampling_per_minute)")
+	if n := model.count(); n != 3 {
+		t.Errorf("the model was asked %d times, want 3", n)
 	}
 }

@@ -28,12 +28,12 @@ func (g *Gateway) LogsFor(user string) []session.LogEntry {
 // log that keep admits and of the logs of the users' sessions that child
 // admits.
 func (g *Gateway) logsOf(child func(user string) bool, keep func(session.LogEntry) bool) []session.LogEntry {
-	out := slices.DeleteFunc(g.conn.Logs(), func(e session.LogEntry) bool { return !keep(e) })
+	out := slices.DeleteFunc(g.shared.conn.Logs(), func(e session.LogEntry) bool { return !keep(e) })
 	g.mu.Lock()
-	var children []*Gateway
+	var children []*view
 	for user, u := range g.users {
 		if child(user) {
-			children = append(children, u.g)
+			children = append(children, u.v)
 		}
 	}
 	g.mu.Unlock()

@@ -52,32 +52,14 @@ type CircuitStatus struct {
 // Status returns a snapshot of the gateway. It does no I/O.
 func (g *Gateway) Status() Status {
 	circuit := g.circuit()
-	cs := g.conn.Status()
+	st := g.shared.status()
+	st.Name, st.ToolName, st.Transport, st.Enabled, st.Circuit = g.cfg.Name, g.toolName, g.cfg.Transport, g.cfg.Enabled, circuit
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	st := Status{
-		Name:      g.cfg.Name,
-		ToolName:  g.toolName,
-		Transport: g.cfg.Transport,
-		Enabled:   g.cfg.Enabled,
-		State:     cs.State,
-		Tools:     []string{},
-		LastError: cs.LastErr,
-		Circuit:   circuit,
-		Calls:     g.stats.calls,
-		Failures:  g.stats.failures,
-		PID:       cs.PID,
-	}
-	if g.cache != nil {
-		st.Tools = append(st.Tools, g.cache.names...)
-		st.ToolCount = len(st.Tools)
-	}
-	if st.State == session.StateConnected && g.stats.consecutive > 0 {
+	st.Calls, st.Failures = g.stats.calls, g.stats.failures
+	failing := g.stats.consecutive > 0
+	g.mu.Unlock()
+	if st.State == session.StateConnected && failing {
 		st.State = session.StateDegraded
-	}
-	if !cs.RetryAt.IsZero() {
-		t := cs.RetryAt
-		st.RetryAt = &t
 	}
 	return st
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // The users' sessions of a per-user server are a pool keyed by user, kept
-// under g.mu: each entry is a child Gateway with its own conn and tool
-// cache, busy while a call of the user's holds it (acquire, release). A busy
+// under g.mu: each entry is a view (view.go) with its own session.Conn and
+// tool cache, busy while a call of the user's holds it (acquire, release). A busy
 // entry is never closed for another user: past MaxUsers the least recently
 // used idle one goes, and when none is idle the new user waits UserWait for
 // one to free up, then is refused with errTooManyUsers. Every close of an
@@ -22,25 +22,12 @@ import (
 // yet closed (closeLocked), so Close's Wait sees them all, and they run in
 // parallel.
 
-// userGateway is one user's child, when it was last used and, for a
-// server that takes user secrets, the values its config was filled in with.
-type userGateway struct {
-	g        *Gateway
-	lastUsed time.Time
-	seq      uint64 // order of last use, for LRU: clocks can tie
-	secrets  map[string]string
-	// busy counts the calls holding g (acquire); retired is set when the
-	// entry left g.users while busy: the last release closes it.
-	busy    int
-	retired bool
-}
-
-// route returns the gateway that serves ctx's user, and the release the
-// caller calls once done with it: g itself for a shared server (and for a
-// child), else the user's child, held busy until release.
-func (g *Gateway) route(ctx context.Context) (*Gateway, func(), error) {
+// route returns the view that serves ctx's user, and the release the
+// caller calls once done with it: the shared one for a shared server, else
+// the user's own, held busy until release.
+func (g *Gateway) route(ctx context.Context) (*view, func(), error) {
 	if !g.perUser.Load() {
-		return g, func() {}, nil
+		return g.shared, func() {}, nil
 	}
 	user := UserFrom(ctx)
 	if user == "" {
@@ -49,27 +36,27 @@ func (g *Gateway) route(ctx context.Context) (*Gateway, func(), error) {
 	return g.acquire(ctx, user)
 }
 
-// routed runs f on the gateway that serves ctx's user (route), held busy
+// routed runs f on the view that serves ctx's user (route), held busy
 // meanwhile, and runs it again, routed anew, when f's error on g's shared
 // session made g per user (switched).
-func routed[T any](ctx context.Context, g *Gateway, f func(c *Gateway) (T, error)) (T, error) {
+func routed[T any](ctx context.Context, g *Gateway, f func(v *view) (T, error)) (T, error) {
 	for {
-		c, release, err := g.route(ctx)
+		v, release, err := g.route(ctx)
 		if err != nil {
 			var zero T
 			return zero, err
 		}
-		v, err := f(c)
+		out, err := f(v)
 		release()
-		if c == g && g.switched(err) {
+		if v == g.shared && g.switched(err) {
 			continue
 		}
-		return v, err
+		return out, err
 	}
 }
 
-// child returns user's child, creating it, without holding it.
-func (g *Gateway) child(ctx context.Context, user string) (*Gateway, error) {
+// child returns user's view, creating it, without holding it.
+func (g *Gateway) child(ctx context.Context, user string) (*view, error) {
 	c, release, err := g.acquire(ctx, user)
 	if err != nil {
 		return nil, err
@@ -78,13 +65,13 @@ func (g *Gateway) child(ctx context.Context, user string) (*Gateway, error) {
 	return c, nil
 }
 
-// acquire returns user's child, creating it, busy until the caller calls
+// acquire returns user's view, creating it, busy until the caller calls
 // release. For a server that takes user secrets it reads them first
-// (bounded by ctx) and retires a child whose secrets changed since, so
+// (bounded by ctx) and retires a view whose secrets changed since, so
 // that a new or deleted secret is in force at the next call. When MaxUsers
-// children are all busy it waits, bounded by ctx and UserWait, for one to
+// views are all busy it waits, bounded by ctx and UserWait, for one to
 // go idle.
-func (g *Gateway) acquire(ctx context.Context, user string) (*Gateway, func(), error) {
+func (g *Gateway) acquire(ctx context.Context, user string) (*view, func(), error) {
 	var vals map[string]string
 	if len(g.cfg.UserValues) > 0 {
 		var err error
@@ -99,7 +86,7 @@ func (g *Gateway) acquire(ctx context.Context, user string) (*Gateway, func(), e
 			return nil, nil, err
 		}
 		if u != nil {
-			return u.g, func() { g.release(u) }, nil
+			return u.v, func() { g.release(u) }, nil
 		}
 		if timeout == nil {
 			t := time.NewTimer(g.opts.UserWait)
@@ -121,7 +108,7 @@ func (g *Gateway) acquire(ctx context.Context, user string) (*Gateway, func(), e
 // tryAcquire is one turn of acquire under g.mu: it returns user's entry,
 // held, or, when the pool is full of busy entries, a channel closed when
 // one goes idle.
-func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userGateway, <-chan struct{}, error) {
+func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userView, <-chan struct{}, error) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -145,26 +132,25 @@ func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userGateway,
 		}
 		return nil, g.userFreed, nil
 	}
-	o := g.opts
-	o.Logger = g.opts.Logger.With(logKeyUser, user)
-	c := build(withUserSecrets(g.Config(), vals), o, g, user)
+	cfg := withUserSecrets(g.Config(), vals)
+	v := g.newView(cfg, user, newMaskLogger(g.opts.Logger.With(logKeyUser, user), cfg.Masker()).With(logKeyServer, cfg.Name))
 	if g.childDialer != nil {
-		c.conn.SetDialer(g.childDialer(c.conn))
+		v.conn.SetDialer(g.childDialer(v.conn))
 	}
 	if g.users == nil {
-		g.users = make(map[string]*userGateway)
-		g.retiring = make(map[*userGateway]struct{})
+		g.users = make(map[string]*userView)
+		g.retiring = make(map[*userView]struct{})
 		g.stopUsers = make(chan struct{})
 		g.wg.Go(g.reapUsers)
 	}
-	u := &userGateway{g: c, lastUsed: now, seq: g.userSeq, secrets: vals, busy: 1}
+	u := &userView{v: v, lastUsed: now, seq: g.userSeq, secrets: vals, busy: 1}
 	g.users[user] = u
 	g.remaskLocked()
 	return u, nil, nil
 }
 
 // release ends a hold of acquire on u.
-func (g *Gateway) release(u *userGateway) {
+func (g *Gateway) release(u *userView) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	u.busy--
@@ -175,7 +161,7 @@ func (g *Gateway) release(u *userGateway) {
 	if u.retired {
 		delete(g.retiring, u)
 		if !g.closed { // else Close closes it
-			g.closeLocked(u.g)
+			g.closeLocked(u.v)
 		}
 	}
 	if g.userFreed != nil {
@@ -186,20 +172,20 @@ func (g *Gateway) release(u *userGateway) {
 
 // retireLocked takes user's entry u out of the pool and closes it, at once
 // when idle, else at its last release.
-func (g *Gateway) retireLocked(user string, u *userGateway) {
+func (g *Gateway) retireLocked(user string, u *userView) {
 	delete(g.users, user)
 	if u.busy == 0 {
-		g.closeLocked(u.g)
+		g.closeLocked(u.v)
 		return
 	}
 	u.retired = true
 	g.retiring[u] = struct{}{}
 }
 
-// closeLocked closes c on a goroutine of g's, started while g.mu is held so
+// closeLocked closes v on a goroutine of g's, started while g.mu is held so
 // that Close, which takes g.mu before it waits, waits for it too.
-func (g *Gateway) closeLocked(c *Gateway) {
-	g.wg.Go(func() { _ = c.Close() })
+func (g *Gateway) closeLocked(v *view) {
+	g.wg.Go(v.close)
 }
 
 // remaskLocked rebuilds the mask of every user's secrets that g's log
@@ -212,7 +198,7 @@ func (g *Gateway) remaskLocked() {
 	}
 	var secrets []string
 	for _, u := range g.users {
-		secrets = append(secrets, u.g.cfg.Secrets...)
+		secrets = append(secrets, u.v.cfg.Secrets...)
 	}
 	m := mcpconfig.ServerConfig{Secrets: secrets}.Masker()
 	g.userMask.Store(&m)
@@ -247,7 +233,7 @@ func (g *Gateway) evictLocked(max int, idle time.Duration, now time.Time) bool {
 	return len(out) > 0
 }
 
-// reapUsers retires idle children until Close.
+// reapUsers retires idle views until Close.
 func (g *Gateway) reapUsers() {
 	every := max(g.opts.UserIdle/4, time.Second)
 	t := time.NewTicker(every)
@@ -266,16 +252,16 @@ func (g *Gateway) reapUsers() {
 	}
 }
 
-// closeChildren starts the close of every child, in parallel, on g.wg;
+// closeChildren starts the close of every user's view, in parallel, on g.wg;
 // Close calls it after setting g.closed, and then waits.
 func (g *Gateway) closeChildren() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, u := range g.users {
-		g.closeLocked(u.g)
+		g.closeLocked(u.v)
 	}
 	for u := range g.retiring {
-		g.closeLocked(u.g)
+		g.closeLocked(u.v)
 	}
 	g.users, g.retiring = nil, nil
 	if g.stopUsers != nil {
@@ -303,9 +289,9 @@ type SessionCounts struct {
 func (g *Gateway) Sessions() SessionCounts {
 	var n SessionCounts
 	g.mu.Lock()
-	conns := []*session.Conn{g.conn}
+	conns := []*session.Conn{g.shared.conn}
 	for _, u := range g.users {
-		conns = append(conns, u.g.conn)
+		conns = append(conns, u.v.conn)
 		if u.busy > 0 {
 			n.BusyUsers++
 		}

@@ -94,10 +94,10 @@ func TestUserSecretsInHeaders(t *testing.T) {
 	}
 	quoted := "403: unknown API key key-carol-bad1 (Bearer key-carol-bad1)"
 	g.mu.Lock()
-	child := g.users["carol"].g
+	child := g.users["carol"].v
 	g.mu.Unlock()
 	carolMask := func(s string) string { return g.maskFor(WithUser(t.Context(), "carol"), s) }
-	for name, mask := range map[string]func(string) string{"the gateway, for carol": carolMask, "carol's session": child.mask} {
+	for name, mask := range map[string]func(string) string{"the gateway, for carol": carolMask, "carol's session": child.masker} {
 		if got := mask(quoted); got != "403: unknown API key *** (***)" {
 			t.Errorf("%s masks %q as %q", name, quoted, got)
 		}

@@ -1,0 +1,99 @@
+package mcpgateway
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// view is one session owner of a server and the tools listed on it: the
+// shared one of a Gateway, or one user's of a per-user server (the pool in
+// userpool.go). The Gateway above it keeps what is the server's whatever
+// the user: the circuit, the stats, the draining and the description.
+type view struct {
+	g      *Gateway
+	cfg    mcpconfig.ServerConfig // a user's: with their secrets filled in
+	user   string                 // "" for the shared view
+	conn   *session.Conn
+	logger *slog.Logger
+	masker func(string) string // cfg's secrets
+	// wg owns the view's relists (list_changed); close waits for it.
+	wg sync.WaitGroup
+
+	// mu guards everything below. It is never held across I/O.
+	mu sync.Mutex
+	// cache is the last listing; nil before the first. It is fresh while
+	// it was listed on the conn's current session and no list_changed came
+	// after its listing started (changes).
+	cache     *toolSet
+	changes   uint64      // list_changed notifications seen on the current session
+	relisting bool        // relist runs: notified starts no other
+	listing   *listFlight // in-flight list
+	closed    bool
+}
+
+// newView returns the view of cfg for user ("" for the shared one) of g,
+// logging to logger, which masks what it must; it does no I/O.
+func (g *Gateway) newView(cfg mcpconfig.ServerConfig, user string, logger *slog.Logger) *view {
+	v := &view{g: g, cfg: cfg, user: user, logger: logger, masker: cfg.Masker()}
+	o := g.opts
+	co := session.Options{User: user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
+		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: g.samples, Notify: v.notified,
+		LookupEnv: o.LookupEnv, Tokens: o.Tokens, Browser: o.Browser, OnProcessStart: o.OnProcessStart}
+	if so, ok := o.Observer.(StateObserver); ok {
+		co.States = so
+	}
+	v.conn = session.New(cfg, co, logger, v.masker)
+	return v
+}
+
+// close ends the view's sessions and relists, and waits for them.
+func (v *view) close() {
+	v.mu.Lock()
+	v.closed = true
+	v.mu.Unlock()
+	v.conn.Close()
+	v.wg.Wait()
+}
+
+// current returns the cached tools and whether they are fresh.
+func (v *view) current() (*toolSet, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.cache, v.freshLocked(v.cache)
+}
+
+// status is the view's part of a Status: the state of its sessions, its
+// last error, back-off, process and tools. It does no I/O.
+func (v *view) status() Status {
+	cs := v.conn.Status()
+	st := Status{State: cs.State, Tools: []string{}, LastError: cs.LastErr, PID: cs.PID}
+	v.mu.Lock()
+	if v.cache != nil {
+		st.Tools = append(st.Tools, v.cache.names...)
+		st.ToolCount = len(st.Tools)
+	}
+	v.mu.Unlock()
+	if !cs.RetryAt.IsZero() {
+		t := cs.RetryAt
+		st.RetryAt = &t
+	}
+	return st
+}
+
+// userView is a user's view as the pool holds it: when it was last used
+// and, for a server that takes user secrets, the values its config was
+// filled in with.
+type userView struct {
+	v        *view
+	lastUsed time.Time
+	seq      uint64 // order of last use, for LRU: clocks can tie
+	secrets  map[string]string
+	// busy counts the calls holding v (acquire); retired is set when the
+	// entry left g.users while busy: the last release closes it.
+	busy    int
+	retired bool
+}
