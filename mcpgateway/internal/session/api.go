@@ -39,28 +39,14 @@ func (e *ServerError) Remask(mask func(string) string) *ServerError {
 
 // DialTransport starts a session over t, a transport the caller built
 // (tests use in-process ones), as the real dialers do: registered with the
-// Conn, started on its lifetime, and initialized within hsCtx. It is meant
-// for a dialer given to SetDialer.
+// Conn, started on its lifetime as a remote one is, and initialized within
+// hsCtx. It is meant for a dialer given to SetDialer.
 func (c *Conn) DialTransport(hsCtx context.Context, name string, t mcptransport.Interface) (*Session, error) {
 	s := newSession(name)
 	if err := c.adopt(s); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(c.lifetime)
-	client := mcpclient.NewClient(t, c.clientOptions(s)...)
-	if !s.attach(client, cancel) {
-		cancel()
-		return nil, ErrClosed
-	}
-	if err := client.Start(ctx); err != nil {
-		c.closeSession(s)
-		return nil, err
-	}
-	if err := c.handshake(hsCtx, s); err != nil {
-		c.closeSession(s)
-		return nil, err
-	}
-	return s, nil
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(t, c.clientOptions(s)...))
 }
 
 // Done is closed once the session has been closed, its process and
