@@ -73,7 +73,17 @@ import (
 //
 // Afterwards the todo server must hold exactly one todo per completed
 // query: the scripted model lists the todo tools once per conversation,
-// creates one todo per query, then answers.
+// creates one todo per query, then answers. And every completed query's
+// answer must be saved (unsaved, must be 0): each conversation is read
+// back through GET /conversations, and each query's text (unique in the
+// run) must be in its history with the answer after it.
+//
+// ELYSIA_LOAD_REPLICAS=N (with ELYSIA_LOAD_DATABASE_URL a postgres:// URL)
+// runs N `elysia serve` processes on that database, each with its own
+// todo server, as behind a load balancer without sticky sessions: a
+// client's queries take turns over the replicas, so each query of a long
+// conversation lands on another replica than the one before, and its
+// answer is read back through yet another (the next one).
 //
 //	make build && ELYSIA_BIN=$PWD/bin/elysia ELYSIA_LOAD_DURATION=5s go test -run '^$' -bench BenchmarkConcurrentQueries -benchtime 1x ./cmd/elysia/
 func BenchmarkConcurrentQueries(b *testing.B) {
@@ -123,9 +133,9 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	warnings := svc.logLines()
 	closed = true
 	svc.close(b)
-	if svc.proc != nil {
-		if code := svc.proc.cmd.ProcessState.ExitCode(); code != 0 {
-			b.Errorf("elysia serve exited %d when stopped:\n%s", code, svc.proc.Output())
+	for _, p := range svc.procs() {
+		if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+			b.Errorf("elysia serve exited %d when stopped:\n%s", code, p.Output())
 		}
 	}
 	left, stacks := loadSettleGoroutines(baseline, 15*time.Second)
@@ -147,13 +157,14 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	}
 	b.ReportMetric(float64(dbBytes)/float64(max(st.completed, 1)), "db-B/query")
 	b.ReportMetric(float64(st.errors), "errors")
+	b.ReportMetric(float64(st.unsaved), "unsaved")
 	b.ReportMetric(float64(left), "goroutines")
 
 	// Benchmark logs are cut to their first lines when the benchmark
 	// passes: the summary comes first.
 	// The metrics line is not printed when the benchmark fails: the
 	// summary repeats it.
-	where := fmt.Sprintf("in its own process (%v of the CPU/query)", perQuery(st.serviceCPU).Round(time.Microsecond))
+	where := fmt.Sprintf("in %d process(es) (%v of the CPU/query)", max(len(svc.procs()), 1), perQuery(st.serviceCPU).Round(time.Microsecond))
 	if inProcess {
 		where = "in the test process"
 	}
@@ -171,6 +182,9 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	}
 	if st.errors > 0 {
 		b.Errorf("%d of %d queries failed", st.errors, st.errors+st.completed)
+	}
+	if st.unsaved > 0 {
+		b.Errorf("%d of %d completed queries' answers were not saved, e.g. %q", st.unsaved, st.completed, st.unsavedExamples)
 	}
 	if todos != st.completed || titles != todos {
 		b.Errorf("the todo server holds %d todos (%d distinct titles) after %d completed queries (the model asked for %d creates)",
@@ -232,6 +246,11 @@ type loadService struct {
 
 	// proc is the service's process; nil when it runs in the test process.
 	proc *serviceProc
+	// replicas are the service's processes with ELYSIA_LOAD_REPLICAS > 1,
+	// proc first, each with its own todo server (todoDBs); see
+	// loadreplicas_test.go.
+	replicas []*serviceProc
+	todoDBs  []string
 
 	// In the test process: the service, its listener, the client of its
 	// model requests and its log.
@@ -271,19 +290,7 @@ func loadStartService(b *testing.B, clients int) *loadService {
 		name := strings.ReplaceAll(strings.TrimPrefix(b.Name(), "BenchmarkConcurrentQueries/"), "/", "-")
 		args = append(args, "--cpuprofile", strings.TrimSuffix(p, ext)+"."+name+ext)
 	}
-	s.proc = startService(b, serveOptions{
-		Dir: dir,
-		Config: fmt.Sprintf(`{"servers": {"todo": {"type": "stdio", "command": %q, "env": {"TODO_DB": %q}, "description": "A todo list."}}}`,
-			testenv.TodoMCP(b), s.todoDB),
-		Env: []string{
-			llm.EnvProvider + "=" + string(llm.ProviderOpenAI),
-			llm.EnvOpenAIBaseURL + "=" + s.model.srv.URL + "/v1",
-			llm.EnvOpenAIKey + "=test",
-			llm.EnvModel + "=scripted",
-		},
-		Args: args,
-	})
-	s.url = s.proc.URL
+	s.startReplicas(b, dir, args)
 	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients, DisableCompression: true}}
 	return s
 }
@@ -348,8 +355,8 @@ func (s *loadService) close(tb testing.TB) {
 	if s.client != nil {
 		s.client.CloseIdleConnections()
 	}
-	if s.proc != nil {
-		s.proc.Stop(tb)
+	for _, p := range s.procs() {
+		p.Stop(tb)
 	}
 	if s.srv != nil {
 		s.srv.Close()
@@ -369,23 +376,32 @@ func (s *loadService) logLines() []string {
 		return s.logs.lines()
 	}
 	var out []string
-	for l := range strings.Lines(s.proc.Output()) {
-		if strings.HasPrefix(l, "{") {
-			out = append(out, strings.TrimRight(l, "\n"))
+	for _, p := range s.procs() {
+		for l := range strings.Lines(p.Output()) {
+			if strings.HasPrefix(l, "{") {
+				out = append(out, strings.TrimRight(l, "\n"))
+			}
 		}
 	}
 	return out
 }
 
-// cpuTime is the user plus system CPU time of the service's process, from
-// /proc/<pid>/stat (all its threads; not its children, such as todo-mcp),
-// or 0 when the service runs in the test process.
+// cpuTime is the user plus system CPU time of the service's processes
+// (procCPUTime), or 0 when the service runs in the test process.
 func (s *loadService) cpuTime(b *testing.B) time.Duration {
 	b.Helper()
-	if s.proc == nil {
-		return 0
+	var sum time.Duration
+	for _, p := range s.procs() {
+		sum += procCPUTime(b, p)
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.proc.cmd.Process.Pid))
+	return sum
+}
+
+// procCPUTime is the user plus system CPU time of a service process, from
+// /proc/<pid>/stat (all its threads; not its children, such as todo-mcp).
+func procCPUTime(b *testing.B, p *serviceProc) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 	if err != nil {
 		b.Fatalf("read the service's CPU time: %v", err)
 	}
@@ -394,13 +410,13 @@ func (s *loadService) cpuTime(b *testing.B) time.Duration {
 	_, rest, ok := bytes.Cut(raw, []byte(") "))
 	f := strings.Fields(string(rest))
 	if !ok || len(f) < 13 {
-		b.Fatalf("unexpected /proc/%d/stat: %q", s.proc.cmd.Process.Pid, raw)
+		b.Fatalf("unexpected /proc/%d/stat: %q", p.cmd.Process.Pid, raw)
 	}
 	var ticks int64
 	for _, v := range f[11:13] { // utime and stime, fields 14 and 15
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			b.Fatalf("unexpected /proc/%d/stat: %q", s.proc.cmd.Process.Pid, raw)
+			b.Fatalf("unexpected /proc/%d/stat: %q", p.cmd.Process.Pid, raw)
 		}
 		ticks += n
 	}
@@ -413,19 +429,21 @@ func (s *loadService) cpuTime(b *testing.B) time.Duration {
 // list is empty, so the first queries do not pay for the process start.
 func (s *loadService) warmUp(b *testing.B) {
 	b.Helper()
-	if n := s.countTodos(b); n != 0 {
-		b.Fatalf("a new todo database holds %d todos", n)
+	for _, u := range s.urls() {
+		if n := s.countTodos(b, u); n != 0 {
+			b.Fatalf("a new todo database holds %d todos", n)
+		}
 	}
 }
 
 // countTodos asks the todo server, through the service's gateway, how many
 // todos it holds. The gateway truncates large structured results, so this
 // is only for a short list; see storedTodos.
-func (s *loadService) countTodos(b *testing.B) int {
+func (s *loadService) countTodos(b *testing.B, url string) int {
 	b.Helper()
 	var structured any
 	if s.proc != nil {
-		code, body := do(b, http.MethodPost, s.url+"/api/servers/todo/execute", "", map[string]any{"tool_name": "list_todos"})
+		code, body := do(b, http.MethodPost, url+"/api/servers/todo/execute", "", map[string]any{"tool_name": "list_todos"})
 		res, _ := body["result"].(map[string]any)
 		if code != http.StatusOK || res == nil || res["is_error"] == true {
 			b.Fatalf("list_todos: %d %v", code, body)
@@ -460,18 +478,34 @@ func (s *loadService) countTodos(b *testing.B) int {
 	return *out.Count
 }
 
-// storedTodos counts the todos in the todo server's database file, and
-// their distinct titles, with the SQLite driver the store registers. It
-// reads while todo-mcp runs: the file is in WAL mode.
+// storedTodos counts the todos in the todo servers' database files (one
+// per replica), and their distinct titles: the model numbers every title,
+// so titles are distinct across the files too.
 func (s *loadService) storedTodos(b *testing.B) (n, titles int) {
 	b.Helper()
-	db, err := sql.Open("sqlite", "file:"+s.todoDB+"?mode=ro&_pragma=busy_timeout(10000)")
+	dbs := s.todoDBs
+	if len(dbs) == 0 {
+		dbs = []string{s.todoDB}
+	}
+	for _, f := range dbs {
+		dn, dt := loadCountTodos(b, f)
+		n, titles = n+dn, titles+dt
+	}
+	return n, titles
+}
+
+// loadCountTodos counts the todos in a todo server's database file, and
+// their distinct titles, with the SQLite driver the store registers. It
+// reads while todo-mcp runs: the file is in WAL mode.
+func loadCountTodos(b *testing.B, file string) (n, titles int) {
+	b.Helper()
+	db, err := sql.Open("sqlite", "file:"+file+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = db.Close() }() // read-only count; a close error changes nothing
 	if err := db.QueryRow("SELECT count(*), count(DISTINCT title) FROM todos").Scan(&n, &titles); err != nil {
-		b.Fatalf("count the todos in %s: %v", s.todoDB, err)
+		b.Fatalf("count the todos in %s: %v", file, err)
 	}
 	return n, titles
 }
@@ -631,7 +665,12 @@ type loadStats struct {
 	completed  int
 	errors     int
 	heals      int // self_healing_error envelopes (not errors)
-	latencies  []time.Duration
+	// sent are the completed queries, until checkSaved has read them
+	// back; unsaved counts those whose answer was not saved.
+	sent            []loadSent
+	unsaved         int
+	unsavedExamples []string
+	latencies       []time.Duration
 	// kinds counts errors by a short description; examples keeps one
 	// full message per kind.
 	kinds    map[string]int
@@ -645,6 +684,9 @@ func (s *loadStats) merge(o loadStats) {
 	s.completed += o.completed
 	s.errors += o.errors
 	s.heals += o.heals
+	s.sent = append(s.sent, o.sent...)
+	s.unsaved += o.unsaved
+	s.unsavedExamples = append(s.unsavedExamples, o.unsavedExamples...)
 	s.latencies = append(s.latencies, o.latencies...)
 	for k, n := range o.kinds {
 		s.addError(k, o.examples[k], n)
@@ -678,7 +720,7 @@ func (s *loadStats) errorKinds() []string {
 // one.
 func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Duration) loadStats {
 	b.Helper()
-	base, client := svc.url, svc.client
+	urls, client := svc.urls(), svc.client
 	cpu0, svcCPU0 := loadCPUTime(b), svc.cpuTime(b)
 	start := time.Now()
 	deadline := start.Add(d)
@@ -688,12 +730,16 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 		wg.Go(func() {
 			st := &results[i]
 			for n := 0; time.Now().Before(deadline); n++ {
-				url := fmt.Sprintf("%s/query/%s/c%d", base, loadUser, i)
+				// With replicas, a client's queries take turns: each
+				// lands on another replica than its conversation's
+				// last one, as behind a balancer without stickiness.
+				q := loadSent{replica: (i + n) % len(urls), conv: fmt.Sprintf("c%d", i), text: fmt.Sprintf("add todo %d-%d", i, n)}
 				if !long {
-					url = fmt.Sprintf("%s/query/%s/c%d-%d", base, loadUser, i, n)
+					q.conv = fmt.Sprintf("c%d-%d", i, n)
 				}
+				url := fmt.Sprintf("%s/query/%s/%s", urls[q.replica], loadUser, q.conv)
 				t0 := time.Now()
-				heals, kind, err := loadQuery(client, url)
+				heals, kind, err := loadQuery(client, url, q.text)
 				st.heals += heals
 				if err != nil {
 					st.errors++
@@ -702,6 +748,7 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 				}
 				st.completed++
 				st.latencies = append(st.latencies, time.Since(t0))
+				st.sent = append(st.sent, q)
 			}
 		})
 	}
@@ -713,6 +760,8 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 	all.elapsed = time.Since(start)
 	all.harnessCPU = loadCPUTime(b) - cpu0
 	all.serviceCPU = svc.cpuTime(b) - svcCPU0
+	all.unsaved, all.unsavedExamples = svc.checkSaved(b, all.sent)
+	all.sent = nil
 	return all
 }
 
@@ -729,10 +778,14 @@ func loadCPUTime(b *testing.B) time.Duration {
 // loadQuery sends one query and reads its stream to the completed
 // envelope. It returns the number of self-healing errors seen and, on
 // failure, a short kind and the error.
-func loadQuery(client *http.Client, url string) (heals int, kind string, err error) {
+func loadQuery(client *http.Client, url, text string) (heals int, kind string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), loadQueryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"query": "add a todo"}`))
+	body, err := json.Marshal(map[string]string{"query": text})
+	if err != nil {
+		return 0, "request", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, "request", err
 	}
