@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/elysia-go/elysia/cmd/elysia/internal/adapter"
 	"github.com/elysia-go/elysia/llm"
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -179,7 +181,7 @@ func paramSummary(schema json.RawMessage) string {
 
 // cmdMCPCall executes one tool and prints the result; a tool error (isError,
 // invalid inputs, an unknown tool) or a server failure exits 1.
-func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs, config := newFlags("mcp call", stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -199,6 +201,14 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, os.LookupEnv, cliLogger(stderr))
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // last: the spans of closing go out too
+	ctx, span := startCommandSpan(ctx, "mcp call",
+		attribute.String("elysia.mcp.server", sc.Name), attribute.String("gen_ai.tool.name", fs.Arg(1)))
+	defer func() { endCommandSpan(span, err) }()
 	if sc.Sampling.Enabled() {
 		model, info, err := llm.FromEnv(ctx, os.LookupEnv, nil)
 		if err != nil {

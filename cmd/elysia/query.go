@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/elysia-go/elysia/tools"
 )
 
 // cmdQuery runs the agent on one query in the terminal, printing each event
 // as it arrives (--json: the wire envelopes, one per line).
-func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs, config := newFlags("query", stderr)
 	asJSON := fs.Bool("json", false, "print the event envelopes as JSON lines")
 	user := fs.String("user", "cli", "user id")
@@ -31,6 +34,12 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	logger = slog.New(traceLogHandler{logger.Handler()})
+	stopTracing, err := startTracing(ctx, os.LookupEnv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // last: the spans of closing go out too
 	a, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true})
 	if err != nil {
 		return err
@@ -40,6 +49,9 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if convID == "" {
 		convID = tools.NewID()
 	}
+	queryID := tools.NewID()
+	ctx, span := startCommandSpan(ctx, "query", attribute.String("elysia.query_id", queryID))
+	defer func() { endCommandSpan(span, err) }()
 	c, err := a.trees.Conversation(ctx, *user, convID)
 	if err != nil {
 		return failure(err)
@@ -50,7 +62,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			logger.Warn("answer a server's question", logKeyErr, err)
 		}
 	}}
-	if err := c.Run(ctx, a.model, query, tools.NewID(), p.print); err != nil {
+	if err := c.Run(ctx, a.model, query, queryID, p.print); err != nil {
 		return failure(err)
 	}
 	switch {

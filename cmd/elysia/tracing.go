@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -99,4 +100,25 @@ func (h traceLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h traceLogHandler) WithGroup(name string) slog.Handler {
 	return traceLogHandler{h.Handler.WithGroup(name)}
+}
+
+// commandTracerName is the instrumentation scope of the one-shot commands'
+// own spans (elysia query, elysia mcp call).
+const commandTracerName = "github.com/elysia-go/elysia/cmd/elysia"
+
+// startCommandSpan starts the root span of a one-shot command, under which
+// the command's work (a query's decisions, a gateway action) is traced as
+// `elysia serve` traces it under a request. With no tracer provider set
+// (startTracing) it costs next to nothing.
+func startCommandSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return otel.Tracer(commandTracerName).Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// endCommandSpan ends a command's span with its outcome.
+func endCommandSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetAttributes(attribute.String("error.type", "command_failed"))
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
 }
