@@ -56,6 +56,8 @@ import (
 // ELYSIA_LOAD_CPUPROFILE=FILE has each sub-benchmark's service process
 // write a CPU profile of its run (serve --cpuprofile) to FILE with the
 // sub-benchmark's name inserted before the extension.
+// ELYSIA_LOAD_MODEL_DELAY (a Go duration, default 0) has the scripted
+// model take that long to answer each call, as a real model would.
 //
 // Each benchmark iteration runs the whole load once, on the same service
 // (conversations go on growing), so run it with -benchtime 1x; ns/op is
@@ -282,7 +284,7 @@ func loadInProcess(b *testing.B) bool {
 func loadStartService(b *testing.B, clients int) *loadService {
 	b.Helper()
 	dir := b.TempDir()
-	s := &loadService{model: loadNewModel(), todoDB: filepath.Join(dir, "todos.db"), db: loadDatabase(dir)}
+	s := &loadService{model: loadNewModel(b), todoDB: filepath.Join(dir, "todos.db"), db: loadDatabase(dir)}
 	b.Cleanup(s.model.srv.Close) // after the service's own cleanup, which was registered later
 	args := []string{"--db", s.db, "--log-level", "warn"}
 	if p := os.Getenv("ELYSIA_LOAD_CPUPROFILE"); p != "" {
@@ -310,7 +312,7 @@ func loadNewService(b *testing.B, clients int) *loadService {
 		b.Fatal(err)
 	}
 
-	s := &loadService{model: loadNewModel(), logs: &loadLog{}, todoDB: todoDB, db: loadDatabase(dir)}
+	s := &loadService{model: loadNewModel(b), logs: &loadLog{}, todoDB: todoDB, db: loadDatabase(dir)}
 	b.Cleanup(s.model.srv.Close) // idempotent; close closes it first
 	env := map[string]string{
 		llm.EnvProvider:      string(llm.ProviderOpenAI),
@@ -544,10 +546,21 @@ type loadModel struct {
 	calls   atomic.Int64 // chat requests
 	creates atomic.Int64 // create_todo executes asked for
 	bad     atomic.Int64 // requests it could not read
+	// delay is how long it takes to answer (ELYSIA_LOAD_MODEL_DELAY), to
+	// stand for a real model's latency.
+	delay time.Duration
 }
 
-func loadNewModel() *loadModel {
+func loadNewModel(b *testing.B) *loadModel {
+	b.Helper()
 	m := &loadModel{}
+	if v := os.Getenv("ELYSIA_LOAD_MODEL_DELAY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			b.Fatalf("ELYSIA_LOAD_MODEL_DELAY=%q: want a duration such as 500ms", v)
+		}
+		m.delay = d
+	}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	return m
 }
@@ -605,6 +618,15 @@ func (m *loadModel) serve(w http.ResponseWriter, r *http.Request) {
 	if dc == nil {
 		fail("no decision context among %d messages", len(req.Messages))
 		return
+	}
+	if m.delay > 0 {
+		t := time.NewTimer(m.delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	tool, args, content := loadDecide(dc, &m.creates)
 	argJSON, _ := json.Marshal(args) // maps of strings always marshal
