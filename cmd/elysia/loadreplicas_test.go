@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -121,8 +122,8 @@ const loadCheckWorkers = 8
 // answer is not in the saved history: the query's text as a user message
 // followed by the assistant's answer. It returns that count and up to 5
 // examples.
-func (s *loadService) checkSaved(b *testing.B, sent []loadSent) (int, []string) {
-	b.Helper()
+func (s *loadService) checkSaved(tb testing.TB, sent []loadSent) (int, []string) {
+	tb.Helper()
 	type key struct {
 		conv    string
 		replica int
@@ -209,4 +210,29 @@ func loadReadHistory(client *http.Client, base, conv string) ([]loadMessage, err
 		return nil, fmt.Errorf("decode the conversation: %w", err)
 	}
 	return got.Conversation.History, nil
+}
+
+// TestLoadCheckSavedCountsMissingAnswers: the load benchmark's check counts
+// a query whose text is not saved, one saved without an answer after it,
+// and one on a conversation that cannot be read, and no saved one.
+func TestLoadCheckSavedCountsMissingAnswers(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/conversations/"+loadUser+"/c0" {
+			http.Error(w, `{"error": "not found"}`, http.StatusNotFound)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"conversation": map[string]any{"history": []loadMessage{
+			{"user", "add todo 0-0"}, {"assistant", "done"}, {"user", "add todo 0-2"},
+		}}})
+	}))
+	defer srv.Close()
+	s := &loadService{url: srv.URL, client: srv.Client()}
+	n, examples := s.checkSaved(t, []loadSent{
+		{conv: "c0", text: "add todo 0-0"}, {conv: "c0", text: "add todo 0-1"},
+		{conv: "c0", text: "add todo 0-2"}, {conv: "c1", text: "add todo 1-0"},
+	})
+	if n != 3 || len(examples) != 3 {
+		t.Errorf("checkSaved = %d unsaved %q, want 3: 0-1 (missing), 0-2 (no answer), 1-0 (404)", n, examples)
+	}
 }
