@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -101,6 +100,9 @@ func (p *planner) decide() choice {
 	if p.finished() {
 		return p.answer()
 	}
+	if len(gateways) > 0 && asksForCatalogue(p.d.UserPrompt) {
+		return p.catalogue(gateways)
+	}
 	if c, ok := p.readResource(gateways); ok {
 		return c
 	}
@@ -187,7 +189,7 @@ func (p *planner) useGateways(gateways []function) choice {
 		name: g.name,
 		args: map[string]any{gatewayAction: actionExecute, gatewayToolName: tool.name, gatewayInputs: args},
 		update: fmt.Sprintf("%s Running %s of %s with inputs read from your request.",
-			Prefix, tool.name, g.name),
+			Prefix, tool.name, serverName(g)),
 	}
 }
 
@@ -195,7 +197,7 @@ func (p *planner) list(g function) choice {
 	return choice{
 		name:   g.name,
 		args:   map[string]any{gatewayAction: actionList},
-		update: fmt.Sprintf("%s Listing the tools of %s to find one for your request.", Prefix, g.name),
+		update: fmt.Sprintf("%s Listing the tools of %s to find one for your request.", Prefix, serverName(g)),
 	}
 }
 
@@ -302,14 +304,19 @@ func (p *planner) answerText() string {
 			continue
 		}
 		name, _ := t.Inputs[gatewayToolName].(string)
-		text := fmt.Sprintf("%s Ran %s of %s: %s", Prefix, name, t.Tool, capText(p.resultText(t, name)))
+		text := fmt.Sprintf("%s Ran %s of %s: %s", Prefix, name, p.server(t.Tool), capText(p.resultText(t, name)))
 		if lastErr != "" {
 			text += fmt.Sprintf("\n(The first attempt was refused: %s; the inputs were adjusted, so check the result.)", capText(lastErr))
 		}
 		return text
 	}
+	if asksForCatalogue(p.d.UserPrompt) {
+		if text := p.catalogueText(); text != "" {
+			return capText(text)
+		}
+	}
 	if lastErr != "" {
-		return fmt.Sprintf("%s %s failed: %s", Prefix, p.d.PreviousErrors[len(p.d.PreviousErrors)-1].Tool, capText(lastErr))
+		return fmt.Sprintf("%s %s failed: %s", Prefix, p.server(p.d.PreviousErrors[len(p.d.PreviousErrors)-1].Tool), capText(lastErr))
 	}
 	return fmt.Sprintf("%s no tool matched your request; available: %s", Prefix, p.available())
 }
@@ -355,34 +362,6 @@ func (p *planner) resultText(t task, tool string) string {
 	return "done, with no output"
 }
 
-// available names the tools listed so far, else the options offered.
-func (p *planner) available() string {
-	var names []string
-	for _, gateway := range slices.Sorted(maps.Keys(p.d.Environment)) {
-		for _, t := range p.d.listedTools(gateway) {
-			names = append(names, t.name)
-		}
-	}
-	if len(names) == 0 {
-		for _, f := range p.fns {
-			if f.name != answerTool {
-				names = append(names, f.name)
-			}
-		}
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
-
-func capText(s string) string {
-	if r := []rune(s); len(r) > maxAnswer {
-		return string(r[:maxAnswer]) + "… (cut)"
-	}
-	return s
-}
-
 // resourceURI finds a URI (scheme://...) in a prompt.
 var resourceURI = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
 
@@ -417,6 +396,6 @@ func (p *planner) readResource(gateways []function) (choice, bool) {
 	return choice{
 		name:   g.name,
 		args:   map[string]any{gatewayAction: actionReadResource, "uri": uri},
-		update: fmt.Sprintf("%s Reading %s from %s.", Prefix, uri, g.name),
+		update: fmt.Sprintf("%s Reading %s from %s.", Prefix, uri, serverName(g)),
 	}, true
 }

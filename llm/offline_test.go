@@ -203,7 +203,7 @@ func TestOfflineRuns(t *testing.T) {
 			"no tool matched your request; available: create_todo, list_todos", ""},
 		{"sum of numbers", `get the sum of a=2 and b=3`, []fakeServer{everything},
 			[]call{listCall("mcp_everything"), execCall("mcp_everything", "get-sum", map[string]any{"a": 2.0, "b": 3.0})},
-			"Ran get-sum of mcp_everything", ""},
+			"Ran get-sum of everything", ""},
 		{"tool without inputs", `show me the tiny image`, []fakeServer{everything},
 			[]call{listCall("mcp_everything"), execCall("mcp_everything", "get-tiny-image", map[string]any{})},
 			"Ran get-tiny-image", ""},

@@ -57,7 +57,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		return failure(err)
 	}
 	asker := newTerminalAsker(stderr)
-	p := &eventPrinter{logger: logger, w: stdout, json: *asJSON, ask: func(env tools.Envelope) {
+	p := &eventPrinter{logger: logger, w: stdout, json: *asJSON, server: a.serverName, ask: func(env tools.Envelope) {
 		if err := answerQuestion(ctx, env, asker, a.trees.Answer); err != nil {
 			logger.Warn("answer a server's question", logKeyErr, err)
 		}
@@ -88,6 +88,9 @@ type eventPrinter struct {
 	toolFailed bool
 	// ask answers an elicitation event; nil declines by leaving it.
 	ask func(tools.Envelope)
+	// server names the server of a gateway's tool id (mcp_todo → todo) for
+	// a person; nil, or "" for an id that is not a gateway's, keeps the id.
+	server func(id string) string
 }
 
 func (p *eventPrinter) print(env tools.Envelope) {
@@ -120,7 +123,7 @@ func (p *eventPrinter) print(env tools.Envelope) {
 	case tools.EventStatus:
 		_, _ = fmt.Fprintf(p.w, "… %s\n", termLine(fmt.Sprint(pl["text"])))
 	case tools.EventTreeUpdate:
-		line := fmt.Sprintf("→ %v: %v", pl["node"], pl["decision"])
+		line := fmt.Sprintf("→ %v: %v", pl["node"], p.name(fmt.Sprint(pl["decision"])))
 		if r, _ := pl["reasoning"].(string); r != "" {
 			line += " (" + r + ")"
 		}
@@ -165,9 +168,34 @@ func (p *eventPrinter) print(env tools.Envelope) {
 	}
 }
 
+// name is how a person knows the option id: a gateway by its server's
+// name in mcp.json, anything else by its id.
+func (p *eventPrinter) name(id string) string {
+	if p.server != nil {
+		if s := p.server(id); s != "" {
+			return s
+		}
+	}
+	return id
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// serverName is the mcp.json name of the server whose gateway's tool id is
+// id (mcp_todo → todo), or "" when id is no gateway's.
+func (a *app) serverName(id string) string {
+	if !strings.HasPrefix(id, "mcp_") {
+		return ""
+	}
+	for _, g := range a.disc.Gateways() {
+		if g.Name() == id {
+			return g.Config().Name
+		}
+	}
+	return ""
 }
