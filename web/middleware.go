@@ -65,12 +65,18 @@ func requestIDMiddleware(c *gin.Context) {
 	c.Next()
 }
 
-// accessLog logs one line per request, after it is served. The
-// Authorization header and query strings are never logged.
+// accessLog logs one line per request, after it is served: at debug (a
+// page load is twenty requests, a person's terminal wants none of them),
+// a 5xx at warn. The Authorization header and query strings are never
+// logged.
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	s.logger.InfoContext(c.Request.Context(), "http request",
+	level := slog.LevelDebug
+	if c.Writer.Status() >= http.StatusInternalServerError {
+		level = slog.LevelWarn
+	}
+	s.logger.Log(c.Request.Context(), level, "http request",
 		slog.String("method", c.Request.Method),
 		slog.String(logKeyRoute, routeOf(c)),
 		slog.String("path", c.Request.URL.Path),

@@ -149,13 +149,14 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs, config := newFlags("mcp serve", stderr)
 	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL (default ./data/elysia.db; - for none)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (the log goes to stderr)")
+	logFormat := logFormatFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErr("mcp serve: unexpected argument %q", fs.Arg(0))
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	logger, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		return err
 	}

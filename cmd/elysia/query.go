@@ -23,6 +23,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	conv := fs.String("conversation", "", "conversation id; with --db the conversation is saved and can be continued (default: a new one)")
 	dsn := fs.String("db", "-", "database to save the conversation in (default: none)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
+	logFormat := logFormatFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -30,7 +31,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if query == "" {
 		return usageErr(`query: want the query text, e.g. elysia query "list my todos"`)
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	logger, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		return err
 	}

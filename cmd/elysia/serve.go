@@ -64,7 +64,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&publicHosts, "public-host", "a host name (or host:port) the service answers to beside loopback ones, such as app.example.com; "+
 		"repeatable or comma-separated, added to env ELYSIA_PUBLIC_HOSTS")
 	frontendDir := fs.String("frontend", "", "serve a static build of Weaviate Elysia's frontend (its folder holding index.html and _next/) at /, /_next/* and /static/*")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error (a request served is logged at debug)")
+	logFormat := logFormatFlag(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof (benchmarks)")
 	grace := fs.Duration("shutdown-grace", defaultShutdownGrace, "on SIGINT or SIGTERM, how long running queries get to finish; "+
 		"the queries still running near its end are stopped, their streams told why, and every WebSocket closed with 1001")
@@ -81,7 +82,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	logger, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		return err
 	}
@@ -254,16 +255,6 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		pprof.StopCPUProfile()
 		return f.Close()
 	}, nil
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageErr("--log-level: %v", err)
-	}
-	// The log quotes servers (their stderr, their messages): what a
-	// terminal may act on is escaped.
-	return slog.New(slog.NewJSONHandler(escapedWriter{w}, &slog.HandlerOptions{Level: l})), nil
 }
 
 // hostsFlag is --public-host: repeatable, each value a comma-separated list.

@@ -66,7 +66,7 @@ func TestTermJSON(t *testing.T) {
 	}
 
 	var logged bytes.Buffer
-	logger, err := newLogger(&logged, "warn") // the log of serve and query
+	logger, err := newLogger(&logged, "warn", "auto") // the log of serve and query
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,6 +235,7 @@ func TestTraceOfOneQuery(t *testing.T) {
 	s := startService(t, serveOptions{
 		Config: fmt.Sprintf(`{"servers": {"search": {"type": "http", "url": %q}}}`, mcpSrv.URL),
 		Env:    append(llm.Env(), "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=elysia-test"),
+		Args:   []string{"--log-level", "debug"}, // the access log is at debug
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
