@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/elysia-go/elysia/internal/testenv"
 )
@@ -40,5 +43,40 @@ func TestQueryWhatTools(t *testing.T) {
 	}
 	if strings.Contains(out, "no tool matched") || strings.Contains(out, "mcp_") {
 		t.Errorf("query's output names a gateway by its id or misses the question:\n%s", out)
+	}
+}
+
+// TestBrowserOneNamePerServer: with two servers, the page names each as
+// mcp.json does, in the tree (not "Mcp todo") and on the chat's decision
+// lines (not mcp_todo), and the suggested "What tools do you have?" lists
+// both servers' tools.
+func TestBrowserOneNamePerServer(t *testing.T) {
+	s := startService(t, serveOptions{Config: twoTodoServers(t)})
+	b := newBrowser(t, browserTimeout)
+	b.do("open the page",
+		chromedp.Navigate(s.URL+"/tree/me/names"),
+		waitJS(`document.body.dataset.state === "idle"`),
+		chromedp.WaitVisible(css(`#servers-status .server[data-server="chores"]`)),
+	)
+	names := eval[[]string](b, "gateway names", `[...document.querySelectorAll("#tree .node.gateway > .row")].map((r) => r.textContent)`)
+	if len(names) != 2 || !strings.HasPrefix(names[0], "todo") || !strings.HasPrefix(names[1], "chores") || strings.Contains(strings.Join(names, " "), "cp ") {
+		t.Errorf("the tree's gateways read %q; want them named todo and chores", names)
+	}
+	if q := eval[string](b, "the first suggestion", `document.querySelector("#chat .suggestions button").textContent`); q != "What tools do you have?" {
+		t.Fatalf("the first suggestion is %q", q)
+	}
+	b.do("ask the suggested question",
+		clickNode(`#chat .suggestions button`),
+		waitJS(`document.querySelector("#chat .answer") !== null && document.body.dataset.state === "idle"`),
+	)
+	chosen := eval[[]string](b, "decisions", `[...document.querySelectorAll("#chat .decision .chosen")].map((c) => c.textContent)`)
+	if want := []string{"todo", "chores", "text_response"}; !slices.Equal(chosen, want) {
+		t.Errorf("the chat's decisions read %q; want %q", chosen, want)
+	}
+	answer := eval[string](b, "answer", `document.querySelector("#chat .answer").textContent`)
+	for _, want := range []string{"todo (5 tools)", "chores (5 tools)", "delete_todo"} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("the answer %q lacks %q", answer, want)
+		}
 	}
 }

@@ -114,6 +114,7 @@ class App {
     this.toolPanel = new ToolPanel({ treeView: this.treeView, onUsePrompt: (text) => this.usePrompt(text) });
     this.chat = new ChatView($("chat"), {
       onTreeUpdate: (p, queryID) => this.treeView.highlight(p, queryID),
+      optionName: (id) => this.treeView.displayName(id),
       onTitle: (t) => this.setTitle(t, true),
       onSuggestion: (s) => this.submit(s),
       onElicitationAnswer: (p, action, content, queryID) => this.answerElicitation(p, action, content, queryID),

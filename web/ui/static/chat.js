@@ -28,7 +28,8 @@ export class ChatView {
   // el is #chat. hooks: onTreeUpdate(payload), onTitle(text), onSuggestion(text)
   // (a suggestion chip was clicked: send it), onElicitationAnswer(payload,
   // action, content, queryID) (the user answered a server's question; see
-  // ElicitationCard.onAnswer for what it resolves to).
+  // ElicitationCard.onAnswer for what it resolves to), optionName(id) (how a
+  // decision's option is named for a person).
   constructor(el, hooks = {}) {
     this.el = el;
     this.hooks = hooks;
@@ -256,7 +257,7 @@ export class ChatView {
       case "tree_update": {
         if (this.hooks.onTreeUpdate) this.hooks.onTreeUpdate(p, t.el.dataset.queryId);
         const el = h("div", { class: "decision" },
-          h("span", { class: "decision-path" }, icon("compass"), " ", p.node ? h("code", null, p.node) : null, p.node ? " → " : "", h("code", { class: "chosen" }, p.decision ?? "?")));
+          h("span", { class: "decision-path" }, icon("compass"), " ", p.node ? h("code", null, p.node) : null, p.node ? " → " : "", h("code", { class: "chosen", title: p.decision ?? "" }, this.hooks.optionName ? this.hooks.optionName(String(p.decision ?? "?")) : p.decision ?? "?")));
         if (p.reasoning) el.append(h("span", { class: "reasoning-text" }, p.reasoning));
         return el;
       }

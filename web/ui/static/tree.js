@@ -127,6 +127,8 @@ export class TreeView {
     this.servers = new Map();
     for (const s of list || []) if (s && s.tool_name) this.servers.set(s.tool_name, s);
     for (const node of this.el.querySelectorAll(".node[data-gateway]")) {
+      const name = node.querySelector(":scope > .row .name");
+      if (name) name.textContent = this.displayName(node.dataset.id);
       const old = node.querySelector(":scope > .row .badge");
       const badge = this.badge(node.dataset.id);
       if (old) old.replaceWith(badge);
@@ -136,6 +138,14 @@ export class TreeView {
 
   server(id) {
     return this.servers.get(id) || null;
+  }
+
+  // displayName is how a person knows option id: a gateway by its server's
+  // name in mcp.json (todo, not mcp_todo or "Mcp todo"), else the id.
+  displayName(id) {
+    const s = this.servers.get(id);
+    if (s && s.name) return s.name;
+    return isGateway(id) ? id.slice("mcp_".length) : id;
   }
 
   badge(id) {
@@ -205,8 +215,8 @@ export class TreeView {
       },
     },
     h("span", { class: "node-icon", "aria-hidden": "true" }, icon(isBranch ? "folder" : gw ? "plug" : "wrench")),
-    h("span", { class: "name" }, n.name || id),
-    n.name && n.name.toLowerCase().replace(/ /g, "_") !== id ? h("span", { class: "id" }, id) : null);
+    h("span", { class: "name" }, gw ? this.displayName(id) : n.name || id),
+    !gw && n.name && n.name.toLowerCase().replace(/ /g, "_") !== id ? h("span", { class: "id" }, id) : null);
     // The row is the treeitem: its name is its own text (the node's name,
     // and a gateway's state), not its description's or its children's.
     const row = h("div", {
@@ -217,7 +227,7 @@ export class TreeView {
     }, twisty, label, gw ? this.badge(id) : null);
     if (gw) {
       row.append(h("button", {
-        type: "button", class: "info icon-button", tabindex: "-1", "aria-hidden": "true", title: `Describe ${id}`, "aria-expanded": String(open),
+        type: "button", class: "info icon-button", tabindex: "-1", "aria-hidden": "true", title: `Describe ${this.displayName(id)}`, "aria-expanded": String(open),
         onclick: () => this.toggleDesc(id),
       }, "i"));
     }
