@@ -244,16 +244,8 @@ func startMakeRun(ctx context.Context, t *testing.T, dir string, env []string, a
 			t.Fatalf("make run exited (%v) before serving:\n%s", err, m.out.String())
 		default:
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close() // only the status matters
-		return resp.StatusCode == http.StatusOK
+		status, _, _, err := fetch(ctx, "http://"+addr+"/readyz", "application/json")
+		return err == nil && status == http.StatusOK
 	})
 	return m
 }
@@ -280,42 +272,44 @@ func (m *makeRun) stop(t *testing.T) {
 	}
 }
 
+// fetch GETs url with the Accept header accept and returns the status,
+// the content type and (at most 8 MiB of) the body.
+func fetch(ctx context.Context, url, accept string) (status int, contentType string, body []byte, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer func() { _ = resp.Body.Close() }() // read below
+	body, err = io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return resp.StatusCode, resp.Header.Get("Content-Type"), body, err
+}
+
 // getPage fetches url as a browser does and wants a 200 HTML page.
 func getPage(ctx context.Context, t *testing.T, url string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	status, ct, body, err := fetch(ctx, url, "text/html,application/xhtml+xml,*/*;q=0.8")
+	switch {
+	case err != nil:
 		t.Errorf("GET %s: %v", url, err)
-		return
-	}
-	defer func() { _ = resp.Body.Close() }() // read below
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-		t.Errorf("GET %s in a browser: %d %s; want a 200 page\n%.300s", url, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	case status != http.StatusOK || !strings.HasPrefix(ct, "text/html"):
+		t.Errorf("GET %s in a browser: %d %s; want a 200 page\n%.300s", url, status, ct, body)
 	}
 }
 
 // getJSON fetches url as an API client and decodes its 200 answer into v.
 func getJSON(ctx context.Context, t *testing.T, url string, v any) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	status, _, body, err := fetch(ctx, url, "application/json")
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer func() { _ = resp.Body.Close() }() // read below
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d\n%.300s", url, resp.StatusCode, body)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%.300s", url, status, body)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("GET %s: %v\n%.300s", url, err, body)
