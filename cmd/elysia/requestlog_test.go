@@ -154,8 +154,11 @@ func serveOnPTY(t *testing.T, env []string, id string) string {
 		t.Fatal(err)
 	}
 	_ = slave.Close() // the child holds it now
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // stopped by the test: its status says nothing more
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -171,8 +174,7 @@ func serveOnPTY(t *testing.T, env []string, id string) string {
 	getWithID(t, "http://"+addr+"/readyz", id)
 	_ = cmd.Process.Signal(os.Interrupt)
 	select {
-	case err := <-exited:
-		exited <- err
+	case <-exited:
 	case <-time.After(15 * time.Second):
 		t.Fatalf("elysia did not stop within 15 s of SIGINT:\n%s", term.String())
 	}
