@@ -125,7 +125,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	qs := parseQuickStart(t, string(readme))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	env := append(cleanEnv(), "ADDR="+addr, quickStartEnv+"=1")
+	env := append(userShellEnv(), "ADDR="+addr, quickStartEnv+"=1")
 	var served *makeRun
 	for _, c := range qs.setup {
 		switch c {
@@ -203,6 +203,21 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Errorf("README says a query's run is not saved, but the service lists %d conversations of cli", len(convs.Conversations))
 	}
 	served.stop(t)
+}
+
+// userShellEnv is cleanEnv without what a make running this test passes
+// its children (its jobserver's descriptors are not theirs): the quick
+// start is typed in a shell, not run from make.
+func userShellEnv() []string {
+	var out []string
+	for _, kv := range cleanEnv() {
+		switch k, _, _ := strings.Cut(kv, "="); k {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // shell runs one of README's command lines with sh in dir, as a user
