@@ -28,29 +28,50 @@ var catalogueFiller = map[string]bool{
 	"we": true, "were": true, "was": true, "here": true, "now": true, "currently": true,
 }
 
-// asksForCatalogue reports whether prompt asks what the tools are, as a
-// whole, rather than for a task: a catalogue word (or "what can you do")
-// and no term of a task.
-func asksForCatalogue(prompt string) bool {
-	ws := words(prompt)
-	asks := slices.ContainsFunc(ws, func(w string) bool { return catalogueWords[w] }) ||
-		slices.Contains(ws, "can") && slices.Contains(ws, "do")
-	if !asks {
-		return false
+// asksForCatalogue reports whether the prompt asks what the tools are
+// rather than for a task: a catalogue word (or "what can you do"), and no
+// other term but the names of servers. wants tells the gateways it asks
+// about: those it names, else every one.
+func (p *planner) asksForCatalogue() (wants func(gateway string) bool, ok bool) {
+	ws := words(p.d.UserPrompt)
+	if !slices.ContainsFunc(ws, func(w string) bool { return catalogueWords[w] }) &&
+		(!slices.Contains(ws, "can") || !slices.Contains(ws, "do")) {
+		return nil, false
 	}
-	for _, t := range terms(prompt) {
+	var named []string
+	for _, t := range terms(p.d.UserPrompt) {
 		if !catalogueFiller[t] {
-			return false
+			named = append(named, t)
 		}
 	}
-	return true
+	if len(named) == 0 {
+		return func(string) bool { return true }, true
+	}
+	servers := map[string]bool{}
+	for _, f := range p.fns {
+		if f.isGateway() {
+			maps.Copy(servers, termSet(serverName(f)))
+		}
+	}
+	for gateway := range p.d.Environment {
+		maps.Copy(servers, termSet(p.server(gateway)))
+	}
+	for _, t := range named {
+		if !servers[t] {
+			return nil, false // a term of a task, not a server's name
+		}
+	}
+	return func(gateway string) bool {
+		name := termSet(p.server(gateway))
+		return slices.ContainsFunc(named, func(t string) bool { return name[t] })
+	}, true
 }
 
-// catalogue lists, one at a time, every gateway not yet listed in this run,
-// then answers with what they listed.
-func (p *planner) catalogue(gateways []function) choice {
+// catalogue lists, one at a time, every gateway wanted and not yet listed
+// in this run, then answers with what they listed.
+func (p *planner) catalogue(gateways []function, wants func(string) bool) choice {
 	for _, g := range gateways {
-		if !p.triedListing(g.name) {
+		if wants(g.name) && !p.triedListing(g.name) {
 			return p.list(g)
 		}
 	}
@@ -72,14 +93,14 @@ func (p *planner) triedListing(gateway string) bool {
 	return false
 }
 
-// catalogueText is the answer to a catalogue question: each server's tools
-// on a line of its own, servers in the order they were listed; "" when no
-// server listed or failed to.
-func (p *planner) catalogueText() string {
+// catalogueText is the answer to a catalogue question: each wanted
+// server's tools on a line of its own, servers in the order they were
+// listed; "" when no such server listed or failed to.
+func (p *planner) catalogueText(wants func(string) bool) string {
 	var order []string
 	seen := map[string]bool{}
 	add := func(gateway string) {
-		if gateway != "" && !seen[gateway] {
+		if gateway != "" && !seen[gateway] && wants(gateway) {
 			seen[gateway] = true
 			order = append(order, gateway)
 		}

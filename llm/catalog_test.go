@@ -34,6 +34,25 @@ func TestOfflineListsEveryServer(t *testing.T) {
 	}
 }
 
+// TestOfflineListsTheServerNamed: asked for the tools of one server, the
+// planner lists that one only; a question about anything else is a task.
+func TestOfflineListsTheServerNamed(t *testing.T) {
+	todo, chores := todoServer(t), todoServer(t)
+	chores.gateway = "mcp_chores"
+	calls := simulate(t, "What tools does chores have?", []fakeServer{todo, chores}, 6)
+	if diff := cmp.Diff([]call{listCall("mcp_chores")}, calls[:len(calls)-1]); diff != "" {
+		t.Errorf("calls mismatch (-want +got):\n%s", diff)
+	}
+	text, _ := calls[len(calls)-1].Args["text"].(string)
+	if !strings.Contains(text, "\n- chores (5 tools): ") || strings.Contains(text, "- todo") {
+		t.Errorf("answer %q: want the tools of chores alone", text)
+	}
+	calls = simulate(t, `use the tool to create a todo titled "milk"`, []fakeServer{todo, chores}, 6)
+	if last := calls[len(calls)-2]; last.Args["action"] != "execute" || last.Args["tool_name"] != "create_todo" {
+		t.Errorf("a task naming a tool: calls %v; want create_todo run", calls)
+	}
+}
+
 // TestOfflineNamesServers: the planner's updates name a server as mcp.json
 // does ("api-ai"), not by its gateway's tool id (mcp_api_ai).
 func TestOfflineNamesServers(t *testing.T) {

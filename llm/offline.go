@@ -100,8 +100,8 @@ func (p *planner) decide() choice {
 	if p.finished() {
 		return p.answer()
 	}
-	if len(gateways) > 0 && asksForCatalogue(p.d.UserPrompt) {
-		return p.catalogue(gateways)
+	if wants, ok := p.asksForCatalogue(); ok && len(gateways) > 0 {
+		return p.catalogue(gateways, wants)
 	}
 	if c, ok := p.readResource(gateways); ok {
 		return c
@@ -310,8 +310,8 @@ func (p *planner) answerText() string {
 		}
 		return text
 	}
-	if asksForCatalogue(p.d.UserPrompt) {
-		if text := p.catalogueText(); text != "" {
+	if wants, ok := p.asksForCatalogue(); ok {
+		if text := p.catalogueText(wants); text != "" {
 			return capText(text)
 		}
 	}
