@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,9 +29,7 @@ const (
 const logFormatEnv = "ELYSIA_LOG_FORMAT"
 
 // logFormatFlag adds --log-format to fs.
-func logFormatFlag(fs interface {
-	String(name, value, usage string) *string
-}) *string {
+func logFormatFlag(fs *flag.FlagSet) *string {
 	def := os.Getenv(logFormatEnv)
 	if def == "" {
 		def = logFormatAuto
