@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web/browsersafety"
 )
 
 // wsUpgrade are the headers of a WebSocket handshake.
@@ -19,7 +19,7 @@ var wsUpgrade = []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-W
 
 func mustHosts(tb testing.TB, s string) []string {
 	tb.Helper()
-	h, err := ParseHosts(s)
+	h, err := browsersafety.ParseHosts(s)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func mustHosts(tb testing.TB, s string) []string {
 
 func mustOrigins(tb testing.TB, s string) []string {
 	tb.Helper()
-	o, err := ParseOrigins(s)
+	o, err := browsersafety.ParseOrigins(s)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -272,36 +272,5 @@ func TestWebSocketOrigins(t *testing.T) {
 				t.Errorf("first envelope %+v, want one of q1", env)
 			}
 		})
-	}
-}
-
-func TestParseHosts(t *testing.T) {
-	got, err := ParseHosts(" Elysia.LAN, box.example:8443 ,,[fe80::1], fe80::2, 10.0.0.5:8000, name. ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"elysia.lan", "box.example:8443", "[fe80::1]", "[fe80::2]", "10.0.0.5:8000", "name"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("ParseHosts = %q, want %q", got, want)
-	}
-	for _, bad := range []string{"http://x", "x/y", "x:http", "x:0", "x:70000", "user@x", "a b"} {
-		if _, err := ParseHosts(bad); err == nil || !strings.Contains(err.Error(), "public host") {
-			t.Errorf("ParseHosts(%q) = %v, want an error naming the entry", bad, err)
-		}
-	}
-}
-
-func TestParseOrigins(t *testing.T) {
-	got, err := ParseOrigins(" https://app.example.com , *.trusted.test,,http://localhost:3000/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"https://app.example.com", "*.trusted.test", "http://localhost:3000/"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("ParseOrigins = %q, want %q", got, want)
-	}
-	for _, bad := range []string{"null", "https://x/path", "ftp://x", "https://u@x", "x/y", "[", "https://"} {
-		if _, err := ParseOrigins(bad); err == nil || !strings.Contains(err.Error(), "origin") {
-			t.Errorf("ParseOrigins(%q) = %v, want an error", bad, err)
-		}
 	}
 }

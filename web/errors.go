@@ -13,6 +13,7 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web/browsersafety"
 )
 
 // ErrUnavailable is matched by errors about a dependency that is temporarily
@@ -72,6 +73,12 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &re):
 		return re.status
+	case errors.Is(err, browsersafety.ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, browsersafety.ErrUnsupportedMediaType):
+		return http.StatusUnsupportedMediaType
+	case errors.Is(err, browsersafety.ErrUnreadableBody):
+		return http.StatusBadRequest
 	case errors.Is(err, ErrUnknownState), errors.Is(err, ErrSignInNotBound), errors.Is(err, ErrWrongCallback):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrTooManySignIns):

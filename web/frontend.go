@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/web/browsersafety"
 )
 
 // frontendRoutes serves Options.Frontend, a static build of Elysia's own
@@ -114,3 +116,23 @@ func (s *Server) frontendFile(name func(*gin.Context) string) gin.HandlerFunc {
 		http.ServeContent(c.Writer, c.Request, n, time.Time{}, rs)
 	}
 }
+
+// frontendOverride is what Elysia's Next.js build needs beyond browsersafety.PageCSP.
+// Its page inserts an inline script at run time (Google Analytics' init,
+// which its start-up waits for), so no hash list can allow it: its
+// scripts get 'unsafe-inline', but still no eval, no other host, no
+// connection but to this origin, no framing, no <object> and no <base>.
+// Its components inject <style> elements (scroll locks, toasts), its code
+// highlighter starts a worker, and its WebGL scene loads blob: textures.
+var frontendOverride = map[string]string{
+	"script-src": "'self' 'unsafe-inline'",
+	"style-src":  "'self' 'unsafe-inline'",
+	"img-src":    "'self' data: blob:",
+	"media-src":  "'self' data: blob:",
+	"font-src":   "'self' data:",
+	"worker-src": "'self' blob:",
+}
+
+// frontendCSP is the Content-Security-Policy of the frontend build's
+// pages.
+var frontendCSP = browsersafety.PageCSP(nil, frontendOverride)

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web/browsersafety"
 )
 
 // requestIDHeader carries the request id in both directions.
@@ -133,4 +134,22 @@ func (h ctxHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h ctxHandler) WithGroup(name string) slog.Handler {
 	return ctxHandler{h.Handler.WithGroup(name)}
+}
+
+// securityHeaders is the middleware that sets browsersafety's headers on
+// every response (a page with inline script replaces the policy).
+func securityHeaders(c *gin.Context) {
+	browsersafety.SetHeaders(c.Writer.Header())
+	c.Next()
+}
+
+// browserGuard is the middleware that runs the browser safety checks
+// before any route (and before a 404 or 405), answering a refusal with a
+// JSON error that says what to change.
+func (s *Server) browserGuard(c *gin.Context) {
+	if err := s.guard.Check(c.Request); err != nil {
+		s.fail(c, err, nil)
+		return
+	}
+	c.Next()
 }

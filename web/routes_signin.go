@@ -169,24 +169,11 @@ func (s *Server) oauthStart(c *gin.Context) {
 // path follows: /oauth/callback/<server> (mcpauth.CallbackPath, which a
 // terminal sign-in listens on too).
 func (s *Server) callbackOrigin(r *http.Request) (string, error) {
-	name, port := splitHost(r.Host)
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
+	origin, err := s.guard.OwnOrigin(r)
+	if err != nil {
+		return "", badRequest("cannot sign in through " + r.Host + ": the authorization server must send the browser back to a name this service owns; " + err.Error())
 	}
-	if isLoopbackName(name) {
-		return scheme + "://" + r.Host, nil
-	}
-	for _, h := range s.hosts.public {
-		if pn, pp := splitHost(h); pn == name && (pp == "" || pp == port) {
-			if r.Header.Get("X-Forwarded-Proto") != "http" {
-				scheme = "https"
-			}
-			return scheme + "://" + r.Host, nil
-		}
-	}
-	return "", badRequest("cannot sign in through " + r.Host + ": the authorization server must send the browser back to a name this service owns; " +
-		"use a loopback address, or start elysia serve with --public-host " + name)
+	return origin, nil
 }
 
 // oauthOldCallback answers the one callback path of before, which no

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web/browsersafety"
 	"github.com/elysia-go/elysia/web/ui"
 )
 
@@ -109,8 +110,8 @@ type Options struct {
 	MaxQueriesPerSocket int
 	// PublicHosts lists the host names and addresses, each with an optional
 	// port, that the service answers to beside the loopback ones
-	// (localhost, *.localhost, 127.0.0.0/8, ::1), as ParseHosts returns them
-	// (--public-host, ELYSIA_PUBLIC_HOSTS); entries ParseHosts would refuse
+	// (localhost, *.localhost, 127.0.0.0/8, ::1), as browsersafety.ParseHosts returns them
+	// (--public-host, ELYSIA_PUBLIC_HOSTS); entries it would refuse
 	// are ignored. Without Keys, a request whose Host is neither loopback
 	// nor listed gets 403, so that a DNS-rebinding page cannot reach the
 	// service under its own name; with Keys the check applies only when
@@ -133,9 +134,9 @@ type Options struct {
 	ConfigFile string
 	// AllowedOrigins lists the origins, beside the service's own, from
 	// which a web page may send a state-changing request (POST, PUT, PATCH,
-	// DELETE) or open the WebSocket, as ParseOrigins returns them
+	// DELETE) or open the WebSocket, as browsersafety.ParseOrigins returns them
 	// (ELYSIA_ALLOWED_ORIGINS): full origins or host patterns; entries
-	// ParseOrigins would refuse are ignored. Requests without an Origin
+	// it would refuse are ignored. Requests without an Origin
 	// header (curl, the CLI) are not affected; "null" is never allowed.
 	// Nil means the service's own origin only.
 	AllowedOrigins []string
@@ -184,9 +185,10 @@ type Server struct {
 	assets    fs.FS
 	heartbeat time.Duration
 	maxBody   int64
-	hosts     hostPolicy
-	origins   originPolicy
-	engine    *gin.Engine
+	// guard runs the browser safety checks (Options.PublicHosts and
+	// Options.AllowedOrigins).
+	guard  *browsersafety.Guard
+	engine *gin.Engine
 	// maxSocketQueries is Options.MaxQueriesPerSocket, defaulted.
 	maxSocketQueries int
 	// writeTimeout is Options.StreamWriteTimeout, defaulted.
@@ -267,8 +269,7 @@ func New(deps Deps, opts *Options) *Server {
 		assets:    o.Assets,
 		heartbeat: o.Heartbeat,
 		maxBody:   o.MaxBodyBytes,
-		hosts:     newHostPolicy(len(o.Keys) == 0, o.PublicHosts),
-		origins:   newOriginPolicy(o.AllowedOrigins),
+		guard:     browsersafety.New(len(o.Keys) == 0, o.PublicHosts, o.AllowedOrigins),
 
 		maxSocketQueries: o.MaxQueriesPerSocket,
 		writeTimeout:     o.StreamWriteTimeout,

@@ -9,6 +9,8 @@ import (
 	"net/url"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/web/browsersafety"
 )
 
 // A started sign-in is bound to the browser that started it by a secret
@@ -103,7 +105,7 @@ func secureCookies(redirect string) bool {
 	if err != nil {
 		return false
 	}
-	return u.Scheme == "https" || (u.Scheme == "http" && isLoopbackName(u.Hostname()))
+	return u.Scheme == "https" || (u.Scheme == "http" && browsersafety.IsLoopback(u.Hostname()))
 }
 
 // newSignInSecret returns a sign-in secret, for a cookie, and its

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/web/browsersafety"
 )
 
 // signInResult is what the callback page shows and tells its opener: no
@@ -97,3 +99,14 @@ func (s *Server) signInPage(c *gin.Context, status int, r signInResult) {
 	c.Header("Referrer-Policy", "no-referrer")
 	c.Data(status, "text/html; charset=utf-8", []byte(b.String()))
 }
+
+// confirmCSP is the Content-Security-Policy of the sign-in confirm page
+// (GET /oauth/start/:server): browsersafety.UICSP, but its one form, whose POST is
+// answered with a redirect to the authorization server, may end up there.
+// Chromium checks form-action on every hop of a form's redirects, and the
+// authorization server is https anywhere or http on loopback (the
+// gateway's endpoint check). The page has no script, and html/template
+// escapes all it shows, so no other form can appear on it.
+var confirmCSP = browsersafety.PageCSP(nil, map[string]string{
+	"form-action": "'self' https: http://127.0.0.1:* http://localhost:*",
+})

@@ -34,6 +34,7 @@ import (
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/browsersafety"
 	"github.com/elysia-go/elysia/web/elysiaapi"
 	"github.com/elysia-go/elysia/web/ui"
 )
@@ -263,7 +264,7 @@ type hostsFlag []string
 func (f *hostsFlag) String() string { return strings.Join(*f, ",") }
 
 func (f *hostsFlag) Set(v string) error {
-	hosts, err := web.ParseHosts(v)
+	hosts, err := browsersafety.ParseHosts(v)
 	if err != nil {
 		return err
 	}
@@ -275,11 +276,11 @@ func (f *hostsFlag) Set(v string) error {
 // hosts from --public-host and ELYSIA_PUBLIC_HOSTS, and the origins from
 // ELYSIA_ALLOWED_ORIGINS. A bad entry is a usage error.
 func browserSettings(flagHosts []string) (web.Options, error) {
-	envHosts, err := web.ParseHosts(os.Getenv("ELYSIA_PUBLIC_HOSTS"))
+	envHosts, err := browsersafety.ParseHosts(os.Getenv("ELYSIA_PUBLIC_HOSTS"))
 	if err != nil {
 		return web.Options{}, usageErr("ELYSIA_PUBLIC_HOSTS: %v", err)
 	}
-	origins, err := web.ParseOrigins(os.Getenv("ELYSIA_ALLOWED_ORIGINS"))
+	origins, err := browsersafety.ParseOrigins(os.Getenv("ELYSIA_ALLOWED_ORIGINS"))
 	if err != nil {
 		return web.Options{}, usageErr("ELYSIA_ALLOWED_ORIGINS: %v", err)
 	}

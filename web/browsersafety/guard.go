@@ -1,4 +1,4 @@
-package web
+package browsersafety
 
 import (
 	"bytes"
@@ -12,8 +12,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-
-	"github.com/gin-gonic/gin"
 )
 
 // Browser safety (DESIGN.md, "Browser safety"). A web page the operator
@@ -58,7 +56,7 @@ func (p hostPolicy) allows(host string) bool {
 		return true
 	}
 	name, port := splitHost(host)
-	if isLoopbackName(name) {
+	if IsLoopback(name) {
 		return true
 	}
 	for _, h := range p.public {
@@ -81,16 +79,16 @@ func (p hostPolicy) refusal(host string) error {
 	if p.keyless {
 		why = "without API keys only loopback names and addresses are served (a guard against DNS rebinding)"
 	}
-	return &requestError{http.StatusForbidden, fmt.Sprintf(
+	return refuse(ErrForbidden, fmt.Sprintf(
 		"Host %q is not allowed: %s; to serve this name, start elysia serve with --public-host %s or list it in ELYSIA_PUBLIC_HOSTS",
-		host, why, name)}
+		host, why, name))
 }
 
-// isLoopbackName reports whether name (lower case, without port or
-// brackets) is localhost, a name under .localhost (RFC 6761: browsers
+// IsLoopback reports whether name (a host name or address, lower case,
+// without port or brackets) is localhost, a name under .localhost (RFC 6761: browsers
 // resolve them to loopback themselves), or a loopback address
 // (127.0.0.0/8, ::1).
-func isLoopbackName(name string) bool {
+func IsLoopback(name string) bool {
 	name = strings.TrimSuffix(name, ".")
 	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
 		return true
@@ -290,31 +288,69 @@ func needsOriginCheck(r *http.Request) bool {
 	return r.Method != http.MethodGet && r.Method != http.MethodHead
 }
 
-// browserGuard is the middleware that runs the three checks before any
-// route (and before a 404 or 405), each answering 403 or 415 with a JSON
-// error that says what to change.
-func (s *Server) browserGuard(c *gin.Context) {
-	r := c.Request
-	if !s.hosts.allows(r.Host) {
-		s.fail(c, s.hosts.refusal(r.Host), nil)
-		return
+// Guard runs the three checks on a request. It is immutable and safe for
+// concurrent use.
+type Guard struct {
+	hosts   hostPolicy
+	origins originPolicy
+}
+
+// New returns the Guard of a service with or without API keys (keyless),
+// answering to the loopback names and publicHosts, as ParseHosts returns
+// them, and taking state-changing requests from its own origin and
+// allowedOrigins, as ParseOrigins returns them. Entries those functions
+// would refuse are ignored. Without keys the Host check always applies;
+// with keys only when publicHosts is not empty (a keyed service behind a
+// proxy needs none).
+func New(keyless bool, publicHosts, allowedOrigins []string) *Guard {
+	return &Guard{hosts: newHostPolicy(keyless, publicHosts), origins: newOriginPolicy(allowedOrigins)}
+}
+
+// Check runs the three checks on r, before its route (and before a 404 or
+// 405). A refusal is an error matching ErrForbidden (Host, Origin) or
+// ErrUnsupportedMediaType (Content-Type), or ErrUnreadableBody, whose text
+// says what to change. A body of unknown length (chunked) is peeked at for
+// one byte, which Check puts back by replacing r.Body.
+func (g *Guard) Check(r *http.Request) error {
+	if !g.hosts.allows(r.Host) {
+		return g.hosts.refusal(r.Host)
 	}
 	if needsOriginCheck(r) {
 		if origins := r.Header.Values("Origin"); len(origins) > 1 {
-			s.fail(c, &requestError{http.StatusForbidden, "more than one Origin header"}, nil)
-			return
-		} else if len(origins) == 1 && !s.origins.allows(origins[0], r.Host) {
-			s.fail(c, &requestError{http.StatusForbidden, fmt.Sprintf(
+			return refuse(ErrForbidden, "more than one Origin header")
+		} else if len(origins) == 1 && !g.origins.allows(origins[0], r.Host) {
+			return refuse(ErrForbidden, fmt.Sprintf(
 				"Origin %q may not send this request to %q: a web page may change state or open the WebSocket only from the service's own origin, "+
-					"or from one listed in ELYSIA_ALLOWED_ORIGINS", origins[0], r.Host)}, nil)
-			return
+					"or from one listed in ELYSIA_ALLOWED_ORIGINS", origins[0], r.Host))
 		}
 	}
-	if err := checkContentType(r); err != nil {
-		s.fail(c, err, nil)
-		return
+	return checkContentType(r)
+}
+
+// OwnOrigin is the scheme://host of this service under the name r reached
+// it by, when that is a loopback name or a listed public host, so that a
+// URL built from it (a sign-in's redirect URI) never names a host the
+// service does not own. A public host is https unless X-Forwarded-Proto
+// says http. For another name the error says how to make the service own
+// it, for the caller's message.
+func (g *Guard) OwnOrigin(r *http.Request) (string, error) {
+	name, port := splitHost(r.Host)
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
 	}
-	c.Next()
+	if IsLoopback(name) {
+		return scheme + "://" + r.Host, nil
+	}
+	for _, h := range g.hosts.public {
+		if pn, pp := splitHost(h); pn == name && (pp == "" || pp == port) {
+			if r.Header.Get("X-Forwarded-Proto") != "http" {
+				scheme = "https"
+			}
+			return scheme + "://" + r.Host, nil
+		}
+	}
+	return "", errors.New("use a loopback address, or start elysia serve with --public-host " + name)
 }
 
 // checkContentType refuses a non-empty body that is not application/json.
@@ -331,7 +367,7 @@ func checkContentType(r *http.Request) error {
 			if err == nil || errors.Is(err, io.EOF) {
 				return nil
 			}
-			return badRequest("read request body: " + err.Error())
+			return refuse(ErrUnreadableBody, "read request body: "+err.Error())
 		}
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(one[:n]), r.Body), r.Body}
 	}
@@ -343,7 +379,7 @@ func checkContentType(r *http.Request) error {
 	if ct != "" {
 		msg = fmt.Sprintf("unsupported Content-Type %q: a request body must be JSON sent as Content-Type: application/json", ct)
 	}
-	return &requestError{http.StatusUnsupportedMediaType, msg}
+	return refuse(ErrUnsupportedMediaType, msg)
 }
 
 // readCloser reads from one reader and closes another.
