@@ -105,7 +105,7 @@ func (s *Server) authenticate(c *gin.Context) (string, bool) {
 func (s *Server) requireKey(c *gin.Context) {
 	user, ok := s.authenticate(c)
 	if !ok {
-		s.fail(c, errUnauthorized, nil)
+		s.fail(c, ErrUnauthorized, nil)
 		return
 	}
 	setPrincipal(c, user)
@@ -143,7 +143,7 @@ func (s *Server) requireUser(c *gin.Context) {
 func (s *Server) authorizeUser(c *gin.Context, userID string) bool {
 	user, ok := s.authenticate(c)
 	if !ok {
-		s.fail(c, errUnauthorized, nil)
+		s.fail(c, ErrUnauthorized, nil)
 		return false
 	}
 	if !mayActFor(user, userID) {
@@ -158,7 +158,7 @@ func (s *Server) authorizeUser(c *gin.Context, userID string) bool {
 func (s *Server) requireAdmin(c *gin.Context) {
 	user, ok := s.authenticate(c)
 	if !ok {
-		s.fail(c, errUnauthorized, nil)
+		s.fail(c, ErrUnauthorized, nil)
 		return
 	}
 	if user != AdminUser {

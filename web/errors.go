@@ -25,26 +25,6 @@ var ErrUnavailable = errors.New("unavailable")
 // 409, and its text, which names the cap, is shown.
 var ErrLimit = errors.New("limit reached")
 
-// ErrUnknownState is matched by SignIns.FinishSignIn's error when the
-// callback's state is unknown, expired, already used or another user's. It
-// maps to 400.
-var ErrUnknownState = errors.New("unknown or expired sign-in state")
-
-// ErrSignInNotBound is matched by SignIns.FinishSignIn's error when the
-// callback's browser does not hold the secret of the browser that started
-// the sign-in (SignInCallback.Check). It maps to 400.
-var ErrSignInNotBound = errors.New("sign-in not started in this browser")
-
-// ErrWrongCallback is matched by SignIns.FinishSignIn's error when the
-// answer came back on another server's callback path than the sign-in's
-// (SignInCallback.Check): an authorization server mix-up. It maps to 400.
-var ErrWrongCallback = errors.New("sign-in answer on another server's callback")
-
-// ErrTooManySignIns is matched by SignIns.StartSignIn's error when the
-// user, or all users, have as many sign-ins waiting for their callback as
-// the service keeps. It maps to 429.
-var ErrTooManySignIns = errors.New("too many sign-ins waiting")
-
 // errWriteTimeout is the cause of a WebSocket write's ctx ending because
 // the write missed Options.StreamWriteTimeout, which tells it apart from
 // the session ending.
@@ -61,8 +41,8 @@ func (e *requestError) Error() string { return e.msg }
 
 func badRequest(msg string) error { return &requestError{http.StatusBadRequest, msg} }
 
-// errUnauthorized is the answer to a missing or unknown API key.
-var errUnauthorized = &requestError{http.StatusUnauthorized, "missing or invalid API key"}
+// ErrUnauthorized is the answer to a missing or unknown API key (401).
+var ErrUnauthorized error = &requestError{http.StatusUnauthorized, "missing or invalid API key"}
 
 // statusOf maps an error to its HTTP status. It is the one place where
 // errors become status codes: the tree's sentinels (which persist makes the
@@ -79,10 +59,6 @@ func statusOf(err error) int {
 		return http.StatusUnsupportedMediaType
 	case errors.Is(err, browsersafety.ErrUnreadableBody):
 		return http.StatusBadRequest
-	case errors.Is(err, ErrUnknownState), errors.Is(err, ErrSignInNotBound), errors.Is(err, ErrWrongCallback):
-		return http.StatusBadRequest
-	case errors.Is(err, ErrTooManySignIns):
-		return http.StatusTooManyRequests
 	case errors.Is(err, tree.ErrStoreUnavailable):
 		// Before ErrBusy and ErrNotFound: a lock or a read that the
 		// database failed says nothing about the conversation.
@@ -150,6 +126,11 @@ func serverStatus(err error) int {
 	}
 	return http.StatusBadGateway
 }
+
+// StatusOfServerError is the status FailServer answers err with: StatusOf,
+// except that an unclassified error is that of an MCP server (or its
+// authorization server), 502, not this service's.
+func StatusOfServerError(err error) int { return serverStatus(err) }
 
 // failServer is fail for the MCP server routes, where an unclassified error
 // is a failure of the server behind the gateway (502), not of this service.

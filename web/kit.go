@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/coder/websocket"
@@ -58,6 +59,18 @@ func (k *Kit) MayActFor(c *gin.Context, userID string) bool {
 	return mayActFor(c.GetString(principalKey), userID)
 }
 
+// Authenticate finds the user the request's API key acts for (AdminUser
+// for an admin key, and for every request without keys) and records it
+// (Principal); false means no valid key, and nothing was answered: for a
+// route that answers a 401 its own way.
+func (k *Kit) Authenticate(c *gin.Context) (principal string, ok bool) {
+	principal, ok = k.s.authenticate(c)
+	if ok {
+		setPrincipal(c, principal)
+	}
+	return principal, ok
+}
+
 // Forbidden is the 403 error for a key that may not act for userID.
 func (k *Kit) Forbidden(userID string) error { return forbidden(userID) }
 
@@ -66,6 +79,13 @@ func (k *Kit) Forbidden(userID string) error { return forbidden(userID) }
 // Errors from BadRequest, Error and the body helpers keep their status;
 // the tree's and the tools' sentinels map as on every route.
 func (k *Kit) Fail(c *gin.Context, err error, extra tools.Object) { k.s.fail(c, err, extra) }
+
+// FailServer is Fail for errors of an MCP server or its authorization
+// server (see Servers): an unclassified one is 502 with its own text, and
+// an error that says when the server may be tried again sets Retry-After.
+func (k *Kit) FailServer(c *gin.Context, err error, extra tools.Object) {
+	k.s.failServer(c, err, extra)
+}
 
 // WriteJSON answers with status and body, without HTML escaping.
 func (k *Kit) WriteJSON(c *gin.Context, status int, body tools.Object) { writeJSON(c, status, body) }
@@ -96,6 +116,20 @@ func (k *Kit) AcceptWS(c *gin.Context) (*websocket.Conn, bool) { return k.s.acce
 // the socket ends.
 func (k *Kit) TrackSocket(conn *websocket.Conn) (untrack func()) {
 	return k.s.drain.trackSocket(closeOnDrain(conn))
+}
+
+// OwnOrigin is the scheme://host of this service under the name r
+// reached it by, when the service owns that name (a loopback one, or one
+// of Options.PublicHosts); else the error says how to make it own it.
+func (k *Kit) OwnOrigin(r *http.Request) (string, error) { return k.s.guard.OwnOrigin(r) }
+
+// ServersChanged tells user's event streams that the servers' status may
+// have changed for a reason the route's status does not show (a sign-in
+// finished on a GET).
+func (k *Kit) ServersChanged(user string) {
+	if k.s.hub != nil {
+		k.s.hub.publish(user, topicServers)
+	}
 }
 
 // MaxBody is Options.MaxBodyBytes, defaulted.

@@ -148,3 +148,33 @@ func (s *Server) serverExecute(c *gin.Context) {
 	}
 	writeJSON(c, http.StatusOK, ok(kv("result", res)))
 }
+
+// serversFor is the servers' status as user sees it, when Servers can
+// tell (UserServers) and user is one user; else the shared status.
+func (s *Server) serversFor(ctx context.Context, user string) (ServersStatus, error) {
+	if us, ok := s.deps.Servers.(UserServers); ok && user != "" && user != AdminUser {
+		return us.ServersFor(ctx, user)
+	}
+	return s.deps.Servers.Servers(ctx)
+}
+
+// askingUser is the user /api/servers shows the status for: the key's
+// user, or for an admin key (and without keys) the one ?user= names ("" for
+// none). A user key asking for another user is refused (403).
+func askingUser(c *gin.Context) (string, error) {
+	principal, _ := c.Get(principalKey)
+	p, _ := principal.(string)
+	q := c.Query("user")
+	if p != AdminUser {
+		if q != "" && q != p {
+			return "", forbidden(q)
+		}
+		return p, nil
+	}
+	if q != "" {
+		if err := checkID("user", q); err != nil {
+			return "", err
+		}
+	}
+	return q, nil
+}

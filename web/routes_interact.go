@@ -103,7 +103,7 @@ func (s *Server) answerElicitation(c *gin.Context) {
 	}
 	user := Principal(c.Request.Context())
 	if user == "" { // requireKey always names one
-		s.fail(c, errUnauthorized, nil)
+		s.fail(c, ErrUnauthorized, nil)
 		return
 	}
 	if user == AdminUser {

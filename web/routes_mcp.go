@@ -40,7 +40,7 @@ func (s *Server) serveMCP(c *gin.Context) {
 	user, ok := s.authenticate(c)
 	if !ok {
 		c.Header("WWW-Authenticate", `Bearer realm="elysia"`)
-		s.fail(c, errUnauthorized, nil)
+		s.fail(c, ErrUnauthorized, nil)
 		return
 	}
 	if !s.authEnabled() && !loopbackPeer(c.Request.RemoteAddr) {

@@ -52,13 +52,6 @@ type Deps struct {
 	// from the conversation's tools and results without a model (as with
 	// the offline planner).
 	Model TextModel
-	// SignIns signs users in to the MCP servers that ask for it (the
-	// /oauth routes). Nil means none: those routes answer 404.
-	SignIns SignIns
-	// Secrets keeps users' own secrets (PUT and DELETE
-	// /users/:user_id/secrets/:name). Nil means none: those routes
-	// answer 404.
-	Secrets UserSecrets
 }
 
 // Options configures a Server. A nil *Options means the defaults; New copies
@@ -343,7 +336,6 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	for _, add := range s.routeSets {
 		add(&Kit{s: s, e: e})
 	}
-	s.signInRoutes(e)
 	s.frontendRoutes(e)
 	s.mcpRoutes(e)
 	s.pageRoutes(e)

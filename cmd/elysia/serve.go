@@ -36,6 +36,7 @@ import (
 	"github.com/elysia-go/elysia/web"
 	"github.com/elysia-go/elysia/web/browsersafety"
 	"github.com/elysia-go/elysia/web/elysiaapi"
+	"github.com/elysia-go/elysia/web/signin"
 	"github.com/elysia-go/elysia/web/ui"
 )
 
@@ -163,7 +164,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Frontend:       frontend,
 		Relay:          app.relay(),
 		PageUser:       os.Getenv("ELYSIA_USER"), // a browser opening / gets a conversation of this user
-		Routes:         []web.RouteSet{elysiaapi.Routes},
+		Routes:         []web.RouteSet{elysiaapi.Routes, signin.Routes(signin.Deps{SignIns: app.signIns, Secrets: app.secrets})},
 	})
 	stopRelay, err := app.startRelay(srv)
 	if err != nil {
@@ -433,8 +434,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Runner: adapter.Runner{Trees: a.trees, Model: a.model, Runs: &a.runs}, Servers: adapter.NewServers(a.disc, a.renamed),
-		SignIns: a.signIns, Secrets: a.secrets}
+	d := web.Deps{Trees: a.trees, Runner: adapter.Runner{Trees: a.trees, Model: a.model, Runs: &a.runs}, Servers: adapter.NewServers(a.disc, a.renamed)}
 	if a.persist != nil {
 		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist
 	}

@@ -6,7 +6,7 @@
 //     made into what web shows (masked, naming the server, classified);
 //   - Runner and TextModel: web.Runner and web.TextModel over the tree and
 //     the decision model;
-//   - SignIns: web.SignIns over the gateways' OAuth client;
+//   - SignIns: signin.SignIns over the gateways' OAuth client;
 //   - UserSecrets and GatewaySecrets: users' own secrets, set through web
 //     and read by the gateways for ${user:NAME};
 //   - VaultTokens and VaultPending: the gateways' token and pending sign-in

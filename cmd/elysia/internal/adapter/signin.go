@@ -16,6 +16,7 @@ import (
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/signin"
 )
 
 // VaultTokens is the gateways' TokenStore over the store's Vault: a token
@@ -121,9 +122,9 @@ type UserSecrets struct {
 	mem map[[2]string]string
 }
 
-var _ web.UserSecrets = (*UserSecrets)(nil)
+var _ signin.UserSecrets = (*UserSecrets)(nil)
 
-// PutSecret implements web.UserSecrets: a user keeps at most
+// PutSecret implements signin.UserSecrets: a user keeps at most
 // store.MaxSecretsPerUser secrets, in the store as in memory.
 func (s *UserSecrets) PutSecret(ctx context.Context, user, name, value string) error {
 	if s.Vault != nil {
@@ -154,7 +155,7 @@ func (s *UserSecrets) PutSecret(ctx context.Context, user, name, value string) e
 	return nil
 }
 
-// DeleteSecret implements web.UserSecrets.
+// DeleteSecret implements signin.UserSecrets.
 func (s *UserSecrets) DeleteSecret(ctx context.Context, user, name string) error {
 	if s.Vault != nil {
 		return s.Vault.DeleteSecret(ctx, user, name)
@@ -183,7 +184,7 @@ func (s *UserSecrets) Secret(ctx context.Context, user, name string) (string, bo
 	return v, ok, nil
 }
 
-// SignIns is web.SignIns over the gateways. The callback (a redirect from
+// SignIns is signin.SignIns over the gateways. The callback (a redirect from
 // the authorization server) carries neither a key nor the server: the
 // started sign-in, found by its state, says which server and user it is.
 //
@@ -195,7 +196,7 @@ type SignIns struct {
 }
 
 var (
-	_ web.SignIns     = (*SignIns)(nil)
+	_ signin.SignIns  = (*SignIns)(nil)
 	_ web.UserServers = Servers{}
 )
 
@@ -209,9 +210,9 @@ func (s *SignIns) gateway(name string) (*mcpgateway.Gateway, error) {
 	return Servers{disc: s.disc}.gateway(name)
 }
 
-// StartSignIn implements web.SignIns: the redirect URI ends with the
+// StartSignIn implements signin.SignIns: the redirect URI ends with the
 // server's own name, whatever name st gave it by.
-func (s *SignIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, string, error) {
+func (s *SignIns) StartSignIn(ctx context.Context, st signin.Start) (string, string, error) {
 	g, err := s.gateway(st.Server)
 	if err != nil {
 		return "", "", err
@@ -224,7 +225,7 @@ func (s *SignIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, 
 	redirect := st.CallbackOrigin + mcpauth.CallbackPath(cfg.Name)
 	authURL, err := g.StartSignIn(ctx, st.User, redirect, st.Binding)
 	if errors.Is(err, mcpauth.ErrTooManySignIns) {
-		return "", "", categorized{web.ErrTooManySignIns, gatewayErr(g, err)}
+		return "", "", categorized{signin.ErrTooMany, gatewayErr(g, err)}
 	}
 	if err != nil {
 		return "", "", gatewayErr(g, err)
@@ -240,13 +241,13 @@ func (s *SignIns) StartSignIn(ctx context.Context, st web.SignInStart) (string, 
 	return authURL, cfg.Name, nil
 }
 
-// FinishSignIn implements web.SignIns. The sign-in is taken (spent)
+// FinishSignIn implements signin.SignIns. The sign-in is taken (spent)
 // before cb.Check: an answer on the wrong path or from the wrong browser
 // voids it.
-func (s *SignIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (string, string, error) {
+func (s *SignIns) FinishSignIn(ctx context.Context, cb signin.Callback) (string, string, error) {
 	p, err := s.pending.Take(ctx, cb.State)
 	if errors.Is(err, mcpauth.ErrUnknownState) {
-		return "", "", web.ErrUnknownState
+		return "", "", signin.ErrUnknownState
 	}
 	if err != nil {
 		return "", "", err
@@ -261,14 +262,14 @@ func (s *SignIns) FinishSignIn(ctx context.Context, cb web.SignInCallback) (stri
 	}
 	if err := g.FinishPending(ctx, p, state, code, iss); err != nil {
 		if errors.Is(err, mcpauth.ErrUnknownState) {
-			return p.Server, p.User, web.ErrUnknownState
+			return p.Server, p.User, signin.ErrUnknownState
 		}
 		return p.Server, p.User, gatewayErr(g, err)
 	}
 	return p.Server, p.User, nil
 }
 
-// SignOut implements web.SignIns.
+// SignOut implements signin.SignIns.
 func (s *SignIns) SignOut(ctx context.Context, server, user string) error {
 	g, err := s.gateway(server)
 	if err != nil {

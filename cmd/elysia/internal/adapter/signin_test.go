@@ -14,6 +14,7 @@ import (
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/signin"
 )
 
 // openTestVault returns a Vault over a fresh SQLite file, sealed with the
@@ -151,15 +152,15 @@ func TestSignInsRefusals(t *testing.T) {
 	d := newDiscovery(t, `{"servers": {"local": {"command": "/bin/true"}}}`, nil)
 	s := NewSignIns(d, &mcpauth.MemoryPendingSignIns{})
 	ctx := t.Context()
-	if _, _, err := s.StartSignIn(ctx, web.SignInStart{Server: "nope", User: "alice", CallbackOrigin: "http://127.0.0.1:1"}); !errors.Is(err, tree.ErrNotFound) {
+	if _, _, err := s.StartSignIn(ctx, signin.Start{Server: "nope", User: "alice", CallbackOrigin: "http://127.0.0.1:1"}); !errors.Is(err, tree.ErrNotFound) {
 		t.Errorf("unknown server: %v, want tree.ErrNotFound", err)
 	}
-	_, _, err := s.StartSignIn(ctx, web.SignInStart{Server: "mcp_local", User: "alice", CallbackOrigin: "http://127.0.0.1:1"})
+	_, _, err := s.StartSignIn(ctx, signin.Start{Server: "mcp_local", User: "alice", CallbackOrigin: "http://127.0.0.1:1"})
 	if !errors.Is(err, tools.ErrInvalidArguments) {
 		t.Errorf("stdio server: %v, want tools.ErrInvalidArguments", err)
 	}
-	if _, _, err := s.FinishSignIn(ctx, web.SignInCallback{State: "never-given", Code: "c"}); !errors.Is(err, web.ErrUnknownState) {
-		t.Errorf("unknown state: %v, want web.ErrUnknownState", err)
+	if _, _, err := s.FinishSignIn(ctx, signin.Callback{State: "never-given", Code: "c"}); !errors.Is(err, signin.ErrUnknownState) {
+		t.Errorf("unknown state: %v, want signin.ErrUnknownState", err)
 	}
 	if err := s.SignOut(ctx, "nope", "alice"); !errors.Is(err, tree.ErrNotFound) {
 		t.Errorf("sign out of an unknown server: %v, want tree.ErrNotFound", err)

@@ -1,4 +1,4 @@
-package web
+package signin
 
 import (
 	"crypto/rand"
@@ -45,8 +45,8 @@ const (
 // the sign-in waits for its callback.
 const signInCookieTTL = 600 // seconds
 
-// SignInStart is what SignIns.StartSignIn is given.
-type SignInStart struct {
+// Start is what SignIns.StartSignIn is given.
+type Start struct {
 	// Server names the server, User the user signing in.
 	Server, User string
 	// CallbackOrigin is the redirect URI's scheme://host: the redirect
@@ -58,9 +58,9 @@ type SignInStart struct {
 	Binding string
 }
 
-// SignInCallback is what came back to server's callback,
+// Callback is what came back to server's callback,
 // /oauth/callback/<server>, for SignIns.FinishSignIn.
-type SignInCallback struct {
+type Callback struct {
 	// Server is the server the callback's path names.
 	Server string
 	// State, Code and Iss are the authorization server's answer (Iss ""
@@ -74,13 +74,13 @@ type SignInCallback struct {
 // Check accepts the answer for the sign-in started for server with
 // binding (what StartSignIn was given): the answer must have come back on
 // that server's callback path (ErrWrongCallback: an authorization server
-// mix-up) and from the browser that started it (ErrSignInNotBound).
-func (cb SignInCallback) Check(server, binding string) error {
+// mix-up) and from the browser that started it (ErrNotBound).
+func (cb Callback) Check(server, binding string) error {
 	if server != cb.Server {
 		return ErrWrongCallback
 	}
 	if binding == "" || cb.Binding == "" || subtle.ConstantTimeCompare([]byte(binding), []byte(cb.Binding)) != 1 {
-		return ErrSignInNotBound
+		return ErrNotBound
 	}
 	return nil
 }
@@ -108,25 +108,25 @@ func secureCookies(redirect string) bool {
 	return u.Scheme == "https" || (u.Scheme == "http" && browsersafety.IsLoopback(u.Hostname()))
 }
 
-// newSignInSecret returns a sign-in secret, for a cookie, and its
+// newSecret returns a sign-in secret, for a cookie, and its
 // SHA-256 (hex), for StartSignIn.
-func newSignInSecret() (secret, binding string) {
+func newSecret() (secret, binding string) {
 	secret = rand.Text()
 	return secret, hashHex(secret)
 }
 
-// signInCookie is the cookie that binds a sign-in to server, whose
+// cookie is the cookie that binds a sign-in to server, whose
 // redirect URI is redirect, to the browser it is sent to.
-func signInCookie(server, redirect, secret string) *http.Cookie {
+func cookie(server, redirect, secret string) *http.Cookie {
 	secure := secureCookies(redirect)
 	return &http.Cookie{Name: signInCookieName(server, secure), Value: secret, Path: "/",
 		MaxAge: signInCookieTTL, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
 }
 
-// signInBinding returns the SHA-256 (hex) of the secret of the cookie of
+// binding returns the SHA-256 (hex) of the secret of the cookie of
 // a sign-in to server that the callback's browser brought ("" for none),
 // and clears the cookie: a sign-in's secret is good for one callback.
-func (s *Server) signInBinding(c *gin.Context, server string) string {
+func (s *routes) binding(c *gin.Context, server string) string {
 	// The start chose the cookie's kind by its redirect URI, which is
 	// this callback's URL: the same request gives the same kind.
 	origin, err := s.callbackOrigin(c.Request)

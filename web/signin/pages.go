@@ -1,4 +1,4 @@
-package web
+package signin
 
 import (
 	"html/template"
@@ -10,20 +10,20 @@ import (
 	"github.com/elysia-go/elysia/web/browsersafety"
 )
 
-// signInResult is what the callback page shows and tells its opener: no
+// result is what the callback page shows and tells its opener: no
 // secret, no code and no state.
-type signInResult struct {
+type result struct {
 	OK      bool
 	Server  string
 	Message string
 }
 
-// signInPageTemplate is the callback's page. html/template escapes the
+// pageTemplate is the callback's page. html/template escapes the
 // result for each context. Its script is a file of its own
-// (signInResultScript), as a strict Content-Security-Policy wants: it
+// (resultScriptText), as a strict Content-Security-Policy wants: it
 // reads the result from the page and tells it only to this service's own
 // origin.
-var signInPageTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
+var pageTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -34,17 +34,17 @@ var signInPageTemplate = template.Must(template.New("signin").Parse(`<!doctype h
 <h1 id="signin-result" data-ok="{{.OK}}" data-server="{{.Server}}">{{if .OK}}Signed in{{else}}Sign-in failed{{end}}</h1>
 <p id="signin-message">{{.Message}}</p>
 <p>You can close this window.</p>
-<script src="` + signInResultScriptPath + `"></script>
+<script src="` + resultScriptPath + `"></script>
 </body>
 </html>
 `))
 
-// signInResultScriptPath serves signInResultScript.
-const signInResultScriptPath = "/oauth/signin-result.js"
+// resultScriptPath serves resultScriptText.
+const resultScriptPath = "/oauth/signin-result.js"
 
-// signInResultScript tells the window that opened the callback's page how
+// resultScriptText tells the window that opened the callback's page how
 // the sign-in went (postMessage, to this origin only) and closes the page.
-const signInResultScript = `(function () {
+const resultScriptText = `(function () {
   var el = document.getElementById("signin-result");
   var msg = document.getElementById("signin-message");
   if (!el) return;
@@ -61,17 +61,17 @@ const signInResultScript = `(function () {
 })();
 `
 
-// signInScript serves signInResultScript.
-func signInScript(c *gin.Context) {
+// resultScript serves resultScriptText.
+func resultScript(c *gin.Context) {
 	c.Header("Cache-Control", "public, max-age=300")
 	c.Header("X-Content-Type-Options", "nosniff")
-	c.Data(http.StatusOK, "text/javascript; charset=utf-8", []byte(signInResultScript))
+	c.Data(http.StatusOK, "text/javascript; charset=utf-8", []byte(resultScriptText))
 }
 
-// signInConfirmTemplate is the page GET /oauth/start/:server answers: a
+// confirmTemplate is the page GET /oauth/start/:server answers: a
 // form that POSTs the start, no script. html/template escapes the server,
 // the user and the action for their contexts.
-var signInConfirmTemplate = template.Must(template.New("confirm").Parse(`<!doctype html>
+var confirmTemplate = template.Must(template.New("confirm").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -88,11 +88,11 @@ var signInConfirmTemplate = template.Must(template.New("confirm").Parse(`<!docty
 </html>
 `))
 
-// signInPage answers the callback's (and a navigated start's) page.
-func (s *Server) signInPage(c *gin.Context, status int, r signInResult) {
+// page answers the callback's (and a navigated start's) page.
+func (s *routes) page(c *gin.Context, status int, r result) {
 	var b strings.Builder
-	if err := signInPageTemplate.Execute(&b, r); err != nil {
-		s.fail(c, err, nil)
+	if err := pageTemplate.Execute(&b, r); err != nil {
+		s.k.Fail(c, err, nil)
 		return
 	}
 	c.Header("Cache-Control", "no-store")

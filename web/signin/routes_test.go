@@ -1,10 +1,9 @@
-package web
+package signin
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
 // fakeSignIns is a goroutine-safe SignIns and UserSecrets for the todo
@@ -22,7 +22,7 @@ type fakeSignIns struct {
 	mu        sync.Mutex // guards every field below
 	next      int
 	pending   map[string]fakePending // by state
-	full      bool                   // StartSignIn answers ErrTooManySignIns
+	full      bool                   // StartSignIn answers ErrTooMany
 	tokens    map[[2]string]string   // server, user → token
 	secrets   map[[2]string]string   // user, name → value
 	redirects []string
@@ -40,7 +40,7 @@ func newFakeSignIns() *fakeSignIns {
 	return &fakeSignIns{pending: map[string]fakePending{}, tokens: map[[2]string]string{}, secrets: map[[2]string]string{}}
 }
 
-func (f *fakeSignIns) StartSignIn(_ context.Context, st SignInStart) (string, string, error) {
+func (f *fakeSignIns) StartSignIn(_ context.Context, st Start) (string, string, error) {
 	switch st.Server {
 	case "todo", "mcp_todo":
 	case "local":
@@ -51,7 +51,7 @@ func (f *fakeSignIns) StartSignIn(_ context.Context, st SignInStart) (string, st
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.full {
-		return "", "", fmt.Errorf("user %q has 10 sign-ins waiting: %w", st.User, ErrTooManySignIns)
+		return "", "", fmt.Errorf("user %q has 10 sign-ins waiting: %w", st.User, ErrTooMany)
 	}
 	f.next++
 	state := fmt.Sprintf("state-%d", f.next)
@@ -61,7 +61,7 @@ func (f *fakeSignIns) StartSignIn(_ context.Context, st SignInStart) (string, st
 	return "https://as.example/authorize?state=" + state + "&redirect_uri=" + url.QueryEscape(redirect), "todo", nil
 }
 
-func (f *fakeSignIns) FinishSignIn(_ context.Context, cb SignInCallback) (string, string, error) {
+func (f *fakeSignIns) FinishSignIn(_ context.Context, cb Callback) (string, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.pending[cb.State]
@@ -108,40 +108,6 @@ func (f *fakeSignIns) secret(user, name string) (string, bool) {
 	defer f.mu.Unlock()
 	v, ok := f.secrets[[2]string{user, name}]
 	return v, ok
-}
-
-// userServers is fakeServers seen per user: todo needs sign-in until the
-// user has a token.
-type userServers struct {
-	fakeServers
-	f *fakeSignIns
-}
-
-func (u userServers) ServersFor(ctx context.Context, user string) (ServersStatus, error) {
-	st, err := u.Servers(ctx)
-	if u.f.token("todo", user) == "" {
-		st.Servers[0].State = "needs_sign_in"
-	}
-	return st, err
-}
-
-type signInHarness struct {
-	*harness
-	f *fakeSignIns
-}
-
-func newSignInHarness(t *testing.T, opts *Options) signInHarness {
-	t.Helper()
-	h := newHarness(t, opts)
-	f := newFakeSignIns()
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	o.Logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	o.Assets = testAssets
-	h.srv = New(Deps{Trees: h.trees, Runner: h.runner, Servers: userServers{f: f}, Store: h.store, SignIns: f, Secrets: f}, &o)
-	return signInHarness{h, f}
 }
 
 // signInCookieOf returns the Cookie header that carries the sign-in
@@ -296,7 +262,7 @@ func TestSignInBadCallbacks(t *testing.T) {
 }
 
 func TestSignInWithKeys(t *testing.T) {
-	h := newSignInHarness(t, &Options{Keys: testKeys, PublicHosts: []string{"app.example.com"}})
+	h := newSignInHarness(t, &web.Options{Keys: testKeys, PublicHosts: []string{"app.example.com"}})
 	const alice, bob, admin = "Bearer key-alice", "Bearer key-bob", "Bearer key-admin"
 	for _, tc := range []struct {
 		name, method, path string
@@ -354,7 +320,7 @@ func TestSignInWithKeys(t *testing.T) {
 }
 
 func TestUserSecrets(t *testing.T) {
-	h := newSignInHarness(t, &Options{Keys: testKeys})
+	h := newSignInHarness(t, &web.Options{Keys: testKeys})
 	const alice, bob = "Bearer key-alice", "Bearer key-bob"
 	const value = "s3cret-value-77"
 	for _, tc := range []struct {
