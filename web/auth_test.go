@@ -1,16 +1,10 @@
 package web
 
 import (
-	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/coder/websocket"
-
-	"github.com/elysia-go/elysia/tools"
 )
 
 var testKeys = map[string]string{"key-alice": "alice", "key-bob": "bob", "key-admin": AdminUser}
@@ -37,8 +31,6 @@ func TestAuthMatrix(t *testing.T) {
 		{"GET", "/tools/available", "", bob, 200},
 		{"POST", "/tools/alice/add", `{"tool_name": "mcp_todo"}`, bob, 403},
 		{"POST", "/tools/alice/add", `{"tool_name": "mcp_todo"}`, alice, 200},
-		{"POST", "/query/alice/c1", `{"query": "busy"}`, bob, 403},
-		{"POST", "/query/alice/c1", `{"query": "busy"}`, alice, 409},
 		{"GET", "/conversations/alice", "", none, 401},
 		{"GET", "/conversations/alice", "", bob, 403},
 		{"GET", "/conversations/alice", "", admin, 200},
@@ -52,7 +44,6 @@ func TestAuthMatrix(t *testing.T) {
 		{"GET", "/metrics", "", none, 401},
 		{"GET", "/metrics", "", alice, 403},
 		{"GET", "/metrics", "", admin, 200},
-		{"GET", "/ws/query", "", none, 401},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+tt.path+"/"+tt.key, func(t *testing.T) {
@@ -101,49 +92,6 @@ func TestMetricsNeedAdminAndCountRequests(t *testing.T) {
 	}
 	// A second server on the same registry reuses the collectors.
 	newHarness(t, &Options{Registry: h.reg})
-}
-
-func TestWebSocketAuth(t *testing.T) {
-	h := newHarness(t, &Options{Keys: testKeys})
-	ts := startServer(t, h)
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer cancel()
-	url := "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws/query"
-
-	t.Run("no key", func(t *testing.T) {
-		_, resp, err := websocket.Dial(ctx, url, nil)
-		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("dial without key: err %v, resp %v", err, resp)
-		}
-	})
-	t.Run("subprotocol", func(t *testing.T) {
-		conn := dialWS(t, ctx, ts, &websocket.DialOptions{Subprotocols: []string{"bearer.key-alice"}})
-		if got := conn.Subprotocol(); got != "bearer.key-alice" {
-			t.Errorf("subprotocol = %q, want it echoed", got)
-		}
-		wsSend(t, ctx, conn, `{"user_id": "bob", "conversation_id": "c1", "query_id": "q1", "query": "hi"}`)
-		env := decodeEnvelope(t, wsRead(t, ctx, conn))
-		if env.Type != tools.EventError || string(env.Payload) != `{"text":"API key may not act for user \"bob\""}` {
-			t.Errorf("other user's message: %s %s", env.Type, env.Payload)
-		}
-		wsSend(t, ctx, conn, `{"user_id": "alice", "conversation_id": "c1", "query_id": "q1", "query": "hi"}`)
-		if env := decodeEnvelope(t, wsRead(t, ctx, conn)); env.Type != tools.EventStatus || env.UserID != "alice" {
-			t.Errorf("own message: %s for %s", env.Type, env.UserID)
-		}
-	})
-	t.Run("bad subprotocol key", func(t *testing.T) {
-		_, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"bearer.nope"}})
-		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("dial with a bad key: err %v, resp %v", err, resp)
-		}
-	})
-	t.Run("header", func(t *testing.T) {
-		conn := dialWS(t, ctx, ts, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer key-admin"}}})
-		wsSend(t, ctx, conn, `{"user_id": "bob", "conversation_id": "c1", "query_id": "q1", "query": "hi"}`)
-		if env := decodeEnvelope(t, wsRead(t, ctx, conn)); env.Type != tools.EventStatus {
-			t.Errorf("admin acting for bob: %s %s", env.Type, env.Payload)
-		}
-	})
 }
 
 func TestParseKeys(t *testing.T) {

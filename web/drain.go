@@ -2,21 +2,11 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/coder/websocket"
-
-	"github.com/elysia-go/elysia/tools"
 )
-
-// errShuttingDown is the cause of a run's ctx ended by [Server.Drain].
-var errShuttingDown = errors.New("the service is shutting down")
-
-// shutdownText is the error event a query stopped by Drain sends before
-// its completed.
-const shutdownText = "the service is shutting down: this query was stopped before it finished; send it again in a moment"
 
 // goingAwayReason is the reason of the close frame Drain sends every
 // WebSocket (status 1001, going away).
@@ -43,8 +33,8 @@ type drainer struct {
 // any goroutine, at any time.
 type socketCloser struct{ goAway, now func() }
 
-// trackRun registers the cancel func of a running query (which cancels
-// its ctx with errShuttingDown); the returned func unregisters it. A query
+// trackRun registers the cancel func of a running query; the returned
+// func unregisters it. A query
 // that starts once the server drains is cancelled at once.
 func (d *drainer) trackRun(cancel func()) (untrack func()) {
 	d.mu.Lock()
@@ -153,16 +143,6 @@ func (d *drainer) openSockets() []socketCloser {
 	return out
 }
 
-// shutdownEnvelopes are the events a query stopped by Drain ends with: an
-// error saying why, then completed.
-func shutdownEnvelopes(userID, convID, queryID string) []tools.Envelope {
-	out := []tools.Envelope{errorEnvelope(shutdownText, userID, convID, queryID)}
-	if env, err := tools.NewEnvelope(tools.Event{Type: tools.EventCompleted, Payload: map[string]any{}}, userID, convID, queryID); err == nil {
-		out = append(out, env)
-	}
-	return out
-}
-
 // closeOnDrain is the socketCloser of a socket that runs no queries: going
 // away closes it with status 1001 on a goroutine of its own (the handshake
 // waits for the peer, bounded by the library), which ends when the close
@@ -176,49 +156,5 @@ func closeOnDrain(conn *websocket.Conn) socketCloser {
 			})
 		},
 		now: func() { _ = conn.CloseNow() },
-	}
-}
-
-// begin counts a query starting on the socket; false means the socket is
-// going away and takes no more.
-func (ws *wsSession) begin() bool {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ws.goingAway {
-		return false
-	}
-	ws.queries++
-	return true
-}
-
-// end counts the end of a query begun with begin, once it has queued its
-// last event.
-func (ws *wsSession) end() {
-	ws.mu.Lock()
-	ws.queries--
-	ws.mu.Unlock()
-	ws.poke()
-}
-
-// goAway asks the socket to close with status 1001 once its queries have
-// ended. Safe to call from any goroutine, more than once.
-func (ws *wsSession) goAway() {
-	ws.mu.Lock()
-	ws.goingAway = true
-	ws.mu.Unlock()
-	ws.poke()
-}
-
-// leaving reports whether the socket is going away with no query left.
-func (ws *wsSession) leaving() bool {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return ws.goingAway && ws.queries == 0
-}
-
-func (ws *wsSession) poke() {
-	select {
-	case ws.wake <- struct{}{}:
-	default: // the writer has a wake-up pending already
 	}
 }

@@ -25,11 +25,6 @@ var ErrUnavailable = errors.New("unavailable")
 // 409, and its text, which names the cap, is shown.
 var ErrLimit = errors.New("limit reached")
 
-// errWriteTimeout is the cause of a WebSocket write's ctx ending because
-// the write missed Options.StreamWriteTimeout, which tells it apart from
-// the session ending.
-var errWriteTimeout = errors.New("stream write timed out")
-
 // requestError is an error web itself finds in a request (bad JSON, a
 // missing field, a missing key); its message is shown to the client as is.
 type requestError struct {
@@ -80,6 +75,14 @@ func statusOf(err error) int {
 		return 499 // client closed request, as nginx logs it; nobody reads the body
 	}
 	return http.StatusInternalServerError
+}
+
+// PublicError is what the client is told about err: its status (StatusOf)
+// and its message, the error's own text below 500, a generic one with the
+// request id of ctx from 500 up. The caller logs the detail.
+func PublicError(ctx context.Context, err error) (status int, msg string) {
+	status = statusOf(err)
+	return status, publicMessage(ctx, status, err)
 }
 
 // publicMessage returns what the client is told about err with the given

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,104 +120,6 @@ func appendixEnvelopes(user, conv, query string) []tools.Envelope {
 		out[i] = tools.Envelope{Type: r.typ, ID: r.id, UserID: user, ConversationID: conv, QueryID: query, Payload: json.RawMessage(r.payload)}
 	}
 	return out
-}
-
-// fakeRunner is a goroutine-safe Runner whose behaviour is chosen by the
-// query text: "busy" is refused, "slowbusy" is refused after waiting a
-// while (as a query waits for a busy conversation), "block" emits one event
-// and runs until cancelled or released, "linger" emits the appendix
-// sequence and then runs until cancelled or released (as a runner still
-// tidying up after completed), "fail" fails after one event, "flood" holds
-// its conversation and emits large text events until cancelled (any query
-// on that conversation meanwhile is refused as busy), anything else emits
-// the appendix sequence.
-type fakeRunner struct {
-	started   chan string // receives the query id of each "block" and "flood" run
-	cancelled chan string // receives the query id of each cancelled "block" and "flood" run
-	release   chan struct{}
-	// plain, set before use, makes every query emit the appendix sequence.
-	plain bool
-
-	mu sync.Mutex // guards flooding
-	// flooding holds the conversations a "flood" run holds.
-	flooding map[string]bool
-}
-
-func newFakeRunner() *fakeRunner {
-	return &fakeRunner{started: make(chan string, 8), cancelled: make(chan string, 8), release: make(chan struct{}),
-		flooding: map[string]bool{}}
-}
-
-// floodText is the size of a "flood" run's text, enough for a few events
-// to fill a connection's socket buffers.
-const floodText = 256 << 10
-
-func (f *fakeRunner) RunQuery(ctx context.Context, user, conv, queryID, query string, emit func(tools.Envelope)) error {
-	if f.plain {
-		query = ""
-	}
-	f.mu.Lock()
-	busy := f.flooding[conv]
-	if !busy && query == "flood" {
-		f.flooding[conv] = true
-	}
-	f.mu.Unlock()
-	if busy {
-		return fmt.Errorf("conversation %s: %w", conv, tree.ErrBusy)
-	}
-	switch query {
-	case "flood":
-		env := tools.Envelope{Type: tools.EventText, ID: "tex-flood", UserID: user, ConversationID: conv, QueryID: queryID,
-			Payload: json.RawMessage(`{"type":"response","metadata":{},"objects":[{"text":"` + strings.Repeat("x", floodText) + `"}]}`)}
-		f.started <- queryID
-		for ctx.Err() == nil {
-			emit(env)
-		}
-		// The conversation is free before the run reports its end, as a
-		// real runner frees it before RunQuery returns.
-		f.mu.Lock()
-		delete(f.flooding, conv)
-		f.mu.Unlock()
-		f.cancelled <- queryID
-		return ctx.Err()
-	case "busy":
-		return fmt.Errorf("conversation %s: %w", conv, tree.ErrBusy)
-	case "slowbusy":
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond): // several heartbeats
-		}
-		return fmt.Errorf("conversation %s: %w", conv, tree.ErrBusy)
-	case "block":
-		emit(appendixEnvelopes(user, conv, queryID)[0])
-		f.started <- queryID
-		select {
-		case <-ctx.Done():
-			f.cancelled <- queryID
-			return ctx.Err()
-		case <-f.release:
-			emit(appendixEnvelopes(user, conv, queryID)[5])
-			return nil
-		}
-	case "linger":
-		for _, env := range appendixEnvelopes(user, conv, queryID) {
-			emit(env)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-f.release:
-			return nil
-		}
-	case "fail":
-		emit(appendixEnvelopes(user, conv, queryID)[0])
-		return errors.New("model provider: 500 secret detail")
-	}
-	for _, env := range appendixEnvelopes(user, conv, queryID) {
-		emit(env)
-	}
-	return nil
 }
 
 // serverCall is one List or Execute a spyServers saw, with the request

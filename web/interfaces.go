@@ -4,27 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"time"
-
-	"github.com/elysia-go/elysia/tools"
 )
-
-// Runner runs users' queries through the decision loop. Safe for concurrent
-// use by any number of requests. cmd satisfies it with tree.Manager.Query
-// and the configured model.
-type Runner interface {
-	// RunQuery runs one query of a conversation and returns when the run has
-	// ended. It calls emit with each event's envelope, in order, and emit
-	// may be called from any goroutine, though not concurrently; emit does not
-	// block for long and drops envelopes once ctx is done. ctx ends when the
-	// client goes away, and the run must then stop promptly.
-	//
-	// When another query of the conversation is running and does not end
-	// in time, RunQuery returns an error matching tree.ErrBusy, preferably
-	// before emitting anything. An error returned after envelopes were
-	// emitted is sent to the client as an error event, unless the run
-	// already emitted one.
-	RunQuery(ctx context.Context, userID, conversationID, queryID, query string, emit func(tools.Envelope)) error
-}
 
 // Store is what web reads and writes in the database beside the trees'
 // conversations (which tree.Manager saves itself). persist satisfies it.

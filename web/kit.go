@@ -123,13 +123,49 @@ func (k *Kit) TrackSocket(conn *websocket.Conn) (untrack func()) {
 // of Options.PublicHosts); else the error says how to make it own it.
 func (k *Kit) OwnOrigin(r *http.Request) (string, error) { return k.s.guard.OwnOrigin(r) }
 
-// ServersChanged tells user's event streams that the servers' status may
-// have changed for a reason the route's status does not show (a sign-in
-// finished on a GET).
-func (k *Kit) ServersChanged(user string) {
-	if k.s.hub != nil {
-		k.s.hub.publish(user, topicServers)
-	}
+// Watch registers fn to be told of each Change made through the
+// Server's routes: after every successful state-changing request, and for
+// each Changed. fn is called on the request's goroutine and must not
+// block. Call it only while the RouteSet runs.
+func (k *Kit) Watch(fn func(Change)) { k.s.watchers = append(k.s.watchers, fn) }
+
+// Changed tells the watchers of a change the request's method and status
+// do not show (a sign-in finished on a GET).
+func (k *Kit) Changed(ch Change) { k.s.changed(ch) }
+
+// TrackRun makes Drain call cancel, which must end a running query, once
+// the service shuts down (at once when it already is); call untrack when
+// the run ends.
+func (k *Kit) TrackRun(cancel func()) (untrack func()) { return k.s.drain.trackRun(cancel) }
+
+// TrackStream is TrackSocket for a socket that closes itself: Drain calls
+// goAway, which asks the socket to close with status 1001 once its work
+// has sent its last events, and closeNow when the socket has not closed
+// by the end of Drain's ctx. Both must be safe to call from any
+// goroutine, at any time.
+func (k *Kit) TrackStream(goAway, closeNow func()) (untrack func()) {
+	return k.s.drain.trackSocket(socketCloser{goAway: goAway, now: closeNow})
+}
+
+// Heartbeat is Options.Heartbeat, defaulted.
+func (k *Kit) Heartbeat() time.Duration { return k.s.heartbeat }
+
+// DecodeJSON decodes data, a JSON object (a WebSocket message), into dst as
+// Decode does a body; its errors are 400s for Fail.
+func (k *Kit) DecodeJSON(data []byte, dst any, optional bool, required ...string) error {
+	return decodeJSON(data, dst, optional, required...)
+}
+
+// ServersFor is the servers' status as GET /api/servers shows it to user
+// ("" or AdminUser: the shared status).
+func (k *Kit) ServersFor(ctx context.Context, user string) (ServersStatus, error) {
+	return k.s.serversFor(ctx, user)
+}
+
+// TreeJSON is the tree of a user's conversation as GET
+// /tree/:user_id/:conversation_id shows it.
+func (k *Kit) TreeJSON(ctx context.Context, userID, convID string) (json.RawMessage, error) {
+	return k.s.treeJSON(ctx, userID, convID)
 }
 
 // MaxBody is Options.MaxBodyBytes, defaulted.

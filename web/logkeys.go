@@ -8,7 +8,7 @@ const (
 	logKeyRoute          = "route"
 	logKeyStatus         = "status"
 	logKeyStream         = "stream"
-	logKeyKind           = "kind"
+	logKeyType           = "type"
 	logKeyTimeout        = "timeout"
 	logKeyErr            = "err"
 )

@@ -13,7 +13,7 @@ import (
 // completions answers 501 with an empty completion, and a request MCP
 // would not carry is refused first, with 400.
 func TestCompleteWithoutCompleter(t *testing.T) {
-	srv := New(Deps{Trees: tree.NewManager(nil), Runner: newFakeRunner(), Servers: fakeServers{}}, &Options{Assets: testAssets})
+	srv := New(Deps{Trees: tree.NewManager(nil), Servers: fakeServers{}}, &Options{Assets: testAssets})
 	for _, c := range []struct {
 		body   string
 		status int

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web/internal/sse"
 )
 
 // InteractiveServers is an optional capability of a Servers: Execute with a
@@ -65,7 +67,7 @@ func (s *Server) executeSSE(c *gin.Context, srv InteractiveServers, body execute
 	emit := func(ev tools.Event) {
 		env, err := tools.NewEnvelope(ev, user, "", callID)
 		if err != nil {
-			s.logger.WarnContext(ctx, "dropping an event whose payload does not marshal", "type", ev.Type, "err", err)
+			s.logger.WarnContext(ctx, "dropping an event whose payload does not marshal", slog.String(logKeyType, string(ev.Type)), slog.Any(logKeyErr, err))
 			return
 		}
 		select {
@@ -79,12 +81,14 @@ func (s *Server) executeSSE(c *gin.Context, srv InteractiveServers, body execute
 		res, err := srv.ExecuteWith(ctx, name, body.ToolName, body.ToolInputs, s.deps.Trees.Interactive(user, emit))
 		done <- executeDone{res, err}
 	}()
-	w := newSSEWriter(c.Writer, s.writeTimeout)
+	w := sse.NewWriter(c.Writer, s.writeTimeout)
 	send := func(env tools.Envelope) {
-		w.add(env)
-		if err := w.flush(); err != nil {
+		w.Add(env)
+		if err := w.Flush(); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				s.logWriteTimeout(ctx, "execute", user, "", callID)
+				s.logger.WarnContext(ctx, "stream write timed out: client stopped reading; ending the stream",
+					slog.String(logKeyStream, "execute"), slog.String(logKeyUserID, user), slog.String(logKeyQueryID, callID),
+					slog.Duration(logKeyTimeout, s.writeTimeout))
 			}
 			cancel()
 		}
@@ -97,8 +101,8 @@ func (s *Server) executeSSE(c *gin.Context, srv InteractiveServers, body execute
 			send(env)
 			timer.Reset(s.heartbeat)
 		case <-timer.C:
-			if w.started {
-				if err := w.ping(); err != nil {
+			if w.Started() {
+				if err := w.Ping(); err != nil {
 					cancel()
 				}
 			}
@@ -115,7 +119,7 @@ func (s *Server) executeSSE(c *gin.Context, srv InteractiveServers, body execute
 			if ctx.Err() != nil {
 				return // the client went away: no one reads the outcome
 			}
-			if !w.started {
+			if !w.Started() {
 				if d.err != nil {
 					s.failServer(c, d.err, object{kv("result", nil)})
 					return
@@ -154,7 +158,7 @@ func (s *Server) executeOutcome(ctx context.Context, d executeDone, user, callID
 			}
 		}
 		msg += " (request id " + RequestID(ctx) + ")"
-		s.logger.ErrorContext(ctx, "request failed", "status", status, "route", "/api/servers/:name/execute", "err", d.err)
+		s.logger.ErrorContext(ctx, "request failed", slog.Int(logKeyStatus, status), slog.String(logKeyRoute, "/api/servers/:name/execute"), slog.Any(logKeyErr, d.err))
 	}
 	env, _ := tools.NewEnvelope(tools.Event{Type: tools.EventError, Payload: map[string]any{"text": msg, "status": status}},
 		user, "", callID) // a map of a string and an int always marshals

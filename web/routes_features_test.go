@@ -58,7 +58,7 @@ func (f featureServers) Logs(ctx context.Context, name string) ([]LogEntry, erro
 // and logs routes: web's own types, whatever the gateways use.
 func TestFeatureRoutesGolden(t *testing.T) {
 	h := newHarness(t, nil)
-	srv := New(Deps{Trees: h.trees, Runner: h.runner, Servers: featureServers{}}, &Options{Assets: testAssets})
+	srv := New(Deps{Trees: h.trees, Servers: featureServers{}}, &Options{Assets: testAssets})
 	for _, c := range []struct{ name, method, path, body string }{
 		{"server_resources", http.MethodPost, "/api/servers/todo/resources", ""},
 		{"server_resources_read", http.MethodPost, "/api/servers/todo/resources/read", `{"uri": "todo://lists/home"}`},

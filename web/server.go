@@ -24,17 +24,11 @@ const DefaultHeartbeat = 15 * time.Second
 // Options.StreamWriteTimeout is zero.
 const DefaultStreamWriteTimeout = 30 * time.Second
 
-// DefaultMaxQueriesPerSocket is how many queries may run at once on one
-// WebSocket when Options.MaxQueriesPerSocket is zero.
-const DefaultMaxQueriesPerSocket = 4
-
-// Deps are the services the routes need. Trees, Runner and Servers are
-// required: New panics when one is nil.
+// Deps are the services the routes need. Trees and Servers are required:
+// New panics when one is nil.
 type Deps struct {
 	// Trees holds the trees and the conversations (and saves them).
 	Trees *tree.Manager
-	// Runner runs queries.
-	Runner Runner
 	// Servers exposes the MCP servers.
 	Servers Servers
 	// Store keeps users and event logs. Nil means memory only: every user
@@ -77,30 +71,23 @@ type Options struct {
 	// UI of package web/ui.
 	Assets fs.FS
 	// Heartbeat is the idle interval after which streams get a heartbeat
-	// (an SSE comment, a WebSocket ping). Zero means DefaultHeartbeat.
+	// (an SSE comment, a WebSocket ping), on web's routes and those of the
+	// route sets (Kit.Heartbeat). Zero means DefaultHeartbeat.
 	Heartbeat time.Duration
-	// StreamWriteTimeout bounds each write to a query stream: every event
-	// (SSE and WebSocket) and every SSE heartbeat; a WebSocket ping is
-	// bounded by its wait for the pong instead (twice Heartbeat, at least
-	// 5 s). The HTTP server sets no write timeout, since streams are long,
-	// so without this a client that stops reading but keeps its connection
-	// open would block its stream once the socket buffers fill, and keep
-	// its run, and so its conversation, busy until TCP gives up. A write
-	// that misses the deadline ends the stream as a client disconnecting
-	// does: the SSE stream's run is cancelled, or the WebSocket closes and
-	// every query running on it is cancelled. Zero or less means
-	// DefaultStreamWriteTimeout (30 s).
+	// StreamWriteTimeout bounds each write to a stream (Kit.WriteTimeout):
+	// every event (SSE and WebSocket) and every SSE heartbeat; a WebSocket
+	// ping is bounded by its wait for the pong instead (twice Heartbeat,
+	// at least 5 s). The HTTP server sets no write timeout, since streams
+	// are long, so without this a client that stops reading but keeps its
+	// connection open would block its stream once the socket buffers fill,
+	// and keep its run, and so its conversation, busy until TCP gives up.
+	// A write that misses the deadline ends the stream as a client
+	// disconnecting does. Zero or less means DefaultStreamWriteTimeout
+	// (30 s).
 	StreamWriteTimeout time.Duration
 	// MaxBodyBytes limits request bodies and WebSocket messages. Zero means
 	// DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
-	// MaxQueriesPerSocket limits the queries running at once on one
-	// WebSocket, so that one client cannot start runs without bound. A
-	// query over the limit gets an error event saying so, and the socket
-	// and its other queries go on; a query stops counting once it has sent
-	// completed (or its final error). Zero or less means
-	// DefaultMaxQueriesPerSocket (4).
-	MaxQueriesPerSocket int
 	// PublicHosts lists the host names and addresses, each with an optional
 	// port, that the service answers to beside the loopback ones
 	// (localhost, *.localhost, 127.0.0.0/8, ::1), as browsersafety.ParseHosts returns them
@@ -137,11 +124,6 @@ type Options struct {
 	// is sent to (/tree/<PageUser>/<new id>), when no Frontend takes /.
 	// "" means DefaultPageUser.
 	PageUser string
-	// Changes tells the event streams (GET /events/...) about changes made
-	// outside this server's requests (an mcp.json reload, a gateway's
-	// state). Nil means the streams see only the changes made through this
-	// server's own routes.
-	Changes Changes
 	// MCP serves the aggregate MCP endpoint at /mcp, /sse and /message.
 	// Nil means none: those paths answer 404.
 	MCP MCPEndpoint
@@ -149,19 +131,9 @@ type Options struct {
 	// admin key) when the request names none in X-Elysia-User. "" means
 	// "cli".
 	MCPUser string
-	// Relay carries stops, answers to servers' questions and the event
-	// streams' news between the replicas of the service, so that any
-	// replica takes any request; the caller passes each message the
-	// Relay delivers to Server.Receive. Nil means one replica: a stop or
-	// an answer for work this server does not hold is 404 at once.
-	Relay Relay
-	// RelayWait bounds a request's wait for the other replicas' reply
-	// through the Relay (a stop or an answer for work this server does not
-	// hold, which is 404 when no replica holds it). Zero means
-	// DefaultRelayWait (1 s).
-	RelayWait time.Duration
-	// Routes are the route sets of the packages on top of web (the routes
-	// of Elysia's frontend, elysiaapi.Routes), registered in order with
+	// Routes are the route sets of the packages on top of web (the query
+	// and event streams, web/stream; sign-in, web/signin; the routes of
+	// Elysia's frontend, elysiaapi.Routes), registered in order after
 	// web's own routes. Nil means web's own routes only.
 	Routes []RouteSet
 }
@@ -182,13 +154,8 @@ type Server struct {
 	// Options.AllowedOrigins).
 	guard  *browsersafety.Guard
 	engine *gin.Engine
-	// maxSocketQueries is Options.MaxQueriesPerSocket, defaulted.
-	maxSocketQueries int
 	// writeTimeout is Options.StreamWriteTimeout, defaulted.
 	writeTimeout time.Duration
-	changes      Changes
-	// running holds the cancel funcs of the queries in flight (Stop).
-	running runningQueries
 	// drain knows the queries and sockets to tell of a shutdown (Drain).
 	drain drainer
 	// frontend is Options.Frontend.
@@ -198,20 +165,14 @@ type Server struct {
 	configFile string
 	// pageUser is Options.PageUser, defaulted.
 	pageUser string
-	// hub is the event streams' hub, set by liveRoutes, for the changes
-	// that no state-changing request makes (a sign-in's callback).
-	hub *liveHub
 	// mcp and mcpUser are Options.MCP and Options.MCPUser, defaulted.
 	mcp     MCPEndpoint
 	mcpUser string
-	// relay and relayWait are Options.Relay and Options.RelayWait,
-	// defaulted; waiters holds the requests waiting for the other
-	// replicas' replies.
-	relay     Relay
-	relayWait time.Duration
-	waiters   relayWaiters
 	// routeSets is Options.Routes.
 	routeSets []RouteSet
+	// watchers are told of the changes made through the routes (Kit.Watch);
+	// set while the route sets are added, in New, and read-only after.
+	watchers []func(Change)
 }
 
 // New returns a Server for deps. It panics if a dependency is nil, which is
@@ -220,8 +181,6 @@ func New(deps Deps, opts *Options) *Server {
 	switch {
 	case deps.Trees == nil:
 		panic("web.New: nil Deps.Trees")
-	case deps.Runner == nil:
-		panic("web.New: nil Deps.Runner")
 	case deps.Servers == nil:
 		panic("web.New: nil Deps.Servers")
 	}
@@ -247,12 +206,6 @@ func New(deps Deps, opts *Options) *Server {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if o.MaxQueriesPerSocket <= 0 {
-		o.MaxQueriesPerSocket = DefaultMaxQueriesPerSocket
-	}
-	if o.RelayWait <= 0 {
-		o.RelayWait = DefaultRelayWait
-	}
 	s := &Server{
 		deps:      deps,
 		logger:    slog.New(ctxHandler{o.Logger.Handler()}).With("component", "web"),
@@ -264,18 +217,14 @@ func New(deps Deps, opts *Options) *Server {
 		maxBody:   o.MaxBodyBytes,
 		guard:     browsersafety.New(len(o.Keys) == 0, o.PublicHosts, o.AllowedOrigins),
 
-		maxSocketQueries: o.MaxQueriesPerSocket,
-		writeTimeout:     o.StreamWriteTimeout,
-		changes:          o.Changes,
-		frontend:         o.Frontend,
-		model:            o.Model,
-		configFile:       o.ConfigFile,
-		relay:            o.Relay,
-		relayWait:        o.RelayWait,
-		pageUser:         cmp.Or(o.PageUser, DefaultPageUser),
-		routeSets:        o.Routes,
-		mcp:              o.MCP,
-		mcpUser:          o.MCPUser,
+		writeTimeout: o.StreamWriteTimeout,
+		frontend:     o.Frontend,
+		model:        o.Model,
+		configFile:   o.ConfigFile,
+		pageUser:     cmp.Or(o.PageUser, DefaultPageUser),
+		routeSets:    o.Routes,
+		mcp:          o.MCP,
+		mcpUser:      o.MCPUser,
 	}
 	if s.mcpUser == "" {
 		s.mcpUser = "cli"
@@ -294,8 +243,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(securityHeaders, requestIDMiddleware, traceMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard)
-	s.liveRoutes(e) // before the routes whose changes it watches
+	e.Use(securityHeaders, requestIDMiddleware, traceMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard, s.watch)
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
 	})
@@ -322,12 +270,6 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	for _, k := range treeOpKinds {
 		e.POST("/tools/:user_id/"+k.path, s.requireUser, s.treeOp(k.kind))
 	}
-
-	e.POST("/query/:user_id/:conversation_id", s.requireUser, s.querySSE)
-	e.POST("/query/:user_id/:conversation_id/stop", s.requireUser, s.stopQuery)
-	e.POST("/elicitations/:elicitation_id", s.requireKey, s.answerElicitation)
-	// Each WebSocket message is checked against the key's user.
-	e.GET("/ws/query", s.requireKey, s.queryWS)
 
 	e.GET("/conversations/:user_id", s.requireUser, s.listConversations)
 	e.GET("/conversations/:user_id/:conversation_id", s.requireUser, s.getConversation)

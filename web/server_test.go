@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,7 +39,6 @@ const testHost = "127.0.0.1:8000"
 
 type harness struct {
 	srv     *Server
-	runner  *fakeRunner
 	trees   *tree.Manager
 	store   *persist.Store
 	db      *store.Store
@@ -59,7 +59,7 @@ var testAssets = fstest.MapFS{
 // unset.
 func newHarness(tb testing.TB, opts *Options) *harness {
 	tb.Helper()
-	h := &harness{runner: newFakeRunner(), servers: &spyServers{}, reg: prometheus.NewRegistry(), logs: &testenv.SyncBuffer{}}
+	h := &harness{servers: &spyServers{}, reg: prometheus.NewRegistry(), logs: &testenv.SyncBuffer{}}
 	h.trees, h.store, h.db = realTrees(tb)
 	var o Options
 	if opts != nil {
@@ -80,7 +80,7 @@ func newHarness(tb testing.TB, opts *Options) *harness {
 	if o.ConfigFile == "" {
 		o.ConfigFile = "mcp.json"
 	}
-	h.srv = New(Deps{Trees: h.trees, Runner: h.runner, Servers: h.servers, Store: h.store, Feedback: h.store, Configs: h.store}, &o)
+	h.srv = New(Deps{Trees: h.trees, Servers: h.servers, Store: h.store, Feedback: h.store, Configs: h.store}, &o)
 	return h
 }
 
@@ -132,7 +132,6 @@ func checkGolden(t *testing.T, name string, rec *httptest.ResponseRecorder) {
 }
 
 func TestRoutes(t *testing.T) {
-	big := `{"query": "` + strings.Repeat("x", DefaultMaxBodyBytes) + `"}`
 	tests := []struct {
 		name, method, path, body string
 		wantStatus               int
@@ -178,15 +177,6 @@ func TestRoutes(t *testing.T) {
 		{"server_execute_unknown_server", "POST", "/api/servers/nope/execute", `{"tool_name": "create_todo"}`, 404},
 		{"server_execute_missing_tool_name", "POST", "/api/servers/todo/execute", `{"tool_inputs": {}}`, 400},
 		{"server_execute_inputs_not_object", "POST", "/api/servers/todo/execute", `{"tool_name": "create_todo", "tool_inputs": [1]}`, 400},
-		{"query_missing_query", "POST", "/query/alice/c1", `{"query_id": "q1"}`, 400},
-		{"query_empty_query", "POST", "/query/alice/c1", `{"query": ""}`, 400},
-		{"query_bad_json", "POST", "/query/alice/c1", `{"query": "hi", "query_id"`, 400},
-		{"query_not_object", "POST", "/query/alice/c1", `["hi"]`, 400},
-		{"query_trailing_data", "POST", "/query/alice/c1", `{"query": "hi"} x`, 400},
-		{"query_busy", "POST", "/query/alice/c1", `{"query": "busy"}`, 409},
-		{"query_bad_query_id", "POST", "/query/alice/c1", `{"query": "hi", "query_id": "q\u00001"}`, 400},
-		{"query_long_conversation_id", "POST", "/query/alice/" + strings.Repeat("c", maxIDBytes+1), `{"query": "hi"}`, 400},
-		{"query_too_large", "POST", "/query/alice/c1", big, 413},
 		{"healthz", "GET", "/healthz", "", 200},
 		{"healthz_head", "HEAD", "/healthz", "", 200},
 		{"readyz_head", "HEAD", "/readyz", "", 200},
@@ -264,7 +254,6 @@ func TestPathIDsEchoedAsGiven(t *testing.T) {
 		{"POST", "/init/user/a%0Ab"},
 		{"POST", "/init/tree/alice/c%FF"},
 		{"POST", "/tools/a%00/add"},
-		{"POST", "/query/alice/c%00"},
 		{"GET", "/conversations/%FF"},
 		{"GET", "/conversations/alice/c%00"},
 		{"DELETE", "/conversations//c1"},
@@ -386,7 +375,7 @@ func TestUIPage(t *testing.T) {
 }
 
 func TestEmbeddedUIByDefault(t *testing.T) {
-	srv := New(Deps{Trees: tree.NewManager(nil), Runner: newFakeRunner(), Servers: fakeServers{}}, &Options{Keys: testKeys})
+	srv := New(Deps{Trees: tree.NewManager(nil), Servers: fakeServers{}}, &Options{Keys: testKeys})
 	for _, path := range []string{"/tree/alice/c1", "/ui/app.js", "/ui/style.css"} {
 		req := httptest.NewRequestWithContext(t.Context(), "GET", path, nil)
 		req.Header.Set("Accept", "text/html,*/*;q=0.8")
@@ -468,4 +457,21 @@ func stableTimes(v any) {
 			stableTimes(x)
 		}
 	}
+}
+
+func TestStreamWriteTimeoutDefault(t *testing.T) {
+	for _, d := range []time.Duration{0, -1} {
+		h := newHarness(t, &Options{StreamWriteTimeout: d})
+		if got := h.srv.writeTimeout; got != DefaultStreamWriteTimeout {
+			t.Errorf("StreamWriteTimeout %v: timeout %v, want %v", d, got, DefaultStreamWriteTimeout)
+		}
+	}
+}
+
+// startServer serves h on a real listener on 127.0.0.1 until the test ends.
+func startServer(t *testing.T, h *harness) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(h.srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 
@@ -40,35 +39,4 @@ func traceMiddleware(c *gin.Context) {
 		span.SetAttributes(attribute.String("error.type", strconv.Itoa(status)))
 		span.SetStatus(codes.Error, "")
 	}
-}
-
-// tracePerQueryKey marks a ctx whose queries each start a trace of their
-// own: a WebSocket's, whose one HTTP request carries many queries.
-type tracePerQueryKey struct{}
-
-func withTracePerQuery(ctx context.Context) context.Context {
-	return context.WithValue(ctx, tracePerQueryKey{}, true)
-}
-
-// startQuery starts the span of one query run: the child of its HTTP
-// request's span, or, on a WebSocket, the root of a trace of its own linked
-// to the socket's span, so that each query is one trace.
-func startQuery(ctx context.Context, queryID string) (context.Context, trace.Span) {
-	opts := []trace.SpanStartOption{trace.WithAttributes(
-		attribute.String("elysia.query_id", queryID),
-		attribute.String("elysia.request_id", RequestID(ctx)),
-	)}
-	if ctx.Value(tracePerQueryKey{}) != nil {
-		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.LinkFromContext(ctx)))
-	}
-	return otel.Tracer(tracerName).Start(ctx, "query", opts...)
-}
-
-// endQuery ends a query's span with its outcome.
-func endQuery(span trace.Span, err error) {
-	if err != nil {
-		span.SetAttributes(attribute.String("error.type", "query_failed"))
-		span.SetStatus(codes.Error, "")
-	}
-	span.End()
 }

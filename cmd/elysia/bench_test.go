@@ -97,6 +97,7 @@ func newBenchService(tb testing.TB, dir string, n int) *benchService {
 		Keys:     map[string]string{benchKey: benchUser},
 		Registry: prometheus.NewRegistry(),
 		Ready:    a.ready,
+		Routes:   a.routes(a.streams(nil, nil)),
 	})
 	return &benchService{app: a, srv: httptest.NewUnstartedServer(srv.Handler()), marker: marker}
 }

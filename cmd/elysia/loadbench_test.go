@@ -342,7 +342,7 @@ func loadNewService(b *testing.B, clients int) *loadService {
 	}
 	a.model, a.info = model, info
 
-	srv := web.New(a.deps(), &web.Options{Logger: logger, Registry: prometheus.NewRegistry(), Ready: a.ready})
+	srv := web.New(a.deps(), &web.Options{Logger: logger, Registry: prometheus.NewRegistry(), Ready: a.ready, Routes: a.routes(a.streams(nil, nil))})
 	s.srv = httptest.NewServer(srv.Handler())
 	s.url = s.srv.URL
 	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients, DisableCompression: true}}

@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/stream"
 )
 
 // relay returns what carries stops, answers to servers' questions and the
 // event streams' news between the replicas of the service: the store's
 // Bus (LISTEN/NOTIFY) on PostgreSQL; nil with SQLite or without a store,
 // where this process is the only replica. startRelay starts it.
-func (a *app) relay() web.Relay {
+func (a *app) relay() stream.Relay {
 	if a.store == nil {
 		return nil
 	}
@@ -24,13 +24,13 @@ func (a *app) relay() web.Relay {
 }
 
 // startRelay starts the relay that relay returned, if any, delivering
-// what the other replicas send to srv; stop ends it and must be called
+// what the other replicas send to st; stop ends it and must be called
 // before the store closes.
-func (a *app) startRelay(srv *web.Server) (stop func(), err error) {
+func (a *app) startRelay(st *stream.Streams) (stop func(), err error) {
 	if a.bus == nil {
 		return func() {}, nil
 	}
-	if err := a.bus.Start(srv.Receive); err != nil {
+	if err := a.bus.Start(st.Receive); err != nil {
 		return nil, fmt.Errorf("relay between replicas: %w", err)
 	}
 	return func() {

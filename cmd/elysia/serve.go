@@ -37,6 +37,7 @@ import (
 	"github.com/elysia-go/elysia/web/browsersafety"
 	"github.com/elysia-go/elysia/web/elysiaapi"
 	"github.com/elysia-go/elysia/web/signin"
+	"github.com/elysia-go/elysia/web/stream"
 	"github.com/elysia-go/elysia/web/ui"
 )
 
@@ -148,6 +149,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	mcpEP, stopMCP := newMCPEndpoint(ctx, app)
 	defer stopMCP()
+	streams := app.streams(adapter.NewChanges(ctx, app.disc), app.relay())
 	srv := web.New(app.deps(), &web.Options{
 		MCP:            mcpEP,
 		MCPUser:        os.Getenv("ELYSIA_USER"),
@@ -158,15 +160,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Ready:          app.ready,
 		PublicHosts:    browser.PublicHosts,
 		AllowedOrigins: browser.AllowedOrigins,
-		Changes:        adapter.NewChanges(ctx, app.disc),
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
 		Frontend:       frontend,
-		Relay:          app.relay(),
 		PageUser:       os.Getenv("ELYSIA_USER"), // a browser opening / gets a conversation of this user
-		Routes:         []web.RouteSet{elysiaapi.Routes, signin.Routes(signin.Deps{SignIns: app.signIns, Secrets: app.secrets})},
+		Routes:         app.routes(streams),
 	})
-	stopRelay, err := app.startRelay(srv)
+	stopRelay, err := app.startRelay(streams)
 	if err != nil {
 		return failure(err)
 	}
@@ -434,7 +434,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Runner: adapter.Runner{Trees: a.trees, Model: a.model, Runs: &a.runs}, Servers: adapter.NewServers(a.disc, a.renamed)}
+	d := web.Deps{Trees: a.trees, Servers: adapter.NewServers(a.disc, a.renamed)}
 	if a.persist != nil {
 		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist
 	}
@@ -442,6 +442,18 @@ func (a *app) deps() web.Deps {
 		d.Model = adapter.TextModel{Model: a.model} // the offline planner answers with tool calls, not text
 	}
 	return d
+}
+
+// streams returns the query and event streams over the app's runner;
+// changes and relay may be nil (see stream.Options).
+func (a *app) streams(changes stream.Changes, relay stream.Relay) *stream.Streams {
+	return stream.New(stream.Options{Runner: adapter.Runner{Trees: a.trees, Model: a.model, Runs: &a.runs}, Changes: changes, Relay: relay})
+}
+
+// routes are the route sets web serves beside its own: the streams, the
+// sign-in routes and those of Elysia's frontend.
+func (a *app) routes(st *stream.Streams) []web.RouteSet {
+	return []web.RouteSet{st.Routes, signin.Routes(signin.Deps{SignIns: a.signIns, Secrets: a.secrets}), elysiaapi.Routes}
 }
 
 // ready reports whether the service can take traffic: the database answers

@@ -62,7 +62,7 @@ func newHarnessModel(tb testing.TB, opts *web.Options, model web.TextModel) *har
 		o.ConfigFile = "mcp.json"
 	}
 	o.Routes = []web.RouteSet{Routes}
-	deps := web.Deps{Trees: trees, Runner: noRunner{}, Servers: noServers{}, Store: ps, Feedback: ps, Configs: ps, Model: model}
+	deps := web.Deps{Trees: trees, Servers: noServers{}, Store: ps, Feedback: ps, Configs: ps, Model: model}
 	return &harness{srv: web.New(deps, &o), store: ps}
 }
 
@@ -144,13 +144,6 @@ func appendixEnvelopes(user, conv, query string) []tools.Envelope {
 		out[i] = tools.Envelope{Type: r.typ, ID: r.id, UserID: user, ConversationID: conv, QueryID: query, Payload: json.RawMessage(r.payload)}
 	}
 	return out
-}
-
-// noRunner is the Runner of a harness: these routes run no query.
-type noRunner struct{}
-
-func (noRunner) RunQuery(context.Context, string, string, string, string, func(tools.Envelope)) error {
-	return errors.New("noRunner runs no query")
 }
 
 // noServers is the Servers of a harness: these routes use no MCP server.

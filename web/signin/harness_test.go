@@ -2,7 +2,6 @@ package signin
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -13,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/elysia-go/elysia/internal/testenv"
-	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
 )
@@ -48,7 +46,7 @@ func newSignInHarness(t *testing.T, opts *web.Options) signInHarness {
 	h := signInHarness{f: newFakeSignIns(), logs: &testenv.SyncBuffer{}}
 	o.Logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.Routes = []web.RouteSet{Routes(Deps{SignIns: h.f, Secrets: h.f})}
-	h.srv = web.New(web.Deps{Trees: tree.NewManager(nil), Runner: noRunner{}, Servers: userServers{f: h.f}}, &o)
+	h.srv = web.New(web.Deps{Trees: tree.NewManager(nil), Servers: userServers{f: h.f}}, &o)
 	return h
 }
 
@@ -103,11 +101,4 @@ func (userServers) List(context.Context, string, web.ListRequest) (web.ToolPage,
 
 func (userServers) Execute(context.Context, string, string, map[string]any) (web.ExecuteResult, error) {
 	return web.ExecuteResult{}, tree.ErrNotFound
-}
-
-// noRunner is the Runner of a harness: these routes run no query.
-type noRunner struct{}
-
-func (noRunner) RunQuery(context.Context, string, string, string, string, func(tools.Envelope)) error {
-	return errors.New("noRunner runs no query")
 }

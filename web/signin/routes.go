@@ -212,7 +212,7 @@ func (s *routes) oauthCallback(c *gin.Context) {
 		return
 	}
 	s.k.Logger().InfoContext(c.Request.Context(), "signed in", slog.String(logKeyServer, server), slog.String(logKeyUserID, user))
-	s.k.ServersChanged(user)
+	s.k.Changed(web.Change{User: user, ServersOnly: true})
 	s.page(c, http.StatusOK, result{OK: true, Server: server, Message: "Signed in to " + server + "."})
 }
 

@@ -62,7 +62,7 @@ func TestCompleteRoute(t *testing.T) {
 	t.Cleanup(ts.Close)
 	url, _ := json.Marshal(ts.URL + "/mcp")
 	d := newDiscovery(t, `{"servers": {"team": {"type": "http", "url": `+string(url)+`}}}`, nil)
-	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Runner: Runner{Runs: &gate{}}, Servers: NewServers(d, nil)}, nil)
+	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Servers: NewServers(d, nil)}, nil)
 
 	post := func(path, body string) (int, map[string]json.RawMessage) {
 		t.Helper()

@@ -71,7 +71,7 @@ func wire(t *testing.T, v any) string {
 func TestFeaturesOnTheWire(t *testing.T) {
 	url, _ := json.Marshal(featureServer(t))
 	d := newDiscovery(t, `{"servers": {"notes": {"type": "http", "url": `+string(url)+`}}}`, nil)
-	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Runner: Runner{Runs: &gate{}}, Servers: NewServers(d, nil)}, nil)
+	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Servers: NewServers(d, nil)}, nil)
 	g, _ := d.Gateway("notes")
 	ctx := t.Context()
 	// route answers a request (without keys: as an admin) and returns

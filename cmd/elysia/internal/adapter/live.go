@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"github.com/elysia-go/elysia/discovery"
-	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/stream"
 )
 
-// Changes is web.Changes over the Discovery: each event stream gets a
+// Changes is stream.Changes over the Discovery: each event stream gets a
 // channel that the Discovery signals whenever its servers' status may have
 // changed (a reload, an eager connect, a tool call, a circuit change, a
 // gateway's own state change: a process that died, a back-off that ended).
@@ -19,7 +19,7 @@ type Changes struct {
 	life context.Context //nolint:containedctx // component lifetime, see comment
 }
 
-var _ web.Changes = Changes{}
+var _ stream.Changes = Changes{}
 
 // NewChanges returns the Changes for web.Options; the streams end when
 // life does.
@@ -27,7 +27,7 @@ func NewChanges(life context.Context, d *discovery.Discovery) Changes {
 	return Changes{disc: d, life: life}
 }
 
-// Subscribe implements web.Changes.
+// Subscribe implements stream.Changes.
 func (c Changes) Subscribe(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	c.disc.Notify(ch)

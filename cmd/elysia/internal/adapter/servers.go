@@ -12,9 +12,10 @@ import (
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/stream"
 )
 
-// Runner is the web.Runner: the tree's Query with the configured model,
+// Runner is the stream.Runner: the tree's Query with the configured model,
 // counted for shutdown.
 type Runner struct {
 	// Trees runs the queries.
@@ -35,13 +36,13 @@ type RunGate interface {
 }
 
 var (
-	_ web.Runner             = Runner{}
+	_ stream.Runner          = Runner{}
 	_ web.Servers            = Servers{}
 	_ web.InteractiveServers = Servers{}
 	_ web.TextModel          = TextModel{}
 )
 
-// RunQuery implements web.Runner; once the service shuts down (Runs.Begin
+// RunQuery implements stream.Runner; once the service shuts down (Runs.Begin
 // refuses) a query fails with web.ErrUnavailable.
 func (r Runner) RunQuery(ctx context.Context, userID, convID, queryID, query string, emit func(tools.Envelope)) error {
 	if !r.Runs.Begin() {

@@ -55,7 +55,7 @@ func TestAPIServersNamesMissingSecrets(t *testing.T) {
 	d := newDiscovery(t, `{"servers": {"mine": {"type": "http", "url": "http://127.0.0.1:1/mcp",
 		"headers": {"Authorization": "Bearer ${user:TOKEN}"}}}}`,
 		&mcpgateway.Options{UserSecrets: GatewaySecrets{Secrets: &UserSecrets{}}})
-	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Runner: Runner{Runs: &gate{}}, Servers: NewServers(d, nil)},
+	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Servers: NewServers(d, nil)},
 		&web.Options{Keys: map[string]string{"key-alice": "alice"}})
 	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/api/servers", nil)
 	req.Host = "127.0.0.1"

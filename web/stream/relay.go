@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
 // DefaultRelayWait is how long a request waits for the other replicas to
@@ -19,8 +20,8 @@ import (
 const DefaultRelayWait = time.Second
 
 // Relay carries this server's requests and news to the other replicas of
-// the service (the servers that share its database), whose Server gets
-// each message through [Server.Receive]: a stop or an answer to a
+// the service (the servers that share its database), whose Streams get
+// each message through [Streams.Receive]: a stop or an answer to a
 // server's question for work that runs on another replica, and the
 // changes the other replicas' event streams must show. cmd satisfies it
 // over PostgreSQL (LISTEN/NOTIFY); with SQLite there is one replica and
@@ -96,15 +97,19 @@ func (w *relayWaiters) deliver(reply relayMsg) {
 	}
 }
 
-// Receive handles a message that another replica's Server published
+// Receive handles a message that another replica's Streams published
 // through its Relay: it stops the queries a stop names, gives an answer
 // to the question it names and wakes the event streams of the user whose
 // state changed, when those are on this server, and replies through
 // this server's Relay. A nil msg says that messages may have been missed
 // (the Relay's connection was lost for a while): every event stream looks
 // again. Receive never blocks for long; the Relay calls it from one
-// goroutine, or from several.
-func (s *Server) Receive(msg []byte) {
+// goroutine, or from several. It drops the messages that come before the
+// web.Server is built (web.New calls Routes).
+func (s *Streams) Receive(msg []byte) {
+	if s.k == nil {
+		return
+	}
 	if msg == nil {
 		s.hub.publishLocal("", topicTree|topicConversations)
 		return
@@ -122,13 +127,13 @@ func (s *Server) Receive(msg []byte) {
 			s.tell(relayMsg{Kind: relayStopped, Req: m.Req, Stopped: n})
 		}
 	case relayAnswer:
-		err := s.deps.Trees.Answer(context.Background(), m.User, m.ElicitationID, tools.Answer{Action: m.Action, Content: m.Content})
+		err := s.k.Trees().Answer(context.Background(), m.User, m.ElicitationID, tools.Answer{Action: m.Action, Content: m.Content})
 		if errors.Is(err, tree.ErrNotFound) {
 			return // not waiting here
 		}
 		reply := relayMsg{Kind: relayAnswered, Req: m.Req, Status: http.StatusOK}
 		if err != nil {
-			reply.Status = statusOf(err)
+			reply.Status = web.StatusOf(err)
 			reply.Error = err.Error()
 			if reply.Status >= http.StatusInternalServerError {
 				s.logger.Error("relayed answer failed", slog.Int(logKeyStatus, reply.Status), slog.Any(logKeyErr, err))
@@ -146,7 +151,7 @@ func (s *Server) Receive(msg []byte) {
 }
 
 // tell publishes m through the Relay without waiting for a reply.
-func (s *Server) tell(m relayMsg) {
+func (s *Streams) tell(m relayMsg) {
 	b, err := json.Marshal(m)
 	if err == nil {
 		err = s.relay.Publish(b)
@@ -158,7 +163,7 @@ func (s *Server) tell(m relayMsg) {
 
 // ask publishes the request m and returns the first reply that want
 // takes, or false when none came within the relay wait or ctx ended.
-func (s *Server) ask(ctx context.Context, m relayMsg, want func(relayMsg) bool) (relayMsg, bool) {
+func (s *Streams) ask(ctx context.Context, m relayMsg, want func(relayMsg) bool) (relayMsg, bool) {
 	m.Req = tools.NewID()
 	replies := s.waiters.add(m.Req)
 	defer s.waiters.remove(m.Req)
@@ -182,7 +187,7 @@ func (s *Server) ask(ctx context.Context, m relayMsg, want func(relayMsg) bool) 
 // stopQueries stops user's running queries that match (see
 // runningQueries.stop) on this replica or, through the Relay, on the
 // others, and returns how many it stopped.
-func (s *Server) stopQueries(ctx context.Context, user, conv, query string) int {
+func (s *Streams) stopQueries(ctx context.Context, user, conv, query string) int {
 	if n := s.stopHere(user, conv, query); n > 0 || s.relay == nil {
 		return n
 	}
@@ -193,7 +198,7 @@ func (s *Server) stopQueries(ctx context.Context, user, conv, query string) int 
 // how many. When it stopped some for a stop naming no query, it tells the
 // other replicas too: a conversation's queries run on one replica at a
 // time, but others may hold queries waiting for the conversation.
-func (s *Server) stopHere(user, conv, query string) int {
+func (s *Streams) stopHere(user, conv, query string) int {
 	n := s.running.stop(user, conv, query)
 	if n > 0 && query == "" && s.relay != nil {
 		s.tell(relayMsg{Kind: relayStop, User: user, Conversation: conv, Query: query})
@@ -204,7 +209,7 @@ func (s *Server) stopHere(user, conv, query string) int {
 // stopElsewhere asks the other replicas to stop the matching queries, and
 // returns how many the first to stop some reported within the relay wait,
 // or 0.
-func (s *Server) stopElsewhere(ctx context.Context, user, conv, query string) int {
+func (s *Streams) stopElsewhere(ctx context.Context, user, conv, query string) int {
 	reply, ok := s.ask(ctx, relayMsg{Kind: relayStop, User: user, Conversation: conv, Query: query},
 		func(r relayMsg) bool { return r.Stopped > 0 })
 	if !ok {
@@ -216,8 +221,8 @@ func (s *Server) stopElsewhere(ctx context.Context, user, conv, query string) in
 // answer gives user's answer to the question elicitationID: to the run on
 // this replica that asked it, else, through the Relay, to the replica
 // whose run did (see answerElsewhere).
-func (s *Server) answer(ctx context.Context, user, elicitationID string, ans tools.Answer) error {
-	err := s.deps.Trees.Answer(ctx, user, elicitationID, ans)
+func (s *Streams) answer(ctx context.Context, user, elicitationID string, ans tools.Answer) error {
+	err := s.k.Trees().Answer(ctx, user, elicitationID, ans)
 	if s.relay == nil || !errors.Is(err, tree.ErrNotFound) {
 		return err
 	}
@@ -227,7 +232,7 @@ func (s *Server) answer(ctx context.Context, user, elicitationID string, ans too
 // answerElsewhere sends the answer to the other replicas and returns the
 // outcome that the replica holding the question reports, or notFound, the
 // error of this replica's own try, when none does within the relay wait.
-func (s *Server) answerElsewhere(ctx context.Context, user, elicitationID string, ans tools.Answer, notFound error) error {
+func (s *Streams) answerElsewhere(ctx context.Context, user, elicitationID string, ans tools.Answer, notFound error) error {
 	reply, ok := s.ask(ctx, relayMsg{Kind: relayAnswer, User: user, ElicitationID: elicitationID, Action: ans.Action, Content: ans.Content},
 		func(relayMsg) bool { return true })
 	switch {
@@ -236,13 +241,13 @@ func (s *Server) answerElsewhere(ctx context.Context, user, elicitationID string
 	case reply.Status == http.StatusOK:
 		return nil
 	default:
-		return &requestError{reply.Status, reply.Error}
+		return web.Error(reply.Status, reply.Error)
 	}
 }
 
 // relayLiveChange tells the other replicas' event streams of user that
 // the topics in t changed; the servers' status is each replica's own.
-func (s *Server) relayLiveChange(user string, t topic) {
+func (s *Streams) relayLiveChange(user string, t topic) {
 	if t &= topicTree | topicConversations; t != 0 && user != "" {
 		s.tell(relayMsg{Kind: relayLive, User: user, Topics: t})
 	}

@@ -1,11 +1,17 @@
-package web
+package stream
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web"
 )
 
 // queryBody is the body of POST /query/:user_id/:conversation_id.
@@ -23,12 +29,12 @@ type wsMessage struct {
 }
 
 // decodeQueryBody decodes and checks the body of a query request.
-func decodeQueryBody(body []byte) (queryBody, error) {
+func (s *Streams) decodeQueryBody(body []byte) (queryBody, error) {
 	var q queryBody
-	if err := decodeJSON(body, &q, false, "query"); err != nil {
+	if err := s.k.DecodeJSON(body, &q, false, "query"); err != nil {
 		return queryBody{}, err
 	}
-	if err := checkIDs("query_id", q.QueryID); err != nil {
+	if err := s.k.CheckIDs("query_id", q.QueryID); err != nil {
 		return queryBody{}, err
 	}
 	if q.QueryID == "" {
@@ -52,14 +58,14 @@ const runBuffer = 64
 
 // startRun calls Runner.RunQuery on a new goroutine. Cancelling ctx ends
 // the run; the caller must still wait for done.
-func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query string) run {
+func (s *Streams) startRun(ctx context.Context, userID, convID, queryID, query string) run {
 	// A stop ends the run's ctx like a client that goes away; the stream
 	// itself goes on, so the client sees the run end: a status saying it
 	// was stopped, then completed.
 	spanCtx, span := startQuery(ctx, queryID)
 	runCtx, cancel := context.WithCancelCause(spanCtx)
 	untrack := s.running.track(queryKey{userID, convID, queryID}, func() { cancel(errStopped) })
-	undrain := s.drain.trackRun(func() { cancel(errShuttingDown) })
+	undrain := s.k.TrackRun(func() { cancel(errShuttingDown) })
 	events := make(chan tools.Envelope, runBuffer)
 	done := make(chan error, 1)
 	emit := func(env tools.Envelope) {
@@ -72,7 +78,7 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 		var err error
 		defer func() {
 			if r := recover(); r != nil {
-				s.logger.ErrorContext(ctx, "query run panicked", slog.Any("panic", r))
+				s.logger.ErrorContext(ctx, "query run panicked", slog.Any(logKeyPanic, r))
 				err = errors.New("query run panicked")
 			}
 			endQuery(span, err)
@@ -81,7 +87,7 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 		defer cancel(nil)
 		defer untrack()
 		defer undrain()
-		err = s.deps.Runner.RunQuery(runCtx, userID, convID, queryID, query, emit)
+		err = s.runner.RunQuery(runCtx, userID, convID, queryID, query, emit)
 		if err != nil && errors.Is(context.Cause(runCtx), errShuttingDown) && ctx.Err() == nil {
 			for _, env := range shutdownEnvelopes(userID, convID, queryID) {
 				emit(env)
@@ -103,16 +109,16 @@ func (s *Server) startRun(ctx context.Context, userID, convID, queryID, query st
 // runErrorEnvelope reports a failed run to a stream client as an error
 // event. It logs server-side failures once; ok is false when there is
 // nothing to send (the client went away).
-func (s *Server) runErrorEnvelope(ctx context.Context, err error, userID, convID, queryID string) (tools.Envelope, bool) {
+func (s *Streams) runErrorEnvelope(ctx context.Context, err error, userID, convID, queryID string) (tools.Envelope, bool) {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return tools.Envelope{}, false
 	}
-	status := statusOf(err)
+	status, msg := web.PublicError(ctx, err)
 	if status >= 500 {
 		s.logger.ErrorContext(ctx, "query failed", slog.String(logKeyUserID, userID),
 			slog.String(logKeyConversationID, convID), slog.String(logKeyQueryID, queryID), slog.Any(logKeyErr, err))
 	}
-	return errorEnvelope(publicMessage(ctx, status, err), userID, convID, queryID), true
+	return errorEnvelope(msg, userID, convID, queryID), true
 }
 
 // errorEnvelope returns an error event with the given text.
@@ -125,8 +131,48 @@ func errorEnvelope(text, userID, convID, queryID string) tools.Envelope {
 // logWriteTimeout reports a stream ended because a write to its client
 // missed the write timeout: the client stopped reading but kept its
 // connection open.
-func (s *Server) logWriteTimeout(ctx context.Context, stream, userID, convID, queryID string) {
+func (s *Streams) logWriteTimeout(ctx context.Context, stream, userID, convID, queryID string) {
 	s.logger.WarnContext(ctx, "stream write timed out: client stopped reading; ending the stream",
 		slog.String(logKeyStream, stream), slog.String(logKeyUserID, userID), slog.String(logKeyConversationID, convID),
 		slog.String(logKeyQueryID, queryID), slog.Duration(logKeyTimeout, s.writeTimeout))
+}
+
+// publicText is what the client is told about err (web.PublicError).
+func publicText(ctx context.Context, err error) string {
+	_, msg := web.PublicError(ctx, err)
+	return msg
+}
+
+// tracerName is the instrumentation scope of the query spans.
+const tracerName = "github.com/elysia-go/elysia/web/stream"
+
+// tracePerQueryKey marks a ctx whose queries each start a trace of their
+// own: a WebSocket's, whose one HTTP request carries many queries.
+type tracePerQueryKey struct{}
+
+func withTracePerQuery(ctx context.Context) context.Context {
+	return context.WithValue(ctx, tracePerQueryKey{}, true)
+}
+
+// startQuery starts the span of one query run: the child of its HTTP
+// request's span, or, on a WebSocket, the root of a trace of its own linked
+// to the socket's span, so that each query is one trace.
+func startQuery(ctx context.Context, queryID string) (context.Context, trace.Span) {
+	opts := []trace.SpanStartOption{trace.WithAttributes(
+		attribute.String("elysia.query_id", queryID),
+		attribute.String("elysia.request_id", web.RequestID(ctx)),
+	)}
+	if ctx.Value(tracePerQueryKey{}) != nil {
+		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.LinkFromContext(ctx)))
+	}
+	return otel.Tracer(tracerName).Start(ctx, "query", opts...)
+}
+
+// endQuery ends a query's span with its outcome.
+func endQuery(span trace.Span, err error) {
+	if err != nil {
+		span.SetAttributes(attribute.String("error.type", "query_failed"))
+		span.SetStatus(codes.Error, "")
+	}
+	span.End()
 }

@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ type memNet struct {
 	wg sync.WaitGroup
 	// mu guards servers.
 	mu      sync.Mutex
-	servers []*Server
+	servers []*Streams
 }
 
-// memRelay is one Server's Relay on a memNet.
+// memRelay is one Streams' Relay on a memNet.
 type memRelay struct {
 	net  *memNet
 	self int
@@ -48,9 +48,9 @@ func replicas(t *testing.T, n int, opts Options) []*harness {
 	for i := range n {
 		o := opts
 		o.Relay = memRelay{net: net, self: i}
-		h := newHarness(t, &o)
+		h := newHarnessWith(t, nil, o)
 		net.mu.Lock()
-		net.servers = append(net.servers, h.srv)
+		net.servers = append(net.servers, h.st)
 		net.mu.Unlock()
 		hs = append(hs, h)
 	}
@@ -122,20 +122,20 @@ func TestRelayAnswerUnknown(t *testing.T) {
 func TestRelayLive(t *testing.T) {
 	hs := replicas(t, 2, Options{})
 	a, b := hs[0], hs[1]
-	sub := b.srv.hub.subscribe("alice")
-	defer b.srv.hub.unsubscribe(sub)
-	a.srv.hub.publish("alice", allTopics)
+	sub := b.st.hub.subscribe("alice")
+	defer b.st.hub.unsubscribe(sub)
+	a.st.hub.publish("alice", allTopics)
 	waitFor(t, sub.wake, "B's stream to wake")
-	if got := b.srv.hub.take(sub); got != topicTree|topicConversations {
+	if got := b.st.hub.take(sub); got != topicTree|topicConversations {
 		t.Errorf("B's stream was told of topics %b, want tree and conversations", got)
 	}
 	// Messages B cannot read are dropped, and a nil one (messages
 	// missed) wakes every stream.
-	b.srv.Receive([]byte("{"))
-	b.srv.Receive([]byte(`{"kind": "nonsense"}`))
-	b.srv.Receive(nil)
+	b.st.Receive([]byte("{"))
+	b.st.Receive([]byte(`{"kind": "nonsense"}`))
+	b.st.Receive(nil)
 	waitFor(t, sub.wake, "B's stream to wake after missed messages")
-	if got := b.srv.hub.take(sub); got != topicTree|topicConversations {
+	if got := b.st.hub.take(sub); got != topicTree|topicConversations {
 		t.Errorf("after missed messages B's stream looks again at %b, want tree and conversations", got)
 	}
 }

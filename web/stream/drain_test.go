@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
+
+	"github.com/elysia-go/elysia/web"
 )
 
 // readUntilClose reads a socket's messages until it ends, on a goroutine
@@ -48,9 +50,9 @@ type wsEnd struct {
 	status  websocket.StatusCode
 }
 
-// routeSetSocket is a RouteSet with a socket of its own, as elysiaapi's
-// /ws/process_collection, tracked for Drain through the Kit.
-func routeSetSocket(k *Kit) {
+// routeSetSocket is a web.RouteSet with a socket of its own, as elysiaapi's
+// /ws/process_collection, tracked for Drain through the web.Kit.
+func routeSetSocket(k *web.Kit) {
 	k.Handle(http.MethodGet, "/ws/extra", k.RequireKey, func(c *gin.Context) {
 		conn, accepted := k.AcceptWS(c)
 		if !accepted {
@@ -72,7 +74,7 @@ func routeSetSocket(k *Kit) {
 // down and completed, every socket is closed with 1001, and Drain returns
 // once they are. A socket opened afterwards is closed with 1001 at once.
 func TestDrainTellsStreams(t *testing.T) {
-	h := newHarness(t, &Options{Routes: []RouteSet{routeSetSocket}})
+	h := newHarness(t, &web.Options{Routes: []web.RouteSet{routeSetSocket}})
 	ts, _ := startServerClosing(t, h)
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()

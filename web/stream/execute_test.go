@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
 // gatewayServers is the Servers of cmd over one real gateway.
@@ -27,16 +28,16 @@ type gatewayServers struct {
 	g *mcpgateway.Gateway
 }
 
-func (s gatewayServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (ExecuteResult, error) {
+func (s gatewayServers) Execute(ctx context.Context, name, tool string, inputs map[string]any) (web.ExecuteResult, error) {
 	return s.ExecuteWith(ctx, name, tool, inputs, nil)
 }
 
-func (s gatewayServers) ExecuteWith(ctx context.Context, _, tool string, inputs map[string]any, emit tools.Emitter) (ExecuteResult, error) {
+func (s gatewayServers) ExecuteWith(ctx context.Context, _, tool string, inputs map[string]any, emit tools.Emitter) (web.ExecuteResult, error) {
 	res, err := s.g.ExecuteWith(ctx, tool, inputs, emit)
 	if err != nil {
-		return ExecuteResult{}, err
+		return web.ExecuteResult{}, err
 	}
-	return ExecuteResult{IsError: res.IsError, Content: res.Content, Structured: res.Structured}, nil
+	return web.ExecuteResult{IsError: res.IsError, Content: res.Content, Structured: res.Structured}, nil
 }
 
 // panelServer is an MCP server whose "ask" asks the user's name and says
@@ -73,7 +74,8 @@ func panelHarness(t *testing.T) (url string, cancelled <-chan struct{}) {
 	t.Cleanup(mcpHTTP.Close)
 	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: mcpHTTP.URL + "/mcp", Enabled: true}, nil)
 	t.Cleanup(func() { _ = g.Close() })
-	srv := New(Deps{Trees: tree.NewManager(nil), Runner: newFakeRunner(), Servers: gatewayServers{g: g}}, &Options{Keys: testKeys})
+	st := New(Options{Runner: newFakeRunner()})
+	srv := web.New(web.Deps{Trees: tree.NewManager(nil), Servers: gatewayServers{g: g}}, &web.Options{Keys: testKeys, Routes: []web.RouteSet{st.Routes}})
 	api := httptest.NewServer(srv.Handler())
 	t.Cleanup(api.Close)
 	return api.URL, c
@@ -162,8 +164,8 @@ func TestExecuteStreamsWithAnInteractiveUser(t *testing.T) {
 	plain := post(t, ctx, url+"/api/servers/todo/execute", "", map[string]any{"tool_name": "ask", "tool_inputs": map[string]any{"greeting": "hi"}})
 	defer func() { _ = plain.Body.Close() }()
 	var body struct {
-		Error  string        `json:"error"`
-		Result ExecuteResult `json:"result"`
+		Error  string            `json:"error"`
+		Result web.ExecuteResult `json:"result"`
 	}
 	if err := json.NewDecoder(plain.Body).Decode(&body); err != nil || plain.StatusCode != 200 || !strings.Contains(fmt.Sprint(body.Result.Content), "decline") {
 		t.Errorf("execute without Accept: %d %+v %v, want JSON with the declined result", plain.StatusCode, body, err)

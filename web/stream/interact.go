@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
 // runningQueries holds the cancel funcs of the queries running on this
@@ -21,9 +22,6 @@ type runningQueries struct {
 	mu    sync.Mutex
 	byKey map[queryKey]func()
 }
-
-// errStopped is the cause of a run's ctx ended by a user's stop.
-var errStopped = errors.New("stopped by the user")
 
 type queryKey struct{ user, conv, query string }
 
@@ -66,18 +64,18 @@ type stopBody struct {
 // conversation's running query (the one named by query_id, or all) is
 // cancelled; the servers of its tool calls get notifications/cancelled and
 // the conversation is free at once.
-func (s *Server) stopQuery(c *gin.Context) {
+func (s *Streams) stopQuery(c *gin.Context) {
 	var body stopBody
-	if err := s.decode(c, &body, true); err != nil {
-		s.fail(c, err, object{kv("stopped", 0)})
+	if err := s.k.Decode(c, &body, true); err != nil {
+		s.k.Fail(c, err, object{kv("stopped", 0)})
 		return
 	}
 	n := s.stopQueries(c.Request.Context(), c.Param("user_id"), c.Param("conversation_id"), body.QueryID)
 	if n == 0 {
-		s.fail(c, &requestError{http.StatusNotFound, "no query of this conversation is running"}, object{kv("stopped", 0)})
+		s.k.Fail(c, web.Error(http.StatusNotFound, "no query of this conversation is running"), object{kv("stopped", 0)})
 		return
 	}
-	writeJSON(c, http.StatusOK, ok(kv("stopped", n)))
+	s.k.WriteJSON(c, http.StatusOK, web.OK(kv("stopped", n)))
 }
 
 // elicitationBody is the body of POST /elicitations/:elicitation_id.
@@ -95,31 +93,31 @@ type elicitationBody struct {
 // to a server's question (an elicitation event) from the user who got it.
 // Anyone else gets 404, as for a question that does not exist; an answer the
 // form refuses gets 422 and the question keeps waiting.
-func (s *Server) answerElicitation(c *gin.Context) {
+func (s *Streams) answerElicitation(c *gin.Context) {
 	var body elicitationBody
-	if err := s.decode(c, &body, false, "action"); err != nil {
-		s.fail(c, err, nil)
+	if err := s.k.Decode(c, &body, false, "action"); err != nil {
+		s.k.Fail(c, err, nil)
 		return
 	}
-	user := Principal(c.Request.Context())
+	user := web.Principal(c.Request.Context())
 	if user == "" { // requireKey always names one
-		s.fail(c, ErrUnauthorized, nil)
+		s.k.Fail(c, web.ErrUnauthorized, nil)
 		return
 	}
-	if user == AdminUser {
+	if user == web.AdminUser {
 		// "" asks tree for the question whatever its user.
 		user = body.UserID
-		if err := checkIDs("user_id", user); err != nil {
-			s.fail(c, err, nil)
+		if err := s.k.CheckIDs("user_id", user); err != nil {
+			s.k.Fail(c, err, nil)
 			return
 		}
 	}
 	ans := tools.Answer{Action: body.Action, Content: body.Content}
 	if err := s.answer(c.Request.Context(), user, c.Param("elicitation_id"), ans); err != nil {
-		s.fail(c, err, nil)
+		s.k.Fail(c, err, nil)
 		return
 	}
-	writeJSON(c, http.StatusOK, ok(kv("elicitation_id", c.Param("elicitation_id"))))
+	s.k.WriteJSON(c, http.StatusOK, web.OK(kv("elicitation_id", c.Param("elicitation_id"))))
 }
 
 // wsControl is a WebSocket message that is not a query: {"type": "stop",
@@ -139,12 +137,12 @@ type wsControl struct {
 // message's user_id, checked against the socket's key like a query's.
 func (ws *wsSession) control(ctx context.Context, m wsControl) {
 	fail := func(text string) { ws.send(ctx, errorEnvelope(text, m.UserID, m.ConversationID, m.QueryID)) }
-	if err := checkIDs("user_id", m.UserID, "conversation_id", m.ConversationID, "query_id", m.QueryID); err != nil || m.UserID == "" {
+	if err := ws.s.k.CheckIDs("user_id", m.UserID, "conversation_id", m.ConversationID, "query_id", m.QueryID); err != nil || m.UserID == "" {
 		fail("a " + m.Type + " message needs a valid user_id")
 		return
 	}
-	if !mayActFor(ws.principal, m.UserID) {
-		fail(forbidden(m.UserID).Error())
+	if !ws.mayActFor(m.UserID) {
+		fail(ws.s.k.Forbidden(m.UserID).Error())
 		return
 	}
 	// The work held by another replica is asked for on a goroutine of the
@@ -164,7 +162,7 @@ func (ws *wsSession) control(ctx context.Context, m wsControl) {
 		}
 	case "elicitation_response":
 		ans := tools.Answer{Action: m.Action, Content: m.Content}
-		err := ws.s.deps.Trees.Answer(ctx, m.UserID, m.ElicitationID, ans)
+		err := ws.s.k.Trees().Answer(ctx, m.UserID, m.ElicitationID, ans)
 		if ws.s.relay == nil || !errors.Is(err, tree.ErrNotFound) {
 			ws.answered(ctx, m, err)
 			return
@@ -184,6 +182,6 @@ func (ws *wsSession) answered(ctx context.Context, m wsControl, err error) {
 		return
 	}
 	env, _ := tools.NewEnvelope(tools.Event{Type: tools.EventError, Payload: map[string]any{
-		"text": publicMessage(ctx, statusOf(err), err), "elicitation_id": m.ElicitationID}}, m.UserID, m.ConversationID, m.QueryID)
+		"text": publicText(ctx, err), "elicitation_id": m.ElicitationID}}, m.UserID, m.ConversationID, m.QueryID)
 	ws.send(ctx, env)
 }

@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web"
 )
 
 // liveServers is a Servers whose one server's state a test changes.
@@ -31,10 +32,10 @@ func (f *liveServersFake) set(state string) {
 	f.state = state
 }
 
-func (f *liveServersFake) Servers(ctx context.Context) (ServersStatus, error) {
+func (f *liveServersFake) Servers(ctx context.Context) (web.ServersStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return ServersStatus{ConfigFile: "mcp.json", Servers: []ServerStatus{{Name: "todo", ToolName: "mcp_todo", State: f.state}}}, nil
+	return web.ServersStatus{ConfigFile: "mcp.json", Servers: []web.ServerStatus{{Name: "todo", ToolName: "mcp_todo", State: f.state}}}, nil
 }
 
 // notesGateway is a second gateway, which a test places in the trees as a
@@ -94,18 +95,19 @@ type liveHarness struct {
 
 // newLiveHarness serves the routes over a real tree.Manager and store
 // (realTrees: alice has the conversation c1), fake Servers and Changes.
-func newLiveHarness(t *testing.T, opts *Options) *liveHarness {
+func newLiveHarness(t *testing.T, opts *web.Options) *liveHarness {
 	t.Helper()
 	lh := &liveHarness{servers: &liveServersFake{state: "idle"}, changes: &fakeChanges{}}
-	var o Options
+	var o web.Options
 	if opts != nil {
 		o = *opts
 	}
-	o.Changes = lh.changes
 	o.Assets = testAssets
-	var st *persist.Store
-	lh.trees, st, _ = realTrees(t)
-	srv := New(Deps{Trees: lh.trees, Runner: newFakeRunner(), Servers: lh.servers, Store: st}, &o)
+	st := New(Options{Runner: newFakeRunner(), Changes: lh.changes})
+	o.Routes = []web.RouteSet{st.Routes}
+	var ps *persist.Store
+	lh.trees, ps, _ = realTrees(t)
+	srv := web.New(web.Deps{Trees: lh.trees, Servers: lh.servers, Store: ps}, &o)
 	lh.ts = httptest.NewServer(srv.Handler())
 	t.Cleanup(lh.ts.Close)
 	return lh
@@ -201,8 +203,8 @@ func (m liveMsg) field(t *testing.T, name string) string {
 }
 
 func TestEventsAuth(t *testing.T) {
-	keys := map[string]string{"k-alice": "alice", "k-bob": "bob", "k-admin": AdminUser}
-	lh := newLiveHarness(t, &Options{Keys: keys})
+	keys := map[string]string{"k-alice": "alice", "k-bob": "bob", "k-admin": web.AdminUser}
+	lh := newLiveHarness(t, &web.Options{Keys: keys})
 	tests := []struct {
 		name, path, key string
 		want            int
@@ -360,7 +362,7 @@ func TestEventsEndWithTheService(t *testing.T) {
 }
 
 func TestEventsHeartbeat(t *testing.T) {
-	lh := newLiveHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
+	lh := newLiveHarness(t, &web.Options{Heartbeat: 10 * time.Millisecond})
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, lh.ts.URL+"/events/alice", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/internal/sse"
 )
 
 // Changes tells the event streams (GET /events/...) that the servers'
@@ -58,7 +60,7 @@ const (
 // Its zero value is not usable; use newLiveHub. Safe for concurrent use.
 type liveHub struct {
 	// relay, when set, tells the other replicas of each change published
-	// (see Server.relayLiveChange); it does not block.
+	// (see Streams.relayLiveChange); it does not block.
 	relay func(user string, t topic)
 
 	// mu guards subs and the pending field of every liveSub.
@@ -128,27 +130,6 @@ func (h *liveHub) take(sub *liveSub) topic {
 	return t
 }
 
-// middleware publishes the changes a successful state-changing request may
-// have made: to its user's streams when the route has a :user_id (every
-// topic), to every stream's server status otherwise (the /api/servers
-// actions connect gateways and count calls). It must come before the
-// routes it watches.
-func (h *liveHub) middleware(c *gin.Context) {
-	c.Next()
-	switch c.Request.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return
-	}
-	if c.Writer.Status() >= http.StatusBadRequest || c.FullPath() == "" {
-		return
-	}
-	if user := c.Param("user_id"); user != "" {
-		h.publish(user, allTopics)
-		return
-	}
-	h.publish("", topicServers)
-}
-
 // liveRunner tells the hub when a query ends, whichever transport carried
 // it: a run changes its conversation (title, history, time) and may have
 // connected gateways.
@@ -162,23 +143,6 @@ func (r liveRunner) RunQuery(ctx context.Context, userID, conversationID, queryI
 	return r.Runner.RunQuery(ctx, userID, conversationID, queryID, query, emit)
 }
 
-// liveRoutes registers the event streams, GET /events/:user_id and GET
-// /events/:user_id/:conversation_id, with what feeds them: a middleware
-// that sees the changes made through the other routes, which must
-// therefore be registered after it, and a Runner that reports the end of
-// every query.
-func (s *Server) liveRoutes(e *gin.Engine) {
-	hub := newLiveHub()
-	if s.relay != nil {
-		hub.relay = s.relayLiveChange
-	}
-	s.hub = hub
-	s.deps.Runner = liveRunner{Runner: s.deps.Runner, hub: hub}
-	e.Use(hub.middleware)
-	e.GET("/events/:user_id", s.requireUser, s.liveEvents(hub))
-	e.GET("/events/:user_id/:conversation_id", s.requireUser, s.liveEvents(hub))
-}
-
 // liveEvents serves the event stream of a user's page: Server-Sent Events,
 // one "data:" message {"type", "payload"} per change, whose payload is the
 // body of the JSON route that shows the same thing (see liveServers). The
@@ -187,75 +151,74 @@ func (s *Server) liveRoutes(e *gin.Engine) {
 // :conversation_id the stream also carries that conversation's tree.
 //
 // Idle streams get a ": ping" comment every heartbeat interval. The stream
-// ends when the client goes away, a write misses Options.StreamWriteTimeout,
+// ends when the client goes away, a write misses web.Options.StreamWriteTimeout,
 // or Options.Changes says the service is shutting down.
-func (s *Server) liveEvents(hub *liveHub) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		ctx := c.Request.Context()
-		ls := &liveStream{
-			s:    s,
-			w:    newSSEWriter(c.Writer, s.writeTimeout),
-			user: c.Param("user_id"),
-			conv: c.Param("conversation_id"),
-			last: make(map[string][]byte, 3),
-		}
-		want := topicServers | topicConversations
-		if ls.conv != "" {
-			want |= topicTree
-		}
-		sub := hub.subscribe(ls.user)
-		defer hub.unsubscribe(sub)
-		var external <-chan struct{}
-		if s.changes != nil {
-			external = s.changes.Subscribe(ctx)
-		}
+func (s *Streams) liveEvents(c *gin.Context) {
+	hub := s.hub
+	ctx := c.Request.Context()
+	ls := &liveStream{
+		s:    s,
+		w:    sse.NewWriter(c.Writer, s.writeTimeout),
+		user: c.Param("user_id"),
+		conv: c.Param("conversation_id"),
+		last: make(map[string][]byte, 3),
+	}
+	want := topicServers | topicConversations
+	if ls.conv != "" {
+		want |= topicTree
+	}
+	sub := hub.subscribe(ls.user)
+	defer hub.unsubscribe(sub)
+	var external <-chan struct{}
+	if s.changes != nil {
+		external = s.changes.Subscribe(ctx)
+	}
 
-		heartbeat := time.NewTimer(s.heartbeat)
-		defer heartbeat.Stop()
-		// throttle is armed while pending changes wait for liveMinInterval.
-		throttle := time.NewTimer(liveMinInterval)
-		throttle.Stop()
-		defer throttle.Stop()
-		throttled := false
-		pending := want
-		var lastLook time.Time
-		for {
-			if pending != 0 && !throttled {
-				if wait := liveMinInterval - time.Since(lastLook); wait > 0 && !lastLook.IsZero() {
-					throttle.Reset(wait)
-					throttled = true
-				} else {
-					lastLook = time.Now()
-					wrote, err := ls.send(ctx, pending)
-					if err != nil {
-						ls.stop(ctx, err)
-						return
-					}
-					pending = 0
-					if wrote {
-						heartbeat.Reset(s.heartbeat)
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-external:
-				if !ok {
-					return
-				}
-				pending |= (topicServers | topicTree) & want
-			case <-sub.wake:
-				pending |= hub.take(sub) & want
-			case <-throttle.C:
-				throttled = false
-			case <-heartbeat.C:
-				if err := ls.w.ping(); err != nil {
+	heartbeat := time.NewTimer(s.heartbeat)
+	defer heartbeat.Stop()
+	// throttle is armed while pending changes wait for liveMinInterval.
+	throttle := time.NewTimer(liveMinInterval)
+	throttle.Stop()
+	defer throttle.Stop()
+	throttled := false
+	pending := want
+	var lastLook time.Time
+	for {
+		if pending != 0 && !throttled {
+			if wait := liveMinInterval - time.Since(lastLook); wait > 0 && !lastLook.IsZero() {
+				throttle.Reset(wait)
+				throttled = true
+			} else {
+				lastLook = time.Now()
+				wrote, err := ls.send(ctx, pending)
+				if err != nil {
 					ls.stop(ctx, err)
 					return
 				}
-				heartbeat.Reset(s.heartbeat)
+				pending = 0
+				if wrote {
+					heartbeat.Reset(s.heartbeat)
+				}
 			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-external:
+			if !ok {
+				return
+			}
+			pending |= (topicServers | topicTree) & want
+		case <-sub.wake:
+			pending |= hub.take(sub) & want
+		case <-throttle.C:
+			throttled = false
+		case <-heartbeat.C:
+			if err := ls.w.Ping(); err != nil {
+				ls.stop(ctx, err)
+				return
+			}
+			heartbeat.Reset(s.heartbeat)
 		}
 	}
 }
@@ -263,8 +226,8 @@ func (s *Server) liveEvents(hub *liveHub) gin.HandlerFunc {
 // liveStream is the state of one event stream, used by its handler's
 // goroutine only.
 type liveStream struct {
-	s          *Server
-	w          *sseWriter
+	s          *Streams
+	w          *sse.Writer
 	user, conv string
 	// last is the payload last sent for each message type.
 	last map[string][]byte
@@ -292,8 +255,8 @@ func (ls *liveStream) send(ctx context.Context, t topic) (wrote bool, err error)
 		}
 		wrote = wrote || w
 	}
-	if !ls.w.started {
-		return true, ls.w.write(nil)
+	if !ls.w.Started() {
+		return true, ls.w.Write(nil)
 	}
 	return wrote, nil
 }
@@ -318,7 +281,7 @@ func (ls *liveStream) message(typ string, body object) (bool, error) {
 	msg = append(msg, `","payload":`...)
 	msg = append(msg, b...)
 	msg = append(msg, "}\n\n"...)
-	return true, ls.w.write(msg)
+	return true, ls.w.Write(msg)
 }
 
 // stop logs why a stream ended early, when that is worth a line.
@@ -335,33 +298,33 @@ func (ls *liveStream) stop(ctx context.Context, err error) {
 // failed is the body of a message whose route would have failed: its
 // public message, with the detail logged from 500 up, and extra.
 func (ls *liveStream) failed(ctx context.Context, what string, err error, extra ...field) object {
-	status := statusOf(err)
+	status, msg := web.PublicError(ctx, err)
 	if status >= http.StatusInternalServerError && ctx.Err() == nil {
 		ls.s.logger.ErrorContext(ctx, "event stream: "+what+" failed", slog.Int(logKeyStatus, status), slog.Any(logKeyErr, err))
 	}
-	return append(object{kv("error", publicMessage(ctx, status, err))}, extra...)
+	return append(object{kv("error", msg)}, extra...)
 }
 
 func (ls *liveStream) servers(ctx context.Context) object {
-	st, err := ls.s.serversFor(ctx, ls.user)
+	st, err := ls.s.k.ServersFor(ctx, ls.user)
 	if err != nil {
-		return ls.failed(ctx, "server status", err, kv("servers", emptyList))
+		return ls.failed(ctx, "server status", err, kv("servers", web.EmptyList))
 	}
-	return ok(kv("config_file", st.ConfigFile), kv("config_error", st.ConfigError), kv("servers", nonNil(st.Servers)))
+	return web.OK(kv("config_file", st.ConfigFile), kv("config_error", st.ConfigError), kv("servers", nonNil(st.Servers)))
 }
 
 func (ls *liveStream) tree(ctx context.Context) object {
-	b, err := ls.s.treeJSON(ctx, ls.user, ls.conv)
+	b, err := ls.s.k.TreeJSON(ctx, ls.user, ls.conv)
 	if err != nil {
-		return ls.failed(ctx, "tree", err, kv("conversation_id", ls.conv), kv("tree", emptyObject))
+		return ls.failed(ctx, "tree", err, kv("conversation_id", ls.conv), kv("tree", web.EmptyObject))
 	}
-	return ok(kv("conversation_id", ls.conv), kv("tree", b))
+	return web.OK(kv("conversation_id", ls.conv), kv("tree", b))
 }
 
 func (ls *liveStream) conversations(ctx context.Context) object {
-	list, err := ls.s.conversationList(ctx, ls.user)
+	list, err := ls.s.k.Conversations(ctx, ls.user)
 	if err != nil {
-		return ls.failed(ctx, "conversation list", err, kv("conversations", emptyList))
+		return ls.failed(ctx, "conversation list", err, kv("conversations", web.EmptyList))
 	}
-	return ok(kv("conversations", list))
+	return web.OK(kv("conversations", list))
 }

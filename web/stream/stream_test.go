@@ -1,4 +1,4 @@
-package web
+package stream
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/web"
 )
 
 // waitTimeout bounds every wait on the server in these tests; they never
@@ -326,7 +327,7 @@ func TestClientDisconnectCancelsRun(t *testing.T) {
 
 func TestHeartbeat(t *testing.T) {
 	t.Run("sse", func(t *testing.T) {
-		h := newHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
+		h := newHarness(t, &web.Options{Heartbeat: 10 * time.Millisecond})
 		ts := startServer(t, h)
 		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 		defer cancel()
@@ -353,7 +354,7 @@ func TestHeartbeat(t *testing.T) {
 	t.Run("no ping before the run starts", func(t *testing.T) {
 		// A query waiting for a busy conversation outlasts several
 		// heartbeats and must still be refused with 409, not a 200 stream.
-		h := newHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
+		h := newHarness(t, &web.Options{Heartbeat: 10 * time.Millisecond})
 		ts := startServer(t, h)
 		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 		defer cancel()
@@ -363,7 +364,7 @@ func TestHeartbeat(t *testing.T) {
 		}
 	})
 	t.Run("websocket", func(t *testing.T) {
-		h := newHarness(t, &Options{Heartbeat: 10 * time.Millisecond})
+		h := newHarness(t, &web.Options{Heartbeat: 10 * time.Millisecond})
 		ts := startServer(t, h)
 		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 		defer cancel()
@@ -402,7 +403,7 @@ func TestHeartbeat(t *testing.T) {
 }
 
 func TestWebSocketQueryLimit(t *testing.T) {
-	h := newHarness(t, &Options{MaxQueriesPerSocket: 2})
+	h := newHarnessWith(t, nil, Options{MaxQueriesPerSocket: 2})
 	ts := startServer(t, h)
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
@@ -458,7 +459,7 @@ func TestWebSocketQueryLimit(t *testing.T) {
 }
 
 func TestWebSocketQuerySlotFreedByCompleted(t *testing.T) {
-	h := newHarness(t, &Options{MaxQueriesPerSocket: 1})
+	h := newHarnessWith(t, nil, Options{MaxQueriesPerSocket: 1})
 	ts := startServer(t, h)
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
@@ -483,8 +484,8 @@ func TestWebSocketQuerySlotFreedByCompleted(t *testing.T) {
 
 func TestMaxQueriesPerSocketDefault(t *testing.T) {
 	for _, n := range []int{0, -1} {
-		h := newHarness(t, &Options{MaxQueriesPerSocket: n})
-		if got := h.srv.maxSocketQueries; got != DefaultMaxQueriesPerSocket {
+		h := newHarnessWith(t, nil, Options{MaxQueriesPerSocket: n})
+		if got := h.st.maxSocketQueries; got != DefaultMaxQueriesPerSocket {
 			t.Errorf("MaxQueriesPerSocket %d: limit %d, want %d", n, got, DefaultMaxQueriesPerSocket)
 		}
 	}
@@ -502,14 +503,14 @@ func TestWebSocketMessageLimit(t *testing.T) {
 		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
 	}
 
-	wsSend(t, ctx, conn, message(DefaultMaxBodyBytes))
+	wsSend(t, ctx, conn, message(web.DefaultMaxBodyBytes))
 	for i := range 6 {
 		if env := decodeEnvelope(t, wsRead(t, ctx, conn)); env.Type == tools.EventError {
 			t.Fatalf("message %d for a message at the limit: error %s", i, env.Payload)
 		}
 	}
 
-	wsSend(t, ctx, conn, message(DefaultMaxBodyBytes+1))
+	wsSend(t, ctx, conn, message(web.DefaultMaxBodyBytes+1))
 	_, _, err := conn.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusMessageTooBig || ce.Reason != "message too large (limit 1 MiB)" {
@@ -588,7 +589,7 @@ func TestStalledClientEndsStream(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			leaks := goleak.IgnoreCurrent()
 			t.Cleanup(func() { goleak.VerifyNone(t, leaks) }) // the first cleanup registered runs last
-			h := newHarness(t, &Options{StreamWriteTimeout: 100 * time.Millisecond})
+			h := newHarness(t, &web.Options{StreamWriteTimeout: 100 * time.Millisecond})
 			ts, closeAll := startServerClosing(t, h)
 			ctx, cancel := context.WithTimeout(t.Context(), stallWait)
 			defer cancel()
@@ -643,15 +644,6 @@ func TestStalledClientEndsStream(t *testing.T) {
 	}
 }
 
-func TestStreamWriteTimeoutDefault(t *testing.T) {
-	for _, d := range []time.Duration{0, -1} {
-		h := newHarness(t, &Options{StreamWriteTimeout: d})
-		if got := h.srv.writeTimeout; got != DefaultStreamWriteTimeout {
-			t.Errorf("StreamWriteTimeout %v: timeout %v, want %v", d, got, DefaultStreamWriteTimeout)
-		}
-	}
-}
-
 // burstRunner emits n large text events at once, faster than a stream
 // writes them.
 type burstRunner struct{ n int }
@@ -668,10 +660,8 @@ func (b burstRunner) RunQuery(_ context.Context, user, conv, queryID, _ string, 
 // is lost when the bound is reached (an event over it, with others
 // queued, once was).
 func TestSSEWritesEveryQueuedEvent(t *testing.T) {
-	h := newHarness(t, nil)
 	const n = 40
-	h.srv = New(Deps{Trees: h.trees, Runner: burstRunner{n}, Servers: h.servers, Store: h.store, Feedback: h.store, Configs: h.store},
-		&Options{Assets: testAssets, ConfigFile: "mcp.json", Model: ModelInfo{Provider: "offline", Model: "offline-planner"}})
+	h := newHarnessWith(t, nil, Options{Runner: burstRunner{n}})
 	ts := startServer(t, h)
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()

@@ -1,13 +1,11 @@
-package web
+package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,30 +25,29 @@ const minPingTimeout = 5 * time.Second
 // not act for, or one over that limit, gets an error event, and the socket
 // stays open. After each idle heartbeat interval the server sends a ping.
 // Closing the socket cancels every query running on it, and so does a
-// write that misses Options.StreamWriteTimeout, which closes the socket.
+// write that misses web.Options.StreamWriteTimeout, which closes the socket.
 // When the server drains (Drain), the socket is closed with status 1001
 // once its queries have sent their last events.
-func (s *Server) queryWS(c *gin.Context) {
-	principal := c.GetString(principalKey)
-	conn, accepted := s.acceptWS(c)
+func (s *Streams) queryWS(c *gin.Context) {
+	conn, accepted := s.k.AcceptWS(c)
 	if !accepted {
 		return
 	}
 	defer func() { _ = conn.CloseNow() }() // backstop; fails harmlessly after the Close below
 	// readMessage enforces the limit; the library's stays as a backstop.
-	conn.SetReadLimit(s.maxBody + 1)
+	conn.SetReadLimit(s.k.MaxBody() + 1)
 
 	// The socket's lifetime is this handler's: ctx ends when the reader
 	// fails (the client closed) or the handler returns.
 	ctx, cancel := context.WithCancel(withTracePerQuery(c.Request.Context()))
 	defer cancel()
 	ws := &wsSession{
-		s: s, conn: conn, principal: principal,
+		s: s, conn: conn, mayActFor: func(user string) bool { return s.k.MayActFor(c, user) },
 		out:   make(chan tools.Envelope, runBuffer),
 		slots: make(chan struct{}, s.maxSocketQueries),
 		wake:  make(chan struct{}, 1),
 	}
-	defer s.drain.trackSocket(socketCloser{goAway: ws.goAway, now: func() { _ = conn.CloseNow() }})()
+	defer s.k.TrackStream(ws.goAway, func() { _ = conn.CloseNow() })()
 	ws.wg.Go(func() { ws.writeLoop(ctx, cancel) })
 	ws.readLoop(ctx)
 	cancel()
@@ -59,70 +56,15 @@ func (s *Server) queryWS(c *gin.Context) {
 	_ = conn.Close(websocket.StatusNormalClosure, "")
 }
 
-// acceptWS completes the WebSocket handshake of c, echoing the API key
-// subprotocol when the client sent one. When the handshake fails it has
-// answered (a refusal with the API's JSON error body) and logged, and it
-// returns false; otherwise the caller owns the conn and must close it.
-func (s *Server) acceptWS(c *gin.Context) (*websocket.Conn, bool) {
-	// browserGuard has checked Origin (same origin or allowed) for every
-	// upgrade request, with the same rules as the other routes; the
-	// library's own check, which knows only host patterns, would disagree.
-	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
-	if _, proto := wsProtocolKey(c.Request); proto != "" {
-		opts.Subprotocols = []string{proto}
-	}
-	hw := &handshakeWriter{ResponseWriter: c.Writer}
-	conn, err := websocket.Accept(hw, c.Request, opts)
-	if err == nil {
-		return conn, true
-	}
-	if hw.status == 0 {
-		s.logger.WarnContext(c.Request.Context(), "websocket handshake failed", slog.Any(logKeyErr, err))
-		return nil, false
-	}
-	if hw.status < 500 { // failStatus logs the others
-		s.logger.WarnContext(c.Request.Context(), "websocket handshake refused", slog.Int(logKeyStatus, hw.status), slog.Any(logKeyErr, err))
-	}
-	c.Writer.Header().Del("Content-Type") // Accept's text/plain
-	s.failStatus(c, hw.status, errors.New(strings.TrimSpace(hw.body.String())), nil)
-	return nil, false
-}
-
-// handshakeWriter is the response writer websocket.Accept gets. When
-// Accept refuses a handshake (no Upgrade header, a bad version, a foreign
-// Origin) it holds back the status and the plain-text message Accept
-// writes, so that acceptWS answers with the API's JSON error body instead.
-// A handshake that succeeds passes through untouched, Hijack included.
-type handshakeWriter struct {
-	gin.ResponseWriter
-	status int // the refusal's status, 0 while there is none
-	body   bytes.Buffer
-}
-
-func (w *handshakeWriter) WriteHeader(code int) {
-	if code >= 400 {
-		w.status = code
-		return
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *handshakeWriter) Write(b []byte) (int, error) {
-	if w.status != 0 {
-		return w.body.Write(b)
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *handshakeWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
-
 // wsSession is one WebSocket connection. The handler's goroutine reads;
 // writeLoop owns every write; each query runs on its own goroutine. All are
 // tracked by wg and end with the handler.
 type wsSession struct {
-	s         *Server
-	conn      *websocket.Conn
-	principal string
+	s    *Streams
+	conn *websocket.Conn
+	// mayActFor reports whether the socket's key may act for a user; it
+	// is called on the handler's goroutine only (readLoop).
+	mayActFor func(user string) bool
 	out       chan tools.Envelope
 	// slots holds a token for each query running on the socket; its
 	// capacity is the server's per-socket limit. readLoop takes a token
@@ -164,21 +106,21 @@ func (ws *wsSession) readLoop(ctx context.Context) {
 			continue
 		}
 		var ctl wsControl
-		if err := decodeJSON(data, &ctl, false); err == nil && ctl.Type != "" && ctl.Type != "query" {
+		if err := ws.s.k.DecodeJSON(data, &ctl, false); err == nil && ctl.Type != "" && ctl.Type != "query" {
 			ws.control(ctx, ctl)
 			continue
 		}
 		var m wsMessage
-		if err := decodeJSON(data, &m, false, "user_id", "conversation_id", "query"); err != nil {
+		if err := ws.s.k.DecodeJSON(data, &m, false, "user_id", "conversation_id", "query"); err != nil {
 			ws.send(ctx, errorEnvelope(wsText(err.Error()), m.UserID, m.ConversationID, m.QueryID))
 			continue
 		}
-		if err := checkIDs("user_id", m.UserID, "conversation_id", m.ConversationID, "query_id", m.QueryID); err != nil {
+		if err := ws.s.k.CheckIDs("user_id", m.UserID, "conversation_id", m.ConversationID, "query_id", m.QueryID); err != nil {
 			ws.send(ctx, errorEnvelope(err.Error(), m.UserID, m.ConversationID, m.QueryID))
 			continue
 		}
-		if !mayActFor(ws.principal, m.UserID) {
-			ws.send(ctx, errorEnvelope(forbidden(m.UserID).Error(), m.UserID, m.ConversationID, m.QueryID))
+		if !ws.mayActFor(m.UserID) {
+			ws.send(ctx, errorEnvelope(ws.s.k.Forbidden(m.UserID).Error(), m.UserID, m.ConversationID, m.QueryID))
 			continue
 		}
 		if m.QueryID == "" {
@@ -211,13 +153,13 @@ func (ws *wsSession) readMessage(ctx context.Context) (websocket.MessageType, []
 	if err != nil {
 		return 0, nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(r, ws.s.maxBody+1))
+	data, err := io.ReadAll(io.LimitReader(r, ws.s.k.MaxBody()+1))
 	if err != nil {
 		return 0, nil, err
 	}
-	if int64(len(data)) > ws.s.maxBody {
-		reason := "message too large (limit " + sizeText(ws.s.maxBody) + ")"
-		ws.s.logger.InfoContext(ctx, "websocket message over the limit", slog.Int64("limit", ws.s.maxBody))
+	if int64(len(data)) > ws.s.k.MaxBody() {
+		reason := "message too large (limit " + sizeText(ws.s.k.MaxBody()) + ")"
+		ws.s.logger.InfoContext(ctx, "websocket message over the limit", slog.Int64(logKeyLimit, ws.s.k.MaxBody()))
 		_ = ws.conn.Close(websocket.StatusMessageTooBig, reason) // the peer may be gone; the socket ends either way
 		return 0, nil, websocket.CloseError{Code: websocket.StatusMessageTooBig, Reason: reason}
 	}
