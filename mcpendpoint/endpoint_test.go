@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
@@ -236,13 +237,8 @@ func TestSSETransport(t *testing.T) {
 		t.Errorf("bob posting to alice's SSE session: %d, want 404", resp.StatusCode)
 	}
 	_ = c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for ep.sessions.ownedBy(sid, "alice") { // its stream has closed: the session goes
-		if time.Now().After(deadline) {
-			t.Fatal("alice's SSE session outlived its stream")
-		}
-		time.Sleep(10 * time.Millisecond) // polling, bounded by the deadline
-	}
+	// Its stream has closed: the session goes.
+	testenv.WaitFor(t, 10*time.Second, "alice's SSE session to end with its stream", func() bool { return !ep.sessions.ownedBy(sid, "alice") })
 }
 
 // TestGatewaysMode lists the gateway tools as the tree has them and runs

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // openPanelTool lists the everything gateway's tools in its panel and opens
@@ -80,7 +82,6 @@ func TestBrowserPanelRunProgressAndCancel(t *testing.T) {
 		t.Errorf("<progress> max = %v, want 120", max)
 	}
 	t.Logf("screenshot: %s", screenshot(t, b, "ui-panel-progress.png"))
-	started := time.Now()
 	b.do("cancel",
 		clickNode(`#tool-form .form-actions button:not([type=submit])`),
 		waitJS(`document.querySelector("#tool-result").dataset.state === "cancelled"`),
@@ -91,20 +92,15 @@ func TestBrowserPanelRunProgressAndCancel(t *testing.T) {
 	}
 	// The gateway logs the call when it ends: cancelled, the call ends now.
 	var logged map[string]any
-	for deadline := time.Now().Add(20 * time.Second); logged == nil && time.Now().Before(deadline); {
+	testenv.WaitFor(t, 20*time.Second, "the call to end after Cancel (a 60 s operation) and be logged", func() bool {
 		for line := range strings.Lines(s.Output()) {
 			var rec map[string]any
 			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "tool call" && rec["tool"] == "trigger-long-running-operation" {
 				logged = rec
 			}
 		}
-		if logged == nil {
-			time.Sleep(100 * time.Millisecond) // polling the log, within the deadline
-		}
-	}
-	if logged == nil {
-		t.Fatalf("the call had not ended %v after Cancel (a 60 s operation); log:\n%s", time.Since(started), s.Output())
-	}
+		return logged != nil
+	})
 	if d, _ := logged["duration"].(float64); time.Duration(d) > 40*time.Second {
 		t.Errorf("the call lasted %v; want it ended by the Cancel", time.Duration(d))
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // netLog records, from Chromium's Network domain, every HTTP response with
@@ -82,19 +84,11 @@ func (n *netLog) failures() []string {
 // waitFor polls until cond holds for the log.
 func (n *netLog) waitFor(t *testing.T, what string, timeout time.Duration, cond func(n *netLog) bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.WaitFor(t, timeout, what, func() bool {
 		n.mu.Lock()
-		done := cond(n)
-		n.mu.Unlock()
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: timed out after %v", what, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer n.mu.Unlock()
+		return cond(n)
+	})
 }
 
 // answered reports whether a response to a URL containing sub was seen.
