@@ -118,17 +118,7 @@ func (h *harness) do(tb testing.TB, method, path, body string, headers ...string
 // testdata/<name>.golden, or rewrites it with -update.
 func checkGolden(t *testing.T, name string, rec *httptest.ResponseRecorder) {
 	t.Helper()
-	var body any
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-		t.Fatalf("response is not JSON: %v\n%s", err, rec.Body.String())
-	}
-	stableTimes(body)
-	got, err := json.MarshalIndent(map[string]any{"status": rec.Code, "body": body}, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	testenv.Golden(t, filepath.Join("testdata", name+".golden"), got)
+	testenv.GoldenResponse(t, filepath.Join("testdata", name+".golden"), rec.Code, rec.Body.Bytes(), stableTimes)
 }
 
 func TestRoutes(t *testing.T) {

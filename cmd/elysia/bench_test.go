@@ -308,13 +308,12 @@ func serveTree(tb testing.TB, h http.Handler, conv string) {
 //
 //   - handler: the whole gin handler (middleware, auth, lookup, rendering)
 //     into a recorder;
-//   - body-now: the response body as the service builds it today —
-//     the tree's MarshalJSON then json.Marshal of the envelope (which
-//     re-validates the tree's output) and gin's c.JSON of the envelope (which
-//     validates the raw tree again);
+//   - body-now: the response body through encoding/json — the tree's
+//     MarshalJSON, then json.Marshal of the envelope, which re-validates
+//     the tree's output (the way web wrote it before writeTree);
 //   - body-direct: the same bytes from Tree.MarshalJSON appended into the
-//     envelope by hand, the cost a fix that skips both re-validations
-//     would leave.
+//     envelope by hand, which is what web's writeTree sends (in parts,
+//     without copying the tree).
 func BenchmarkGetTreeParts(b *testing.B) {
 	for _, n := range []int{10, 100} {
 		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {

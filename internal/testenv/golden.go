@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -35,4 +36,23 @@ func Golden(tb testing.TB, path string, got []byte) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		tb.Errorf("%s differs from the golden file (-want +got; go test -update rewrites it):\n%s", path, diff)
 	}
+}
+
+// GoldenResponse is Golden for an HTTP answer: its status and its JSON
+// body, decoded, passed to edit when edit is not nil (to blank what
+// changes from run to run, such as times), and indented.
+func GoldenResponse(tb testing.TB, path string, status int, body []byte, edit func(v any)) {
+	tb.Helper()
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		tb.Fatalf("response is not JSON: %v\n%s", err, body)
+	}
+	if edit != nil {
+		edit(v)
+	}
+	got, err := json.MarshalIndent(map[string]any{"status": status, "body": v}, "", "  ")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	Golden(tb, path, append(got, '\n'))
 }

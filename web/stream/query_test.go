@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -15,15 +14,7 @@ import (
 // testdata/<name>.golden, or rewrites it with -update.
 func checkGolden(t *testing.T, name string, rec *httptest.ResponseRecorder) {
 	t.Helper()
-	var body any
-	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-		t.Fatalf("response is not JSON: %v\n%s", err, rec.Body.String())
-	}
-	got, err := json.MarshalIndent(map[string]any{"status": rec.Code, "body": body}, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.Golden(t, filepath.Join("testdata", name+".golden"), append(got, '\n'))
+	testenv.GoldenResponse(t, filepath.Join("testdata", name+".golden"), rec.Code, rec.Body.Bytes(), nil)
 }
 
 // TestQueryRefusals: a query refused before it starts gets a JSON error

@@ -657,8 +657,7 @@ func (b burstRunner) RunQuery(_ context.Context, user, conv, queryID, _ string, 
 }
 
 // Events queued behind one go out in the same write, up to a bound; none
-// is lost when the bound is reached (an event over it, with others
-// queued, once was).
+// is lost when an event goes over the bound with others queued behind it.
 func TestSSEWritesEveryQueuedEvent(t *testing.T) {
 	const n = 40
 	h := newHarnessWith(t, nil, Options{Runner: burstRunner{n}})
