@@ -135,10 +135,10 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 				failed[i], signIn[i] = true, err
 			case err != nil:
 				failed[i] = true
-				e.logger.Warn("aggregate endpoint: server's tools left out of the list", "server", up.Config().Name,
-					"user", mcpgateway.UserFrom(ctx), "err", err.Error())
+				e.logger.Warn("aggregate endpoint: server's tools left out of the list", logKeyServer, up.Config().Name,
+					logKeyUser, mcpgateway.UserFrom(ctx), logKeyErr, err.Error())
 			case stale:
-				e.logger.Info("aggregate endpoint: listing a server's cached tools", "server", up.Config().Name)
+				e.logger.Info("aggregate endpoint: listing a server's cached tools", logKeyServer, up.Config().Name)
 			}
 			lists[i] = infos
 		}()
@@ -185,8 +185,8 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 		return out
 	})
 	for _, c := range collisions {
-		e.logger.Warn("aggregate endpoint: tool name taken, listed under another", "server", c.Server, "tool", c.Tool,
-			"wanted", c.Wanted, "name", c.Name)
+		e.logger.Warn("aggregate endpoint: tool name taken, listed under another", logKeyServer, c.Server, "tool", c.Tool,
+			logKeyWanted, c.Wanted, logKeyName, c.Name)
 	}
 	e.mu.Lock()
 	e.collisions = collisions

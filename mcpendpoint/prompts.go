@@ -31,8 +31,8 @@ func (e *Endpoint) prompts(ctx context.Context) []promptEntry {
 			want := exposedName(l.up.Config().ExposedPrefix(), ex.Separator, pi.Name)
 			name, moved := dedupe(want, taken)
 			if moved {
-				e.logger.Warn("aggregate endpoint: prompt name taken, listed under another", "server", l.server, "prompt", pi.Name,
-					"wanted", want, "name", name)
+				e.logger.Warn("aggregate endpoint: prompt name taken, listed under another", logKeyServer, l.server, "prompt", pi.Name,
+					logKeyWanted, want, logKeyName, name)
 			}
 			p := mcp.Prompt{Name: name, Description: pi.Description}
 			for _, a := range pi.Arguments {

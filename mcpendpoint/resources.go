@@ -53,8 +53,8 @@ func perServer[T any](e *Endpoint, ctx context.Context, what string, f func(cont
 			v, err := f(lctx, r)
 			if err != nil {
 				if ctx.Err() == nil && !isSignIn(err) {
-					e.logger.Warn("aggregate endpoint: server's "+what+" left out of the list", "server", out[i].server,
-						"user", user, "err", err.Error())
+					e.logger.Warn("aggregate endpoint: server's "+what+" left out of the list", logKeyServer, out[i].server,
+						logKeyUser, user, logKeyErr, err.Error())
 				}
 				return
 			}
@@ -90,7 +90,7 @@ func (e *Endpoint) resources(ctx context.Context, warn bool) (res []mcp.Resource
 			if first, dup := seen[key]; dup {
 				if warn && first != l.server {
 					e.logger.Warn("aggregate endpoint: resource listed by two servers goes to the first", "uri", key,
-						"server", first, "shadowed", l.server)
+						logKeyServer, first, "shadowed", l.server)
 				}
 				continue
 			}

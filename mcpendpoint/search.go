@@ -68,7 +68,7 @@ func (e *Endpoint) search(ctx context.Context, user string, cat *catalog, args m
 			defer cancel()
 			p, err := up.ListTools(lctx, mcpgateway.ListQuery{Query: query, Limit: limit})
 			if err != nil {
-				e.logger.Warn("aggregate endpoint: server left out of a search", "server", ups[i].Name, "err", err.Error())
+				e.logger.Warn("aggregate endpoint: server left out of a search", logKeyServer, ups[i].Name, logKeyErr, err.Error())
 				return
 			}
 			pages[i] = p.Tools

@@ -5,6 +5,7 @@ const (
 	logKeyUser         = "user"
 	logKeyConversation = "conversation"
 	logKeyNode         = "node"
+	logKeyOp           = "op"
 	logKeyReason       = "reason"
 	logKeyErr          = "err"
 )

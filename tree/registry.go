@@ -122,7 +122,7 @@ func (s *snapshot) replay(mode InitMode, ops []Op, logger *slog.Logger) *Tree {
 	t := s.defaultTree(mode).Clone()
 	for _, op := range ops {
 		if err := op.apply(t, s.tools); err != nil {
-			logger.Debug("skipping tree op on replay", "op", op.Kind, logKeyErr, err)
+			logger.Debug("skipping tree op on replay", logKeyOp, op.Kind, logKeyErr, err)
 		}
 	}
 	return t

@@ -147,7 +147,7 @@ func (m *Manager) ApplyUser(ctx context.Context, userID string, op Op) (*Tree, e
 		}
 		if err != nil && !errors.Is(err, errDeleted) {
 			m.logger.WarnContext(ctx, "tree change skipped for a conversation", logKeyUser, userID,
-				logKeyConversation, ci.ConversationID, "op", op.Kind, logKeyErr, err)
+				logKeyConversation, ci.ConversationID, logKeyOp, op.Kind, logKeyErr, err)
 		}
 	}
 	return preview, nil

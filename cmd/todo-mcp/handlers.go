@@ -242,11 +242,11 @@ func recoverMiddleware(logger *slog.Logger) mcpserver.ToolHandlerMiddleware {
 			start := time.Now()
 			defer func() {
 				if r := recover(); r != nil {
-					logger.ErrorContext(ctx, "tool panicked", "tool", req.Params.Name, "panic", r)
+					logger.ErrorContext(ctx, "tool panicked", logKeyTool, req.Params.Name, "panic", r)
 					res, err = mcp.NewToolResultError(fmt.Sprintf("internal error in %s", req.Params.Name)), nil
 				}
-				logger.DebugContext(ctx, "tool call", "tool", req.Params.Name,
-					"duration", time.Since(start), "is_error", res != nil && res.IsError, "err", err)
+				logger.DebugContext(ctx, "tool call", logKeyTool, req.Params.Name,
+					"duration", time.Since(start), "is_error", res != nil && res.IsError, logKeyErr, err)
 			}()
 			return next(ctx, req)
 		}

@@ -141,7 +141,7 @@ func run(argv []string, getenv func(string) string, stdin io.Reader, stdout, std
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, cfg, logger, stdin, stdout); err != nil {
-		logger.Error("todo-mcp stopped", "err", err)
+		logger.Error("todo-mcp stopped", logKeyErr, err)
 		return exitFailure
 	}
 	return exitOK
@@ -166,7 +166,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, stdin io.Reader
 	}
 	defer func() {
 		if err := st.Close(); err != nil {
-			logger.Warn("close database", "err", err)
+			logger.Warn("close database", logKeyErr, err)
 		}
 	}()
 	logger.Info("database ready", "db", where)

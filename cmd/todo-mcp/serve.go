@@ -66,18 +66,18 @@ func serveHTTP(ctx context.Context, logger *slog.Logger, srv *mcpserver.MCPServe
 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	logger.Info("serving MCP over HTTP", "transport", transportName(sse), "url", url)
+	logger.Info("serving MCP over HTTP", logKeyTransport, transportName(sse), "url", url)
 
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve %s: %w", url, err)
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down", "transport", transportName(sse))
+	logger.Info("shutting down", logKeyTransport, transportName(sse))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	if err := shutdown(sctx); err != nil {
-		logger.Warn("graceful shutdown incomplete, closing connections", "err", err)
+		logger.Warn("graceful shutdown incomplete, closing connections", logKeyErr, err)
 		_ = hs.Close()
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {

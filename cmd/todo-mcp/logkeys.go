@@ -1,0 +1,8 @@
+package main
+
+// Log keys this program repeats (STYLE.md §9).
+const (
+	logKeyTool      = "tool"
+	logKeyTransport = "transport"
+	logKeyErr       = "err"
+)
