@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 func TestBodyOverLimitWithoutContentLength(t *testing.T) {
@@ -15,7 +17,7 @@ func TestBodyOverLimitWithoutContentLength(t *testing.T) {
 	// http.MaxBytesReader can catch it.
 	req := httptest.NewRequestWithContext(t.Context(), "POST", "/api/servers/todo/execute", io.MultiReader(strings.NewReader(body)))
 	req.ContentLength = -1
-	req.Host = testHost
+	req.Host = webtest.Host
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.srv.Handler().ServeHTTP(rec, req)

@@ -5,55 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
-	"testing"
-	"time"
 
-	"github.com/elysia-go/elysia/persist"
-	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 )
-
-// todoGateway stands in for the gateway of the todo server in the tree:
-// web only reads its name, description and inputs.
-type todoGateway struct{}
-
-var _ tools.Tool = todoGateway{}
-
-func (todoGateway) Name() string { return "mcp_todo" }
-func (todoGateway) Description() string {
-	return "MCP server 'todo' (stdio) - provides access to multiple tools"
-}
-func (todoGateway) EndsRun() bool { return false }
-func (todoGateway) Inputs() []tools.Input {
-	return []tools.Input{{Name: "action", Type: "string", Description: "list or execute", Default: "list"}}
-}
-func (todoGateway) Run(context.Context, tools.Call, tools.Emitter) (tools.Result, error) {
-	return tools.Result{}, errors.New("todoGateway does not run")
-}
-
-// realTrees returns a tree.Manager with the todo gateway placed, over a
-// fresh SQLite file, with alice's conversation c1 saved ("Todos", one
-// exchange and the appendix's event log).
-func realTrees(tb testing.TB) (*tree.Manager, *persist.Store, *store.Store) {
-	tb.Helper()
-	db, err := store.Open(tb.Context(), filepath.Join(tb.TempDir(), "elysia.db"), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = db.Close() })
-	ps := persist.New(db)
-	m := tree.NewManager(&tree.Options{Store: ps, Locker: db, Profiles: ps, QueryWait: 50 * time.Millisecond})
-	m.SetTools([]tree.Placement{{Tool: todoGateway{}}})
-	st := tree.ConversationState{UserID: "alice", ConversationID: "c1", Title: "Todos", InitMode: tree.OneBranch,
-		History: []tree.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "Hello."}}}
-	if err := ps.Save(tb.Context(), st, appendixEnvelopes("alice", "c1", "q1")); err != nil {
-		tb.Fatal(err)
-	}
-	return m, ps, db
-}
 
 // fakeServers is a goroutine-safe Servers with one server, todo.
 type fakeServers struct{}
@@ -98,28 +54,6 @@ func (fakeServers) Execute(ctx context.Context, name, tool string, inputs map[st
 		return ExecuteResult{}, &tools.ArgumentError{Tool: "create_todo", Problems: []string{"missing property 'title'", "/priority: must be <= 5"}}
 	}
 	return ExecuteResult{Content: []map[string]any{{"type": "text", "text": "created"}}, Structured: map[string]any{"id": 1}}, nil
-}
-
-// appendixEnvelopes is DESIGN.md's list-then-execute event sequence, with
-// fixed ids.
-func appendixEnvelopes(user, conv, query string) []tools.Envelope {
-	raw := []struct {
-		typ     tools.EventType
-		id      string
-		payload string
-	}{
-		{tools.EventStatus, "sta-1", `{"text":"Listing tools of todo..."}`},
-		{tools.EventResult, "res-1", `{"type":"table","objects":[{"name":"create_todo","description":"...","inputs":{"type":"object"},"_REF_ID":"mcp_todo_list_0_0"}],"metadata":{"server":"todo","action":"list"}}`},
-		{tools.EventTreeUpdate, "tre-1", `{"node":"base","tree_index":0,"decision":"mcp_todo","reasoning":"…","reset":true}`},
-		{tools.EventSelfHealingError, "err-1", `{"feedback":"/priority: must be <= 5","error_message":"invalid tool_inputs for create_todo"}`},
-		{tools.EventText, "tex-1", `{"type":"response","metadata":{},"objects":[{"text":"Added 'Buy milk'."}]}`},
-		{tools.EventCompleted, "com-1", `{}`},
-	}
-	out := make([]tools.Envelope, len(raw))
-	for i, r := range raw {
-		out[i] = tools.Envelope{Type: r.typ, ID: r.id, UserID: user, ConversationID: conv, QueryID: query, Payload: json.RawMessage(r.payload)}
-	}
-	return out
 }
 
 // serverCall is one List or Execute a spyServers saw, with the request

@@ -6,19 +6,8 @@ import (
 	"testing/fstest"
 
 	"github.com/elysia-go/elysia/web/browsersafety"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
-
-// directive returns the source list of the CSP directive name, and
-// whether the policy has it.
-func directive(csp, name string) (string, bool) {
-	for d := range strings.SplitSeq(csp, ";") {
-		k, v, _ := strings.Cut(strings.TrimSpace(d), " ")
-		if k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
 
 // TestSecurityHeaders: every response, page, asset, JSON, error or the
 // frontend's page, forbids framing (CSP frame-ancestors and
@@ -61,11 +50,11 @@ func TestSecurityHeaders(t *testing.T) {
 			"frame-ancestors": "'none'", "connect-src": "'self'", "object-src": "'none'",
 			"base-uri": "'none'", "default-src": "'none'",
 		} {
-			if got, ok := directive(csp, name); !ok || got != want {
+			if got, ok := webtest.CSPDirective(csp, name); !ok || got != want {
 				t.Errorf("GET %s: CSP %s = %q, want %q (policy %q)", tt.path, name, got, want, csp)
 			}
 		}
-		scripts, _ := directive(csp, "script-src")
+		scripts, _ := webtest.CSPDirective(csp, "script-src")
 		if strings.Contains(scripts, "unsafe-eval") || !strings.HasPrefix(scripts, "'self'") ||
 			tt.ui && strings.Contains(scripts, "unsafe") {
 			t.Errorf("GET %s: script-src %q, want 'self' and no eval (and nothing inline for the UI)", tt.path, scripts)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 // TestCompleteWithoutCompleter: a service whose Servers cannot pass on
@@ -25,7 +26,7 @@ func TestCompleteWithoutCompleter(t *testing.T) {
 		{`{"ref": {"type": "ref/prompt", "name": "plan"}}`, http.StatusBadRequest, "argument"},
 	} {
 		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/servers/todo/complete", strings.NewReader(c.body))
-		req.Host = testHost
+		req.Host = webtest.Host
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		srv.Handler().ServeHTTP(rec, req)

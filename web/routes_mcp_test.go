@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 // mcpSpy is the MCP endpoint web hands authenticated requests to; it
@@ -34,7 +36,7 @@ func (m *mcpSpy) last() string {
 func mcpRequest(t *testing.T, h *harness, remote string, headers map[string]string) int {
 	t.Helper()
 	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	req.Host, req.RemoteAddr = testHost, remote
+	req.Host, req.RemoteAddr = webtest.Host, remote
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
 		req.Header.Set(k, v)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -23,19 +22,13 @@ import (
 	"github.com/elysia-go/elysia/persist"
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 func TestMain(m *testing.M) {
 	gin.SetMode(gin.TestMode)
 	os.Exit(m.Run())
 }
-
-// testRequestID is sent with every test request so 5xx bodies are stable.
-const testRequestID = "test-req-1"
-
-// testHost is the Host of every test request unless a case sets another:
-// a loopback one, which a service without keys answers.
-const testHost = "127.0.0.1:8000"
 
 type harness struct {
 	srv     *Server
@@ -60,7 +53,7 @@ var testAssets = fstest.MapFS{
 func newHarness(tb testing.TB, opts *Options) *harness {
 	tb.Helper()
 	h := &harness{servers: &spyServers{}, reg: prometheus.NewRegistry(), logs: &testenv.SyncBuffer{}}
-	h.trees, h.store, h.db = realTrees(tb)
+	h.trees, h.store, h.db = webtest.RealTrees(tb)
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -88,30 +81,7 @@ func newHarness(tb testing.TB, opts *Options) *harness {
 // pairs.
 func (h *harness) do(tb testing.TB, method, path, body string, headers ...string) *httptest.ResponseRecorder {
 	tb.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := httptest.NewRequestWithContext(tb.Context(), method, path, r)
-	req.Host = testHost
-	req.Header.Set(requestIDHeader, testRequestID)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if strings.EqualFold(headers[i], "Host") {
-			req.Host = headers[i+1]
-			continue
-		}
-		if headers[i+1] == "" {
-			req.Header.Del(headers[i])
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.srv.Handler().ServeHTTP(rec, req)
-	return rec
+	return webtest.Do(tb, h.srv.Handler(), method, path, body, headers...)
 }
 
 // checkGolden compares a JSON response's status and body with
@@ -301,11 +271,11 @@ func TestInternalErrorDetailOnlyInLog(t *testing.T) {
 	if strings.Contains(rec.Body.String(), store.ErrClosed.Error()) {
 		t.Errorf("5xx body leaks the detail: %s", rec.Body)
 	}
-	if !strings.Contains(rec.Body.String(), testRequestID) {
+	if !strings.Contains(rec.Body.String(), webtest.RequestID) {
 		t.Errorf("5xx body lacks the request id: %s", rec.Body)
 	}
 	logs := h.logs.String()
-	if !strings.Contains(logs, store.ErrClosed.Error()) || !strings.Contains(logs, `"request_id":"`+testRequestID+`"`) {
+	if !strings.Contains(logs, store.ErrClosed.Error()) || !strings.Contains(logs, `"request_id":"`+webtest.RequestID+`"`) {
 		t.Errorf("log lacks the detail or the request id:\n%s", logs)
 	}
 }
@@ -322,8 +292,8 @@ func TestReadyzNotReady(t *testing.T) {
 func TestRequestID(t *testing.T) {
 	h := newHarness(t, nil)
 	rec := h.do(t, "GET", "/healthz", "")
-	if got := rec.Header().Get(requestIDHeader); got != testRequestID {
-		t.Errorf("X-Request-ID = %q, want the request's %q", got, testRequestID)
+	if got := rec.Header().Get(requestIDHeader); got != webtest.RequestID {
+		t.Errorf("X-Request-ID = %q, want the request's %q", got, webtest.RequestID)
 	}
 	for _, bad := range []string{"", "has space", strings.Repeat("a", 200), "new\nline"} {
 		rec := h.do(t, "GET", "/healthz", "", requestIDHeader, bad)
@@ -332,7 +302,7 @@ func TestRequestID(t *testing.T) {
 			t.Errorf("X-Request-ID for %q = %q, want a generated id", bad, got)
 		}
 	}
-	if !strings.Contains(h.logs.String(), `"request_id":"`+testRequestID+`"`) {
+	if !strings.Contains(h.logs.String(), `"request_id":"`+webtest.RequestID+`"`) {
 		t.Errorf("access log lacks the request id")
 	}
 }

@@ -10,32 +10,22 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-)
 
-// directive returns the source list of the CSP directive name, and
-// whether the policy has it.
-func directive(csp, name string) (string, bool) {
-	for d := range strings.SplitSeq(csp, ";") {
-		k, v, _ := strings.Cut(strings.TrimSpace(d), " ")
-		if k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
+	"github.com/elysia-go/elysia/web/internal/webtest"
+)
 
 // TestSignInPageCSP: the sign-in callback page's one inline script and
 // style are allowed by their hashes, which match what was served.
 func TestSignInPageCSP(t *testing.T) {
 	page := []byte("<style>body{}</style><script>\n(1)\n</script><script src=/x.js></script><SCRIPT type=\"text/javascript\">b()</SCRIPT >")
 	csp := PageCSP(page, nil)
-	if got, _ := directive(csp, "script-src"); got != "'self' "+hashOf("\n(1)\n")+" "+hashOf("b()") {
+	if got, _ := webtest.CSPDirective(csp, "script-src"); got != "'self' "+hashOf("\n(1)\n")+" "+hashOf("b()") {
 		t.Errorf("script-src = %q", got)
 	}
-	if got, _ := directive(csp, "style-src"); got != "'self' "+hashOf("body{}") {
+	if got, _ := webtest.CSPDirective(csp, "style-src"); got != "'self' "+hashOf("body{}") {
 		t.Errorf("style-src = %q", got)
 	}
-	if got, _ := directive(csp, "frame-ancestors"); got != "'none'" {
+	if got, _ := webtest.CSPDirective(csp, "frame-ancestors"); got != "'none'" {
 		t.Errorf("frame-ancestors = %q", got)
 	}
 }

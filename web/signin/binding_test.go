@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 // TestSignInCookieFromStateRefused: whoever knows a sign-in's state (it
@@ -93,7 +95,7 @@ func TestSignInStartNeedsPost(t *testing.T) {
 	if n := h.f.pendingCount(); n != 0 || len(h.f.redirects) != 0 {
 		t.Errorf("sign-ins started without a same-origin POST: %d pending, redirects %v", n, h.f.redirects)
 	}
-	rec = h.do(t, "POST", "/oauth/start/todo?user=alice", "", "Origin", "http://"+testHost)
+	rec = h.do(t, "POST", "/oauth/start/todo?user=alice", "", "Origin", "http://"+webtest.Host)
 	if rec.Code != http.StatusSeeOther || h.f.pendingCount() != 1 {
 		t.Errorf("the confirm form's POST = %d %s, want 303 and one sign-in", rec.Code, rec.Body)
 	}

@@ -2,11 +2,9 @@ package signin
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -14,16 +12,13 @@ import (
 	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 func TestMain(m *testing.M) {
 	gin.SetMode(gin.TestMode)
 	os.Exit(m.Run())
 }
-
-// testHost is the Host of every test request: a loopback one, which a
-// service without keys answers.
-const testHost = "127.0.0.1:8000"
 
 // testKeys are the API keys of the tests with keys.
 var testKeys = map[string]string{"key-alice": "alice", "key-bob": "bob", "key-admin": web.AdminUser}
@@ -54,25 +49,7 @@ func newSignInHarness(t *testing.T, opts *web.Options) signInHarness {
 // pairs.
 func (h signInHarness) do(tb testing.TB, method, path, body string, headers ...string) *httptest.ResponseRecorder {
 	tb.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := httptest.NewRequestWithContext(tb.Context(), method, path, r)
-	req.Host = testHost
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if strings.EqualFold(headers[i], "Host") {
-			req.Host = headers[i+1]
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.srv.Handler().ServeHTTP(rec, req)
-	return rec
+	return webtest.Do(tb, h.srv.Handler(), method, path, body, headers...)
 }
 
 // userServers shows the todo server, which needs a sign-in until the

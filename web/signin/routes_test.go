@@ -14,6 +14,7 @@ import (
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 // fakeSignIns is a goroutine-safe SignIns and UserSecrets for the todo
@@ -169,7 +170,7 @@ func TestSignInKeyless(t *testing.T) {
 	}
 	// The redirect URI names the server's own name, whatever name the
 	// start used.
-	if want := "http://" + testHost + "/oauth/callback/todo"; h.f.redirects[0] != want {
+	if want := "http://" + webtest.Host + "/oauth/callback/todo"; h.f.redirects[0] != want {
 		t.Errorf("redirect URI = %q, want %q", h.f.redirects[0], want)
 	}
 	state := stateOf(t, rec.Header().Get("Location"))

@@ -1,11 +1,9 @@
 package stream
 
 import (
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/elysia-go/elysia/store"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 func TestMain(m *testing.M) {
@@ -24,15 +23,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testRequestID is sent with every test request so 5xx bodies are stable.
-const testRequestID = "test-req-1"
-
 // requestIDHeader carries the request id (web's X-Request-ID).
 const requestIDHeader = "X-Request-ID"
-
-// testHost is the Host of every test request unless a case sets another:
-// a loopback one, which a service without keys answers.
-const testHost = "127.0.0.1:8000"
 
 // testKeys are the API keys of the tests with keys.
 var testKeys = map[string]string{"key-alice": "alice", "key-bob": "bob", "key-admin": web.AdminUser}
@@ -70,7 +62,7 @@ func newHarness(tb testing.TB, opts *web.Options) *harness {
 func newHarnessWith(tb testing.TB, opts *web.Options, so Options) *harness {
 	tb.Helper()
 	h := &harness{runner: newFakeRunner(), servers: &spyServers{}, reg: prometheus.NewRegistry(), logs: &testenv.SyncBuffer{}}
-	h.trees, h.store, h.db = realTrees(tb)
+	h.trees, h.store, h.db = webtest.RealTrees(tb)
 	var o web.Options
 	if opts != nil {
 		o = *opts
@@ -103,28 +95,5 @@ func newHarnessWith(tb testing.TB, opts *web.Options, so Options) *harness {
 // pairs.
 func (h *harness) do(tb testing.TB, method, path, body string, headers ...string) *httptest.ResponseRecorder {
 	tb.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := httptest.NewRequestWithContext(tb.Context(), method, path, r)
-	req.Host = testHost
-	req.Header.Set(requestIDHeader, testRequestID)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if strings.EqualFold(headers[i], "Host") {
-			req.Host = headers[i+1]
-			continue
-		}
-		if headers[i+1] == "" {
-			req.Header.Del(headers[i])
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.srv.Handler().ServeHTTP(rec, req)
-	return rec
+	return webtest.Do(tb, h.srv.Handler(), method, path, body, headers...)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 // liveServers is a Servers whose one server's state a test changes.
@@ -40,7 +41,7 @@ func (f *liveServersFake) Servers(ctx context.Context) (web.ServersStatus, error
 
 // notesGateway is a second gateway, which a test places in the trees as a
 // reload of mcp.json would.
-type notesGateway struct{ todoGateway }
+type notesGateway struct{ webtest.TodoGateway }
 
 func (notesGateway) Name() string { return "mcp_notes" }
 
@@ -106,7 +107,7 @@ func newLiveHarness(t *testing.T, opts *web.Options) *liveHarness {
 	st := New(Options{Runner: newFakeRunner(), Changes: lh.changes})
 	o.Routes = []web.RouteSet{st.Routes}
 	var ps *persist.Store
-	lh.trees, ps, _ = realTrees(t)
+	lh.trees, ps, _ = webtest.RealTrees(t)
 	srv := web.New(web.Deps{Trees: lh.trees, Servers: lh.servers, Store: ps}, &o)
 	lh.ts = httptest.NewServer(srv.Handler())
 	t.Cleanup(lh.ts.Close)
@@ -278,7 +279,7 @@ func TestEventsTreeAfterReload(t *testing.T) {
 	for range 3 {
 		r.next(t)
 	}
-	lh.trees.SetTools([]tree.Placement{{Tool: todoGateway{}}, {Tool: notesGateway{}}})
+	lh.trees.SetTools([]tree.Placement{{Tool: webtest.TodoGateway{}}, {Tool: notesGateway{}}})
 	lh.changes.signal()
 	m := r.next(t)
 	if m.Type != liveTree || !strings.Contains(m.field(t, "tree"), `"mcp_notes"`) {

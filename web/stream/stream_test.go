@@ -21,6 +21,7 @@ import (
 
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/internal/webtest"
 )
 
 // waitTimeout bounds every wait on the server in these tests; they never
@@ -162,7 +163,7 @@ func TestSSEAndWebSocketCarryIdenticalEnvelopes(t *testing.T) {
 
 	// Byte for byte as in DESIGN.md's appendix: "<= 5", not "\u003c= 5".
 	var want []string
-	for _, env := range appendixEnvelopes("alice", "c1", "q1") {
+	for _, env := range webtest.AppendixEnvelopes("alice", "c1", "q1") {
 		b, _ := tools.Marshal(env)
 		want = append(want, string(b))
 	}
