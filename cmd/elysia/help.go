@@ -39,7 +39,8 @@ type command struct {
 // commands are elysia's commands, in the order the help lists them.
 var commands = []command{
 	{name: "serve", summary: "serve the HTTP API and web UI",
-		detail:   "Serves the API, the web UI and the event streams until Ctrl-C or SIGTERM, then lets running queries finish.",
+		detail: "Serves the API, the web UI, the event streams and the aggregate MCP endpoint (/mcp, /sse) until Ctrl-C\n" +
+			"or SIGTERM, then lets running queries finish.\n" + endpointEnvHelp(),
 		examples: []string{"elysia serve", "elysia serve --addr 127.0.0.1:9000 --db ./data/elysia.db"}},
 	{name: "query", args: "QUERY...", summary: "run the agent on one query in the terminal",
 		detail: "Runs the agent on one query and prints each event as it comes. A server's question is asked on the\n" +
@@ -65,7 +66,7 @@ var commands = []command{
 	{name: "mcp serve", summary: "serve every server as one MCP server on stdio",
 		detail: "Speaks MCP on stdin and stdout for a client that starts a command (Claude Desktop, Cursor, VS Code):\n" +
 			"every configured server's tools, listed as mcp.json's \"expose\" block says, and the agent as the ask\n" +
-			"tool. The log goes to stderr.",
+			"tool. The log goes to stderr.\n" + endpointEnvHelp(),
 		examples: []string{"elysia mcp serve", "ELYSIA_USER=alice elysia mcp serve --config ./mcp.json"}},
 	{name: "config check", args: "[FILE]", summary: "validate an mcp.json",
 		detail:   "Checks FILE (default --config) and lists its servers; a bad file exits 2 with file:line:col.",

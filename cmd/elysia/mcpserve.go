@@ -122,13 +122,13 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newMCPEndpoint builds the aggregate MCP endpoint over a's gateways and
-// starts following the config; stop ends that and closes its sessions.
-func newMCPEndpoint(ctx context.Context, a *app) (ep *mcpendpoint.Endpoint, stop func()) {
-	ep = mcpendpoint.New(discSource{a.disc}, &mcpendpoint.Options{
-		Logger: a.logger,
-		Agent:  treeAgent{trees: a.trees, model: a.model, runs: &a.runs},
-	})
+// newMCPEndpoint builds the aggregate MCP endpoint over a's gateways with
+// the settings of opts (endpointOptions) and starts following the config;
+// stop ends that and closes its sessions.
+func newMCPEndpoint(ctx context.Context, a *app, opts mcpendpoint.Options) (ep *mcpendpoint.Endpoint, stop func()) {
+	opts.Logger = a.logger
+	opts.Agent = treeAgent{trees: a.trees, model: a.model, runs: &a.runs}
+	ep = mcpendpoint.New(discSource{a.disc}, &opts)
 	a.mcp = ep
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -161,6 +161,10 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	logger = slog.New(requestMetaHandler{logger.Handler()}) // calls are logged with the user and MCP session
+	epOpts, err := endpointOptions(os.LookupEnv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	user := os.Getenv("ELYSIA_USER")
 	if user == "" {
 		user = "cli"
@@ -174,7 +178,7 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := a.disc.Watch(); err != nil {
 		logger.Warn("not watching the config file; edits need a restart", logKeyErr, err)
 	}
-	ep, stop := newMCPEndpoint(ctx, a)
+	ep, stop := newMCPEndpoint(ctx, a, epOpts)
 	defer stop()
 	if err := ep.ServeStdio(ctx, os.Stdin, stdout, user); err != nil {
 		return failure(fmt.Errorf("mcp serve: %w", err))

@@ -133,6 +133,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := web.CheckBind(*addr, len(keys) > 0, *allowUnauth); err != nil {
 		return usageErr("%v", err)
 	}
+	epOpts, err := endpointOptions(os.LookupEnv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -147,7 +151,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logger.Warn("not watching the config file; edits need a restart", logKeyErr, err)
 	}
 
-	mcpEP, stopMCP := newMCPEndpoint(ctx, app)
+	mcpEP, stopMCP := newMCPEndpoint(ctx, app, epOpts)
 	defer stopMCP()
 	streams := app.streams(adapter.NewChanges(ctx, app.disc), app.relay())
 	srv := web.New(app.deps(), &web.Options{
