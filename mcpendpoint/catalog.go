@@ -77,6 +77,10 @@ type catalog struct {
 	byTool  map[[2]string]string // (server, tool) → exposed name
 	// listed is entries as tools/list gives them, built once on first use.
 	listed func() []mcp.Tool
+	// enc is entries as the fast path lists them (encodedTools), built
+	// once under encOnce.
+	encOnce sync.Once
+	enc     [][]byte
 }
 
 // Collision is a tool the endpoint listed under another name than its

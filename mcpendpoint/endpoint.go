@@ -198,6 +198,12 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 			return
 		}
+		if r.Method == http.MethodGet && id != "" {
+			defer e.sessions.openStream(id)()
+		}
+		if e.serveFastList(w, r, user) {
+			return
+		}
 		ending := r.Method == http.MethodDelete && id != ""
 		e.http.ServeHTTP(w, r)
 		if ending && !e.sessions.ownedBy(id, user) {
@@ -217,12 +223,17 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 }
 
 // ServeStdio serves one client over in and out as user until ctx ends or
-// in closes.
+// in closes. A read blocked on in when ctx ends returns when in delivers
+// or closes.
 func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, user string) error {
 	s := mcpserver.NewStdioServer(e.srv)
 	s.SetErrorLogger(slog.NewLogLogger(e.logger.Handler(), slog.LevelWarn))
 	s.SetContextFunc(func(ctx context.Context) context.Context { return mcpgateway.WithUser(ctx, user) })
-	err := s.Listen(ctx, in, out)
+	w := &lineWriter{w: out}
+	pr, pw := io.Pipe()
+	go e.splitStdio(mcpgateway.WithUser(ctx, user), user, in, pw, w)
+	err := s.Listen(ctx, pr, w)
+	_ = pr.Close() // the splitter's next line finds nobody reading
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}

@@ -2,10 +2,7 @@ package mcpendpoint
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"strconv"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -47,19 +44,12 @@ func mode(ex mcpconfig.Expose, cat *catalog) string {
 // user may call, a page at a time.
 func (e *Endpoint) afterListTools(ctx context.Context, _ any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 	all := e.listFor(ctx, mcpgateway.UserFrom(ctx))
-	start := 0
-	if c := string(req.Params.Cursor); c != "" {
-		if b, err := base64.StdEncoding.DecodeString(c); err == nil {
-			if n, err := strconv.Atoi(strings.TrimPrefix(string(b), "o:")); err == nil && n >= 0 && n <= len(all) {
-				start = n
-			}
-		}
-	}
+	start := pageStart(string(req.Params.Cursor), len(all))
 	end := min(len(all), start+pageSize)
 	res.Tools = all[start:end]
 	res.NextCursor = ""
 	if end < len(all) {
-		res.NextCursor = mcp.Cursor(base64.StdEncoding.EncodeToString([]byte("o:" + strconv.Itoa(end))))
+		res.NextCursor = mcp.Cursor(nextCursor(end))
 	}
 }
 

@@ -29,6 +29,8 @@ type sessionBook struct {
 type owned struct {
 	user string
 	seen time.Time
+	// streams counts the session's GET streams open now.
+	streams int
 }
 
 func newSessionBook(max int) *sessionBook {
@@ -77,6 +79,36 @@ func (b *sessionBook) ownedBy(id, user string) bool {
 	}
 	o.seen = time.Now()
 	return true
+}
+
+// streaming reports whether session id is open, belongs to user and has
+// its GET stream open, marking it used.
+func (b *sessionBook) streaming(id, user string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.owners[id]
+	if !ok || o.user != user || o.streams == 0 {
+		return false
+	}
+	o.seen = time.Now()
+	return true
+}
+
+// openStream counts a GET stream of session id until the returned func is
+// called.
+func (b *sessionBook) openStream(id string) (closed func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.owners[id]
+	if !ok {
+		return func() {}
+	}
+	o.streams++
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		o.streams--
+	}
 }
 
 func (b *sessionBook) forget(id string) {

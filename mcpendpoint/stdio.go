@@ -1,0 +1,57 @@
+package mcpendpoint
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"sync"
+)
+
+// lineWriter serialises whole messages to a stdio client: mcp-go's stdio
+// server writes each message with one Write, and so does the fast path.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// splitStdio reads the stdio client's lines from in: a plain tools/list is
+// answered on out from the encoded catalog (fastList), every other line
+// goes on to mcp-go through pw. It ends when in ends (closing pw, so that
+// mcp-go sees the end) or when nobody reads pw any more.
+func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw *io.PipeWriter, out io.Writer) {
+	br := bufio.NewReaderSize(in, 2*maxListRequestBytes)
+	long := false // inside a line longer than the buffer: it goes on as it is
+	for {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			long = true
+		case err == nil && !long:
+			if res, ok := e.fastList(ctx, user, line); ok {
+				if _, werr := out.Write(append(res, '\n')); werr != nil {
+					pw.CloseWithError(werr)
+					return
+				}
+				continue
+			}
+		default:
+			long = false
+		}
+		if len(line) > 0 {
+			if _, werr := pw.Write(line); werr != nil {
+				return // mcp-go has stopped reading
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			pw.CloseWithError(err) // io.EOF: mcp-go ends as the client did
+			return
+		}
+	}
+}
