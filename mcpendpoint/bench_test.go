@@ -1,13 +1,19 @@
 package mcpendpoint
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,4 +168,169 @@ func waitStreaming(b *testing.B, ep *Endpoint, sid string) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling, bounded by the deadline
 	}
+}
+
+// BenchmarkSessions1000 opens 1,000 Streamable HTTP sessions
+// (initialize, then notifications/initialized) on an endpoint over one
+// server and reports the memory they hold (heap after a GC, plus
+// goroutine stacks), per session; the target is under 64 MiB for the
+// 1,000. "posts" opens sessions alone; "streams" also keeps each one's GET
+// stream open, as the SDKs' clients do, from a client in another process
+// so that only the service's side is counted:
+//
+//	go test -run '^$' -bench BenchmarkSessions1000 -benchtime 1x ./mcpendpoint/
+func BenchmarkSessions1000(b *testing.B) {
+	const n = 1000
+	for _, streams := range []bool{false, true} {
+		name := map[bool]string{false: "posts", true: "streams"}[streams]
+		b.Run(name, func(b *testing.B) {
+			b.StopTimer()
+			for range b.N {
+				src := &source{expose: mcpconfig.DefaultExpose()}
+				ep := New(src, nil)
+				hs := httptest.NewServer(httpHandler(ep))
+				heap0, stacks0 := inUse()
+				goroutines := runtime.NumGoroutine()
+				b.StartTimer()
+				var child *exec.Cmd
+				var stdin io.WriteCloser
+				if streams {
+					child, stdin = sessionsChild(b, hs.URL, n)
+					deadline := time.Now().Add(60 * time.Second)
+					for ep.sessions.streamCount() < n {
+						if time.Now().After(deadline) {
+							b.Fatalf("%d GET streams open after a minute, want %d", ep.sessions.streamCount(), n)
+						}
+						time.Sleep(20 * time.Millisecond) // polling, bounded by the deadline
+					}
+				} else {
+					for range n {
+						benchSession(b, hs.URL)
+					}
+				}
+				b.StopTimer()
+				heap, stacks := inUse()
+				total := float64(heap+stacks) - float64(heap0+stacks0)
+				b.ReportMetric(total/n, "B/session")
+				b.ReportMetric((float64(stacks)-float64(stacks0))/n, "stack-B/session")
+				b.ReportMetric(total/(1<<20), "MiB/1000")
+				b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/n, "goroutines/session")
+				if got := len(ep.sessions.owners); got != n {
+					b.Fatalf("%d sessions open, want %d", got, n)
+				}
+				if child != nil {
+					_ = stdin.Close()
+					_ = child.Wait()
+				}
+				_ = ep.Close(context.Background())
+				hs.Close()
+			}
+		})
+	}
+}
+
+// sessionsChild starts this test binary as a client that opens n sessions
+// of base with their GET streams (TestSessionsClient) and waits until it
+// says they are open; closing stdin ends it.
+func sessionsChild(b *testing.B, base string, n int) (*exec.Cmd, io.WriteCloser) {
+	cmd := exec.CommandContext(b.Context(), os.Args[0], "-test.run", "^TestSessionsClient$")
+	cmd.Env = append(os.Environ(), "ELYSIA_BENCH_SESSIONS_URL="+base, "ELYSIA_BENCH_SESSIONS="+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready") {
+		b.Fatalf("client: %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }() // ends with the child
+	return cmd, stdin
+}
+
+// TestSessionsClient is BenchmarkSessions1000's client process: it runs
+// only when the benchmark starts it.
+func TestSessionsClient(t *testing.T) {
+	base := os.Getenv("ELYSIA_BENCH_SESSIONS_URL")
+	if base == "" {
+		t.Skip("BenchmarkSessions1000 starts it")
+	}
+	n, _ := strconv.Atoi(os.Getenv("ELYSIA_BENCH_SESSIONS"))
+	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 2 * n
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range n {
+		id := benchSession(t, base)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %v %v", resp, err)
+		}
+		wg.Go(func() { _, _ = io.Copy(io.Discard, resp.Body); _ = resp.Body.Close() })
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the benchmark is done
+	cancel()
+	wg.Wait()
+}
+
+// inUse is the live heap after a full collection and the goroutine
+// stacks.
+func inUse() (heap, stacks uint64) {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc, m.StackInuse
+}
+
+// benchSession opens one session as a client that has just started does.
+func benchSession(b testing.TB, base string) string {
+	post := func(session, body string) *http.Response {
+		req, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",`+
+		`"capabilities":{"sampling":{},"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"bench","version":"1"}}}`)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		b.Fatalf("initialize: %d, no session id", resp.StatusCode)
+	}
+	if resp := post(id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		b.Fatalf("initialized: %d", resp.StatusCode)
+	}
+	return id
+}
+
+// streamCount is the GET streams open now, of every session.
+func (b *sessionBook) streamCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, o := range b.owners {
+		n += o.streams
+	}
+	return n
 }
