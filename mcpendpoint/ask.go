@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -34,7 +35,9 @@ type Answer struct {
 	Objects []map[string]any `json:"objects,omitempty"`
 }
 
-// ask is the ask tool.
+// ask is the ask tool. A server's sampling request during the run goes to
+// the client if it declared sampling, else to the service's model only
+// where the server's "sampling" is "auto", else it is refused.
 func (e *Endpoint) ask(ctx context.Context, user string, args map[string]any, emit tools.Emitter) (*mcp.CallToolResult, error) {
 	q, _ := args["question"].(string)
 	if q == "" || len(q) > maxQuestionBytes {
@@ -44,7 +47,11 @@ func (e *Endpoint) ask(ctx context.Context, user string, args map[string]any, em
 	if err := checkConversationID(conv); err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	ans, err := e.opts.Agent.Ask(ctx, user, conv, q, emit)
+	// The tree's calls are made for this client: a server's sampling
+	// request goes to it if it declared sampling, else to the service's
+	// model only where the server's "sampling" is "auto".
+	cs, _ := emit.(mcpgateway.ClientSampler)
+	ans, err := e.opts.Agent.Ask(mcpgateway.WithCallerSampling(ctx, cs), user, conv, q, emit)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

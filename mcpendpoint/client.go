@@ -120,6 +120,8 @@ func (e clientEmitter) cannotAsk(mode string) string {
 	}
 	c := s.GetClientCapabilities().Elicitation
 	switch {
+	case mode == tools.ElicitSampling:
+		return "an MCP client is not asked to approve sampling requests"
 	case c == nil:
 		return "the MCP client did not declare the elicitation capability"
 	case mode == mcp.ElicitationModeURL && c.URL == nil:

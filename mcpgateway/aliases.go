@@ -1,6 +1,8 @@
 package mcpgateway
 
 import (
+	"context"
+
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 )
 
@@ -70,3 +72,10 @@ const (
 	// one call on the user's stream.
 	ProgressInterval = session.ProgressInterval
 )
+
+// WithCallerSampling marks the tool calls made with ctx as made for an MCP
+// client that answers sampling requests itself (cs), or, with cs nil, for
+// one that declared no sampling (see session.WithCallerSampling).
+func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
+	return session.WithCallerSampling(ctx, cs)
+}

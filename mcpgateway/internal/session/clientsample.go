@@ -21,6 +21,35 @@ type ClientSampler interface {
 	CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 }
 
+// callerSamplingKey is the context key of WithCallerSampling.
+type callerSamplingKey struct{}
+
+// callerSampling is what WithCallerSampling records: nil when the caller
+// cannot sample.
+type callerSampling struct{ cs ClientSampler }
+
+// WithCallerSampling marks the tool calls made with ctx as made for a
+// caller other than the call's Emitter: the MCP client of the aggregate
+// endpoint's ask tool, whose calls the decision tree makes. A server's
+// sampling request during such a call goes to cs, as it would to a
+// ClientSampler Emitter. With a nil cs (the client did not declare
+// sampling) it goes to the service's model only where the server's
+// "sampling" is "auto": where it is "ask" nobody could approve it, so it
+// is refused.
+func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
+	return context.WithValue(ctx, callerSamplingKey{}, callerSampling{cs})
+}
+
+// callerSamplerOf returns the ClientSampler that takes ac's sampling
+// requests, and whether ac was made for a caller that cannot sample.
+func callerSamplerOf(ac *activeCall) (ClientSampler, bool) {
+	if cs, ok := ac.emit.(ClientSampler); ok {
+		return cs, false
+	}
+	v, ok := ac.ctx.Value(callerSamplingKey{}).(callerSampling)
+	return v.cs, ok && v.cs == nil
+}
+
 // toClient passes req to the call's ClientSampler, within the per-call and
 // input caps, and ends it with the call.
 func (h sampling) toClient(ctx context.Context, ac *activeCall, cs ClientSampler, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

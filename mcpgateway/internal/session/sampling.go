@@ -80,8 +80,11 @@ type sampling struct {
 func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	c := h.c
 	if ac := h.s.callFor(ctx); ac != nil {
-		if cs, ok := ac.emit.(ClientSampler); ok {
+		switch cs, cannot := callerSamplerOf(ac); {
+		case cs != nil:
 			return h.toClient(ctx, ac, cs, req)
+		case cannot && c.cfg.Sampling == mcpconfig.SamplingAsk:
+			return nil, c.refuseSampling(ctx, `the MCP client that asked did not declare sampling, and with "sampling": "ask" nobody can approve the request`)
 		}
 	}
 	if !c.cfg.Sampling.Enabled() {
