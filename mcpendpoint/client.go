@@ -25,9 +25,14 @@ type clientEmitter struct {
 	call     context.Context //nolint:containedctx // the client's call, for the questions sent on its session
 	srv      *mcpserver.MCPServer
 	progress tools.Emitter
+	// urls maps the url-mode questions put to the client to the ids it
+	// got, for their completion (ElicitationComplete); never nil.
+	urls *sentURLs
 }
 
 var _ tools.Asker = clientEmitter{}
+
+var _ mcpgateway.ElicitationCompleter = clientEmitter{}
 
 var _ mcpgateway.ClientLogger = clientEmitter{}
 
@@ -65,6 +70,7 @@ func (e clientEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer,
 	params := mcp.ElicitationParams{Mode: p.Mode, Message: askedBy(p)}
 	if p.Mode == mcp.ElicitationModeURL {
 		params.URL, params.ElicitationID = p.URL, "eli-"+tools.NewID()
+		e.urls.add(p.Server, p.ElicitationID, params.ElicitationID)
 	} else {
 		params.RequestedSchema = p.RequestedSchema
 	}
@@ -165,7 +171,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 // to the client, puts questions to it, and gives it the servers' sampling
 // requests when it declared sampling.
 func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
-	ce := clientEmitter{call: ctx, srv: e.srv, progress: progressEmitter(ctx, req)}
+	ce := clientEmitter{call: ctx, srv: e.srv, progress: progressEmitter(ctx, req), urls: &sentURLs{}}
 	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok && s.GetClientCapabilities().Sampling != nil {
 		if _, ok := s.(mcpserver.SessionWithSampling); ok {
 			return samplingEmitter{ce}

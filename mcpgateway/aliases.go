@@ -79,3 +79,8 @@ const (
 func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
 	return session.WithCallerSampling(ctx, cs)
 }
+
+// ElicitationCompleter is an optional interface of a call's tools.Emitter
+// (or of the caller named with WithElicitationCompleter): it is told when a
+// server's url-mode question completes (see session.ElicitationCompleter).
+type ElicitationCompleter = session.ElicitationCompleter

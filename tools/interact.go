@@ -96,7 +96,8 @@ const (
 
 // Question is what a tool asks the user of its run through an Asker.
 type Question struct {
-	// Payload is shown to the user; the Asker sets ElicitationID.
+	// Payload is shown to the user; the Asker sets ElicitationID (in url
+	// mode the gateway puts the server's elicitationId there first).
 	Payload ElicitationPayload
 	// Check, when set, completes and validates an accepted answer's content
 	// (filling in defaults) before the Asker takes it. An error is the

@@ -48,7 +48,7 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 			return nil, fmt.Errorf("invalid requestedSchema: %w", err)
 		}
 	} else {
-		payload.URL = p.URL
+		payload.URL, payload.ElicitationID = p.URL, p.ElicitationID
 	}
 
 	ac := e.s.callFor(ctx)
@@ -74,6 +74,9 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 	asker, ok := ac.emit.(tools.Asker)
 	if !ok {
 		return decline("no interactive user (the call came through the API)")
+	}
+	if ec, ok := ac.emit.(ElicitationCompleter); ok && mode == mcp.ElicitationModeURL {
+		e.s.urls.add(p.ElicitationID, ec)
 	}
 	_, wait := e.c.cfg.Limits()
 	actx, cancel := context.WithTimeout(ctx, wait)

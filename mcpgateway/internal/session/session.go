@@ -45,6 +45,7 @@ type Session struct {
 	httpClient *http.Client       // nil for stdio
 	proc       *process           // nil for http and sse
 	orders     fieldOrders        // the field order of the forms the server sent
+	urls       urlElicitations    // url-mode questions awaiting their completion
 
 	// dead is closed once the session is known to be unusable.
 	dead     chan struct{}

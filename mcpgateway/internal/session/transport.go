@@ -293,6 +293,8 @@ func (c *Conn) notified(s *Session, n mcp.JSONRPCNotification) {
 		c.progressed(s, n)
 	case string(mcp.MethodNotificationMessage):
 		c.logged(s, n)
+	case string(mcp.MethodNotificationElicitationComplete):
+		c.elicitationCompleted(s, n)
 	default:
 		if c.opts.Notify != nil {
 			c.opts.Notify(s, n)

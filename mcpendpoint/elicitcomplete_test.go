@@ -1,0 +1,111 @@
+package mcpendpoint
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// urlUpstream is an MCP server whose tool "link" asks a url-mode question
+// with elicitationId up-7 and, once it is accepted, sends
+// notifications/elicitation/complete for an id it never asked and then for
+// up-7, and waits for relayed before it answers: mcp-go's server can drop
+// a notification sent just before a call's answer.
+func urlUpstream(t *testing.T, relayed <-chan struct{}) string {
+	t.Helper()
+	s := mcpserver.NewMCPServer("up", "1", mcpserver.WithElicitation())
+	s.AddTool(mcp.NewTool("link"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		srv := mcpserver.ServerFromContext(ctx)
+		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+			Mode: mcp.ElicitationModeURL, Message: "sign the form", URL: "https://forms.example/7", ElicitationID: "up-7"}})
+		if err != nil || res.Action != mcp.ElicitationResponseActionAccept {
+			return mcp.NewToolResultError("not accepted"), nil
+		}
+		session := mcpserver.ClientSessionFromContext(ctx)
+		_ = srv.SendElicitationComplete(ctx, session, "never-asked")
+		if err := srv.SendElicitationComplete(ctx, session, "up-7"); err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		select {
+		case <-relayed:
+		case <-wctx.Done():
+		}
+		return mcp.NewToolResultText("signed"), nil
+	})
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// TestURLElicitationComplete: a server's notifications/elicitation/complete
+// for its url-mode question reaches the MCP client that got the question,
+// under the id that client got; one for a question never asked reaches
+// nobody.
+func TestURLElicitationComplete(t *testing.T) {
+	relayed := make(chan struct{})
+	var once sync.Once
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "forms", urlUpstream(t, relayed))}}
+	base := serve(t, New(src, nil))
+	var mu sync.Mutex
+	var asked []string
+	var completed []string
+	tr, err := mcptransport.NewStreamableHTTP(base+"/mcp", mcptransport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr, mcpclient.WithElicitationHandler(elicitHandler(func(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, req.Params.ElicitationID)
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept}}, nil
+	})))
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationElicitationComplete) {
+			id, _ := n.Params.AdditionalFields["elicitationId"].(string)
+			mu.Lock()
+			defer mu.Unlock()
+			completed = append(completed, id)
+			once.Do(func() { close(relayed) })
+		}
+	})
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := call(t, c, "forms__link", nil); isErr || text != "signed" {
+		t.Fatalf("forms__link = %v %q", isErr, text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0] == "" || asked[0] == "up-7" {
+		t.Fatalf("the client was asked %q, want one question under an id of the endpoint's", asked)
+	}
+	if len(completed) != 1 || completed[0] != asked[0] {
+		t.Errorf("completions %q, want one for %q (the question the client got)", completed, asked[0])
+	}
+}
+
+// elicitHandler adapts a func to mcp-go's client.ElicitationHandler.
+type elicitHandler func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+
+func (f elicitHandler) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return f(ctx, req)
+}
