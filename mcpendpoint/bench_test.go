@@ -61,7 +61,8 @@ func BenchmarkToolsList100Servers(b *testing.B) {
 	hs := httptest.NewServer(httpHandler(ep))
 	b.Cleanup(hs.Close)
 	b.Cleanup(func() { _ = ep.Close(context.Background()) })
-	c, err := mcpclient.NewStreamableHttpClient(hs.URL+"/mcp", mcptransport.WithContinuousListening())
+	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
+	c, err := mcpclient.NewStreamableHttpClient(hs.URL+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +95,8 @@ func BenchmarkToolsList100ServersHTTP(b *testing.B) {
 	hs := httptest.NewServer(httpHandler(ep))
 	b.Cleanup(hs.Close)
 	b.Cleanup(func() { _ = ep.Close(context.Background()) })
-	c, err := mcpclient.NewStreamableHttpClient(hs.URL+"/mcp", mcptransport.WithContinuousListening())
+	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
+	c, err := mcpclient.NewStreamableHttpClient(hs.URL+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -233,6 +235,7 @@ func BenchmarkSessions1000(b *testing.B) {
 // of base with their GET streams (TestSessionsClient) and waits until it
 // says they are open; closing stdin ends it.
 func sessionsChild(b *testing.B, base string, n int) (*exec.Cmd, io.WriteCloser) {
+	b.Helper()
 	cmd := exec.CommandContext(b.Context(), os.Args[0], "-test.run", "^TestSessionsClient$")
 	cmd.Env = append(os.Environ(), "ELYSIA_BENCH_SESSIONS_URL="+base, "ELYSIA_BENCH_SESSIONS="+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
@@ -295,9 +298,10 @@ func inUse() (heap, stacks uint64) {
 }
 
 // benchSession opens one session as a client that has just started does.
-func benchSession(b testing.TB, base string) string {
+func benchSession(tb testing.TB, base string) string {
+	tb.Helper()
 	post := func(session, body string) *http.Response {
-		req, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(tb.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if session != "" {
@@ -306,7 +310,7 @@ func benchSession(b testing.TB, base string) string {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
@@ -316,10 +320,10 @@ func benchSession(b testing.TB, base string) string {
 		`"capabilities":{"sampling":{},"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"bench","version":"1"}}}`)
 	id := resp.Header.Get("Mcp-Session-Id")
 	if id == "" {
-		b.Fatalf("initialize: %d, no session id", resp.StatusCode)
+		tb.Fatalf("initialize: %d, no session id", resp.StatusCode)
 	}
 	if resp := post(id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
-		b.Fatalf("initialized: %d", resp.StatusCode)
+		tb.Fatalf("initialized: %d", resp.StatusCode)
 	}
 	return id
 }

@@ -23,6 +23,7 @@ func TestMCPEndpointAskSampling(t *testing.T) {
 	sample := call("mcp_everything", map[string]any{"action": "execute", "tool_name": "trigger-sampling-request",
 		"tool_inputs": map[string]any{"prompt": "a haiku", "maxTokens": 50}})
 	service := func(t *testing.T, mode string, script ...reply) (*serviceProc, *fakeLLM) {
+		t.Helper()
 		llm := newFakeLLM(t, script...)
 		return startService(t, serveOptions{Env: llm.Env(), Config: fmt.Sprintf(
 			`{"servers": {"everything": {"command": "node", "args": [%q, "stdio"], "sampling": %q}}}`, testenv.Everything(t), mode)}), llm
