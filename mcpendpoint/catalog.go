@@ -81,6 +81,10 @@ type catalog struct {
 	// once under encOnce.
 	encOnce sync.Once
 	enc     [][]byte
+	// pages are the fast path's pages (page), by where they start; pagesMu
+	// guards them.
+	pagesMu sync.Mutex
+	pages   map[pageKey][]byte
 }
 
 // Collision is a tool the endpoint listed under another name than its

@@ -119,16 +119,69 @@ func (cat *catalog) encodedTools() [][]byte {
 	return cat.enc
 }
 
+// pageKey names a page of a catalog's list: where it starts, and whether
+// the list ends with ask.
+type pageKey struct {
+	start int
+	ask   bool
+}
+
+// page returns the result object of the page of cat's list starting at
+// start, with ask at the end of the list when withAsk. The pages starting
+// where the endpoint's own cursors point are built once; a page at any
+// other start is built for the request.
+func (cat *catalog) page(start int, withAsk bool) []byte {
+	key := pageKey{start, withAsk}
+	cat.pagesMu.Lock()
+	b, ok := cat.pages[key]
+	cat.pagesMu.Unlock()
+	if ok {
+		return b
+	}
+	tools := cat.encodedTools()
+	if withAsk {
+		tools = append(tools[:len(tools):len(tools)], askEncoded())
+	}
+	start = min(start, len(tools))
+	end := min(len(tools), start+pageSize)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	if end < len(tools) {
+		buf.WriteString(`"nextCursor":`)
+		writeString(&buf, nextCursor(end))
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"tools":[`)
+	for i, t := range tools[start:end] {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(t)
+	}
+	buf.WriteString("]}")
+	b = buf.Bytes()
+	if start%pageSize == 0 {
+		cat.pagesMu.Lock()
+		if cat.pages == nil {
+			cat.pages = map[pageKey][]byte{}
+		}
+		cat.pages[key] = b
+		cat.pagesMu.Unlock()
+	}
+	return b
+}
+
 // askEncoded is the ask tool as tools/list gives it.
 var askEncoded = sync.OnceValue(func() []byte {
 	b, _ := json.Marshal(askToolDef()) // a fixed tool: cannot fail
 	return b
 })
 
-// fastList answers the tools/list request msg for user with its whole
-// JSON-RPC response, or reports false when mcp-go must answer it: it is
-// not a plain tools/list, or the list is not in tools mode.
-func (e *Endpoint) fastList(ctx context.Context, user string, msg []byte) ([]byte, bool) {
+// fastList answers the tools/list request msg for user: it returns the
+// parts of its JSON-RPC response, to be written one after the other, or
+// reports false when mcp-go must answer it (not a plain tools/list, or a
+// list not in tools mode).
+func (e *Endpoint) fastList(ctx context.Context, user string, msg []byte) ([][]byte, bool) {
 	id, cursor, ok := parseList(msg)
 	if !ok {
 		return nil, false
@@ -141,31 +194,13 @@ func (e *Endpoint) fastList(ctx context.Context, user string, msg []byte) ([]byt
 	if mode(ex, cat) != mcpconfig.ExposeTools {
 		return nil, false
 	}
-	tools := cat.encodedTools()
-	if ex.Agent && e.opts.Agent != nil {
-		tools = append(tools[:len(tools):len(tools)], askEncoded())
+	withAsk := ex.Agent && e.opts.Agent != nil
+	n := len(cat.entries)
+	if withAsk {
+		n++
 	}
-	start := pageStart(cursor, len(tools))
-	end := min(len(tools), start+pageSize)
-	var b bytes.Buffer
-	b.Grow(64 + (end-start)*256)
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
-	b.Write(id)
-	b.WriteString(`,"result":{`)
-	if end < len(tools) {
-		b.WriteString(`"nextCursor":`)
-		writeString(&b, nextCursor(end))
-		b.WriteByte(',')
-	}
-	b.WriteString(`"tools":[`)
-	for i, t := range tools[start:end] {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(t)
-	}
-	b.WriteString("]}}")
-	return b.Bytes(), true
+	result := cat.page(pageStart(cursor, n), withAsk)
+	return [][]byte{[]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"result":`), result, []byte("}\n")}, true
 }
 
 // pageStart is the first index of the page cursor names in a list of n; a
@@ -214,12 +249,16 @@ func (e *Endpoint) serveFastList(w http.ResponseWriter, r *http.Request, user st
 	if err != nil || len(body) > maxListRequestBytes {
 		return false
 	}
-	res, ok := e.fastList(r.Context(), user, body)
+	parts, ok := e.fastList(r.Context(), user, body)
 	if !ok {
 		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(res, '\n')) // a gone client misses it
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			break // a gone client misses it
+		}
+	}
 	return true
 }

@@ -21,11 +21,24 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// writeParts writes the parts of one message, with no other message
+// between them.
+func (l *lineWriter) writeParts(parts [][]byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range parts {
+		if _, err := l.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // splitStdio reads the stdio client's lines from in: a plain tools/list is
 // answered on out from the encoded catalog (fastList), every other line
 // goes on to mcp-go through pw. It ends when in ends (closing pw, so that
 // mcp-go sees the end) or when nobody reads pw any more.
-func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw *io.PipeWriter, out io.Writer) {
+func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw *io.PipeWriter, out *lineWriter) {
 	br := bufio.NewReaderSize(in, 2*maxListRequestBytes)
 	long := false // inside a line longer than the buffer: it goes on as it is
 	for {
@@ -34,8 +47,8 @@ func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw
 		case errors.Is(err, bufio.ErrBufferFull):
 			long = true
 		case err == nil && !long:
-			if res, ok := e.fastList(ctx, user, line); ok {
-				if _, werr := out.Write(append(res, '\n')); werr != nil {
+			if parts, ok := e.fastList(ctx, user, line); ok {
+				if werr := out.writeParts(parts); werr != nil {
 					pw.CloseWithError(werr)
 					return
 				}
