@@ -49,9 +49,14 @@ func (e *Endpoint) ask(ctx context.Context, user string, args map[string]any, em
 	}
 	// The tree's calls are made for this client: a server's sampling
 	// request goes to it if it declared sampling, else to the service's
-	// model only where the server's "sampling" is "auto".
+	// model only where the server's "sampling" is "auto"; the completion
+	// of a url-mode question it got reaches it.
 	cs, _ := emit.(mcpgateway.ClientSampler)
-	ans, err := e.opts.Agent.Ask(mcpgateway.WithCallerSampling(ctx, cs), user, conv, q, emit)
+	ctx = mcpgateway.WithCallerSampling(ctx, cs)
+	if ec, ok := emit.(mcpgateway.ElicitationCompleter); ok {
+		ctx = mcpgateway.WithElicitationCompleter(ctx, ec)
+	}
+	ans, err := e.opts.Agent.Ask(ctx, user, conv, q, emit)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -70,7 +70,7 @@ func (e clientEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer,
 	params := mcp.ElicitationParams{Mode: p.Mode, Message: askedBy(p)}
 	if p.Mode == mcp.ElicitationModeURL {
 		params.URL, params.ElicitationID = p.URL, "eli-"+tools.NewID()
-		e.urls.add(p.Server, p.ElicitationID, params.ElicitationID)
+		e.urls.add(p.Server, p.ServerElicitationID, params.ElicitationID)
 	} else {
 		params.RequestedSchema = p.RequestedSchema
 	}

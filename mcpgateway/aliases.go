@@ -84,3 +84,10 @@ func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
 // (or of the caller named with WithElicitationCompleter): it is told when a
 // server's url-mode question completes (see session.ElicitationCompleter).
 type ElicitationCompleter = session.ElicitationCompleter
+
+// WithElicitationCompleter marks the tool calls made with ctx as made for
+// ec: the MCP client of the aggregate endpoint's ask tool, whose calls the
+// decision tree makes.
+func WithElicitationCompleter(ctx context.Context, ec ElicitationCompleter) context.Context {
+	return session.WithElicitationCompleter(ctx, ec)
+}

@@ -39,6 +39,10 @@ type ElicitationPayload struct {
 	// (a JSON object's order is lost in a map), when the gateway saw it.
 	FieldOrder []string `json:"field_order,omitempty"`
 	URL        string   `json:"url"`
+	// ServerElicitationID is the server's elicitationId of a url-mode
+	// question, by which it later says the flow is complete; "" in the
+	// other modes.
+	ServerElicitationID string `json:"server_elicitation_id,omitempty"`
 	// Sampling is the request to approve in mode ElicitSampling; nil in
 	// the other modes.
 	Sampling *SamplingPayload `json:"sampling,omitempty"`
@@ -96,8 +100,7 @@ const (
 
 // Question is what a tool asks the user of its run through an Asker.
 type Question struct {
-	// Payload is shown to the user; the Asker sets ElicitationID (in url
-	// mode the gateway puts the server's elicitationId there first).
+	// Payload is shown to the user; the Asker sets ElicitationID.
 	Payload ElicitationPayload
 	// Check, when set, completes and validates an accepted answer's content
 	// (filling in defaults) before the Asker takes it. An error is the

@@ -48,7 +48,10 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 			return nil, fmt.Errorf("invalid requestedSchema: %w", err)
 		}
 	} else {
-		payload.URL, payload.ElicitationID = p.URL, p.ElicitationID
+		payload.URL = p.URL
+		if len(p.ElicitationID) <= maxElicitationIDBytes { // a longer one is never relayed
+			payload.ServerElicitationID = p.ElicitationID
+		}
 	}
 
 	ac := e.s.callFor(ctx)
@@ -75,7 +78,7 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 	if !ok {
 		return decline("no interactive user (the call came through the API)")
 	}
-	if ec, ok := ac.emit.(ElicitationCompleter); ok && mode == mcp.ElicitationModeURL {
+	if ec := completerOf(ac); ec != nil && mode == mcp.ElicitationModeURL {
 		e.s.urls.add(p.ElicitationID, ec)
 	}
 	_, wait := e.c.cfg.Limits()

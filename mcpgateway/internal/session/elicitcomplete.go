@@ -1,12 +1,11 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/elysia-go/elysia/tools"
 )
 
 // ElicitationCompleter is implemented by the Emitter of a call whose caller
@@ -15,10 +14,31 @@ import (
 // notifications/elicitation/complete for a url-mode question it asked
 // during the call, even after the call ended, the gateway calls
 // ElicitationComplete with the server's name and elicitationId (which the
-// question's ElicitationPayload.ElicitationID carried). It must not block.
+// question's ElicitationPayload.ServerElicitationID carried). It must not
+// block.
 type ElicitationCompleter interface {
-	tools.Emitter
 	ElicitationComplete(server, elicitationID string)
+}
+
+// completerKey is the context key of WithElicitationCompleter.
+type completerKey struct{}
+
+// WithElicitationCompleter marks the tool calls made with ctx as made for
+// ec, when their Emitter is not one: the MCP client of the aggregate
+// endpoint's ask tool, whose calls the decision tree makes and whose
+// questions reach the client through the tree.
+func WithElicitationCompleter(ctx context.Context, ec ElicitationCompleter) context.Context {
+	return context.WithValue(ctx, completerKey{}, ec)
+}
+
+// completerOf returns whom to tell when a url-mode question of ac
+// completes, or nil.
+func completerOf(ac *activeCall) ElicitationCompleter {
+	if ec, ok := ac.emit.(ElicitationCompleter); ok {
+		return ec
+	}
+	ec, _ := ac.ctx.Value(completerKey{}).(ElicitationCompleter)
+	return ec
 }
 
 // maxPendingURLElicitations bounds the url-mode questions of one session
