@@ -2,52 +2,17 @@ package mcpendpoint
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
-
-// urlUpstream is an MCP server whose tool "link" asks a url-mode question
-// with elicitationId up-7 and, once it is accepted, sends
-// notifications/elicitation/complete for an id it never asked and then for
-// up-7, and waits for relayed before it answers: mcp-go's server can drop
-// a notification sent just before a call's answer.
-func urlUpstream(t *testing.T, relayed <-chan struct{}) string {
-	t.Helper()
-	s := mcpserver.NewMCPServer("up", "1", mcpserver.WithElicitation())
-	s.AddTool(mcp.NewTool("link"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		srv := mcpserver.ServerFromContext(ctx)
-		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
-			Mode: mcp.ElicitationModeURL, Message: "sign the form", URL: "https://forms.example/7", ElicitationID: "up-7"}})
-		if err != nil || res.Action != mcp.ElicitationResponseActionAccept {
-			return mcp.NewToolResultError("not accepted"), nil
-		}
-		session := mcpserver.ClientSessionFromContext(ctx)
-		_ = srv.SendElicitationComplete(ctx, session, "never-asked")
-		if err := srv.SendElicitationComplete(ctx, session, "up-7"); err != nil {
-			return mcp.NewToolResultError(err.Error()), nil
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		select {
-		case <-relayed:
-		case <-wctx.Done():
-		}
-		return mcp.NewToolResultText("signed"), nil
-	})
-	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
-}
 
 // TestURLElicitationComplete: a server's notifications/elicitation/complete
 // for its url-mode question reaches the MCP client that got the question,
@@ -56,7 +21,7 @@ func urlUpstream(t *testing.T, relayed <-chan struct{}) string {
 func TestURLElicitationComplete(t *testing.T) {
 	relayed := make(chan struct{})
 	var once sync.Once
-	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "forms", urlUpstream(t, relayed))}}
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "forms", testenv.URLFormsServer(t, relayed))}}
 	base := serve(t, New(src, nil))
 	var mu sync.Mutex
 	var asked []string

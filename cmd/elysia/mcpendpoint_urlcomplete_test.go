@@ -3,45 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
-)
 
-// formsServer is an MCP server in this process, over HTTP: its tool
-// "link" asks a url-mode question with elicitationId up-7 and, once it is
-// accepted, says it is complete and waits for relayed (mcp-go's server can
-// drop a notification sent just before a call's answer).
-func formsServer(t *testing.T, relayed <-chan struct{}) string {
-	t.Helper()
-	s := mcpserver.NewMCPServer("forms", "1", mcpserver.WithElicitation())
-	s.AddTool(mcp.NewTool("link", mcp.WithDescription("signs a form on the web")), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		srv := mcpserver.ServerFromContext(ctx)
-		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
-			Mode: mcp.ElicitationModeURL, Message: "sign the form", URL: "https://forms.example/7", ElicitationID: "up-7"}})
-		if err != nil || res.Action != mcp.ElicitationResponseActionAccept {
-			return mcp.NewToolResultError(fmt.Sprintf("not accepted: %v", err)), nil
-		}
-		if err := srv.SendElicitationComplete(ctx, mcpserver.ClientSessionFromContext(ctx), "up-7"); err != nil {
-			return mcp.NewToolResultError(err.Error()), nil
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		select {
-		case <-relayed:
-		case <-wctx.Done():
-		}
-		return mcp.NewToolResultText("signed"), nil
-	})
-	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
-}
+	"github.com/elysia-go/elysia/internal/testenv"
+)
 
 // TestMCPEndpointAskURLElicitationComplete: a server's url-mode question
 // during the agent's run (ask) reaches the MCP client that called ask, and
@@ -53,7 +23,7 @@ func TestMCPEndpointAskURLElicitationComplete(t *testing.T) {
 	llm := newFakeLLM(t, call("mcp_forms", map[string]any{"action": "execute", "tool_name": "link", "tool_inputs": map[string]any{}}),
 		answer("done"))
 	s := startService(t, serveOptions{Env: llm.Env(), Config: fmt.Sprintf(
-		`{"servers": {"forms": {"type": "http", "url": %q, "call_timeout": 20}}}`, formsServer(t, relayed))})
+		`{"servers": {"forms": {"type": "http", "url": %q, "call_timeout": 20}}}`, testenv.URLFormsServer(t, relayed))})
 	var mu sync.Mutex
 	var asked, completed []string
 	c := capsClient(t, s.URL, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}},
