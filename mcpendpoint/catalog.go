@@ -77,12 +77,8 @@ type catalog struct {
 	byTool  map[[2]string]string // (server, tool) → exposed name
 	// listed is entries as tools/list gives them, built once on first use.
 	listed func() []mcp.Tool
-	// enc is entries as the fast path lists them (encodedTools), built
-	// once under encOnce.
-	encOnce sync.Once
-	enc     [][]byte
-	// pages are the fast path's pages (page), by where they start; pagesMu
-	// guards them.
+	// pages are the fast path's pages (page), by where they start, each
+	// built once; pagesMu guards them.
 	pagesMu sync.Mutex
 	pages   map[pageKey][]byte
 }

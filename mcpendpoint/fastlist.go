@@ -69,21 +69,19 @@ func parseList(msg []byte) (id json.RawMessage, cursor string, ok bool) {
 	return req.ID, cursor, true
 }
 
-// encodeTool is en as tools/list gives it: its name, and its description,
-// schemas and annotations as the server sent them.
-func encodeTool(en *entry) []byte {
-	var b bytes.Buffer
+// encodeTool writes en to b as tools/list gives it: its name, and its
+// description, schemas and annotations as the server sent them.
+func encodeTool(b *bytes.Buffer, en *entry) {
 	b.WriteString(`{"name":`)
-	writeString(&b, en.name)
+	writeString(b, en.name)
 	if en.info.Description != "" {
 		b.WriteString(`,"description":`)
-		writeString(&b, en.info.Description)
+		writeString(b, en.info.Description)
 	}
-	writeRaw(&b, "inputSchema", en.info.InputSchema)
-	writeRaw(&b, "outputSchema", en.info.OutputSchema)
-	writeRaw(&b, "annotations", en.info.Annotations)
+	writeRaw(b, "inputSchema", en.info.InputSchema)
+	writeRaw(b, "outputSchema", en.info.OutputSchema)
+	writeRaw(b, "annotations", en.info.Annotations)
 	b.WriteByte('}')
-	return b.Bytes()
 }
 
 // writeString writes s as a JSON string, with <, > and & as they are.
@@ -108,17 +106,6 @@ func writeRaw(b *bytes.Buffer, key string, raw json.RawMessage) {
 	}
 }
 
-// encodedTools returns cat's tools as encodeTool gives them, built once.
-func (cat *catalog) encodedTools() [][]byte {
-	cat.encOnce.Do(func() {
-		cat.enc = make([][]byte, len(cat.entries))
-		for i := range cat.entries {
-			cat.enc[i] = encodeTool(&cat.entries[i])
-		}
-	})
-	return cat.enc
-}
-
 // pageKey names a page of a catalog's list: where it starts, and whether
 // the list ends with ask.
 type pageKey struct {
@@ -138,25 +125,29 @@ func (cat *catalog) page(start int, withAsk bool) []byte {
 	if ok {
 		return b
 	}
-	tools := cat.encodedTools()
+	n := len(cat.entries)
 	if withAsk {
-		tools = append(tools[:len(tools):len(tools)], askEncoded())
+		n++
 	}
-	start = min(start, len(tools))
-	end := min(len(tools), start+pageSize)
+	start = min(start, n)
+	end := min(n, start+pageSize)
 	var buf bytes.Buffer
 	buf.WriteByte('{')
-	if end < len(tools) {
+	if end < n {
 		buf.WriteString(`"nextCursor":`)
 		writeString(&buf, nextCursor(end))
 		buf.WriteByte(',')
 	}
 	buf.WriteString(`"tools":[`)
-	for i, t := range tools[start:end] {
-		if i > 0 {
+	for i := start; i < end; i++ {
+		if i > start {
 			buf.WriteByte(',')
 		}
-		buf.Write(t)
+		if i == len(cat.entries) {
+			buf.Write(askEncoded())
+			continue
+		}
+		encodeTool(&buf, &cat.entries[i])
 	}
 	buf.WriteString("]}")
 	b = buf.Bytes()
