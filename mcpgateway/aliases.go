@@ -73,13 +73,6 @@ const (
 	ProgressInterval = session.ProgressInterval
 )
 
-// WithCallerSampling marks the tool calls made with ctx as made for an MCP
-// client that answers sampling requests itself (cs), or, with cs nil, for
-// one that declared no sampling (see session.WithCallerSampling).
-func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
-	return session.WithCallerSampling(ctx, cs)
-}
-
 // ElicitationCompleter is an optional interface of a call's tools.Emitter
 // (or of the caller named with WithElicitationCompleter): it is told when a
 // server's url-mode question completes (see session.ElicitationCompleter).
@@ -90,4 +83,11 @@ type ElicitationCompleter = session.ElicitationCompleter
 // decision tree makes.
 func WithElicitationCompleter(ctx context.Context, ec ElicitationCompleter) context.Context {
 	return session.WithElicitationCompleter(ctx, ec)
+}
+
+// WithCallerSampling marks the tool calls made with ctx as made for an MCP
+// client that answers sampling requests itself (cs), or, with cs nil, for
+// one that declared no sampling (see session.WithCallerSampling).
+func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
+	return session.WithCallerSampling(ctx, cs)
 }
