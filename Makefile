@@ -13,6 +13,7 @@ FUZZTIME  ?= 20000x
 # The binaries are built once per run; the tests use them through these.
 export ELYSIA_TODO_MCP := $(CURDIR)/bin/todo-mcp
 export ELYSIA_BIN      := $(CURDIR)/bin/elysia
+export ELYSIA_CONFORMANCE_SERVER := $(CURDIR)/bin/conformance-server
 
 # Fuzz targets run briefly by `make test` (package:Target).
 FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./mcpgateway/mcpauth:FuzzWWWAuthenticate ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText
@@ -24,6 +25,7 @@ all: build
 build:
 	$(GO) build -o bin/todo-mcp ./cmd/todo-mcp
 	$(GO) build -o bin/elysia ./cmd/elysia
+	$(GO) build -o bin/conformance-server ./cmd/conformance-server
 
 run: build
 	@echo "Elysia-Go: open http://$(ADDR)/tree/me/first in a browser"

@@ -47,31 +47,46 @@ func TestConformanceClientScenarios(t *testing.T) {
 	expected := readExpectedFailures(t, filepath.Join(root, "testdata", "conformance", "expected-failures.txt"))
 	scenarios := listClientScenarios(t, node, cli)
 
-	known := map[string]bool{}
-	for _, s := range scenarios {
-		known[s] = true
-	}
-	for s := range expected {
-		if !known[s] {
-			t.Errorf("expected-failures.txt lists %q, which is not a client scenario of the pinned suite", s)
-		}
-	}
+	checkListed(t, expected, scenarios, "expected-failures.txt")
 
 	// One at a time: scenarios run in parallel skew the suite's timing
 	// checks (sse-retry) on a two-core machine.
 	for _, scenario := range scenarios {
 		t.Run(scenario, func(t *testing.T) {
 			res := runScenario(t, node, cli, driver, bin, scenario)
-			reason, listed := expected[scenario]
-			switch {
-			case res.passed && listed:
-				t.Errorf("%s passes now; delete its line from testdata/conformance/expected-failures.txt (it said: %s)", scenario, reason)
-			case !res.passed && !listed:
-				t.Errorf("%s fails: %s\n%s", scenario, res.summary, res.output)
-			case !res.passed:
-				t.Logf("expected failure (%s): %s", reason, res.summary)
-			}
+			checkExpected(t, scenario, res, expected, "expected-failures.txt")
 		})
+	}
+}
+
+// checkListed fails t for every scenario the expected-failures file
+// (under testdata/conformance) lists that the pinned suite does not have.
+func checkListed(t *testing.T, expected map[string]string, scenarios []string, file string) {
+	t.Helper()
+	known := map[string]bool{}
+	for _, s := range scenarios {
+		known[s] = true
+	}
+	for s := range expected {
+		if !known[s] {
+			t.Errorf("%s lists %q, which is not a scenario of this kind in the pinned suite", file, s)
+		}
+	}
+}
+
+// checkExpected fails t when scenario failed and the expected-failures
+// file (under testdata/conformance) does not list it, or passed and it
+// does: the list stays honest both ways.
+func checkExpected(t *testing.T, scenario string, res scenarioResult, expected map[string]string, file string) {
+	t.Helper()
+	reason, listed := expected[scenario]
+	switch {
+	case res.passed && listed:
+		t.Errorf("%s passes now; delete its line from testdata/conformance/%s (it said: %s)", scenario, file, reason)
+	case !res.passed && !listed:
+		t.Errorf("%s fails: %s\n%s", scenario, res.summary, res.output)
+	case !res.passed:
+		t.Logf("expected failure (%s): %s", reason, res.summary)
 	}
 }
 
@@ -110,9 +125,18 @@ func runScenario(t *testing.T, node, cli, driver, bin, scenario string) scenario
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
+	return judgeScenario(ctx, dir, err, out)
+}
+
+// judgeScenario judges a scenario the runner ran under ctx, with its
+// output dir, exit error and output, by the checks it recorded. It is
+// stricter than the runner's exit code: a check that warned counts as a
+// failure, and a scenario with no SUCCESS check did not exercise anything
+// (the runner reports "Passed: 0/0" as a pass), so it counts as one too.
+func judgeScenario(ctx context.Context, dir string, err error, out []byte) scenarioResult {
 	output := ansiColor.ReplaceAllString(string(out), "")
 	if ctx.Err() != nil {
-		return scenarioResult{summary: fmt.Sprintf("no result within %v", scenarioTimeout), output: output}
+		return scenarioResult{summary: "no result in time", output: output}
 	}
 
 	checks, readErr := readChecks(dir)
@@ -175,9 +199,16 @@ func readChecks(dir string) ([]conformanceCheck, error) {
 // listClientScenarios asks the suite for its client scenarios.
 func listClientScenarios(t *testing.T, node, cli string) []string {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), node, cli, "list", "--client").CombinedOutput()
+	return listScenarios(t, node, cli, "--client")
+}
+
+// listScenarios asks the suite for its scenarios of a kind: "--client" or
+// "--server".
+func listScenarios(t *testing.T, node, cli, kind string) []string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), node, cli, "list", kind).CombinedOutput()
 	if err != nil {
-		t.Fatalf("conformance list --client: %v\n%s", err, out)
+		t.Fatalf("conformance list %s: %v\n%s", kind, err, out)
 	}
 	// Lines look like "  - sse-retry [2025-11-25]".
 	var names []string
@@ -188,7 +219,7 @@ func listClientScenarios(t *testing.T, node, cli string) []string {
 		}
 	}
 	if len(names) == 0 {
-		t.Fatalf("conformance list --client printed no scenario:\n%s", out)
+		t.Fatalf("conformance list %s printed no scenario:\n%s", kind, out)
 	}
 	return names
 }

@@ -1,0 +1,101 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+)
+
+// serverScenarioTimeout bounds one server scenario end to end; the
+// slowest (server-sse-polling) waits at most 10 s for its stream.
+const serverScenarioTimeout = 60 * time.Second
+
+// TestConformanceServerScenarios runs every server scenario of the pinned
+// official MCP conformance suite against the aggregate endpoint: `elysia
+// serve` on loopback with one server, the fixture cmd/conformance-server
+// (every test_* tool, resource, template and prompt the scenarios name),
+// exposed unprefixed, and the suite's client at /mcp, one scenario at a
+// time. It judges each scenario by the checks the suite recorded, like
+// TestConformanceClientScenarios: a failure must be listed with its reason
+// in testdata/conformance/expected-server-failures.txt, and a listed one
+// that passes fails too. docs/CONFORMANCE.md has the table.
+func TestConformanceServerScenarios(t *testing.T) {
+	node, cli := testenv.Conformance(t)
+	fixture := conformanceServerBin(t)
+	root := testenv.RepoRoot()
+	const file = "expected-server-failures.txt"
+	expected := readExpectedFailures(t, filepath.Join(root, "testdata", "conformance", file))
+	scenarios := listScenarios(t, node, cli, "--server")
+	checkListed(t, expected, scenarios, file)
+
+	// log_level debug: the fixture logs at info, and the endpoint filters
+	// by each session's own logging/setLevel.
+	cfg := fmt.Sprintf(`{"expose": {"mode": "tools", "agent": false},
+ "servers": {"conformance": {"type": "stdio", "command": %q, "prefix": "", "log_level": "debug"}}}`, fixture)
+	s := startService(t, serveOptions{Config: cfg})
+	url := s.URL + "/mcp"
+
+	for _, scenario := range scenarios {
+		t.Run(scenario, func(t *testing.T) {
+			res := runServerScenario(t, node, cli, url, scenario)
+			checkExpected(t, scenario, res, expected, file)
+		})
+	}
+}
+
+// runServerScenario runs one server scenario against url.
+func runServerScenario(t *testing.T, node, cli, url, scenario string) scenarioResult {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), serverScenarioTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url, "--scenario", scenario, "--output-dir", dir)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	return judgeScenario(ctx, dir, err, out)
+}
+
+// conformanceServerBin returns the fixture server's binary:
+// $ELYSIA_CONFORMANCE_SERVER (make builds it into bin/) or a build made
+// once per test process.
+func conformanceServerBin(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("ELYSIA_CONFORMANCE_SERVER"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			tb.Fatalf("ELYSIA_CONFORMANCE_SERVER=%s: %v", p, err)
+		}
+		return p
+	}
+	bin, err := buildConformanceServer()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bin
+}
+
+var buildConformanceServer = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "elysia-conformance-server-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "conformance-server")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/conformance-server")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/conformance-server: %v\n%s", err, out)
+	}
+	return bin, nil
+})
