@@ -86,6 +86,8 @@ type Endpoint struct {
 	cats       map[string]*catalog
 	fp         [32]byte
 	collisions []Collision
+	// subs are the sessions' resource subscriptions (subscribe.go).
+	subs subscriptions
 	// inflight holds the cancel funcs of the calls running, by MCP session
 	// id, so that ending a session (DELETE) cancels them upstream.
 	inflight map[string]map[*context.CancelFunc]struct{}
@@ -129,13 +131,15 @@ func New(src Source, opts *Options) *Endpoint {
 	hooks.AddAfterListTools(e.afterListTools)
 	hooks.AddBeforeCallTool(e.beforeCallTool)
 	hooks.AddOnUnregisterSession(e.sessions.unregistered)
+	hooks.AddOnRequestInitialization(e.onRequest)
+	hooks.AddOnUnregisterSession(e.sessionEnded)
 	hooks.AddAfterListResources(e.afterListResources)
 	hooks.AddAfterListResourceTemplates(e.afterListResourceTemplates)
 	hooks.AddAfterListPrompts(e.afterListPrompts)
 	hooks.AddBeforeGetPrompt(e.beforeGetPrompt)
 	e.srv = mcpserver.NewMCPServer("elysia", o.Version,
 		mcpserver.WithToolCapabilities(true),
-		mcpserver.WithResourceCapabilities(false, true),
+		mcpserver.WithResourceCapabilities(true, true),
 		mcpserver.WithPromptCapabilities(true),
 		mcpserver.WithCompletions(),
 		mcpserver.WithLogging(),
@@ -296,10 +300,13 @@ func (e *Endpoint) Collisions() []Collision {
 }
 
 // Close ends every HTTP session and stops the idle-session sweeper; open
-// GET streams end. It may be called more than once.
+// GET streams end, and the ended sessions' resource subscriptions are
+// ended at their servers (each within ListTimeout). It may be called more than once.
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
-	return errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
+	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
+	e.subs.wg.Wait() // each bounded by ListTimeout
+	return err
 }
 
 // CloseSessions ends every HTTP session's open stream, so that an HTTP

@@ -123,10 +123,9 @@ func (e *Endpoint) afterListResourceTemplates(ctx context.Context, _ any, _ *mcp
 	res.ResourceTemplates, res.NextCursor = append([]mcp.ResourceTemplate{}, tmpls...), ""
 }
 
-// readResource reads a URI from the server that lists it, or else the
-// first whose template matches it.
-func (e *Endpoint) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-	uri := req.Params.URI
+// resourceOwner returns the server that lists uri for ctx's user, or else
+// the first whose template matches it, and its name; nil and "" when none.
+func (e *Endpoint) resourceOwner(ctx context.Context, uri string) (Resourceful, string) {
 	_, tmpls, owner, tmplOwner := e.resources(ctx, false)
 	r := owner[uri]
 	for i := 0; r == nil && i < len(tmpls); i++ {
@@ -134,6 +133,17 @@ func (e *Endpoint) readResource(ctx context.Context, req mcp.ReadResourceRequest
 			r = tmplOwner[i]
 		}
 	}
+	if up, ok := r.(Upstream); ok {
+		return r, up.Config().Name
+	}
+	return r, ""
+}
+
+// readResource reads a URI from the server that lists it, or else the
+// first whose template matches it.
+func (e *Endpoint) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	r, _ := e.resourceOwner(ctx, uri)
 	if r == nil {
 		return nil, fmt.Errorf("no server of this service lists resource %q: %w", uri, mcpserver.ErrResourceNotFound)
 	}

@@ -87,6 +87,9 @@ type Gateway struct {
 	// childDialer, when set (by tests, before the first call), gives each
 	// user's view the dialer that replaces its dial.
 	childDialer func(c *session.Conn) func(hsCtx context.Context) (*session.Session, error)
+
+	// watches are the resource subscribers of g's views (subscribe.go).
+	watches watchBook
 }
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A

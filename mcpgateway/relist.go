@@ -13,7 +13,13 @@ import (
 // notifications/tools/list_changed from the current session the cache goes
 // stale (a listing in flight too) and is refreshed in the background, on a
 // goroutine the gateway owns, at most every relistEvery (relist).
+// notifications/resources/updated goes to the URI's subscribers
+// (subscribe.go).
 func (v *view) notified(s *session.Session, n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+		v.resourceUpdated(s, n)
+		return
+	}
 	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != v.conn.Current() {
 		return
 	}

@@ -170,6 +170,12 @@ func (g *Gateway) GetPrompt(ctx context.Context, name string, args map[string]st
 // counted in the stats and the circuit, and its error named after the
 // server and masked.
 func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Context, s *session.Session) error) error {
+	return g.requestOn(ctx, op, func(ctx context.Context, _ *view, s *session.Session) error { return f(ctx, s) })
+}
+
+// requestOn is request, giving f the view whose session it runs on (the
+// user's own of a per-user server).
+func (g *Gateway) requestOn(ctx context.Context, op string, f func(ctx context.Context, v *view, s *session.Session) error) error {
 	if err := g.enter(op); err != nil {
 		return err
 	}
@@ -179,17 +185,14 @@ func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Con
 		g.record(outcomeRefused, nil)
 		return err
 	}
-	err = g.requestOnSession(ctx, op, f)
+	_, err = routed(ctx, g, func(v *view) (struct{}, error) {
+		return struct{}{}, v.conn.Do(ctx, op, func(ctx context.Context, s *session.Session) error { return f(ctx, v, s) })
+	})
 	o := outcomeSuccess
 	if err != nil {
 		o = g.classify(ctx, err)
 	}
 	g.record(o, done)
-	return err
-}
-
-func (g *Gateway) requestOnSession(ctx context.Context, op string, f func(ctx context.Context, s *session.Session) error) error {
-	_, err := routed(ctx, g, func(v *view) (struct{}, error) { return struct{}{}, v.conn.Do(ctx, op, f) })
 	return err
 }
 
