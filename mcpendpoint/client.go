@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -35,6 +36,18 @@ var _ tools.Asker = clientEmitter{}
 var _ mcpgateway.ElicitationCompleter = clientEmitter{}
 
 var _ mcpgateway.ClientLogger = clientEmitter{}
+
+// ClientProgressInterval is the least time between two progress reports of
+// one call that go to the MCP client: reports in between are coalesced
+// into the latest, and the last is always sent before the result. The
+// gateway's own pace (mcpgateway.ProgressInterval) is for a person's
+// stream; a client may count the reports, so it gets them closer.
+const ClientProgressInterval = 10 * time.Millisecond
+
+var _ mcpgateway.ProgressPacer = clientEmitter{}
+
+// ProgressPace is ClientProgressInterval (mcpgateway.ProgressPacer).
+func (clientEmitter) ProgressPace() time.Duration { return ClientProgressInterval }
 
 // Emit relays ev to the client: progress, if it asked for any, and the
 // servers' log messages at the level the session set (logging/setLevel;

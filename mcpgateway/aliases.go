@@ -91,3 +91,8 @@ func WithElicitationCompleter(ctx context.Context, ec ElicitationCompleter) cont
 func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
 	return session.WithCallerSampling(ctx, cs)
 }
+
+// ProgressPacer is implemented by the Emitter of a call that takes the
+// server's progress at another pace than ProgressInterval (see
+// session.ProgressPacer): the aggregate MCP endpoint's.
+type ProgressPacer = session.ProgressPacer

@@ -76,11 +76,15 @@ func checkListed(t *testing.T, expected map[string]string, scenarios []string, f
 
 // checkExpected fails t when scenario failed and the expected-failures
 // file (under testdata/conformance) does not list it, or passed and it
-// does: the list stays honest both ways.
+// does: the list stays honest both ways. A reason that starts with
+// "flaky: " names a scenario that passes or fails by timing (the reason
+// says why): either outcome is logged, neither fails.
 func checkExpected(t *testing.T, scenario string, res scenarioResult, expected map[string]string, file string) {
 	t.Helper()
 	reason, listed := expected[scenario]
 	switch {
+	case listed && strings.HasPrefix(reason, "flaky: "):
+		t.Logf("%s (listed as %s): passed=%t %s", scenario, reason, res.passed, res.summary)
 	case res.passed && listed:
 		t.Errorf("%s passes now; delete its line from testdata/conformance/%s (it said: %s)", scenario, file, reason)
 	case !res.passed && !listed:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"syscall"
 
@@ -62,7 +63,8 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 	if emit == nil {
 		emit = tools.Discard
 	}
-	ac := &activeCall{token: fmt.Sprintf("elysia-%d", c.seq.Add(1)), server: c.cfg.Name, tool: call.Tool,
+	// progress starts below any report, so that a first report of 0 counts.
+	ac := &activeCall{token: fmt.Sprintf("elysia-%d", c.seq.Add(1)), server: c.cfg.Name, tool: call.Tool, progress: math.Inf(-1),
 		user: call.User, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()

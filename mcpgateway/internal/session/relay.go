@@ -35,6 +35,7 @@ const (
 // goroutine and ends it with close.
 type relay struct {
 	emit tools.Emitter
+	pace time.Duration // ProgressInterval, or the emitter's (ProgressPacer)
 	wake chan struct{} // buffer of one: a value waiting means "look again"
 	stop chan struct{} // closed by close
 	done chan struct{} // closed when the goroutine has returned
@@ -47,7 +48,7 @@ type relay struct {
 
 // startRelay starts the relay of a call whose messages go to emit.
 func startRelay(emit tools.Emitter) *relay {
-	r := &relay{emit: emit, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r := &relay{emit: emit, pace: paceOf(emit), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go r.run()
 	return r
 }
@@ -87,7 +88,7 @@ func (r *relay) close() {
 
 func (r *relay) run() {
 	defer close(r.done)
-	pace := time.NewTimer(ProgressInterval)
+	pace := time.NewTimer(r.pace)
 	pace.Stop()
 	defer pace.Stop()
 	for {
@@ -98,9 +99,9 @@ func (r *relay) run() {
 			return
 		}
 		r.flush()
-		// The next report waits until ProgressInterval after this one;
-		// the ones that come meanwhile replace each other.
-		pace.Reset(ProgressInterval)
+		// The next report waits until the pace after this one; the ones
+		// that come meanwhile replace each other.
+		pace.Reset(r.pace)
 		select {
 		case <-pace.C:
 		case <-r.stop:
