@@ -64,7 +64,17 @@ var (
 	_ mcpgateway.Observer      = changeObserver{}
 	_ mcpgateway.StateObserver = changeObserver{}
 	_ mcpgateway.ToolsObserver = changeObserver{}
+	_ mcpgateway.ListsObserver = changeObserver{}
 )
+
+// ObserveLists passes a server's resources or prompts change on (when
+// next wants it) and tells the Notify channels.
+func (o changeObserver) ObserveLists(server string) {
+	if n, ok := o.next.(mcpgateway.ListsObserver); ok {
+		n.ObserveLists(server)
+	}
+	o.d.changed()
+}
 
 // ObserveTools passes a server's new tool names on (when next wants them)
 // and tells the Notify channels.

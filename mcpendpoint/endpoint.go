@@ -86,6 +86,9 @@ type Endpoint struct {
 	cats       map[string]*catalog
 	fp         [32]byte
 	collisions []Collision
+	// listsFP fingerprints the servers' resources and prompts list_changed
+	// counts (listchanged.go); guarded by mu.
+	listsFP [32]byte
 	// subs are the sessions' resource subscriptions (subscribe.go).
 	subs subscriptions
 	// inflight holds the cancel funcs of the calls running, by MCP session
@@ -248,12 +251,14 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, 
 // listed may have changed (an mcp.json reload, a server's list_changed, a
 // server connecting), it drops the cached lists and, after Debounce of
 // quiet, sends notifications/tools/list_changed (and the resources' and
-// prompts' list_changed) to every open session.
+// prompts' list_changed) to every open session; so it does when a server
+// says its resources or prompts changed.
 func (e *Endpoint) Run(ctx context.Context) {
 	c := make(chan struct{}, 1)
 	e.src.Notify(c)
 	defer e.src.Stop(c)
 	e.changed() // the baseline
+	e.listsMoved()
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
 	defer debounce.Stop()
@@ -263,7 +268,8 @@ func (e *Endpoint) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c:
-			if e.changed() && !pending {
+			tools, lists := e.changed(), e.listsMoved()
+			if (tools || lists) && !pending {
 				pending = true
 				debounce.Reset(e.opts.Debounce)
 			}

@@ -90,6 +90,9 @@ type Gateway struct {
 
 	// watches are the resource subscribers of g's views (subscribe.go).
 	watches watchBook
+	// listsChanged counts the resources' and prompts' list_changed of g's
+	// views (listchanged.go).
+	listsChanged atomic.Uint64
 }
 
 // New returns a gateway for cfg. It does no I/O and starts no goroutine. A

@@ -14,10 +14,15 @@ import (
 // stale (a listing in flight too) and is refreshed in the background, on a
 // goroutine the gateway owns, at most every relistEvery (relist).
 // notifications/resources/updated goes to the URI's subscribers
-// (subscribe.go).
+// (subscribe.go), and a list_changed of resources or prompts to the
+// Observer (listchanged.go).
 func (v *view) notified(s *session.Session, n mcp.JSONRPCNotification) {
 	if n.Method == string(mcp.MethodNotificationResourceUpdated) {
 		v.resourceUpdated(s, n)
+		return
+	}
+	if isListsChanged(n) {
+		v.noteListsChanged(s)
 		return
 	}
 	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != v.conn.Current() {

@@ -1,0 +1,81 @@
+package mcpendpoint
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// listsNotifier is a notifier that also tells src's listeners when a
+// server's resources or prompts change, as discovery does.
+type listsNotifier struct{ notifier }
+
+func (n listsNotifier) ObserveLists(server string) { n.ObserveTools(server) }
+
+// TestUpstreamPromptChangeReachesClients: a server that adds a prompt (and
+// says so with prompts/list_changed, its tools unchanged) makes the
+// endpoint send prompts/list_changed to an open session.
+func TestUpstreamPromptChangeReachesClients(t *testing.T) {
+	up := mcpserver.NewMCPServer("up", "1", mcpserver.WithPromptCapabilities(true))
+	prompt := func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcp.NewGetPromptResult("p", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("hi"))}), nil
+	}
+	up.AddPrompt(mcp.NewPrompt("first"), prompt)
+	up.AddTool(mcp.NewTool("tool"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("1"), nil
+	})
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(up, mcpserver.WithDisableLocalhostProtection(true)))
+	t.Cleanup(hs.Close)
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "up", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
+		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}, &mcpgateway.Options{Observer: listsNotifier{notifier{src}}})
+	t.Cleanup(func() { _ = g.Close() })
+	src.gws = []*mcpgateway.Gateway{g}
+	ep := New(src, &Options{Debounce: 50 * time.Millisecond})
+	ep.changed() // the baseline, before any listing: the first one is then a change
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); ep.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
+	c, err := mcpclient.NewStreamableHttpClient(serve(t, ep)+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := make(chan struct{}, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationPromptsListChanged) {
+			prompts <- struct{}{}
+		}
+	})
+	connect(t, c)
+	names(t, c) // the first listing of tools is announced, prompts' list_changed last
+	select {
+	case <-prompts:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list_changed after the first listing")
+	}
+	up.AddPrompt(mcp.NewPrompt("second"), prompt) // mcp-go sends prompts/list_changed
+	select {
+	case <-prompts:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notifications/prompts/list_changed after the upstream added a prompt")
+	}
+	res, err := c.ListPrompts(t.Context(), mcp.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Prompts) != 2 {
+		t.Errorf("prompts/list after the change = %v, want first and second", res.Prompts)
+	}
+}
