@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // TestMCPEndpointResourcesAndPrompts: two server-everything instances
@@ -39,9 +41,10 @@ func TestMCPEndpointResourcesAndPrompts(t *testing.T) {
 	if seen[doc] != 1 {
 		t.Errorf("%s listed %d times, want once (the first server's)", doc, seen[doc])
 	}
-	if !strings.Contains(s.out.String(), "resource listed by two servers goes to the first") {
-		t.Errorf("no warning about the shared URIs in the log")
-	}
+	// The service's log reaches the test through a pipe, after the answer.
+	testenv.WaitFor(t, 5*time.Second, "a warning about the shared URIs in the log", func() bool {
+		return strings.Contains(s.out.String(), "resource listed by two servers goes to the first")
+	})
 	read, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: doc}})
 	if err != nil || len(read.Contents) == 0 {
 		t.Fatalf("resources/read %s: %v %+v", doc, err, read)
