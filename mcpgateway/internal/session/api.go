@@ -17,7 +17,7 @@ func (c *Conn) Auth() *mcpauth.Authorizer { return c.auth }
 func (c *Conn) Lifetime() context.Context { return c.lifetime }
 
 // Logs returns the server's last LogLines log messages, oldest first.
-func (c *Conn) Logs() []LogEntry { return c.logs.last(LogLines) }
+func (c *Conn) Logs() []LogEntry { return c.logs.Last(LogLines) }
 
 // SetDialer replaces how the Conn dials a session; tests set it, before
 // the first call, to dial in-process servers (see DialTransport).
@@ -59,7 +59,7 @@ func (s *Session) Stderr() []string {
 	if s.proc == nil {
 		return nil
 	}
-	return s.proc.ring.last(stderrLines)
+	return s.proc.ring.Last()
 }
 
 // Reported returns the progress the call of user in flight on s last

@@ -13,6 +13,7 @@ import (
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/ring"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -44,7 +45,7 @@ type Conn struct {
 	// progress tokens of calls.
 	seq atomic.Int64
 	// logs keeps the server's last log messages.
-	logs ring[LogEntry]
+	logs *ring.Buffer[LogEntry]
 	// roots are the folders roots/list answers with: cfg.Roots until a
 	// reload changes them (setRoots).
 	roots atomic.Pointer[[]string]
@@ -95,7 +96,7 @@ func New(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(s
 		open:      map[*Session]struct{}{},
 		closeDone: make(chan struct{}),
 	}
-	c.logs.size = LogLines
+	c.logs = ring.New[LogEntry](LogLines)
 	c.roots.Store(&cfg.Roots)
 	if o.States != nil {
 		c.stateWake = make(chan struct{}, 1)

@@ -21,5 +21,6 @@
 //
 // The package is mcpgateway's: it knows nothing of the gateway's tool
 // cache, circuit, draining or users' pools, which sit on top. It imports
-// the project's tools, mcpconfig and mcpauth packages, and mcp-go.
+// the project's tools, mcpconfig, mcpauth and internal/ring (what a server
+// logged, a child's stderr) packages, and mcp-go.
 package session

@@ -57,7 +57,7 @@ func (c *Conn) logged(s *Session, n mcp.JSONRPCNotification) {
 	if e.User == "" && ac != nil {
 		e.User = ac.user
 	}
-	c.logs.add(e)
+	c.logs.Add(e)
 	if ac != nil {
 		toClientLogger(ac, e)
 	}

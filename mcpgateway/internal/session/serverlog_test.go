@@ -21,7 +21,7 @@ func TestServerLogMaskedBeforeCut(t *testing.T) {
 	n := mcp.JSONRPCNotification{}
 	n.Params.AdditionalFields = map[string]any{"level": "info", "data": data}
 	c.logged(newSession("stdio"), n)
-	for _, e := range c.logs.last(LogLines) {
+	for _, e := range c.logs.Last(LogLines) {
 		if strings.Contains(e.Data, "SECRET") {
 			t.Errorf("kept log data holds part of a secret: ...%s", e.Data[len(e.Data)-20:])
 		}

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"github.com/elysia-go/elysia/mcpgateway/internal/ring"
+
 	"context"
 	"errors"
 	"net/http"
@@ -159,7 +161,7 @@ type process struct {
 	stdout  *os.File
 	stderrR *os.File
 	stderrW *os.File
-	ring    *stderrRing
+	ring    *ring.Stderr
 	// exited is closed when the child's stderr reaches EOF: the child and
 	// everything it started have exited or closed it.
 	exited chan struct{}
@@ -175,7 +177,7 @@ func (p *process) startDrain(wg *sync.WaitGroup) {
 	go func() {
 		defer wg.Done()
 		defer close(p.exited)
-		p.ring.drain(p.stderrR)
+		p.ring.Drain(p.stderrR)
 	}()
 }
 

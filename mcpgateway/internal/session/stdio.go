@@ -1,6 +1,8 @@
 package session
 
 import (
+	"github.com/elysia-go/elysia/mcpgateway/internal/ring"
+
 	"errors"
 	"os"
 )
@@ -44,5 +46,5 @@ func (p *stdioPipes) process(pid int, mask func(string) string) *process {
 	_ = p.stdinR.Close()
 	_ = p.stdoutW.Close()
 	return &process{pid: pid, stdin: p.stdinW, stdout: p.stdoutR, stderrR: p.stderrR, stderrW: p.stderrW,
-		ring: newStderrRing(mask), exited: make(chan struct{}), waited: make(chan struct{})}
+		ring: ring.NewStderr(mask), exited: make(chan struct{}), waited: make(chan struct{})}
 }

@@ -105,7 +105,7 @@ func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
 	c.goFunc(func() {
 		select {
 		case <-p.exited:
-			s.MarkDead(fmt.Errorf("process exited%s", p.ring.tail()))
+			s.MarkDead(fmt.Errorf("process exited%s", p.ring.Tail()))
 		case <-s.dead:
 		}
 	})
@@ -114,7 +114,7 @@ func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
 		if errors.Is(s.deadErr, ErrMessageTooLarge) {
 			err = s.deadErr
 		}
-		return nil, fmt.Errorf("%w%s", err, p.ring.tail())
+		return nil, fmt.Errorf("%w%s", err, p.ring.Tail())
 	}
 	return s, nil
 }

@@ -1,4 +1,4 @@
-package session
+package ring
 
 import (
 	"io"
@@ -30,16 +30,16 @@ func (e *endless) Read(p []byte) (int, error) {
 // after it are still read.
 func TestStderrEndlessLineIsBounded(t *testing.T) {
 	// Not parallel: it measures the process's allocations.
-	r := newStderrRing(func(s string) string { return s })
+	r := NewStderr(func(s string) string { return s })
 	src := &endless{n: 64 << 20, tail: strings.NewReader("\nafter\n")}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	r.drain(src)
+	r.Drain(src)
 	runtime.ReadMemStats(&after)
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Errorf("draining one 64 MiB line allocated %d bytes, want under 1 MiB", grew)
 	}
-	lines := r.last(stderrLines)
+	lines := r.Last()
 	if len(lines) != 2 || len(lines[0]) != maxStderrLine+len("...") || lines[1] != "after" {
 		t.Errorf("kept %d lines (first %d bytes), want the cut line and 'after': %q", len(lines), len(lines[0]), lines[len(lines)-1])
 	}

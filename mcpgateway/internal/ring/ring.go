@@ -1,11 +1,13 @@
-package session
+package ring
 
 import "sync"
 
-// ring keeps the last size values added (a server's log messages, a stdio
-// child's stderr lines). It is safe for concurrent use; size is set before
-// the first add.
-type ring[T any] struct {
+// New returns a Buffer of the last size values (size > 0).
+func New[T any](size int) *Buffer[T] { return &Buffer[T]{size: size} }
+
+// Buffer keeps the last values added. It is safe for concurrent use; make
+// one with [New].
+type Buffer[T any] struct {
 	size int
 
 	// mu guards items and next.
@@ -14,8 +16,8 @@ type ring[T any] struct {
 	next  int // where the next value goes once the ring is full
 }
 
-// add keeps v, dropping the oldest value when the ring is full.
-func (r *ring[T]) add(v T) {
+// Add keeps v, dropping the oldest value when the ring is full.
+func (r *Buffer[T]) Add(v T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.items) < r.size {
@@ -26,9 +28,9 @@ func (r *ring[T]) add(v T) {
 	r.next = (r.next + 1) % r.size
 }
 
-// last returns up to n of the newest values, oldest first, in a slice of
+// Last returns up to n of the newest values, oldest first, in a slice of
 // the caller's.
-func (r *ring[T]) last(n int) []T {
+func (r *Buffer[T]) Last(n int) []T {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]T, 0, len(r.items))
