@@ -100,11 +100,7 @@ func (s *Store) GetConversation(ctx context.Context, userID, convID string) (_ *
 		treeOps          sql.NullString
 		created, updated int64
 	)
-	db, done, err := s.on(ctx, userID, convID)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+	db := s.db
 	err = s.queryRow(ctx, db, selectConversation, userID, convID).
 		Scan(&c.Title, &c.InitMode, &treeOps, &c.Turns, &c.Version, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -129,11 +125,7 @@ func (s *Store) Version(ctx context.Context, userID, convID string) (_ int64, er
 		return 0, err
 	}
 	var v int64
-	db, done, err := s.on(ctx, userID, convID)
-	if err != nil {
-		return 0, err
-	}
-	defer done()
+	db := s.db
 	err = s.queryRow(ctx, db, selectVersion, userID, convID).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
@@ -185,11 +177,7 @@ func (s *Store) Events(ctx context.Context, userID, convID string) (_ []Event, e
 	if err := s.check(userID, convID); err != nil {
 		return nil, err
 	}
-	db, done, err := s.on(ctx, userID, convID)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+	db := s.db
 	rows, err := db.QueryContext(ctx, s.q(`SELECT seq, query_id, envelope FROM events
 		WHERE user_id = ? AND conversation_id = ? ORDER BY seq`), userID, convID)
 	if err != nil {
@@ -237,11 +225,7 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, convID string) (
 			err = fmt.Errorf("delete conversation %q of user %q: %w", convID, userID, err)
 		}
 	}()
-	db, done, err := s.on(ctx, userID, convID)
-	if err != nil {
-		return err
-	}
-	defer done()
+	db := s.db
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -7,7 +7,8 @@
 // data source name given to [Open]. PostgreSQL is the backend for several
 // replicas behind one load balancer: everything a replica needs is in the
 // database, and [Store.Lock] serialises a conversation's queries across
-// replicas with a PostgreSQL advisory lock.
+// replicas with a lease, a row naming the holder that expires unless
+// renewed, and fences the saves of a holder that lost it.
 //
 // The store knows nothing of trees, tools or envelopes: the tree operations,
 // the conversation history, the environment and each event are opaque JSON

@@ -39,3 +39,10 @@ var ErrTooManySecrets = errors.New("too many secrets")
 // ErrNoBus is returned by [Store.NewBus] on SQLite: one process uses the
 // database, and has no other to send messages to.
 var ErrNoBus = errors.New("no bus between processes on SQLite")
+
+// ErrLockLost is matched by the error of a save on a conversation whose
+// lock ([Store.Lock]) this Store held but lost meanwhile: on PostgreSQL,
+// its lease expired (the holder stalled for longer than its time to live)
+// and another holder took it. Nothing of the save is written; the query
+// that made it has failed.
+var ErrLockLost = errors.New("conversation lock lost")

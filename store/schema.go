@@ -146,6 +146,12 @@ var migrations = []migration{
 			`CREATE INDEX relay_messages_sent ON relay_messages (sent_at)`,
 		},
 	},
+	{
+		// Conversation locks as leases, on PostgreSQL only (see lease.go):
+		// they replace session advisory locks, which pinned a connection
+		// per running query.
+		postgres: leaseMigration,
+	},
 }
 
 // pendingUserMigration is the seventh migration, the same in both

@@ -41,10 +41,9 @@ const (
 // DefaultMaxConns is the default bound on a Store's open PostgreSQL
 // connections. PostgreSQL's own default max_connections is 100 (3 kept for
 // superusers): 20 lets four replicas share a default server with room for
-// an administrator, and serves 15 queries at once per replica (see
-// [Options.MaxConns]), more than a replica's CPU runs at once when model
-// calls are fast; with slow models, raise it together with
-// max_connections.
+// an administrator. A query holds a connection only for its statements,
+// not while it waits for its model (see [Options.MaxConns]), so 20 keeps
+// up with more statements at once than a replica's CPU makes.
 const DefaultMaxConns = 20
 
 // Defaults for the PostgreSQL session, added to a URL that does not set
@@ -61,12 +60,12 @@ type Options struct {
 	// Nil means a logger that discards everything.
 	Logger *slog.Logger
 	// MaxConns bounds the open PostgreSQL connections, idle or in use, at 2
-	// or more; 0 means [DefaultMaxConns]. Each conversation lock
-	// ([Store.Lock]) holds one connection, which the locked
-	// conversation's own calls use, for at most three quarters of
-	// MaxConns: the rest serve other calls, so lock holders never wait
-	// for a connection. A call that waits for a connection longer than its
-	// timeout fails with [ErrUnavailable]. SQLite always uses one.
+	// or more; 0 means [DefaultMaxConns]. A connection is held only while
+	// a call runs: a conversation lock ([Store.Lock]) is a lease that
+	// holds none while its query waits for a model, so the pool follows
+	// the database work, not the queries running at once. A call that
+	// waits for a connection longer than its timeout fails with
+	// [ErrUnavailable]. SQLite always uses one.
 	MaxConns int
 	// CallTimeout bounds each call whose ctx has no deadline (connecting,
 	// waiting for a connection and every statement); 0 means
@@ -94,11 +93,14 @@ type Store struct {
 	// PostgreSQL, whose saves each run a transaction of their own.
 	group *groupWriter
 
-	// locks serialises conversations in process for SQLite; see Lock.
+	// locks serialises conversations in process; see Lock.
 	locks keyedMutex
+	// leases are the PostgreSQL conversation locks held; see Lock.
+	leases leaseKeeper
 
-	// lockWait, when set (by tests), replaces defaultLockWait.
-	lockWait time.Duration
+	// leaseTTL, when set (by tests, before the first Lock), replaces
+	// defaultLeaseTTL.
+	leaseTTL time.Duration
 	// clock, when set (by tests), replaces time.Now.
 	clock func() time.Time
 	// beforeEvent, when set (by tests), runs before event i of query
@@ -114,16 +116,10 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// lockSlots holds a token for each PostgreSQL lock held: it bounds the
-	// connections locks pin (see Options.MaxConns). nil on SQLite.
-	lockSlots chan struct{}
-
-	// mu guards pgLocks, the PostgreSQL locks held by conversation key,
-	// which Close releases and the conversation's calls run on (see on),
-	// and stmts, SQLite's prepared statements by query (see prepared).
-	mu      sync.Mutex
-	pgLocks map[int64]*pgLock
-	stmts   map[string]*sql.Stmt
+	// mu guards stmts, SQLite's prepared statements by query (see
+	// prepared), and orders Close.
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
 }
 
 // Open connects to the database named by dsn, creates or migrates its
@@ -173,16 +169,12 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	switch d {
 	case dialectPostgres:
-		// Each held Lock pins a connection, which its conversation's calls
-		// use; lockSlots keeps a quarter of the pool for every other call,
-		// so that lock holders never wait for connections that only lock
-		// holders would free. Idle connections are kept up to the bound:
-		// a smaller idle pool makes a busy replica open and close
-		// connections at every query.
+		// Idle connections are kept up to the bound: a smaller idle pool
+		// makes a busy replica open and close connections at every query.
+		// Conversation locks are leases (rows), which pin no connection.
 		s.db.SetMaxOpenConns(o.MaxConns)
 		s.db.SetMaxIdleConns(o.MaxConns)
 		s.db.SetConnMaxIdleTime(5 * time.Minute)
-		s.lockSlots = make(chan struct{}, o.MaxConns-max(1, o.MaxConns/4))
 	default:
 		// SQLite has one writer at a time, and the driver's busy handler
 		// polls with growing sleeps and no queue: with a pool, hundreds of
@@ -213,7 +205,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 }
 
 // Close closes the database. PostgreSQL locks still held are released
-// (their sessions end); calling their unlock functions afterwards does
+// (their leases deleted); calling their unlock functions afterwards does
 // nothing. Close may be called more than once and concurrently; later calls
 // return the first call's result.
 func (s *Store) Close() error {
@@ -224,7 +216,7 @@ func (s *Store) Close() error {
 		if s.group != nil {
 			s.group.close()
 		}
-		s.releasePGLocks()
+		s.closeLeases()
 		s.closeErr = s.db.Close()
 	})
 	return s.closeErr

@@ -157,6 +157,9 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	batches := eventInserts(len(events))
 	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents}, batches...)...)
 	write := func(ctx context.Context, tx *sql.Tx) (func(), error) {
+		if err := s.fenceLease(ctx, tx, c.UserID, c.ID); err != nil {
+			return nil, err
+		}
 		if _, err := s.txExec(ctx, tx, insertUser,
 			c.UserID, t.UnixMicro()); err != nil {
 			return nil, err
@@ -190,12 +193,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 			}
 		}, nil
 	}
-	db, done, err := s.on(ctx, c.UserID, c.ID)
-	if err != nil {
-		return err
-	}
-	defer done()
-	err = s.write(ctx, db, write)
+	err = s.write(ctx, s.db, write)
 	s.noteSave(saveSize(c, turn, events), err)
 	return err
 }
@@ -309,11 +307,7 @@ func (s *Store) Turns(ctx context.Context, userID, convID string) (_ []Turn, err
 	if err := s.check(userID, convID); err != nil {
 		return nil, err
 	}
-	db, done, err := s.on(ctx, userID, convID)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+	db := s.db
 	rows, err := db.QueryContext(ctx, s.q(`SELECT seq, query_id, messages, results, digests FROM turns
 		WHERE user_id = ? AND conversation_id = ? ORDER BY seq`), userID, convID)
 	if err != nil {
@@ -357,11 +351,7 @@ func (s *Store) SetDigests(ctx context.Context, userID, convID string, seq int64
 	if len(digests) == 0 || !json.Valid(digests) {
 		return fmt.Errorf("digests of turn %d of conversation %q of user %q are not valid JSON", seq, convID, userID)
 	}
-	db, done, err := s.on(ctx, userID, convID)
-	if err != nil {
-		return err
-	}
-	defer done()
+	db := s.db
 	if _, err := db.ExecContext(ctx, s.q(`UPDATE turns SET digests = ?
 		WHERE user_id = ? AND conversation_id = ? AND seq = ? AND digests IS NULL`),
 		string(digests), userID, convID, seq); err != nil {

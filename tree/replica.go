@@ -12,7 +12,7 @@ import (
 
 // Locker serialises a conversation's queries across the processes that
 // share one Store (replicas behind a load balancer). The store package's
-// Store satisfies it: a PostgreSQL advisory lock per conversation, or an
+// Store satisfies it: a PostgreSQL lease per conversation, or an
 // in-process mutex with SQLite.
 //
 // Lock blocks until the caller holds the conversation's lock or ctx ends,
