@@ -125,6 +125,73 @@ func TestLostLockCannotSave(t *testing.T) {
 	mustLock(t, a, user, conv)()
 }
 
+// TestSaveExcludesTakeover starts a save by a holder whose lease has
+// expired but was not taken over, and pauses it inside its transaction
+// while another Store tries to take the lock: the save's check renews the
+// lease and holds its row, so the takeover waits for the save to commit
+// and then finds the lease fresh. The save succeeds, and the other Store
+// gets the lock only once the holder unlocks.
+func TestSaveExcludesTakeover(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	app := randomID("elysia_takeover_")
+	a, b := openStore(t, dsn), openStore(t, withParam(t, dsn, "application_name", app))
+	user, conv := "alice", randomID("c")
+	unlockA := mustLock(t, a, user, conv)
+	expireLease(t, b, user, conv)
+
+	inSave, resume := make(chan struct{}), make(chan struct{})
+	a.beforeEvent = func(queryID string, i int) error {
+		if queryID == "a1" && i == 0 {
+			close(inSave)
+			<-resume
+		}
+		return nil
+	}
+	saved := make(chan error, 1)
+	go func() { saved <- saveTurn(t.Context(), a, user, conv, "a1") }()
+	<-inSave
+
+	taken := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		unlock, err := b.Lock(ctx, user, conv)
+		if err == nil {
+			unlock()
+		}
+		taken <- err
+	}()
+	// The takeover's first try waits on the lease's row until the save
+	// ends; let the save end only once that try is under way (or over, if
+	// the takeover did not wait).
+	var takeErr error
+	tookEarly := false
+	testenv.WaitFor(t, 10*time.Second, "the takeover waiting on the lease's row", func() bool {
+		select {
+		case takeErr = <-taken:
+			tookEarly = true
+			return true
+		default:
+		}
+		var n int
+		err := a.db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO conversation_locks%'`, app).Scan(&n)
+		return err == nil && n > 0
+	})
+	close(resume)
+	if err := <-saved; err != nil {
+		t.Fatalf("save by the holder during a takeover: %v", err)
+	}
+	if !tookEarly {
+		takeErr = <-taken
+	}
+	if !errors.Is(takeErr, context.DeadlineExceeded) {
+		t.Fatalf("takeover while the holder saved: got %v, want context.DeadlineExceeded", takeErr)
+	}
+	unlockA()
+	mustLock(t, b, user, conv)()
+}
+
 // TestCrashedHolderLeaseExpires cuts a holder off from the database for
 // good, as a replica that crashed is: its lease is not released, and
 // another Store gets the lock once the lease's time to live has passed,
