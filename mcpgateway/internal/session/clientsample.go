@@ -62,13 +62,7 @@ func (h sampling) toClient(ctx context.Context, ac *activeCall, cs ClientSampler
 	if _, err := sampleRequest(c.cfg.Name, req.CreateMessageParams, maxInput); err != nil {
 		return refuse(err.Error())
 	}
-	ac.mu.Lock()
-	taken := ac.samples < perCall
-	if taken {
-		ac.samples++
-	}
-	ac.mu.Unlock()
-	if !taken {
+	if !ac.takeSample(perCall) {
 		return refuse(fmt.Sprintf("at most %d sampling requests per tool call (sampling_per_call)", perCall))
 	}
 	ctx, cancel := context.WithCancel(ctx)

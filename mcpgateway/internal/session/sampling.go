@@ -106,13 +106,7 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 	if err != nil {
 		return refuse(err.Error())
 	}
-	ac.mu.Lock()
-	taken := ac.samples < perCall
-	if taken {
-		ac.samples++
-	}
-	ac.mu.Unlock()
-	if !taken {
+	if !ac.takeSample(perCall) {
 		return refuse(fmt.Sprintf("at most %d sampling requests per tool call (sampling_per_call)", perCall))
 	}
 	if !c.opts.Samples.take(time.Now(), perMinute) {
@@ -259,5 +253,17 @@ func (w *SampleWindow) take(now time.Time, limit int) bool {
 		return false
 	}
 	w.times = append(w.times, now)
+	return true
+}
+
+// takeSample counts one sampling request against the call's perCall and
+// reports whether it was within it.
+func (ac *activeCall) takeSample(perCall int) bool {
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	if ac.samples >= perCall {
+		return false
+	}
+	ac.samples++
 	return true
 }
