@@ -66,6 +66,15 @@ type Options struct {
 	// Agent, when set, answers the ask tool (Expose.Agent). Nil leaves
 	// ask out whatever the config says.
 	Agent Agent
+	// Sessions, when set, shares the Streamable HTTP sessions with the
+	// other replicas of the service (shared.go): any of them serves a
+	// request of a session another opened. Nil keeps them in this
+	// process.
+	Sessions SessionStore
+	// Relay, with Sessions, tells the other replicas that a session ended
+	// here (DELETE); they call Receive with its messages. Nil leaves them
+	// to find out within a quarter of SessionIdleTTL (at most a minute).
+	Relay Relay
 }
 
 // Endpoint is the aggregate MCP endpoint. Create it with New, serve HTTP
@@ -140,6 +149,10 @@ func New(src Source, opts *Options) *Endpoint {
 	hooks.AddAfterListResourceTemplates(e.afterListResourceTemplates)
 	hooks.AddAfterListPrompts(e.afterListPrompts)
 	hooks.AddBeforeGetPrompt(e.beforeGetPrompt)
+	if o.Sessions != nil {
+		hooks.AddAfterInitialize(e.recordSession)
+		hooks.AddAfterSetLevel(e.recordLevel)
+	}
 	e.srv = mcpserver.NewMCPServer("elysia", o.Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),
@@ -201,6 +214,9 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 		// stream on any, where another user would get that session's
 		// messages, and answers 500 to a DELETE of an unknown one.
 		id := r.Header.Get(mcpserver.HeaderKeySessionID)
+		if id != "" && e.opts.Sessions != nil {
+			e.shareSession(ctx, id, user)
+		}
 		if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && id != "" && !e.sessions.ownedBy(id, user) {
 			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 			return
@@ -212,6 +228,14 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			return
 		}
 		ending := r.Method == http.MethodDelete && id != ""
+		if ending && e.opts.Sessions != nil && e.sessions.ownedBy(id, user) {
+			if err := e.endShared(ctx, id, user); err != nil {
+				e.logger.Warn("ending an MCP session on every replica", logKeyErr, err)
+				writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR,
+					"the MCP session could not be ended on every replica: try again")
+				return
+			}
+		}
 		e.http.ServeHTTP(w, r)
 		if ending && !e.sessions.ownedBy(id, user) {
 			e.cancelSession(id) // the client ended its session: so are its calls

@@ -7,4 +7,5 @@ const (
 	logKeyErr    = "err"
 	logKeyWanted = "wanted"
 	logKeyName   = "name"
+	logKeyStatus = "status"
 )

@@ -28,7 +28,13 @@ type sessionBook struct {
 
 type owned struct {
 	user string
+	// hash is the SHA-256 of the session id (idHash), the name the
+	// replicas tell each other.
+	hash string
 	seen time.Time
+	// shared is when the session's use was last recorded in the
+	// SessionStore.
+	shared time.Time
 	// streams counts the session's GET streams open now.
 	streams int
 }
@@ -41,10 +47,11 @@ var _ mcpserver.SessionIdManagerResolver = (*sessionBook)(nil)
 
 // ResolveSessionIdManager returns the manager for r's user.
 func (b *sessionBook) ResolveSessionIdManager(r *http.Request) mcpserver.SessionIdManager {
-	if r == nil { // the transport's own sweeper: it may end any session
+	if r == nil || r.Context().Value(endKey{}) != nil { // the sweeper, or another replica's DELETE: it may end any session
 		return userSessions{b: b, sweeper: true}
 	}
-	return userSessions{b: b, user: mcpgateway.UserFrom(r.Context())}
+	adopt, _ := r.Context().Value(adoptKey{}).(string)
+	return userSessions{b: b, user: mcpgateway.UserFrom(r.Context()), adopt: adopt}
 }
 
 // newID returns a fresh random session id, owned by user; past max open
@@ -53,8 +60,19 @@ func (b *sessionBook) newID(user, prefix string) string {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
 	id := prefix + hex.EncodeToString(raw[:])
+	b.add(id, user)
+	return id
+}
+
+// add records session id, owned by user, unless it is recorded already;
+// past max open sessions the least recently used one is forgotten.
+func (b *sessionBook) add(id, user string) {
+	h := idHash(id)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, ok := b.owners[id]; ok {
+		return
+	}
 	if len(b.owners) >= b.max {
 		oldest, at := "", time.Time{}
 		for k, o := range b.owners {
@@ -64,8 +82,41 @@ func (b *sessionBook) newID(user, prefix string) string {
 		}
 		delete(b.owners, oldest)
 	}
-	b.owners[id] = &owned{user: user, seen: time.Now()}
-	return id
+	b.owners[id] = &owned{user: user, hash: h, seen: time.Now()}
+}
+
+// touchDue reports whether session id's use was last recorded in the
+// SessionStore longer than every ago, and if so counts it recorded now.
+func (b *sessionBook) touchDue(id string, every time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.owners[id]
+	if !ok || time.Since(o.shared) < every {
+		return false
+	}
+	o.shared = time.Now()
+	return true
+}
+
+// touched counts session id's use recorded in the SessionStore now.
+func (b *sessionBook) touched(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o, ok := b.owners[id]; ok {
+		o.shared = time.Now()
+	}
+}
+
+// byHash returns the id of the session whose idHash is h, or "".
+func (b *sessionBook) byHash(h string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, o := range b.owners {
+		if o.hash == h {
+			return id
+		}
+	}
+	return ""
 }
 
 // ownedBy reports whether session id is open and belongs to user, marking
@@ -142,9 +193,18 @@ type userSessions struct {
 	b       *sessionBook
 	user    string
 	sweeper bool
+	// adopt is the id of the session another replica opened that this
+	// request's initialize adopts, or "".
+	adopt string
 }
 
-func (u userSessions) Generate() string { return u.b.newID(u.user, httpPrefix) }
+func (u userSessions) Generate() string {
+	if u.adopt != "" {
+		u.b.add(u.adopt, u.user)
+		return u.adopt
+	}
+	return u.b.newID(u.user, httpPrefix)
+}
 
 func (u userSessions) Validate(id string) (bool, error) {
 	if !u.b.ownedBy(id, u.user) {

@@ -152,6 +152,29 @@ var migrations = []migration{
 		// per running query.
 		postgres: leaseMigration,
 	},
+	{
+		// The aggregate MCP endpoint's HTTP sessions (see
+		// Store.PutMCPSession), so that any replica serves any of them.
+		sqlite:   mcpSessionsMigration("INTEGER"),
+		postgres: mcpSessionsMigration("BIGINT"),
+	},
+}
+
+// mcpSessionsMigration is the tenth migration; integer is the dialect's
+// 64-bit integer type. A session id, a bearer of the session, is kept as
+// its SHA-256, and so is its user.
+func mcpSessionsMigration(integer string) []string {
+	return []string{
+		`CREATE TABLE mcp_sessions (
+			id_hash TEXT PRIMARY KEY,
+			user_hash TEXT NOT NULL,
+			protocol_version TEXT NOT NULL,
+			init TEXT NOT NULL,
+			log_level TEXT NOT NULL DEFAULT '',
+			created_at ` + integer + ` NOT NULL,
+			seen_at ` + integer + ` NOT NULL)`,
+		`CREATE INDEX mcp_sessions_seen ON mcp_sessions (seen_at)`,
+	}
 }
 
 // pendingUserMigration is the seventh migration, the same in both

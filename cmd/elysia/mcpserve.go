@@ -128,6 +128,9 @@ func randomID() string {
 func newMCPEndpoint(ctx context.Context, a *app, opts mcpendpoint.Options) (ep *mcpendpoint.Endpoint, stop func()) {
 	opts.Logger = a.logger
 	opts.Agent = treeAgent{trees: a.trees, model: a.model, runs: &a.runs}
+	if a.bus != nil { // PostgreSQL: replicas share the HTTP sessions
+		opts.Sessions, opts.Relay = storeSessions{a.store}, a.bus
+	}
 	ep = mcpendpoint.New(discSource{a.disc}, &opts)
 	a.mcp = ep
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -24,13 +24,20 @@ func (a *app) relay() stream.Relay {
 }
 
 // startRelay starts the relay that relay returned, if any, delivering
-// what the other replicas send to st; stop ends it and must be called
-// before the store closes.
+// what the other replicas send to st and to the aggregate MCP endpoint;
+// stop ends it and must be called before the store closes.
 func (a *app) startRelay(st *stream.Streams) (stop func(), err error) {
 	if a.bus == nil {
 		return func() {}, nil
 	}
-	if err := a.bus.Start(st.Receive); err != nil {
+	deliver := st.Receive
+	if ep := a.mcp; ep != nil {
+		deliver = func(msg []byte) {
+			ep.Receive(msg) // before st takes msg: it owns it
+			st.Receive(msg)
+		}
+	}
+	if err := a.bus.Start(deliver); err != nil {
 		return nil, fmt.Errorf("relay between replicas: %w", err)
 	}
 	return func() {

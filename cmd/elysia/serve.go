@@ -151,9 +151,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logger.Warn("not watching the config file; edits need a restart", logKeyErr, err)
 	}
 
+	relay := app.relay() // before the endpoint, which shares its sessions through it
 	mcpEP, stopMCP := newMCPEndpoint(ctx, app, epOpts)
 	defer stopMCP()
-	streams := app.streams(adapter.NewChanges(ctx, app.disc), app.relay())
+	streams := app.streams(adapter.NewChanges(ctx, app.disc), relay)
 	srv := web.New(app.deps(), &web.Options{
 		MCP:            mcpEP,
 		MCPUser:        os.Getenv("ELYSIA_USER"),

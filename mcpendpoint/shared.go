@@ -1,0 +1,277 @@
+package mcpendpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// Replicas of one service share their Streamable HTTP sessions through a
+// SessionStore: a session opened on one replica is recorded there, with
+// what the client's initialize said, and another replica that is sent a
+// request of it adopts it (it replays that initialize to mcp-go under the
+// same session id, and the log level the client set). A DELETE removes
+// the record and tells the other replicas through the Relay; a session
+// unused for SessionIdleTTL on every replica is gone from all of them.
+
+// SharedSession is an HTTP session of the endpoint as the replicas of the
+// service share it.
+type SharedSession struct {
+	// ProtocolVersion is the version the session negotiated.
+	ProtocolVersion string
+	// Init is the client's initialize params, JSON: its capabilities and
+	// info.
+	Init []byte
+	// LogLevel is the level the client set with logging/setLevel, or "".
+	LogLevel string
+}
+
+// SessionStore keeps the endpoint's HTTP sessions where every replica of
+// the service reads them. It keeps a session under its id and user (a
+// store should keep neither in clear: the id is a bearer of the session),
+// and a session unused for idle is gone. Its errors match
+// ErrUnknownSession when the session is missing, another user's, or idle
+// too long. Its methods are safe for concurrent use.
+type SessionStore interface {
+	// PutSession records session id of user, used now.
+	PutSession(ctx context.Context, id, user string, s SharedSession, idle time.Duration) error
+	// Session returns session id of user.
+	Session(ctx context.Context, id, user string, idle time.Duration) (SharedSession, error)
+	// TouchSession marks session id of user used now and, unless level
+	// is "", sets its log level.
+	TouchSession(ctx context.Context, id, user, level string, idle time.Duration) error
+	// DeleteSession removes session id of user.
+	DeleteSession(ctx context.Context, id, user string) error
+}
+
+// Relay carries a message to every other replica of the service; see
+// Endpoint.Receive. Publish must not block; delivery may be lost.
+type Relay interface {
+	Publish(msg []byte) error
+}
+
+// maxSessionIDLen bounds the session ids looked up in the SessionStore: the
+// endpoint's own are 44 bytes.
+const maxSessionIDLen = 128
+
+// maxTouchEvery bounds how long a session's use goes unrecorded in the
+// SessionStore; it is a quarter of SessionIdleTTL when that is shorter.
+const maxTouchEvery = time.Minute
+
+// relayEnded is the kind of the Relay message that says a session ended.
+const relayEnded = "mcp_session_ended"
+
+// endedMsg is the Relay message that says a session ended: it names the
+// session by the SHA-256 of its id, never by the id.
+type endedMsg struct {
+	Kind    string `json:"kind"`
+	Session string `json:"session"`
+}
+
+// Context keys of the requests the endpoint makes to mcp-go itself:
+// adoptKey holds the id of the session an initialize adopts, endKey marks
+// the DELETE that ends a session another replica ended.
+type (
+	adoptKey struct{}
+	endKey   struct{}
+)
+
+// idHash is the SHA-256 of a session id, in hex.
+func idHash(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// touchEvery is how often a session's use here is recorded in the
+// SessionStore.
+func (e *Endpoint) touchEvery() time.Duration {
+	return min(e.opts.SessionIdleTTL/4, maxTouchEvery)
+}
+
+// shareSession makes session id of user, which r names, served here when
+// another replica opened it, and forgets it here when another replica
+// ended it or it was idle on all of them: mcp-go's own checks then answer
+// the request. An error of the SessionStore other than an unknown session
+// is logged and leaves the session as it is here.
+func (e *Endpoint) shareSession(ctx context.Context, id, user string) {
+	if !e.sessions.ownedBy(id, user) {
+		e.adopt(ctx, id, user)
+		return
+	}
+	if !e.sessions.touchDue(id, e.touchEvery()) {
+		return
+	}
+	err := e.opts.Sessions.TouchSession(ctx, id, user, "", e.opts.SessionIdleTTL)
+	switch {
+	case errors.Is(err, ErrUnknownSession):
+		e.endHere(ctx, id)
+	case err != nil:
+		e.logger.Warn("recording an MCP session's use for the other replicas", logKeyErr, err)
+	}
+}
+
+// adopt serves here session id of user that another replica opened: it
+// replays the client's initialize to mcp-go under id, then the log level
+// the client set. It does nothing for a session unknown to the
+// SessionStore or another user's.
+func (e *Endpoint) adopt(ctx context.Context, id, user string) {
+	if !strings.HasPrefix(id, httpPrefix) || len(id) > maxSessionIDLen {
+		return
+	}
+	s, err := e.opts.Sessions.Session(ctx, id, user, e.opts.SessionIdleTTL)
+	if err != nil {
+		if !errors.Is(err, ErrUnknownSession) {
+			e.logger.Warn("reading an MCP session another replica opened", logKeyErr, err)
+		}
+		return
+	}
+	ctx = context.WithValue(mcpgateway.WithUser(ctx, user), adoptKey{}, id)
+	init, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": json.RawMessage(s.Init)})
+	if err != nil {
+		e.logger.Warn("an MCP session another replica opened has initialize params that are not JSON", logKeyErr, err)
+		return
+	}
+	if code := e.replay(ctx, http.MethodPost, "", "", init); code != http.StatusOK || !e.sessions.ownedBy(id, user) {
+		e.logger.Warn("adopting an MCP session another replica opened", logKeyStatus, code)
+		return
+	}
+	if s.LogLevel == "" {
+		return
+	}
+	level, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "logging/setLevel", "params": map[string]string{"level": s.LogLevel}})
+	if code := e.replay(ctx, http.MethodPost, id, s.ProtocolVersion, level); code != http.StatusOK {
+		e.logger.Warn("setting the log level of an adopted MCP session", logKeyStatus, code)
+	}
+}
+
+// endHere ends session id on this replica only, as a DELETE would: its
+// calls are cancelled and its GET stream closed.
+func (e *Endpoint) endHere(ctx context.Context, id string) {
+	e.replay(context.WithValue(ctx, endKey{}, true), http.MethodDelete, id, "", nil)
+	e.cancelSession(id)
+}
+
+// replay sends mcp-go a request that the endpoint makes itself, of
+// session id unless id is "", and returns the status of its answer, which
+// is dropped.
+func (e *Endpoint) replay(ctx context.Context, method, id, version string, body []byte) int {
+	r, err := http.NewRequestWithContext(ctx, method, "/mcp", bytes.NewReader(body))
+	if err != nil {
+		return http.StatusInternalServerError
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if id != "" {
+		r.Header.Set(mcpserver.HeaderKeySessionID, id)
+	}
+	if version != "" {
+		r.Header.Set(mcpserver.HeaderKeyProtocolVersion, version)
+	}
+	w := &discardWriter{h: http.Header{}}
+	e.http.ServeHTTP(w, r)
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// discardWriter is the http.ResponseWriter of a replayed request.
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+
+func (w *discardWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return len(b), nil
+}
+
+func (w *discardWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+// recordSession keeps a session the client has just initialized here in
+// the SessionStore (mcp-go's after-initialize hook), so that the other
+// replicas may serve it; it did not when it is one this replica adopts.
+func (e *Endpoint) recordSession(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+	id := SessionID(ctx)
+	if id == "" || ctx.Value(adoptKey{}) != nil || !strings.HasPrefix(id, httpPrefix) {
+		return
+	}
+	params := req.Params
+	params.ProtocolVersion = res.ProtocolVersion // replayed, it negotiates the same
+	init, err := json.Marshal(params)
+	if err == nil {
+		err = e.opts.Sessions.PutSession(ctx, id, mcpgateway.UserFrom(ctx),
+			SharedSession{ProtocolVersion: res.ProtocolVersion, Init: init}, e.opts.SessionIdleTTL)
+	}
+	if err != nil {
+		e.logger.Warn("recording an MCP session for the other replicas: it is served on this one only", logKeyErr, err)
+		return
+	}
+	e.sessions.touched(id)
+}
+
+// recordLevel records the log level a client set in the SessionStore
+// (mcp-go's after-setLevel hook), for the replicas that adopt the session.
+func (e *Endpoint) recordLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+	id := SessionID(ctx)
+	if id == "" || ctx.Value(adoptKey{}) != nil || !strings.HasPrefix(id, httpPrefix) {
+		return
+	}
+	if err := e.opts.Sessions.TouchSession(ctx, id, mcpgateway.UserFrom(ctx), string(req.Params.Level), e.opts.SessionIdleTTL); err != nil {
+		e.logger.Warn("recording an MCP session's log level for the other replicas", logKeyErr, err)
+	}
+}
+
+// endShared removes session id of user from the SessionStore and tells
+// the other replicas, before a DELETE of it is served here. An error
+// other than an unknown session is returned: the session is not ended.
+func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
+	if err := e.opts.Sessions.DeleteSession(ctx, id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
+		return err
+	}
+	if e.opts.Relay == nil {
+		return nil
+	}
+	msg, _ := json.Marshal(endedMsg{Kind: relayEnded, Session: idHash(id)})
+	if err := e.opts.Relay.Publish(msg); err != nil {
+		// The others find it gone within touchEvery.
+		e.logger.Warn("telling the other replicas an MCP session ended", logKeyErr, err)
+	}
+	return nil
+}
+
+// Receive takes a message another replica sent through the Relay: a
+// session that ended there ends here. Messages of other kinds are
+// ignored, and so is nil (messages were lost: a session ended meanwhile
+// ends here when its next use is recorded). It does not block on I/O.
+func (e *Endpoint) Receive(msg []byte) {
+	if !bytes.Contains(msg, []byte(relayEnded)) {
+		return
+	}
+	var m endedMsg
+	if json.Unmarshal(msg, &m) != nil || m.Kind != relayEnded {
+		return
+	}
+	if id := e.sessions.byHash(m.Session); id != "" {
+		e.endHere(context.Background(), id)
+	}
+}
