@@ -228,13 +228,11 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			return
 		}
 		ending := r.Method == http.MethodDelete && id != ""
-		if ending && e.opts.Sessions != nil && e.sessions.ownedBy(id, user) {
-			if err := e.endShared(ctx, id, user); err != nil {
-				e.logger.Warn("ending an MCP session on every replica", logKeyErr, err)
-				writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR,
-					"the MCP session could not be ended on every replica: try again")
-				return
-			}
+		if ending && e.opts.Sessions != nil && e.sessions.ownedBy(id, user) && !e.endEverywhere(ctx, w, id, user) {
+			return
+		}
+		if e.serveAnswer(w, r, id) {
+			return
 		}
 		e.http.ServeHTTP(w, r)
 		if ending && !e.sessions.ownedBy(id, user) {

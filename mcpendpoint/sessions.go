@@ -107,6 +107,17 @@ func (b *sessionBook) touched(id string) {
 	}
 }
 
+// owner returns the user of session id, if it is open here.
+func (b *sessionBook) owner(id string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.owners[id]
+	if !ok {
+		return "", false
+	}
+	return o.user, true
+}
+
 // byHash returns the id of the session whose idHash is h, or "".
 func (b *sessionBook) byHash(h string) string {
 	b.mu.Lock()

@@ -72,13 +72,6 @@ const maxTouchEvery = time.Minute
 // relayEnded is the kind of the Relay message that says a session ended.
 const relayEnded = "mcp_session_ended"
 
-// endedMsg is the Relay message that says a session ended: it names the
-// session by the SHA-256 of its id, never by the id.
-type endedMsg struct {
-	Kind    string `json:"kind"`
-	Session string `json:"session"`
-}
-
 // Context keys of the requests the endpoint makes to mcp-go itself:
 // adoptKey holds the id of the session an initialize adopts, endKey marks
 // the DELETE that ends a session another replica ended.
@@ -251,7 +244,7 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 	if e.opts.Relay == nil {
 		return nil
 	}
-	msg, _ := json.Marshal(endedMsg{Kind: relayEnded, Session: idHash(id)})
+	msg, _ := json.Marshal(relayMsg{Kind: relayEnded, Session: idHash(id)})
 	if err := e.opts.Relay.Publish(msg); err != nil {
 		// The others find it gone within touchEvery.
 		e.logger.Warn("telling the other replicas an MCP session ended", logKeyErr, err)
@@ -260,18 +253,40 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 }
 
 // Receive takes a message another replica sent through the Relay: a
-// session that ended there ends here. Messages of other kinds are
-// ignored, and so is nil (messages were lost: a session ended meanwhile
-// ends here when its next use is recorded). It does not block on I/O.
+// session that ended there ends here, and a client's answer that reached
+// it goes to the session's request that waits here, if one does.
+// Messages of other kinds are ignored, and so is nil (messages were lost:
+// a session ended meanwhile ends here when its next use is recorded). It
+// does not block on I/O.
 func (e *Endpoint) Receive(msg []byte) {
-	if !bytes.Contains(msg, []byte(relayEnded)) {
+	if !bytes.Contains(msg, []byte(`"mcp_`)) {
+		return // the cheap test: the other replicas' other messages
+	}
+	var m relayMsg
+	if json.Unmarshal(msg, &m) != nil {
 		return
 	}
-	var m endedMsg
-	if json.Unmarshal(msg, &m) != nil || m.Kind != relayEnded {
+	id := e.sessions.byHash(m.Session)
+	if id == "" {
 		return
 	}
-	if id := e.sessions.byHash(m.Session); id != "" {
+	switch m.Kind {
+	case relayEnded:
 		e.endHere(context.Background(), id)
+	case relayAnswer:
+		e.deliverAnswer(id, m.Body)
 	}
+}
+
+// endEverywhere removes session id of user from the SessionStore and tells
+// the other replicas, before a DELETE of it is served here. When it
+// cannot, it answers w (503) and returns false: the session is not ended.
+func (e *Endpoint) endEverywhere(ctx context.Context, w http.ResponseWriter, id, user string) bool {
+	if err := e.endShared(ctx, id, user); err != nil {
+		e.logger.Warn("ending an MCP session on every replica", logKeyErr, err)
+		writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR,
+			"the MCP session could not be ended on every replica: try again")
+		return false
+	}
+	return true
 }

@@ -1,0 +1,126 @@
+package mcpendpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// A server's request to the client during a call (elicitation, sampling,
+// roots) waits on the replica that serves the call, and the client's
+// answer is a POST of its own, which a load balancer may send to another
+// replica: there mcp-go finds no request waiting, and the answer goes to
+// the other replicas through the Relay, one of which delivers it.
+
+// relayAnswer is the kind of the Relay message that carries a client's
+// answer to a server's request that waits on no request here.
+const relayAnswer = "mcp_client_answer"
+
+// notPending is what mcp-go (v1.2.1) answers, with 400, to a client's
+// answer no request of the session waits for here.
+const notPending = "No pending sampling request found"
+
+// relayMsg is a Relay message of the endpoint: a session that ended
+// (relayEnded) or a client's answer (relayAnswer, with Body). It names the
+// session by the SHA-256 of its id, never by the id.
+type relayMsg struct {
+	Kind    string          `json:"kind"`
+	Session string          `json:"session"`
+	Body    json.RawMessage `json:"body,omitempty"`
+}
+
+// serveAnswer serves a POST of session id that carries the client's
+// answer to a server's request (a JSON-RPC response): mcp-go delivers it
+// when the request waits here, else it goes to the other replicas and the
+// client gets 202. It reports whether it served r; when it did not, r's
+// body reads as it was.
+func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, id string) bool {
+	if e.opts.Relay == nil || r.Method != http.MethodPost || id == "" || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+			writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
+				fmt.Sprintf("request body over the endpoint's limit of %d bytes", mb.Limit))
+		} else {
+			writeRPCError(w, http.StatusBadRequest, mcp.INVALID_REQUEST, "request body could not be read")
+		}
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !isAnswer(body) {
+		return false
+	}
+	rec := &recordWriter{h: w.Header()}
+	e.http.ServeHTTP(rec, r)
+	if rec.code == http.StatusBadRequest && bytes.Contains(rec.body.Bytes(), []byte(notPending)) {
+		msg, _ := json.Marshal(relayMsg{Kind: relayAnswer, Session: idHash(id), Body: body})
+		if err := e.opts.Relay.Publish(msg); err == nil {
+			w.Header().Del("Content-Type")
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		}
+	}
+	if rec.code != 0 {
+		w.WriteHeader(rec.code)
+	}
+	_, _ = w.Write(rec.body.Bytes()) // a client gone: nothing to tell
+	return true
+}
+
+// isAnswer reports whether body is a JSON-RPC response.
+func isAnswer(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"result"`)) && !bytes.Contains(body, []byte(`"error"`)) {
+		return false // the cheap test: most POSTs are requests
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.Method == "" && m.ID != nil && (m.Result != nil || m.Error != nil)
+}
+
+// deliverAnswer hands a client's answer another replica relayed to
+// mcp-go, under the session's user, if the session is open here; a
+// request of it may wait here.
+func (e *Endpoint) deliverAnswer(id string, body []byte) {
+	user, ok := e.sessions.owner(id)
+	if !ok {
+		return
+	}
+	e.replay(mcpgateway.WithUser(context.Background(), user), http.MethodPost, id, "", body)
+}
+
+// recordWriter keeps what mcp-go answers to a client's answer; its header
+// is the real response's.
+type recordWriter struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (w *recordWriter) Header() http.Header { return w.h }
+
+func (w *recordWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+
+func (w *recordWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
