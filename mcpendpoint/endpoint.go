@@ -223,6 +223,9 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 		}
 		if r.Method == http.MethodGet && id != "" {
 			defer e.sessions.openStream(id)()
+			gctx, done := e.trackSession(r.Context(), id) // the stream ends with the session, here or on another replica
+			defer done()
+			r = r.WithContext(gctx)
 		}
 		if e.serveFastList(w, r, user) {
 			return
@@ -351,44 +354,4 @@ func SessionID(ctx context.Context) string {
 		return s.SessionID()
 	}
 	return ""
-}
-
-// track registers a call of ctx's session and returns its ctx, cancelled
-// when the session ends, and the func that unregisters it.
-func (e *Endpoint) track(ctx context.Context) (context.Context, func()) {
-	sid := SessionID(ctx)
-	if sid == "" {
-		return ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	key := &cancel
-	e.mu.Lock()
-	if e.inflight == nil {
-		e.inflight = map[string]map[*context.CancelFunc]struct{}{}
-	}
-	if e.inflight[sid] == nil {
-		e.inflight[sid] = map[*context.CancelFunc]struct{}{}
-	}
-	e.inflight[sid][key] = struct{}{}
-	e.mu.Unlock()
-	return ctx, func() {
-		e.mu.Lock()
-		delete(e.inflight[sid], key)
-		if len(e.inflight[sid]) == 0 {
-			delete(e.inflight, sid)
-		}
-		e.mu.Unlock()
-		cancel()
-	}
-}
-
-// cancelSession cancels every call of session sid.
-func (e *Endpoint) cancelSession(sid string) {
-	e.mu.Lock()
-	calls := e.inflight[sid]
-	delete(e.inflight, sid)
-	e.mu.Unlock()
-	for c := range calls {
-		(*c)()
-	}
 }

@@ -1,0 +1,207 @@
+package mcpendpoint
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// memSessions is a SessionStore in memory, as one database the replicas
+// share.
+type memSessions struct {
+	mu   sync.Mutex
+	rows map[string]memSession
+}
+
+type memSession struct {
+	user string
+	s    SharedSession
+	seen time.Time
+}
+
+func (m *memSessions) PutSession(_ context.Context, id, user string, s SharedSession, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rows == nil {
+		m.rows = map[string]memSession{}
+	}
+	m.rows[id] = memSession{user: user, s: s, seen: time.Now()}
+	return nil
+}
+
+func (m *memSessions) Session(_ context.Context, id, user string, idle time.Duration) (SharedSession, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.rows[id]
+	if !ok || r.user != user || time.Since(r.seen) > idle {
+		return SharedSession{}, ErrUnknownSession
+	}
+	return r.s, nil
+}
+
+func (m *memSessions) TouchSession(_ context.Context, id, user, level string, idle time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.rows[id]
+	if !ok || r.user != user || time.Since(r.seen) > idle {
+		return ErrUnknownSession
+	}
+	r.seen = time.Now()
+	if level != "" {
+		r.s.LogLevel = level
+	}
+	m.rows[id] = r
+	return nil
+}
+
+func (m *memSessions) DeleteSession(_ context.Context, id, user string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.rows[id]; !ok || r.user != user {
+		return ErrUnknownSession
+	}
+	delete(m.rows, id)
+	return nil
+}
+
+// memRelay carries the messages published to it to an Endpoint's Receive
+// on a goroutine of its own, which ends with the test.
+type memRelay struct{ c chan []byte }
+
+func newMemRelay(t *testing.T, to func() *Endpoint) *memRelay {
+	r := &memRelay{c: make(chan []byte, 16)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for msg := range r.c {
+			to().Receive(msg)
+		}
+	}()
+	t.Cleanup(func() { close(r.c); <-done })
+	return r
+}
+
+func (r *memRelay) Publish(msg []byte) error {
+	r.c <- append([]byte(nil), msg...)
+	return nil
+}
+
+// chattyUpstream is an MCP server whose chatty tool logs a message at
+// info, then answers once release is closed.
+func chattyUpstream(t *testing.T, release <-chan struct{}) string {
+	t.Helper()
+	s := mcpserver.NewMCPServer("chatty", "1", mcpserver.WithLogging())
+	s.AddTool(mcp.NewTool("chatty"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_ = mcpserver.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message",
+			map[string]any{"level": "info", "logger": "talk", "data": "said at info"})
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// mcpRequest sends one request of session sid to url's /mcp as user.
+func mcpRequest(t *testing.T, ctx context.Context, method, url, user, sid, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-User", user)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20251125)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestSharedSessionMovesBetweenReplicas: a session initialized on
+// endpoint A, which set its log level there, is served by endpoint B that
+// shares A's SessionStore, at that level; B refuses it to another user;
+// and a DELETE on B ends it on A, with A's GET stream of it.
+func TestSharedSessionMovesBetweenReplicas(t *testing.T) {
+	release := make(chan struct{})
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	src.gws = append(src.gws, gateway(t, "chatty", chattyUpstream(t, release)))
+	store := &memSessions{}
+	var epA, epB *Endpoint
+	epA = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epB })})
+	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
+	urlA, urlB := serve(t, epA), serve(t, epB)
+
+	c, err := mcpclient.NewStreamableHttpClient(urlA + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect(t, c)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	level := mcp.SetLevelRequest{}
+	level.Params.Level = mcp.LoggingLevelInfo
+	//lint:ignore SA1019 logging/setLevel is how a 2025-11-25 client asks
+	if err := c.SetLevel(ctx, level); err != nil { //nolint:staticcheck // the 2025-11-25 way to ask
+		t.Fatal(err)
+	}
+	sid := c.GetSessionId()
+
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if resp := mcpRequest(t, ctx, http.MethodPost, urlB, "bob", sid, list); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("alice's session as bob on B: %d, want 404", resp.StatusCode)
+	}
+	resp := mcpRequest(t, ctx, http.MethodPost, urlB, "alice", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chatty__chatty"}}`)
+	var got bytes.Buffer
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), "said at info") {
+		got.WriteString(sc.Text() + "\n")
+	}
+	close(release)
+	_, _ = io.Copy(&got, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(got.String(), `"done"`) {
+		t.Fatalf("alice's call on B: %d, %s; want the info log message (the level set on A) and the result", resp.StatusCode, got.String())
+	}
+
+	stream := mcpRequest(t, ctx, http.MethodGet, urlA, "alice", sid, "")
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream on A: %d", stream.StatusCode)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = io.Copy(io.Discard, stream.Body)
+		_ = stream.Body.Close()
+	}()
+	if resp := mcpRequest(t, ctx, http.MethodDelete, urlB, "alice", sid, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE on B: %d", resp.StatusCode)
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatal("A's GET stream of the session deleted on B is still open")
+	}
+	if resp := mcpRequest(t, ctx, http.MethodPost, urlA, "alice", sid, list); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the session deleted on B, on A: %d, want 404", resp.StatusCode)
+	}
+}
