@@ -21,9 +21,12 @@ import (
 // manager, resolved per request to know the asking user.
 type sessionBook struct {
 	max int
-	// mu guards owners.
+	// mu guards owners and adopting.
 	mu     sync.Mutex
 	owners map[string]*owned
+	// adopting holds the sessions another replica opened that a request
+	// is adopting now (shared.go); each channel closes when it is done.
+	adopting map[string]chan struct{}
 }
 
 type owned struct {
@@ -105,6 +108,36 @@ func (b *sessionBook) touched(id string) {
 	if o, ok := b.owners[id]; ok {
 		o.shared = time.Now()
 	}
+}
+
+// startAdopt marks session id being adopted and returns the func that
+// unmarks it; if it is already, it returns false and the channel that
+// closes when that adoption is done.
+func (b *sessionBook) startAdopt(id string) (done func(), ok bool, wait <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, busy := b.adopting[id]; busy {
+		return nil, false, c
+	}
+	if b.adopting == nil {
+		b.adopting = map[string]chan struct{}{}
+	}
+	c := make(chan struct{})
+	b.adopting[id] = c
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.adopting, id)
+		close(c)
+	}, true, nil
+}
+
+// adoption returns the channel that closes when the adoption of session
+// id in progress is done, or nil when none is.
+func (b *sessionBook) adoption(id string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.adopting[id]
 }
 
 // owner returns the user of session id, if it is open here.

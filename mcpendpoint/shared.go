@@ -98,6 +98,13 @@ func (e *Endpoint) touchEvery() time.Duration {
 // the request. An error of the SessionStore other than an unknown session
 // is logged and leaves the session as it is here.
 func (e *Endpoint) shareSession(ctx context.Context, id, user string) {
+	if c := e.sessions.adoption(id); c != nil { // mcp-go holds it only once the adoption is done
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return
+		}
+	}
 	if !e.sessions.ownedBy(id, user) {
 		e.adopt(ctx, id, user)
 		return
@@ -117,11 +124,21 @@ func (e *Endpoint) shareSession(ctx context.Context, id, user string) {
 // adopt serves here session id of user that another replica opened: it
 // replays the client's initialize to mcp-go under id, then the log level
 // the client set. It does nothing for a session unknown to the
-// SessionStore or another user's.
+// SessionStore or another user's. Of the requests adopting one session at
+// once, one does, and the others wait for it.
 func (e *Endpoint) adopt(ctx context.Context, id, user string) {
 	if !strings.HasPrefix(id, httpPrefix) || len(id) > maxSessionIDLen {
 		return
 	}
+	done, first, wait := e.sessions.startAdopt(id)
+	if !first { // another request adopts it now: use what it does
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		return
+	}
+	defer done()
 	s, err := e.opts.Sessions.Session(ctx, id, user, e.opts.SessionIdleTTL)
 	if err != nil {
 		if !errors.Is(err, ErrUnknownSession) {
