@@ -82,6 +82,7 @@ func (m *memSessions) DeleteSession(_ context.Context, id, user string) error {
 type memRelay struct{ c chan []byte }
 
 func newMemRelay(t *testing.T, to func() *Endpoint) *memRelay {
+	t.Helper()
 	r := &memRelay{c: make(chan []byte, 16)}
 	done := make(chan struct{})
 	go func() {
