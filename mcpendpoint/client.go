@@ -25,6 +25,7 @@ type clientEmitter struct {
 	// session (and the POST's stream) a question is sent on.
 	call     context.Context //nolint:containedctx // the client's call, for the questions sent on its session
 	srv      *mcpserver.MCPServer
+	ep       *Endpoint
 	progress tools.Emitter
 	// urls maps the url-mode questions put to the client to the ids it
 	// got, for their completion (ElicitationComplete); never nil.
@@ -175,6 +176,12 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	req.Method = string(mcp.MethodSamplingCreateMessage)
+	if ep := e.ep; ep.opts.Relay != nil && ep.opts.Sessions != nil {
+		sid := SessionID(e.call)
+		if user, ok := ep.sessions.owner(sid); ok && !ep.sessions.streaming(sid, user) {
+			return ep.sampleElsewhere(rctx, sid, req) // mcp-go sends it only on the GET stream, not open here
+		}
+	}
 	// Sampling is the 2025-11-25 protocol's, which the endpoint serves.
 	//lint:ignore SA1019 sampling of the protocol version the endpoint serves (2025-11-25)
 	return e.srv.RequestSampling(rctx, req) //nolint:staticcheck // see above
@@ -184,7 +191,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 // to the client, puts questions to it, and gives it the servers' sampling
 // requests when it declared sampling.
 func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
-	ce := clientEmitter{call: ctx, srv: e.srv, progress: progressEmitter(ctx, req), urls: &sentURLs{}}
+	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, progress: progressEmitter(ctx, req), urls: &sentURLs{}}
 	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok && s.GetClientCapabilities().Sampling != nil {
 		if _, ok := s.(mcpserver.SessionWithSampling); ok {
 			return samplingEmitter{ce}

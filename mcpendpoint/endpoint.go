@@ -88,6 +88,7 @@ type Endpoint struct {
 	http     *mcpserver.StreamableHTTPServer
 	sse      *mcpserver.SSEServer
 	sessions *sessionBook
+	samples  *sampleRelay
 
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
@@ -138,6 +139,7 @@ func New(src Source, opts *Options) *Endpoint {
 	}
 	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
 	e.sessions = newSessionBook(o.MaxSessions)
+	e.samples = newSampleRelay()
 
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterListTools(e.afterListTools)
@@ -152,6 +154,8 @@ func New(src Source, opts *Options) *Endpoint {
 	if o.Sessions != nil {
 		hooks.AddAfterInitialize(e.recordSession)
 		hooks.AddAfterSetLevel(e.recordLevel)
+		hooks.AddOnRegisterSession(e.samples.registered)
+		hooks.AddOnUnregisterSession(e.samples.unregistered)
 	}
 	e.srv = mcpserver.NewMCPServer("elysia", o.Version,
 		mcpserver.WithToolCapabilities(true),
@@ -337,6 +341,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
 	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
 	e.subs.wg.Wait() // each bounded by ListTimeout
+	e.samples.close()
 	return err
 }
 

@@ -270,8 +270,10 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 }
 
 // Receive takes a message another replica sent through the Relay: a
-// session that ended there ends here, and a client's answer that reached
-// it goes to the session's request that waits here, if one does.
+// session that ended there ends here, a client's answer that reached it
+// goes to the session's request that waits here, if one does, and a
+// sampling request of a session whose GET stream is open here is put to
+// the client (samplerelay.go).
 // Messages of other kinds are ignored, and so is nil (messages were lost:
 // a session ended meanwhile ends here when its next use is recorded). It
 // does not block on I/O.
@@ -281,6 +283,10 @@ func (e *Endpoint) Receive(msg []byte) {
 	}
 	var m relayMsg
 	if json.Unmarshal(msg, &m) != nil {
+		return
+	}
+	if m.Kind == relaySample || m.Kind == relaySampled {
+		e.receiveSample(msg)
 		return
 	}
 	id := e.sessions.byHash(m.Session)

@@ -30,6 +30,14 @@ const serverScenarioTimeout = 60 * time.Second
 // in testdata/conformance/expected-server-failures.txt, and a listed one
 // that passes fails too. docs/CONFORMANCE.md has the table.
 func TestConformanceServerScenarios(t *testing.T) {
+	serverScenarios(t, func(cfg string) string { return startService(t, serveOptions{Config: cfg}).URL })
+}
+
+// serverScenarios runs TestConformanceServerScenarios against the
+// endpoint that start serves with the fixture's config cfg, at the base
+// URL start returns.
+func serverScenarios(t *testing.T, start func(cfg string) string) {
+	t.Helper()
 	node, cli := testenv.Conformance(t)
 	fixture := conformanceServerBin(t)
 	root := testenv.RepoRoot()
@@ -42,8 +50,7 @@ func TestConformanceServerScenarios(t *testing.T) {
 	// by each session's own logging/setLevel.
 	cfg := fmt.Sprintf(`{"expose": {"mode": "tools", "agent": false},
  "servers": {"conformance": {"type": "stdio", "command": %q, "prefix": "", "log_level": "debug"}}}`, fixture)
-	s := startService(t, serveOptions{Config: cfg})
-	url := s.URL + "/mcp"
+	url := start(cfg) + "/mcp"
 
 	for _, scenario := range scenarios {
 		t.Run(scenario, func(t *testing.T) {

@@ -1,0 +1,196 @@
+package mcpendpoint
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// mcp-go sends a sampling request only on the session's GET stream, which
+// may be open on another replica than the one serving the call: the
+// request then goes there through the Relay, that replica puts it to the
+// client, and the client's message comes back the same way.
+
+// Kinds of the Relay messages of a sampling request: the request (with
+// the session, a reply id and its deadline) and its result.
+const (
+	relaySample  = "mcp_sample"
+	relaySampled = "mcp_sampled"
+)
+
+// maxRelayedSampling bounds how long a replica waits for the client's
+// message of a sampling request another replica relayed, whatever that
+// replica's deadline.
+const maxRelayedSampling = 10 * time.Minute
+
+// sampleMsg is a Relay message of a sampling request or its result.
+type sampleMsg struct {
+	Kind     string          `json:"kind"`
+	Session  string          `json:"session,omitempty"`
+	Reply    string          `json:"reply"`
+	Deadline time.Time       `json:"deadline,omitzero"`
+	Body     json.RawMessage `json:"body,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// sampleRelay is the endpoint's part of relayed sampling: the calls here
+// waiting for a result from another replica, the sessions registered here
+// (to put another replica's request to), and the goroutines putting them.
+type sampleRelay struct {
+	// mu guards waiting and live.
+	mu      sync.Mutex
+	waiting map[string]chan sampleMsg
+	live    map[string]mcpserver.ClientSession
+	// wg owns the goroutines that put relayed requests to clients; ctx
+	// ends them (Close).
+	wg     sync.WaitGroup
+	ctx    context.Context //nolint:containedctx // the lifetime of those goroutines, ended by Close
+	cancel context.CancelFunc
+}
+
+func newSampleRelay() *sampleRelay {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &sampleRelay{waiting: map[string]chan sampleMsg{}, live: map[string]mcpserver.ClientSession{}, ctx: ctx, cancel: cancel}
+}
+
+// registered and unregistered follow mcp-go's sessions (its hooks).
+func (s *sampleRelay) registered(_ context.Context, cs mcpserver.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.live[cs.SessionID()] = cs
+}
+
+func (s *sampleRelay) unregistered(_ context.Context, cs mcpserver.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live[cs.SessionID()] == cs {
+		delete(s.live, cs.SessionID())
+	}
+}
+
+// close ends the goroutines putting relayed requests and waits for them.
+func (s *sampleRelay) close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// sampleElsewhere sends req of session sid to the other replicas, one of
+// which holds the session's GET stream, and waits for the client's
+// message, or ctx.
+func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("sampling request: %w", err)
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	reply := hex.EncodeToString(b[:])
+	c := make(chan sampleMsg, 1)
+	r := e.samples
+	r.mu.Lock()
+	r.waiting[reply] = c
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waiting, reply)
+		r.mu.Unlock()
+	}()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(maxRelayedSampling)
+	}
+	msg, _ := json.Marshal(sampleMsg{Kind: relaySample, Session: idHash(sid), Reply: reply, Deadline: deadline, Body: body})
+	if err := e.opts.Relay.Publish(msg); err != nil {
+		return nil, fmt.Errorf("the MCP client's GET stream is on another replica, which could not be reached: %w", err)
+	}
+	select {
+	case m := <-c:
+		if m.Error != "" {
+			return nil, errors.New(m.Error)
+		}
+		var res mcp.CreateMessageResult
+		if err := json.Unmarshal(m.Body, &res); err != nil {
+			return nil, fmt.Errorf("sampling result relayed by another replica: %w", err)
+		}
+		content, err := mcp.ParseSamplingContent(res.Content)
+		if err != nil {
+			return nil, fmt.Errorf("sampling result relayed by another replica: %w", err)
+		}
+		res.Content = content
+		return &res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// receiveSample takes a sampling request another replica relayed (put to
+// the client here if its GET stream is open here) or the result of one
+// this replica relayed. It does not block.
+func (e *Endpoint) receiveSample(msg []byte) {
+	var m sampleMsg
+	if json.Unmarshal(msg, &m) != nil {
+		return
+	}
+	r := e.samples
+	switch m.Kind {
+	case relaySampled:
+		r.mu.Lock()
+		c := r.waiting[m.Reply]
+		r.mu.Unlock()
+		if c != nil {
+			select {
+			case c <- m:
+			default: // answered already
+			}
+		}
+	case relaySample:
+		id := e.sessions.byHash(m.Session)
+		user, ok := e.sessions.owner(id)
+		if !ok || !e.sessions.streaming(id, user) {
+			return
+		}
+		r.mu.Lock()
+		cs := r.live[id]
+		r.mu.Unlock()
+		if cs == nil {
+			return
+		}
+		r.wg.Go(func() { e.putSample(cs, m) })
+	}
+}
+
+// putSample puts a relayed sampling request to the client of cs, on its
+// GET stream here, and relays the client's message back.
+func (e *Endpoint) putSample(cs mcpserver.ClientSession, m sampleMsg) {
+	deadline := m.Deadline
+	if limit := time.Now().Add(maxRelayedSampling); deadline.IsZero() || deadline.After(limit) {
+		deadline = limit
+	}
+	ctx, cancel := context.WithDeadline(e.srv.WithContext(e.samples.ctx, cs), deadline)
+	defer cancel()
+	reply := sampleMsg{Kind: relaySampled, Reply: m.Reply}
+	var req mcp.CreateMessageRequest
+	if err := json.Unmarshal(m.Body, &req); err != nil {
+		reply.Error = "sampling request relayed by another replica: " + err.Error()
+	} else {
+		//lint:ignore SA1019 sampling of the protocol version the endpoint serves (2025-11-25)
+		res, err := e.srv.RequestSampling(ctx, req) //nolint:staticcheck // see above
+		if err != nil {
+			reply.Error = err.Error()
+		} else if reply.Body, err = json.Marshal(res); err != nil {
+			reply.Error = "sampling result: " + err.Error()
+		}
+	}
+	msg, _ := json.Marshal(reply)
+	if err := e.opts.Relay.Publish(msg); err != nil {
+		e.logger.Warn("relaying a sampling result to the replica that asked", logKeyErr, err)
+	}
+}
