@@ -28,13 +28,51 @@ const relayAnswer = "mcp_client_answer"
 // answer no request of the session waits for here.
 const notPending = "No pending sampling request found"
 
+// relayUpdated is the kind of the Relay message that carries a server's
+// notifications/resources/updated for a session whose GET stream is not
+// open here.
+const relayUpdated = "mcp_resource_updated"
+
+// relayUnsubscribe is the kind of the Relay message that carries a
+// client's resources/unsubscribe of a subscription not held here.
+const relayUnsubscribe = "mcp_resource_unsubscribe"
+
+// relayUnsubscribe tells the other replicas that session sid unsubscribed
+// from uri, for the one holding that subscription.
+func (e *Endpoint) relayUnsubscribe(sid, uri string) {
+	if e.opts.Relay == nil || e.opts.Sessions == nil || sid == "" {
+		return
+	}
+	msg, _ := json.Marshal(relayMsg{Kind: relayUnsubscribe, Session: idHash(sid), URI: uri})
+	if err := e.opts.Relay.Publish(msg); err != nil {
+		e.logger.Warn("relaying a resources/unsubscribe to the other replicas", logKeyErr, err)
+	}
+}
+
 // relayMsg is a Relay message of the endpoint: a session that ended
-// (relayEnded) or a client's answer (relayAnswer, with Body). It names the
-// session by the SHA-256 of its id, never by the id.
+// (relayEnded), a client's answer (relayAnswer, with Body), a resource
+// update (relayUpdated, with URI) or unsubscribe (relayUnsubscribe, with
+// URI). It names the session by the SHA-256 of
+// its id, never by the id.
 type relayMsg struct {
 	Kind    string          `json:"kind"`
 	Session string          `json:"session"`
 	Body    json.RawMessage `json:"body,omitempty"`
+	URI     string          `json:"uri,omitempty"`
+}
+
+// notifyUpdated sends notifications/resources/updated of uri to session
+// sid of user: on its GET stream here, or through the Relay to the
+// replica where that stream is open.
+func (e *Endpoint) notifyUpdated(sid, user, uri string) {
+	if e.opts.Relay != nil && e.opts.Sessions != nil && !e.sessions.streaming(sid, user) {
+		msg, _ := json.Marshal(relayMsg{Kind: relayUpdated, Session: idHash(sid), URI: uri})
+		if e.opts.Relay.Publish(msg) == nil {
+			return
+		}
+	}
+	_ = e.srv.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
+		map[string]any{"uri": uri})
 }
 
 // serveAnswer serves a POST of session id that carries the client's

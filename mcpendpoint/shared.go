@@ -272,8 +272,8 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 // Receive takes a message another replica sent through the Relay: a
 // session that ended there ends here, a client's answer that reached it
 // goes to the session's request that waits here, if one does, and a
-// sampling request of a session whose GET stream is open here is put to
-// the client (samplerelay.go).
+// resource update or a sampling request (samplerelay.go) of a session
+// whose GET stream is open here is put to the client.
 // Messages of other kinds are ignored, and so is nil (messages were lost:
 // a session ended meanwhile ends here when its next use is recorded). It
 // does not block on I/O.
@@ -298,6 +298,13 @@ func (e *Endpoint) Receive(msg []byte) {
 		e.endHere(context.Background(), id)
 	case relayAnswer:
 		e.deliverAnswer(id, m.Body)
+	case relayUnsubscribe: // at the server: not on the Relay's goroutine
+		e.subs.wg.Go(func() { e.unsubscribeSession(context.Background(), id, m.URI) })
+	case relayUpdated:
+		if user, ok := e.sessions.owner(id); ok && e.sessions.streaming(id, user) {
+			_ = e.srv.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
+				map[string]any{"uri": m.URI})
+		}
 	}
 }
 

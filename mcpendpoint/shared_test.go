@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -205,4 +206,39 @@ func TestSharedSessionMovesBetweenReplicas(t *testing.T) {
 	if resp := mcpRequest(t, ctx, http.MethodPost, urlA, "alice", sid, list); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the session deleted on B, on A: %d, want 404", resp.StatusCode)
 	}
+}
+
+// TestSharedSubscriptionUpdatesReachTheStream: a client whose GET stream
+// is open on endpoint A subscribes to a resource through endpoint B (a
+// load balancer sent the POST there); the server's update, which B gets,
+// reaches the client on A's stream; and the client's resources/unsubscribe
+// through A ends B's subscription.
+func TestSharedSubscriptionUpdatesReachTheStream(t *testing.T) {
+	w := newWatchedServer(t)
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	src.gws = append(src.gws, gateway(t, "up", w.url))
+	store := &memSessions{}
+	var epA, epB *Endpoint
+	epA = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epB })})
+	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
+	urlA, urlB := serve(t, epA), serve(t, epB)
+
+	c, got := updatesClient(t, urlA)
+	sid := c.GetSessionId()
+	testenv.WaitFor(t, 10*time.Second, "the client's GET stream on A", func() bool { return epA.sessions.streaming(sid, "alice") })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	resp := mcpRequest(t, ctx, http.MethodPost, urlB, "alice", sid, `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"test://w"}}`)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || w.subs.Load() != 1 {
+		t.Fatalf("resources/subscribe on B: %d, %d subscriptions at the server", resp.StatusCode, w.subs.Load())
+	}
+	w.update(t, "test://w")
+	wantUpdate(t, "the client streaming on A", got, "test://w")
+
+	if err := unsubscribeFrom(ctx, c, "test://w"); err != nil { // on A, which does not hold the subscription
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "B to unsubscribe at the server", func() bool { return w.unsubs.Load() == 1 })
 }

@@ -99,10 +99,7 @@ func (e *Endpoint) subscribe(ctx context.Context, uri string) error {
 		return fmt.Errorf("server %q cannot be subscribed to: %w", name, ErrNotSubscribable)
 	}
 	user := mcpgateway.UserFrom(ctx)
-	updated := func() {
-		_ = e.srv.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
-			map[string]any{"uri": uri})
-	}
+	updated := func() { e.notifyUpdated(sid, user, uri) }
 	// The gateway takes updated before it asks: the server may send an
 	// update before it answers.
 	stop, err := sub.Subscribe(mcpgateway.WithUser(ctx, user), uri, updated)
@@ -128,7 +125,14 @@ func (e *Endpoint) subscribe(ctx context.Context, uri string) error {
 // unsubscribe ends ctx's session's subscription to uri; one it does not
 // hold is no error.
 func (e *Endpoint) unsubscribe(ctx context.Context, uri string) {
-	sid := SessionID(ctx)
+	if sid := SessionID(ctx); !e.unsubscribeSession(ctx, sid, uri) {
+		e.relayUnsubscribe(sid, uri) // another replica may hold it
+	}
+}
+
+// unsubscribeSession ends session sid's subscription to uri here and
+// reports whether it held one.
+func (e *Endpoint) unsubscribeSession(ctx context.Context, sid, uri string) bool {
 	e.subs.mu.Lock()
 	s, ok := e.subs.bySession[sid][uri]
 	delete(e.subs.bySession[sid], uri)
@@ -139,6 +143,7 @@ func (e *Endpoint) unsubscribe(ctx context.Context, uri string) {
 	if ok {
 		e.stopSubscription(ctx, uri, s)
 	}
+	return ok
 }
 
 // stopSubscription unsubscribes s at its server, within ListTimeout.
