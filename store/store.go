@@ -185,7 +185,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		// different database.)
 		s.db.SetMaxOpenConns(1)
 	}
-	if err := s.db.PingContext(ctx); err != nil {
+	if err := s.ping(ctx); err != nil {
 		_ = s.db.Close() // best effort: the ping error is the one to report
 		return nil, fmt.Errorf("connect to %s: %w", where, err)
 	}

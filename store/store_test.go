@@ -230,3 +230,29 @@ func TestOpenUnsupportedScheme(t *testing.T) {
 		t.Errorf("Open(mysql://...) error = %v, want unsupported scheme", err)
 	}
 }
+
+// TestConcurrentFirstOpens: four processes opening one new SQLite file at
+// once (replicas starting together, or a restart while the previous
+// process is still exiting) all connect and migrate. The switch to WAL and
+// the first reads of the WAL index can answer SQLITE_BUSY at once, without
+// the busy handler, so Open waits that out itself.
+func TestConcurrentFirstOpens(t *testing.T) {
+	for range 40 {
+		dsn := sqliteTestDSN(t)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				s, err := Open(t.Context(), dsn, nil)
+				if err == nil {
+					err = s.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("concurrent first Open: %v", err)
+		}
+	}
+}

@@ -108,3 +108,32 @@ func databaseDown(err error) bool {
 	}
 	return false
 }
+
+// firstConnectWait bounds how long Open waits out SQLITE_BUSY on its first
+// connection (the same as busy_timeout).
+const firstConnectWait = 10 * time.Second
+
+// ping makes the first connection. On SQLite, another process opening the
+// same file at that moment (replicas starting together, or a restart while
+// the previous process is still exiting) can make the connection's
+// pragmas answer SQLITE_BUSY at once, without the busy handler: switching
+// to WAL and reading the WAL index the other process is building do. ping
+// waits that out, up to firstConnectWait or ctx's end.
+func (s *Store) ping(ctx context.Context) error {
+	deadline := time.Now().Add(firstConnectWait)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		err := s.db.PingContext(ctx)
+		var sqliteErr *sqlite.Error
+		if err == nil || s.dialect != dialectSQLite || !errors.As(err, &sqliteErr) || sqliteErr.Code()&0xff != sqliteBusy ||
+			time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
