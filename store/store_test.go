@@ -107,20 +107,8 @@ func fakeClock() func() time.Time {
 func testMigrationIdempotent(t *testing.T, newDSN newDSN) {
 	t.Helper()
 	dsn := newDSN(t)
-	// Two replicas starting at once, then a restart.
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	for i := range errs {
-		wg.Go(func() {
-			s, err := Open(t.Context(), dsn, nil)
-			if err == nil {
-				err = s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// Replicas starting at once, then a restart.
+	if err := openConcurrently(t, dsn, 4); err != nil {
 		t.Fatalf("concurrent Open: %v", err)
 	}
 	s := openStore(t, dsn)
@@ -238,21 +226,27 @@ func TestOpenUnsupportedScheme(t *testing.T) {
 // the busy handler, so Open waits that out itself.
 func TestConcurrentFirstOpens(t *testing.T) {
 	for range 40 {
-		dsn := sqliteTestDSN(t)
-		var wg sync.WaitGroup
-		errs := make([]error, 4)
-		for i := range errs {
-			wg.Go(func() {
-				s, err := Open(t.Context(), dsn, nil)
-				if err == nil {
-					err = s.Close()
-				}
-				errs[i] = err
-			})
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := openConcurrently(t, sqliteTestDSN(t), 4); err != nil {
 			t.Fatalf("concurrent first Open: %v", err)
 		}
 	}
+}
+
+// openConcurrently opens and closes dsn from n goroutines at once, as n
+// processes starting together would, and returns their errors joined.
+func openConcurrently(t *testing.T, dsn string, n int) error {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(t.Context(), dsn, nil)
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
