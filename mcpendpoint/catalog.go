@@ -120,34 +120,24 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 	lists := make([][]mcpgateway.ToolInfo, len(ups))
 	failed := make([]bool, len(ups))
 	signIn := make([]error, len(ups))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, up := range ups {
+	e.eachServer(ctx, len(ups), func(lctx context.Context, i int) {
+		up := ups[i]
 		if !up.Config().Enabled {
-			continue
+			return
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			lctx, cancel := context.WithTimeout(ctx, e.opts.ListTimeout)
-			defer cancel()
-			infos, stale, err := listAll(lctx, up)
-			switch {
-			case err != nil && isSignIn(err):
-				failed[i], signIn[i] = true, err
-			case err != nil:
-				failed[i] = true
-				e.logger.Warn("aggregate endpoint: server's tools left out of the list", logKeyServer, up.Config().Name,
-					logKeyUser, mcpgateway.UserFrom(ctx), logKeyErr, err.Error())
-			case stale:
-				e.logger.Info("aggregate endpoint: listing a server's cached tools", logKeyServer, up.Config().Name)
-			}
-			lists[i] = infos
-		}()
-	}
-	wg.Wait()
+		infos, stale, err := listAll(lctx, up)
+		switch {
+		case err != nil && isSignIn(err):
+			failed[i], signIn[i] = true, err
+		case err != nil:
+			failed[i] = true
+			e.logger.Warn("aggregate endpoint: server's tools left out of the list", logKeyServer, up.Config().Name,
+				logKeyUser, mcpgateway.UserFrom(ctx), logKeyErr, err.Error())
+		case stale:
+			e.logger.Info("aggregate endpoint: listing a server's cached tools", logKeyServer, up.Config().Name)
+		}
+		lists[i] = infos
+	})
 
 	cat := &catalog{gen: gen, byName: map[string]int{}, byTool: map[[2]string]string{}}
 	if slices.Contains(failed, true) {

@@ -3,7 +3,6 @@ package mcpendpoint
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -37,31 +36,27 @@ func perServer[T any](e *Endpoint, ctx context.Context, what string, f func(cont
 	ctx = mcpgateway.WithUser(ctx, user)
 	ups := e.src.Upstreams()
 	out := make([]serverResult[T], len(ups))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	rs := make([]Resourceful, len(ups))
 	for i, up := range ups {
-		r, ok := up.(Resourceful)
-		if !ok || !up.Config().Enabled {
-			continue
+		if r, ok := up.(Resourceful); ok && up.Config().Enabled {
+			rs[i] = r
+			out[i].server, out[i].up = up.Config().Name, up
 		}
-		out[i].server, out[i].up = up.Config().Name, up
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			lctx, cancel := context.WithTimeout(ctx, e.opts.ListTimeout)
-			defer cancel()
-			v, err := f(lctx, r)
-			if err != nil {
-				if ctx.Err() == nil && !isSignIn(err) {
-					e.logger.Warn("aggregate endpoint: server's "+what+" left out of the list", logKeyServer, out[i].server,
-						logKeyUser, user, logKeyErr, err.Error())
-				}
-				return
-			}
-			out[i].v, out[i].ok = v, true
-		})
 	}
-	wg.Wait()
+	e.eachServer(ctx, len(ups), func(lctx context.Context, i int) {
+		if rs[i] == nil {
+			return
+		}
+		v, err := f(lctx, rs[i])
+		if err != nil {
+			if ctx.Err() == nil && !isSignIn(err) {
+				e.logger.Warn("aggregate endpoint: server's "+what+" left out of the list", logKeyServer, out[i].server,
+					logKeyUser, user, logKeyErr, err.Error())
+			}
+			return
+		}
+		out[i].v, out[i].ok = v, true
+	})
 	return out
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -56,25 +55,14 @@ func (e *Endpoint) search(ctx context.Context, user string, cat *catalog, args m
 		return mcp.NewToolResultError(fmt.Sprintf("no server %q", server)), nil
 	}
 	pages := make([][]mcpgateway.ToolInfo, len(targets))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, up := range targets {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			lctx, cancel := context.WithTimeout(mcpgateway.WithUser(ctx, user), e.opts.ListTimeout)
-			defer cancel()
-			p, err := up.ListTools(lctx, mcpgateway.ListQuery{Query: query, Limit: limit})
-			if err != nil {
-				e.logger.Warn("aggregate endpoint: server left out of a search", logKeyServer, ups[i].Name, logKeyErr, err.Error())
-				return
-			}
-			pages[i] = p.Tools
-		}()
-	}
-	wg.Wait()
+	e.eachServer(mcpgateway.WithUser(ctx, user), len(targets), func(lctx context.Context, i int) {
+		p, err := targets[i].ListTools(lctx, mcpgateway.ListQuery{Query: query, Limit: limit})
+		if err != nil {
+			e.logger.Warn("aggregate endpoint: server left out of a search", logKeyServer, ups[i].Name, logKeyErr, err.Error())
+			return
+		}
+		pages[i] = p.Tools
+	})
 	out := []found{}
 	for rank := 0; len(out) < limit; rank++ {
 		more := false
