@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/elysia-go/elysia/internal/testenv"
 )
 
 // memNet links the Servers of a test as their shared database would:
@@ -86,6 +88,9 @@ func TestRelayStop(t *testing.T) {
 	if got := waitFor(t, a.runner.cancelled, "A's run to be stopped through B's route"); got != "q2" {
 		t.Errorf("cancelled %q", got)
 	}
+	// The run's ctx ends before the run does: until it has unwound, A
+	// still runs q2 and would stop it again.
+	testenv.WaitFor(t, waitTimeout, "A to forget q2", func() bool { return !a.st.running.has(queryKey{"alice", "c2", "q2"}) })
 
 	start := time.Now()
 	rec = b.do(t, http.MethodPost, "/query/alice/c2/stop", `{"query_id": "q2"}`)
@@ -138,4 +143,12 @@ func TestRelayLive(t *testing.T) {
 	if got := b.st.hub.take(sub); got != topicTree|topicConversations {
 		t.Errorf("after missed messages B's stream looks again at %b, want tree and conversations", got)
 	}
+}
+
+// has reports whether k is running here.
+func (rq *runningQueries) has(k queryKey) bool {
+	rq.mu.Lock()
+	defer rq.mu.Unlock()
+	_, ok := rq.byKey[k]
+	return ok
 }
