@@ -1,6 +1,9 @@
 package mcpconfig
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // Expose modes: what the aggregate MCP endpoint lists (mcp.json's top-level
 // "expose" block, DESIGN.md "The aggregate MCP endpoint").
@@ -43,6 +46,12 @@ type Expose struct {
 	// Separator joins a server's prefix and a tool's name: characters from
 	// [A-Za-z0-9_-], 1 to 8 of them.
 	Separator string `json:"separator"`
+	// StreamPoll, when set, is how long the endpoint keeps a call's
+	// resumable stream open before it closes the connection and lets the
+	// client resume it (SEP-1699 polling), for proxies that cut long
+	// requests; the call goes on meanwhile. Zero keeps the stream open
+	// until the answer. mcp.json gives it in seconds.
+	StreamPoll time.Duration `json:"stream_poll,omitempty"`
 }
 
 // DefaultExpose is the Expose of an mcp.json without an "expose" block.
@@ -100,8 +109,19 @@ func (p *parser) expose(v *jnode) {
 				continue
 			}
 			e.Separator = m.val.str
+		case "stream_poll":
+			if f, err := strconv.ParseFloat(m.val.str, 64); m.val.kind == jNumber && err == nil && f == 0 {
+				e.StreamPoll = 0 // off, as without the key
+				continue
+			}
+			d, ok := seconds(m.val)
+			if !ok {
+				p.errAt(m.val.off, "", "expose.stream_poll must be a number of seconds from 0 (off) to %v", maxTimeout)
+				continue
+			}
+			e.StreamPoll = d
 		default:
-			p.warnAt(m.keyOff, "", "unknown key %q in expose ignored (want mode, max_tools, agent or separator)", m.key)
+			p.warnAt(m.keyOff, "", "unknown key %q in expose ignored (want mode, max_tools, agent, separator or stream_poll)", m.key)
 		}
 	}
 }

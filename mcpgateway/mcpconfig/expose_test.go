@@ -2,6 +2,7 @@ package mcpconfig
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -16,9 +17,9 @@ func TestParseExpose(t *testing.T) {
 	if got := cfg.Servers[0].ExposedPrefix(); got != "x" {
 		t.Errorf("ExposedPrefix without prefix = %q, want the name", got)
 	}
-	cfg = parseOK(t, `{"expose": {"mode": "search", "max_tools": 40, "agent": false, "separator": "-"},
+	cfg = parseOK(t, `{"expose": {"mode": "search", "max_tools": 40, "agent": false, "separator": "-", "stream_poll": 0.5},
 		"servers": {"x": {"command": "c", "prefix": ""}, "y": {"command": "c", "prefix": "why"}}}`, nil)
-	want := Expose{Mode: ExposeSearch, MaxTools: 40, Agent: false, Separator: "-"}
+	want := Expose{Mode: ExposeSearch, MaxTools: 40, Agent: false, Separator: "-", StreamPoll: 500 * time.Millisecond}
 	if diff := cmp.Diff(want, cfg.Expose); diff != "" {
 		t.Errorf("expose (-want +got):\n%s", diff)
 	}
@@ -36,6 +37,8 @@ func TestParseExpose(t *testing.T) {
 			`mcp.json:1:26: expose.max_tools must be a whole number from 1 to 10000`},
 		{`{"expose": {"separator": "::"}, "servers": {}}`,
 			`mcp.json:1:26: expose.separator "::" must be 1 to 8 characters from [A-Za-z0-9_-]`},
+		{`{"expose": {"stream_poll": -1}, "servers": {}}`,
+			`mcp.json:1:28: expose.stream_poll must be a number of seconds from 0 (off) to 24h0m0s`},
 		{`{"expose": [], "servers": {}}`,
 			`mcp.json:1:12: expose must be an object, got an array`},
 		{`{"servers": {"x": {"command": "c", "prefix": "a b"}}}`,
@@ -47,7 +50,7 @@ func TestParseExpose(t *testing.T) {
 		}
 	}
 	cfg = parseOK(t, `{"expose": {"modes": "x"}, "servers": {}}`, nil)
-	if diff := cmp.Diff([]string{`mcp.json:1:13: unknown key "modes" in expose ignored (want mode, max_tools, agent or separator)`}, cfg.Warnings); diff != "" {
+	if diff := cmp.Diff([]string{`mcp.json:1:13: unknown key "modes" in expose ignored (want mode, max_tools, agent, separator or stream_poll)`}, cfg.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }
