@@ -1,0 +1,293 @@
+package callstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Registry bounds.
+const (
+	// MaxPerSession bounds a session's streams; past it Open refuses.
+	MaxPerSession = 64
+	// writeTimeout bounds each write to a stream's client.
+	writeTimeout = 10 * time.Second
+	// maxForwardBatch bounds the messages of one Forward send in bytes;
+	// one larger message goes alone.
+	maxForwardBatch = 1 << 20
+)
+
+// Registry is the streams of one endpoint, by id. Set ResumeWait before
+// use; the zero value is otherwise ready. Its methods are safe for
+// concurrent use.
+type Registry struct {
+	// ResumeWait is how long a stream nobody reads is kept before it is
+	// forgotten and its call cancelled.
+	ResumeWait time.Duration
+
+	// mu guards byID, perSession and closed.
+	mu         sync.Mutex
+	byID       map[string]*Stream
+	perSession map[string]int
+	closed     bool
+	// wg counts the goroutines of Go; Close waits for them.
+	wg sync.WaitGroup
+}
+
+// Open registers a new stream of session sid and user whose call cancel
+// ends, or returns nil when the session has MaxPerSession streams already
+// or the Registry is closed.
+func (r *Registry) Open(sid, user string, cancel context.CancelFunc) *Stream {
+	st := &Stream{id: newID(), session: sid, user: user, cancel: cancel, wake: make(chan struct{})}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.perSession[sid] >= MaxPerSession {
+		return nil
+	}
+	if r.byID == nil {
+		r.byID, r.perSession = map[string]*Stream{}, map[string]int{}
+	}
+	r.byID[st.id] = st
+	r.perSession[sid]++
+	return st
+}
+
+// Get returns stream id of session sid and user, or nil.
+func (r *Registry) Get(id, sid, user string) *Stream {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.byID[id]
+	if st == nil || st.session != sid || st.user != user {
+		return nil
+	}
+	return st
+}
+
+// Lookup returns stream id if sessionOK accepts its session, or nil.
+func (r *Registry) Lookup(id string, sessionOK func(sid string) bool) *Stream {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.byID[id]
+	if st == nil || !sessionOK(st.session) {
+		return nil
+	}
+	return st
+}
+
+// Go runs f on a goroutine that Close waits for, unless the Registry is
+// closed; it reports whether it did.
+func (r *Registry) Go(f func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Go(f)
+	return true
+}
+
+// Forget drops st, cancels its call if it still runs, and stops its
+// readers.
+func (r *Registry) Forget(st *Stream) {
+	r.mu.Lock()
+	if r.byID[st.id] == st {
+		delete(r.byID, st.id)
+		if r.perSession[st.session]--; r.perSession[st.session] <= 0 {
+			delete(r.perSession, st.session)
+		}
+	}
+	r.mu.Unlock()
+	st.cancel()
+	st.End()
+}
+
+// EndSession forgets the streams of session sid.
+func (r *Registry) EndSession(sid string) {
+	r.mu.Lock()
+	var gone []*Stream
+	for _, st := range r.byID {
+		if st.session == sid {
+			gone = append(gone, st)
+		}
+	}
+	r.mu.Unlock()
+	for _, st := range gone {
+		r.Forget(st)
+	}
+}
+
+// Close forgets every stream and waits for the goroutines of Go; Open
+// refuses from then on.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	r.closed = true
+	all := make([]*Stream, 0, len(r.byID))
+	for _, st := range r.byID {
+		all = append(all, st)
+	}
+	r.mu.Unlock()
+	for _, st := range all {
+		r.Forget(st)
+	}
+	r.wg.Wait()
+}
+
+// Leave ends reader n's turn: when nobody reads st any more it is
+// forgotten, and its call cancelled, after ResumeWait unless a client
+// takes it up again.
+func (r *Registry) Leave(st *Stream, n int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.reader != n {
+		return // another connection reads it now
+	}
+	st.reader = 0
+	if st.mirror || st.gone {
+		return // the replica that holds it keeps it
+	}
+	if st.orphan != nil {
+		st.orphan.Reset(r.ResumeWait)
+		return
+	}
+	st.orphan = time.AfterFunc(r.ResumeWait, func() { r.Forget(st) })
+}
+
+// Start writes the headers of an event stream to w.
+func Start(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+}
+
+// ServeNew starts st's event stream on w, the connection of the request
+// that made the call: the headers, the priming event, then Serve from the
+// start.
+func (r *Registry) ServeNew(ctx context.Context, w http.ResponseWriter, st *Stream, poll time.Duration) {
+	Start(w)
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) // not every writer has deadlines
+	if st.prime(w) != nil || rc.Flush() != nil {
+		r.Leave(st, st.Take())
+		return
+	}
+	r.Serve(ctx, w, st, 0, poll)
+}
+
+// Serve writes st's messages after seq to w until the answer is written,
+// ctx ends (the client went), another connection takes the stream, or
+// poll (when not 0) has passed, and then leaves it (Leave).
+func (r *Registry) Serve(ctx context.Context, w http.ResponseWriter, st *Stream, seq int, poll time.Duration) {
+	n := st.Take()
+	defer r.Leave(st, n)
+	var polled <-chan time.Time
+	if poll > 0 {
+		t := time.NewTimer(poll)
+		defer t.Stop()
+		polled = t.C
+	}
+	rc := http.NewResponseController(w)
+	for {
+		evs, done, wake, current := st.Since(seq, n)
+		if !current {
+			return
+		}
+		if len(evs) > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) // not every writer has deadlines
+			for _, ev := range evs {
+				if st.frame(w, ev) != nil {
+					return
+				}
+				seq = ev.Seq
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+		if done {
+			return // the orphan timer forgets the stream after ResumeWait
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		case <-polled:
+			return
+		}
+	}
+}
+
+// Forward reads st for a reader elsewhere, from the event after seq on:
+// it hands the messages to send, in batches of at most about 1 MiB, the
+// first one (maybe empty) at once, until the answer is sent, another
+// connection takes the stream (send gets gone), or stop closes. An answer
+// send cannot carry is replaced by a JSON-RPC error that says so.
+func (r *Registry) Forward(st *Stream, seq int, send func(evs []Event, gone bool) bool, stop <-chan struct{}) {
+	n := st.Take()
+	defer r.Leave(st, n)
+	first := true
+	for {
+		evs, done, wake, current := st.Since(seq, n)
+		if !current {
+			send(nil, true)
+			return
+		}
+		for len(evs) > 0 || first {
+			var batch []Event
+			size := 0
+			for len(evs) > 0 && (len(batch) == 0 || size+len(evs[0].Data) <= maxForwardBatch) {
+				batch = append(batch, evs[0])
+				size += len(evs[0].Data)
+				seq = evs[0].Seq
+				evs = evs[1:]
+			}
+			if !send(batch, false) && len(batch) > 0 && batch[len(batch)-1].Final {
+				last := batch[len(batch)-1]
+				send([]Event{{Seq: last.Seq, Data: ErrorAnswer(last.Data, "the answer could not be relayed from the replica that ran the call: call again"), Final: true}}, false)
+			}
+			first = false
+		}
+		if done {
+			return
+		}
+		select {
+		case <-wake:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// ParseEventID splits an event id of a stream, "<stream id>-<seq>"; ok
+// is false for an id of another kind.
+func ParseEventID(s string) (id string, seq int, ok bool) {
+	id, seqText, found := strings.Cut(s, "-")
+	seq, err := strconv.Atoi(seqText)
+	if !found || len(id) != IDLen || err != nil || seq < 0 {
+		return "", 0, false
+	}
+	return id, seq, true
+}
+
+// internalError is JSON-RPC's code for an internal error.
+const internalError = -32603
+
+// ErrorAnswer is a JSON-RPC error answer, with msg, to the request that
+// answer (a JSON-RPC message, or only its id) answers.
+func ErrorAnswer(answer json.RawMessage, msg string) json.RawMessage {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(answer, &m) != nil {
+		m.ID = answer // the id itself
+	}
+	if m.ID == nil || !json.Valid(m.ID) {
+		m.ID = json.RawMessage("null")
+	}
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": internalError, "message": msg}})
+	return out
+}

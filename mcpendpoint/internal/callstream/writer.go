@@ -1,0 +1,107 @@
+package callstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// maxErrorText bounds the text of an HTTP error that a stream relays.
+const maxErrorText = 512
+
+// Writer is the http.ResponseWriter a server library answers a streamed
+// call on: what it writes, one JSON body or SSE events, becomes the
+// stream's messages. Call Finish once the library has answered.
+type Writer struct {
+	st   *Stream
+	id   json.RawMessage // the call's JSON-RPC id
+	h    http.Header
+	code int
+	sse  bool
+	buf  []byte // an SSE event not yet complete, or the JSON body
+}
+
+// NewWriter returns the Writer of st's call, whose JSON-RPC id is id.
+func NewWriter(st *Stream, id json.RawMessage) *Writer {
+	return &Writer{st: st, id: id, h: http.Header{}}
+}
+
+// Header is the answer's header.
+func (c *Writer) Header() http.Header { return c.h }
+
+// WriteHeader records the answer's status and kind.
+func (c *Writer) WriteHeader(code int) {
+	if c.code != 0 {
+		return
+	}
+	c.code = code
+	mt, _, _ := mime.ParseMediaType(c.h.Get("Content-Type"))
+	c.sse = code == http.StatusOK && mt == "text/event-stream"
+}
+
+// Write takes part of the answer.
+func (c *Writer) Write(b []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	c.buf = append(c.buf, b...)
+	if c.sse {
+		c.events()
+	}
+	return len(b), nil
+}
+
+// Flush does nothing: being a Flusher tells the library it may stream
+// notifications and questions.
+func (c *Writer) Flush() {}
+
+// events moves each complete SSE event in buf onto the stream.
+func (c *Writer) events() {
+	for {
+		end := bytes.Index(c.buf, []byte("\n\n"))
+		if end < 0 {
+			return
+		}
+		var data [][]byte
+		for line := range bytes.SplitSeq(c.buf[:end], []byte("\n")) {
+			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(v, []byte(" ")))
+			}
+		}
+		c.buf = c.buf[end+2:]
+		if msg := bytes.Join(data, []byte("\n")); len(msg) > 0 {
+			c.st.Add(msg, isResponse(msg))
+		}
+	}
+}
+
+// Finish ends the stream once the library has answered: a JSON answer is
+// the answer, and an HTTP error, or no answer at all, becomes a JSON-RPC
+// error of the call.
+func (c *Writer) Finish() {
+	if c.code == http.StatusOK && !c.sse && json.Valid(c.buf) {
+		c.st.Add(bytes.Clone(c.buf), true)
+		return
+	}
+	text := "the call ended without an answer"
+	if !c.sse {
+		body := strings.TrimSpace(string(c.buf[:min(len(c.buf), maxErrorText)]))
+		if body == "" {
+			body = http.StatusText(c.code)
+		}
+		text = fmt.Sprintf("HTTP %d: %s", c.code, body)
+	}
+	c.st.Add(ErrorAnswer(c.id, text), true) // dropped when the library streamed the answer
+}
+
+// isResponse reports whether msg is a JSON-RPC response: the only one a
+// call's stream carries is the call's.
+func isResponse(msg []byte) bool {
+	var m struct {
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(msg, &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil)
+}
