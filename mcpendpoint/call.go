@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
@@ -188,15 +187,11 @@ func arguments(req mcp.CallToolRequest) (map[string]any, error) {
 // progressEmitter relays a call's progress to the client as
 // notifications/progress with the client's token; nil when the client
 // gave none. Progress only grows: a report that does not is dropped.
-func progressEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
+func (e *Endpoint) progressEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return nil
 	}
 	token := req.Params.Meta.ProgressToken
-	srv := mcpserver.ServerFromContext(ctx)
-	if srv == nil {
-		return nil
-	}
 	var mu sync.Mutex
 	last, steps := -1.0, 0.0
 	return tools.EmitterFunc(func(ev tools.Event) {
@@ -229,7 +224,7 @@ func progressEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter
 			return
 		}
 		mu.Unlock()
-		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params) // a gone client misses it
+		e.notify(ctx, string(mcp.MethodNotificationProgress), params)
 	})
 }
 

@@ -63,7 +63,7 @@ func (e clientEmitter) Emit(ev tools.Event) {
 		if le.Logger != "" {
 			logger += "/" + le.Logger
 		}
-		_ = e.srv.SendLogMessageToClient(e.call, mcp.NewLoggingMessageNotification(level, logger, le.Data)) // a gone client misses it
+		e.ep.notifyLog(e.call, mcp.NewLoggingMessageNotification(level, logger, le.Data))
 		return
 	}
 	if e.progress != nil {
@@ -191,7 +191,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 // to the client, puts questions to it, and gives it the servers' sampling
 // requests when it declared sampling.
 func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
-	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, progress: progressEmitter(ctx, req), urls: &sentURLs{}}
+	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, progress: e.progressEmitter(ctx, req), urls: &sentURLs{}}
 	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok && s.GetClientCapabilities().Sampling != nil {
 		if _, ok := s.(mcpserver.SessionWithSampling); ok {
 			return samplingEmitter{ce}

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -71,6 +72,10 @@ type Options struct {
 	// request of a session another opened. Nil keeps them in this
 	// process.
 	Sessions SessionStore
+	// ResumeWait is how long a tools/call on a resumable stream
+	// (resume.go) whose stream nobody reads is kept for its client to
+	// resume it before it is cancelled. Zero means DefaultResumeWait.
+	ResumeWait time.Duration
 	// Relay, with Sessions, tells the other replicas that a session ended
 	// here (DELETE); they call Receive with its messages. Nil leaves them
 	// to find out within a quarter of SessionIdleTTL (at most a minute).
@@ -89,6 +94,8 @@ type Endpoint struct {
 	sse      *mcpserver.SSEServer
 	sessions *sessionBook
 	samples  *sampleRelay
+	streams  callstream.Registry
+	relayed  relayedStreams
 
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
@@ -134,11 +141,15 @@ func New(src Source, opts *Options) *Endpoint {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.ResumeWait <= 0 {
+		o.ResumeWait = DefaultResumeWait
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
 	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
 	e.sessions = newSessionBook(o.MaxSessions)
+	e.streams.ResumeWait = o.ResumeWait
 	e.samples = newSampleRelay()
 
 	hooks := &mcpserver.Hooks{}
@@ -146,6 +157,7 @@ func New(src Source, opts *Options) *Endpoint {
 	hooks.AddBeforeCallTool(e.beforeCallTool)
 	hooks.AddOnUnregisterSession(e.sessions.unregistered)
 	hooks.AddOnRequestInitialization(e.onRequest)
+	hooks.AddAfterInitialize(e.sessions.negotiated)
 	hooks.AddOnUnregisterSession(e.sessionEnded)
 	hooks.AddAfterListResources(e.afterListResources)
 	hooks.AddAfterListResourceTemplates(e.afterListResourceTemplates)
@@ -225,6 +237,9 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 			return
 		}
+		if e.serveResume(w, r, id, user) {
+			return
+		}
 		if r.Method == http.MethodGet && id != "" {
 			defer e.sessions.openStream(id)()
 			gctx, done := e.trackSession(r.Context(), id) // the stream ends with the session, here or on another replica
@@ -238,7 +253,7 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 		if ending && e.opts.Sessions != nil && e.sessions.ownedBy(id, user) && !e.endEverywhere(ctx, w, id, user) {
 			return
 		}
-		if e.serveAnswer(w, r, id) {
+		if e.serveAnswer(w, r, id) || e.serveCallStream(w, r, id, user) {
 			return
 		}
 		e.http.ServeHTTP(w, r)
@@ -339,6 +354,8 @@ func (e *Endpoint) Collisions() []Collision {
 // ended at their servers (each within ListTimeout). It may be called more than once.
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
+	e.relayed.stopForwards()
+	e.streams.Close()
 	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
 	e.subs.wg.Wait() // each bounded by ListTimeout
 	e.samples.close()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -40,6 +41,8 @@ type owned struct {
 	shared time.Time
 	// streams counts the session's GET streams open now.
 	streams int
+	// version is the protocol version the session negotiated.
+	version string
 }
 
 func newSessionBook(max int) *sessionBook {
@@ -263,4 +266,27 @@ func (u userSessions) Terminate(id string) (bool, error) {
 	}
 	u.b.forget(id)
 	return false, nil
+}
+
+// negotiated records the protocol version a session's initialize agreed
+// on (an AfterInitialize hook).
+func (b *sessionBook) negotiated(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
+	sid := SessionID(ctx)
+	if res == nil || sid == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if o, ok := b.owners[sid]; ok {
+		o.version = res.ProtocolVersion
+	}
+}
+
+// resumable reports whether session id is user's and negotiated a
+// protocol with resumable streams (2025-11-25 or later).
+func (b *sessionBook) resumable(id, user string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.owners[id]
+	return ok && o.user == user && o.version >= mcp.ProtocolVersion20251125
 }

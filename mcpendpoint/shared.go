@@ -285,8 +285,12 @@ func (e *Endpoint) Receive(msg []byte) {
 	if json.Unmarshal(msg, &m) != nil {
 		return
 	}
-	if m.Kind == relaySample || m.Kind == relaySampled {
+	switch m.Kind {
+	case relaySample, relaySampled:
 		e.receiveSample(msg)
+		return
+	case relayResume, relayEvents, relayLeft:
+		e.receiveStream(msg)
 		return
 	}
 	id := e.sessions.byHash(m.Session)

@@ -159,6 +159,7 @@ func (e *Endpoint) stopSubscription(ctx context.Context, uri string, s subscript
 // goroutine Close waits for: the hook must not wait on a server.
 func (e *Endpoint) sessionEnded(_ context.Context, session mcpserver.ClientSession) {
 	sid := session.SessionID()
+	e.streams.EndSession(sid)
 	e.subs.mu.Lock()
 	subs := e.subs.bySession[sid]
 	delete(e.subs.bySession, sid)

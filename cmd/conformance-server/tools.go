@@ -127,7 +127,7 @@ func addTools(s *mcpserver.MCPServer) {
 		return text("Tool with progress executed successfully"), nil
 	})
 	noArgs("test_reconnection", "Answers after a pause (the endpoint's stream may close and resume meanwhile)", func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if err := sleep(ctx, 2*step); err != nil {
+		if err := sleep(ctx, 20*step); err != nil { // past the stream_poll of the conformance test's config
 			return nil, err
 		}
 		return text("Reconnection test completed successfully"), nil

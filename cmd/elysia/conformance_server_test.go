@@ -48,7 +48,9 @@ func serverScenarios(t *testing.T, start func(cfg string) string) {
 
 	// log_level debug: the fixture logs at info, and the endpoint filters
 	// by each session's own logging/setLevel.
-	cfg := fmt.Sprintf(`{"expose": {"mode": "tools", "agent": false},
+	// stream_poll 0.3: the endpoint closes a call's stream after 300 ms,
+	// within test_reconnection's pause, and the client resumes it.
+	cfg := fmt.Sprintf(`{"expose": {"mode": "tools", "agent": false, "stream_poll": 0.3},
  "servers": {"conformance": {"type": "stdio", "command": %q, "prefix": "", "log_level": "debug"}}}`, fixture)
 	url := start(cfg) + "/mcp"
 

@@ -33,6 +33,8 @@ func endpointSettings(o *mcpendpoint.Options, maxSessions, maxBody *int64) []end
 			dur: &o.SessionIdleTTL, minDur: time.Minute, maxDur: 7 * 24 * time.Hour, def: "30m"},
 		{name: "ELYSIA_MCP_ENDPOINT_DEBOUNCE", what: "the quiet time before list_changed goes to every session",
 			dur: &o.Debounce, minDur: 10 * time.Millisecond, maxDur: 10 * time.Second, def: mcpendpoint.DefaultDebounce.String()},
+		{name: "ELYSIA_MCP_ENDPOINT_RESUME_WAIT", what: "how long a call whose stream dropped waits for its client to resume it before it is cancelled",
+			dur: &o.ResumeWait, minDur: time.Second, maxDur: 10 * time.Minute, def: mcpendpoint.DefaultResumeWait.String()},
 		{name: "ELYSIA_MCP_ENDPOINT_MAX_SESSIONS", what: "open MCP sessions (past it the least recently used ends)",
 			n: maxSessions, minN: 1, maxN: 1_000_000, def: strconv.Itoa(mcpendpoint.DefaultMaxSessions)},
 		{name: "ELYSIA_MCP_ENDPOINT_MAX_BODY_BYTES", what: "bytes of one request body",

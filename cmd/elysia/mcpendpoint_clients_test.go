@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -93,6 +94,22 @@ func TestMCPEndpointTypeScriptSDK(t *testing.T) {
 	}
 	checkSDKRun(t, sdkClient(t, dir, append(cleanEnv(), "ELYSIA_USER=erin"),
 		"stdio", elysiaBin(t), "mcp", "serve", "--config", dir+"/mcp.json", "--db", "-"))
+}
+
+// TestMCPEndpointTypeScriptSDKResumes: the TypeScript SDK client through
+// a call whose stream the endpoint closes after stream_poll: the client
+// resumes it with Last-Event-ID and gets every progress report, in order,
+// and the answer.
+func TestMCPEndpointTypeScriptSDKResumes(t *testing.T) {
+	cfg := fmt.Sprintf(`{"expose": {"stream_poll": 0.3}, "servers": {"everything": {"command": "node", "args": [%q, "stdio"]}}}`, testenv.Everything(t))
+	s := startService(t, serveOptions{Config: cfg})
+	res := sdkClient(t, s.Dir, cleanEnv(), "long", s.URL+"/mcp")
+	if jsonOf(res["progress"]) != "[1,2,3,4,5]" || !strings.Contains(jsonOf(res["text"]), "Long running operation completed") {
+		t.Errorf("sdk client through a polled stream: %s, want progress [1,2,3,4,5] and the answer", jsonOf(res))
+	}
+	if !strings.Contains(s.Output(), "MCP call stream resumed") {
+		t.Errorf("the service logged no resume of the polled stream:\n%s", s.Output())
+	}
 }
 
 // TestMCPEndpointSignInLink: a server the key's user has not signed in to

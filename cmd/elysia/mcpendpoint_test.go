@@ -269,7 +269,8 @@ func slowServer(t *testing.T, n int) (url string, cancelled <-chan struct{}) {
 
 func TestMCPEndpointProgressAndCancel(t *testing.T) {
 	url, cancelled := slowServer(t, 0)
-	s := startService(t, serveOptions{Config: fmt.Sprintf(`{"servers": {"slow": {"type": "http", "url": %q}}}`, url)})
+	s := startService(t, serveOptions{Config: fmt.Sprintf(`{"servers": {"slow": {"type": "http", "url": %q}}}`, url),
+		Env: []string{"ELYSIA_MCP_ENDPOINT_RESUME_WAIT=1s"}})
 	c := mcpClient(t, s.URL, "")
 	var mu sync.Mutex
 	var progress []float64
@@ -295,7 +296,10 @@ func TestMCPEndpointProgressAndCancel(t *testing.T) {
 		defer mu.Unlock()
 		return len(progress) > 0
 	})
-	cancel() // mcp-go's client sends notifications/cancelled
+	// mcp-go's HTTP client sends no notifications/cancelled: it drops the
+	// connection, and the endpoint cancels the call when nobody has
+	// resumed its stream within ELYSIA_MCP_ENDPOINT_RESUME_WAIT.
+	cancel()
 	select {
 	case <-cancelled:
 	case <-time.After(20 * time.Second):

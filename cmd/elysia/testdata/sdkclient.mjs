@@ -2,6 +2,8 @@
 // aggregate endpoint, for the Go tests: node sdkclient.mjs http URL [KEY]
 // or node sdkclient.mjs stdio COMMAND ARGS... It lists the tools, creates a
 // todo and lists them (with a progress token), and prints one JSON line.
+// node sdkclient.mjs long URL calls server-everything's long-running
+// operation (1.5 s, 5 steps) instead and prints its progress and answer.
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
@@ -11,7 +13,7 @@ const { Client } = await load("client/index.js");
 
 const [mode, ...rest] = process.argv.slice(2);
 let transport;
-if (mode === "http") {
+if (mode === "http" || mode === "long") {
   const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
   const headers = rest[1] ? { Authorization: `Bearer ${rest[1]}` } : {};
   transport = new StreamableHTTPClientTransport(new URL(rest[0]), { requestInit: { headers } });
@@ -22,6 +24,16 @@ if (mode === "http") {
 const client = new Client({ name: "sdk-test", version: "1.0.0" });
 await client.connect(transport);
 const out = { protocol: transport.protocolVersion ?? null, server: client.getServerVersion() };
+if (mode === "long") {
+  const progress = [];
+  const res = await client.callTool({ name: "everything__trigger-long-running-operation", arguments: { duration: 1.5, steps: 5 } },
+    undefined, { onprogress: (p) => progress.push(p.progress) });
+  out.progress = progress;
+  out.text = res.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
+  await client.close();
+  console.log(JSON.stringify(out));
+  process.exit(0);
+}
 const tools = await client.listTools();
 out.tools = tools.tools.map((t) => t.name);
 const created = await client.callTool({ name: "todo__create_todo", arguments: { title: "from the sdk" } });

@@ -1,0 +1,410 @@
+package mcpendpoint
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// waiter is an upstream whose tool "wait" reports progress 1, waits for
+// release (or its ctx) and answers "done"; cancelled receives once when a
+// call's ctx ended first. (One report: the gateway coalesces reports
+// close together, and mcp-go's Streamable HTTP server may drop one sent
+// right before the answer.)
+type waiter struct {
+	release   chan struct{}
+	started   chan struct{}
+	cancelled chan struct{}
+}
+
+func newWaiter(t *testing.T) (*waiter, string) {
+	t.Helper()
+	w := &waiter{release: make(chan struct{}), started: make(chan struct{}, 8), cancelled: make(chan struct{}, 8)}
+	s := mcpserver.NewMCPServer("up", "1")
+	s.AddTool(mcp.NewTool("wait"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		srv := mcpserver.ServerFromContext(ctx)
+		progress := func(p int) {
+			if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress),
+					map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": p, "total": 2})
+			}
+		}
+		progress(1)
+		w.started <- struct{}{}
+		select {
+		case <-w.release:
+		case <-ctx.Done():
+			w.cancelled <- struct{}{}
+			return nil, ctx.Err()
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
+	t.Cleanup(hs.Close)
+	return w, hs.URL + "/mcp"
+}
+
+// wireSession is an MCP session over plain HTTP requests, to see the
+// streams as they are on the wire.
+type wireSession struct {
+	url, id, user string
+}
+
+// wireInit opens a session that negotiates version.
+func wireInit(t *testing.T, url, user, version string) *wireSession {
+	t.Helper()
+	s := &wireSession{url: url, user: user}
+	res := s.post(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, version))
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if s.id = res.Header.Get(mcpserver.HeaderKeySessionID); s.id == "" {
+		t.Fatalf("initialize: %d %s, no session id", res.StatusCode, body)
+	}
+	_ = s.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	return s
+}
+
+func (s *wireSession) request(t *testing.T, method, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, s.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-User", s.user)
+	if s.id != "" {
+		req.Header.Set(mcpserver.HeaderKeySessionID, s.id)
+	}
+	return req
+}
+
+func (s *wireSession) do(t *testing.T, req *http.Request) *http.Response {
+	t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func (s *wireSession) post(t *testing.T, body string) *http.Response {
+	t.Helper()
+	return s.do(t, s.request(t, http.MethodPost, body))
+}
+
+// callWait posts a tools/call of up__wait with a progress token.
+func (s *wireSession) callWait(t *testing.T) *http.Response {
+	t.Helper()
+	return s.post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__wait","arguments":{},"_meta":{"progressToken":"tok"}}}`)
+}
+
+// resume GETs the stream after the event lastID.
+func (s *wireSession) resume(t *testing.T, lastID string) *http.Response {
+	t.Helper()
+	req := s.request(t, http.MethodGet, "")
+	req.Header.Set("Last-Event-ID", lastID)
+	return s.do(t, req)
+}
+
+// sseEvent is one event of a stream.
+type sseEvent struct {
+	id, data string
+	retry    string
+}
+
+// readEvents reads the events of res until it ends or until stop says
+// so, and closes it.
+func readEvents(t *testing.T, res *http.Response, stop func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	defer func() { _ = res.Body.Close() }()
+	sc := eventScanner(t, res)
+	var evs []sseEvent
+	for {
+		ev, ok := nextEvent(sc)
+		if !ok {
+			return evs
+		}
+		evs = append(evs, ev)
+		if stop != nil && stop(ev) {
+			return evs
+		}
+	}
+}
+
+// eventScanner checks that res is an event stream and scans its lines.
+func eventScanner(t *testing.T, res *http.Response) *bufio.Scanner {
+	t.Helper()
+	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		body, _ := io.ReadAll(res.Body)
+		t.Fatalf("stream: %d %s %s", res.StatusCode, ct, body)
+	}
+	return bufio.NewScanner(res.Body)
+}
+
+// nextEvent reads one event off sc; false at the stream's end.
+func nextEvent(sc *bufio.Scanner) (sseEvent, bool) {
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			return ev, true
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			ev.id = value
+		case "data":
+			ev.data += value
+		case "retry":
+			ev.retry = value
+		}
+	}
+	return ev, false
+}
+
+// kinds names each event: priming, progress N, or the result's text.
+func kinds(evs []sseEvent) []string {
+	var out []string
+	for _, ev := range evs {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Progress float64 `json:"progress"`
+			} `json:"params"`
+			Result struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		switch {
+		case ev.data == "":
+			out = append(out, "priming")
+		case json.Unmarshal([]byte(ev.data), &m) != nil:
+			out = append(out, "garbage: "+ev.data)
+		case m.Method != "":
+			out = append(out, fmt.Sprintf("%s %g", m.Method, m.Params.Progress))
+		case m.Error != nil:
+			out = append(out, "error: "+m.Error.Message)
+		case len(m.Result.Content) > 0:
+			out = append(out, "result: "+m.Result.Content[0].Text)
+		default:
+			out = append(out, "other: "+ev.data)
+		}
+	}
+	return out
+}
+
+func resumeEndpoint(t *testing.T, poll time.Duration, opts *Options) (*waiter, string) {
+	t.Helper()
+	w, up := newWaiter(t)
+	ex := mcpconfig.DefaultExpose()
+	ex.StreamPoll = poll
+	ep := New(&source{expose: ex, gws: []*mcpgateway.Gateway{gateway(t, "up", up)}}, opts)
+	return w, serve(t, ep) + "/mcp"
+}
+
+func waitSignal(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestCallStreamPrimedAndOrdered: a 2025-11-25 session's call is answered
+// on a stream that starts with a priming event (an id, a retry interval,
+// no data), and carries every progress report, in order and each with an
+// id, before the result.
+func TestCallStreamPrimedAndOrdered(t *testing.T) {
+	w, url := resumeEndpoint(t, 0, nil)
+	s := wireInit(t, url, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	defer func() { _ = res.Body.Close() }()
+	sc := eventScanner(t, res)
+	var evs []sseEvent
+	for ev, ok := nextEvent(sc); ok; ev, ok = nextEvent(sc) {
+		evs = append(evs, ev)
+		if ev.data != "" && !strings.Contains(ev.data, `"result"`) {
+			close(w.release) // the report is here: answer
+		}
+	}
+	want := []string{"priming", "notifications/progress 1", "result: done"}
+	if got := kinds(evs); strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if evs[0].id == "" || evs[0].retry != "500" {
+		t.Errorf("priming event id %q retry %q, want an id and 500", evs[0].id, evs[0].retry)
+	}
+	for i, ev := range evs {
+		if want := fmt.Sprintf("%s-%d", strings.TrimSuffix(evs[0].id, "-0"), i); ev.id != want {
+			t.Errorf("event %d has id %q, want %q", i, ev.id, want)
+		}
+	}
+}
+
+// TestCallStreamSurvivesDisconnect: a client whose connection drops
+// mid-call resumes with Last-Event-ID and gets what it missed and the
+// result; the call was never cancelled. A resume naming no stream of the
+// session, or another user's, gets 404.
+func TestCallStreamSurvivesDisconnect(t *testing.T) {
+	w, url := resumeEndpoint(t, 0, nil)
+	s := wireInit(t, url, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start")
+	// Read the priming event and the first report, then hang up.
+	evs := readEvents(t, res, func(ev sseEvent) bool { return ev.data != "" })
+	if len(evs) != 2 {
+		t.Fatalf("before hanging up: %q, want the priming event and the first report", kinds(evs))
+	}
+	last := evs[len(evs)-1].id
+	close(w.release)
+
+	rest := readEvents(t, s.resume(t, last), nil)
+	if got, want := kinds(rest), []string{"result: done"}; strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("after resuming from %s: %q, want %q", last, got, want)
+	}
+	select {
+	case <-w.cancelled:
+		t.Error("the call was cancelled when the client's connection dropped")
+	default:
+	}
+	// The stream is kept for a while after the result: a second resume
+	// from the start gets everything again.
+	if again := kinds(readEvents(t, s.resume(t, evs[0].id), nil)); len(again) != 2 || again[1] != "result: done" {
+		t.Errorf("resume from the priming event: %q, want the report and the result", again)
+	}
+
+	for _, tt := range []struct{ name, id, user, last string }{
+		{"unknown stream", s.id, "alice", strings.Repeat("ab", 16) + "-1"},
+		{"another user's session", s.id, "bob", last},
+	} {
+		other := &wireSession{url: url, id: tt.id, user: tt.user}
+		res := other.resume(t, tt.last)
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d %s, want 404", tt.name, res.StatusCode, body)
+		}
+	}
+}
+
+// TestCallStreamPolled: with stream_poll the endpoint closes a call's
+// stream before the answer, and the client's resume gets the rest.
+func TestCallStreamPolled(t *testing.T) {
+	w, url := resumeEndpoint(t, 100*time.Millisecond, nil)
+	s := wireInit(t, url, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start")
+	evs := readEvents(t, res, nil) // ends after the poll, without the result
+	close(w.release)
+	evs = append(evs, readEvents(t, s.resume(t, evs[len(evs)-1].id), nil)...)
+	want := []string{"priming", "notifications/progress 1", "result: done"}
+	if got := kinds(evs); strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("polled stream, then the resumed one: %q, want %q", got, want)
+	}
+}
+
+// TestCallStreamAbandoned: a call whose stream nobody takes up again
+// within ResumeWait is cancelled upstream, and its stream is gone.
+func TestCallStreamAbandoned(t *testing.T) {
+	w, url := resumeEndpoint(t, 0, &Options{ResumeWait: 200 * time.Millisecond})
+	s := wireInit(t, url, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start")
+	evs := readEvents(t, res, func(ev sseEvent) bool { return ev.data != "" })
+	waitSignal(t, w.cancelled, "the abandoned call to be cancelled upstream")
+	testenv.WaitFor(t, 5*time.Second, "the stream to be forgotten", func() bool {
+		res := s.resume(t, evs[0].id)
+		_ = res.Body.Close()
+		return res.StatusCode == http.StatusNotFound
+	})
+}
+
+// TestCallStreamEndsWithSession: ending the session (DELETE) cancels a
+// call whose stream waits for a resume.
+func TestCallStreamEndsWithSession(t *testing.T) {
+	w, url := resumeEndpoint(t, 0, nil)
+	s := wireInit(t, url, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start")
+	readEvents(t, res, func(ev sseEvent) bool { return ev.data != "" })
+	del := s.do(t, s.request(t, http.MethodDelete, ""))
+	_ = del.Body.Close()
+	waitSignal(t, w.cancelled, "the call to be cancelled with its session")
+}
+
+// TestCallStreamOlderProtocol: a session that negotiated an older
+// version than 2025-11-25 gets no priming event: its client may not
+// understand one.
+func TestCallStreamOlderProtocol(t *testing.T) {
+	w, url := resumeEndpoint(t, 0, nil)
+	s := wireInit(t, url, "alice", mcp.ProtocolVersion20250618)
+	close(w.release)
+	res := s.callWait(t)
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if strings.Contains(string(body), "retry:") || !strings.Contains(string(body), `"done"`) {
+		t.Errorf("call of a 2025-06-18 session: %s, want its result and no priming event", body)
+	}
+}
+
+// TestCallStreamResumesOnAnotherReplica: a call's stream resumed on a
+// replica that does not run the call is served from the one that does,
+// through the Relay, with the same event ids; a resume there that names a
+// stream no replica holds still gets 404.
+func TestCallStreamResumesOnAnotherReplica(t *testing.T) {
+	w, up := newWaiter(t)
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", up)}}
+	store := &memSessions{}
+	var epA, epB *Endpoint
+	epA = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epB })})
+	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
+	urlA, urlB := serve(t, epA)+"/mcp", serve(t, epB)+"/mcp"
+
+	s := wireInit(t, urlA, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start on A")
+	evs := readEvents(t, res, func(ev sseEvent) bool { return ev.data != "" })
+	onB := &wireSession{url: urlB, id: s.id, user: "alice"}
+	resumed := onB.resume(t, evs[0].id)
+	close(w.release)
+	rest := readEvents(t, resumed, nil)
+	if got := kinds(rest); len(got) != 2 || got[0] != "notifications/progress 1" || got[1] != "result: done" {
+		t.Errorf("resumed on B from the priming event: %q, want the report and the result", got)
+	}
+	if len(rest) == 2 && rest[1].id != strings.TrimSuffix(evs[0].id, "-0")+"-2" {
+		t.Errorf("the result's id on B is %q, want A's numbering", rest[1].id)
+	}
+	select {
+	case <-w.cancelled:
+		t.Error("the call was cancelled")
+	default:
+	}
+	start := time.Now()
+	nowhere := onB.resume(t, strings.Repeat("cd", 16)+"-3")
+	_ = nowhere.Body.Close()
+	if d := time.Since(start); nowhere.StatusCode != http.StatusNotFound || d < resumeRelayWait {
+		t.Errorf("resume of a stream no replica holds: %d after %v, want 404 after %v", nowhere.StatusCode, d, resumeRelayWait)
+	}
+}
