@@ -98,9 +98,21 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, id string
 	if !isAnswer(body) {
 		return false
 	}
+	local, mine, elsewhere := e.untagAnswer(body)
+	if elsewhere { // another replica's request: no use asking mcp-go here
+		msg, _ := json.Marshal(relayMsg{Kind: relayAnswer, Session: idHash(id), Body: body})
+		if err := e.opts.Relay.Publish(msg); err != nil {
+			writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the answer could not be passed to the replica that asked: answer again")
+			return true
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(local))
+	r.ContentLength = int64(len(local))
 	rec := &recordWriter{h: w.Header()}
 	e.http.ServeHTTP(rec, r)
-	if rec.code == http.StatusBadRequest && bytes.Contains(rec.body.Bytes(), []byte(notPending)) {
+	if !mine && rec.code == http.StatusBadRequest && bytes.Contains(rec.body.Bytes(), []byte(notPending)) {
 		msg, _ := json.Marshal(relayMsg{Kind: relayAnswer, Session: idHash(id), Body: body})
 		if err := e.opts.Relay.Publish(msg); err == nil {
 			w.Header().Del("Content-Type")
@@ -136,6 +148,10 @@ func (e *Endpoint) deliverAnswer(id string, body []byte) {
 	user, ok := e.sessions.owner(id)
 	if !ok {
 		return
+	}
+	body, _, elsewhere := e.untagAnswer(body)
+	if elsewhere {
+		return // another replica's request
 	}
 	e.replay(mcpgateway.WithUser(context.Background(), user), http.MethodPost, id, "", body)
 }

@@ -96,6 +96,9 @@ type Endpoint struct {
 	samples  *sampleRelay
 	streams  callstream.Registry
 	relayed  relayedStreams
+	// tag names this replica in the ids of its requests to clients
+	// (requestids.go).
+	tag string
 
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
@@ -149,6 +152,7 @@ func New(src Source, opts *Options) *Endpoint {
 	}
 	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
 	e.sessions = newSessionBook(o.MaxSessions)
+	e.tag = newReplicaTag()
 	e.streams.ResumeWait = o.ResumeWait
 	e.samples = newSampleRelay()
 
@@ -255,6 +259,9 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 		}
 		if e.serveAnswer(w, r, id) || e.serveCallStream(w, r, id, user) {
 			return
+		}
+		if e.tagsIDs() {
+			w = &tagWriter{ResponseWriter: w, e: e}
 		}
 		e.http.ServeHTTP(w, r)
 		if ending && !e.sessions.ownedBy(id, user) {

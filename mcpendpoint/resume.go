@@ -89,6 +89,9 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, r *http.Request, sid, 
 	inner := r.Clone(context.WithValue(ctx, streamKey{}, st))
 	inner.Body = io.NopCloser(bytes.NewReader(body))
 	cw := callstream.NewWriter(st, req.ID)
+	if e.tagsIDs() {
+		cw.Rewrite = e.tagRequest
+	}
 	if !e.streams.Go(func() {
 		defer cancel()
 		e.http.ServeHTTP(cw, inner)

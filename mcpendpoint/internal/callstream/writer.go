@@ -16,6 +16,10 @@ const maxErrorText = 512
 // call on: what it writes, one JSON body or SSE events, becomes the
 // stream's messages. Call Finish once the library has answered.
 type Writer struct {
+	// Rewrite, when set, rewrites each message but the answer before it
+	// goes onto the stream.
+	Rewrite func(msg []byte) []byte
+
 	st   *Stream
 	id   json.RawMessage // the call's JSON-RPC id
 	h    http.Header
@@ -70,8 +74,15 @@ func (c *Writer) events() {
 			}
 		}
 		c.buf = c.buf[end+2:]
-		if msg := bytes.Join(data, []byte("\n")); len(msg) > 0 {
-			c.st.Add(msg, isResponse(msg))
+		msg := bytes.Join(data, []byte("\n"))
+		switch {
+		case len(msg) == 0:
+		case isResponse(msg):
+			c.st.Add(msg, true)
+		case c.Rewrite != nil:
+			c.st.Add(c.Rewrite(msg), false)
+		default:
+			c.st.Add(msg, false)
 		}
 	}
 }

@@ -1,0 +1,144 @@
+package mcpendpoint
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Each replica's mcp-go numbers the requests it puts to clients
+// (elicitation, sampling, roots) from 1, so two replicas put requests with
+// the same id to one session, and the client's answer, which a load
+// balancer may send to either, could be taken by the wrong one. With a
+// Relay, the endpoint therefore tags the id of every request it puts to a
+// client with the replica's own random tag ("<tag>.<n>", a JSON-RPC
+// string id) on the way out, and an answer naming it goes to that replica
+// only, its id given back as the number mcp-go waits for.
+
+// replicaTagLen is the length of a replica's tag: 6 random bytes in hex.
+const replicaTagLen = 12
+
+// newReplicaTag returns a fresh random replica tag.
+func newReplicaTag() string {
+	var raw [replicaTagLen / 2]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(raw[:])
+}
+
+// tagsIDs reports whether the endpoint tags request ids: with a Relay,
+// where other replicas may put requests to the same session.
+func (e *Endpoint) tagsIDs() bool { return e.opts.Relay != nil }
+
+// tagRequest returns msg with its id tagged when it is a request with a
+// number id (mcp-go's), else msg unchanged.
+func (e *Endpoint) tagRequest(msg []byte) []byte {
+	if !bytes.Contains(msg, []byte(`"method"`)) || !bytes.Contains(msg, []byte(`"id"`)) {
+		return msg // the cheap test: notifications and answers
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m["method"] == nil {
+		return msg
+	}
+	n, err := strconv.ParseInt(string(m["id"]), 10, 64)
+	if err != nil {
+		return msg
+	}
+	m["id"], _ = json.Marshal(e.tag + "." + strconv.FormatInt(n, 10))
+	out, err := json.Marshal(m)
+	if err != nil {
+		return msg
+	}
+	return out
+}
+
+// untagAnswer reads the id of a client's answer: mine reports whether it
+// names a request of this replica (its body then carries the number
+// mcp-go waits for), elsewhere whether it names another replica's. An id
+// without a tag is neither.
+func (e *Endpoint) untagAnswer(body []byte) (out []byte, mine, elsewhere bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body, false, false
+	}
+	var id string
+	if json.Unmarshal(m["id"], &id) != nil {
+		return body, false, false // a number: untagged
+	}
+	tag, num, ok := strings.Cut(id, ".")
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || len(tag) != replicaTagLen || err != nil {
+		return body, false, false
+	}
+	if tag != e.tag {
+		return body, false, true
+	}
+	m["id"] = json.RawMessage(strconv.FormatInt(n, 10))
+	out, err = json.Marshal(m)
+	if err != nil {
+		return body, false, false
+	}
+	return out, true, false
+}
+
+// tagWriter tags the ids of the requests in the event stream mcp-go
+// writes to a client (the GET stream, or a POST it answers with events);
+// anything else passes as it is.
+type tagWriter struct {
+	http.ResponseWriter
+	e      *Endpoint
+	events bool   // the answer is an event stream
+	buf    []byte // an event not yet complete
+}
+
+// WriteHeader notes whether the answer is an event stream.
+func (w *tagWriter) WriteHeader(code int) {
+	w.events = strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write passes b on, each complete event with its request's id tagged.
+func (w *tagWriter) Write(b []byte) (int, error) {
+	if !w.events {
+		return w.ResponseWriter.Write(b)
+	}
+	w.buf = append(w.buf, b...)
+	for {
+		end := bytes.Index(w.buf, []byte("\n\n"))
+		if end < 0 {
+			return len(b), nil
+		}
+		event := w.buf[:end+2]
+		if bytes.Contains(event, []byte(`"method"`)) {
+			event = w.tagEvent(event)
+		}
+		if _, err := w.ResponseWriter.Write(event); err != nil {
+			return 0, err
+		}
+		w.buf = w.buf[end+2:]
+	}
+}
+
+// tagEvent tags the request in an event's data lines.
+func (w *tagWriter) tagEvent(event []byte) []byte {
+	lines := bytes.Split(event, []byte("\n"))
+	for i, line := range lines {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			lines[i] = append([]byte("data: "), w.e.tagRequest(data)...)
+		}
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
+// Flush flushes the underlying writer.
+func (w *tagWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *tagWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,143 @@
+package mcpendpoint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// askingUpstream is an MCP server whose tool "ask" puts its argument q to
+// the client as a question and answers with what the client said.
+func askingUpstream(t *testing.T) string {
+	t.Helper()
+	s := mcpserver.NewMCPServer("up", "1", mcpserver.WithElicitation())
+	s.AddTool(mcp.NewTool("ask", mcp.WithString("q", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		q := req.GetString("q", "")
+		er := mcp.ElicitationRequest{}
+		er.Params.Message = "q=" + q
+		er.Params.RequestedSchema = map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}
+		res, err := mcpserver.ServerFromContext(ctx).RequestElicitation(ctx, er)
+		if err != nil {
+			return nil, err
+		}
+		content, _ := res.Content.(map[string]any)
+		return mcp.NewToolResultText(fmt.Sprint(content["a"])), nil
+	})
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// TestRequestIDsAcrossReplicas: two replicas behind a balancer that
+// alternates between them each put a question to one client session at
+// once, both numbered by their own mcp-go from 1; each call gets the
+// answer to its own question, wherever the client's answer lands.
+func TestRequestIDsAcrossReplicas(t *testing.T) {
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", askingUpstream(t))}}
+	store := &memSessions{}
+	var epA, epB *Endpoint
+	epA = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epB })})
+	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
+	urls := [2]*url.URL{}
+	for i, ep := range []*Endpoint{epA, epB} {
+		u, err := url.Parse(serve(t, ep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls[i] = u
+	}
+	var n atomic.Int64
+	lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(urls[n.Add(1)%2])
+	}, FlushInterval: -1})
+	t.Cleanup(lb.Close)
+
+	tr, err := mcptransport.NewStreamableHTTP(lb.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client answers each question with the question itself.
+	c := mcpclient.NewClient(tr, mcpclient.WithElicitationHandler(elicitHandler(func(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+			Content: map[string]any{"a": req.Params.Message}}}, nil
+	})))
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{Form: &struct{}{}}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 4 {
+		var wg sync.WaitGroup
+		got := make([]string, 2)
+		for i := range 2 {
+			wg.Go(func() {
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "up__ask"
+				req.Params.Arguments = map[string]any{"q": fmt.Sprintf("%d-%d", round, i)}
+				res, err := c.CallTool(t.Context(), req)
+				if err != nil {
+					got[i] = "error: " + err.Error()
+					return
+				}
+				for _, ct := range res.Content {
+					if tc, ok := ct.(mcp.TextContent); ok {
+						got[i] += tc.Text
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for i, g := range got {
+			if want := fmt.Sprintf("q=%d-%d", round, i); !strings.Contains(g, want) {
+				t.Errorf("round %d, call %d got %q, want the answer to its own question (%s)", round, i, g, want)
+			}
+		}
+	}
+}
+
+// FuzzUntagAnswer: a client's answer never panics the id reader; a
+// request tagged here comes back as the number mcp-go gave it, and no
+// answer is both this replica's and another's.
+func FuzzUntagAnswer(f *testing.F) {
+	e := &Endpoint{tag: newReplicaTag()}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"`+e.tag+`.7","result":{}}`), int64(7))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"aaaaaaaaaaaa.1","error":{}}`), int64(1))
+	f.Add([]byte(`{"id":3}`), int64(-1))
+	f.Fuzz(func(t *testing.T, body []byte, n int64) {
+		_, mine, elsewhere := e.untagAnswer(body)
+		if mine && elsewhere {
+			t.Fatalf("untagAnswer(%s): mine and elsewhere", body)
+		}
+		req := e.tagRequest([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"elicitation/create"}`, n)))
+		var m struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(req, &m); err != nil || m.ID != fmt.Sprintf("%s.%d", e.tag, n) {
+			t.Fatalf("tagRequest(%d) = %s", n, req)
+		}
+		back, mine, _ := e.untagAnswer([]byte(`{"jsonrpc":"2.0","id":"` + m.ID + `","result":{}}`))
+		if !mine || !strings.Contains(string(back), fmt.Sprintf(`"id":%d`, n)) {
+			t.Fatalf("untagAnswer of %s = %s, %v", m.ID, back, mine)
+		}
+	})
+}
