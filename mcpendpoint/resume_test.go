@@ -408,3 +408,19 @@ func TestCallStreamResumesOnAnotherReplica(t *testing.T) {
 		t.Errorf("resume of a stream no replica holds: %d after %v, want 404 after %v", nowhere.StatusCode, d, resumeRelayWait)
 	}
 }
+
+// TestCallStreamPrimesAtOnce: a call that sends nothing for a while still
+// gets its priming event out promptly (it waits at most primeDelay to
+// leave with a quick answer), so that the client has an id to resume from.
+func TestCallStreamPrimesAtOnce(t *testing.T) {
+	w, url := resumeEndpoint(t, 0, nil)
+	s := wireInit(t, url, "alice", mcp.ProtocolVersion20251125)
+	res := s.post(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"up__wait","arguments":{}}}`) // no progress token: silent
+	defer func() { _ = res.Body.Close() }()
+	waitSignal(t, w.started, "the call to start")
+	ev, ok := nextEvent(eventScanner(t, res)) // the call still waits for release
+	if !ok || ev.data != "" || ev.retry == "" {
+		t.Fatalf("first event %+v (%v), want the priming event before the answer", ev, ok)
+	}
+	close(w.release)
+}

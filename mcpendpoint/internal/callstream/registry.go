@@ -19,6 +19,10 @@ const (
 	// maxForwardBatch bounds the messages of one Forward send in bytes;
 	// one larger message goes alone.
 	maxForwardBatch = 1 << 20
+	// primeDelay is how long the priming event may wait to go out with
+	// the call's first message: a quick call's answer then leaves in one
+	// write with it.
+	primeDelay = 5 * time.Millisecond
 )
 
 // Registry is the streams of one endpoint, by id. Set ResumeWait before
@@ -171,17 +175,23 @@ func (r *Registry) ServeNew(ctx context.Context, w http.ResponseWriter, st *Stre
 	Start(w)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) // not every writer has deadlines
-	if st.prime(w) != nil || rc.Flush() != nil {
+	if st.prime(w) != nil {
 		r.Leave(st, st.Take())
 		return
 	}
-	r.Serve(ctx, w, st, 0, poll)
+	r.serve(ctx, w, st, 0, poll, true)
 }
 
 // Serve writes st's messages after seq to w until the answer is written,
 // ctx ends (the client went), another connection takes the stream, or
 // poll (when not 0) has passed, and then leaves it (Leave).
 func (r *Registry) Serve(ctx context.Context, w http.ResponseWriter, st *Stream, seq int, poll time.Duration) {
+	r.serve(ctx, w, st, seq, poll, false)
+}
+
+// serve is Serve; unflushed says w holds a priming event not yet flushed,
+// which goes out with the first message or after primeDelay.
+func (r *Registry) serve(ctx context.Context, w http.ResponseWriter, st *Stream, seq int, poll time.Duration, unflushed bool) {
 	n := st.Take()
 	defer r.Leave(st, n)
 	var polled <-chan time.Time
@@ -189,6 +199,12 @@ func (r *Registry) Serve(ctx context.Context, w http.ResponseWriter, st *Stream,
 		t := time.NewTimer(poll)
 		defer t.Stop()
 		polled = t.C
+	}
+	var prime <-chan time.Time
+	if unflushed {
+		t := time.NewTimer(primeDelay)
+		defer t.Stop()
+		prime = t.C
 	}
 	rc := http.NewResponseController(w)
 	for {
@@ -207,12 +223,18 @@ func (r *Registry) Serve(ctx context.Context, w http.ResponseWriter, st *Stream,
 			if rc.Flush() != nil {
 				return
 			}
+			prime = nil // out with them
 		}
 		if done {
 			return // the orphan timer forgets the stream after ResumeWait
 		}
 		select {
 		case <-wake:
+		case <-prime:
+			if rc.Flush() != nil {
+				return
+			}
+			prime = nil
 		case <-ctx.Done():
 			return
 		case <-polled:
