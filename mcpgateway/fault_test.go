@@ -548,7 +548,7 @@ func TestFaultCircuitOpensAndRecovers(t *testing.T) {
 	t.Parallel()
 	healthy := healthyGateway(t)
 	cfg := faultConfig(t, tempDB(t))
-	cfg.CallTimeout = 100 * time.Millisecond
+	cfg.CallTimeout = 300 * time.Millisecond // the trial call must answer within it on a loaded machine
 	const openFor = time.Second
 	g := newGateway(t, cfg, &Options{CircuitFailures: 5, CircuitOpenFor: openFor})
 	createTodo(t, g, "saved before the circuit opened")
