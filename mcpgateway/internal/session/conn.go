@@ -69,6 +69,7 @@ type Conn struct {
 	deaths    []time.Time // recent session deaths, for crash-loop detection
 	retryAt   time.Time   // end of the back-off while state is failed
 	feeding   bool        // feedStates has been started
+	connects  int         // successful connects so far
 	closed    bool
 	closeDone chan struct{}
 }
@@ -342,6 +343,11 @@ func (c *Conn) connect(a *flight) {
 			// the server may have read the old ones.
 			c.rootsChangedLocked(s)
 		}
+		c.connects++
+		if up := c.opts.OnSessionUp; up != nil {
+			first := c.connects == 1
+			c.goFunc(func() { up(c.lifetime, s, first) })
+		}
 	}
 	closedNow := c.closed
 	c.mu.Unlock()
@@ -377,8 +383,9 @@ func (c *Conn) safeDial(ctx context.Context) (s *Session, err error) {
 }
 
 // watch waits for s to die, then retires and closes it: the state goes back
-// to idle (or failed, in a crash loop) and the next call connects again. When
-// the conn closes first, close ends s.
+// to idle (or failed, in a crash loop) and the next call connects again.
+// Then it calls OnSessionDown, if set, on its own goroutine, which the conn
+// owns. When the conn closes first, close ends s and no hook runs.
 func (c *Conn) watch(s *Session) {
 	select {
 	case <-s.dead:
@@ -388,6 +395,9 @@ func (c *Conn) watch(s *Session) {
 	c.Retire(s)
 	c.logger.Warn("gateway session ended", logKeyErr, s.deadErr)
 	c.closeSession(s)
+	if down := c.opts.OnSessionDown; down != nil && c.lifetime.Err() == nil {
+		down(c.lifetime, s)
+	}
 }
 
 // Retire drops s, a session that died, if it is still the published one, so

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -46,4 +47,20 @@ type Options struct {
 	// OnProcessStart, when set, is called with the pid of every stdio
 	// child started. It must not block.
 	OnProcessStart func(pid int)
+	// OnSessionUp, when set, is called after every successful connect
+	// with the new session, already published (Current returns it unless
+	// it died since), and whether it is the Conn's first. OnSessionDown,
+	// when set, is called once a published session has died and been
+	// retired and closed; the next call, or the hook itself through
+	// Session, connects again.
+	//
+	// Each runs on a goroutine of the Conn, never under its lock and never
+	// on a transport's read loop, so it may do I/O and call the Conn; ctx
+	// is the Conn's lifetime, which Close cancels before it waits for the
+	// hook to return: every wait in a hook must be bounded and end with
+	// ctx. The hooks of successive sessions may run concurrently and out
+	// of order (a session a call retired may be reported down after its
+	// successor is up), and neither runs once Close has begun.
+	OnSessionUp   func(ctx context.Context, s *Session, first bool)
+	OnSessionDown func(ctx context.Context, s *Session)
 }
