@@ -1,12 +1,16 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -19,9 +23,18 @@ import (
 //
 // Several subscribers of one URI on one session share one subscription
 // upstream. updated runs on the transport's read loop: it must be quick
-// and must not block. A subscription does not outlive the session: after
-// the server reconnects, no more updates come until the caller subscribes
-// again.
+// and must not block.
+//
+// A subscription outlives the session it was made on. When that session
+// ends (the process exits, the HTTP server ends the session, a health
+// ping fails) while the user has subscribers, the gateway connects again
+// at once, through the usual connect (crash-loop back-off applies), and
+// sends resources/subscribe again on the new session for every URI the
+// user has subscribers of; so does any later session, however it was
+// opened. Updates the server sent while no session was up are lost: a
+// caller that must not miss a change reads the resource again when it
+// sees fit. A connect that keeps failing is given up after a few tries
+// (eagerTries); the next call or Subscribe connects and subscribes again.
 func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (stop func(context.Context) error, err error) {
 	if uri == "" {
 		return nil, &tools.ArgumentError{Tool: "resources/subscribe", Problems: []string{"uri is required"}}
@@ -78,6 +91,120 @@ func (v *view) resourceUpdated(s *session.Session, n mcp.JSONRPCNotification) {
 	}
 }
 
+// eagerTries bounds the connects keepSubscribed makes after one session
+// ended: a server still down after them is connected to at the next call
+// or Subscribe, whose session is subscribed again all the same.
+const eagerTries = 5
+
+// eagerEvery is the least time between two connects keepSubscribed makes
+// for a view, and the pause after a failed one outside back-off: a server
+// that ends every session at once costs one connect per interval, not a
+// busy loop, even though a session it ended is not a crash.
+const eagerEvery = time.Second
+
+// resubscribe is the view's session.Options.OnSessionUp: on each session
+// after the first (Subscribe subscribes on the first itself), it sends
+// resources/subscribe for every URI the view's user has subscribers of,
+// since the server forgot the subscriptions with the old session. Each
+// request is bounded by the call timeout; a failure is logged and the
+// subscribers stay (the next session tries again). It stops once s is no
+// longer the current session: that session's own call does the rest.
+func (v *view) resubscribe(ctx context.Context, s *session.Session, first bool) {
+	if first {
+		return
+	}
+	uris := v.g.watches.uris(v.user)
+	failed := 0
+	var firstErr error
+	for _, uri := range uris {
+		if ctx.Err() != nil || v.conn.Current() != s {
+			return
+		}
+		err := v.conn.Do(ctx, "resources/subscribe", func(ctx context.Context, s *session.Session) error {
+			req := mcp.SubscribeRequest{}
+			req.Params.URI = uri
+			//lint:ignore SA1019 resources/subscribe of the released protocol versions the gateway speaks
+			return s.Client().Subscribe(ctx, req) //nolint:staticcheck // see above
+		})
+		if err != nil {
+			failed++
+			firstErr = cmp.Or(firstErr, err)
+		}
+	}
+	switch {
+	case failed > 0:
+		// err names the server and is masked (Conn.Do); the URIs are the
+		// users', so they are not logged.
+		v.logger.Warn("resources/subscribe after a reconnect failed", "failed", failed, "subscriptions", len(uris), logKeyErr, firstErr)
+	case len(uris) > 0:
+		v.logger.Info("subscribed again after a reconnect", "subscriptions", len(uris))
+	}
+}
+
+// keepSubscribed is the view's session.Options.OnSessionDown: while the
+// view's user has subscribers, it connects again at once (resubscribe then
+// subscribes on the new session), so updates keep coming without waiting
+// for a call. It connects through Conn.Session, so a crash loop's back-off
+// applies: it waits for its end. It makes at most eagerTries connects, at
+// least eagerEvery apart, and ends with the view (ctx, cancelled by Close).
+// Nobody subscribed: nothing, and the next call connects, as ever.
+func (v *view) keepSubscribed(ctx context.Context, _ *session.Session) {
+	for try := range eagerTries {
+		if !v.g.watches.any(v.user) {
+			return
+		}
+		v.mu.Lock()
+		wait := time.Until(v.lastEager.Add(eagerEvery))
+		v.mu.Unlock()
+		if st := v.conn.Status(); !st.RetryAt.IsZero() {
+			wait = max(wait, time.Until(st.RetryAt))
+		}
+		if !sleepCtx(ctx, wait) || !v.g.watches.any(v.user) {
+			return
+		}
+		if v.conn.Current() != nil {
+			return // a call connected meanwhile
+		}
+		v.mu.Lock()
+		v.lastEager = time.Now()
+		v.mu.Unlock()
+		_, err := v.conn.Session(ctx)
+		switch {
+		case err == nil:
+			return
+		case ctx.Err() != nil, errors.Is(err, session.ErrClosed):
+			return
+		case errors.Is(err, session.ErrUnavailable) && !inBackoff(err):
+			return // disabled, unresolved: no connect would do
+		case errors.Is(err, mcpauth.ErrSignInRequired):
+			return // the user must act; their next call connects
+		}
+		v.logger.Warn("reconnect for subscribers failed", "try", try+1, "of", eagerTries, logKeyErr, err)
+	}
+}
+
+// inBackoff reports whether err refuses a connect during a crash loop's
+// back-off, which ends at a time it says.
+func inBackoff(err error) bool {
+	var ra interface{ RetryAt() time.Time }
+	return errors.As(err, &ra)
+}
+
+// sleepCtx waits for d, or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // watchKey names a subscription: a URI on the session of a user ("" for
 // the shared session).
 type watchKey struct{ user, uri string }
@@ -129,4 +256,30 @@ func (w *watchBook) of(k watchKey) []func() {
 		out = append(out, f)
 	}
 	return out
+}
+
+// uris returns the URIs user has subscribers of ("" for the shared
+// session), in no order.
+func (w *watchBook) uris(user string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k := range w.subs {
+		if k.user == user {
+			out = append(out, k.uri)
+		}
+	}
+	return out
+}
+
+// any reports whether user has subscribers of any URI.
+func (w *watchBook) any(user string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k := range w.subs {
+		if k.user == user {
+			return true
+		}
+	}
+	return false
 }

@@ -33,6 +33,8 @@ type view struct {
 	relisting bool        // relist runs: notified starts no other
 	listing   *listFlight // in-flight list
 	closed    bool
+	// lastEager is when keepSubscribed last connected (see eagerEvery).
+	lastEager time.Time
 }
 
 // newView returns the view of cfg for user ("" for the shared one) of g,
@@ -42,7 +44,8 @@ func (g *Gateway) newView(cfg mcpconfig.ServerConfig, user string, logger *slog.
 	o := g.opts
 	co := session.Options{User: user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
 		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: g.samples, Notify: v.notified,
-		LookupEnv: o.LookupEnv, Tokens: o.Tokens, Browser: o.Browser, OnProcessStart: o.OnProcessStart}
+		LookupEnv: o.LookupEnv, Tokens: o.Tokens, Browser: o.Browser, OnProcessStart: o.OnProcessStart,
+		OnSessionUp: v.resubscribe, OnSessionDown: v.keepSubscribed}
 	if so, ok := o.Observer.(StateObserver); ok {
 		co.States = so
 	}
