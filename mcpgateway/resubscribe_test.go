@@ -60,6 +60,7 @@ var buildConformance = sync.OnceValues(func() (string, error) {
 
 // conformanceStdio is the fixture as a stdio server named conf.
 func conformanceStdio(t *testing.T, perUser bool) mcpconfig.ServerConfig {
+	t.Helper()
 	return mcpconfig.ServerConfig{Name: "conf", Transport: mcpconfig.TransportStdio, Command: conformanceServer(t), Enabled: true,
 		PerUser: perUser, ConnectTimeout: 15 * time.Second, CallTimeout: 5 * time.Second}
 }

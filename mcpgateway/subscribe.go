@@ -150,7 +150,7 @@ func (v *view) resubscribe(ctx context.Context, s *session.Session, first bool) 
 // Nobody subscribed: nothing, and the next call connects, as ever.
 func (v *view) keepSubscribed(ctx context.Context, _ *session.Session) {
 	for try := range eagerTries {
-		if !v.g.watches.any(v.user) {
+		if !v.g.watches.any(v.user) || !v.g.serving() {
 			return
 		}
 		v.mu.Lock()
@@ -181,6 +181,15 @@ func (v *view) keepSubscribed(ctx context.Context, _ *session.Session) {
 		}
 		v.logger.Warn("reconnect for subscribers failed", "try", try+1, "of", eagerTries, logKeyErr, err)
 	}
+}
+
+// serving reports whether g takes calls: not closed, not draining before
+// being replaced or removed. It admits nothing (see enter): a reconnect
+// waiting for a back-off must not hold up Drain.
+func (g *Gateway) serving() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.closed && !g.draining
 }
 
 // inBackoff reports whether err refuses a connect during a crash loop's
