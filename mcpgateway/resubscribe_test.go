@@ -288,3 +288,30 @@ func sendUntilUpdated(t *testing.T, srv *mcpserver.MCPServer, sid string, ch <-c
 		}
 	}
 }
+
+// TestSubscriptionKeepsUserSession: the idle users' sessions of a per-user
+// server are closed, but not one that carries its user's subscriptions,
+// which would end them.
+func TestSubscriptionKeepsUserSession(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, conformanceStdio(t, true), &Options{UserIdle: time.Millisecond})
+	ch, updated := updates()
+	stop, err := g.Subscribe(WithUser(t.Context(), "alice"), watchedURI, updated)
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	awaitUpdate(t, ch, "after subscribing")
+	if _, err := g.ListResources(WithUser(t.Context(), "bob")); err != nil {
+		t.Fatalf("bob: ListResources: %v", err)
+	}
+	// One pass of the reaper retires every idle user at once.
+	testenv.WaitFor(t, 10*time.Second, "bob's idle session to be closed", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.users["bob"] == nil
+	})
+	if st := userConn(g, "alice"); st.State != session.StateConnected {
+		t.Errorf("alice's session, which carries her subscription: state %q, want connected", st.State)
+	}
+}

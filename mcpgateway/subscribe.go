@@ -35,6 +35,9 @@ import (
 // caller that must not miss a change reads the resource again when it
 // sees fit. A connect that keeps failing is given up after a few tries
 // (eagerTries); the next call or Subscribe connects and subscribes again.
+// On a per-user server, a user with subscribers keeps their session
+// however long it is idle (Options.UserIdle does not close it); only
+// MaxUsers' eviction of the least recently used may.
 func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (stop func(context.Context) error, err error) {
 	if uri == "" {
 		return nil, &tools.ArgumentError{Tool: "resources/subscribe", Problems: []string{"uri is required"}}
@@ -291,4 +294,15 @@ func (w *watchBook) any(user string) bool {
 		}
 	}
 	return false
+}
+
+// users returns the users with subscribers of any URI.
+func (w *watchBook) users() map[string]struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]struct{}, len(w.subs))
+	for k := range w.subs {
+		out[k.user] = struct{}{}
+	}
+	return out
 }

@@ -205,12 +205,14 @@ func (g *Gateway) remaskLocked() {
 }
 
 // evictLocked retires the idle entries unused for longer than idle (zero:
-// none), then the least recently used idle ones beyond max. Busy entries
-// stay. It reports whether it retired any.
+// none), but those of users with resource subscribers, whose sessions
+// carry the subscriptions; then the least recently used idle ones beyond
+// max. Busy entries stay. It reports whether it retired any.
 func (g *Gateway) evictLocked(max int, idle time.Duration, now time.Time) bool {
 	var out []string
+	subscribed := g.watches.users()
 	for user, u := range g.users {
-		if u.busy == 0 && idle > 0 && now.Sub(u.lastUsed) > idle {
+		if _, sub := subscribed[user]; u.busy == 0 && idle > 0 && now.Sub(u.lastUsed) > idle && !sub {
 			out = append(out, user)
 		}
 	}
