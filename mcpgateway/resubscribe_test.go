@@ -315,3 +315,29 @@ func TestSubscriptionKeepsUserSession(t *testing.T) {
 		t.Errorf("alice's session, which carries her subscription: state %q, want connected", st.State)
 	}
 }
+
+// TestSubscriptionSurvivesEviction: a per-user server's pool is full and
+// the session of a user with subscribers is closed for another user's; the
+// user's next call opens a session subscribed again.
+func TestSubscriptionSurvivesEviction(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, conformanceStdio(t, true), &Options{MaxUsers: 1})
+	ch, updated := updates()
+	alice := WithUser(t.Context(), "alice")
+	stop, err := g.Subscribe(alice, watchedURI, updated)
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	t.Cleanup(func() { _ = stop(context.Background()) })
+	awaitUpdate(t, ch, "after subscribing")
+	if _, err := g.ListResources(WithUser(t.Context(), "bob")); err != nil {
+		t.Fatalf("bob: ListResources: %v", err)
+	}
+	if st := userConn(g, "alice"); st.PID != 0 {
+		t.Fatalf("alice's session is still open (pid %d) with MaxUsers 1", st.PID)
+	}
+	if _, err := g.ListResources(alice); err != nil {
+		t.Fatalf("alice: ListResources: %v", err)
+	}
+	awaitUpdate(t, ch, "after alice's session was closed for bob's and opened again")
+}

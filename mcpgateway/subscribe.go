@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,8 +37,9 @@ import (
 // sees fit. A connect that keeps failing is given up after a few tries
 // (eagerTries); the next call or Subscribe connects and subscribes again.
 // On a per-user server, a user with subscribers keeps their session
-// however long it is idle (Options.UserIdle does not close it); only
-// MaxUsers' eviction of the least recently used may.
+// however long it is idle (Options.UserIdle does not close it); when
+// MaxUsers' eviction of the least recently used closes it, the user's
+// next call opens a session subscribed again.
 func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (stop func(context.Context) error, err error) {
 	if uri == "" {
 		return nil, &tools.ArgumentError{Tool: "resources/subscribe", Problems: []string{"uri is required"}}
@@ -106,17 +108,23 @@ const eagerTries = 5
 const eagerEvery = time.Second
 
 // resubscribe is the view's session.Options.OnSessionUp: on each session
-// after the first (Subscribe subscribes on the first itself), it sends
-// resources/subscribe for every URI the view's user has subscribers of,
-// since the server forgot the subscriptions with the old session. Each
+// after the first, it sends resources/subscribe for every URI the view's
+// user has subscribers of, since the server forgot the subscriptions with
+// the old session. On the first, only for those inherited from a closed
+// view of the user (a per-user session evicted, or replaced after a secret
+// changed): Subscribe subscribes on the view's sessions itself. Each
 // request is bounded by the call timeout; a failure is logged and the
 // subscribers stay (the next session tries again). It stops once s is no
 // longer the current session: that session's own call does the rest.
 func (v *view) resubscribe(ctx context.Context, s *session.Session, first bool) {
-	if first {
-		return
-	}
 	uris := v.g.watches.uris(v.user)
+	if first {
+		inherited := make(map[string]bool, len(v.inherited))
+		for _, uri := range v.inherited {
+			inherited[uri] = true
+		}
+		uris = slices.DeleteFunc(uris, func(uri string) bool { return !inherited[uri] })
+	}
 	failed := 0
 	var firstErr error
 	for _, uri := range uris {

@@ -22,6 +22,10 @@ type view struct {
 	masker func(string) string // cfg's secrets
 	// wg owns the view's relists (list_changed); close waits for it.
 	wg sync.WaitGroup
+	// inherited are the URIs user had subscribers of when the view was
+	// made, on a view of theirs since closed: its first session subscribes
+	// to them again (resubscribe).
+	inherited []string
 
 	// mu guards everything below. It is never held across I/O.
 	mu sync.Mutex
@@ -40,7 +44,7 @@ type view struct {
 // newView returns the view of cfg for user ("" for the shared one) of g,
 // logging to logger, which masks what it must; it does no I/O.
 func (g *Gateway) newView(cfg mcpconfig.ServerConfig, user string, logger *slog.Logger) *view {
-	v := &view{g: g, cfg: cfg, user: user, logger: logger, masker: cfg.Masker()}
+	v := &view{g: g, cfg: cfg, user: user, logger: logger, masker: cfg.Masker(), inherited: g.watches.uris(user)}
 	o := g.opts
 	co := session.Options{User: user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
 		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: g.samples, Notify: v.notified,
