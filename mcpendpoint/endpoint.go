@@ -201,7 +201,7 @@ func New(src Source, opts *Options) *Endpoint {
 	e.sse = mcpserver.NewSSEServer(e.srv,
 		mcpserver.WithSSEEndpoint("/sse"),
 		mcpserver.WithMessageEndpoint("/message"),
-		mcpserver.WithSessionIDGenerator(e.sessions.generateSSE),
+		mcpserver.WithSessionIDGenerator(e.generateSSE),
 		mcpserver.WithSSEDisableLocalhostProtection(true),
 		mcpserver.WithKeepAliveInterval(30*time.Second),
 	)
@@ -268,13 +268,9 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			e.cancelSession(id) // the client ended its session: so are its calls
 		}
 	case "/sse":
-		e.sse.ServeHTTP(w, r)
+		e.serveSSE(w, r, user)
 	case "/message":
-		if !e.sessions.ownedBy(r.URL.Query().Get("sessionId"), user) {
-			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
-			return
-		}
-		e.sse.ServeHTTP(w, r)
+		e.serveSSEMessage(w, r, user) // here, or relayed to the replica holding the stream
 	default:
 		http.NotFound(w, r)
 	}

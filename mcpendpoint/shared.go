@@ -273,7 +273,9 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 // session that ended there ends here, a client's answer that reached it
 // goes to the session's request that waits here, if one does, and a
 // resource update or a sampling request (samplerelay.go) of a session
-// whose GET stream is open here is put to the client.
+// whose GET stream is open here is put to the client, and so is a
+// client's message of an SSE session whose stream is open here
+// (sserelay.go).
 // Messages of other kinds are ignored, and so is nil (messages were lost:
 // a session ended meanwhile ends here when its next use is recorded). It
 // does not block on I/O.
@@ -291,6 +293,9 @@ func (e *Endpoint) Receive(msg []byte) {
 		return
 	case relayResume, relayEvents, relayLeft:
 		e.receiveStream(msg)
+		return
+	case relaySSEMessage:
+		e.receiveSSEMessage(msg)
 		return
 	}
 	id := e.sessions.byHash(m.Session)

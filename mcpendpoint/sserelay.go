@@ -1,0 +1,223 @@
+package mcpendpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// A legacy SSE session is its GET /sse stream, held by the replica that
+// serves it; the client posts each message to /message, which a load
+// balancer may send to any replica. The holder records the session in the
+// SessionStore (with no initialize: the id and the user are what the
+// others need) and keeps the record fresh while the stream is open; a
+// replica that is posted a message of a session it does not hold checks
+// the record for the asking user, sends the message through the Relay
+// and answers 202 at once, as mcp-go does; the holder gives it to its
+// mcp-go SSE server, which writes the answer onto the client's stream.
+// The record goes when the stream ends.
+//
+// If the holder is gone (it crashed, or the Relay lost the message), the
+// message is lost: so is the client's stream, on which alone its answer
+// could have come, and the client must open a new session. A holder that
+// crashed leaves its record, which stops being found within
+// sseIdle of its last refresh.
+
+// relaySSEMessage is the kind of the Relay message that carries a
+// client's message to the replica that holds its SSE session.
+const relaySSEMessage = "mcp_sse_message"
+
+// maxRelayMessage is the largest Relay message the endpoint sends: what
+// store.Bus carries.
+const maxRelayMessage = 4 << 20
+
+// sseForgetTimeout bounds removing an SSE session's shared record once its
+// stream has ended.
+const sseForgetTimeout = 10 * time.Second
+
+// sseMsg is a Relay message carrying a client's message (Body) of SSE
+// session Session (its idHash) and the base URL (scheme://host) of the
+// request that posted it.
+type sseMsg struct {
+	Kind    string          `json:"kind"`
+	Session string          `json:"session"`
+	Base    string          `json:"base,omitempty"`
+	Body    json.RawMessage `json:"body"`
+}
+
+// sseHoldKey holds in a GET /sse request's ctx the *sseHold the session id
+// generator fills.
+type sseHoldKey struct{}
+
+// sseHold is an SSE stream's shared record: its session id, once
+// generated, and the goroutine that keeps the record fresh.
+type sseHold struct {
+	ctx  context.Context //nolint:containedctx // the stream's request, which the refreshing goroutine lives for
+	user string
+	id   string
+	wg   sync.WaitGroup
+}
+
+// sseIdle is how long an SSE session's record is found after its last
+// refresh: three times as long as its holder refreshes it, and no longer
+// than SessionIdleTTL.
+func (e *Endpoint) sseIdle() time.Duration {
+	return min(3*e.touchEvery(), e.opts.SessionIdleTTL)
+}
+
+// serveSSE serves a GET /sse stream of user and, with a SessionStore,
+// shares its session with the other replicas while it is open.
+func (e *Endpoint) serveSSE(w http.ResponseWriter, r *http.Request, user string) {
+	if e.opts.Sessions == nil || r.Method != http.MethodGet {
+		e.sse.ServeHTTP(w, r)
+		return
+	}
+	ctx, stop := context.WithCancel(r.Context())
+	h := &sseHold{ctx: ctx, user: user}
+	e.sse.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sseHoldKey{}, h)))
+	stop()
+	h.wg.Wait()
+	if h.id == "" {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), sseForgetTimeout)
+	defer cancel()
+	if err := e.opts.Sessions.DeleteSession(fctx, h.id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
+		e.logger.Warn("removing an ended SSE session's record: the other replicas find it for a few minutes more", logKeyErr, err)
+	}
+}
+
+// generateSSE is the SSE transport's session id generator: it records
+// the new session in the SessionStore, if there is one, and keeps the
+// record fresh until the stream ends (serveSSE). When the SessionStore
+// fails, the session is served on this replica only.
+func (e *Endpoint) generateSSE(ctx context.Context, r *http.Request) (string, error) {
+	id, err := e.sessions.generateSSE(ctx, r)
+	h, _ := r.Context().Value(sseHoldKey{}).(*sseHold)
+	if err != nil || h == nil {
+		return id, err
+	}
+	if err := e.opts.Sessions.PutSession(r.Context(), id, h.user, SharedSession{}, e.opts.SessionIdleTTL); err != nil {
+		e.logger.Warn("recording an SSE session for the other replicas: it is served on this one only", logKeyErr, err)
+		return id, nil
+	}
+	h.id = id
+	h.wg.Go(func() { e.refreshSSE(h) })
+	return id, nil
+}
+
+// refreshSSE marks h's session used in the SessionStore every touchEvery
+// until its stream ends.
+func (e *Endpoint) refreshSSE(h *sseHold) {
+	t := time.NewTicker(e.touchEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := e.opts.Sessions.TouchSession(h.ctx, h.id, h.user, "", e.opts.SessionIdleTTL); err != nil && h.ctx.Err() == nil {
+			e.logger.Warn("refreshing an SSE session's record for the other replicas", logKeyErr, err)
+		}
+	}
+}
+
+// serveSSEMessage serves a POST /message of user: mcp-go serves it when
+// the session's stream is open here; else, when another replica holds
+// the session for user, the message goes there through the Relay and the
+// client gets 202. Any other session gets 404.
+func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, r *http.Request, user string) {
+	id := r.URL.Query().Get("sessionId")
+	if e.sessions.ownedBy(id, user) {
+		e.sse.ServeHTTP(w, r)
+		return
+	}
+	if e.opts.Sessions == nil || e.opts.Relay == nil || r.Method != http.MethodPost ||
+		!strings.HasPrefix(id, ssePrefix) || len(id) > maxSessionIDLen {
+		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
+		return
+	}
+	_, err := e.opts.Sessions.Session(r.Context(), id, user, e.sseIdle())
+	switch {
+	case errors.Is(err, ErrUnknownSession):
+		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
+		return
+	case err != nil:
+		e.logger.Warn("looking up an SSE session another replica holds", logKeyErr, err)
+		writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the MCP session could not be looked up: try again")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
+			fmt.Sprintf("request body over the endpoint's limit of %d bytes", mbe.Limit))
+		return
+	}
+	if err != nil || !json.Valid(body) {
+		writeRPCError(w, http.StatusBadRequest, mcp.PARSE_ERROR, "Parse error: the message is not JSON")
+		return
+	}
+	base, _ := r.Context().Value(baseKey{}).(string)
+	msg, err := json.Marshal(sseMsg{Kind: relaySSEMessage, Session: idHash(id), Base: base, Body: body})
+	if err == nil && len(msg) > maxRelayMessage {
+		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
+			fmt.Sprintf("message over the limit of %d bytes for a session held by another replica", maxRelayMessage))
+		return
+	}
+	if err == nil {
+		err = e.opts.Relay.Publish(msg)
+	}
+	if err != nil {
+		e.logger.Warn("relaying an SSE message to the replica that holds its session", logKeyErr, err)
+		writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the message could not reach its MCP session: try again")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// receiveSSEMessage gives the client's message another replica relayed to
+// the mcp-go SSE server, when this replica holds its session: mcp-go
+// answers on the session's stream. It does not block: mcp-go handles the
+// message on a goroutine of its own, with a ctx not cancelled when the
+// request made here returns.
+func (e *Endpoint) receiveSSEMessage(msg []byte) {
+	var m sseMsg
+	if json.Unmarshal(msg, &m) != nil {
+		return
+	}
+	id := e.sessions.byHash(m.Session)
+	if !strings.HasPrefix(id, ssePrefix) {
+		return // not held here
+	}
+	user, ok := e.sessions.owner(id)
+	if !ok {
+		return
+	}
+	ctx := mcpgateway.WithUser(context.Background(), user)
+	if m.Base != "" {
+		ctx = context.WithValue(ctx, baseKey{}, m.Base)
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/message?sessionId="+url.QueryEscape(id), bytes.NewReader(m.Body))
+	if err != nil {
+		return
+	}
+	r.Header.Set("Content-Type", "application/json")
+	w := &discardWriter{h: http.Header{}}
+	e.sse.ServeHTTP(w, r)
+	if w.code != http.StatusAccepted {
+		e.logger.Warn("serving an SSE message another replica relayed", logKeyStatus, w.code)
+	}
+}
