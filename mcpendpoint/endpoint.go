@@ -69,7 +69,8 @@ type Options struct {
 	Agent Agent
 	// Sessions, when set, shares the Streamable HTTP sessions with the
 	// other replicas of the service (shared.go): any of them serves a
-	// request of a session another opened. Nil keeps them in this
+	// request of a session another opened; with Relay, so does it the
+	// legacy SSE sessions' messages (sserelay.go). Nil keeps them in this
 	// process.
 	Sessions SessionStore
 	// ResumeWait is how long a tools/call on a resumable stream

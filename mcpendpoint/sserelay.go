@@ -119,7 +119,7 @@ func (e *Endpoint) generateSSE(ctx context.Context, r *http.Request) (string, er
 }
 
 // refreshSSE marks h's session used in the SessionStore every touchEvery
-// until its stream ends.
+// until its stream ends, recording it again if its record is gone.
 func (e *Endpoint) refreshSSE(h *sseHold) {
 	t := time.NewTicker(e.touchEvery())
 	defer t.Stop()
@@ -129,7 +129,11 @@ func (e *Endpoint) refreshSSE(h *sseHold) {
 			return
 		case <-t.C:
 		}
-		if err := e.opts.Sessions.TouchSession(h.ctx, h.id, h.user, "", e.opts.SessionIdleTTL); err != nil && h.ctx.Err() == nil {
+		err := e.opts.Sessions.TouchSession(h.ctx, h.id, h.user, "", e.opts.SessionIdleTTL)
+		if errors.Is(err, ErrUnknownSession) { // the record was lost: the stream is still open
+			err = e.opts.Sessions.PutSession(h.ctx, h.id, h.user, SharedSession{}, e.opts.SessionIdleTTL)
+		}
+		if err != nil && h.ctx.Err() == nil {
 			e.logger.Warn("refreshing an SSE session's record for the other replicas", logKeyErr, err)
 		}
 	}

@@ -124,7 +124,8 @@ func TestSSESessionAcrossReplicas(t *testing.T) {
 
 // TestSSESessionRecordOutlivesIdle: the record of an SSE session whose
 // stream stays open is kept fresh past the time an unrefreshed one is
-// found, so another replica still takes its messages; and a message too
+// found, so another replica still takes its messages, and recorded again
+// when the record is lost; and a message too
 // large for the Relay gets 413 there.
 func TestSSESessionRecordOutlivesIdle(t *testing.T) {
 	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "good", upstream(t, "echo"))}}
@@ -164,6 +165,13 @@ func TestSSESessionRecordOutlivesIdle(t *testing.T) {
 	if code, body := ssePost(t, ctx, urlB, ev.data, "alice", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); code != http.StatusAccepted {
 		t.Errorf("a ping posted to B: %d %s, want 202", code, body)
 	}
+	if err := store.DeleteSession(ctx, sid, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the lost record of the open stream to be recorded again", func() bool {
+		_, err := store.Session(ctx, sid, "alice", epB.sseIdle())
+		return err == nil
+	})
 	big := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxRelayMessage) + `"}}`
 	if code, body := ssePost(t, ctx, urlB, ev.data, "alice", big); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "limit") {
 		t.Errorf("a message over the Relay's limit posted to B: %d %s, want 413", code, body)
