@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -30,6 +31,9 @@ type clientEmitter struct {
 	// urls maps the url-mode questions put to the client to the ids it
 	// got, for their completion (ElicitationComplete); never nil.
 	urls *sentURLs
+	// levelRead reads the session's log level from the SessionStore once
+	// per call, before its first log message (syncLevel); never nil.
+	levelRead *sync.Once
 }
 
 var _ tools.Asker = clientEmitter{}
@@ -63,6 +67,7 @@ func (e clientEmitter) Emit(ev tools.Event) {
 		if le.Logger != "" {
 			logger += "/" + le.Logger
 		}
+		e.levelRead.Do(func() { e.ep.syncLevel(e.call) })
 		e.ep.notifyLog(e.call, mcp.NewLoggingMessageNotification(level, logger, le.Data))
 		return
 	}
@@ -191,7 +196,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 // to the client, puts questions to it, and gives it the servers' sampling
 // requests when it declared sampling.
 func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
-	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, progress: e.progressEmitter(ctx, req), urls: &sentURLs{}}
+	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, progress: e.progressEmitter(ctx, req), urls: &sentURLs{}, levelRead: &sync.Once{}}
 	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok && s.GetClientCapabilities().Sampling != nil {
 		if _, ok := s.(mcpserver.SessionWithSampling); ok {
 			return samplingEmitter{ce}

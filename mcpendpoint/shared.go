@@ -251,6 +251,34 @@ func (e *Endpoint) recordLevel(ctx context.Context, _ any, req *mcp.SetLevelRequ
 	}
 }
 
+// syncLevel gives the session of the call in ctx the log level its client
+// last set, which the SessionStore holds when the replicas share sessions:
+// the client may have set it through another replica, just before this
+// call. It reads the store once per call that logs (clientEmitter), within
+// ListTimeout; on failure the level stays as it is here.
+func (e *Endpoint) syncLevel(ctx context.Context) {
+	if e.opts.Sessions == nil {
+		return
+	}
+	sl, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging)
+	id := SessionID(ctx)
+	if !ok || !strings.HasPrefix(id, httpPrefix) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.ListTimeout)
+	defer cancel()
+	s, err := e.opts.Sessions.Session(ctx, id, mcpgateway.UserFrom(ctx), e.opts.SessionIdleTTL)
+	if err != nil {
+		if !errors.Is(err, ErrUnknownSession) {
+			e.logger.Warn("reading an MCP session's log level", logKeyErr, err)
+		}
+		return
+	}
+	if s.LogLevel != "" && mcp.LoggingLevel(s.LogLevel) != sl.GetLogLevel() {
+		sl.SetLogLevel(mcp.LoggingLevel(s.LogLevel))
+	}
+}
+
 // endShared removes session id of user from the SessionStore and tells
 // the other replicas, before a DELETE of it is served here. An error
 // other than an unknown session is returned: the session is not ended.

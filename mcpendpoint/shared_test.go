@@ -242,3 +242,41 @@ func TestSharedSubscriptionUpdatesReachTheStream(t *testing.T) {
 	}
 	testenv.WaitFor(t, 10*time.Second, "B to unsubscribe at the server", func() bool { return w.unsubs.Load() == 1 })
 }
+
+// TestSharedLevelSetAfterAdoption: a replica that took a session over
+// before its client set the log level on another replica still relays a
+// server's log message at the new level during the next call.
+func TestSharedLevelSetAfterAdoption(t *testing.T) {
+	release := make(chan struct{})
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	src.gws = append(src.gws, gateway(t, "chatty", chattyUpstream(t, release)))
+	store := &memSessions{}
+	var epA, epB *Endpoint
+	epA = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epB })})
+	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
+	urlA, urlB := serve(t, epA), serve(t, epB)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	s := wireInit(t, urlA+"/mcp", "alice", mcp.ProtocolVersion20251125)
+	// B takes the session over at the default level (error).
+	if resp := mcpRequest(t, ctx, http.MethodPost, urlB, "alice", s.id, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/list on B: %d", resp.StatusCode)
+	}
+	if resp := mcpRequest(t, ctx, http.MethodPost, urlA, "alice", s.id, `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("logging/setLevel on A: %d", resp.StatusCode)
+	}
+	resp := mcpRequest(t, ctx, http.MethodPost, urlB, "alice", s.id, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"chatty__chatty"}}`)
+	var got bytes.Buffer
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), "said at info") && !strings.Contains(sc.Text(), `"result"`) {
+		got.WriteString(sc.Text() + "\n")
+	}
+	seen := strings.Contains(sc.Text(), "said at info")
+	close(release)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if !seen {
+		t.Errorf("the call on B relayed no info message after the level was set on A:\n%s", got.String())
+	}
+}
