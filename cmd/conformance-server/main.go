@@ -47,9 +47,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	s := mcpserver.NewStdioServer(newServer())
+	out := newSentWriter(os.Stdout)
+	s := mcpserver.NewStdioServer(newServer(out))
 	s.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
-	err := s.Listen(ctx, os.Stdin, os.Stdout)
+	err := s.Listen(ctx, os.Stdin, out)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		logger.Error("conformance-server: stdio ended", "err", err)
 		os.Exit(1)

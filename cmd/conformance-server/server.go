@@ -15,8 +15,9 @@ const watched = "test://watched-resource"
 
 // newServer returns the fixture: every tool, resource, template and
 // prompt the conformance suite's server scenarios name, with logging,
-// completion and resource subscriptions.
-func newServer() *mcpserver.MCPServer {
+// completion and resource subscriptions. Its tools that notify answer once
+// out has written their notifications.
+func newServer(out *sentWriter) *mcpserver.MCPServer {
 	hooks := &mcpserver.Hooks{}
 	// A subscription is answered with one notifications/resources/updated
 	// for its URI at once, so that a proxy's relay of it can be seen.
@@ -36,7 +37,7 @@ func newServer() *mcpserver.MCPServer {
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithRecovery(),
 	)
-	addTools(s)
+	addTools(s, out)
 	addResources(s)
 	addPrompts(s)
 	return s

@@ -68,7 +68,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // addTools registers every test_* tool.
-func addTools(s *mcpserver.MCPServer) {
+func addTools(s *mcpserver.MCPServer, out *sentWriter) {
 	noArgs := func(name, desc string, h func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)) {
 		s.AddTool(mcp.NewTool(name, mcp.WithDescription(desc)), h)
 	}
@@ -97,13 +97,23 @@ func addTools(s *mcpserver.MCPServer) {
 	})
 	noArgs("test_tool_with_logging", "Logs three messages at info while it runs", func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		srv := mcpserver.ServerFromContext(ctx)
+		want := out.count()
 		for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 			if i > 0 {
 				if err := sleep(ctx, step); err != nil {
 					return nil, err
 				}
 			}
-			_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "conformance", msg)) // a gone client misses it
+			sl, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging)
+			if !ok || !mcp.LoggingLevelInfo.ShouldSendTo(sl.GetLogLevel()) {
+				continue // below the client's level: not sent
+			}
+			if srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "conformance", msg)) == nil {
+				want++
+			}
+		}
+		if err := out.await(ctx, want); err != nil {
+			return nil, err
 		}
 		return text("Tool with logging executed successfully"), nil
 	})
@@ -113,16 +123,20 @@ func addTools(s *mcpserver.MCPServer) {
 		if req.Params.Meta != nil {
 			token = req.Params.Meta.ProgressToken
 		}
+		want := out.count()
 		for i, p := range []int{0, 50, 100} {
 			if i > 0 {
 				if err := sleep(ctx, step); err != nil {
 					return nil, err
 				}
 			}
-			if token != nil {
-				_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), // a gone client misses it
-					map[string]any{"progressToken": token, "progress": p, "total": 100})
+			if token != nil && srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress),
+				map[string]any{"progressToken": token, "progress": p, "total": 100}) == nil {
+				want++
 			}
+		}
+		if err := out.await(ctx, want); err != nil {
+			return nil, err
 		}
 		return text("Tool with progress executed successfully"), nil
 	})
