@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -57,25 +58,7 @@ func hundredServers(b *testing.B) *Endpoint {
 //
 //	go test -run '^$' -bench BenchmarkToolsList100Servers ./mcpendpoint/
 func BenchmarkToolsList100Servers(b *testing.B) {
-	ep := hundredServers(b)
-	hs := httptest.NewServer(httpHandler(ep))
-	b.Cleanup(hs.Close)
-	b.Cleanup(func() { _ = ep.Close(context.Background()) })
-	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
-	c, err := mcpclient.NewStreamableHttpClient(hs.URL+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Start(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	if _, err := c.Initialize(b.Context(), req); err != nil {
-		b.Fatal(err)
-	}
-	waitStreaming(b, ep, c.GetSessionId())
+	_, c := streamingClient(b)
 	res, err := c.ListTools(b.Context(), mcp.ListToolsRequest{}) // lists every server once
 	if err != nil || len(res.Tools) != 1000 {
 		b.Fatalf("first list: %v, %d tools", err, len(res.Tools))
@@ -91,28 +74,10 @@ func BenchmarkToolsList100Servers(b *testing.B) {
 // the POST of a session whose GET stream is open, on loopback, its answer
 // read but not decoded.
 func BenchmarkToolsList100ServersHTTP(b *testing.B) {
-	ep := hundredServers(b)
-	hs := httptest.NewServer(httpHandler(ep))
-	b.Cleanup(hs.Close)
-	b.Cleanup(func() { _ = ep.Close(context.Background()) })
-	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
-	c, err := mcpclient.NewStreamableHttpClient(hs.URL+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Start(b.Context()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = c.Close() })
-	ireq := mcp.InitializeRequest{}
-	ireq.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	if _, err := c.Initialize(b.Context(), ireq); err != nil {
-		b.Fatal(err)
-	}
+	url, c := streamingClient(b)
 	sid := c.GetSessionId()
-	waitStreaming(b, ep, sid)
 	post := func() int {
-		req, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, hs.URL+"/mcp",
+		req, _ := http.NewRequestWithContext(b.Context(), http.MethodPost, url+"/mcp",
 			strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -160,16 +125,33 @@ func BenchmarkToolsList100ServersHandle(b *testing.B) {
 	})
 }
 
-// waitStreaming waits until session sid's GET stream is open.
-func waitStreaming(b *testing.B, ep *Endpoint, sid string) {
+// streamingClient serves hundredServers over HTTP and returns its base
+// URL and mcp-go's client of it, initialized (as alice) with its GET
+// stream open.
+func streamingClient(b *testing.B) (string, *mcpclient.Client) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ep.sessions.streaming(sid, "alice") {
-		if time.Now().After(deadline) {
-			b.Fatal("the client's GET stream never opened")
-		}
-		time.Sleep(5 * time.Millisecond) // polling, bounded by the deadline
+	ep := hundredServers(b)
+	hs := httptest.NewServer(httpHandler(ep))
+	b.Cleanup(hs.Close)
+	b.Cleanup(func() { _ = ep.Close(context.Background()) })
+	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
+	c, err := mcpclient.NewStreamableHttpClient(hs.URL+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
+	if err != nil {
+		b.Fatal(err)
 	}
+	if err := c.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	if _, err := c.Initialize(b.Context(), req); err != nil {
+		b.Fatal(err)
+	}
+	testenv.WaitFor(b, 10*time.Second, "the client's GET stream to open", func() bool {
+		return ep.sessions.streaming(c.GetSessionId(), "alice")
+	})
+	return hs.URL, c
 }
 
 // BenchmarkSessions1000 opens 1,000 Streamable HTTP sessions

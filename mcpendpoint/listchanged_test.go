@@ -35,30 +35,8 @@ func TestUpstreamPromptChangeReachesClients(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(up, mcpserver.WithDisableLocalhostProtection(true)))
 	t.Cleanup(hs.Close)
-	src := &source{expose: mcpconfig.DefaultExpose()}
-	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "up", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
-		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}, &mcpgateway.Options{Observer: listsNotifier{notifier{src}}})
-	t.Cleanup(func() { _ = g.Close() })
-	src.gws = []*mcpgateway.Gateway{g}
-	ep := New(src, &Options{Debounce: 50 * time.Millisecond})
-	ep.changed() // the baseline, before any listing: the first one is then a change
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); ep.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
-	c, err := mcpclient.NewStreamableHttpClient(serve(t, ep)+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
-	if err != nil {
-		t.Fatal(err)
-	}
-	prompts := make(chan struct{}, 16)
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationPromptsListChanged) {
-			prompts <- struct{}{}
-		}
-	})
-	connect(t, c)
+	c, prompts := listening(t, hs.URL+"/mcp", func(src *source) mcpgateway.Observer { return listsNotifier{notifier{src}} },
+		mcp.MethodNotificationPromptsListChanged)
 	names(t, c) // the first listing of tools is announced, prompts' list_changed last
 	select {
 	case <-prompts:
@@ -78,4 +56,37 @@ func TestUpstreamPromptChangeReachesClients(t *testing.T) {
 	if len(res.Prompts) != 2 {
 		t.Errorf("prompts/list after the change = %v, want first and second", res.Prompts)
 	}
+}
+
+// listening runs an Endpoint (Run, 50 ms debounce) over one server, "up"
+// at url, whose gateway's Observer observer makes from the source. It
+// returns a client connected with its GET stream open, and the channel
+// that gets a value for each notification of method the client receives.
+func listening(t *testing.T, url string, observer func(*source) mcpgateway.Observer, method mcp.MCPMethod) (*mcpclient.Client, <-chan struct{}) {
+	t.Helper()
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "up", Transport: mcpconfig.TransportHTTP, URL: url, Enabled: true,
+		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}, &mcpgateway.Options{Observer: observer(src)})
+	t.Cleanup(func() { _ = g.Close() })
+	src.gws = []*mcpgateway.Gateway{g}
+	ep := New(src, &Options{Debounce: 50 * time.Millisecond})
+	ep.changed() // the baseline, before any listing: the first one is then a change
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); ep.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
+	c, err := mcpclient.NewStreamableHttpClient(serve(t, ep)+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan struct{}, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(method) {
+			got <- struct{}{}
+		}
+	})
+	connect(t, c)
+	return c, got
 }

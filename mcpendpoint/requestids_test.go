@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -17,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -53,21 +51,8 @@ func TestRequestIDsAcrossReplicas(t *testing.T) {
 	var epA, epB *Endpoint
 	epA = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epB })})
 	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
-	urls := [2]*url.URL{}
-	for i, ep := range []*Endpoint{epA, epB} {
-		u, err := url.Parse(serve(t, ep))
-		if err != nil {
-			t.Fatal(err)
-		}
-		urls[i] = u
-	}
-	var n atomic.Int64
-	lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(urls[n.Add(1)%2])
-	}, FlushInterval: -1})
-	t.Cleanup(lb.Close)
-
-	tr, err := mcptransport.NewStreamableHTTP(lb.URL + "/mcp")
+	lb := testenv.RoundRobin(t, serve(t, epA), serve(t, epB))
+	tr, err := mcptransport.NewStreamableHTTP(lb + "/mcp")
 	if err != nil {
 		t.Fatal(err)
 	}

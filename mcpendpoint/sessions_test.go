@@ -44,30 +44,8 @@ func TestUpstreamToolChangeReachesClients(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(up, mcpserver.WithDisableLocalhostProtection(true)))
 	t.Cleanup(hs.Close)
-	src := &source{expose: mcpconfig.DefaultExpose()}
-	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "up", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
-		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}, &mcpgateway.Options{Observer: notifier{src}})
-	t.Cleanup(func() { _ = g.Close() })
-	src.gws = []*mcpgateway.Gateway{g}
-	ep := New(src, &Options{Debounce: 50 * time.Millisecond})
-	ep.changed() // the baseline, before any listing: the first one is then a change
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); ep.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	//lint:ignore SA1019 the GET stream of the protocol the endpoint serves (2025-11-25)
-	c, err := mcpclient.NewStreamableHttpClient(serve(t, ep)+"/mcp", mcptransport.WithContinuousListening()) //nolint:staticcheck // see above
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := make(chan struct{}, 16)
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
-			changed <- struct{}{}
-		}
-	})
-	connect(t, c)
+	c, changed := listening(t, hs.URL+"/mcp", func(src *source) mcpgateway.Observer { return notifier{src} },
+		mcp.MethodNotificationToolsListChanged)
 	if got := strings.Join(names(t, c), ","); got != "up__first,ask" && got != "up__first" {
 		t.Fatalf("tools/list = %s", got)
 	}

@@ -2,13 +2,8 @@ package mcpgateway
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,43 +20,10 @@ import (
 // answers each subscription with one notifications/resources/updated.
 const watchedURI = "test://watched-resource"
 
-// conformanceServer returns the fixture server's binary:
-// $ELYSIA_CONFORMANCE_SERVER (make builds it into bin/) or a build made
-// once per test process.
-func conformanceServer(tb testing.TB) string {
-	tb.Helper()
-	testenv.Integration(tb)
-	if p := os.Getenv("ELYSIA_CONFORMANCE_SERVER"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			tb.Fatalf("ELYSIA_CONFORMANCE_SERVER=%s: %v", p, err)
-		}
-		return p
-	}
-	bin, err := buildConformance()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return bin
-}
-
-var buildConformance = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "elysia-conformance-server-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "conformance-server")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/conformance-server")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/conformance-server: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
 // conformanceStdio is the fixture as a stdio server named conf.
 func conformanceStdio(t *testing.T, perUser bool) mcpconfig.ServerConfig {
 	t.Helper()
-	return mcpconfig.ServerConfig{Name: "conf", Transport: mcpconfig.TransportStdio, Command: conformanceServer(t), Enabled: true,
+	return mcpconfig.ServerConfig{Name: "conf", Transport: mcpconfig.TransportStdio, Command: testenv.ConformanceServer(t), Enabled: true,
 		PerUser: perUser, ConnectTimeout: 15 * time.Second, CallTimeout: 5 * time.Second}
 }
 

@@ -3,9 +3,6 @@
 package main
 
 import (
-	"net/http/httptest"
-	"net/http/httputil"
-	"sync/atomic"
 	"testing"
 
 	"github.com/elysia-go/elysia/internal/testenv"
@@ -22,13 +19,6 @@ func TestPostgresReplicasConformanceServerScenarios(t *testing.T) {
 		dsn := testenv.PostgresDSN(t)
 		a := startService(t, serveOptions{Config: cfg, Args: []string{"--db", dsn}})
 		b := startService(t, serveOptions{Config: cfg, Args: []string{"--db", dsn}})
-		urls := [2]string{a.URL, b.URL}
-		var n atomic.Int64
-		lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(mustURL(t, urls[n.Add(1)%2]))
-			pr.Out.Host = pr.In.Host
-		}, FlushInterval: -1})
-		t.Cleanup(lb.Close)
-		return lb.URL
+		return testenv.RoundRobin(t, a.URL, b.URL)
 	})
 }

@@ -5,10 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,7 +37,7 @@ func TestConformanceServerScenarios(t *testing.T) {
 func serverScenarios(t *testing.T, start func(cfg string) string) {
 	t.Helper()
 	node, cli := testenv.Conformance(t)
-	fixture := conformanceServerBin(t)
+	fixture := testenv.ConformanceServer(t)
 	root := testenv.RepoRoot()
 	const file = "expected-server-failures.txt"
 	expected := readExpectedFailures(t, filepath.Join(root, "testdata", "conformance", file))
@@ -76,35 +74,3 @@ func runServerScenario(t *testing.T, node, cli, url, scenario string) scenarioRe
 	out, err := cmd.CombinedOutput()
 	return judgeScenario(ctx, dir, err, out)
 }
-
-// conformanceServerBin returns the fixture server's binary:
-// $ELYSIA_CONFORMANCE_SERVER (make builds it into bin/) or a build made
-// once per test process.
-func conformanceServerBin(tb testing.TB) string {
-	tb.Helper()
-	if p := os.Getenv("ELYSIA_CONFORMANCE_SERVER"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			tb.Fatalf("ELYSIA_CONFORMANCE_SERVER=%s: %v", p, err)
-		}
-		return p
-	}
-	bin, err := buildConformanceServer()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return bin
-}
-
-var buildConformanceServer = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "elysia-conformance-server-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "conformance-server")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/conformance-server")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/conformance-server: %v\n%s", err, out)
-	}
-	return bin, nil
-})

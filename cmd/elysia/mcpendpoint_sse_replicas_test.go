@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,20 +13,6 @@ import (
 
 	"github.com/elysia-go/elysia/internal/testenv"
 )
-
-// roundRobin is a load balancer without sticky sessions, as a client's
-// HTTP transport: its requests go to each replica in turn.
-type roundRobin struct {
-	to   []*url.URL
-	next atomic.Uint64
-}
-
-func (b *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
-	u := b.to[(b.next.Add(1)-1)%uint64(len(b.to))]
-	r = r.Clone(r.Context())
-	r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, u.Host
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // TestPostgresReplicasShareSSESessions: a legacy SSE client behind a
 // round-robin load balancer (its stream on one replica, its messages
@@ -42,9 +26,8 @@ func TestPostgresReplicasShareSSESessions(t *testing.T) {
 	a := startService(t, serveOptions{Env: env, Args: []string{"--db", dsn}})
 	b := startService(t, serveOptions{Env: env, Args: []string{"--db", dsn}})
 
-	lb := &roundRobin{to: []*url.URL{mustURL(t, a.URL), mustURL(t, b.URL)}}
-	c, err := mcpclient.NewSSEMCPClient(a.URL+"/sse", mcpclient.WithHTTPClient(&http.Client{Transport: lb}),
-		mcpclient.WithHeaders(map[string]string{"Authorization": "Bearer ka"}))
+	lb := testenv.RoundRobin(t, a.URL, b.URL)
+	c, err := mcpclient.NewSSEMCPClient(lb+"/sse", mcpclient.WithHeaders(map[string]string{"Authorization": "Bearer ka"}))
 	if err != nil {
 		t.Fatal(err)
 	}

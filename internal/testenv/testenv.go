@@ -1,5 +1,5 @@
 // Package testenv finds and starts the real parts the integration tests need:
-// the todo-mcp binary, server-everything and the MCP conformance suite from
+// the todo-mcp and conformance-server binaries, server-everything and the MCP conformance suite from
 // npm, free loopback ports, and a poll-with-deadline helper. It is imported by test files only.
 //
 // Under CI=true a missing real part fails the test instead of skipping it
@@ -46,37 +46,63 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-var buildTodo = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "elysia-todo-mcp-")
+// builds holds, by command name, the func that builds ./cmd/<name> once
+// per test process.
+var builds sync.Map // string -> func() (string, error)
+
+// build returns a build of ./cmd/name made once per test process.
+func build(name string) (string, error) {
+	f, _ := builds.LoadOrStore(name, sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "elysia-"+name+"-")
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, name)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a build, however slow the machine
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
+		}
+		return bin, nil
+	}))
+	return f.(func() (string, error))()
+}
+
+// binary returns the path of the binary of ./cmd/name: $env when set
+// (make test builds it once into bin/), else a build made once per test
+// process.
+func binary(tb testing.TB, env, name string) string {
+	tb.Helper()
+	Integration(tb)
+	if p := os.Getenv(env); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			tb.Fatalf("%s=%s: %v", env, p, err)
+		}
+		return p
+	}
+	bin, err := build(name)
 	if err != nil {
-		return "", err
+		tb.Fatal(err)
 	}
-	bin := filepath.Join(dir, "todo-mcp")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/todo-mcp")
-	cmd.Dir = RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/todo-mcp: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+	return bin
+}
 
 // TodoMCP returns the path of the todo-mcp binary: $ELYSIA_TODO_MCP when set
 // (make test builds it once into bin/), else a build of ./cmd/todo-mcp made
 // once per test process.
 func TodoMCP(tb testing.TB) string {
 	tb.Helper()
-	Integration(tb)
-	if p := os.Getenv("ELYSIA_TODO_MCP"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			tb.Fatalf("ELYSIA_TODO_MCP=%s: %v", p, err)
-		}
-		return p
-	}
-	bin, err := buildTodo()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return bin
+	return binary(tb, "ELYSIA_TODO_MCP", "todo-mcp")
+}
+
+// ConformanceServer returns the path of the conformance suite's fixture
+// server, cmd/conformance-server: $ELYSIA_CONFORMANCE_SERVER when set, else
+// a build made once per test process.
+func ConformanceServer(tb testing.TB) string {
+	tb.Helper()
+	return binary(tb, "ELYSIA_CONFORMANCE_SERVER", "conformance-server")
 }
 
 // Everything returns the path of server-everything's entry script, installed
