@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -421,6 +422,55 @@ func TestCallStreamPrimesAtOnce(t *testing.T) {
 	ev, ok := nextEvent(eventScanner(t, res)) // the call still waits for release
 	if !ok || ev.data != "" || ev.retry == "" {
 		t.Fatalf("first event %+v (%v), want the priming event before the answer", ev, ok)
+	}
+	close(w.release)
+}
+
+// droppingRelay is a Relay that loses every message once drop is set.
+type droppingRelay struct {
+	Relay
+	drop atomic.Bool
+}
+
+func (r *droppingRelay) Publish(msg []byte) error {
+	if r.drop.Load() {
+		return nil // lost on the way, as a gone replica's are
+	}
+	return r.Relay.Publish(msg)
+}
+
+// TestCallStreamMirrorGivesUpOnSilence: a stream resumed on another
+// replica is closed once the replica running the call has sent nothing,
+// not even its keepalive, for MirrorSilence: the client's wait is bounded
+// and it may resume again.
+func TestCallStreamMirrorGivesUpOnSilence(t *testing.T) {
+	w, up := newWaiter(t)
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", up)}}
+	store := &memSessions{}
+	var epA, epB *Endpoint
+	aToB := &droppingRelay{Relay: newMemRelay(t, func() *Endpoint { return epB })}
+	epA = New(src, &Options{Sessions: store, Relay: aToB})
+	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
+	epA.streams.Keepalive, epB.streams.Keepalive = 50*time.Millisecond, 50*time.Millisecond
+	urlA, urlB := serve(t, epA)+"/mcp", serve(t, epB)+"/mcp"
+
+	s := wireInit(t, urlA, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start on A")
+	evs := readEvents(t, res, func(ev sseEvent) bool { return ev.data != "" })
+	onB := &wireSession{url: urlB, id: s.id, user: "alice"}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // a stream never closed fails the test, not hangs it
+	defer cancel()
+	req := onB.request(t, http.MethodGet, "").WithContext(ctx)
+	req.Header.Set("Last-Event-ID", evs[1].id)
+	resumed := onB.do(t, req)
+	// Keepalives come while the call is silent: the stream stays open
+	// well past MirrorSilence.
+	time.AfterFunc(4*epB.streams.MirrorSilence(), func() { aToB.drop.Store(true) })
+	start := time.Now()
+	rest := readEvents(t, resumed, nil) // ends when B gives A up
+	if d := time.Since(start); d < 4*epB.streams.MirrorSilence() || ctx.Err() != nil || len(rest) != 0 {
+		t.Errorf("resumed stream ended after %v with %q; want it open while A sent keepalives, then closed without an answer", d, kinds(rest))
 	}
 	close(w.release)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
@@ -70,6 +71,8 @@ type mirror struct {
 	// heard is closed when the holder first answers.
 	heard chan struct{}
 	once  sync.Once
+	// last is when the holder was last heard from (UnixNano).
+	last atomic.Int64
 }
 
 // resumeElsewhere serves a resume of stream id of session sid that this
@@ -109,9 +112,34 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 		return true
 	}
 	e.logResume("MCP call stream resumed from another replica", sid, user, seq)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { e.watchMirror(m, stop) })
+	defer func() { close(stop); wg.Wait() }()
 	callstream.Start(w)
 	e.streams.Serve(r.Context(), w, m.st, seq, 0)
 	return true
+}
+
+// watchMirror ends m's stream, and so its client's connection, when the
+// replica forwarding it has been silent for MirrorSilence (it is gone, or
+// the Relay is), until stop closes. The client may resume again then.
+func (e *Endpoint) watchMirror(m *mirror, stop <-chan struct{}) {
+	silence := e.streams.MirrorSilence()
+	t := time.NewTicker(silence / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, m.last.Load())) > silence {
+			e.logger.Warn("the replica running a resumed MCP call went silent: its stream is closed", "silent_for", silence)
+			m.st.End()
+			return
+		}
+	}
 }
 
 // publishStream sends m through the Relay and reports whether it could.
@@ -170,6 +198,7 @@ func (e *Endpoint) receiveStream(msg []byte) {
 		if mr == nil || mr.st.ID() != m.Stream {
 			return
 		}
+		mr.last.Store(time.Now().UnixNano())
 		for _, ev := range m.Events {
 			mr.st.AddAt(ev.Seq, ev.Data, ev.Final)
 		}

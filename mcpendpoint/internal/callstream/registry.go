@@ -19,6 +19,8 @@ const (
 	// maxForwardBatch bounds the messages of one Forward send in bytes;
 	// one larger message goes alone.
 	maxForwardBatch = 1 << 20
+	// DefaultKeepalive is Registry.Keepalive when it is zero.
+	DefaultKeepalive = 15 * time.Second
 	// primeDelay is how long the priming event may wait to go out with
 	// the call's first message: a quick call's answer then leaves in one
 	// write with it.
@@ -32,6 +34,10 @@ type Registry struct {
 	// ResumeWait is how long a stream nobody reads is kept before it is
 	// forgotten and its call cancelled.
 	ResumeWait time.Duration
+	// Keepalive is how often Forward sends an empty batch while the
+	// stream is silent, so that its reader elsewhere can tell a silent
+	// call from a gone replica. Zero means DefaultKeepalive.
+	Keepalive time.Duration
 
 	// mu guards byID, perSession and closed.
 	mu         sync.Mutex
@@ -160,8 +166,15 @@ func (r *Registry) Leave(st *Stream, n int) {
 	st.orphan = time.AfterFunc(r.ResumeWait, func() { r.Forget(st) })
 }
 
-// Start writes the headers of an event stream to w.
+// Start writes the headers of an event stream to w and sends them, so
+// that a client resuming a silent call sees its stream open at once.
 func Start(w http.ResponseWriter) {
+	writeHeader(w)
+	_ = http.NewResponseController(w).Flush() // a gone client: Serve finds out
+}
+
+// writeHeader sets the headers of an event stream on w, unsent.
+func writeHeader(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -172,7 +185,7 @@ func Start(w http.ResponseWriter) {
 // that made the call: the headers, the priming event, then Serve from the
 // start.
 func (r *Registry) ServeNew(ctx context.Context, w http.ResponseWriter, st *Stream, poll time.Duration) {
-	Start(w)
+	writeHeader(w) // sent with the priming event
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) // not every writer has deadlines
 	if st.prime(w) != nil {
@@ -245,12 +258,15 @@ func (r *Registry) serve(ctx context.Context, w http.ResponseWriter, st *Stream,
 
 // Forward reads st for a reader elsewhere, from the event after seq on:
 // it hands the messages to send, in batches of at most about 1 MiB, the
-// first one (maybe empty) at once, until the answer is sent, another
-// connection takes the stream (send gets gone), or stop closes. An answer
-// send cannot carry is replaced by a JSON-RPC error that says so.
+// first one (maybe empty) at once and an empty one every Keepalive while
+// the stream is silent, until the answer is sent, another connection
+// takes the stream (send gets gone), or stop closes. An answer send
+// cannot carry is replaced by a JSON-RPC error that says so.
 func (r *Registry) Forward(st *Stream, seq int, send func(evs []Event, gone bool) bool, stop <-chan struct{}) {
 	n := st.Take()
 	defer r.Leave(st, n)
+	keepalive := time.NewTicker(r.keepalive())
+	defer keepalive.Stop()
 	first := true
 	for {
 		evs, done, wake, current := st.Since(seq, n)
@@ -278,11 +294,26 @@ func (r *Registry) Forward(st *Stream, seq int, send func(evs []Event, gone bool
 		}
 		select {
 		case <-wake:
+		case <-keepalive.C:
+			send(nil, false) // lost or not, the next one comes
 		case <-stop:
 			return
 		}
 	}
 }
+
+// keepalive is Keepalive, or DefaultKeepalive.
+func (r *Registry) keepalive() time.Duration {
+	if r.Keepalive > 0 {
+		return r.Keepalive
+	}
+	return DefaultKeepalive
+}
+
+// MirrorSilence is how long a mirror may hear nothing from the replica
+// forwarding its stream (which sends at least every Keepalive) before its
+// reader gives that replica up.
+func (r *Registry) MirrorSilence() time.Duration { return 3 * r.keepalive() }
 
 // ParseEventID splits an event id of a stream, "<stream id>-<seq>"; ok
 // is false for an id of another kind.
