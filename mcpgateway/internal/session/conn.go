@@ -385,11 +385,16 @@ func (c *Conn) safeDial(ctx context.Context) (s *Session, err error) {
 // watch waits for s to die, then retires and closes it: the state goes back
 // to idle (or failed, in a crash loop) and the next call connects again.
 // Then it calls OnSessionDown, if set, on its own goroutine, which the conn
-// owns. When the conn closes first, close ends s and no hook runs.
+// owns. When the conn closes first, close ends s and no hook runs: the
+// watcher returns at once, even when s's death (close marks s dead) is
+// what it sees.
 func (c *Conn) watch(s *Session) {
 	select {
 	case <-s.dead:
 	case <-c.lifetime.Done():
+		return
+	}
+	if c.lifetime.Err() != nil {
 		return
 	}
 	c.Retire(s)

@@ -38,7 +38,8 @@ type Session struct {
 	// session is registered and close may already run.
 	cancel context.CancelFunc
 	// setup guards client and cancel while the dial attaches them, and
-	// closing, set once close has begun: attach then refuses them.
+	// closing, set once close has begun: attach then refuses them, and a
+	// later close waits for closed.
 	setup   sync.Mutex
 	closing bool
 	// abort, httpClient and proc are set before the session is
@@ -54,7 +55,6 @@ type Session struct {
 	deadOnce sync.Once
 	deadErr  error // written before dead is closed
 
-	closeOnce sync.Once
 	// closed is closed once close has ended the session.
 	closed chan struct{}
 }
@@ -105,48 +105,54 @@ func (s *Session) pid() int {
 
 // close ends the session: for stdio, stdin is closed, the process group gets
 // SIGTERM after grace/2 and SIGKILL after grace, and the child is reaped. It
-// is idempotent and bounded.
+// is idempotent, safe to call concurrently and bounded: the first call
+// closes, and later ones wait on closed for it to finish. (Not a sync.Once:
+// a goroutine blocked on a mutex is one that testing/synctest cannot tell
+// is waiting, so the fake clock the first close waits on would stop.)
 func (s *Session) close(grace time.Duration) {
-	s.closeOnce.Do(func() {
-		s.MarkDead(ErrClosed)
-		s.setup.Lock()
-		s.closing = true
-		client, cancel := s.client, s.cancel
-		s.setup.Unlock()
-		done := make(chan struct{})
-		// The client's Close closes a stdio child's stdin; done waits for
-		// the child to exit then (process.stop hurries it on).
-		go func() {
-			defer close(done)
-			if client != nil {
-				_ = client.Close()
-			}
-			if s.proc != nil {
-				<-s.proc.waited
-			}
-		}()
+	s.MarkDead(ErrClosed)
+	s.setup.Lock()
+	first := !s.closing
+	s.closing = true
+	client, cancel := s.client, s.cancel
+	s.setup.Unlock()
+	if !first {
+		<-s.closed
+		return
+	}
+	done := make(chan struct{})
+	// The client's Close closes a stdio child's stdin; done waits for
+	// the child to exit then (process.stop hurries it on).
+	go func() {
+		defer close(done)
+		if client != nil {
+			_ = client.Close()
+		}
 		if s.proc != nil {
-			s.proc.stop(done, grace)
-		} else {
-			timer := time.NewTimer(grace)
-			select {
-			case <-done:
-			case <-timer.C:
-			}
-			timer.Stop()
+			<-s.proc.waited
 		}
-		if cancel != nil {
-			cancel()
+	}()
+	if s.proc != nil {
+		s.proc.stop(done, grace)
+	} else {
+		timer := time.NewTimer(grace)
+		select {
+		case <-done:
+		case <-timer.C:
 		}
-		if s.abort != nil {
-			s.abort()
-		}
-		<-done
-		if s.httpClient != nil {
-			s.httpClient.CloseIdleConnections()
-		}
-		close(s.closed)
-	})
+		timer.Stop()
+	}
+	if cancel != nil {
+		cancel()
+	}
+	if s.abort != nil {
+		s.abort()
+	}
+	<-done
+	if s.httpClient != nil {
+		s.httpClient.CloseIdleConnections()
+	}
+	close(s.closed)
 }
 
 // process is a stdio child started by the gateway. Its stderr goes to a pipe
