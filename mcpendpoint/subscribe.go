@@ -31,8 +31,13 @@ type Subscriber interface {
 // client's session. They end with resources/unsubscribe, or the session.
 type subscriptions struct {
 	// mu guards bySession.
-	mu        sync.Mutex
-	bySession map[string]map[string]subscription // by session id, then URI
+	mu sync.Mutex
+	// bySession holds, by session id then URI, each subscription, and
+	// each one being made: its slot is taken before the server is asked,
+	// so concurrent subscribes cannot pass the cap, and a slot gone when
+	// the server answers (the session ended, or unsubscribed meanwhile)
+	// tells the subscriber to undo what it made.
+	bySession map[string]map[string]*subscription
 	// wg owns the goroutines that unsubscribe the URIs of an ended session.
 	wg sync.WaitGroup
 }
@@ -40,6 +45,7 @@ type subscriptions struct {
 // subscription is one URI a session is subscribed to.
 type subscription struct {
 	user string
+	// stop ends it at the server; nil while the server is being asked.
 	stop func(context.Context) error
 }
 
@@ -74,52 +80,112 @@ func (e *Endpoint) onRequest(ctx context.Context, _ any, message any) error {
 }
 
 // subscribe subscribes ctx's session to uri at the server that lists it.
-// A URI the session is subscribed to already succeeds at once.
+// A URI the session is subscribed to already (or being subscribed to)
+// succeeds at once.
 func (e *Endpoint) subscribe(ctx context.Context, uri string) error {
 	sid := SessionID(ctx)
 	if sid == "" || uri == "" {
 		return nil // mcp-go refuses an empty URI; a session-less request holds nothing
 	}
-	e.subs.mu.Lock()
-	_, dup := e.subs.bySession[sid][uri]
-	n := len(e.subs.bySession[sid])
-	e.subs.mu.Unlock()
+	user := mcpgateway.UserFrom(ctx)
+	slot, n := e.subs.reserve(sid, uri, user)
 	switch {
-	case dup:
-		return nil
-	case n >= MaxSubscriptionsPerSession:
+	case slot == nil && n < 0:
+		return nil // held already
+	case slot == nil:
 		return fmt.Errorf("%w: this MCP session holds %d, the most it may; unsubscribe from one first", ErrTooManySubscriptions, n)
 	}
+	// Asked apart from the request: a client that gives up (or ends its
+	// session) once the server has the subscribe would leave the server
+	// holding a subscription nobody ends; answered, it is ended below.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.ListTimeout)
+	defer cancel()
+	stop, err := e.subscribeUpstream(sctx, sid, user, uri)
+	if err != nil {
+		e.subs.release(sid, uri, slot)
+		return err
+	}
+	if !e.subs.fill(sid, uri, slot, stop) {
+		// The session ended, or unsubscribed, while the server was asked.
+		e.stopSubscription(context.WithoutCancel(ctx), uri, subscription{user: user, stop: stop})
+	}
+	return nil
+}
+
+// subscribeUpstream subscribes session sid of user to uri at the server
+// that lists it and returns the func that ends that subscription.
+func (e *Endpoint) subscribeUpstream(ctx context.Context, sid, user, uri string) (stop func(context.Context) error, err error) {
 	r, name := e.resourceOwner(ctx, uri)
 	if r == nil {
-		return fmt.Errorf("no server of this service lists resource %q: %w", uri, mcpserver.ErrResourceNotFound)
+		return nil, fmt.Errorf("no server of this service lists resource %q: %w", uri, mcpserver.ErrResourceNotFound)
 	}
 	sub, ok := r.(Subscriber)
 	if !ok {
-		return fmt.Errorf("server %q cannot be subscribed to: %w", name, ErrNotSubscribable)
+		return nil, fmt.Errorf("server %q cannot be subscribed to: %w", name, ErrNotSubscribable)
 	}
-	user := mcpgateway.UserFrom(ctx)
 	updated := func() { e.notifyUpdated(sid, user, uri) }
 	// The gateway takes updated before it asks: the server may send an
 	// update before it answers.
-	stop, err := sub.Subscribe(mcpgateway.WithUser(ctx, user), uri, updated)
+	stop, err = sub.Subscribe(mcpgateway.WithUser(ctx, user), uri, updated)
 	if err != nil {
-		return fmt.Errorf("server %q refused the subscription to %q: %w", name, uri, err)
+		return nil, fmt.Errorf("server %q refused the subscription to %q: %w", name, uri, err)
 	}
-	e.subs.mu.Lock()
-	if e.subs.bySession == nil {
-		e.subs.bySession = map[string]map[string]subscription{}
+	return stop, nil
+}
+
+// reserve takes session sid's slot for uri and returns it; when it cannot,
+// it returns nil and -1 if the session holds uri already (or is being
+// subscribed to it), else the number of subscriptions that fill the cap.
+func (s *subscriptions) reserve(sid, uri, user string) (slot *subscription, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := s.bySession[sid]
+	if _, dup := held[uri]; dup {
+		return nil, -1
 	}
-	if e.subs.bySession[sid] == nil {
-		e.subs.bySession[sid] = map[string]subscription{}
+	if len(held) >= MaxSubscriptionsPerSession {
+		return nil, len(held)
 	}
-	old, dup := e.subs.bySession[sid][uri]
-	e.subs.bySession[sid][uri] = subscription{user: user, stop: stop}
-	e.subs.mu.Unlock()
-	if dup { // two subscribes of one session raced: one is enough
-		_ = old.stop(ctx) // the other holds the server's subscription
+	if s.bySession == nil {
+		s.bySession = map[string]map[string]*subscription{}
 	}
-	return nil
+	if held == nil {
+		held = map[string]*subscription{}
+		s.bySession[sid] = held
+	}
+	slot = &subscription{user: user}
+	held[uri] = slot
+	return slot, 0
+}
+
+// release gives back slot, session sid's for uri, if it still holds it.
+func (s *subscriptions) release(sid, uri string, slot *subscription) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bySession[sid][uri] == slot {
+		s.deleteLocked(sid, uri)
+	}
+}
+
+// fill records stop in slot and reports whether slot is still session
+// sid's for uri; when it is not, the caller ends the subscription.
+func (s *subscriptions) fill(sid, uri string, slot *subscription, stop func(context.Context) error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bySession[sid][uri] != slot {
+		return false
+	}
+	slot.stop = stop
+	return true
+}
+
+// deleteLocked forgets session sid's subscription to uri; s.mu must be
+// held.
+func (s *subscriptions) deleteLocked(sid, uri string) {
+	delete(s.bySession[sid], uri)
+	if len(s.bySession[sid]) == 0 {
+		delete(s.bySession, sid)
+	}
 }
 
 // unsubscribe ends ctx's session's subscription to uri; one it does not
@@ -135,13 +201,10 @@ func (e *Endpoint) unsubscribe(ctx context.Context, uri string) {
 func (e *Endpoint) unsubscribeSession(ctx context.Context, sid, uri string) bool {
 	e.subs.mu.Lock()
 	s, ok := e.subs.bySession[sid][uri]
-	delete(e.subs.bySession[sid], uri)
-	if len(e.subs.bySession[sid]) == 0 {
-		delete(e.subs.bySession, sid)
-	}
+	e.subs.deleteLocked(sid, uri)
 	e.subs.mu.Unlock()
-	if ok {
-		e.stopSubscription(ctx, uri, s)
+	if ok && s.stop != nil { // one being made is undone by its subscriber
+		e.stopSubscription(ctx, uri, *s)
 	}
 	return ok
 }
@@ -169,7 +232,9 @@ func (e *Endpoint) sessionEnded(_ context.Context, session mcpserver.ClientSessi
 	}
 	e.subs.wg.Go(func() {
 		for uri, s := range subs {
-			e.stopSubscription(context.Background(), uri, s)
+			if s.stop != nil { // one being made is undone by its subscriber
+				e.stopSubscription(context.Background(), uri, *s)
+			}
 		}
 	})
 }

@@ -30,12 +30,40 @@ type watchedServer struct {
 	subs, unsubs atomic.Int32
 	mu           sync.Mutex
 	by           map[string][]string // session ids by URI
+	// held, when not nil, gets each resources/subscribe as it arrives,
+	// which then waits until release is closed.
+	held    chan<- string
+	release <-chan struct{}
+}
+
+// hold makes the server's resources/subscribe wait until the returned func
+// is called; arrived gets the URI of each one that waits.
+func (w *watchedServer) hold() (arrived <-chan string, release func()) {
+	a, r := make(chan string, MaxSubscriptionsPerSession), make(chan struct{})
+	w.mu.Lock()
+	w.held, w.release = a, r
+	w.mu.Unlock()
+	return a, sync.OnceFunc(func() { close(r) })
 }
 
 func newWatchedServer(t *testing.T) *watchedServer {
 	t.Helper()
 	w := &watchedServer{by: map[string][]string{}}
 	hooks := &mcpserver.Hooks{}
+	hooks.AddBeforeSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest) {
+		w.mu.Lock()
+		held, release := w.held, w.release
+		w.mu.Unlock()
+		if held == nil {
+			return
+		}
+		held <- req.Params.URI
+		select {
+		case <-release:
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
 	hooks.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		w.subs.Add(1)
 		w.mu.Lock()
@@ -187,5 +215,96 @@ func TestSubscribeRefusals(t *testing.T) {
 	err := subscribeTo(ctx, c, "test://w")
 	if err == nil || !strings.Contains(err.Error(), ErrTooManySubscriptions.Error()) {
 		t.Errorf("subscription past the cap: %v, want %v", err, ErrTooManySubscriptions)
+	}
+}
+
+// subscribed counts the subscriptions ep's sessions hold or are making.
+func subscribed(ep *Endpoint) int {
+	ep.subs.mu.Lock()
+	defer ep.subs.mu.Unlock()
+	n := 0
+	for _, held := range ep.subs.bySession {
+		n += len(held)
+	}
+	return n
+}
+
+// TestSubscribeCapHoldsUnderConcurrency: subscribes sent at once while the
+// server is slow to answer cannot together pass
+// MaxSubscriptionsPerSession: the slot is taken before the server is
+// asked.
+func TestSubscribeCapHoldsUnderConcurrency(t *testing.T) {
+	w := newWatchedServer(t)
+	ep := New(&source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", w.url)}}, nil)
+	c, _ := updatesClient(t, serve(t, ep))
+	ctx := t.Context()
+	for i := range MaxSubscriptionsPerSession - 1 {
+		if err := subscribeTo(ctx, c, fmt.Sprintf("test://t/%d", i)); err != nil {
+			t.Fatalf("subscription %d: %v", i, err)
+		}
+	}
+	arrived, release := w.hold()
+	defer release()
+	const racers = 5
+	errs := make(chan error, racers)
+	for i := range racers {
+		go func() { errs <- subscribeTo(ctx, c, fmt.Sprintf("test://t/racer%d", i)) }()
+	}
+	select {
+	case <-arrived: // one reached the server
+	case <-time.After(5 * time.Second):
+		t.Fatal("no resources/subscribe reached the server within 5 s")
+	}
+	refused := 0
+	for range racers - 1 { // the others are refused without asking it
+		select {
+		case err := <-errs:
+			if err == nil || !strings.Contains(err.Error(), ErrTooManySubscriptions.Error()) {
+				t.Errorf("a subscribe past the cap: %v, want %v", err, ErrTooManySubscriptions)
+			}
+			refused++
+		case uri := <-arrived:
+			t.Errorf("a second subscribe (%s) reached the server past the cap", uri)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of %d subscribes past the cap were refused within 5 s", refused, racers-1)
+		}
+	}
+	release()
+	if err := <-errs; err != nil {
+		t.Errorf("the subscribe that took the last slot: %v", err)
+	}
+	if n := subscribed(ep); n != MaxSubscriptionsPerSession {
+		t.Errorf("the session holds %d subscriptions, want the cap, %d", n, MaxSubscriptionsPerSession)
+	}
+}
+
+// TestSubscribeEndedMidCallLeaksNothing: a session that ends while the
+// server is being asked for its subscription keeps none: the endpoint
+// unsubscribes at the server once it answers.
+func TestSubscribeEndedMidCallLeaksNothing(t *testing.T) {
+	w := newWatchedServer(t)
+	ep := New(&source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", w.url)}}, nil)
+	c, _ := updatesClient(t, serve(t, ep))
+	arrived, release := w.hold()
+	defer release()
+	done := make(chan error, 1)
+	go func() { done <- subscribeTo(context.WithoutCancel(t.Context()), c, "test://w") }()
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the resources/subscribe did not reach the server within 5 s")
+	}
+	_ = c.Close() // DELETE: the session ends while its subscribe waits
+	release()
+	<-done // its answer no longer matters
+	deadline := time.Now().Add(5 * time.Second)
+	for (w.unsubs.Load() != 1 || subscribed(ep) != 0) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := subscribed(ep); n != 0 {
+		t.Errorf("the endpoint keeps %d subscriptions of the ended session, want 0", n)
+	}
+	if n, m := w.subs.Load(), w.unsubs.Load(); n != m {
+		t.Errorf("the server got %d resources/subscribe and %d resources/unsubscribe, want as many", n, m)
 	}
 }
