@@ -70,8 +70,8 @@ func TestParseOrigins(t *testing.T) {
 // of unknown length that passes is put back whole.
 func TestGuardCheck(t *testing.T) {
 	g := New(true, []string{"elysia.lan"}, []string{"https://app.example.com"})
-	req := func(method, host, origin, contentType, body string, length int64) *http.Request {
-		r := httptest.NewRequest(method, "http://"+host+"/x", strings.NewReader(body))
+	reqPath := func(method, host, path, origin, contentType, body string, length int64) *http.Request {
+		r := httptest.NewRequest(method, "http://"+host+path, strings.NewReader(body))
 		r.Host = host
 		r.ContentLength = length
 		if origin != "" {
@@ -81,6 +81,9 @@ func TestGuardCheck(t *testing.T) {
 			r.Header.Set("Content-Type", contentType)
 		}
 		return r
+	}
+	req := func(method, host, origin, contentType, body string, length int64) *http.Request {
+		return reqPath(method, host, "/x", origin, contentType, body, length)
 	}
 	for _, tt := range []struct {
 		name string
@@ -94,6 +97,10 @@ func TestGuardCheck(t *testing.T) {
 		{"allowed origin", req("POST", "127.0.0.1:8000", "https://app.example.com", "", "", 0), nil},
 		{"foreign origin", req("POST", "127.0.0.1:8000", "http://evil.example", "", "", 0), ErrForbidden},
 		{"foreign origin on a read", req("GET", "127.0.0.1:8000", "http://evil.example", "", "", 0), nil},
+		{"foreign origin on the MCP stream", reqPath("GET", "127.0.0.1:8000", "/mcp", "http://evil.example", "", "", 0), ErrForbidden},
+		{"foreign origin on the SSE stream", reqPath("GET", "127.0.0.1:8000", "/sse", "http://evil.example", "", "", 0), ErrForbidden},
+		{"own origin on the MCP stream", reqPath("GET", "127.0.0.1:8000", "/mcp", "http://127.0.0.1:8000", "", "", 0), nil},
+		{"no origin on the MCP stream", reqPath("GET", "127.0.0.1:8000", "/mcp", "", "", "", 0), nil},
 		{"text body", req("POST", "127.0.0.1:8000", "", "text/plain", "x", 1), ErrUnsupportedMediaType},
 		{"chunked JSON", req("POST", "127.0.0.1:8000", "", "application/json", "{}", -1), nil},
 		{"chunked text", req("POST", "127.0.0.1:8000", "", "text/plain", "{}", -1), ErrUnsupportedMediaType},

@@ -280,13 +280,20 @@ func ParseOrigins(s string) ([]string, error) {
 }
 
 // needsOriginCheck reports whether r changes state or opens a WebSocket:
-// every method but GET and HEAD, and any request asking for an upgrade.
+// every method but GET and HEAD, and any request asking for an upgrade;
+// and every request to the MCP endpoint, whose GET opens a stream of a
+// session's messages (the MCP specification has servers validate Origin
+// on all incoming connections).
 func needsOriginCheck(r *http.Request) bool {
-	if r.Header.Get("Upgrade") != "" {
+	if r.Header.Get("Upgrade") != "" || mcpPaths[r.URL.Path] {
 		return true
 	}
 	return r.Method != http.MethodGet && r.Method != http.MethodHead
 }
+
+// mcpPaths are the paths of the MCP endpoint: Streamable HTTP, and the
+// legacy SSE transport's stream and messages.
+var mcpPaths = map[string]bool{"/mcp": true, "/sse": true, "/message": true}
 
 // Guard runs the three checks on a request. It is immutable and safe for
 // concurrent use.
