@@ -7,7 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
 )
 
 // DefaultMaxBodyBytes is the largest request body accepted when
@@ -16,6 +21,50 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // errTooLarge answers a body over the limit.
 var errTooLarge = &requestError{http.StatusRequestEntityTooLarge, "request body too large (limit 1 MiB)"}
+
+// DefaultBodyReadTimeout bounds the arrival of a request body when
+// Options.BodyReadTimeout is zero.
+const DefaultBodyReadTimeout = 30 * time.Second
+
+// bodyDeadline is the middleware that bounds the arrival of a request's
+// body by s.bodyWait: the connection's read deadline is set before the
+// route reads it and cleared once the body has arrived whole, so that the
+// server's watch for a client that goes away (and the long streams that
+// follow a request) are not cut by it. The next request on the connection
+// gets the server's own deadlines again.
+func (s *Server) bodyDeadline(c *gin.Context) {
+	r := c.Request
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		c.Next()
+		return
+	}
+	rc := http.NewResponseController(c.Writer)
+	if rc.SetReadDeadline(time.Now().Add(s.bodyWait)) != nil {
+		c.Next() // a connection that takes no deadline (HTTP/2 through some proxies): its server's timeouts apply
+		return
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, wait: s.bodyWait, arrived: sync.OnceFunc(func() { _ = rc.SetReadDeadline(time.Time{}) })}
+	c.Next()
+}
+
+// deadlineBody is a request body read under a deadline, which arrived
+// clears when the body ends.
+type deadlineBody struct {
+	io.ReadCloser
+	wait    time.Duration
+	arrived func()
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case err == io.EOF:
+		b.arrived()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = &requestError{http.StatusRequestTimeout, fmt.Sprintf("request body not received within %s: send the whole body at once", b.wait)}
+	}
+	return n, err
+}
 
 // readBody reads the whole request body, at most limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
@@ -26,6 +75,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, tooLarge(limit)
+		}
+		if re, ok := errors.AsType[*requestError](err); ok {
+			return nil, re // the body's deadline
 		}
 		return nil, badRequest("read request body: " + err.Error())
 	}

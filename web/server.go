@@ -88,6 +88,11 @@ type Options struct {
 	// MaxBodyBytes limits request bodies and WebSocket messages. Zero means
 	// DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds how long a request's body may take to arrive,
+	// from the end of its headers: a client that sends part of a body and
+	// stalls gets 408 and its connection closed instead of holding it. Zero
+	// or less means DefaultBodyReadTimeout (30 s).
+	BodyReadTimeout time.Duration
 	// PublicHosts lists the host names and addresses, each with an optional
 	// port, that the service answers to beside the loopback ones
 	// (localhost, *.localhost, 127.0.0.0/8, ::1), as browsersafety.ParseHosts returns them
@@ -150,6 +155,8 @@ type Server struct {
 	assets    fs.FS
 	heartbeat time.Duration
 	maxBody   int64
+	// bodyWait is Options.BodyReadTimeout, defaulted.
+	bodyWait time.Duration
 	// guard runs the browser safety checks (Options.PublicHosts and
 	// Options.AllowedOrigins).
 	guard  *browsersafety.Guard
@@ -206,6 +213,9 @@ func New(deps Deps, opts *Options) *Server {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	s := &Server{
 		deps:      deps,
 		logger:    slog.New(ctxHandler{o.Logger.Handler()}).With("component", "web"),
@@ -215,6 +225,7 @@ func New(deps Deps, opts *Options) *Server {
 		assets:    o.Assets,
 		heartbeat: o.Heartbeat,
 		maxBody:   o.MaxBodyBytes,
+		bodyWait:  o.BodyReadTimeout,
 		guard:     browsersafety.New(len(o.Keys) == 0, o.PublicHosts, o.AllowedOrigins),
 
 		writeTimeout: o.StreamWriteTimeout,
@@ -243,7 +254,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(securityHeaders, requestIDMiddleware, traceMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard, s.watch)
+	e.Use(s.bodyDeadline, securityHeaders, requestIDMiddleware, traceMiddleware, m.middleware, s.accessLog, s.recovery, s.browserGuard, s.watch)
 	e.NoRoute(func(c *gin.Context) {
 		s.fail(c, &requestError{http.StatusNotFound, "no route for " + c.Request.Method + " " + c.Request.URL.Path}, nil)
 	})
