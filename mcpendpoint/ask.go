@@ -77,8 +77,9 @@ func (e *Endpoint) ask(ctx context.Context, user string, args map[string]any, em
 const maxConversationIDBytes = 256
 
 // checkConversationID refuses what web refuses in an id: more than 256
-// bytes, invalid UTF-8, control characters or "/" (no path could reach
-// the conversation at /tree/<user>/<conversation>).
+// bytes, invalid UTF-8, control characters, "/", "." or ".." (no path
+// could reach the conversation at /tree/<user>/<conversation>: clients
+// resolve dot segments before they send a path).
 func checkConversationID(id string) error {
 	switch {
 	case len(id) > maxConversationIDBytes:
@@ -87,6 +88,8 @@ func checkConversationID(id string) error {
 		return errors.New("conversation_id is not valid UTF-8")
 	case strings.ContainsFunc(id, unicode.IsControl) || strings.ContainsRune(id, '/'):
 		return errors.New(`conversation_id must not hold control characters or "/"`)
+	case id == "." || id == "..":
+		return fmt.Errorf("conversation_id %q names no conversation a path can reach: choose another", id)
 	}
 	return nil
 }

@@ -293,8 +293,10 @@ func TestAskTool(t *testing.T) {
 	if m, _ := res.StructuredContent.(map[string]any); m["conversation_id"] != "c-alice" {
 		t.Errorf("ask structured content %v", res.StructuredContent)
 	}
-	if text, isErr := call(t, c, "ask", map[string]any{"question": "q", "conversation_id": "a/b"}); !isErr || !strings.Contains(text, "conversation_id") {
-		t.Errorf("ask with a bad conversation id: %v %q", isErr, text)
+	for _, bad := range []string{"a/b", ".", ".."} { // no browser can open /tree/alice/..
+		if text, isErr := call(t, c, "ask", map[string]any{"question": "q", "conversation_id": bad}); !isErr || !strings.Contains(text, "conversation_id") {
+			t.Errorf("ask with conversation id %q: %v %q, want it refused", bad, isErr, text)
+		}
 	}
 	src.mu.Lock()
 	src.expose.Agent = false
