@@ -76,15 +76,31 @@ func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs 
 	return res, err
 }
 
+// executeAllowed runs an admitted call on the view that serves ctx's user,
+// acquired once: the listing, the call and its retry all run on it, so a
+// per-user server reads the user's secrets once and retires the user's own
+// session when the call lost it. A sign-in the shared session asked for
+// makes g per user (switched), and the call then runs on the user's view.
 func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*CallResult, outcome, error) {
-	// The user's session is held from the listing to the end of the
-	// call, so that no other user's call closes it in between.
-	_, release, err := g.route(ctx)
-	if err != nil {
-		return nil, g.classify(ctx, err), err
+	for {
+		// The user's view is held from the listing to the end of the
+		// call, so that no other user's call closes it in between.
+		v, release, err := g.route(ctx)
+		if err != nil {
+			return nil, g.classify(ctx, err), err
+		}
+		res, o, err := g.executeOn(ctx, v, cm, tool, inputs)
+		release()
+		if v == g.shared && g.switched(err) {
+			continue
+		}
+		return res, o, err
 	}
-	defer release()
-	ts, err := g.tools(ctx)
+}
+
+// executeOn is executeAllowed on v, held by the caller.
+func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool string, inputs map[string]any) (*CallResult, outcome, error) {
+	ts, err := v.toolsHere(ctx)
 	if err != nil {
 		return nil, g.classify(ctx, err), err
 	}
@@ -103,8 +119,8 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 		inputs = map[string]any{}
 	}
 	cm.task = ts.task[tool]
-	res, err := g.call(ctx, cm, tool, inputs)
-	if err != nil && ctx.Err() == nil && g.shared.conn.Lifetime().Err() == nil {
+	res, err := g.call(ctx, v, cm, tool, inputs)
+	if err != nil && ctx.Err() == nil && v.conn.Lifetime().Err() == nil {
 		// A session the server forgot (HTTP 404) or that died before the
 		// request went out is replaced once, at once. A tool the server
 		// says is read-only or idempotent is also retried once, on a new
@@ -112,16 +128,16 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 		ce, _ := errors.AsType[*session.CallError](err)
 		switch {
 		case errors.Is(err, session.ErrRetry):
-			res, err = g.call(ctx, cm, tool, inputs)
+			res, err = g.call(ctx, v, cm, tool, inputs)
 		case ts.retry[tool] && ce != nil && ce.Session != nil && isTransportFailure(err):
 			g.logger.Info("retrying a read-only tool on a new session", logKeyTool, tool, logKeyErr, g.mask(err.Error()))
 			ce.Session.MarkDead(ce.Err)
-			g.shared.conn.Retire(ce.Session)
-			res, err = g.call(ctx, cm, tool, inputs)
+			v.conn.Retire(ce.Session)
+			res, err = g.call(ctx, v, cm, tool, inputs)
 		}
 	}
 	if err != nil {
-		err = g.userErr(ctx, g.shared.conn.CallErr(ctx, "call "+tool, errors.Unwrap(err)))
+		err = g.userErr(ctx, v.conn.CallErr(ctx, "call "+tool, errors.Unwrap(err)))
 		return nil, g.classify(ctx, err), err
 	}
 	out := convert(res, g.opts.OutputCap)
@@ -131,18 +147,16 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 	return out, outcomeSuccess, nil
 }
 
-// call sends one tools/call on the current session (see Conn.CallTool).
-// Its error is a *CallError.
-func (g *Gateway) call(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
-	res, err := routed(ctx, g, func(v *view) (*mcp.CallToolResult, error) {
-		s, err := v.conn.Session(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return v.conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
-	})
+// call sends one tools/call on v's current session, connecting if there
+// is none (see Conn.CallTool). Its error is a *CallError.
+func (g *Gateway) call(ctx context.Context, v *view, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+	s, err := v.conn.Session(ctx)
+	if err != nil {
+		return nil, &session.CallError{Err: err}
+	}
+	res, err := v.conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
 	if err != nil && !errors.As(err, new(*session.CallError)) {
-		err = &session.CallError{Err: err} // from route or Session
+		err = &session.CallError{Err: err}
 	}
 	return res, err
 }
