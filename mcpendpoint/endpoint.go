@@ -152,7 +152,7 @@ func New(src Source, opts *Options) *Endpoint {
 		o.Version = "dev"
 	}
 	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
-	e.sessions = newSessionBook(o.MaxSessions)
+	e.sessions = newSessionBook(o.MaxSessions, sessionsPerUser(o.MaxSessions), e.endEvicted)
 	e.tag = newReplicaTag()
 	e.streams.ResumeWait = o.ResumeWait
 	e.samples = newSampleRelay()

@@ -1,6 +1,7 @@
 package mcpendpoint
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,26 +17,63 @@ import (
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
+// Sessions per user: a user may hold an eighth of MaxSessions open at once,
+// and at least minSessionsPerUser (all MaxSessions when that is fewer).
+const (
+	minSessionsPerUser   = 64
+	sessionsPerUserShare = 8
+)
+
+// sessionsPerUser is how many sessions one user may hold open when the
+// endpoint holds at most total: 1,250 of the default 10,000.
+func sessionsPerUser(total int) int {
+	return max(min(total, minSessionsPerUser), total/sessionsPerUserShare)
+}
+
 // sessionBook records which user opened each session, so that a session id
 // is good only with its owner's key: another user's request naming it is
 // answered as for an unknown session (404). It is mcp-go's session id
 // manager, resolved per request to know the asking user.
+//
+// It bounds the sessions, in O(1) per new one. A user at perUser sessions
+// who opens another loses their own least recently used, never another
+// user's. Past max sessions in all (which the per-user cap alone cannot
+// prevent once enough users are near it) the least recently used session
+// of any user goes: the session idle longest is the one least likely to
+// be missed, and picking it costs nothing. A session the book forgets so
+// is handed to evicted, which ends it everywhere (evict.go).
 type sessionBook struct {
-	max int
-	// mu guards owners and adopting.
+	max, perUser int
+	// evicted is called, outside mu, with each session forgotten to make
+	// room for another; it must not block.
+	evicted func(eviction)
+
+	// mu guards owners, hashes, users, lru and adopting.
 	mu     sync.Mutex
 	owners map[string]*owned
+	// hashes holds each session's id by its idHash.
+	hashes map[string]string
+	// users holds each user's sessions, most recently used first; a user
+	// with none has no entry.
+	users map[string]*list.List
+	// lru holds every session, most recently used first.
+	lru list.List
 	// adopting holds the sessions another replica opened that a request
-	// is adopting now (shared.go); each channel closes when it is done.
+	// is adopting now (shared.go), and those evicted whose ending is under
+	// way, so that no request adopts them again meanwhile; each channel
+	// closes when it is done.
 	adopting map[string]chan struct{}
 }
 
 type owned struct {
+	id   string
 	user string
 	// hash is the SHA-256 of the session id (idHash), the name the
 	// replicas tell each other.
 	hash string
-	seen time.Time
+	// all and mine are the session's places in the book's lru and in its
+	// user's list.
+	all, mine *list.Element
 	// shared is when the session's use was last recorded in the
 	// SessionStore.
 	shared time.Time
@@ -45,8 +83,28 @@ type owned struct {
 	version string
 }
 
-func newSessionBook(max int) *sessionBook {
-	return &sessionBook{max: max, owners: map[string]*owned{}}
+// eviction is a session the book forgot to make room for another.
+type eviction struct {
+	id, user string
+	// cause says which cap it made room under: causeUser or causeService.
+	cause string
+	// done is called once the session has ended everywhere; until then a
+	// request naming it waits rather than adopting it again.
+	done func()
+}
+
+// Causes of an eviction.
+const (
+	causeUser    = "sessions_per_user"
+	causeService = "max_sessions"
+)
+
+// newSessionBook returns a book of at most limit sessions, perUser of
+// them one user's, that hands the sessions it forgets to evicted (which
+// must not block).
+func newSessionBook(limit, perUser int, evicted func(eviction)) *sessionBook {
+	return &sessionBook{max: max(limit, 1), perUser: max(perUser, 1), evicted: evicted,
+		owners: map[string]*owned{}, hashes: map[string]string{}, users: map[string]*list.List{}}
 }
 
 var _ mcpserver.SessionIdManagerResolver = (*sessionBook)(nil)
@@ -60,8 +118,7 @@ func (b *sessionBook) ResolveSessionIdManager(r *http.Request) mcpserver.Session
 	return userSessions{b: b, user: mcpgateway.UserFrom(r.Context()), adopt: adopt}
 }
 
-// newID returns a fresh random session id, owned by user; past max open
-// sessions the least recently used one is forgotten.
+// newID returns a fresh random session id, owned by user (add).
 func (b *sessionBook) newID(user, prefix string) string {
 	var raw [16]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
@@ -70,25 +127,83 @@ func (b *sessionBook) newID(user, prefix string) string {
 	return id
 }
 
-// add records session id, owned by user, unless it is recorded already;
-// past max open sessions the least recently used one is forgotten.
+// add records session id, owned by user, unless it is recorded already.
+// A user at perUser sessions loses their least recently used one; past
+// max sessions in all, the least recently used one of any user goes. Each
+// goes to evicted, after mu is released: add does no I/O and waits for no
+// session to end.
 func (b *sessionBook) add(id, user string) {
 	h := idHash(id)
+	gone := make([]eviction, 0, 2) // at most one per cap
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if _, ok := b.owners[id]; ok {
+		b.mu.Unlock()
 		return
 	}
-	if len(b.owners) >= b.max {
-		oldest, at := "", time.Time{}
-		for k, o := range b.owners {
-			if oldest == "" || o.seen.Before(at) {
-				oldest, at = k, o.seen
-			}
+	if mine := b.users[user]; mine != nil {
+		for mine.Len() >= b.perUser {
+			gone = append(gone, b.evictLocked(mine.Back().Value.(*owned), causeUser))
 		}
-		delete(b.owners, oldest)
 	}
-	b.owners[id] = &owned{user: user, hash: h, seen: time.Now()}
+	for b.lru.Len() >= b.max {
+		gone = append(gone, b.evictLocked(b.lru.Back().Value.(*owned), causeService))
+	}
+	mine := b.users[user]
+	if mine == nil {
+		mine = list.New()
+		b.users[user] = mine
+	}
+	o := &owned{id: id, user: user, hash: h}
+	o.all, o.mine = b.lru.PushFront(o), mine.PushFront(o)
+	b.owners[id], b.hashes[h] = o, id
+	b.mu.Unlock()
+	for _, ev := range gone {
+		if b.evicted == nil {
+			ev.done()
+			continue
+		}
+		b.evicted(ev)
+	}
+}
+
+// evictLocked forgets o and marks it being ended until the eviction's
+// done is called. b.mu must be held.
+func (b *sessionBook) evictLocked(o *owned, cause string) eviction {
+	b.removeLocked(o)
+	ev := eviction{id: o.id, user: o.user, cause: cause, done: func() {}}
+	if _, busy := b.adopting[o.id]; busy { // an adoption under way: it finds the session gone
+		return ev
+	}
+	if b.adopting == nil {
+		b.adopting = map[string]chan struct{}{}
+	}
+	c := make(chan struct{})
+	b.adopting[o.id] = c
+	ev.done = func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.adopting, o.id)
+		close(c)
+	}
+	return ev
+}
+
+// removeLocked forgets o. b.mu must be held.
+func (b *sessionBook) removeLocked(o *owned) {
+	delete(b.owners, o.id)
+	delete(b.hashes, o.hash)
+	b.lru.Remove(o.all)
+	mine := b.users[o.user]
+	mine.Remove(o.mine)
+	if mine.Len() == 0 {
+		delete(b.users, o.user)
+	}
+}
+
+// usedLocked marks o used now. b.mu must be held.
+func (b *sessionBook) usedLocked(o *owned) {
+	b.lru.MoveToFront(o.all)
+	b.users[o.user].MoveToFront(o.mine)
 }
 
 // touchDue reports whether session id's use was last recorded in the
@@ -158,12 +273,7 @@ func (b *sessionBook) owner(id string) (string, bool) {
 func (b *sessionBook) byHash(h string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for id, o := range b.owners {
-		if o.hash == h {
-			return id
-		}
-	}
-	return ""
+	return b.hashes[h]
 }
 
 // ownedBy reports whether session id is open and belongs to user, marking
@@ -175,7 +285,7 @@ func (b *sessionBook) ownedBy(id, user string) bool {
 	if !ok || o.user != user {
 		return false
 	}
-	o.seen = time.Now()
+	b.usedLocked(o)
 	return true
 }
 
@@ -188,7 +298,7 @@ func (b *sessionBook) streaming(id, user string) bool {
 	if !ok || o.user != user || o.streams == 0 {
 		return false
 	}
-	o.seen = time.Now()
+	b.usedLocked(o)
 	return true
 }
 
@@ -209,10 +319,13 @@ func (b *sessionBook) openStream(id string) (closed func()) {
 	}
 }
 
+// forget forgets session id, if it is open here.
 func (b *sessionBook) forget(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.owners, id)
+	if o, ok := b.owners[id]; ok {
+		b.removeLocked(o)
+	}
 }
 
 // Session id prefixes: an SSE session ends with its stream, an HTTP one

@@ -1,0 +1,51 @@
+package mcpendpoint
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+)
+
+// evictTimeout bounds ending an evicted session, chiefly removing its
+// record from the SessionStore.
+const evictTimeout = 10 * time.Second
+
+// logKeyCause names the cap an evicted session made room under: causeUser
+// or causeService.
+const logKeyCause = "cause"
+
+// endEvicted ends everywhere a session the book forgot to make room for
+// another (sessionBook.add), as its client's DELETE would: its calls are
+// cancelled upstream, its GET stream closes, its resource subscriptions
+// end at their servers, mcp-go drops it at once rather than after
+// SessionIdleTTL, and with a SessionStore its record goes and the other
+// replicas are told. It returns at once, so the initialize that made room
+// waits on none of it: the ending runs on a goroutine of subs.wg, which
+// Close waits for, and ev.done is called when it is over.
+//
+// A legacy SSE session is dropped the same way, but mcp-go's SSE server
+// keeps its stream open until the client leaves; the client's next message
+// gets 404.
+func (e *Endpoint) endEvicted(ev eviction) {
+	e.subs.wg.Go(func() {
+		defer ev.done()
+		ctx, cancel := context.WithTimeout(mcpgateway.WithUser(context.Background(), ev.user), evictTimeout)
+		defer cancel()
+		e.logger.InfoContext(ctx, "MCP session ended to make room for a new one", logKeyUser, ev.user, logKeyCause, ev.cause)
+		if strings.HasPrefix(ev.id, ssePrefix) {
+			e.srv.UnregisterSession(ctx, ev.id) // its subscriptions end (sessionEnded)
+			e.cancelSession(ev.id)
+		} else {
+			e.endHere(ctx, ev.id)
+		}
+		if e.opts.Sessions == nil {
+			return
+		}
+		if err := e.endShared(ctx, ev.id, ev.user); err != nil {
+			e.logger.WarnContext(ctx, "removing an evicted MCP session's record: the other replicas serve it until it is idle",
+				logKeyUser, ev.user, logKeyErr, err)
+		}
+	})
+}
