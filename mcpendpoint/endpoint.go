@@ -213,7 +213,7 @@ func New(src Source, opts *Options) *Endpoint {
 // caller has authenticated: /mcp (Streamable HTTP: POST, the GET stream,
 // DELETE), /sse and /message (the legacy SSE transport). A session belongs
 // to the user who opened it: another user's request naming it gets 404. A
-// body over MaxBodyBytes gets 413.
+// DELETE naming no session gets 400. A body over MaxBodyBytes gets 413.
 func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string) {
 	if r.ContentLength > e.opts.MaxBodyBytes {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
@@ -233,8 +233,13 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 	case "/mcp":
 		// mcp-go checks a POST's session id (sessionBook) but opens a GET
 		// stream on any, where another user would get that session's
-		// messages, and answers 500 to a DELETE of an unknown one.
+		// messages, and answers 500 to a DELETE of an unknown one, or of
+		// none.
 		id := r.Header.Get(mcpserver.HeaderKeySessionID)
+		if r.Method == http.MethodDelete && id == "" {
+			writeRPCError(w, http.StatusBadRequest, mcp.INVALID_REQUEST, "DELETE /mcp needs the Mcp-Session-Id header of the session to end")
+			return
+		}
 		if id != "" && e.opts.Sessions != nil {
 			e.shareSession(ctx, id, user)
 		}

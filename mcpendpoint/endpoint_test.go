@@ -3,6 +3,7 @@ package mcpendpoint
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -303,5 +304,27 @@ func TestAskTool(t *testing.T) {
 	src.mu.Unlock()
 	if got := names(t, c); len(got) != 0 {
 		t.Errorf("tools with agent off: %v", got)
+	}
+}
+
+// TestDeleteWithoutSession: a DELETE of /mcp that names no session is the
+// client's mistake, a 400, whether or not the replicas share sessions.
+func TestDeleteWithoutSession(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts *Options
+	}{
+		{"one replica", nil},
+		{"shared sessions", &Options{Sessions: &memSessions{}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url := serve(t, New(&source{expose: mcpconfig.DefaultExpose()}, tt.opts))
+			resp := mcpRequest(t, t.Context(), http.MethodDelete, url, "alice", "", "")
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("DELETE /mcp without a session id: %d %s, want 400", resp.StatusCode, body)
+			}
+		})
 	}
 }
