@@ -17,12 +17,12 @@ func TestBounded(t *testing.T) {
 	}
 	st.Add([]byte(`{"result":{}}`), true)
 	st.Add([]byte(`{"late":true}`), false)
-	evs, done, _, _ := st.Since(0, 0)
+	evs, done, _, _, _ := st.Since(0, 0)
 	if !done || st.bytes > MaxBytes || len(evs) != 3 || !evs[len(evs)-1].Final || evs[0].Seq != 4 {
 		t.Errorf("kept %d events (first seq %d), %d bytes, done %v; want the last two reports and the answer", len(evs), evs[0].Seq, st.bytes, done)
 	}
 	st.AddAt(3, []byte(`{}`), false) // a mirror never goes back
-	if evs2, _, _, _ := st.Since(0, 0); len(evs2) != 3 {
+	if evs2, _, _, _, _ := st.Since(0, 0); len(evs2) != 3 {
 		t.Errorf("AddAt of an old seq changed the stream: %d events", len(evs2))
 	}
 }
@@ -61,7 +61,7 @@ func TestWriter(t *testing.T) {
 			w := NewWriter(st, id)
 			tt.write(w)
 			w.Finish()
-			evs, done, _, _ := st.Since(0, 0)
+			evs, done, _, _, _ := st.Since(0, 0)
 			var got []string
 			for _, ev := range evs {
 				got = append(got, string(ev.Data))

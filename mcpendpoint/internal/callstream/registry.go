@@ -2,7 +2,11 @@ package callstream
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,9 +31,9 @@ const (
 	primeDelay = 5 * time.Millisecond
 )
 
-// Registry is the streams of one endpoint, by id. Set ResumeWait before
-// use; the zero value is otherwise ready. Its methods are safe for
-// concurrent use.
+// Registry is the streams of one endpoint, by id. Set ResumeWait (and
+// Logger) before use; the zero value is otherwise ready. Its methods are
+// safe for concurrent use.
 type Registry struct {
 	// ResumeWait is how long a stream nobody reads is kept before it is
 	// forgotten and its call cancelled.
@@ -38,6 +42,9 @@ type Registry struct {
 	// stream is silent, so that its reader elsewhere can tell a silent
 	// call from a gone replica. Zero means DefaultKeepalive.
 	Keepalive time.Duration
+	// Logger receives a warning when a stream's reader is past messages
+	// it had not read (ErrEventsDropped). Nil means nothing is logged.
+	Logger *slog.Logger
 
 	// mu guards byID, perSession and closed.
 	mu         sync.Mutex
@@ -168,6 +175,7 @@ func (r *Registry) Leave(st *Stream, n int) {
 
 // Start writes the headers of an event stream to w and sends them, so
 // that a client resuming a silent call sees its stream open at once.
+// Resume calls it itself: once it has, a resume can no longer be refused.
 func Start(w http.ResponseWriter) {
 	writeHeader(w)
 	_ = http.NewResponseController(w).Flush() // a gone client: Serve finds out
@@ -195,9 +203,36 @@ func (r *Registry) ServeNew(ctx context.Context, w http.ResponseWriter, st *Stre
 	r.serve(ctx, w, st, 0, poll, true)
 }
 
+// Resume answers a client that takes st up again after seq, the seq of
+// its Last-Event-ID. If the message after seq is gone (ErrEventsDropped),
+// the client cannot have the whole call: Resume answers 410 Gone with a
+// plain message that names the stream and the first event still kept,
+// leaves the stream to its current reader or its orphan timer (the
+// client may call again), and returns an error that wraps
+// ErrEventsDropped, for the caller to log. Otherwise it starts the event
+// stream at once (Start), Serves it, and returns nil once Serve is done.
+func (r *Registry) Resume(ctx context.Context, w http.ResponseWriter, st *Stream, seq int, poll time.Duration) error {
+	// Checked before Take, so that a refused client does not push the
+	// current reader off. Messages dropped between here and Serve are
+	// Serve's to mark.
+	if evs, _, _, _, err := st.Since(seq, 0); err != nil {
+		first := evs[0].Seq
+		http.Error(w, fmt.Sprintf("Last-Event-ID %s-%d: the events after it were dropped (a call's stream keeps only its newest %d MiB); the first still kept is %s-%d: make the call again",
+			st.id, seq, MaxBytes>>20, st.id, first), http.StatusGone)
+		return fmt.Errorf("resume after event %d, first kept %d: %w", seq, first, err)
+	}
+	Start(w)
+	r.serve(ctx, w, st, seq, poll, false)
+	return nil
+}
+
 // Serve writes st's messages after seq to w until the answer is written,
 // ctx ends (the client went), another connection takes the stream, or
-// poll (when not 0) has passed, and then leaves it (Leave).
+// poll (when not 0) has passed, and then leaves it (Leave). w's event
+// stream must be started (Start), so a reader past messages it had not
+// read can no longer be refused: Serve writes what is kept after an SSE
+// comment that marks the gap, and logs it. Resume refuses a client whose
+// resume is past a gap instead; prefer it.
 func (r *Registry) Serve(ctx context.Context, w http.ResponseWriter, st *Stream, seq int, poll time.Duration) {
 	r.serve(ctx, w, st, seq, poll, false)
 }
@@ -221,13 +256,21 @@ func (r *Registry) serve(ctx context.Context, w http.ResponseWriter, st *Stream,
 	}
 	rc := http.NewResponseController(w)
 	for {
-		evs, done, wake, current := st.Since(seq, n)
+		// A gap (ErrEventsDropped) shows in the seqs below, with those a
+		// mirror's holder failed to relay.
+		evs, done, wake, current, _ := st.Since(seq, n)
 		if !current {
 			return
 		}
 		if len(evs) > 0 {
 			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) // not every writer has deadlines
 			for _, ev := range evs {
+				if ev.Seq > seq+1 { // headers are out: the client gets the rest, the gap marked
+					r.logGap(ctx, st, seq, ev.Seq)
+					if st.gap(w, seq, ev.Seq) != nil {
+						return
+					}
+				}
 				if st.frame(w, ev) != nil {
 					return
 				}
@@ -269,7 +312,9 @@ func (r *Registry) Forward(st *Stream, seq int, send func(evs []Event, gone bool
 	defer keepalive.Stop()
 	first := true
 	for {
-		evs, done, wake, current := st.Since(seq, n)
+		// A gap (ErrEventsDropped) goes on as it is: the mirror there sees
+		// it in the seqs and tells its reader.
+		evs, done, wake, current, _ := st.Since(seq, n)
 		if !current {
 			send(nil, true)
 			return
@@ -300,6 +345,18 @@ func (r *Registry) Forward(st *Stream, seq int, send func(evs []Event, gone bool
 			return
 		}
 	}
+}
+
+// logGap logs that st's reader, after seq, is past messages up to next
+// that it never got. Stream ids are bearers: the log names the session by
+// a hash.
+func (r *Registry) logGap(ctx context.Context, st *Stream, seq, next int) {
+	if r.Logger == nil {
+		return
+	}
+	sum := sha256.Sum256([]byte(st.session))
+	r.Logger.WarnContext(ctx, "MCP call stream reader missed dropped events", "session_hash", hex.EncodeToString(sum[:8]),
+		"after_event", seq, "next_event", next, "mirror", st.mirror)
 }
 
 // keepalive is Keepalive, or DefaultKeepalive.

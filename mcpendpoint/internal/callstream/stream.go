@@ -4,8 +4,10 @@
 //
 // A Registry holds the streams of one endpoint. Open registers a call's
 // Stream, the call's messages go onto it with Add (the answer last),
-// Registry.Serve writes them to a client's connection from any event on,
-// and Registry.Leave starts the wait after which a stream nobody reads is
+// Registry.ServeNew writes them to the call's own connection and
+// Registry.Resume to that of a client that resumes the stream (refusing
+// one whose next messages were dropped: ErrEventsDropped), and
+// Registry.Leave starts the wait after which a stream nobody reads is
 // forgotten and its call cancelled. A Writer is the http.ResponseWriter a
 // server library answers a call on: it turns what it writes into the
 // stream's messages. A stream held by another replica is read here
@@ -31,7 +33,8 @@ const (
 	// client waits before it resumes a stream that closed.
 	Retry = 500 * time.Millisecond
 	// MaxBytes bounds the messages a stream keeps for its reader: past it
-	// the oldest progress and log messages are dropped, never the answer.
+	// the oldest progress and log messages are dropped, never the answer,
+	// and a reader that had not read them is told (ErrEventsDropped).
 	MaxBytes = 4 << 20
 	// IDLen is the length of a stream id: 16 random bytes in hex.
 	IDLen = 32
@@ -85,8 +88,9 @@ func (st *Stream) Session() string { return st.session }
 
 // Add appends a message (the answer when final) and wakes the reader.
 // Past MaxBytes the oldest messages that are not the answer are dropped:
-// progress a stalled reader would see late anyway. Nothing is added after
-// the answer.
+// progress a stalled reader would see late anyway, told of the gap (see
+// Since). Nothing is added after the answer. The stream keeps data and
+// hands it to its readers: the caller must not change it afterwards.
 func (st *Stream) Add(data []byte, final bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -113,8 +117,13 @@ func (st *Stream) addLocked(seq int, data []byte, final bool) {
 	st.events = append(st.events, Event{Seq: st.seq, Data: data, Final: final})
 	st.bytes += len(data)
 	for st.bytes > MaxBytes && len(st.events) > 1 && !st.events[0].Final {
+		// Readers hold copies (Since), so the dropped event can be zeroed
+		// for its data to be collected, and the slice cut from the front:
+		// append moves what is left to a new array once it runs out of
+		// room, which keeps trimming O(1) amortised.
 		st.bytes -= len(st.events[0].Data)
-		st.events = slices.Delete(st.events, 0, 1)
+		st.events[0] = Event{}
+		st.events = st.events[1:]
 	}
 	st.done = final
 	st.signal()
@@ -148,14 +157,38 @@ func (st *Stream) Take() int {
 	return st.reader
 }
 
-// Since returns the messages after seq, whether the answer is among them,
-// the channel that says more came, and whether reader n still reads the
-// stream.
-func (st *Stream) Since(seq, n int) (evs []Event, done bool, wake <-chan struct{}, current bool) {
+// Since returns a copy of the messages the stream keeps after seq,
+// whether the answer is among them, the channel that says more came, and
+// whether reader n still reads the stream. The copy is the reader's: the
+// stream never changes it. When the message right after seq is gone
+// (dropped past MaxBytes, or on a mirror never relayed), err is
+// ErrEventsDropped and evs, which then starts at the first message kept,
+// is valid all the same.
+func (st *Stream) Since(seq, n int) (evs []Event, done bool, wake <-chan struct{}, current bool, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	i, _ := slices.BinarySearchFunc(st.events, seq+1, func(ev Event, s int) int { return ev.Seq - s })
-	return st.events[i:], st.done, st.wake, st.reader == n && !st.gone
+	// Events are copied, not their Data: nothing changes a message's bytes
+	// once added (Add).
+	evs = slices.Clone(st.events[i:])
+	// A stream's seqs count up by one; a mirror's may only skip what its
+	// holder could not give it.
+	if len(evs) > 0 && evs[0].Seq > seq+1 {
+		err = ErrEventsDropped
+	}
+	return evs, st.done, st.wake, st.reader == n && !st.gone, err
+}
+
+// gap writes an SSE comment to w that says the messages after seq, up to
+// next, were dropped: a client's library skips it, someone reading the
+// wire sees why the ids jump.
+func (st *Stream) gap(w io.Writer, seq, next int) error {
+	why := fmt.Sprintf("it keeps only its newest %d MiB", MaxBytes>>20)
+	if st.mirror {
+		why = "the replica running the call dropped them or could not relay them"
+	}
+	_, err := fmt.Fprintf(w, ": events %d to %d of this stream were dropped: %s\n", seq+1, next-1, why)
+	return err
 }
 
 // frame writes ev as an SSE event with its id, a data line for each line
