@@ -29,7 +29,7 @@ const logKeyCause = "cause"
 // keeps its stream open until the client leaves; the client's next message
 // gets 404.
 func (e *Endpoint) endEvicted(ev eviction) {
-	e.subs.wg.Go(func() {
+	started := e.subs.wg.Go(func() {
 		defer ev.done()
 		ctx, cancel := context.WithTimeout(mcpgateway.WithUser(context.Background(), ev.user), evictTimeout)
 		defer cancel()
@@ -48,4 +48,7 @@ func (e *Endpoint) endEvicted(ev eviction) {
 				logKeyUser, ev.user, logKeyErr, err)
 		}
 	})
+	if !started { // the endpoint is closing: its sessions all end with it
+		ev.done()
+	}
 }

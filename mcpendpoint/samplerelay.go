@@ -51,7 +51,7 @@ type sampleRelay struct {
 	live    map[string]mcpserver.ClientSession
 	// wg owns the goroutines that put relayed requests to clients; ctx
 	// ends them (Close).
-	wg     sync.WaitGroup
+	wg     goGroup
 	ctx    context.Context //nolint:containedctx // the lifetime of those goroutines, ended by Close
 	cancel context.CancelFunc
 }

@@ -38,8 +38,10 @@ type subscriptions struct {
 	// the server answers (the session ended, or unsubscribed meanwhile)
 	// tells the subscriber to undo what it made.
 	bySession map[string]map[string]*subscription
-	// wg owns the goroutines that unsubscribe the URIs of an ended session.
-	wg sync.WaitGroup
+	// wg owns the goroutines that unsubscribe the URIs of an ended
+	// session, and that end an evicted one (evict.go); the endpoint's
+	// Close waits for them.
+	wg goGroup
 }
 
 // subscription is one URI a session is subscribed to.
