@@ -114,7 +114,7 @@ func (c *Conn) request(ctx context.Context, s *Session, method mcp.MCPMethod, pa
 		Header:  header,
 	})
 	if err != nil {
-		return nil, err
+		return nil, &transportError{err}
 	}
 	if resp == nil {
 		return nil, fmt.Errorf("%s: no response", method)

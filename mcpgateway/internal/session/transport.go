@@ -214,7 +214,7 @@ func (c *Conn) startRemote(hsCtx context.Context, s *Session, client *mcpclient.
 	}
 	if err != nil {
 		c.closeSession(s)
-		return nil, err
+		return nil, &transportError{err}
 	}
 	if err := c.handshake(hsCtx, s); err != nil {
 		c.closeSession(s)
