@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // maxGroup bounds the saves one SQLite transaction commits together.
@@ -34,11 +36,17 @@ type writeFunc func(ctx context.Context, tx *sql.Tx) (after func(), err error)
 // caller learns whether its save committed. Each caller gets its own save's result, or
 // the commit's error.
 type groupWriter struct {
-	db   *sql.DB
-	jobs chan *writeJob // unbuffered: a send succeeds only when the writer takes it
-	quit chan struct{}
-	done chan struct{}
-	stop sync.Once
+	db     *sql.DB
+	logger *slog.Logger
+	jobs   chan *writeJob // unbuffered: a send succeeds only when the writer takes it
+	quit   chan struct{}
+	done   chan struct{}
+	stop   sync.Once
+
+	// shrink is set, on the writer's goroutine only, when a write failed
+	// for lack of room or a failed write: the write-ahead log is to be
+	// truncated before the next transaction (see shrinkWAL).
+	shrink bool
 
 	// queued counts the saves waiting for the writer to take them, and
 	// commits the transactions committed; for tests.
@@ -59,8 +67,8 @@ type writeJob struct {
 	panicked any
 }
 
-func newGroupWriter(db *sql.DB) *groupWriter {
-	w := &groupWriter{db: db, jobs: make(chan *writeJob), quit: make(chan struct{}), done: make(chan struct{})}
+func newGroupWriter(db *sql.DB, logger *slog.Logger) *groupWriter {
+	w := &groupWriter{db: db, logger: logger, jobs: make(chan *writeJob), quit: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -162,8 +170,12 @@ func (w *groupWriter) try(rest []*writeJob) (failed int, err error) {
 	// The transaction outlives any one caller's ctx (see groupWriter), and
 	// SQLite on a local file needs no deadline of its own.
 	ctx := context.WithoutCancel(rest[0].ctx)
+	if w.shrink {
+		w.shrink = !w.shrinkWAL(ctx)
+	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
+		w.shrink = w.shrink || cannotWrite(err)
 		return -1, err
 	}
 	wrote := false
@@ -177,6 +189,7 @@ func (w *groupWriter) try(rest []*writeJob) (failed int, err error) {
 		}
 		if j.after, j.err = j.run(tx); j.err != nil {
 			j.after = nil
+			w.shrink = w.shrink || cannotWrite(j.err)
 			// A failed rollback means SQLite has already rolled back (after
 			// SQLITE_FULL, say); a broken connection fails the next round's
 			// BeginTx, for everyone.
@@ -189,10 +202,43 @@ func (w *groupWriter) try(rest []*writeJob) (failed int, err error) {
 		return -1, tx.Rollback()
 	}
 	if err := tx.Commit(); err != nil {
+		w.shrink = w.shrink || cannotWrite(err)
 		return -1, err
 	}
 	w.commits.Add(1)
 	return -1, nil
+}
+
+// shrinkWALTimeout bounds the checkpoint of shrinkWAL, which waits for
+// other processes' readers and writer on the same file at most that long.
+const shrinkWALTimeout = 5 * time.Second
+
+// shrinkWAL copies the write-ahead log into the database and truncates it
+// to nothing, best effort, and reports whether it did. After a write failed
+// for lack of room (a full disk) or a failed write, the writer runs it
+// before each transaction until it succeeds, so that the next writes find
+// room: the log holds every version of every page written since the last
+// checkpoint, many times what the database needs, and never shrinks by
+// itself. Without it, once space was freed on a full disk, the saves that
+// followed took the freed space for the log and failed again within a few
+// (TestFullDiskRecovers). While the disk stays full the checkpoint fails
+// (it must grow the database first), and the next transaction tries again.
+func (w *groupWriter) shrinkWAL(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, shrinkWALTimeout)
+	defer cancel()
+	var busy, logged, copied int64
+	err := w.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logged, &copied)
+	switch {
+	case err != nil:
+		w.logger.DebugContext(ctx, "write-ahead log not truncated after a failed write", logKeyErr, err)
+		return false
+	case busy != 0:
+		w.logger.DebugContext(ctx, "write-ahead log not truncated after a failed write: another connection uses it",
+			"log_frames", logged, "copied_frames", copied)
+		return false
+	}
+	w.logger.InfoContext(ctx, "write-ahead log truncated after a failed write", "log_frames", logged)
+	return true
 }
 
 // run runs j's write in tx. A panic becomes j's error here and is raised

@@ -69,15 +69,26 @@ func (s *Store) noteSave(size int, err error) {
 	if s.dialect != dialectSQLite {
 		return
 	}
-	var sqliteErr *sqlite.Error
 	if err == nil {
 		s.failedSave.Store(0)
 		return
 	}
-	if errors.As(err, &sqliteErr) {
-		switch sqliteErr.Code() & 0xff {
-		case sqliteFull, sqliteIOErr, sqliteReadOnly, sqliteCantOpen:
-			s.failedSave.Store(int64(max(size, 1)))
-		}
+	if cannotWrite(err) {
+		s.failedSave.Store(int64(max(size, 1)))
 	}
+}
+
+// cannotWrite reports whether err is SQLite's answer to a write that found
+// no room or could not be done: a full disk, a failed write, a read-only
+// or missing file.
+func cannotWrite(err error) bool {
+	var sqliteErr *sqlite.Error
+	if !errors.As(err, &sqliteErr) {
+		return false
+	}
+	switch sqliteErr.Code() & 0xff {
+	case sqliteFull, sqliteIOErr, sqliteReadOnly, sqliteCantOpen:
+		return true
+	}
+	return false
 }

@@ -28,7 +28,13 @@ const DefaultSQLitePath = "data/elysia.db"
 // failing with SQLITE_BUSY, foreign keys so events go with their
 // conversation, and immediate transactions so a transaction that reads then
 // writes never fails to upgrade its lock (which busy_timeout cannot retry).
-const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+// journal_size_limit cuts the write-ahead log back to 4 MiB, about its size
+// at the automatic checkpoint (1000 pages), whenever a checkpoint lets it
+// start over: a log that grew beyond, while checkpoints could not complete
+// (a full disk, a long reader), would otherwise keep that space for good.
+// (After a failed write the group writer truncates it to nothing: see
+// groupWriter.shrinkWAL.)
+const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=journal_size_limit(4194304)&_pragma=foreign_keys(1)&_txlock=immediate"
 
 // dialect is the SQL flavour a Store speaks.
 type dialect int
@@ -198,7 +204,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 			_ = s.db.Close() // best effort: the create error is the one to report
 			return nil, fmt.Errorf("create health table of %s: %w", where, err)
 		}
-		s.group = newGroupWriter(s.db)
+		s.group = newGroupWriter(s.db, s.logger)
 	}
 	s.logger.InfoContext(ctx, "store opened")
 	return s, nil
