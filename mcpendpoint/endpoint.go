@@ -100,6 +100,9 @@ type Endpoint struct {
 	// tag names this replica in the ids of its requests to clients
 	// (requestids.go).
 	tag string
+	// storeWait bounds the SessionStore work of one request: storeTimeout
+	// (tests shorten it).
+	storeWait time.Duration
 
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
@@ -154,6 +157,7 @@ func New(src Source, opts *Options) *Endpoint {
 	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
 	e.sessions = newSessionBook(o.MaxSessions, sessionsPerUser(o.MaxSessions), e.endEvicted)
 	e.tag = newReplicaTag()
+	e.storeWait = storeTimeout
 	e.streams.ResumeWait = o.ResumeWait
 	e.samples = newSampleRelay()
 
@@ -241,7 +245,11 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			return
 		}
 		if id != "" && e.opts.Sessions != nil {
-			e.shareSession(ctx, id, user)
+			if err := e.shareSession(ctx, id, user); err != nil {
+				e.logger.Warn("an MCP session not held here could not be looked up: answered 503", logKeyErr, err)
+				writeStoreDown(w)
+				return
+			}
 		}
 		if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && id != "" && !e.sessions.ownedBy(id, user) {
 			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +71,15 @@ const maxSessionIDLen = 128
 // SessionStore; it is a quarter of SessionIdleTTL when that is shorter.
 const maxTouchEvery = time.Minute
 
+// storeTimeout bounds the SessionStore work of one request: the README's
+// bound on a call of the store (store.DefaultCallTimeout), which the
+// endpoint keeps whatever the request's own deadline.
+const storeTimeout = 10 * time.Second
+
+// storeRetryAfter is the Retry-After of a 503 the endpoint answers when
+// the SessionStore fails.
+const storeRetryAfter = 2 * time.Second
+
 // relayEnded is the kind of the Relay message that says a session ended.
 const relayEnded = "mcp_session_ended"
 
@@ -95,22 +106,39 @@ func (e *Endpoint) touchEvery() time.Duration {
 // shareSession makes session id of user, which r names, served here when
 // another replica opened it, and forgets it here when another replica
 // ended it or it was idle on all of them: mcp-go's own checks then answer
-// the request. An error of the SessionStore other than an unknown session
-// is logged and leaves the session as it is here.
-func (e *Endpoint) shareSession(ctx context.Context, id, user string) {
-	if c := e.sessions.adoption(id); c != nil { // mcp-go holds it only once the adoption is done
-		select {
-		case <-c:
-		case <-ctx.Done():
-			return
+// the request. Its work on the SessionStore, the wait for another
+// request's adoption of the session included, is bounded by storeWait as
+// a whole. It returns an error when the session is not held here and the
+// SessionStore could not say whether it exists (it failed, or did not
+// answer in time): the request must then not be answered as for an
+// unknown session, which tells the client to drop it. Failing to record
+// the use of a session held here is only logged.
+func (e *Endpoint) shareSession(ctx context.Context, id, user string) error {
+	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
+	defer cancel()
+	for {
+		if c := e.sessions.adoption(id); c != nil { // mcp-go holds it only once the adoption is done
+			select {
+			case <-c:
+			case <-ctx.Done():
+				return fmt.Errorf("wait for another request's adoption of an MCP session: %w", ctx.Err())
+			}
 		}
-	}
-	if !e.sessions.ownedBy(id, user) {
-		e.adopt(ctx, id, user)
-		return
+		if e.sessions.ownedBy(id, user) {
+			break
+		}
+		if !strings.HasPrefix(id, httpPrefix) || len(id) > maxSessionIDLen {
+			return nil // not one of ours: unknown
+		}
+		done, first, _ := e.sessions.startAdopt(id)
+		if !first {
+			continue // another request adopts it now: wait for it, then look again
+		}
+		defer done()
+		return e.adopt(ctx, id, user)
 	}
 	if !e.sessions.touchDue(id, e.touchEvery()) {
-		return
+		return nil
 	}
 	err := e.opts.Sessions.TouchSession(ctx, id, user, "", e.opts.SessionIdleTTL)
 	switch {
@@ -119,50 +147,49 @@ func (e *Endpoint) shareSession(ctx context.Context, id, user string) {
 	case err != nil:
 		e.logger.Warn("recording an MCP session's use for the other replicas", logKeyErr, err)
 	}
+	return nil
 }
 
 // adopt serves here session id of user that another replica opened: it
 // replays the client's initialize to mcp-go under id, then the log level
 // the client set. It does nothing for a session unknown to the
-// SessionStore or another user's. Of the requests adopting one session at
-// once, one does, and the others wait for it.
-func (e *Endpoint) adopt(ctx context.Context, id, user string) {
-	if !strings.HasPrefix(id, httpPrefix) || len(id) > maxSessionIDLen {
-		return
-	}
-	done, first, wait := e.sessions.startAdopt(id)
-	if !first { // another request adopts it now: use what it does
-		select {
-		case <-wait:
-		case <-ctx.Done():
-		}
-		return
-	}
-	defer done()
+// SessionStore or another user's, and returns the SessionStore's other
+// errors. The caller marks the adoption (sessionBook.startAdopt), so that
+// the other requests of the session wait for it.
+func (e *Endpoint) adopt(ctx context.Context, id, user string) error {
 	s, err := e.opts.Sessions.Session(ctx, id, user, e.opts.SessionIdleTTL)
+	if errors.Is(err, ErrUnknownSession) {
+		return nil
+	}
 	if err != nil {
-		if !errors.Is(err, ErrUnknownSession) {
-			e.logger.Warn("reading an MCP session another replica opened", logKeyErr, err)
-		}
-		return
+		return fmt.Errorf("read an MCP session another replica opened: %w", err)
 	}
 	ctx = context.WithValue(mcpgateway.WithUser(ctx, user), adoptKey{}, id)
 	init, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": json.RawMessage(s.Init)})
 	if err != nil {
 		e.logger.Warn("an MCP session another replica opened has initialize params that are not JSON", logKeyErr, err)
-		return
+		return nil
 	}
 	if code := e.replay(ctx, http.MethodPost, "", "", init); code != http.StatusOK || !e.sessions.ownedBy(id, user) {
 		e.logger.Warn("adopting an MCP session another replica opened", logKeyStatus, code)
-		return
+		return nil
 	}
 	if s.LogLevel == "" {
-		return
+		return nil
 	}
 	level, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "logging/setLevel", "params": map[string]string{"level": s.LogLevel}})
 	if code := e.replay(ctx, http.MethodPost, id, s.ProtocolVersion, level); code != http.StatusOK {
 		e.logger.Warn("setting the log level of an adopted MCP session", logKeyStatus, code)
 	}
+	return nil
+}
+
+// writeStoreDown answers w 503 with Retry-After: the SessionStore could
+// not say whether the request's session exists.
+func writeStoreDown(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(storeRetryAfter/time.Second)))
+	writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR,
+		"the MCP session could not be looked up: the database is unavailable; try again shortly")
 }
 
 // endHere ends session id on this replica only, as a DELETE would: its
@@ -228,6 +255,8 @@ func (e *Endpoint) recordSession(ctx context.Context, _ any, req *mcp.Initialize
 	params := req.Params
 	params.ProtocolVersion = res.ProtocolVersion // replayed, it negotiates the same
 	init, err := json.Marshal(params)
+	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
+	defer cancel()
 	if err == nil {
 		err = e.opts.Sessions.PutSession(ctx, id, mcpgateway.UserFrom(ctx),
 			SharedSession{ProtocolVersion: res.ProtocolVersion, Init: init}, e.opts.SessionIdleTTL)
@@ -246,6 +275,8 @@ func (e *Endpoint) recordLevel(ctx context.Context, _ any, req *mcp.SetLevelRequ
 	if id == "" || ctx.Value(adoptKey{}) != nil || !strings.HasPrefix(id, httpPrefix) {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
+	defer cancel()
 	if err := e.opts.Sessions.TouchSession(ctx, id, mcpgateway.UserFrom(ctx), string(req.Params.Level), e.opts.SessionIdleTTL); err != nil {
 		e.logger.Warn("recording an MCP session's log level for the other replicas", logKeyErr, err)
 	}
@@ -279,11 +310,14 @@ func (e *Endpoint) syncLevel(ctx context.Context) {
 	}
 }
 
-// endShared removes session id of user from the SessionStore and tells
-// the other replicas, before a DELETE of it is served here. An error
-// other than an unknown session is returned: the session is not ended.
+// endShared removes session id of user from the SessionStore, within
+// storeWait, and tells the other replicas, before a DELETE of it is
+// served here. An error other than an unknown session is returned: the
+// session is not ended.
 func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
-	if err := e.opts.Sessions.DeleteSession(ctx, id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
+	dctx, cancel := context.WithTimeout(ctx, e.storeWait)
+	defer cancel()
+	if err := e.opts.Sessions.DeleteSession(dctx, id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
 		return err
 	}
 	if e.opts.Relay == nil {
@@ -351,6 +385,7 @@ func (e *Endpoint) Receive(msg []byte) {
 func (e *Endpoint) endEverywhere(ctx context.Context, w http.ResponseWriter, id, user string) bool {
 	if err := e.endShared(ctx, id, user); err != nil {
 		e.logger.Warn("ending an MCP session on every replica", logKeyErr, err)
+		w.Header().Set("Retry-After", strconv.Itoa(int(storeRetryAfter/time.Second)))
 		writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR,
 			"the MCP session could not be ended on every replica: try again")
 		return false

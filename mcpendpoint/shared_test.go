@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,4 +282,99 @@ func TestSharedLevelSetAfterAdoption(t *testing.T) {
 	if !seen {
 		t.Errorf("the call on B relayed no info message after the level was set on A:\n%s", got.String())
 	}
+}
+
+// errStoreDown is what downSessions answers while the database is down.
+var errStoreDown = errors.New("database unavailable: connection refused")
+
+// downSessions is a SessionStore over memSessions whose reads fail as
+// those of a database out of reach do while down is set: at once, or,
+// with hang, when their ctx ends or after callTimeout, the store's own
+// bound on a call (a database that does not answer).
+type downSessions struct {
+	*memSessions
+	down, hang  atomic.Bool
+	callTimeout time.Duration
+}
+
+func (d *downSessions) Session(ctx context.Context, id, user string, idle time.Duration) (SharedSession, error) {
+	switch {
+	case d.hang.Load():
+		ctx, cancel := context.WithTimeout(ctx, d.callTimeout)
+		defer cancel()
+		<-ctx.Done()
+		return SharedSession{}, fmt.Errorf("read an MCP session: %w", ctx.Err())
+	case d.down.Load():
+		return SharedSession{}, fmt.Errorf("read an MCP session: %w", errStoreDown)
+	}
+	return d.memSessions.Session(ctx, id, user, idle)
+}
+
+// wantStatus checks resp's status, and for 503 its Retry-After, and
+// closes it.
+func wantStatus(t *testing.T, what string, resp *http.Response, want int) {
+	t.Helper()
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Errorf("%s: %d %s, want %d", what, resp.StatusCode, body, want)
+		return
+	}
+	if want == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+		t.Errorf("%s: 503 without Retry-After", what)
+	}
+}
+
+// TestSharedSessionStoreDown: while the SessionStore cannot be read, a
+// request of a session another replica opened gets 503 with Retry-After,
+// not 404 (which tells a client to drop its session and its calls); once
+// the store is back, the same request is served. 404 stays for a session
+// the store says does not exist.
+func TestSharedSessionStoreDown(t *testing.T) {
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	store := &downSessions{memSessions: &memSessions{}}
+	epA, epB := New(src, &Options{Sessions: store}), New(src, &Options{Sessions: store})
+	urlA, urlB := serve(t, epA), serve(t, epB)
+	s := wireInit(t, urlA+"/mcp", "alice", mcp.ProtocolVersion20251125)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	unknown := httpPrefix + strings.Repeat("0", 32)
+
+	store.down.Store(true)
+	wantStatus(t, "POST on B with the store down", mcpRequest(t, t.Context(), http.MethodPost, urlB, "alice", s.id, list), http.StatusServiceUnavailable)
+	wantStatus(t, "GET stream on B with the store down", mcpRequest(t, t.Context(), http.MethodGet, urlB, "alice", s.id, ""), http.StatusServiceUnavailable)
+	wantStatus(t, "DELETE on B with the store down", mcpRequest(t, t.Context(), http.MethodDelete, urlB, "alice", s.id, ""), http.StatusServiceUnavailable)
+	store.down.Store(false)
+	wantStatus(t, "an unknown session on B", mcpRequest(t, t.Context(), http.MethodPost, urlB, "alice", unknown, list), http.StatusNotFound)
+	wantStatus(t, "POST on B with the store back", mcpRequest(t, t.Context(), http.MethodPost, urlB, "alice", s.id, list), http.StatusOK)
+}
+
+// TestSharedSessionStoreBound: when the SessionStore does not answer,
+// every request of a session another replica opened gets 503 within the
+// endpoint's bound on its store work, however many wait for one
+// adoption: one that waited for another's does not start a bound of its
+// own.
+func TestSharedSessionStoreBound(t *testing.T) {
+	src := &source{expose: mcpconfig.DefaultExpose()}
+	store := &downSessions{memSessions: &memSessions{}}
+	epA, epB := New(src, &Options{Sessions: store}), New(src, &Options{Sessions: store})
+	const bound = time.Second
+	store.callTimeout, epB.storeWait = bound, bound
+	urlA, urlB := serve(t, epA), serve(t, epB)
+	s := wireInit(t, urlA+"/mcp", "alice", mcp.ProtocolVersion20251125)
+	store.hang.Store(true)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*bound) // a request the endpoint does not bound fails here
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			start := time.Now()
+			resp := mcpRequest(t, ctx, http.MethodPost, urlB, "alice", s.id, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i+1))
+			wantStatus(t, fmt.Sprintf("request %d on B with the store hanging", i), resp, http.StatusServiceUnavailable)
+			if d := time.Since(start); d > bound*18/10 {
+				t.Errorf("request %d on B answered after %v, want within about %v", i, d, bound)
+			}
+		})
+	}
+	wg.Wait()
 }

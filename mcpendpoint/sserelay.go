@@ -109,7 +109,9 @@ func (e *Endpoint) generateSSE(ctx context.Context, r *http.Request) (string, er
 	if err != nil || h == nil {
 		return id, err
 	}
-	if err := e.opts.Sessions.PutSession(r.Context(), id, h.user, SharedSession{}, e.opts.SessionIdleTTL); err != nil {
+	pctx, cancel := context.WithTimeout(r.Context(), e.storeWait)
+	defer cancel()
+	if err := e.opts.Sessions.PutSession(pctx, id, h.user, SharedSession{}, e.opts.SessionIdleTTL); err != nil {
 		e.logger.Warn("recording an SSE session for the other replicas: it is served on this one only", logKeyErr, err)
 		return id, nil
 	}
@@ -129,10 +131,12 @@ func (e *Endpoint) refreshSSE(h *sseHold) {
 			return
 		case <-t.C:
 		}
-		err := e.opts.Sessions.TouchSession(h.ctx, h.id, h.user, "", e.opts.SessionIdleTTL)
+		ctx, cancel := context.WithTimeout(h.ctx, e.storeWait)
+		err := e.opts.Sessions.TouchSession(ctx, h.id, h.user, "", e.opts.SessionIdleTTL)
 		if errors.Is(err, ErrUnknownSession) { // the record was lost: the stream is still open
-			err = e.opts.Sessions.PutSession(h.ctx, h.id, h.user, SharedSession{}, e.opts.SessionIdleTTL)
+			err = e.opts.Sessions.PutSession(ctx, h.id, h.user, SharedSession{}, e.opts.SessionIdleTTL)
 		}
+		cancel()
 		if err != nil && h.ctx.Err() == nil {
 			e.logger.Warn("refreshing an SSE session's record for the other replicas", logKeyErr, err)
 		}
@@ -154,14 +158,16 @@ func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, r *http.Request, user 
 		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 		return
 	}
-	_, err := e.opts.Sessions.Session(r.Context(), id, user, e.sseIdle())
+	sctx, cancel := context.WithTimeout(r.Context(), e.storeWait)
+	_, err := e.opts.Sessions.Session(sctx, id, user, e.sseIdle())
+	cancel()
 	switch {
 	case errors.Is(err, ErrUnknownSession):
 		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 		return
 	case err != nil:
 		e.logger.Warn("looking up an SSE session another replica holds", logKeyErr, err)
-		writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the MCP session could not be looked up: try again")
+		writeStoreDown(w)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
