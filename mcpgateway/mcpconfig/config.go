@@ -134,6 +134,10 @@ type ServerConfig struct {
 	// ProtocolVersion, when set, pins the MCP protocol version the gateway
 	// negotiates ("2025-06-18", "2025-11-25", ...); empty lets it negotiate.
 	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// Registry, when set, names the MCP Registry server and version the
+	// entry was added from ("registry" in mcp.json); nil for an entry
+	// written by hand.
+	Registry *RegistryRef `json:"registry,omitempty"`
 
 	// Templates holds, for every field that used a substitution (${env:},
 	// ${input:}, ${VAR}, ${user:}, ${workspaceFolder}, ...), or whose relative path was resolved against the

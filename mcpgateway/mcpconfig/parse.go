@@ -417,6 +417,8 @@ func (sp *serverParse) member(m jmember, inList bool) {
 		}
 	case "oauth":
 		sp.oauth(v)
+	case "registry":
+		sp.registry(v)
 	case "sampling":
 		sp.sampling(v)
 	case "log_level":

@@ -290,7 +290,8 @@ func (s ServerConfig) Equal(o ServerConfig) bool {
 		s.Sampling == o.Sampling && slices.Equal(s.Roots, o.Roots) && s.LogLevel == o.LogLevel &&
 		s.ProtocolVersion == o.ProtocolVersion && s.MaxMessageSize == o.MaxMessageSize &&
 		s.SamplingPerCall == o.SamplingPerCall && s.SamplingPerMinute == o.SamplingPerMinute &&
-		s.SamplingMaxInput == o.SamplingMaxInput && equalPrefix(s.Prefix, o.Prefix)
+		s.SamplingMaxInput == o.SamplingMaxInput && equalPrefix(s.Prefix, o.Prefix) &&
+		equalRegistry(s.Registry, o.Registry)
 }
 
 // inheritedEnv is what a stdio child takes from the service's environment:
