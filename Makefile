@@ -16,7 +16,7 @@ export ELYSIA_BIN      := $(CURDIR)/bin/elysia
 export ELYSIA_CONFORMANCE_SERVER := $(CURDIR)/bin/conformance-server
 
 # Fuzz targets run briefly by `make test` (package:Target).
-FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./mcpgateway/mcpauth:FuzzWWWAuthenticate ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText ./mcpendpoint/internal/callstream:FuzzParseEventID ./mcpendpoint:FuzzUntagAnswer ./mcpendpoint:FuzzRefuseStateless
+FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./mcpgateway/mcpconfig:FuzzEdit ./mcpgateway/mcpauth:FuzzWWWAuthenticate ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText ./mcpendpoint/internal/callstream:FuzzParseEventID ./mcpendpoint:FuzzUntagAnswer ./mcpendpoint:FuzzRefuseStateless
 
 .PHONY: all build run test test-short test-deps fuzz bench lint clean
 

@@ -13,5 +13,10 @@
 // for the code that uses them; what is shown or logged goes through
 // [ServerConfig.Mask], [ServerConfig.Display] or [ServerConfig.LogValue].
 //
-// It imports the standard library only, and no package of the project.
+// [Edit] and [EditFile] change one server entry of a file (add, update,
+// remove) in any dialect, keeping its comments and layout, and write it
+// atomically; `elysia mcp add` uses them.
+//
+// It imports no package of the project; its one third-party dependency is
+// github.com/tailscale/hujson, for JSON with comments.
 package mcpconfig

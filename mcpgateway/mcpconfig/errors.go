@@ -12,6 +12,19 @@ import (
 // command can exit with code 2 without looking at the details.
 var ErrInvalidConfig = errors.New("invalid mcp.json")
 
+// ErrServerExists is returned by Edit.Add for a name that already has an
+// entry in the file: nothing is overwritten.
+var ErrServerExists = errors.New("server already in mcp.json")
+
+// ErrNoServer is returned by the Edit methods for a name that has no entry
+// in the file.
+var ErrNoServer = errors.New("no such server in mcp.json")
+
+// ErrFileChanged is returned by EditFile when the file changed on disk
+// while it was being edited: nothing was written, and trying again reads
+// the new contents.
+var ErrFileChanged = errors.New("mcp.json changed while it was being edited")
+
 // ConfigError is one problem in mcp.json (or in a file it names, such as an
 // envFile), located by file, line and column. Parse and Load return one, or
 // several joined with errors.Join so the operator sees them all.
