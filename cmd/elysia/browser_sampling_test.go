@@ -129,3 +129,65 @@ func TestBrowserSamplingAuto(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestBrowserPanelSampling runs server-everything's sampling tool from the
+// server panel, with "sampling": true (ask): the panel shows what the chat
+// shows, the request in full (system prompt, messages, max tokens) with
+// Approve / Deny before the model is asked, then the model's reply in an
+// editable box, and the server gets the edited reply. Before, the panel's
+// card had Accept / Decline and nothing else: no request, and no reply.
+func TestBrowserPanelSampling(t *testing.T) {
+	llm := newFakeLLM(t, reply{Content: "an old silent pond"})
+	s := everythingService(t, llm)
+	b := newBrowser(t, 2*browserTimeout)
+	openEverythingPage(b, s, "alice")
+	openPanelTool(b, "trigger-sampling-request")
+	req := `#tool-result .elicitation[data-mode="sampling"][data-stage="request"][data-state="open"]`
+	b.do("run it; the request shows",
+		retype(`#tool-form [name="prompt"]`, "a haiku about <b>ponds</b>"),
+		clickNode(`#tool-form-submit`),
+		chromedp.WaitVisible(css(req+` button.accept`)),
+	)
+	got := eval[map[string]any](b, "the request shown", `(() => {
+		const c = document.querySelector(`+jsString(req)+`);
+		return {
+			system: c.querySelector(".sampling-system pre")?.textContent,
+			message: c.querySelector(".sampling-message pre")?.textContent,
+			role: c.querySelector(".sampling-message")?.dataset.role,
+			max: c.querySelector(".sampling-max-tokens")?.textContent,
+			bold: c.querySelectorAll("b").length,
+			buttons: [...c.querySelectorAll("button")].map((b) => b.textContent.trim()).join(","),
+			focused: document.activeElement === c.querySelector("button.accept"),
+		};
+	})()`)
+	for k, w := range map[string]any{"system": "You are a helpful test server.", "message": "Resource trigger-sampling-request context: a haiku about <b>ponds</b>",
+		"role": "user", "max": "Max tokens: 100", "bold": 0.0, "buttons": "Deny,Approve", "focused": true} {
+		if got[k] != w {
+			t.Errorf("the panel's request: %s = %v, want %v", k, got[k], w)
+		}
+	}
+	if n := len(llm.Requests()); n != 0 {
+		t.Errorf("the model was asked %d times before the approval, want 0", n)
+	}
+	t.Logf("screenshot: %s", docScreenshot(t, b, "ui-panel-sampling-request.png"))
+	b.do("approve", clickNode(req+` button.accept`))
+
+	rep := `#tool-result .elicitation[data-mode="sampling"][data-stage="reply"][data-state="open"]`
+	b.do("the reply", chromedp.WaitVisible(css(rep+` textarea.sampling-reply`)))
+	if v := eval[string](b, "the reply shown", `document.querySelector(`+jsString(rep+` textarea`)+`).value`); v != "an old silent pond" {
+		t.Errorf("the panel's reply box holds %q, want the model's reply", v)
+	}
+	t.Logf("screenshot: %s", docScreenshot(t, b, "ui-panel-sampling-reply.png"))
+	b.do("edit and send",
+		retype(rep+` textarea`, "a frog jumps in"),
+		clickNode(rep+` button.accept`),
+		waitJS(`["ok", "error"].includes(document.querySelector("#tool-result").dataset.state)`),
+	)
+	result := eval[string](b, "result", `document.querySelector("#tool-result").textContent`)
+	if !strings.Contains(result, "a frog jumps in") || strings.Contains(result, "LLM sampling result: an old silent pond") {
+		t.Errorf("the server got %.1500q, want the edited reply", result)
+	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

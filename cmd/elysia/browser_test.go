@@ -267,6 +267,34 @@ func screenshot(t *testing.T, b *browser, name string) string {
 	return p
 }
 
+// docScreenshot is screenshot for a picture docs/ shows: when
+// ELYSIA_SCREENSHOTS names a folder (relative to the repository's root,
+// e.g. docs/screenshots), the PNG is written there too, so that running
+// the test with it set refreshes the picture.
+func docScreenshot(t *testing.T, b *browser, name string) string {
+	t.Helper()
+	p := screenshot(t, b, name)
+	dir := os.Getenv("ELYSIA_SCREENSHOTS")
+	if dir == "" {
+		return p
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(testenv.RepoRoot(), dir)
+	}
+	png, err := os.ReadFile(p)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		p = filepath.Join(dir, name)
+		err = os.WriteFile(p, png, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // idleWindow is how long TestBrowserLive watches an idle page for requests.
 // It is not a wait for something to happen: the page must send nothing in
 // it, and the old UI's poll every 4 s would have sent two.

@@ -8,12 +8,15 @@
 // Selectors for tests: inside #tool-result, .run-view[data-state]
 // ("running", "done", "cancelled"); its .tool-progress[data-state]
 // [data-progress] with a <progress> while the call runs; its questions are
-// .elicitation cards (see elicit.js); warnings .note.warning.
+// .elicitation cards (see elicit.js), a sampling approval the chat's card
+// (.elicitation[data-mode="sampling"], sampling.js) and an unattended
+// sampling the chat's details.status.sampling line; warnings .note.warning.
 import { api, apiJSON, readJSON } from "./api.js";
 import { readSSE } from "./chat.js";
 import { h } from "./render.js";
 import { icon } from "./icons.js";
 import { ElicitationCard } from "./elicit.js";
+import { SamplingCard, samplingLine } from "./sampling.js";
 
 // streamExecute runs tool_name with tool_inputs (body) on server. onEvent
 // gets each event before the outcome. It resolves to apiJSON's shape
@@ -77,6 +80,8 @@ export class RunView {
   event(env) {
     const p = env.payload && typeof env.payload === "object" ? env.payload : {};
     if (env.type === "status" && typeof p.progress === "number") this.progress(p);
+    // A server used the model unattended ("sampling": "auto").
+    else if (env.type === "status" && p.stage === "done" && p.sampling_id) this.el.append(samplingLine(p));
     else if (env.type === "elicitation") this.ask(p);
     else if (env.type === "warning") this.el.append(h("div", { class: "note warning small" }, String(p.text ?? p.message ?? "")));
   }
@@ -107,10 +112,13 @@ export class RunView {
     b.message.textContent = p.message || "";
   }
 
-  // ask shows the server's question; the answer goes to
-  // POST /elicitations/<id>, and a refused answer opens the form again.
+  // ask shows the server's question, or its sampling request as the chat
+  // shows it (the request in full, then the model's reply to edit); the
+  // answer goes to POST /elicitations/<id>, and a refused answer opens the
+  // form again.
   ask(p) {
-    const card = new ElicitationCard(p, {
+    const Card = p.mode === "sampling" ? SamplingCard : ElicitationCard;
+    const card = new Card(p, {
       onAnswer: async (action, content) => {
         const body = { action };
         if (content !== undefined) body.content = content;
@@ -121,7 +129,7 @@ export class RunView {
     this.cards.push(card);
     this.el.append(card.el);
     card.el.scrollIntoView({ block: "nearest" });
-    card.form?.querySelector("input, select, textarea, button")?.focus({ preventScroll: true });
+    card.form?.querySelector(card.focusSelector)?.focus({ preventScroll: true });
   }
 
   // end stops the clock; state is "done" or "cancelled". The bar gives way
