@@ -30,8 +30,21 @@ func (e *Endpoint) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolReq
 	req.Params.Name = routerTool
 }
 
-// route answers one tools/call for ctx's user.
+// route answers one tools/call for ctx's user. A call that StopCalls
+// ended without a result answers errServiceStopped, which mcp-go sends
+// the client as a JSON-RPC error.
 func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, done := e.drain.call(ctx)
+	defer done()
+	res, err := e.routeCall(ctx, req)
+	if errors.Is(context.Cause(ctx), errServiceStopped) && (err != nil || res == nil || res.IsError) {
+		return nil, errServiceStopped
+	}
+	return res, err
+}
+
+// routeCall is route's call.
+func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := req.Params.Name
 	if req.Params.Meta != nil {
 		if n, ok := req.Params.Meta.AdditionalFields[nameKey].(string); ok {

@@ -103,6 +103,8 @@ type Endpoint struct {
 	// storeWait bounds the SessionStore work of one request: storeTimeout
 	// (tests shorten it).
 	storeWait time.Duration
+	// drain is the endpoint's part in a shutdown (drain.go).
+	drain drainState
 
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
@@ -258,10 +260,22 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 		if e.serveResume(w, r, id, user) {
 			return
 		}
-		if r.Method == http.MethodGet && id != "" {
-			defer e.sessions.openStream(id)()
-			gctx, done := e.trackSession(r.Context(), id) // the stream ends with the session, here or on another replica
+		if r.Method == http.MethodGet {
+			// A draining replica closes its GET streams, which would hold
+			// the HTTP server's Shutdown: the client opens another
+			// elsewhere.
+			gctx, done, ok := e.drain.listen(r.Context())
 			defer done()
+			if !ok {
+				writeDraining(w, "this replica is shutting down: open the stream again")
+				return
+			}
+			if id != "" {
+				defer e.sessions.openStream(id)()
+				var stop func()
+				gctx, stop = e.trackSession(gctx, id) // the stream ends with the session, here or on another replica
+				defer stop()
+			}
 			r = r.WithContext(gctx)
 		}
 		if e.serveFastList(w, r, user) {
@@ -366,9 +380,13 @@ func (e *Endpoint) Collisions() []Collision {
 	return append([]Collision(nil), e.collisions...)
 }
 
-// Close ends every HTTP session and stops the idle-session sweeper; open
-// GET streams end, and the ended sessions' resource subscriptions are
-// ended at their servers (each within ListTimeout). It may be called more than once.
+// Close ends every HTTP session here and stops the idle-session sweeper;
+// open GET streams end, the calls still running are cancelled, and the
+// ended sessions' resource subscriptions are ended at their servers (each
+// within ListTimeout). The sessions' records stay in the SessionStore,
+// for the other replicas. A shutdown that lets calls finish first uses
+// Drain, WaitCalls and StopCalls before it. It may be called more than
+// once.
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
 	e.relayed.stopForwards()
@@ -379,8 +397,10 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	return err
 }
 
-// CloseSessions ends every HTTP session's open stream, so that an HTTP
-// server's Shutdown need not wait for them; the endpoint still serves.
+// CloseSessions ends every HTTP session here, with its open stream and
+// the calls it runs, and every legacy SSE session; the endpoint still
+// serves, and the sessions' records stay in the SessionStore. To stop
+// without cutting calls short, see Drain.
 func (e *Endpoint) CloseSessions(ctx context.Context) {
 	e.http.CloseSessions(ctx)
 	e.sse.CloseSessions()

@@ -81,11 +81,14 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, r *http.Request, sid, 
 		return false
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	st := e.streams.Open(sid, user, cancel)
+	pending := e.drain.open() // a shutdown waits for the answer to reach a client
+	st := e.streams.Open(sid, user, func() { cancel(); pending.settle() })
 	if st == nil {
 		cancel() // past the session's streams: answered as mcp-go does
+		pending.settle()
 		return false
 	}
+	pending.stream(st.ID())
 	inner := r.Clone(context.WithValue(ctx, streamKey{}, st))
 	inner.Body = io.NopCloser(bytes.NewReader(body))
 	cw := callstream.NewWriter(st, req.ID)
@@ -100,7 +103,7 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, r *http.Request, sid, 
 		e.streams.Forget(st) // closing
 		return false
 	}
-	e.streams.ServeNew(r.Context(), w, st, e.src.Expose().StreamPoll)
+	e.streams.ServeNew(r.Context(), &answerWriter{ResponseWriter: w, d: &e.drain, id: st.ID()}, st, e.src.Expose().StreamPoll)
 	return true
 }
 
@@ -121,6 +124,10 @@ func (e *Endpoint) serveResume(w http.ResponseWriter, r *http.Request, sid, user
 	}
 	st := e.streams.Get(id, sid, user)
 	if st == nil {
+		if e.drain.isDraining() { // the mirror would hold the HTTP server's Shutdown
+			writeDraining(w, "this replica is shutting down: resume the stream again")
+			return true
+		}
 		if !e.resumeElsewhere(w, r, id, sid, user, seq) {
 			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST,
 				"unknown or expired stream in Last-Event-ID: its call ended, or its replica is gone")
@@ -129,7 +136,7 @@ func (e *Endpoint) serveResume(w http.ResponseWriter, r *http.Request, sid, user
 	}
 	e.logResume("MCP call stream resumed", sid, user, seq)
 	callstream.Start(w)
-	e.streams.Serve(r.Context(), w, st, seq, 0)
+	e.streams.Serve(r.Context(), &answerWriter{ResponseWriter: w, d: &e.drain, id: st.ID()}, st, seq, 0)
 	return true
 }
 

@@ -107,6 +107,10 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 	select {
 	case <-m.heard:
 	case <-t.C:
+		if e.drain.isDraining() { // Drain ended the mirror: not a sign the stream is gone
+			writeDraining(w, "this replica is shutting down: resume the stream again")
+			return true
+		}
 		return false
 	case <-r.Context().Done():
 		return true
@@ -175,7 +179,11 @@ func (e *Endpoint) receiveStream(msg []byte) {
 				rs.mu.Unlock()
 			}()
 			e.streams.Forward(st, m.After, func(evs []callstream.Event, gone bool) bool {
-				return e.publishStream(eventsMsg(st, m.Reader, evs, gone))
+				sent := e.publishStream(eventsMsg(st, m.Reader, evs, gone))
+				if sent && len(evs) > 0 && evs[len(evs)-1].Final {
+					e.drain.answered(st.ID()) // handed to the replica serving the client
+				}
+				return sent
 			}, stop)
 		})
 		if started {
@@ -218,6 +226,20 @@ func eventsMsg(st *callstream.Stream, reader string, evs []callstream.Event, gon
 		}
 	}
 	return m
+}
+
+// endMirrors ends the streams of other replicas read here: their
+// clients resume them elsewhere.
+func (rs *relayedStreams) endMirrors() {
+	rs.mu.Lock()
+	mirrors := make([]*mirror, 0, len(rs.mirrors))
+	for _, m := range rs.mirrors {
+		mirrors = append(mirrors, m)
+	}
+	rs.mu.Unlock()
+	for _, m := range mirrors {
+		m.st.End()
+	}
 }
 
 // stopForwards stops the reads of streams here for other replicas.

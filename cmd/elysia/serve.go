@@ -195,7 +195,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
 	}
-	hs.RegisterOnShutdown(func() { mcpEP.CloseSessions(context.WithoutCancel(ctx)) }) // GET streams would hold Shutdown
 	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/tree/me/first",
 		"model", app.info.String(), "config", *config, "auth", len(keys) > 0)
 	// Terminal output: a failed write has nowhere to be reported.
@@ -208,7 +207,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return failure(fmt.Errorf("serve: %w", err))
 	case <-ctx.Done():
 	}
-	shutdown(ctx, logger, hs, srv, &app.runs, *grace, cancelRuns)
+	shutdown(ctx, logger, hs, srv, mcpEP, &app.runs, *grace, cancelRuns)
 	// Serve returns http.ErrServerClosed once Shutdown or Close starts.
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return failure(fmt.Errorf("serve: %w", err))
@@ -216,26 +215,48 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// shutdown stops hs gracefully, within grace: running queries get all of
-// it but its last part (shutdownNotice) to finish, then srv tells the
-// streams still open (an error event and completed for each query, a 1001
-// close for each WebSocket), then cancelRuns ends what is left. ctx is
-// the service's ctx, already ended by the signal.
-func shutdown(ctx context.Context, logger *slog.Logger, hs *http.Server, srv *web.Server, runs *runTracker, grace time.Duration, cancelRuns context.CancelFunc) {
-	logger.Info("shutting down: letting running queries finish", "grace", grace)
+// mcpDrainer is the aggregate MCP endpoint's part in a shutdown
+// (mcpendpoint.Endpoint's Drain, WaitCalls and StopCalls).
+type mcpDrainer interface {
+	Drain()
+	WaitCalls(ctx context.Context) bool
+	StopCalls(ctx context.Context) bool
+}
+
+// shutdown stops hs gracefully, within grace: running queries and MCP
+// calls get all of it but its last part (shutdownNotice) to finish, then
+// srv tells the streams still open (an error event and completed for each
+// query, a 1001 close for each WebSocket) and mcp cancels the calls still
+// running (each client gets an error saying the service stopped), then
+// cancelRuns ends what is left. mcp's idle GET streams close at once; its
+// sessions stay, for the other replicas to serve. ctx is the service's
+// ctx, already ended by the signal.
+func shutdown(ctx context.Context, logger *slog.Logger, hs *http.Server, srv *web.Server, mcp mcpDrainer, runs *runTracker, grace time.Duration, cancelRuns context.CancelFunc) {
+	logger.Info("shutting down: letting running queries and MCP calls finish", "grace", grace)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	fctx, fcancel := context.WithTimeout(sctx, grace-shutdownNotice(grace))
 	defer fcancel()
+	mcp.Drain() // before Shutdown, which its GET streams would hold
 	// Shutdown waits for plain requests and SSE streams; WebSocket queries
-	// are hijacked connections, which the run tracker waits for.
+	// are hijacked connections, which the run tracker waits for, and an
+	// MCP call whose client left waits on its stream for a resume, which
+	// WaitCalls waits for.
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(sctx) }()
 	if !runs.closeAndWait(fctx) {
 		logger.Warn("shutdown: stopping the queries still running, telling their streams")
 	}
+	if !mcp.WaitCalls(fctx) {
+		logger.Warn("shutdown: stopping the MCP calls still running, telling their clients")
+	}
+	stopped := make(chan bool, 1)
+	go func() { stopped <- mcp.StopCalls(sctx) }()
 	if err := srv.Drain(sctx); err != nil {
 		logger.Warn("shutdown: closing the websockets still open", logKeyErr, err)
+	}
+	if !<-stopped {
+		logger.Warn("shutdown: answers of MCP calls that no client took before the grace ended are lost")
 	}
 	if err := <-shut; err != nil {
 		logger.Warn("shutdown: cancelling the requests still running", logKeyErr, err)
