@@ -102,13 +102,9 @@ class App {
     this.running = null; // {queryID, transport, errorTimer, watchdog}
     this.title = "";
 
-    this.treeView = new TreeView($("tree"), {
-      onGateway: (id) => {
-        // On narrow screens the sidebar would cover the panel.
-        document.body.classList.remove("sidebar-open");
-        this.toolPanel.open(id);
-      },
-    });
+    // On a narrow screen the panel opens above the drawer, which stays
+    // open beneath it: closing the panel goes back to the tree.
+    this.treeView = new TreeView($("tree"), { onGateway: (id) => this.toolPanel.open(id) });
     // The gateways' state after listing or running a tool comes over the
     // event stream, like every other change.
     this.toolPanel = new ToolPanel({ treeView: this.treeView, onUsePrompt: (text) => this.usePrompt(text) });
@@ -177,11 +173,16 @@ class App {
     });
     window.addEventListener("elysia-key", () => this.afterNewKey());
     // Esc stops a running query, unless something nearer took it (a
-    // dialog, the panel, a form).
+    // dialog, the panel, a form); with no query running and the keyboard
+    // nowhere in particular, it closes the panel.
     document.addEventListener("keydown", (ev) => {
-      if (ev.key === "Escape" && !ev.defaultPrevented && this.running && !document.querySelector("dialog[open]")) {
+      if (ev.key !== "Escape" || ev.defaultPrevented || document.querySelector("dialog[open]")) return;
+      if (this.running) {
         ev.preventDefault();
         this.stop();
+      } else if (this.toolPanel.isOpen && (document.activeElement === document.body || !document.activeElement)) {
+        ev.preventDefault();
+        this.toolPanel.close();
       }
     });
     $("sidebar-toggle").addEventListener("click", () => {

@@ -71,7 +71,9 @@ export class ToolPanel {
     });
 
     document.getElementById("tool-panel-close").addEventListener("click", () => this.close());
-    this.listButton.addEventListener("click", () => this.listTools());
+    // While it lists, the button says so (aria-disabled) but keeps the
+    // keyboard: a disabled button would drop the focus out of the panel.
+    this.listButton.addEventListener("click", () => this.listButton.getAttribute("aria-disabled") !== "true" && this.listTools());
     this.filter.addEventListener("input", () => this.renderTools());
     this.form.addEventListener("submit", (ev) => {
       ev.preventDefault();
@@ -145,13 +147,24 @@ export class ToolPanel {
     return `/api/servers/${encodeURIComponent(this.serverName())}/${what}`;
   }
 
+  // close hides the panel and gives the keyboard back to the gateway's
+  // row in the tree, or, when the tree is in a closed drawer (a narrow
+  // screen), to the button that opens the drawer.
   close() {
     this.cancelRun();
     this.panel.hidden = true;
     this.logs.follow();
     document.getElementById("layout").classList.remove("with-panel");
-    const sel = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > [role=treeitem]`);
-    if (sel) sel.focus();
+    const sidebar = document.getElementById("sidebar");
+    const drawerClosed = getComputedStyle(sidebar).position === "fixed" && !document.body.classList.contains("sidebar-open");
+    const row = this.gateway && document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"] > [role=treeitem]`);
+    if (row && !drawerClosed) row.focus();
+    else document.getElementById("sidebar-toggle").focus();
+  }
+
+  // isOpen reports whether the panel is shown.
+  get isOpen() {
+    return !this.panel.hidden;
   }
 
   refreshInfo() {
@@ -176,11 +189,11 @@ export class ToolPanel {
   async listTools() {
     if (!this.gateway) return;
     const gw = this.gateway;
-    this.listButton.disabled = true;
+    this.listButton.setAttribute("aria-disabled", "true");
     this.listStatus.textContent = "Listing tools…";
     this.list.setAttribute("aria-busy", "true");
     const r = await apiJSON(`/api/servers/${encodeURIComponent(this.serverName())}/list`, { method: "POST", body: {} });
-    this.listButton.disabled = false;
+    this.listButton.removeAttribute("aria-disabled");
     this.list.removeAttribute("aria-busy");
     if (gw !== this.gateway) return;
     const tools = toolsOf(r.data);
