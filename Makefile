@@ -15,6 +15,10 @@ export ELYSIA_TODO_MCP := $(CURDIR)/bin/todo-mcp
 export ELYSIA_BIN      := $(CURDIR)/bin/elysia
 export ELYSIA_CONFORMANCE_SERVER := $(CURDIR)/bin/conformance-server
 
+# The official MCP Registry the registry tests run (internal/testenv builds
+# the same version when this binary is not there).
+MCP_REGISTRY_MODULE := github.com/modelcontextprotocol/registry/cmd/registry@v1.7.9
+
 # Fuzz targets run briefly by `make test` (package:Target).
 FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./mcpgateway/mcpconfig:FuzzEdit ./mcpgateway/mcpauth:FuzzWWWAuthenticate ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText ./mcpendpoint/internal/callstream:FuzzParseEventID ./mcpendpoint:FuzzUntagAnswer ./mcpendpoint:FuzzRefuseStateless
 
@@ -36,12 +40,18 @@ test-deps:
 
 # Every test, race detector on, against real MCP servers, a real SQLite file,
 # a throwaway PostgreSQL cluster and headless Chromium.
-test: build test-deps
+test: build test-deps bin/mcp-registry
 	@set -e; pgdir=$$(mktemp -d /tmp/elysia-pg.XXXXXX); \
 	trap './scripts/postgres-test.sh stop '"$$pgdir"' >/dev/null 2>&1 || true' EXIT; \
 	eval "$$(./scripts/postgres-test.sh start $$pgdir)"; \
-	$(GO) test -race -timeout 15m ./...
+	ELYSIA_MCP_REGISTRY=$(CURDIR)/bin/mcp-registry $(GO) test -race -timeout 15m ./...
 	@$(MAKE) --no-print-directory fuzz
+
+# Built once: the module version is pinned.
+bin/mcp-registry:
+	@set -e; d=$$(mktemp -d); \
+	GOBIN=$$d GOFLAGS=-mod=mod $(GO) install $(MCP_REGISTRY_MODULE); \
+	mkdir -p bin; mv $$d/registry $@; rmdir $$d
 
 test-short:
 	$(GO) test -short ./...
