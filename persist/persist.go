@@ -173,6 +173,11 @@ func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []to
 // messages and results, whole and as digests, and its events, large
 // results with a digest too, so that the store trims what the next query
 // makes old.
+//
+// A query's save is keyed by its query (the events' QueryID): appending a
+// query that is saved already writes nothing and returns the
+// conversation's version, so a save that failed may be retried, with the
+// same change and events, whether or not its commit went through.
 func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events []tools.Envelope) (_ int64, err error) {
 	defer func() { err = notFound(err) }()
 	c, err := conversationRow(ch.UserID, ch.ConversationID, ch.Title, ch.InitMode, ch.Ops)
@@ -185,18 +190,18 @@ func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events [
 		}
 		return c.Version, nil
 	}
-	var turn *store.Turn
-	if len(ch.Messages) > 0 || len(ch.Results) > 0 {
-		if turn, err = newTurn("", ch.Messages, ch.Results); err != nil {
-			return 0, err
-		}
-	}
 	evs, queryID, err := encodeEvents(events)
 	if err != nil {
 		return 0, err
 	}
-	if turn != nil {
-		turn.QueryID = queryID
+	var turn *store.Turn
+	// A query's save always has a turn, keyed by the query, even without
+	// messages or results: a save retried once it had committed then
+	// writes nothing again (see store.Store.SaveQuery).
+	if len(ch.Messages) > 0 || len(ch.Results) > 0 || queryID != "" {
+		if turn, err = newTurn(queryID, ch.Messages, ch.Results); err != nil {
+			return 0, err
+		}
 	}
 	if err := p.s.SaveQuery(ctx, c, turn, queryID, evs); err != nil {
 		return 0, err

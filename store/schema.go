@@ -158,6 +158,25 @@ var migrations = []migration{
 		sqlite:   mcpSessionsMigration("INTEGER"),
 		postgres: mcpSessionsMigration("BIGINT"),
 	},
+	{
+		// A turn is keyed by its query (see Turn.QueryID), so that a save
+		// retried after its commit went through writes nothing (issue 24).
+		sqlite:   turnKeyMigration,
+		postgres: turnKeyMigration,
+	},
+}
+
+// turnKeyMigration is the eleventh migration, the same in both dialects:
+// a unique index on each conversation's turns by query. A query saved
+// twice before it (a retried save) keeps its key on its first turn; the
+// later copies lose theirs rather than be deleted: a migration removes
+// nothing a user wrote.
+var turnKeyMigration = []string{
+	`UPDATE turns SET query_id = ''
+		WHERE query_id <> '' AND EXISTS (SELECT 1 FROM turns t
+			WHERE t.user_id = turns.user_id AND t.conversation_id = turns.conversation_id
+				AND t.query_id = turns.query_id AND t.seq < turns.seq)`,
+	`CREATE UNIQUE INDEX turns_by_query ON turns (user_id, conversation_id, query_id) WHERE query_id <> ''`,
 }
 
 // mcpSessionsMigration is the tenth migration; integer is the dialect's

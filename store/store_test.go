@@ -56,6 +56,8 @@ var behaviours = []struct {
 	{"user config in force", testUserConfigInForce},
 	{"turns and events are trimmed", testTrim},
 	{"first schema's blobs become a turn", testMigrateBlobs},
+	{"a retried save writes once", testRetriedSave},
+	{"turns get keys", testMigrateTurnKeys},
 }
 
 func TestStore(t *testing.T) {

@@ -18,7 +18,9 @@ type Turn struct {
 	Seq int64
 	// QueryID is the query that made the turn, "" for one that was not
 	// made by a query (a whole conversation saved at once, or one moved
-	// from the first schema).
+	// from the first schema). It keys the turn: a conversation holds at
+	// most one turn of each query (a unique index), and a save whose
+	// turn's query is saved already writes nothing (see [Store.SaveQuery]).
 	QueryID string
 	// Messages are the history messages the turn added: a JSON array.
 	Messages json.RawMessage
@@ -53,8 +55,19 @@ const (
 	// cost does not grow with the conversation; trimEvents likewise.
 	trimTurns = `UPDATE turns SET results = NULL
 		WHERE user_id = ? AND conversation_id = ? AND results IS NOT NULL AND digests IS NOT NULL AND seq < ?`
+	// insertTurn writes nothing when the turn's query has one already:
+	// see errTurnSaved.
 	insertTurn = `INSERT INTO turns (user_id, conversation_id, seq, query_id, messages, results, digests)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, conversation_id, query_id) WHERE query_id <> '' DO NOTHING`
+	// selectSavedTurn finds the turn of a query, and the conversation's
+	// row as it is now, for a save retried once it had committed. It
+	// repeats the unique index's condition (query_id <> ''), without which
+	// neither database uses a partial index: every save would read all the
+	// conversation's turns.
+	selectSavedTurn = `SELECT t.seq, c.created_at, c.updated_at, c.version, c.turns
+		FROM turns t JOIN conversations c ON c.user_id = t.user_id AND c.id = t.conversation_id
+		WHERE t.user_id = ? AND t.conversation_id = ? AND t.query_id = ? AND t.query_id <> ''`
 	trimEvents = `UPDATE events SET envelope = digest, digest = NULL
 		WHERE user_id = ? AND conversation_id = ? AND digest IS NOT NULL AND query_id <> ?`
 )
@@ -78,6 +91,16 @@ func (s *Store) SaveConversation(ctx context.Context, c *Conversation) error {
 // its newest query's results plus the digests of the others. Each blob must
 // be JSON.
 //
+// A save is keyed by its turn's [Turn.QueryID]: when the conversation
+// holds a turn of that query already, SaveQuery writes nothing and
+// succeeds, setting c and turn as that save left them (c's UpdatedAt to
+// the stored one, its Version and Turns to the conversation's now). So a
+// caller that was told a save failed, though its commit went through (a
+// connection lost, or a deadline passed, during the commit), may save the
+// same query again: it is never written twice. A retry must carry all the
+// first attempt did (its events too): what it adds is dropped with it. A
+// turn without a QueryID, and a nil turn, are not keyed.
+//
 // Concurrent SaveQuery calls on one conversation are safe but their turns
 // and events may interleave; callers serialise a conversation's queries
 // with [Store.Lock].
@@ -91,7 +114,7 @@ func (s *Store) SaveQuery(ctx context.Context, c *Conversation, turn *Turn, quer
 // ReplaceConversation writes every column of the conversation c (creating
 // it and its user when needed) and replaces all its turns with turn (none
 // when nil), then appends events as [Store.SaveQuery] does, in one
-// transaction.
+// transaction. It is not keyed: it writes whatever the turn's QueryID.
 func (s *Store) ReplaceConversation(ctx context.Context, c *Conversation, turn *Turn, queryID string, events []NewEvent) error {
 	if err := checkEvents(queryID, events); err != nil {
 		return err
@@ -154,9 +177,17 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 		added = 1
 	}
 
+	keyed := turn != nil && turn.QueryID != "" && set != replaceSet
 	batches := eventInserts(len(events))
-	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents}, batches...)...)
+	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents, selectSavedTurn}, batches...)...)
 	write := func(ctx context.Context, tx *sql.Tx) (func(), error) {
+		if keyed {
+			// Before the lease's check: a save that committed is saved,
+			// whoever holds the conversation now.
+			if after, saved, err := s.savedTurn(ctx, tx, c, turn); saved || err != nil {
+				return after, err
+			}
+		}
 		if err := s.fenceLease(ctx, tx, c.UserID, c.ID); err != nil {
 			return nil, err
 		}
@@ -194,8 +225,37 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 		}, nil
 	}
 	err = s.write(ctx, s.db, write)
+	if errors.Is(err, errTurnSaved) {
+		// Rolled back: the turn's query was saved by a transaction that
+		// committed after this one looked (a retry that overlapped the save
+		// it retries). Looking again finds it.
+		err = s.write(ctx, s.db, write)
+	}
 	s.noteSave(saveSize(c, turn, events), err)
 	return err
+}
+
+// errTurnSaved fails the transaction of a save whose turn's query was saved
+// by another transaction meanwhile: the unique key refused it (see
+// insertTurn). The save runs again, and finds it saved.
+var errTurnSaved = errors.New("the turn's query was saved by a concurrent save")
+
+// savedTurn reports whether the conversation c holds a turn of turn's query
+// already and, when it does, returns the func that sets c and turn as
+// [Store.SaveQuery] does for a save that writes nothing.
+func (s *Store) savedTurn(ctx context.Context, tx *sql.Tx, c *Conversation, turn *Turn) (after func(), saved bool, err error) {
+	var seq, created, updated, version, turns int64
+	err = s.txQueryRow(ctx, tx, selectSavedTurn, c.UserID, c.ID, turn.QueryID).Scan(&seq, &created, &updated, &version, &turns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("look for the turn of query %q: %w", turn.QueryID, err)
+	}
+	return func() {
+		c.CreatedAt, c.UpdatedAt, c.Version, c.Turns = fromMicros(created), fromMicros(updated), version, turns
+		turn.Seq = seq
+	}, true, nil
 }
 
 // saveSize is about how many bytes a save writes.
@@ -243,8 +303,16 @@ func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, tur
 			return fmt.Errorf("trim earlier turns: %w", err)
 		}
 	}
-	if _, err := s.txExec(ctx, tx, insertTurn, c.UserID, c.ID, seq, turn.QueryID, string(turn.Messages), nullJSON(turn.Results), nullJSON(turn.Digests)); err != nil {
+	res, err := s.txExec(ctx, tx, insertTurn, c.UserID, c.ID, seq, turn.QueryID, string(turn.Messages), nullJSON(turn.Results), nullJSON(turn.Digests))
+	if err != nil {
 		return fmt.Errorf("turn %d: %w", seq, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("turn %d: %w", seq, err)
+	}
+	if n == 0 {
+		return errTurnSaved
 	}
 	return nil
 }
