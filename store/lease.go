@@ -100,7 +100,7 @@ type lease struct {
 	user, conv, owner string
 }
 
-// conversationRef names a conversation in leaseKeeper.held.
+// conversationRef names a conversation in leaseKeeper.held and keyedMutex.
 type conversationRef struct{ user, conv string }
 
 // leaseKeeper is a Store's part in its PostgreSQL leases: those it holds,

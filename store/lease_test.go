@@ -245,7 +245,7 @@ func TestLeaseReleasedAfterOutage(t *testing.T) {
 	a.leaseTTL = time.Minute
 	user, conv := "alice", randomID("c")
 	unlock := mustLock(t, a, user, conv)
-	if n := advisoryLocks(t, admin, conversationKey(user, conv)); n != 0 {
+	if n := advisoryLocks(t, admin, advisoryConversationKey(user, conv)); n != 0 {
 		t.Errorf("%d advisory locks on the conversation, want 0", n)
 	}
 	p.close()

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"sync"
 )
 
@@ -35,7 +34,7 @@ func (s *Store) Lock(ctx context.Context, userID, convID string) (unlock func(),
 	if err := s.check(userID, convID); err != nil {
 		return nil, err
 	}
-	key := conversationKey(userID, convID)
+	key := conversationRef{userID, convID}
 	// In process first: of this Store's callers, only one at a time asks
 	// the database for a conversation's lease.
 	if err := s.locks.lock(ctx, key); err != nil {
@@ -58,25 +57,19 @@ func (s *Store) Lock(ctx context.Context, userID, convID string) (unlock func(),
 	}), nil
 }
 
-// conversationKey hashes a conversation's key for the Store's in-process
-// mutex (keyedMutex); a collision only serialises two conversations, it
-// never lets two holders in.
-func conversationKey(userID, convID string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("elysia/conversation\x00"))
-	h.Write([]byte(userID))
-	h.Write([]byte{0})
-	h.Write([]byte(convID))
-	return int64(h.Sum64())
-}
-
-// keyedMutex is a set of mutexes, one per key, that honour a ctx while
-// waiting. Entries exist only while held or waited for. The zero value is
-// ready for use.
+// keyedMutex is a set of mutexes, one per conversation, that honour a ctx
+// while waiting. Entries exist only while held or waited for. The zero
+// value is ready for use.
+//
+// It is keyed by the ids themselves, which clients choose, not by a hash
+// of them: two conversations whose ids collide (by hash, or by how they
+// are joined) would share a mutex, so that one user could hold up
+// another's queries, and a caller holding one conversation's lock that
+// took the other's would wait for itself forever.
 type keyedMutex struct {
 	// mu guards held.
 	mu   sync.Mutex
-	held map[int64]*keyLock
+	held map[conversationRef]*keyLock
 }
 
 // keyLock is one key's mutex: a token in sem means held. refs counts the
@@ -86,10 +79,10 @@ type keyLock struct {
 	refs int
 }
 
-func (m *keyedMutex) lock(ctx context.Context, key int64) error {
+func (m *keyedMutex) lock(ctx context.Context, key conversationRef) error {
 	m.mu.Lock()
 	if m.held == nil {
-		m.held = make(map[int64]*keyLock)
+		m.held = make(map[conversationRef]*keyLock)
 	}
 	l := m.held[key]
 	if l == nil {
@@ -108,7 +101,7 @@ func (m *keyedMutex) lock(ctx context.Context, key int64) error {
 	}
 }
 
-func (m *keyedMutex) unlock(key int64) {
+func (m *keyedMutex) unlock(key conversationRef) {
 	m.mu.Lock()
 	l := m.held[key]
 	m.mu.Unlock()
@@ -117,7 +110,7 @@ func (m *keyedMutex) unlock(key int64) {
 }
 
 // release drops one reference to l and forgets it when it was the last.
-func (m *keyedMutex) release(key int64, l *keyLock) {
+func (m *keyedMutex) release(key conversationRef, l *keyLock) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l.refs--

@@ -166,3 +166,22 @@ func testLockAcrossReplicas(t *testing.T, newDSN newDSN) {
 	}
 	mustLock(t, a, "alice", "c2")
 }
+
+// TestLockKeyedByIDs locks two conversations whose ids the lock's former
+// key, a 64-bit hash of the ids joined with NUL bytes, could not tell
+// apart: ("a\x00b", "c") and ("a", "b\x00c") are the same bytes joined. Ids
+// are chosen by clients, and two conversations must never share a lock,
+// whether their ids collide by framing or by hash: the in-process lock is
+// keyed by the ids themselves. (PostgreSQL's leases are rows keyed by the
+// ids already, and its text cannot hold NUL.)
+func TestLockKeyedByIDs(t *testing.T) {
+	s := openStore(t, sqliteTestDSN(t))
+	mustLock(t, s, "a\x00b", "c")
+	ctx, cancel := context.WithTimeout(t.Context(), blocked)
+	defer cancel()
+	unlock, err := s.Lock(ctx, "a", "b\x00c")
+	if err != nil {
+		t.Fatalf("Lock of another conversation while the first is held: %v", err)
+	}
+	unlock()
+}

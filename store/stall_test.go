@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"hash/fnv"
 	"net/url"
 	"testing"
 
@@ -54,4 +55,15 @@ func advisoryLocks(t *testing.T, admin *sql.DB, key int64) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// advisoryConversationKey is the advisory lock key a conversation's lock
+// was before locks were leases, for tests that check none is held.
+func advisoryConversationKey(userID, convID string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("elysia/conversation\x00"))
+	h.Write([]byte(userID))
+	h.Write([]byte{0})
+	h.Write([]byte(convID))
+	return int64(h.Sum64())
 }

@@ -187,8 +187,8 @@ func (s *Store) DeleteUserConfig(ctx context.Context, userID, id string) (err er
 	return nil
 }
 
-// userConfigsKey is the advisory lock key of a user's configs (see
-// conversationKey).
+// userConfigsKey is the PostgreSQL advisory lock that orders one user's
+// config writes. A collision only orders two users' writes.
 func userConfigsKey(userID string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte("elysia/user-configs\x00"))
