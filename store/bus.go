@@ -66,6 +66,9 @@ type Bus struct {
 	done     chan struct{}
 	// listening is set while the connection listens.
 	listening atomic.Bool
+	// beforeDeliver, when set (by tests, before Start), runs on the Bus's
+	// goroutine before each delivery.
+	beforeDeliver func()
 
 	// mu guards cancel (the lifetime of the Bus's goroutine: set by
 	// Start, called by Close), queue (the messages not yet sent),
@@ -95,8 +98,11 @@ func (s *Store) NewBus() (*Bus, error) {
 // process publishes, in the order it learns of them, on the Bus's own
 // goroutine until Close: deliver must not block, and owns the message.
 // After the connection was lost and made again, deliver gets a nil
-// message first: messages sent in between were missed. Start returns at
-// once; it fails when called a second time or after Close.
+// message first: messages sent in between were missed. Once Close has
+// begun deliver is not called again, and Close returns only once a call
+// in progress has returned: a receiver that closes after the Bus gets no
+// message after its own Close. Start returns at once; it fails when
+// called a second time or after Close.
 func (b *Bus) Start(deliver func(msg []byte)) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -147,8 +153,9 @@ func (b *Bus) Publish(msg []byte) error {
 // connected and listens (not before Start, nor while it connects again).
 func (b *Bus) Listening() bool { return b.listening.Load() }
 
-// Close ends the Bus's goroutine and its connection, and waits for them;
-// messages still queued are dropped. It may be called more than once and
+// Close ends the Bus's goroutine and its connection, and waits for them
+// and for a delivery in progress; messages still queued, and any read but
+// not yet delivered, are dropped. It may be called more than once and
 // concurrently.
 func (b *Bus) Close() error {
 	b.mu.Lock()
@@ -225,7 +232,7 @@ func (b *Bus) serve(ctx context.Context, conn *pgx.Conn, deliver func([]byte), l
 	b.listening.Store(true)
 	defer b.listening.Store(false)
 	if lost {
-		deliver(nil)
+		b.hand(deliver, nil)
 	}
 	nextPrune := time.Now()
 	for {
@@ -325,8 +332,24 @@ func (b *Bus) receive(ctx context.Context, conn *pgx.Conn, channel, got, payload
 	case len(body) > MaxBusMessage:
 		return nil
 	}
-	deliver(body)
+	b.hand(deliver, body)
 	return nil
+}
+
+// hand calls deliver with msg, on the Bus's goroutine, unless Close has
+// begun: from then on nothing is delivered, so that a receiver whose own
+// Close follows the Bus's is handed no message, and starts no work for
+// one, after it (a delivery that had begun then is one Close waits for).
+func (b *Bus) hand(deliver func([]byte), msg []byte) {
+	if b.beforeDeliver != nil {
+		b.beforeDeliver()
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if !closed {
+		deliver(msg)
+	}
 }
 
 // prune deletes the messages older than busRetention.

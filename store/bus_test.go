@@ -5,8 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/elysia-go/elysia/internal/testenv"
 )
@@ -165,4 +169,71 @@ func TestBusNeedsPostgres(t *testing.T) {
 	if !strings.Contains(ErrNoBus.Error(), "SQLite") {
 		t.Errorf("ErrNoBus = %q", ErrNoBus)
 	}
+}
+
+// TestBusDeliversNothingOnceClosing closes a Bus while its goroutine has
+// read a message and is about to deliver it: the message is dropped, so a
+// receiver closed after its Bus is never handed a message (and never
+// starts work for one, here a goroutine, as the MCP endpoint does for an
+// unsubscribe) once the Bus's Close has begun. Not parallel: goleak looks
+// at every goroutine of the process.
+func TestBusDeliversNothingOnceClosing(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	a, b := openStore(t, dsn), openStore(t, dsn)
+	busA, err := a.NewBus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	busA.beforeDeliver = func() {
+		once.Do(func() {
+			close(reached)
+			<-release
+		})
+	}
+	var delivered atomic.Int32
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	if err := busA.Start(func([]byte) {
+		delivered.Add(1)
+		go func() { <-stop }() // work the receiver starts for the message
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = busA.Close() }) // Close never fails
+	busB, _ := startBus(t, b)
+	testenv.WaitFor(t, 10*time.Second, "A to read B's message", func() bool {
+		if err := busB.Publish([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-reached:
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	})
+
+	before := goleak.IgnoreCurrent()
+	closed := make(chan struct{})
+	go func() {
+		_ = busA.Close() // Close never fails
+		close(closed)
+	}()
+	testenv.WaitFor(t, 10*time.Second, "A's Close to begin", func() bool {
+		busA.mu.Lock()
+		defer busA.mu.Unlock()
+		return busA.closed
+	})
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if n := delivered.Load(); n != 0 {
+		t.Errorf("%d messages delivered once Close had begun, want none", n)
+	}
+	goleak.VerifyNone(t, before)
 }
