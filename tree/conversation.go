@@ -98,7 +98,10 @@ type Conversation struct {
 	id     string
 	sem    chan struct{} // holds a token while a query runs
 	saving chan struct{} // holds a token while c is saved or deleted in the Store
-	env    tools.Environment
+	// unsaved is a query's save that failed and may have gone through all
+	// the same; only the holder of the saving token uses it (saver.go).
+	unsaved *unsavedQuery
+	env     tools.Environment
 	// promptEnv is env as decision prompts read it: a snapshot taken by
 	// the first run that needs it, then appended to as runs add results,
 	// so that a decision does not copy the whole environment. Only the

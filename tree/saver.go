@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // saver writes conversations to the Store in order. Each Conversation has
@@ -61,9 +62,27 @@ func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelo
 // unknown (0), so that the next query under a Locker reloads the
 // conversation rather than run on a copy older than another replica's
 // save.
+//
+// A query's save that fails may have gone through all the same (its
+// commit was acknowledged after the deadline, or the connection broke
+// after it): sending what it held again as part of a later change would
+// write it twice. So it is kept as it was (c.unsaved) and sent again,
+// unchanged, before anything newer: the Store keys a query's save by its
+// query (the events' QueryID) and writes it once whichever happened.
 func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv *savedState, changes uint64, events []tools.Envelope, results map[string]tools.ResultPayload) error {
 	if sv == nil {
 		sv = &savedState{}
+	}
+	if u := c.unsaved; u != nil {
+		if _, err := a.Append(ctx, u.ch, u.events); err != nil {
+			return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
+		}
+		c.unsaved = nil
+		sv = &savedState{messages: u.messages, results: u.results} // the version is unknown
+		s.cache.mu.Lock()
+		c.sv = sv
+		c.saved = max(c.saved, u.changes)
+		s.cache.mu.Unlock()
 	}
 	ch, counts := c.change(sv, events != nil)
 	ch.ResultPayloads = results
@@ -74,6 +93,8 @@ func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv
 		if version == sv.version+1 {
 			next.version = version
 		}
+	} else if len(events) > 0 { // a query's save, keyed by its query
+		c.unsaved = &unsavedQuery{ch: ch, events: events, messages: sv.messages + len(ch.Messages), results: counts, changes: changes}
 	}
 	s.cache.mu.Lock()
 	c.sv = next
@@ -86,6 +107,18 @@ func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv
 		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
 	}
 	return nil
+}
+
+// unsavedQuery is a query's save that failed, to send again as it was:
+// the change and events sent, and what the Store holds of the
+// conversation once it has them (messages, results) with the changes they
+// cover.
+type unsavedQuery struct {
+	ch       ConversationChange
+	events   []tools.Envelope
+	messages int
+	results  map[prompt.ResultKey]int
+	changes  uint64
 }
 
 // changed counts a change to c that is not saved yet.
