@@ -27,6 +27,11 @@ var ErrExists = errors.New("already exists")
 // such as removing the root or an unknown init mode.
 var ErrInvalid = errors.New("invalid operation")
 
+// ErrStopped is the cause a caller gives the ctx of a run a user stopped
+// (context.WithCancelCause): [Conversation.Run] then ends the query as
+// stopped, telling the user and saving it so (see Run).
+var ErrStopped = errors.New("stopped by the user")
+
 // errDeleted is matched by errors about a conversation that was deleted
 // (Manager.Delete) while the caller held it. It matches ErrNotFound.
 var errDeleted = fmt.Errorf("conversation was deleted: %w", ErrNotFound)

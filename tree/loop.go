@@ -42,7 +42,11 @@ const maxSteps = 64
 // after Options.QueryWait; a model (provider) or tool error, after which
 // an error event and completed are emitted; a failed save (the query is
 // not durable), after which an error event is emitted and completed is
-// not; or ctx's error, after which nothing more is emitted.
+// not; or ctx's error. A run whose ctx ended is saved as stopped: its
+// events end with a status whose payload has "stopped": true and a
+// completed, so that the conversation reopens showing the stop. Those two
+// are emitted only when ctx's cause matches [ErrStopped] (the user is
+// there to see them); otherwise nothing more is emitted.
 func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID string, emit func(tools.Envelope)) error {
 	if model == nil {
 		return fmt.Errorf("run with a nil model: %w", ErrInvalid)
@@ -440,14 +444,7 @@ func summary(res tools.Result) string {
 // completed; see Run for what each outcome emits.
 func (r *run) finish(ctx context.Context, runErr error) error {
 	if runErr != nil && ctx.Err() != nil {
-		r.commit()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		events, results := r.snapshotEvents()
-		if err := r.c.m.saveQuery(sctx, r.c, events, results); err != nil {
-			r.logger.Warn("saving a cancelled query", logKeyErr, err)
-		}
-		return runErr
+		return r.stop(ctx, runErr)
 	}
 	if runErr != nil {
 		r.emit(tools.Event{Type: tools.EventError, Payload: tools.StatusPayload{Text: runErr.Error()}})
@@ -466,6 +463,49 @@ func (r *run) finish(ctx context.Context, runErr error) error {
 		return errors.Join(runErr, saveErr)
 	}
 	r.deliver(completed, done)
+	return runErr
+}
+
+// stop records and saves a run whose ctx ended (see Run): its events end
+// with a stopped status and completed, emitted only to a user who stopped
+// it. It returns runErr.
+func (r *run) stop(ctx context.Context, runErr error) error {
+	r.commit()
+	text, tell := "Stopped before it finished.", errors.Is(context.Cause(ctx), ErrStopped)
+	if tell {
+		text = "Stopped by the user."
+	}
+	marks := []tools.Event{
+		{Type: tools.EventStatus, Payload: map[string]any{"text": text, "stopped": true}},
+		{Type: tools.EventCompleted},
+	}
+	envs := make([]tools.Envelope, 0, len(marks))
+	for _, ev := range marks {
+		env, err := tools.NewEnvelope(ev, r.c.userID, r.c.id, r.queryID)
+		if err != nil {
+			return errors.Join(runErr, err) // a map of a string and a bool marshals
+		}
+		envs = append(envs, env)
+	}
+	// The stopped status is recorded like any event; completed, as in
+	// finish, follows the save.
+	if tell {
+		r.deliver(envs[0], marks[0])
+	} else {
+		r.mu.Lock()
+		r.record(envs[0], marks[0])
+		r.mu.Unlock()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	events, results := r.snapshotEvents()
+	if err := r.c.m.saveQuery(sctx, r.c, append(events, envs[1]), results); err != nil {
+		r.logger.Warn("saving a stopped query", logKeyErr, err)
+		return runErr
+	}
+	if tell {
+		r.deliver(envs[1], marks[1])
+	}
 	return runErr
 }
 

@@ -294,22 +294,48 @@ func TestRunSaveBeforeCompleted(t *testing.T) {
 	}
 }
 
+// TestRunCancelled: a run whose ctx ends is saved as stopped (a stopped
+// status, then completed), so that it reopens as stopped; only a user's
+// stop (the cause ErrStopped) is told to emit, since otherwise nobody is
+// there to see it.
 func TestRunCancelled(t *testing.T) {
-	_, c := newTestManager(t, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	model := script(step{call: "mcp_todo", args: `{}`})
-	model.block = make(chan struct{})
-	model.entered = make(chan struct{}, 1)
-	var rec recorder
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, model, "q", "q", rec.emit) }()
-	<-model.entered
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v", err)
-	}
-	if strings.Contains(rec.types(), "completed") {
-		t.Errorf("events after cancel = %s", rec.types())
+	for _, tc := range []struct {
+		name     string
+		cause    error
+		text     string
+		wantSent string // the types emitted after the stop
+	}{
+		{"stopped by the user", ErrStopped, "Stopped by the user.", "status completed"},
+		{"client gone", nil, "Stopped before it finished.", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore()
+			_, c := newTestManager(t, &Options{Store: store})
+			ctx, cancel := context.WithCancelCause(t.Context())
+			model := script(step{call: "mcp_todo", args: `{}`})
+			model.block = make(chan struct{})
+			model.entered = make(chan struct{}, 1)
+			var rec recorder
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx, model, "q", "q", rec.emit) }()
+			<-model.entered
+			before := rec.types()
+			cancel(tc.cause)
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %v", err)
+			}
+			if got := strings.TrimSpace(strings.TrimPrefix(rec.types(), before)); got != tc.wantSent {
+				t.Errorf("events after the stop = %q, want %q", got, tc.wantSent)
+			}
+			saved := store.events["alice/c1"]
+			if n := len(saved); n < 2 || saved[n-1].Type != tools.EventCompleted || saved[n-2].Type != tools.EventStatus {
+				t.Fatalf("saved events end %v, want a status and completed", saved)
+			}
+			var p map[string]any
+			if err := json.Unmarshal(saved[len(saved)-2].Payload, &p); err != nil || p["stopped"] != true || p["text"] != tc.text {
+				t.Errorf("saved stop = %s, want stopped true and %q", saved[len(saved)-2].Payload, tc.text)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,3 @@ import "errors"
 // the write missed the Server's StreamWriteTimeout, which tells it apart
 // from the session ending.
 var errWriteTimeout = errors.New("stream write timed out")
-
-// errStopped is the cause of a run's ctx ended by a user's stop.
-var errStopped = errors.New("stopped by the user")

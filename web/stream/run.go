@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
 )
 
@@ -59,16 +61,21 @@ const runBuffer = 64
 // startRun calls Runner.RunQuery on a new goroutine. Cancelling ctx ends
 // the run; the caller must still wait for done.
 func (s *Streams) startRun(ctx context.Context, userID, convID, queryID, query string) run {
-	// A stop ends the run's ctx like a client that goes away; the stream
-	// itself goes on, so the client sees the run end: a status saying it
-	// was stopped, then completed.
+	// A stop ends the run's ctx like a client that goes away, with the
+	// cause tree.ErrStopped; the stream itself goes on, so the client sees
+	// the run end: a status saying it was stopped, then completed (which
+	// tree's runs send, and save, themselves).
 	spanCtx, span := startQuery(ctx, queryID)
 	runCtx, cancel := context.WithCancelCause(spanCtx)
-	untrack := s.running.track(queryKey{userID, convID, queryID}, func() { cancel(errStopped) })
+	untrack := s.running.track(queryKey{userID, convID, queryID}, func() { cancel(tree.ErrStopped) })
 	undrain := s.k.TrackRun(func() { cancel(errShuttingDown) })
 	events := make(chan tools.Envelope, runBuffer)
 	done := make(chan error, 1)
+	var completed atomic.Bool // the run emitted completed
 	emit := func(env tools.Envelope) {
+		if env.Type == tools.EventCompleted {
+			completed.Store(true)
+		}
 		select {
 		case events <- env:
 		case <-ctx.Done():
@@ -94,9 +101,12 @@ func (s *Streams) startRun(ctx context.Context, userID, convID, queryID, query s
 			}
 			err = nil
 		}
-		if err != nil && errors.Is(context.Cause(runCtx), errStopped) && ctx.Err() == nil {
-			for _, ev := range []tools.Event{tools.NewStatus("Stopped by the user."), {Type: tools.EventCompleted, Payload: map[string]any{}}} {
-				if env, nerr := tools.NewEnvelope(ev, userID, convID, queryID); nerr == nil {
+		if err != nil && errors.Is(context.Cause(runCtx), tree.ErrStopped) && ctx.Err() == nil {
+			// A Runner that did not tell the client itself.
+			stopped := []tools.Event{{Type: tools.EventStatus, Payload: map[string]any{"text": "Stopped by the user.", "stopped": true}},
+				{Type: tools.EventCompleted, Payload: map[string]any{}}}
+			for _, ev := range stopped {
+				if env, nerr := tools.NewEnvelope(ev, userID, convID, queryID); nerr == nil && !completed.Load() {
 					emit(env)
 				}
 			}
