@@ -28,8 +28,10 @@
 //   #tool-result              the execute result; data-state = running | ok | error | invalid
 //   #query-input, #query-send the query box and its button (Enter sends, Shift+Enter newline);
 //                             the panel's #prompt-to-chat puts a got prompt's text in it
-//   #query-stop               shown while a query runs: stops it, as Esc does (the turn gets [data-type="stopped"])
-//   #chat .tool-progress      a tool call's progress: data-state "running" | "done" | "stopped",
+//   #query-stop               shown while a query runs: stops it, as Esc does (the turn gets [data-type="stopped"],
+//                             which a reopened conversation shows again from the run's saved end)
+//   #chat .tool-progress      a tool call's progress: data-state "running" | "done" | "stopped" | "lost" |
+//                             "ended" (a reopened turn with no saved end, marked [data-type="unfinished"]),
 //                             data-tool, data-progress, data-total; its <progress> bar while running
 //   #chat .elicitation        a server's question: data-state (elicit.js), data-mode "form" | "url";
 //                             controls named after the schema's properties, buttons .accept
@@ -479,6 +481,7 @@ class App {
         }
         this.chat.handle(env, { replay: true });
       }
+      this.chat.endReplay();
     } else if (history.length) {
       // No event log: show the plain history.
       history.forEach((m, i) => {

@@ -130,14 +130,29 @@ export class ChatView {
     this.scroll();
   }
 
-  // stopped marks a turn the user stopped and ends it: its progress bars
-  // stop where they were, and what the run still sends is shown quietly.
-  stopped(queryID) {
+  // stopped marks a turn as stopped and ends it: its progress bars stop
+  // where they were, and what the run still sends is shown quietly. The
+  // page calls it when the user stops a query; the run's saved end (a
+  // status with "stopped": true) calls it when the conversation reopens.
+  stopped(queryID, text = "Stopped.") {
     const t = this.turn(queryID);
-    t.stopped = true;
-    t.body.append(h("div", { class: "note stopped", dataset: { type: "stopped" } }, icon("stop"), " Stopped."));
+    if (!t.stopped) {
+      t.stopped = true;
+      t.body.append(h("div", { class: "note stopped", dataset: { type: "stopped" } }, icon("stop"), " ", text));
+    }
     this.endTurn(queryID);
     this.scroll();
+  }
+
+  // endReplay ends the replayed turns whose end was not saved (a run that
+  // was still going, or stopped before its stop was saved): their progress
+  // bars must not look alive.
+  endReplay() {
+    for (const [queryID, t] of this.turns) {
+      if (t.stopped || t.ended || t.el.classList.contains("active")) continue;
+      t.body.append(h("div", { class: "note stopped", dataset: { type: "unfinished" } }, "Not finished when this page loaded."));
+      this.endTurn(queryID, "ended");
+    }
   }
 
   // takeFormError gives an error event to the question of its turn whose
@@ -189,7 +204,7 @@ export class ChatView {
     for (const b of t.bars.values()) {
       b.el.dataset.state = state;
       b.bar.remove();
-      b.text.textContent = ({ stopped: "stopped at ", lost: "lost at " }[state] || "reached ") + progressLabel(b.last);
+      b.text.textContent = ({ stopped: "stopped at ", lost: "lost at ", ended: "at " }[state] || "reached ") + progressLabel(b.last);
     }
     t.bars.clear();
   }
@@ -209,6 +224,11 @@ export class ChatView {
     const t = this.turn(env.query_id);
     // Events again after a lost connection: the clock goes on.
     if (!replay && t.tick && !t.ticker && t.el.classList.contains("active")) t.ticker = setInterval(t.tick, 100);
+    // The run's end as a stop: the page's own Stop may have said so.
+    if (env.type === "status" && p.stopped === true) {
+      this.stopped(env.query_id, String(p.text || "Stopped."));
+      return true;
+    }
     if (CALL_ENDS.has(env.type)) this.endCalls(t, t.stopped ? "stopped" : "done");
     // The run went on after an answer: the server took it.
     if (env.type !== "error") for (const c of t.cards) c.confirm();
@@ -222,7 +242,10 @@ export class ChatView {
       const pt = t.el.querySelector(".progress-text");
       if (pt) pt.textContent = p.text;
     }
-    if (env.type === "completed") this.endTurn(env.query_id);
+    if (env.type === "completed") {
+      t.ended = true;
+      this.endTurn(env.query_id);
+    }
     this.scroll();
     return true;
   }
@@ -286,6 +309,8 @@ export class ChatView {
         return null;
       }
       case "completed": {
+        // A stopped turn says so already.
+        if (t.stopped) return h("div", { class: "done", hidden: true });
         // Measured from the moment the query was sent; a replayed turn has
         // no start, so it says only that it ended.
         if (replay || !t.started) return h("div", { class: "done" }, "done");
