@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Shutdown of a replica (Drain, WaitCalls, StopCalls). The service stops
@@ -263,8 +260,7 @@ func (e *Endpoint) StopCalls(ctx context.Context) bool {
 // writeDraining answers w 503 with Retry-After: this replica is shutting
 // down, another serves the request.
 func writeDraining(w http.ResponseWriter, msg string) {
-	w.Header().Set("Retry-After", strconv.Itoa(int(drainRetryAfter/time.Second)))
-	writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, msg)
+	writeUnavailable(w, drainRetryAfter, msg)
 }
 
 // answerWriter is the http.ResponseWriter of a call stream's reader here:

@@ -81,6 +81,13 @@ type Options struct {
 	// here (DELETE); they call Receive with its messages. Nil leaves them
 	// to find out within a quarter of SessionIdleTTL (at most a minute).
 	Relay Relay
+	// Replicas, with Sessions and Relay, keeps this replica's liveness
+	// lease while Run runs (replicas.go), and tells a replica that is
+	// slow to answer through the Relay from a gone one: a resume of a
+	// call stream of the first gets 503 with Retry-After, of the second
+	// 404. Nil takes a replica that does not answer within
+	// resumeRelayWait for gone.
+	Replicas Replicas
 }
 
 // Endpoint is the aggregate MCP endpoint. Create it with New, serve HTTP
@@ -327,8 +334,14 @@ func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, 
 // server connecting), it drops the cached lists and, after Debounce of
 // quiet, sends notifications/tools/list_changed (and the resources' and
 // prompts' list_changed) to every open session; so it does when a server
-// says its resources or prompts changed.
+// says its resources or prompts changed. With Replicas, it also keeps
+// this replica's liveness lease until ctx ends, and then drops it.
 func (e *Endpoint) Run(ctx context.Context) {
+	if e.opts.Replicas != nil {
+		var wg sync.WaitGroup
+		wg.Go(func() { e.keepLease(ctx) })
+		defer wg.Wait()
+	}
 	c := make(chan struct{}, 1)
 	e.src.Notify(c)
 	defer e.src.Stop(c)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -472,5 +473,166 @@ func TestCallStreamMirrorGivesUpOnSilence(t *testing.T) {
 	if d := time.Since(start); d < 4*epB.streams.MirrorSilence() || ctx.Err() != nil || len(rest) != 0 {
 		t.Errorf("resumed stream ended after %v with %q; want it open while A sent keepalives, then closed without an answer", d, kinds(rest))
 	}
+	close(w.release)
+}
+
+// memReplicas is Replicas in memory, as the replicas' shared table.
+type memReplicas struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (m *memReplicas) RenewReplica(_ context.Context, tag string, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.until == nil {
+		m.until = map[string]time.Time{}
+	}
+	m.until[tag] = time.Now().Add(ttl)
+	return nil
+}
+
+func (m *memReplicas) LiveReplicas(context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var tags []string
+	for tag, until := range m.until {
+		if time.Now().Before(until) {
+			tags = append(tags, tag)
+		}
+	}
+	return tags, nil
+}
+
+func (m *memReplicas) DropReplica(_ context.Context, tag string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.until, tag)
+	return nil
+}
+
+// gate holds up whoever waits on it while it is shut, as a frozen
+// replica holds up the messages sent to it. Its zero value is open.
+type gate struct {
+	mu sync.Mutex
+	c  chan struct{} // closed when open; nil is open
+}
+
+func (g *gate) shut() { g.mu.Lock(); g.c = make(chan struct{}); g.mu.Unlock() }
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.c != nil {
+		close(g.c)
+		g.c = nil
+	}
+}
+
+func (g *gate) wait() {
+	g.mu.Lock()
+	c := g.c
+	g.mu.Unlock()
+	if c != nil {
+		<-c
+	}
+}
+
+// leasedReplicas returns endpoints A and B over up sharing a SessionStore,
+// a Relay and Replicas, each keeping its lease (Run) until stopA or
+// stopB, or the test's end; what B sends A waits while toA is shut.
+func leasedReplicas(t *testing.T, up string, toA *gate) (epA, epB *Endpoint, reps *memReplicas, stopA func()) {
+	t.Helper()
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", up)}}
+	store, reps := &memSessions{}, &memReplicas{}
+	epA = New(src, &Options{Sessions: store, Replicas: reps, Relay: newMemRelay(t, func() *Endpoint { return epB })})
+	epB = New(src, &Options{Sessions: store, Replicas: reps, Relay: newMemRelay(t, func() *Endpoint { toA.wait(); return epA })})
+	t.Cleanup(toA.open) // before the Relay's goroutine is waited for
+	run := func(e *Endpoint) func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); e.Run(ctx) }()
+		stop := func() { cancel(); <-done }
+		t.Cleanup(stop)
+		return stop
+	}
+	stopA = run(epA)
+	run(epB)
+	testenv.WaitFor(t, 5*time.Second, "both replicas' leases", func() bool {
+		live, _ := reps.LiveReplicas(t.Context())
+		return len(live) == 2
+	})
+	return epA, epB, reps, stopA
+}
+
+// TestCallStreamResumeWaitsForSlowHolder: a resume that lands on replica
+// B while replica A, which runs the call, does not answer through the
+// Relay for longer than resumeRelayWait, but keeps its liveness lease,
+// gets 503 with Retry-After, not 404 (which would make the client call
+// again and run the tool twice); once A answers again, the client's next
+// resume gets the answer of the call, which ran once.
+func TestCallStreamResumeWaitsForSlowHolder(t *testing.T) {
+	w, up := newWaiter(t)
+	toA := &gate{}
+	epA, epB, _, _ := leasedReplicas(t, up, toA)
+	urlA, urlB := serve(t, epA)+"/mcp", serve(t, epB)+"/mcp"
+
+	s := wireInit(t, urlA, "alice", mcp.ProtocolVersion20251125)
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start on A")
+	evs := readEvents(t, res, func(ev sseEvent) bool { return ev.data != "" }) // then the connection drops
+	onB := &wireSession{url: urlB, id: s.id, user: "alice"}
+
+	toA.shut()
+	wantStatus(t, "a resume on B while A is frozen", onB.resume(t, evs[1].id), http.StatusServiceUnavailable)
+	close(w.release) // the call ends on A meanwhile
+	toA.open()
+	var rest []sseEvent
+	testenv.WaitFor(t, 20*time.Second, "a resume on B to get the answer", func() bool {
+		res := onB.resume(t, evs[1].id)
+		if res.StatusCode == http.StatusServiceUnavailable && res.Header.Get("Retry-After") != "" {
+			_ = res.Body.Close()
+			return false
+		}
+		rest = readEvents(t, res, nil)
+		return true
+	})
+	if got := kinds(rest); len(got) != 1 || got[0] != "result: done" {
+		t.Errorf("resumed on B once A answered again: %q, want the result", got)
+	}
+	select {
+	case <-w.started:
+		t.Error("the tool ran twice")
+	case <-w.cancelled:
+		t.Error("the call was cancelled")
+	default:
+	}
+}
+
+// TestCallStreamResumeOfGoneReplica: with liveness leases, a resume on B
+// of a stream of replica A whose lease is gone (it stopped, or its lease
+// expired) and which does not answer gets 404 "its replica is gone"; one
+// of a stream that no live replica holds gets 404 as soon as every other
+// replica said so, before resumeRelayWait.
+func TestCallStreamResumeOfGoneReplica(t *testing.T) {
+	w, up := newWaiter(t)
+	toA := &gate{}
+	epA, epB, _, stopA := leasedReplicas(t, up, toA)
+	urlA, urlB := serve(t, epA)+"/mcp", serve(t, epB)+"/mcp"
+	s := wireInit(t, urlA, "alice", mcp.ProtocolVersion20251125)
+	onB := &wireSession{url: urlB, id: s.id, user: "alice"}
+
+	start := time.Now()
+	wantStatus(t, "a resume on B of a stream no replica holds", onB.resume(t, strings.Repeat("cd", 16)+"-1"), http.StatusNotFound)
+	if d := time.Since(start); d >= resumeRelayWait {
+		t.Errorf("the resume of a stream no live replica holds answered after %v, want before resumeRelayWait (%v)", d, resumeRelayWait)
+	}
+
+	res := s.callWait(t)
+	waitSignal(t, w.started, "the call to start on A")
+	evs := readEvents(t, res, func(ev sseEvent) bool { return ev.data != "" })
+	toA.shut()
+	stopA() // A's lease goes
+	wantStatus(t, "a resume on B of the stream of A, gone", onB.resume(t, evs[1].id), http.StatusNotFound)
 	close(w.release)
 }

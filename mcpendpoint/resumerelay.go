@@ -1,36 +1,68 @@
 package mcpendpoint
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
 )
 
 // A call stream lives on the replica that runs the call; a client's resume
 // may land on another (no sticky sessions). That replica asks the others
-// through the Relay (relayResume); the one holding the stream becomes its
-// reader and forwards its messages (relayEvents) until the answer, until
-// another connection takes the stream, or until the asking replica says
-// its client left (relayLeft). The asking replica serves them from a
-// mirror, a stream of its own with the holder's event ids, that lives as
-// long as the client's GET.
+// through the Relay; the one holding the stream becomes its reader and
+// forwards its messages until the answer, until another connection takes
+// the stream, or until the asking replica says its client left. The
+// asking replica serves them from a mirror, a stream of its own with the
+// holder's event ids, that lives as long as the client's GET.
+//
+// The messages, all streamRelayMsg:
+//   - relayResume: the asking replica to every other, once per resume.
+//     The holder starts forwarding (a second one for the same reader is
+//     ignored); with Replicas, every other replica answers relayAbsent.
+//     Lost, the holder stays silent: see below.
+//   - relayEvents: the holder to the asking replica, a batch of events,
+//     at once and then at least every Keepalive; events it has already
+//     are ignored (AddAt), so a batch is idempotent. Lost, the mirror
+//     misses events (marked as a gap), or, silent for MirrorSilence,
+//     gives the holder up and ends its client's stream, which resumes.
+//   - relayLeft: the asking replica to every other when its client's GET
+//     ends; idempotent. Lost, the holder forwards until the answer.
+//   - relayAbsent: a replica that does not hold the stream, to the
+//     asking replica, naming itself (its tag); idempotent. Lost, that
+//     replica seems silent: the client gets 503 and resumes again.
+//
+// A replica is gone only on evidence: its liveness lease expired, or it
+// has none (Replicas). A resume that no replica answers within
+// resumeRelayWait gets 404 when every replica with a live lease said the
+// stream is not theirs, and 503 with Retry-After while one of them is
+// silent (it may be the holder, frozen or slow: the client resumes again,
+// and gets the answer once the holder is back) or while the leases cannot
+// be read. Without Replicas, silence is taken for a gone replica: 404.
 
 // Kinds of the Relay messages of call streams.
 const (
 	relayResume = "mcp_stream_resume"
 	relayEvents = "mcp_stream_events"
 	relayLeft   = "mcp_stream_left"
+	relayAbsent = "mcp_stream_absent"
 )
 
 // resumeRelayWait bounds the wait for the replica holding a stream to
-// answer a resume: past it the client gets 404.
+// answer a resume: past it the client gets 404 or 503 (see above).
 const resumeRelayWait = 3 * time.Second
+
+// resumeRetryAfter is the Retry-After of a 503 to a resume whose holder
+// has not answered yet.
+const resumeRetryAfter = time.Second
 
 // streamRelayMsg is a Relay message of a call stream.
 type streamRelayMsg struct {
@@ -46,6 +78,9 @@ type streamRelayMsg struct {
 	// Gone says the holder stopped forwarding: another connection took
 	// the stream, or it is forgotten (relayEvents).
 	Gone bool `json:"gone,omitempty"`
+	// Replica is the tag of a replica that does not hold the stream
+	// (relayAbsent).
+	Replica string `json:"replica,omitempty"`
 }
 
 type relayedEvent struct {
@@ -73,11 +108,19 @@ type mirror struct {
 	once  sync.Once
 	// last is when the holder was last heard from (UnixNano).
 	last atomic.Int64
+	// absent receives the tags of the replicas that said they do not
+	// hold the stream; one that finds it full is dropped (that replica
+	// seems silent).
+	absent chan string
 }
 
 // resumeElsewhere serves a resume of stream id of session sid that this
-// replica does not hold, from the replica that does. It reports false
-// when there is no Relay or no replica answered.
+// replica does not hold, from the replica that does. It reports false,
+// for a 404, when there is no Relay or when no replica holds the stream:
+// with Replicas, when every other replica with a live lease said so;
+// without, when none answered within resumeRelayWait. With Replicas, a
+// silent replica with a live lease, or leases it cannot read, get the
+// client 503 with Retry-After.
 func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, sid, user string, seq int) bool {
 	if e.opts.Relay == nil || e.opts.Sessions == nil {
 		return false
@@ -85,7 +128,7 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 	var raw [8]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
 	reader := hex.EncodeToString(raw[:])
-	m := &mirror{st: callstream.NewMirror(id, sid, user, seq), heard: make(chan struct{})}
+	m := &mirror{st: callstream.NewMirror(id, sid, user, seq), heard: make(chan struct{}), absent: make(chan string, 16)}
 	rs := &e.relayed
 	rs.mu.Lock()
 	if rs.mirrors == nil {
@@ -100,19 +143,13 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 		e.publishStream(streamRelayMsg{Kind: relayLeft, Session: idHash(sid), Stream: id, Reader: reader})
 	}()
 	if !e.publishStream(streamRelayMsg{Kind: relayResume, Session: idHash(sid), Stream: id, Reader: reader, After: seq}) {
-		return false
-	}
-	t := time.NewTimer(resumeRelayWait)
-	defer t.Stop()
-	select {
-	case <-m.heard:
-	case <-t.C:
-		if e.drain.isDraining() { // Drain ended the mirror: not a sign the stream is gone
-			writeDraining(w, "this replica is shutting down: resume the stream again")
+		if e.opts.Replicas != nil { // the others were not asked: nothing says the stream is gone
+			writeUnavailable(w, resumeRetryAfter, "the replica running the call could not be asked: resume the stream again")
 			return true
 		}
 		return false
-	case <-r.Context().Done():
+	}
+	if !e.awaitHolder(w, r, m) {
 		return true
 	}
 	e.logResume("MCP call stream resumed from another replica", sid, user, seq)
@@ -123,6 +160,94 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 	callstream.Start(w)
 	e.streams.Serve(r.Context(), w, m.st, seq, 0)
 	return true
+}
+
+// awaitHolder waits for the replica holding m's stream to answer and
+// reports whether it did. When it reports false it has answered w (503,
+// or 404: no replica holds the stream), or the client left.
+func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *mirror) bool {
+	// With Replicas, the leases are read while the replicas answer.
+	type leases struct {
+		live []string
+		err  error
+	}
+	var live chan leases
+	if e.opts.Replicas != nil {
+		live = make(chan leases, 1)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		ctx, cancel := context.WithTimeout(r.Context(), min(e.storeWait, resumeRelayWait))
+		defer cancel() // before the Wait
+		wg.Go(func() {
+			tags, err := e.opts.Replicas.LiveReplicas(ctx)
+			live <- leases{tags, err}
+		})
+	}
+	var (
+		answered []string // the replicas that said the stream is not theirs
+		got      *leases
+	)
+	t := time.NewTimer(resumeRelayWait)
+	defer t.Stop()
+	for timedOut := false; ; {
+		select {
+		case <-m.heard:
+			return true
+		case tag := <-m.absent:
+			answered = append(answered, tag)
+		case l := <-live:
+			got, live = &l, nil
+		case <-t.C:
+			timedOut = true
+		case <-r.Context().Done():
+			return false
+		}
+		switch {
+		case e.opts.Replicas == nil:
+			if timedOut {
+				return e.notHeld(w)
+			}
+		case got != nil && got.err == nil && len(e.silent(got.live, answered)) == 0:
+			return e.notHeld(w) // every live replica said it is not theirs
+		case timedOut && live != nil:
+			// The leases come within their own bound, as long as this.
+		case timedOut && got.err != nil:
+			e.logger.Warn("reading the replicas' liveness leases for a resume", logKeyErr, got.err)
+			writeUnavailable(w, resumeRetryAfter, "whether the replica running the call is alive could not be read: resume the stream again")
+			return false
+		case timedOut:
+			if e.drain.isDraining() { // Drain ended the mirror
+				writeDraining(w, "this replica is shutting down: resume the stream again")
+				return false
+			}
+			writeUnavailable(w, resumeRetryAfter, "the replica running the call has not answered yet: resume the stream again")
+			return false
+		}
+	}
+}
+
+// notHeld answers w for a resume of a stream no replica holds: 404, or,
+// while this replica drains (Drain ended the mirror), 503.
+func (e *Endpoint) notHeld(w http.ResponseWriter) bool {
+	if e.drain.isDraining() {
+		writeDraining(w, "this replica is shutting down: resume the stream again")
+		return false
+	}
+	writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST,
+		"unknown or expired stream in Last-Event-ID: its call ended, or its replica is gone")
+	return false
+}
+
+// silent returns the replicas of live other than this one that are not
+// in answered.
+func (e *Endpoint) silent(live, answered []string) []string {
+	var out []string
+	for _, tag := range live {
+		if tag != e.tag && !slices.Contains(answered, tag) {
+			out = append(out, tag)
+		}
+	}
+	return out
 }
 
 // watchMirror ends m's stream, and so its client's connection, when the
@@ -163,8 +288,11 @@ func (e *Endpoint) receiveStream(msg []byte) {
 	switch m.Kind {
 	case relayResume:
 		st := e.streams.Lookup(m.Stream, func(sid string) bool { return idHash(sid) == m.Session })
-		if st == nil {
-			return // another replica's, or gone
+		if st == nil { // another replica's, or gone
+			if e.opts.Replicas != nil { // the asking replica counts the answers of the live ones
+				e.publishStream(streamRelayMsg{Kind: relayAbsent, Session: m.Session, Stream: m.Stream, Reader: m.Reader, Replica: e.tag})
+			}
+			return
 		}
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
@@ -199,6 +327,16 @@ func (e *Endpoint) receiveStream(msg []byte) {
 			delete(rs.forwards, m.Reader)
 		}
 		rs.mu.Unlock()
+	case relayAbsent:
+		rs.mu.Lock()
+		mr := rs.mirrors[m.Reader]
+		rs.mu.Unlock()
+		if mr != nil && mr.st.ID() == m.Stream {
+			select {
+			case mr.absent <- m.Replica:
+			default:
+			}
+		}
 	case relayEvents:
 		rs.mu.Lock()
 		mr := rs.mirrors[m.Reader]

@@ -187,9 +187,15 @@ func (e *Endpoint) adopt(ctx context.Context, id, user string) error {
 // writeStoreDown answers w 503 with Retry-After: the SessionStore could
 // not say whether the request's session exists.
 func writeStoreDown(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", strconv.Itoa(int(storeRetryAfter/time.Second)))
-	writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR,
-		"the MCP session could not be looked up: the database is unavailable; try again shortly")
+	writeUnavailable(w, storeRetryAfter, "the MCP session could not be looked up: the database is unavailable; try again shortly")
+}
+
+// writeUnavailable answers w 503 with msg and a Retry-After of after
+// (whole seconds, at least one): the request may succeed later, here or
+// on another replica.
+func writeUnavailable(w http.ResponseWriter, after time.Duration, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(after/time.Second))))
+	writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, msg)
 }
 
 // endHere ends session id on this replica only, as a DELETE would: its
@@ -353,7 +359,7 @@ func (e *Endpoint) Receive(msg []byte) {
 	case relaySample, relaySampled:
 		e.receiveSample(msg)
 		return
-	case relayResume, relayEvents, relayLeft:
+	case relayResume, relayEvents, relayLeft, relayAbsent:
 		e.receiveStream(msg)
 		return
 	case relaySSEMessage:
@@ -385,9 +391,7 @@ func (e *Endpoint) Receive(msg []byte) {
 func (e *Endpoint) endEverywhere(ctx context.Context, w http.ResponseWriter, id, user string) bool {
 	if err := e.endShared(ctx, id, user); err != nil {
 		e.logger.Warn("ending an MCP session on every replica", logKeyErr, err)
-		w.Header().Set("Retry-After", strconv.Itoa(int(storeRetryAfter/time.Second)))
-		writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR,
-			"the MCP session could not be ended on every replica: try again")
+		writeUnavailable(w, storeRetryAfter, "the MCP session could not be ended on every replica: try again")
 		return false
 	}
 	return true

@@ -164,6 +164,12 @@ var migrations = []migration{
 		sqlite:   turnKeyMigration,
 		postgres: turnKeyMigration,
 	},
+	{
+		// The replicas' liveness leases (see Store.RenewReplica): a
+		// replica is gone when its lease expired, not when it is slow.
+		sqlite:   replicaLeasesMigration(false),
+		postgres: replicaLeasesMigration(true),
+	},
 }
 
 // turnKeyMigration is the eleventh migration, the same in both dialects:

@@ -152,6 +152,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	relay := app.relay() // before the endpoint, which shares its sessions through it
+	if app.bus != nil {
+		epOpts.Replicas = app.store // the replicas' liveness leases: slow is not gone
+	}
 	mcpEP, stopMCP := newMCPEndpoint(ctx, app, epOpts)
 	defer stopMCP()
 	streams := app.streams(adapter.NewChanges(ctx, app.disc), relay)
