@@ -72,6 +72,11 @@ bench: build test-deps
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da bench/latest.txt
 	GIN_MODE=release $(GO) test -run '^$$' -bench '^BenchmarkConcurrentQueries$$' -benchtime 1x -count 1 -timeout 15m \
 		./cmd/elysia/ | tee bench/load.txt
+	@set -e; pgdir=$$(mktemp -d /tmp/elysia-pg.XXXXXX); \
+	trap './scripts/postgres-test.sh stop '"$$pgdir"' >/dev/null 2>&1 || true' EXIT; \
+	eval "$$(./scripts/postgres-test.sh start $$pgdir)"; \
+	GIN_MODE=release $(GO) test -run '^$$' -bench '^BenchmarkMCPRollingRestart$$' -benchtime 1x -count 3 -timeout 15m \
+		./cmd/elysia/ | tee bench/rolling.txt
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
