@@ -14,11 +14,11 @@ var ErrInvalidConfig = errors.New("invalid mcp.json")
 
 // ErrServerExists is returned by Edit.Add for a name that already has an
 // entry in the file: nothing is overwritten.
-var ErrServerExists = errors.New("server already in mcp.json")
+var ErrServerExists = errors.New("a server of that name is already there")
 
 // ErrNoServer is returned by the Edit methods for a name that has no entry
 // in the file.
-var ErrNoServer = errors.New("no such server in mcp.json")
+var ErrNoServer = errors.New("no such server")
 
 // ErrFileChanged is returned by EditFile when the file changed on disk
 // while it was being edited: nothing was written, and trying again reads
