@@ -7,10 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,8 +74,8 @@ func MCPRegistryBinary(tb testing.TB) string {
 func MCPRegistry(tb testing.TB, seed []byte) string {
 	tb.Helper()
 	bin := MCPRegistryBinary(tb)
-	base := PostgresURL(tb)
-	admin, err := sql.Open("pgx", base)
+	pg := PostgresURL(tb)
+	admin, err := sql.Open("pgx", pg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,7 +96,7 @@ func MCPRegistry(tb testing.TB, seed []byte) string {
 			tb.Errorf("close admin connection: %v", err)
 		}
 	})
-	u, err := url.Parse(base)
+	u, err := url.Parse(pg)
 	if err != nil {
 		tb.Fatalf("%s: %v", postgresEnv, err)
 	}
@@ -112,11 +117,11 @@ func MCPRegistry(tb testing.TB, seed []byte) string {
 		"MCP_REGISTRY_JWT_PRIVATE_KEY="+hex.EncodeToString(key[:]),
 	)
 	Start(tb, cmd)
-	url := "http://" + addr
+	base := "http://" + addr
 	// The seed is imported before the server listens: once it answers,
 	// the servers are in.
-	WaitHTTP(tb, url+"/v0.1/health", 60*time.Second)
-	return url
+	WaitHTTP(tb, base+"/v0.1/health", 60*time.Second)
+	return base
 }
 
 // registryFreeEnv is the environment without MCP_REGISTRY_* settings of
@@ -197,4 +202,103 @@ func EverythingVersion(tb testing.TB) string {
 		tb.Fatal("testdata/npm/package-lock.json pins no server-everything")
 	}
 	return v
+}
+
+// FakeRegistry is an MCP Registry for tests that need no PostgreSQL: it
+// serves the v0.1 API as the official registry's OpenAPI document shapes
+// it, from server.json documents given as text (so that a test can serve
+// hostile ones). The first document of a name is its latest version.
+type FakeRegistry struct {
+	// URL is where it listens, on 127.0.0.1.
+	URL string
+	// PageSize is the most servers one page lists; 0 means 100.
+	PageSize int
+
+	servers []string
+
+	mu       sync.Mutex // guards requests
+	requests []string
+}
+
+// NewFakeRegistry starts a FakeRegistry serving servers, stopped when tb
+// ends.
+func NewFakeRegistry(tb testing.TB, servers ...string) *FakeRegistry {
+	tb.Helper()
+	f := &FakeRegistry{servers: servers}
+	srv := httptest.NewServer(f)
+	tb.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// Requests returns the request URIs served so far, in order.
+func (f *FakeRegistry) Requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.requests)
+}
+
+// ServeHTTP implements http.Handler.
+func (f *FakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.requests = append(f.requests, r.URL.RequestURI())
+	f.mu.Unlock()
+	type doc struct {
+		text, name, version string
+		latest              bool
+	}
+	var docs []doc
+	seen := map[string]bool{}
+	for _, s := range f.servers {
+		var h struct{ Name, Version string }
+		_ = json.Unmarshal([]byte(s), &h) // a hostile document may not decode: it is served all the same
+		docs = append(docs, doc{s, h.Name, h.Version, !seen[h.Name]})
+		seen[h.Name] = true
+	}
+	item := func(d doc) string {
+		return fmt.Sprintf(`{"server": %s, "_meta": {"io.modelcontextprotocol.registry/official": {"status": "active", "isLatest": %t, "publishedAt": "2026-01-01T00:00:00Z"}}}`, d.text, d.latest)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/v0.1/servers/"); ok {
+		name, version, _ := strings.Cut(rest, "/versions/")
+		for _, d := range docs {
+			if d.name == name && (d.version == version || (version == "latest" && d.latest)) {
+				_, _ = io.WriteString(w, item(d))
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"title": "Not Found", "status": 404, "detail": "Server not found"}`)
+		return
+	}
+	if r.URL.Path != "/v0.1/servers" {
+		http.NotFound(w, r)
+		return
+	}
+	q := r.URL.Query()
+	var matched []doc
+	for _, d := range docs {
+		if strings.Contains(d.name, q.Get("search")) && (q.Get("version") != "latest" || d.latest) {
+			matched = append(matched, d)
+		}
+	}
+	size := f.PageSize
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 && (size == 0 || n < size) {
+		size = n
+	}
+	if size == 0 {
+		size = 100
+	}
+	start, _ := strconv.Atoi(q.Get("cursor"))
+	start = min(max(start, 0), len(matched))
+	end := min(start+size, len(matched))
+	var items []string
+	for _, d := range matched[start:end] {
+		items = append(items, item(d))
+	}
+	next := ""
+	if end < len(matched) {
+		next = fmt.Sprintf(`, "nextCursor": "%d"`, end)
+	}
+	_, _ = fmt.Fprintf(w, `{"servers": [%s], "metadata": {"count": %d%s}}`, strings.Join(items, ","), len(items), next)
 }

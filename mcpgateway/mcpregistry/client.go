@@ -169,7 +169,7 @@ func (c *Client) Get(ctx context.Context, name, version string) (*Record, error)
 			if version != "latest" {
 				what += " version " + strconv.Quote(version)
 			}
-			return nil, fmt.Errorf("%w: the registry at %s has no %s", ErrNotFound, c.base, what)
+			return nil, fmt.Errorf("%s: %w at %s", what, ErrNotFound, c.base)
 		}
 		return nil, err
 	}

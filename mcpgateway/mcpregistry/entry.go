@@ -172,7 +172,7 @@ func NewEntry(s *Server, opts *EntryOptions) (*Entry, error) {
 	}
 	name := o.Name
 	if name == "" {
-		_, name, _ = strings.Cut(s.Name, "/")
+		name = EntryName(s.Name)
 	}
 	if !entryName.MatchString(name) {
 		return nil, fmt.Errorf("entry name %s: want letters, digits, '.', '_' or '-', at most 64, starting with a letter or digit", quote(name))
@@ -220,6 +220,16 @@ func NewEntry(s *Server, opts *EntryOptions) (*Entry, error) {
 		reason += " (it has: " + strings.Join(found, ", ") + ")"
 	}
 	return nil, bad("remotes, packages", reason)
+}
+
+// EntryName returns the name an entry of the server called server gets by
+// default: the part of its name after the slash.
+func EntryName(server string) string {
+	_, name, ok := strings.Cut(server, "/")
+	if !ok {
+		return server
+	}
+	return name
 }
 
 // cleanDescription drops control and invisible characters and bounds the
