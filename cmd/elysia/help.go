@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpregistry"
 )
 
 // version is elysia's version; a release build sets it with
@@ -68,6 +70,30 @@ var commands = []command{
 			"every configured server's tools, listed as mcp.json's \"expose\" block says, and the agent as the ask\n" +
 			"tool. The log goes to stderr.\n" + endpointEnvHelp(),
 		examples: []string{"elysia mcp serve", "ELYSIA_USER=alice elysia mcp serve --config ./mcp.json"}},
+	{name: "mcp search", args: "WORDS...", summary: "find servers in the MCP Registry",
+		detail: "Lists the servers of the registry at $" + registryURLEnv + " (default " + mcpregistry.DefaultURL + ")\n" +
+			"whose name holds the longest word and whose name, title or description holds every word: name, latest\n" +
+			"version, how it runs (remote, npm, pypi, oci) and description.",
+		examples: []string{"elysia mcp search github", "elysia mcp search weather forecast --limit 5"}},
+	{name: "mcp add", args: "NAME[@VERSION]", summary: "add a server from the MCP Registry to mcp.json",
+		detail: "Writes one entry for the registry server NAME (its latest version, or VERSION) into mcp.json, keeping the\n" +
+			"file's comments and layout: its remote (Streamable HTTP, then SSE) with its headers, else its package run\n" +
+			"over stdio (npm: npx -y, PyPI: uvx, OCI: docker run -i --rm) with its arguments and environment. A secret\n" +
+			"becomes an ${input:...} password input (ELYSIA_INPUT_<ID>, or asked by elysia serve on a terminal), or\n" +
+			"with --per-user-secrets a ${user:...} secret each user sets. A required value without a default is asked\n" +
+			"for on a terminal, or give it with --set. A running elysia serve picks the entry up. Exits 2 when the name\n" +
+			"is taken or a value is missing, 1 when the registry fails or its server.json is refused; nothing is written.",
+		examples: []string{"elysia mcp add io.github.modelcontextprotocol/everything",
+			"elysia mcp add com.example/weather@1.2.0 --name weather --per-user-secrets",
+			"elysia mcp add io.github.example/db --set DB_HOST=localhost"}},
+	{name: "mcp update", args: "[SERVER]", summary: "update servers added from the MCP Registry",
+		detail: "Says, for SERVER or every server added with mcp add, whether the registry has a newer version, and\n" +
+			"rewrites that entry for it: only its type, command, args, env, url, headers, inputs and registry keys;\n" +
+			"values given before are kept. --dry-run only says.",
+		examples: []string{"elysia mcp update", "elysia mcp update weather --dry-run"}},
+	{name: "mcp remove", args: "SERVER", summary: "remove a server from mcp.json",
+		detail:   "Removes the entry of SERVER from mcp.json with its comments, leaving the rest of the file as it is.",
+		examples: []string{"elysia mcp remove weather"}},
 	{name: "config check", args: "[FILE]", summary: "validate an mcp.json",
 		detail:   "Checks FILE (default --config) and lists its servers; a bad file exits 2 with file:line:col.",
 		examples: []string{"elysia config check", "elysia config check ./other/mcp.json"}},

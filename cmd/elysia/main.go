@@ -8,6 +8,10 @@
 //	elysia mcp login SERVER [--browser open|print|fetch]
 //	elysia mcp logout SERVER
 //	elysia mcp serve
+//	elysia mcp search WORDS...
+//	elysia mcp add NAME[@VERSION] [--name SERVER] [--per-user-secrets] [--set NAME=VALUE]
+//	elysia mcp update [SERVER] [--dry-run]
+//	elysia mcp remove SERVER
 //	elysia config check [FILE]
 //	elysia help [COMMAND], elysia COMMAND --help, elysia --version
 //
@@ -151,6 +155,14 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cmdMCPLogout(ctx, sub(2), stdout, stderr)
 		case "serve":
 			return cmdMCPServe(ctx, sub(2), stdout, stderr)
+		case "search":
+			return cmdMCPSearch(ctx, sub(2), stdout, stderr)
+		case "add":
+			return cmdMCPAdd(ctx, sub(2), stdout, stderr)
+		case "update":
+			return cmdMCPUpdate(ctx, sub(2), stdout, stderr)
+		case "remove":
+			return cmdMCPRemove(ctx, sub(2), stdout, stderr)
 		}
 		return unknownSub("mcp", args[1])
 	case "config":

@@ -1,0 +1,498 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/term"
+
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+	"github.com/elysia-go/elysia/mcpgateway/mcpregistry"
+)
+
+// registryURLEnv names the registry the mcp search, add and update
+// commands read.
+const registryURLEnv = "ELYSIA_REGISTRY_URL"
+
+// registryClient returns a client of $ELYSIA_REGISTRY_URL, default the
+// official MCP Registry.
+func registryClient() (*mcpregistry.Client, error) {
+	u := os.Getenv(registryURLEnv)
+	if strings.TrimSpace(u) == "" {
+		u = mcpregistry.DefaultURL
+	}
+	c, err := mcpregistry.New(u, nil)
+	if err != nil {
+		return nil, usageErr("%s: %v", registryURLEnv, err)
+	}
+	return c, nil
+}
+
+// registryFailure is the exit error of a registry error: a registry down
+// or answering nonsense is a failure (1); a name the registry does not
+// have, or that is not a server's name, is the user's to fix (2).
+func registryFailure(err error) error {
+	switch {
+	case errors.Is(err, mcpregistry.ErrUnreachable), errors.Is(err, mcpregistry.ErrBadAnswer):
+		return failure(err)
+	case errors.Is(err, mcpregistry.ErrNotFound):
+		return usageErr("%v (elysia mcp search WORDS finds servers)", err)
+	}
+	return usageErr("%v", err)
+}
+
+// setFlag collects --set NAME=VALUE.
+type setFlag map[string]string
+
+func (s setFlag) String() string { return "" }
+
+func (s setFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return errors.New("want NAME=VALUE")
+	}
+	s[k] = val
+	return nil
+}
+
+// cmdMCPSearch lists the registry's servers whose name, title or
+// description holds every word.
+func cmdMCPSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, _ := newFlags("mcp search", stderr)
+	limit := fs.Int("limit", 20, "show at most this many servers (1 to 100)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > 100 {
+		return usageErr("mcp search: --limit must be 1 to 100")
+	}
+	c, err := registryClient()
+	if err != nil {
+		return err
+	}
+	words := fs.Args()
+	recs, err := searchWords(ctx, c, words, *limit)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	if err != nil {
+		return failure(err)
+	}
+	recs = slices.DeleteFunc(recs, func(r mcpregistry.Record) bool {
+		text := strings.ToLower(r.Server.Name + " " + r.Server.Title + " " + r.Server.Description)
+		for _, w := range words {
+			if !strings.Contains(text, strings.ToLower(w)) {
+				return true
+			}
+		}
+		return false
+	})
+	if len(recs) > *limit {
+		recs = recs[:*limit]
+	}
+	if len(recs) == 0 {
+		// Terminal output: a failed write has nowhere to be reported.
+		_, _ = fmt.Fprintf(stderr, "no server in %s matches %s\n", c.URL(), termLine(strings.Join(words, " ")))
+		return nil
+	}
+	// The tabwriter buffers; a write error surfaces from Flush. What a
+	// registry says is hostile until escaped.
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	_, _ = fmt.Fprintln(w, "NAME\tVERSION\tRUNS\tDESCRIPTION")
+	for _, r := range recs {
+		desc := r.Server.Description
+		if r.Status != "" && r.Status != "active" {
+			desc = "(" + r.Status + ") " + desc
+		}
+		if len(desc) > 80 {
+			desc = desc[:77] + "..."
+		}
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termLine(r.Server.Name), termLine(r.Server.Version), runs(r.Server), termLine(desc))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintln(stderr, "add one with: elysia mcp add NAME")
+	return nil
+}
+
+// maxSearchWords bounds the registry searches one mcp search makes.
+const maxSearchWords = 5
+
+// searchWords asks the registry, which matches one substring of a
+// server's name, for each word (the servers of the first limit, or of
+// 100 when there are several words), each server once.
+func searchWords(ctx context.Context, c *mcpregistry.Client, words []string, limit int) ([]mcpregistry.Record, error) {
+	if len(words) == 0 {
+		return c.Search(ctx, "", limit)
+	}
+	if len(words) > maxSearchWords {
+		return nil, usageErr("mcp search: at most %d words", maxSearchWords)
+	}
+	var out []mcpregistry.Record
+	seen := map[string]bool{}
+	for _, w := range words {
+		n := limit
+		if len(words) > 1 {
+			n = 100
+		}
+		recs, err := c.Search(ctx, w, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if !seen[r.Server.Name] {
+				seen[r.Server.Name] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// runs says how a server can be run: "remote", "npm", ...
+func runs(s mcpregistry.Server) string {
+	var out []string
+	if len(s.Remotes) > 0 {
+		out = append(out, "remote")
+	}
+	for _, p := range s.Packages {
+		if t := termLine(p.RegistryType); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// cmdMCPAdd writes the entry of a registry server into mcp.json.
+func cmdMCPAdd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("mcp add", stderr)
+	name := fs.String("name", "", "the server's name in mcp.json (default: the part of NAME after the slash)")
+	perUser := fs.Bool("per-user-secrets", false, "make each secret header or environment variable a ${user:...} secret each user sets, not an ${input:...} the operator gives")
+	set := setFlag{}
+	fs.Var(set, "set", "NAME=VALUE: a value the server needs (environment variable, header, argument or variable); repeatable")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("mcp add: want one NAME[@VERSION] (elysia mcp search WORDS finds servers)")
+	}
+	server, version, _ := strings.Cut(fs.Arg(0), "@")
+	c, err := registryClient()
+	if err != nil {
+		return err
+	}
+	entryName := *name
+	if entryName == "" {
+		entryName = mcpregistry.EntryName(server)
+	}
+	// Before asking the registry or the user anything.
+	if err := checkAbsent(*config, entryName); err != nil {
+		return err
+	}
+	rec, err := c.Get(ctx, server, version)
+	if err != nil {
+		return registryFailure(err)
+	}
+	if rec.Status != "" && rec.Status != "active" {
+		_, _ = fmt.Fprintf(stderr, "warning: %s %s is %s in the registry: %s\n", termLine(server), termLine(rec.Server.Version), termLine(rec.Status), termLine(rec.StatusMessage))
+	}
+	opts := &mcpregistry.EntryOptions{Name: entryName, PerUserSecrets: *perUser, Values: set, Ask: valueAsker()}
+	entry, err := mcpregistry.NewEntry(&rec.Server, opts)
+	if err != nil {
+		return entryError(err)
+	}
+	err = mcpconfig.EditFile(*config, func(e *mcpconfig.Edit) error { return e.Add(entry.Name, entry.JSON()) })
+	if err != nil {
+		return editError(err)
+	}
+	_, _ = fmt.Fprintf(stdout, "added %q to %s: %s %s, %s\n", entry.Name, termLine(*config), termLine(server), termLine(rec.Server.Version), entry.From)
+	describeEntry(stdout, entry)
+	_, _ = fmt.Fprintln(stdout, "a running elysia serve picks it up; elysia mcp list shows it")
+	return nil
+}
+
+// checkAbsent is a usage error when the file at path has a server called
+// name.
+func checkAbsent(path, name string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil // a missing file is created; a broken one is reported by the edit
+	}
+	e, err := mcpconfig.NewEdit(path, data)
+	if err == nil && e.Has(name) {
+		return usageErr("%s already has a server %q; nothing changed (choose another name with --name, or elysia mcp update %s)", path, name, name)
+	}
+	return nil
+}
+
+// describeEntry says what an entry runs and what it still needs.
+func describeEntry(w io.Writer, e *mcpregistry.Entry) {
+	// Terminal output: a failed write has nowhere to be reported.
+	if e.Transport == mcpconfig.TransportStdio {
+		_, _ = fmt.Fprintf(w, "  runs: %s\n", termLine(strings.Join(append([]string{e.Command}, e.Args...), " ")))
+	} else {
+		_, _ = fmt.Fprintf(w, "  url:  %s\n", termLine(e.URL))
+	}
+	for _, in := range e.Inputs {
+		_, _ = fmt.Fprintf(w, "  input %s (%s): set %s before elysia serve, or answer it there on a terminal\n",
+			in.ID, termLine(in.Description), mcpconfig.InputEnvVar(in.ID))
+	}
+	for _, s := range e.UserSecrets {
+		_, _ = fmt.Fprintf(w, "  user secret %s: each user sets it (the panel, or PUT /users/USER/secrets/%s)\n", s, s)
+	}
+	for _, s := range e.Skipped {
+		_, _ = fmt.Fprintf(w, "  left out (optional): %s\n", termLine(s))
+	}
+}
+
+// entryError maps a NewEntry error to its exit code.
+func entryError(err error) error {
+	var me *mcpregistry.MissingValueError
+	if errors.As(err, &me) {
+		return usageErr("%v: give it with --set %s=VALUE; nothing written", err, me.Value.Name)
+	}
+	if errors.Is(err, mcpregistry.ErrInvalidServer) {
+		return failure(fmt.Errorf("refused: %w; nothing written", err))
+	}
+	return usageErr("%v; nothing written", err)
+}
+
+// editError maps an EditFile error to its exit code.
+func editError(err error) error {
+	switch {
+	case errors.Is(err, mcpconfig.ErrServerExists), errors.Is(err, mcpconfig.ErrNoServer), errors.Is(err, mcpconfig.ErrInvalidConfig):
+		return &exitError{code: exitUsage, err: err}
+	}
+	return failure(err)
+}
+
+// valueAsker asks for a value on the terminal, or is nil without one.
+func valueAsker() func(mcpregistry.Value) (string, error) {
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil
+	}
+	return func(v mcpregistry.Value) (string, error) { return askValue(v, os.Stdin, os.Stderr) }
+}
+
+// askValue asks for one value on w and reads the answer from r.
+func askValue(v mcpregistry.Value, r io.Reader, w io.Writer) (string, error) {
+	label := v.Kind + " " + v.Name
+	if v.Description != "" {
+		label += " (" + v.Description + ")"
+	}
+	if len(v.Choices) > 0 {
+		label += " [" + strings.Join(v.Choices, ", ") + "]"
+	} else if v.Placeholder != "" {
+		label += " [e.g. " + v.Placeholder + "]"
+	}
+	// Terminal output: a failed write has nowhere to be reported.
+	_, _ = fmt.Fprint(w, termLine(label)+": ")
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	answer := strings.TrimRight(line, "\r\n")
+	if answer == "" {
+		return "", errors.New("no value given")
+	}
+	return answer, nil
+}
+
+// cmdMCPRemove removes one server entry from mcp.json.
+func cmdMCPRemove(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("mcp remove", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("mcp remove: want one SERVER")
+	}
+	name := fs.Arg(0)
+	if _, err := os.Stat(*config); err != nil {
+		return usageErr("mcp remove: %v", err)
+	}
+	if err := mcpconfig.EditFile(*config, func(e *mcpconfig.Edit) error { return e.Remove(name) }); err != nil {
+		return editError(err)
+	}
+	_, _ = fmt.Fprintf(stdout, "removed %q from %s\n", name, termLine(*config)) // nowhere to report a failed write
+	return nil
+}
+
+// update is one entry update found: the entry, its reference and the
+// entry the registry's latest version makes.
+type update struct {
+	name  string
+	ref   mcpconfig.RegistryRef
+	entry *mcpregistry.Entry // nil when nothing is newer
+	newer string
+}
+
+// cmdMCPUpdate says which entries added from the registry have a newer
+// version there, and rewrites each (only its command, url, headers,
+// env, inputs and registry keys).
+func cmdMCPUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, config := newFlags("mcp update", stderr)
+	dryRun := fs.Bool("dry-run", false, "only say what is newer; change nothing")
+	set := setFlag{}
+	fs.Var(set, "set", "NAME=VALUE: a value the new version needs; repeatable")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageErr("mcp update: want at most one SERVER")
+	}
+	cfg, err := loadConfig(*config, false)
+	if err != nil {
+		return err
+	}
+	var targets []mcpconfig.ServerConfig
+	for _, s := range cfg.Servers {
+		if fs.NArg() == 1 && s.Name != fs.Arg(0) {
+			continue
+		}
+		if s.Registry == nil {
+			if fs.NArg() == 1 {
+				return usageErr("mcp update: server %q of %s was not added from a registry (it has no \"registry\" key)", s.Name, *config)
+			}
+			continue
+		}
+		targets = append(targets, s)
+	}
+	if fs.NArg() == 1 && len(targets) == 0 {
+		_, err := findServer(cfg, fs.Arg(0))
+		return err
+	}
+	if len(targets) == 0 {
+		_, _ = fmt.Fprintf(stdout, "no server of %s was added from a registry\n", termLine(*config))
+		return nil
+	}
+	data, err := os.ReadFile(*config)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	current, err := mcpconfig.NewEdit(*config, data)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	c, err := registryClient()
+	if err != nil {
+		return err
+	}
+	var failed []error
+	var todo []update
+	for _, s := range targets {
+		u, err := checkUpdate(ctx, c, current, s, set)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", s.Name, err))
+			continue
+		}
+		_, _ = fmt.Fprintf(stdout, "%s: %s\n", s.Name, termLine(u.newer))
+		if u.entry != nil {
+			todo = append(todo, u)
+		}
+	}
+	if len(todo) > 0 && !*dryRun {
+		err := mcpconfig.EditFile(*config, func(e *mcpconfig.Edit) error {
+			for _, u := range todo {
+				if err := e.Update(u.name, u.entry.JSON(), mcpregistry.OwnedKeys()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return editError(err)
+		}
+		for _, u := range todo {
+			_, _ = fmt.Fprintf(stdout, "updated %q in %s to %s\n", u.name, termLine(*config), termLine(u.entry.Registry.Version))
+			describeEntry(stdout, u.entry)
+		}
+	}
+	if len(failed) > 0 {
+		var me *mcpregistry.MissingValueError
+		if err := errors.Join(failed...); len(failed) == 1 && errors.As(err, &me) {
+			return usageErr("%v: give it with --set %s=VALUE", err, me.Value.Name)
+		}
+		return failure(errors.Join(failed...))
+	}
+	return nil
+}
+
+// checkUpdate asks the registry for the latest version of s and, when it
+// is newer, makes its entry; u.newer says what was found.
+func checkUpdate(ctx context.Context, c *mcpregistry.Client, current *mcpconfig.Edit, s mcpconfig.ServerConfig, set setFlag) (update, error) {
+	u := update{name: s.Name, ref: *s.Registry}
+	rec, err := c.Get(ctx, u.ref.Name, "latest")
+	if err != nil {
+		return u, err
+	}
+	latest := rec.Server.Version
+	switch cmp, ok := mcpregistry.CompareVersions(latest, u.ref.Version); {
+	case latest == u.ref.Version || (ok && cmp == 0):
+		u.newer = fmt.Sprintf("%s %s is the latest", u.ref.Name, u.ref.Version)
+		return u, nil
+	case ok && cmp < 0:
+		u.newer = fmt.Sprintf("%s %s is newer than the registry's latest, %s; left as it is", u.ref.Name, u.ref.Version, latest)
+		return u, nil
+	}
+	u.newer = fmt.Sprintf("%s %s → %s", u.ref.Name, u.ref.Version, latest)
+	if rec.Status != "" && rec.Status != "active" {
+		u.newer += " (" + rec.Status + " in the registry)"
+	}
+	old, err := current.Entry(s.Name)
+	if err != nil {
+		return u, err
+	}
+	values, perUser := entryValues(old)
+	for k, v := range set {
+		values[k] = v
+	}
+	entry, err := mcpregistry.NewEntry(&rec.Server, &mcpregistry.EntryOptions{Name: s.Name, PerUserSecrets: perUser, Values: values, Ask: valueAsker()})
+	if err != nil {
+		return u, err
+	}
+	entry.Description = "" // the operator's now
+	u.entry = entry
+	return u, nil
+}
+
+// entryValues reads the values an entry was given, so that an update
+// keeps them: env and header values as written (not the references to
+// inputs and user secrets, which the update writes again), and the value
+// after each "--flag" of args. perUser is whether it uses ${user:...}.
+func entryValues(entry []byte) (values map[string]string, perUser bool) {
+	var e struct {
+		Args    []string       `json:"args"`
+		Env     map[string]any `json:"env"`
+		Headers map[string]any `json:"headers"`
+	}
+	values = map[string]string{}
+	perUser = strings.Contains(string(entry), "${user:")
+	if json.Unmarshal(entry, &e) != nil {
+		return values, perUser
+	}
+	for _, m := range []map[string]any{e.Env, e.Headers} {
+		for k, v := range m {
+			s, ok := v.(string)
+			if ok && !strings.Contains(s, "${input:") && !strings.Contains(s, "${user:") {
+				values[k] = s
+			}
+		}
+	}
+	for i := 0; i+1 < len(e.Args); i++ {
+		if strings.HasPrefix(e.Args[i], "--") && !strings.HasPrefix(e.Args[i+1], "-") && !strings.Contains(e.Args[i+1], "${") {
+			values[e.Args[i]] = e.Args[i+1]
+		}
+	}
+	return values, perUser
+}
