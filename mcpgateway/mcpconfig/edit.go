@@ -115,8 +115,8 @@ func (e *Edit) Add(name string, entry []byte) error {
 }
 
 // Update changes the server entry called name: each key of entry (a JSON
-// object) replaces the entry's value of that key in place, or is added at
-// the end when the entry lacks it, and each key listed in drop that entry
+// object) replaces the entry's value of that key in place (on one line
+// when the old value was), or is added at the end when the entry lacks it, and each key listed in drop that entry
 // does not have is removed. Every other key of the entry, and the comments
 // around them, stay. No entry of that name is an error matching ErrNoServer.
 func (e *Edit) Update(name string, entry []byte, drop []string) error {
@@ -146,7 +146,9 @@ func (e *Edit) Update(name string, entry []byte, drop []string) error {
 			if k := bytes.LastIndexByte(obj.Members[j].Name.BeforeExtra, '\n'); k >= 0 {
 				ind = string(obj.Members[j].Name.BeforeExtra[k+1:])
 			}
-			old.Value = newValue(m.val, ind, e.unit, entryMulti, false).Value
+			// A value written on one line stays on one line.
+			spread := bytes.IndexByte(hujson.Value{Value: old.Value}.Pack(), '\n') >= 0
+			old.Value = newValue(m.val, ind, e.unit, spread, false).Value
 			continue
 		}
 		ind, multi := indentOf(obj, lineIndent, e.unit, entryMulti)
