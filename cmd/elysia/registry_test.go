@@ -154,3 +154,75 @@ func TestAskValue(t *testing.T) {
 		t.Errorf("askValue of an empty answer succeeded")
 	}
 }
+
+// TestMCPUpdate: update rewrites only the entry that is behind, only its
+// own keys, keeping the values it was given, the operator's keys and the
+// comments; a value the new version needs is asked for like add's.
+func TestMCPUpdate(t *testing.T) {
+	db := func(version, extraEnv string) string {
+		return `{"name": "io.github.x/db", "version": "` + version + `", "packages": [{"registryType": "pypi", "identifier": "mcp-db", "version": "` + version + `",
+			"transport": {"type": "stdio"}, "packageArguments": [{"type": "named", "name": "--host", "isRequired": true}],
+			"environmentVariables": [{"name": "DB_USER", "isRequired": true}, {"name": "DB_PASSWORD", "isSecret": true, "isRequired": true}` + extraEnv + `]}]}`
+	}
+	reg := testenv.NewFakeRegistry(t, db("1.1.0", `, {"name": "DB_PORT", "isRequired": true}`), db("1.0.0", ""))
+	file := `{
+  "servers": {
+    "todo": {"command": "todo-mcp"}, // the local todo list
+    // the sales database
+    "sales": {
+      "type": "stdio",
+      "command": "uvx",
+      "args": ["mcp-db==1.0.0", "--host", "db.local"],
+      "env": {"DB_USER": "me", "DB_PASSWORD": "${input:sales_db_password}"},
+      "tools": {"deny": ["drop_*"]}, // mine
+      "inputs": [{"type": "promptString", "id": "sales_db_password", "description": "DB_PASSWORD", "password": true}],
+      "registry": {"name": "io.github.x/db", "version": "1.0.0"}
+    }
+  }
+}
+`
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	writeFile(t, cfg, file)
+	t.Setenv(registryURLEnv, reg.URL)
+	update := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), append([]string{"mcp", "update", "--config", cfg}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errOut := update()
+	if data, _ := os.ReadFile(cfg); code != exitUsage || !strings.Contains(errOut, "--set DB_PORT=VALUE") || string(data) != file {
+		t.Errorf("mcp update without DB_PORT = %d, %q, %q; want 2 naming it, nothing written", code, out, errOut)
+	}
+	if code, out, errOut := update("--dry-run"); code != exitOK || !strings.Contains(out, "sales: io.github.x/db 1.0.0 → 1.1.0") {
+		t.Errorf("mcp update --dry-run = %d, %q, %q", code, out, errOut)
+	}
+	if code, out, errOut = update("sales", "--set", "DB_PORT=5432"); code != exitOK || !strings.Contains(out, `updated "sales"`) {
+		t.Fatalf("mcp update sales = %d, %q, %q", code, out, errOut)
+	}
+	data, _ := os.ReadFile(cfg)
+	want := `{
+  "servers": {
+    "todo": {"command": "todo-mcp"}, // the local todo list
+    // the sales database
+    "sales": {
+      "type": "stdio",
+      "command": "uvx",
+      "args": ["mcp-db==1.1.0", "--host", "db.local"],
+      "env": {"DB_USER": "me", "DB_PASSWORD": "${input:sales_db_password}", "DB_PORT": "5432"},
+      "tools": {"deny": ["drop_*"]}, // mine
+      "inputs": [{"type": "promptString", "id": "sales_db_password", "description": "environment variable DB_PASSWORD of sales", "password": true}],
+      "registry": {"name": "io.github.x/db", "version": "1.1.0"}
+    }
+  }
+}
+`
+	if string(data) != want {
+		t.Errorf("mcp.json after update:\n%s\nwant:\n%s", data, want)
+	}
+	if code, out, _ := update(); code != exitOK || !strings.Contains(out, "1.1.0 is the latest") {
+		t.Errorf("mcp update again = %d, %q; want nothing newer", code, out)
+	}
+	if code, _, errOut := update("todo"); code != exitUsage || !strings.Contains(errOut, "was not added from a registry") {
+		t.Errorf("mcp update todo = %d, %q; want 2", code, errOut)
+	}
+}
