@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway/mcpregistry"
@@ -224,5 +226,46 @@ func TestMCPUpdate(t *testing.T) {
 	}
 	if code, _, errOut := update("todo"); code != exitUsage || !strings.Contains(errOut, "was not added from a registry") {
 		t.Errorf("mcp update todo = %d, %q; want 2", code, errOut)
+	}
+}
+
+// TestMCPAddAsksOnATerminal: with a terminal, add asks for a required
+// value without a default instead of failing.
+func TestMCPAddAsksOnATerminal(t *testing.T) {
+	reg := testenv.NewFakeRegistry(t, `{"name": "io.github.x/db", "version": "1.0.0", "packages": [{"registryType": "pypi", "identifier": "mcp-db",
+		"transport": {"type": "stdio"}, "environmentVariables": [{"name": "DB_HOST", "description": "Database host", "isRequired": true}]}]}`)
+	master, slave := openPTY(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	writeFile(t, cfg, registryFile)
+	cmd := exec.Command(elysiaBin(t), "mcp", "add", "io.github.x/db", "--config", cfg) //nolint:noctx // waited for below, killed by the cleanup
+	cmd.Env = append(cleanEnv(), registryURLEnv+"="+reg.URL)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	var screen testenv.SyncBuffer
+	go func() { _, _ = io.Copy(&screen, master) }() // EIO once no process holds the slave
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = slave.Close() // the child holds it now
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	testenv.WaitFor(t, 20*time.Second, "the question for DB_HOST", func() bool {
+		return strings.Contains(screen.String(), "environment variable DB_HOST (Database host): ")
+	})
+	if _, err := master.WriteString("db.local\r"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("mcp add: %v\n%s", err, screen.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("mcp add did not finish:\n%s", screen.String())
+	}
+	data, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(data), `"DB_HOST": "db.local"`) {
+		t.Errorf("mcp.json after the answer:\n%s", data)
 	}
 }
