@@ -45,6 +45,9 @@ type Registry struct {
 	// Logger receives a warning when a stream's reader is past messages
 	// it had not read (ErrEventsDropped). Nil means nothing is logged.
 	Logger *slog.Logger
+	// now is the clock of the orphan timers; nil means time.Now. Tests
+	// set it to show a process that stood still.
+	now func() time.Time
 
 	// mu guards byID, perSession and closed.
 	mu         sync.Mutex
@@ -166,11 +169,42 @@ func (r *Registry) Leave(st *Stream, n int) {
 	if st.mirror || st.gone {
 		return // the replica that holds it keeps it
 	}
+	st.leftAt = r.clock()
 	if st.orphan != nil {
 		st.orphan.Reset(r.ResumeWait)
 		return
 	}
-	st.orphan = time.AfterFunc(r.ResumeWait, func() { r.Forget(st) })
+	st.orphan = time.AfterFunc(r.ResumeWait, func() { r.orphaned(st) })
+}
+
+// stallSlack is how much later than due an orphan timer may fire before
+// the process is taken to have stood still meanwhile.
+const stallSlack = time.Second
+
+// orphaned forgets st, which nobody took up within ResumeWait, unless the
+// timer fired much later than due: this process stood still meanwhile
+// (SIGSTOP, a VM paused, a long stall), and the clients' resumes sent in
+// that time are still queued behind the timer, here or on the Relay. A
+// slow replica is not a gone reader: st then gets a whole ResumeWait from
+// now.
+func (r *Registry) orphaned(st *Stream) {
+	st.mu.Lock()
+	if now := r.clock(); st.reader == 0 && now.Sub(st.leftAt) > r.ResumeWait+stallSlack {
+		st.leftAt = now
+		st.orphan.Reset(r.ResumeWait)
+		st.mu.Unlock()
+		return
+	}
+	st.mu.Unlock()
+	r.Forget(st)
+}
+
+// clock returns the time of the orphan timers.
+func (r *Registry) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 // Start writes the headers of an event stream to w and sends them, so

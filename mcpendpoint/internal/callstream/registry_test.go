@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -112,5 +113,37 @@ func TestServeMarksGap(t *testing.T) {
 				t.Errorf("logged %q, want the gap without the stream id", got)
 			}
 		})
+	}
+}
+
+// TestOrphanTimerSparesAStalledProcess: a stream nobody reads is forgotten,
+// and its call cancelled, ResumeWait after its reader left; but when the
+// timer fires much later than that, the process stood still meanwhile
+// (its clients' resumes may be queued behind the timer), and the stream
+// gets a whole ResumeWait more.
+func TestOrphanTimerSparesAStalledProcess(t *testing.T) {
+	// The orphan timer's clock: the reader leaves at t0, the first firing
+	// sees 20 s more than it waited (a 20 s SIGSTOP), and from then on the
+	// clock runs on time.
+	var calls atomic.Int32
+	t0 := time.Now()
+	now := func() time.Time {
+		if calls.Add(1) == 1 {
+			return t0
+		}
+		return time.Now().Add(20 * time.Second)
+	}
+	r := &Registry{ResumeWait: 20 * time.Millisecond, now: now}
+	t.Cleanup(r.Close)
+	cancelled := make(chan struct{})
+	st := r.Open("s1", "alice", func() { close(cancelled) })
+	r.Leave(st, st.Take())
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream was never forgotten")
+	}
+	if n := calls.Load(); n < 3 {
+		t.Errorf("the stream was forgotten at the timer's %d reading of the clock: the late firing did not give it another wait", n-1)
 	}
 }

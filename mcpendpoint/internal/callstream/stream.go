@@ -72,6 +72,8 @@ type Stream struct {
 	// orphan forgets the stream (cancelling its call) when nobody reads
 	// it for the Registry's ResumeWait.
 	orphan *time.Timer
+	// leftAt is when its last reader left, for the orphan timer.
+	leftAt time.Time
 }
 
 // NewMirror returns a stream of another replica's, id, to read here from
