@@ -168,6 +168,7 @@ func New(src Source, opts *Options) *Endpoint {
 	e.tag = newReplicaTag()
 	e.storeWait = storeTimeout
 	e.streams.ResumeWait = o.ResumeWait
+	e.streams.Logger = e.logger
 	e.samples = newSampleRelay()
 
 	hooks := &mcpserver.Hooks{}

@@ -135,8 +135,9 @@ func (e *Endpoint) serveResume(w http.ResponseWriter, r *http.Request, sid, user
 		return true
 	}
 	e.logResume("MCP call stream resumed", sid, user, seq)
-	callstream.Start(w)
-	e.streams.Serve(r.Context(), &answerWriter{ResponseWriter: w, d: &e.drain, id: st.ID()}, st, seq, 0)
+	if err := e.streams.Resume(r.Context(), &answerWriter{ResponseWriter: w, d: &e.drain, id: st.ID()}, st, seq, 0); err != nil {
+		e.logger.Warn("MCP call stream resume refused", logKeyUser, user, "session_hash", idHash(sid)[:16], logKeyErr, err)
+	}
 	return true
 }
 

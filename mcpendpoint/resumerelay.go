@@ -157,8 +157,9 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 	var wg sync.WaitGroup
 	wg.Go(func() { e.watchMirror(m, stop) })
 	defer func() { close(stop); wg.Wait() }()
-	callstream.Start(w)
-	e.streams.Serve(r.Context(), w, m.st, seq, 0)
+	if err := e.streams.Resume(r.Context(), w, m.st, seq, 0); err != nil {
+		e.logger.Warn("MCP call stream resume refused", logKeyUser, user, "session_hash", idHash(sid)[:16], logKeyErr, err)
+	}
 	return true
 }
 
