@@ -174,10 +174,10 @@ func (p *Store) Save(ctx context.Context, st tree.ConversationState, events []to
 // results with a digest too, so that the store trims what the next query
 // makes old.
 //
-// A query's save is keyed by its query (the events' QueryID): appending a
-// query that is saved already writes nothing and returns the
-// conversation's version, so a save that failed may be retried, with the
-// same change and events, whether or not its commit went through.
+// A query's save is keyed by its change's SaveKey: appending a save that
+// is saved already writes nothing and returns the conversation's version,
+// so a save that failed may be retried, with the same change and events,
+// whether or not its commit went through.
 func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events []tools.Envelope) (_ int64, err error) {
 	defer func() { err = notFound(err) }()
 	c, err := conversationRow(ch.UserID, ch.ConversationID, ch.Title, ch.InitMode, ch.Ops)
@@ -195,13 +195,14 @@ func (p *Store) Append(ctx context.Context, ch tree.ConversationChange, events [
 		return 0, err
 	}
 	var turn *store.Turn
-	// A query's save always has a turn, keyed by the query, even without
-	// messages or results: a save retried once it had committed then
-	// writes nothing again (see store.Store.SaveQuery).
-	if len(ch.Messages) > 0 || len(ch.Results) > 0 || queryID != "" {
+	// A keyed save always has a turn, even without messages or results:
+	// a save retried once it had committed then writes nothing again (see
+	// store.Store.SaveQuery).
+	if len(ch.Messages) > 0 || len(ch.Results) > 0 || ch.SaveKey != "" {
 		if turn, err = newTurn(queryID, ch.Messages, ch.Results); err != nil {
 			return 0, err
 		}
+		turn.Key = ch.SaveKey
 	}
 	if err := p.s.SaveQuery(ctx, c, turn, queryID, evs); err != nil {
 		return 0, err

@@ -12,7 +12,8 @@ import (
 // retries a save it was told had failed though its commit went through:
 // the conversation holds the query's messages and events once, and the
 // retry reports the version the first save left. A query's save without
-// new messages is keyed all the same.
+// new messages is keyed all the same. A client that reuses a query id
+// has each of its queries saved: the key is the save's, not the query's.
 func TestAppendRetried(t *testing.T) {
 	p, _ := openStore(t)
 	ctx := t.Context()
@@ -22,7 +23,7 @@ func TestAppendRetried(t *testing.T) {
 			{Type: tools.EventCompleted, ID: "com-" + qid, UserID: "alice", ConversationID: "c1", QueryID: qid, Payload: json.RawMessage(`{}`)},
 		}
 	}
-	ch := tree.ConversationChange{UserID: "alice", ConversationID: "c1", Title: "Milk", InitMode: tree.OneBranch,
+	ch := tree.ConversationChange{UserID: "alice", ConversationID: "c1", Title: "Milk", InitMode: tree.OneBranch, SaveKey: "k1",
 		Messages: []tree.Message{{Role: "user", Content: "add milk"}, {Role: "assistant", Content: "Added."}}}
 	for i, want := range []int64{1, 1} {
 		v, err := p.Append(ctx, ch, events("q1"))
@@ -31,7 +32,7 @@ func TestAppendRetried(t *testing.T) {
 		}
 	}
 	// A query that added no message (it failed before its first step).
-	quiet := tree.ConversationChange{UserID: "alice", ConversationID: "c1", Title: "Milk", InitMode: tree.OneBranch}
+	quiet := tree.ConversationChange{UserID: "alice", ConversationID: "c1", Title: "Milk", InitMode: tree.OneBranch, SaveKey: "k2"}
 	for i, want := range []int64{2, 2} {
 		v, err := p.Append(ctx, quiet, events("q2"))
 		if err != nil || v != want {
@@ -52,5 +53,15 @@ func TestAppendRetried(t *testing.T) {
 	}
 	if len(evs) != 4 {
 		t.Errorf("%d events after q1 and q2 saved twice each, want 4", len(evs))
+	}
+
+	// The client asks again under q1: a new query, a new save.
+	again := tree.ConversationChange{UserID: "alice", ConversationID: "c1", Title: "Milk", InitMode: tree.OneBranch, SaveKey: "k3",
+		Messages: []tree.Message{{Role: "user", Content: "and eggs"}, {Role: "assistant", Content: "Added."}}}
+	if v, err := p.Append(ctx, again, events("q1")); err != nil || v != 3 {
+		t.Fatalf("Append of a second query under q1 = %d, %v; want version 3", v, err)
+	}
+	if st, _, _ := p.Load(ctx, "alice", "c1"); len(st.History) != 4 {
+		t.Errorf("history after a second query under q1: %d messages, want 4: %v", len(st.History), st.History)
 	}
 }

@@ -159,10 +159,9 @@ var migrations = []migration{
 		postgres: mcpSessionsMigration("BIGINT"),
 	},
 	{
-		// A turn is keyed by its query (see Turn.QueryID), so that a save
-		// retried after its commit went through writes nothing (issue 24).
-		sqlite:   turnKeyMigration,
-		postgres: turnKeyMigration,
+		// Once a unique index on each conversation's turns by query, which
+		// refused the next query of a client that reuses its query ids;
+		// never released. Migration 13 drops it where it was made.
 	},
 	{
 		// The replicas' liveness leases (see Store.RenewReplica): a
@@ -170,19 +169,22 @@ var migrations = []migration{
 		sqlite:   replicaLeasesMigration(false),
 		postgres: replicaLeasesMigration(true),
 	},
+	{
+		// A turn is keyed by the save that wrote it (see Turn.Key).
+		sqlite:   saveKeyMigration,
+		postgres: saveKeyMigration,
+	},
 }
 
-// turnKeyMigration is the eleventh migration, the same in both dialects:
-// a unique index on each conversation's turns by query. A query saved
-// twice before it (a retried save) keeps its key on its first turn; the
-// later copies lose theirs rather than be deleted: a migration removes
-// nothing a user wrote.
-var turnKeyMigration = []string{
-	`UPDATE turns SET query_id = ''
-		WHERE query_id <> '' AND EXISTS (SELECT 1 FROM turns t
-			WHERE t.user_id = turns.user_id AND t.conversation_id = turns.conversation_id
-				AND t.query_id = turns.query_id AND t.seq < turns.seq)`,
-	`CREATE UNIQUE INDEX turns_by_query ON turns (user_id, conversation_id, query_id) WHERE query_id <> ''`,
+// saveKeyMigration is the thirteenth migration, the same in both
+// dialects: a turn keeps the key of the save that wrote it (see
+// Turn.Key), unique in its conversation, so that a save retried after its
+// commit went through writes nothing (issue 24). It drops the index by
+// query of an eleventh migration that was never released.
+var saveKeyMigration = []string{
+	`DROP INDEX IF EXISTS turns_by_query`,
+	`ALTER TABLE turns ADD COLUMN save_key TEXT NOT NULL DEFAULT ''`,
+	`CREATE UNIQUE INDEX turns_by_save_key ON turns (user_id, conversation_id, save_key) WHERE save_key <> ''`,
 }
 
 // mcpSessionsMigration is the tenth migration; integer is the dialect's

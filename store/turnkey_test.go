@@ -12,10 +12,10 @@ import (
 )
 
 // saveQ1 saves query q1 of alice's conversation c1 on s, as persist does:
-// a new Conversation and Turn each time, the turn keyed by the query.
+// a new Conversation and Turn each time, the turn keyed by its save (k1).
 func saveQ1(ctx context.Context, s *Store) (*Conversation, *Turn, error) {
 	c := &Conversation{UserID: "alice", ID: "c1", Title: "Milk"}
-	tn := &Turn{QueryID: "q1", Messages: json.RawMessage(`["add milk","Added."]`)}
+	tn := &Turn{QueryID: "q1", Key: "k1", Messages: json.RawMessage(`["add milk","Added."]`)}
 	err := s.SaveQuery(ctx, c, tn, "q1", []NewEvent{{Envelope: json.RawMessage(`{"text":"Added."}`)}})
 	return c, tn, err
 }
@@ -63,7 +63,7 @@ func testRetriedSave(t *testing.T, newDSN newDSN) {
 
 	// The next query appends; q1 retried then still writes nothing.
 	c := &Conversation{UserID: "alice", ID: "c1", Title: "Milk"}
-	if err := s.SaveQuery(ctx, c, &Turn{QueryID: "q2", Messages: json.RawMessage(`["and eggs"]`)}, "q2", nil); err != nil {
+	if err := s.SaveQuery(ctx, c, &Turn{QueryID: "q2", Key: "k2", Messages: json.RawMessage(`["and eggs"]`)}, "q2", nil); err != nil {
 		t.Fatal(err)
 	}
 	late, t3, err := saveQ1(ctx, s)
@@ -85,49 +85,73 @@ func testRetriedSave(t *testing.T, newDSN newDSN) {
 	if n := len(mustTurns(t, s, "alice", "c1")); n != 4 {
 		t.Errorf("%d turns after two saves without a key, want 4", n)
 	}
+	// A client that reuses its query id: another save, another turn.
+	if err := s.SaveQuery(ctx, c, &Turn{QueryID: "q1", Key: "k3", Messages: json.RawMessage(`["and bread"]`)}, "q1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mustTurns(t, s, "alice", "c1")); n != 5 {
+		t.Errorf("%d turns after a second query under q1, want 5", n)
+	}
 }
 
-// testMigrateTurnKeys opens a database of the schema before turns had a
-// key, holding a turn saved twice: the migration keeps the key on the
-// first, and a retry of that query writes nothing.
+// testMigrateTurnKeys opens databases of the schema before turns had a
+// key, holding a query id used twice (a client that reuses its ids), one
+// of them with the unique index by query of the unreleased eleventh
+// migration: every turn keeps its query id, a new keyed save writes once,
+// and a later query under a used id is saved too.
 func testMigrateTurnKeys(t *testing.T, newDSN newDSN) {
 	t.Helper()
-	dsn := newDSN(t)
-	old := openAt(t, dsn, 10) // the last schema without keys
-	ctx := t.Context()
-	for _, stmt := range []struct {
-		q    string
-		args []any
-	}{
-		{`INSERT INTO users (id, created_at) VALUES (?, 1)`, []any{"alice"}},
-		{`INSERT INTO conversations (user_id, id, title, init_mode, created_at, updated_at, version, turns)
-			VALUES (?, ?, 'Milk', 'one_branch', 1, 2, 4, 4)`, []any{"alice", "c1"}},
-		{`INSERT INTO turns (user_id, conversation_id, seq, query_id, messages) VALUES
-			(?, ?, 1, '', '["moved"]'), (?, ?, 2, 'q1', '["add milk"]'), (?, ?, 3, 'q1', '["add milk"]'), (?, ?, 4, '', '["moved"]')`,
-			[]any{"alice", "c1", "alice", "c1", "alice", "c1", "alice", "c1"}},
-	} {
-		if _, err := old.db.ExecContext(ctx, old.q(stmt.q), stmt.args...); err != nil {
+	for _, withQueryIndex := range []bool{false, true} {
+		dsn := newDSN(t)
+		old := openAt(t, dsn, 10) // the last schema without keys
+		ctx := t.Context()
+		stmts := []struct {
+			q    string
+			args []any
+		}{
+			{`INSERT INTO users (id, created_at) VALUES (?, 1)`, []any{"alice"}},
+			{`INSERT INTO conversations (user_id, id, title, init_mode, created_at, updated_at, version, turns)
+				VALUES (?, ?, 'Milk', 'one_branch', 1, 2, 4, 4)`, []any{"alice", "c1"}},
+			{`INSERT INTO turns (user_id, conversation_id, seq, query_id, messages) VALUES
+				(?, ?, 1, '', '["moved"]'), (?, ?, 2, 'q1', '["add milk"]'), (?, ?, 3, 'q0', '["add eggs"]'), (?, ?, 4, '', '["moved"]')`,
+				[]any{"alice", "c1", "alice", "c1", "alice", "c1", "alice", "c1"}},
+		}
+		if withQueryIndex {
+			stmts = append(stmts,
+				struct {
+					q    string
+					args []any
+				}{`CREATE UNIQUE INDEX turns_by_query ON turns (user_id, conversation_id, query_id) WHERE query_id <> ''`, nil},
+				struct {
+					q    string
+					args []any
+				}{`INSERT INTO schema_version (version) VALUES (11)`, nil})
+		}
+		for _, stmt := range stmts {
+			if _, err := old.db.ExecContext(ctx, old.q(stmt.q), stmt.args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := old.db.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := old.db.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s := openStore(t, dsn)
-	var keys []string
-	for _, tn := range mustTurns(t, s, "alice", "c1") {
-		keys = append(keys, tn.QueryID)
-	}
-	if want := []string{"", "q1", "", ""}; !slices.Equal(keys, want) {
-		t.Errorf("turn keys after the migration: %q, want %q", keys, want)
-	}
-	_, tn, err := saveQ1(ctx, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(mustTurns(t, s, "alice", "c1")); n != 4 || tn.Seq != 2 {
-		t.Errorf("q1 saved again: %d turns, its turn %d; want 4 and 2", n, tn.Seq)
+		s := openStore(t, dsn)
+		var keys []string
+		for _, tn := range mustTurns(t, s, "alice", "c1") {
+			keys = append(keys, tn.QueryID)
+		}
+		if want := []string{"", "q1", "q0", ""}; !slices.Equal(keys, want) {
+			t.Errorf("index by query %v: query ids after the migration: %q, want them as they were, %q", withQueryIndex, keys, want)
+		}
+		for range 2 { // a save and its retry
+			if _, _, err := saveQ1(ctx, s); err != nil {
+				t.Fatalf("index by query %v: q1 saved again: %v", withQueryIndex, err)
+			}
+		}
+		if n := len(mustTurns(t, s, "alice", "c1")); n != 5 {
+			t.Errorf("index by query %v: %d turns after a new query under q1 and its retry; want 5", withQueryIndex, n)
+		}
 	}
 }
 

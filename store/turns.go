@@ -18,10 +18,15 @@ type Turn struct {
 	Seq int64
 	// QueryID is the query that made the turn, "" for one that was not
 	// made by a query (a whole conversation saved at once, or one moved
-	// from the first schema). It keys the turn: a conversation holds at
-	// most one turn of each query (a unique index), and a save whose
-	// turn's query is saved already writes nothing (see [Store.SaveQuery]).
+	// from the first schema). Clients choose query ids, and may reuse
+	// them: it keys nothing.
 	QueryID string
+	// Key names the save that writes the turn, the same for every retry
+	// of it, or "" (not keyed). A conversation holds at most one turn of
+	// each key (a unique index), and a save whose key is saved already
+	// writes nothing (see [Store.SaveQuery]). The store never reads it
+	// back.
+	Key string
 	// Messages are the history messages the turn added: a JSON array.
 	Messages json.RawMessage
 	// Results are the results the turn added, whole; nil when there are
@@ -55,19 +60,19 @@ const (
 	// cost does not grow with the conversation; trimEvents likewise.
 	trimTurns = `UPDATE turns SET results = NULL
 		WHERE user_id = ? AND conversation_id = ? AND results IS NOT NULL AND digests IS NOT NULL AND seq < ?`
-	// insertTurn writes nothing when the turn's query has one already:
+	// insertTurn writes nothing when the turn's key is saved already:
 	// see errTurnSaved.
-	insertTurn = `INSERT INTO turns (user_id, conversation_id, seq, query_id, messages, results, digests)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (user_id, conversation_id, query_id) WHERE query_id <> '' DO NOTHING`
-	// selectSavedTurn finds the turn of a query, and the conversation's
+	insertTurn = `INSERT INTO turns (user_id, conversation_id, seq, query_id, save_key, messages, results, digests)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, conversation_id, save_key) WHERE save_key <> '' DO NOTHING`
+	// selectSavedTurn finds the turn a save wrote, and the conversation's
 	// row as it is now, for a save retried once it had committed. It
-	// repeats the unique index's condition (query_id <> ''), without which
+	// repeats the unique index's condition (save_key <> ''), without which
 	// neither database uses a partial index: every save would read all the
 	// conversation's turns.
 	selectSavedTurn = `SELECT t.seq, c.created_at, c.updated_at, c.version, c.turns
 		FROM turns t JOIN conversations c ON c.user_id = t.user_id AND c.id = t.conversation_id
-		WHERE t.user_id = ? AND t.conversation_id = ? AND t.query_id = ? AND t.query_id <> ''`
+		WHERE t.user_id = ? AND t.conversation_id = ? AND t.save_key = ? AND t.save_key <> ''`
 	trimEvents = `UPDATE events SET envelope = digest, digest = NULL
 		WHERE user_id = ? AND conversation_id = ? AND digest IS NOT NULL AND query_id <> ?`
 )
@@ -91,15 +96,15 @@ func (s *Store) SaveConversation(ctx context.Context, c *Conversation) error {
 // its newest query's results plus the digests of the others. Each blob must
 // be JSON.
 //
-// A save is keyed by its turn's [Turn.QueryID]: when the conversation
-// holds a turn of that query already, SaveQuery writes nothing and
+// A save is keyed by its turn's [Turn.Key]: when the conversation
+// holds a turn of that key already, SaveQuery writes nothing and
 // succeeds, setting c and turn as that save left them (c's UpdatedAt to
 // the stored one, its Version and Turns to the conversation's now). So a
 // caller that was told a save failed, though its commit went through (a
 // connection lost, or a deadline passed, during the commit), may save the
-// same query again: it is never written twice. A retry must carry all the
-// first attempt did (its events too): what it adds is dropped with it. A
-// turn without a QueryID, and a nil turn, are not keyed.
+// same turn again, with the same Key: it is never written twice. A retry
+// must carry all the first attempt did (its events too): what it adds is
+// dropped with it. A turn without a Key, and a nil turn, are not keyed.
 //
 // Concurrent SaveQuery calls on one conversation are safe but their turns
 // and events may interleave; callers serialise a conversation's queries
@@ -114,7 +119,7 @@ func (s *Store) SaveQuery(ctx context.Context, c *Conversation, turn *Turn, quer
 // ReplaceConversation writes every column of the conversation c (creating
 // it and its user when needed) and replaces all its turns with turn (none
 // when nil), then appends events as [Store.SaveQuery] does, in one
-// transaction. It is not keyed: it writes whatever the turn's QueryID.
+// transaction. It is not keyed: it writes whatever the turn's Key.
 func (s *Store) ReplaceConversation(ctx context.Context, c *Conversation, turn *Turn, queryID string, events []NewEvent) error {
 	if err := checkEvents(queryID, events); err != nil {
 		return err
@@ -177,7 +182,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 		added = 1
 	}
 
-	keyed := turn != nil && turn.QueryID != "" && set != replaceSet
+	keyed := turn != nil && turn.Key != "" && set != replaceSet
 	batches := eventInserts(len(events))
 	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents, selectSavedTurn}, batches...)...)
 	write := func(ctx context.Context, tx *sql.Tx) (func(), error) {
@@ -235,22 +240,22 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	return err
 }
 
-// errTurnSaved fails the transaction of a save whose turn's query was saved
-// by another transaction meanwhile: the unique key refused it (see
+// errTurnSaved fails the transaction of a save whose turn was saved by
+// another transaction meanwhile: the unique key refused it (see
 // insertTurn). The save runs again, and finds it saved.
-var errTurnSaved = errors.New("the turn's query was saved by a concurrent save")
+var errTurnSaved = errors.New("the turn was saved by a concurrent save")
 
-// savedTurn reports whether the conversation c holds a turn of turn's query
-// already and, when it does, returns the func that sets c and turn as
+// savedTurn reports whether the conversation c holds the turn of turn's
+// Key already and, when it does, returns the func that sets c and turn as
 // [Store.SaveQuery] does for a save that writes nothing.
 func (s *Store) savedTurn(ctx context.Context, tx *sql.Tx, c *Conversation, turn *Turn) (after func(), saved bool, err error) {
 	var seq, created, updated, version, turns int64
-	err = s.txQueryRow(ctx, tx, selectSavedTurn, c.UserID, c.ID, turn.QueryID).Scan(&seq, &created, &updated, &version, &turns)
+	err = s.txQueryRow(ctx, tx, selectSavedTurn, c.UserID, c.ID, turn.Key).Scan(&seq, &created, &updated, &version, &turns)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("look for the turn of query %q: %w", turn.QueryID, err)
+		return nil, false, fmt.Errorf("look for the turn of query %q saved already: %w", turn.QueryID, err)
 	}
 	return func() {
 		c.CreatedAt, c.UpdatedAt, c.Version, c.Turns = fromMicros(created), fromMicros(updated), version, turns
@@ -303,7 +308,7 @@ func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, tur
 			return fmt.Errorf("trim earlier turns: %w", err)
 		}
 	}
-	res, err := s.txExec(ctx, tx, insertTurn, c.UserID, c.ID, seq, turn.QueryID, string(turn.Messages), nullJSON(turn.Results), nullJSON(turn.Digests))
+	res, err := s.txExec(ctx, tx, insertTurn, c.UserID, c.ID, seq, turn.QueryID, turn.Key, string(turn.Messages), nullJSON(turn.Results), nullJSON(turn.Digests))
 	if err != nil {
 		return fmt.Errorf("turn %d: %w", seq, err)
 	}

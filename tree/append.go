@@ -53,6 +53,12 @@ type ConversationChange struct {
 	// saved list of the same tool and name.
 	Results   map[string]map[string][]tools.EnvEntry
 	UpdatedAt time.Time
+	// SaveKey names a query's save, the same for every retry of it, so
+	// that a Store can write it once however often it is sent (a save
+	// told it failed may have committed all the same); "" for a tree
+	// change. A query's id cannot serve: clients choose it, and may
+	// reuse it.
+	SaveKey string
 	// ResultPayloads are the payloads of result events among the events
 	// saved with the change, by envelope ID, as they were before they were
 	// encoded, so that a Store can make a short form of a large result

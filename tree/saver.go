@@ -2,6 +2,8 @@ package tree
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/elysia-go/elysia/tools"
@@ -68,7 +70,7 @@ func (s *saver) save(ctx context.Context, c *Conversation, events []tools.Envelo
 // after it): sending what it held again as part of a later change would
 // write it twice. So it is kept as it was (c.unsaved) and sent again,
 // unchanged, before anything newer: the Store keys a query's save by its
-// query (the events' QueryID) and writes it once whichever happened.
+// SaveKey and writes it once whichever happened.
 func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv *savedState, changes uint64, events []tools.Envelope, results map[string]tools.ResultPayload) error {
 	if sv == nil {
 		sv = &savedState{}
@@ -86,6 +88,9 @@ func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv
 	}
 	ch, counts := c.change(sv, events != nil)
 	ch.ResultPayloads = results
+	if len(events) > 0 {
+		ch.SaveKey = newSaveKey()
+	}
 	version, err := a.Append(ctx, ch, events)
 	next := &savedState{messages: sv.messages, results: sv.results}
 	if err == nil {
@@ -107,6 +112,13 @@ func (s *saver) append(ctx context.Context, a StoreAppender, c *Conversation, sv
 		return fmt.Errorf("save conversation %s/%s: %w", c.userID, c.id, err)
 	}
 	return nil
+}
+
+// newSaveKey returns a fresh random key for a query's save.
+func newSaveKey() string {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(raw[:])
 }
 
 // unsavedQuery is a query's save that failed, to send again as it was:
