@@ -24,7 +24,8 @@ const (
 	// DefaultSessionIdleTTL ends an HTTP session unused this long.
 	DefaultSessionIdleTTL = 30 * time.Minute
 	// DefaultMaxSessions bounds the open HTTP sessions; a new one past it
-	// ends the least recently used.
+	// ends the least recently used. One user holds at most an eighth of
+	// the bound (at least 64): past that, their own oldest ends.
 	DefaultMaxSessions = 10000
 	// DefaultDebounce is the quiet time before list_changed goes out; a
 	// change reaches every session within about this long.
