@@ -162,7 +162,7 @@ func provoke(root string) string {
       el.dispatchEvent(new Event(type, { bubbles: true }));
     }
     if (el.focus) el.focus();
-    el.click();
+    if (typeof el.click === "function") el.click(); // an <svg> icon has none
     n++;
   }
   return n;
@@ -260,15 +260,24 @@ func TestBrowserHostileToolResult(t *testing.T) {
 	}
 	links := eval[int](b, "render the corpus", fmt.Sprintf(`(async () => {
 	  const { markdown } = await import("/ui/markdown.js");
+	  const { healingNote, errorNote } = await import("/ui/plain.js");
 	  const box = document.createElement("div");
 	  box.id = "fuzz";
 	  document.body.append(box);
-	  for (const src of %s) {
+	  const corpus = %s;
+	  for (const src of corpus) {
 	    const d = document.createElement("div");
 	    d.className = "answer";
 	    d.append(markdown(src));
 	    box.append(d);
 	  }
+	  // A server's error texts and status, as people get them (plain.js),
+	  // in each shape it knows.
+	  const src = corpus.join(" ");
+	  const server = {name: src, command: src, url: src, state: "failed", last_error: src};
+	  box.append(healingNote({error_message: src, feedback: src}, server), errorNote(src, server),
+	    healingNote({error_message: 'server "' + src + '": connect: command "' + src + '" not found', feedback: "server " + src + " cannot work as configured (" + src + "): x"}, server),
+	    healingNote({error_message: 'user "a" must sign in to server "' + src + '" (x)'}, server));
 	  return box.querySelectorAll("a").length;
 	})()`, js), chromedp.EvalAwaitPromise)
 	if links == 0 {

@@ -113,6 +113,7 @@ class App {
     this.chat = new ChatView($("chat"), {
       onTreeUpdate: (p, queryID) => this.treeView.highlight(p, queryID),
       optionName: (id) => this.treeView.displayName(id),
+      serverStatus: (id) => this.treeView.server(id),
       onTitle: (t) => this.setTitle(t, true),
       onSuggestion: (s) => this.submit(s),
       onElicitationAnswer: (p, action, content, queryID) => this.answerElicitation(p, action, content, queryID),

@@ -7,6 +7,7 @@ import { markdown } from "./markdown.js";
 import { icon } from "./icons.js";
 import { ElicitationCard } from "./elicit.js";
 import { SamplingCard, samplingLine } from "./sampling.js";
+import { healingNote } from "./plain.js";
 
 const SUGGESTIONS = ["What tools do you have?", "List my todos", "Add a todo \"Buy milk\" with priority 2"];
 
@@ -29,7 +30,8 @@ export class ChatView {
   // (a suggestion chip was clicked: send it), onElicitationAnswer(payload,
   // action, content, queryID) (the user answered a server's question; see
   // ElicitationCard.onAnswer for what it resolves to), optionName(id) (how a
-  // decision's option is named for a person).
+  // decision's option is named for a person), serverStatus(id) (the
+  // /api/servers status of gateway id, or null).
   constructor(el, hooks = {}) {
     this.el = el;
     this.hooks = hooks;
@@ -279,6 +281,7 @@ export class ChatView {
       }
       case "tree_update": {
         if (this.hooks.onTreeUpdate) this.hooks.onTreeUpdate(p, t.el.dataset.queryId);
+        t.decision = String(p.decision ?? "");
         const el = h("div", { class: "decision" },
           h("span", { class: "decision-path" }, icon("compass"), " ", p.node ? h("code", null, p.node) : null, p.node ? " → " : "", h("code", { class: "chosen", title: p.decision ?? "" }, this.hooks.optionName ? this.hooks.optionName(String(p.decision ?? "?")) : p.decision ?? "?")));
         if (p.reasoning) el.append(h("span", { class: "reasoning-text" }, p.reasoning));
@@ -287,9 +290,9 @@ export class ChatView {
       case "result":
         return this.result(p);
       case "self_healing_error":
-        return h("div", { class: "note warning" },
-          h("strong", null, "Retrying after an error: "), p.error_message ?? "",
-          p.feedback ? h("div", { class: "feedback" }, p.feedback) : null);
+        // A call failed and the model was told (it may try another way):
+        // a plain line for people, the model's text folded under it.
+        return healingNote(p, t.decision && this.hooks.serverStatus ? this.hooks.serverStatus(t.decision) : null);
       case "warning":
         return h("div", { class: "note warning" }, icon("warning"), " ", p.text ?? p.message ?? p.warning ?? prettyJSON(p));
       case "error": {

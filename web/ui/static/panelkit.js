@@ -1,6 +1,6 @@
 // panelkit.js: small helpers the gateway panel's tabs share.
 import { apiJSON } from "./api.js";
-import { h } from "./render.js";
+import { errorNote } from "./plain.js";
 
 // plural is "1 call", "2 calls".
 export function plural(n, word) {
@@ -32,7 +32,7 @@ export async function listFeature(panel, what, status) {
   const list = r.data && Array.isArray(r.data[what]) ? r.data[what] : null;
   if (!list) {
     panel.loaded.delete(what);
-    status.replaceChildren(h("span", { class: "note error" }, r.error || "listing failed"));
+    status.replaceChildren(errorNote(r.error || "listing failed", panel.treeView.server(gw)));
     return null;
   }
   const one = what.slice(0, -1);

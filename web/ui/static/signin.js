@@ -2,8 +2,8 @@
 // secrets.
 //
 //   - A Connect button on every gateway node of the tree whose server is
-//     needs_sign_in for this user, and in the chat on every self-healing
-//     error that says the user must sign in to a server. It opens a popup
+//     needs_sign_in for this user, and on every plain line (plain.js) that
+//     asks the user to sign in to a server, in the chat and the panel. It opens a popup
 //     at once (so no popup blocker stops it), asks POST /oauth/start/<server>
 //     for the authorization URL with the API key in the header (never in a
 //     URL), and sends the popup there. A POST, so that the service's Origin
@@ -37,8 +37,9 @@ export class SignIn {
   }
 
   install() {
+    this.panelEl = document.getElementById("tool-panel");
     const observer = new MutationObserver(() => this.schedule());
-    for (const el of [this.treeEl, this.chatEl]) {
+    for (const el of [this.treeEl, this.chatEl, this.panelEl]) {
       if (el) observer.observe(el, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-state"] });
     }
     window.addEventListener("message", (ev) => this.onMessage(ev));
@@ -69,8 +70,16 @@ export class SignIn {
         else if (!needs && btn) btn.remove();
       }
     }
+    // A plain line that asks for a sign-in (plain.js) gets its button,
+    // in the chat and in the panel.
+    for (const root of [this.chatEl, this.panelEl]) {
+      for (const line of root ? root.querySelectorAll("[data-signin-server]:not([data-signin-checked])") : []) {
+        line.dataset.signinChecked = "true";
+        line.append(" ", this.button(line.dataset.signinServer));
+      }
+    }
     if (this.chatEl) {
-      for (const note of this.chatEl.querySelectorAll(".note.warning:not([data-signin-checked])")) {
+      for (const note of this.chatEl.querySelectorAll(".note.warning:not([data-signin-checked]):not(.plain)")) {
         note.dataset.signinChecked = "true";
         const m = SIGN_IN_RE.exec(note.textContent || "");
         if (m) note.append(" ", this.button(m[1]));

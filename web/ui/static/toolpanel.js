@@ -22,6 +22,7 @@ import { ResourceTab } from "./resourcetab.js";
 import { PromptTab } from "./prompttab.js";
 import { LogTab } from "./logtab.js";
 import { dock, plural, reveal } from "./panelkit.js";
+import { errorNote, plainNote, serverProblem } from "./plain.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
 
@@ -109,6 +110,7 @@ export class ToolPanel {
       this.cancelRun();
       this.closeForm();
       this.shownError = "";
+      this.shownProblem = "";
       this.result.replaceChildren();
       delete this.result.dataset.state;
       this.resetFeatures();
@@ -167,22 +169,30 @@ export class ToolPanel {
     return !this.panel.hidden;
   }
 
+  // refreshInfo shows the server's status: its state, what is wrong with
+  // it in plain words (the error as it was one click away), and its
+  // description. What the model reads about the gateway (its tools' names
+  // and how to call them) is folded away: it is written for the model.
   refreshInfo() {
     if (!this.gateway) return;
     const s = this.treeView.server(this.gateway);
     const node = document.querySelector(`#tree .node[data-id="${CSS.escape(this.gateway)}"]`);
-    const desc = node ? node.querySelector(":scope > .row .label")?.title || "" : "";
+    const modelDesc = node ? node.querySelector(":scope > .row .label")?.title || "" : "";
     const rows = [];
     if (s) {
       this.title.textContent = s.name || this.gateway;
       rows.push(h("div", { class: "server-line" }, this.treeView.badge(this.gateway), " ", h("code", null, this.gateway), " · ", s.transport || "?",
         s.calls !== undefined ? ` · ${plural(s.calls, "call")}` : "", s.failures ? `, ${s.failures} failed` : ""));
       // The error the last run shows already is not shown twice.
-      if (s.last_error && !(this.shownError || "").includes(s.last_error)) rows.push(h("div", { class: "note error small" }, s.last_error));
+      const problem = serverProblem(s);
+      const shown = (s.last_error && (this.shownError || "").includes(s.last_error)) || (problem && this.shownProblem === problem.kind);
+      if (problem && !shown) rows.push(plainNote(problem, s.last_error));
+      else if (!problem && s.last_error && !shown) rows.push(h("div", { class: "note error small" }, s.last_error));
       if (s.config_error) rows.push(h("div", { class: "note error small" }, s.config_error));
       if (s.circuit && s.circuit.state === "open") rows.push(h("div", { class: "note warning small" }, `Circuit open${s.circuit.retry_at ? ", retrying at " + new Date(s.circuit.retry_at).toLocaleTimeString() : ""}`));
+      if (s.description && s.description !== modelDesc) rows.push(h("div", { class: "desc" }, s.description));
     }
-    if (desc) rows.push(h("div", { class: "desc" }, desc));
+    if (modelDesc) rows.push(h("details", { class: "model-desc small" }, h("summary", { class: "muted" }, "What the model reads about it"), h("div", { class: "desc" }, modelDesc)));
     this.info.replaceChildren(...rows);
   }
 
@@ -199,12 +209,15 @@ export class ToolPanel {
     const tools = toolsOf(r.data);
     if (!r.ok && !tools.length) {
       this.shownError = r.error || "listing failed";
-      this.listStatus.replaceChildren(h("span", { class: "note error" }, this.shownError));
+      const note = errorNote(this.shownError, this.treeView.server(gw));
+      this.shownProblem = note.dataset.problem || "";
+      this.listStatus.replaceChildren(note);
       this.refreshInfo();
       this.onServersChanged();
       return;
     }
     this.shownError = "";
+    this.shownProblem = "";
     this.tools = tools;
     this.cache.set(gw, tools);
     this.listStatus.textContent = `${tools.length} tool${tools.length === 1 ? "" : "s"}` + (r.error ? ` (from cache: ${r.error})` : "");
@@ -263,6 +276,7 @@ export class ToolPanel {
     const submit = this.form.querySelector("button[type=submit]");
     submit.disabled = true;
     this.shownError = "";
+    this.shownProblem = "";
     this.result.dataset.state = "running";
     const view = new RunView(tool.name);
     this.result.replaceChildren(view.el);
@@ -292,7 +306,9 @@ export class ToolPanel {
     if (!r.ok && !res) {
       this.result.dataset.state = "error";
       this.shownError = r.error || `request failed (${r.status})`;
-      this.result.replaceChildren(...kept, h("div", { class: "note error" }, this.shownError));
+      const note = errorNote(this.shownError, this.treeView.server(this.gateway));
+      this.shownProblem = note.dataset.problem || "";
+      this.result.replaceChildren(...kept, note);
       this.onServersChanged();
       return;
     }
