@@ -68,7 +68,10 @@ import (
 // the service's child and not counted), service-cpu-ms/query and
 // harness-cpu-ms/query (its two parts: the service process's, from
 // /proc/<pid>/stat, and the test process's, from getrusage; only when the
-// service runs in its own process), errors (any non-200, error envelope or
+// service runs in its own process), <name>-cpu-ms/query for each stdio
+// MCP server the service runs (todo-mcp-cpu-ms/query: what an operator
+// pays beside the service, its children found through /proc),
+// errors (any non-200, error envelope or
 // stream without completed; must be 0) and goroutines (left in the test
 // process after the service is closed, compared with before it was
 // started; should be 0). A service process must exit 0 when stopped.
@@ -156,6 +159,9 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	if !inProcess {
 		b.ReportMetric(ms(perQuery(st.serviceCPU)), "service-cpu-ms/query")
 		b.ReportMetric(ms(perQuery(st.harnessCPU)), "harness-cpu-ms/query")
+		for name, d := range st.childCPU {
+			b.ReportMetric(ms(perQuery(d)), name+"-cpu-ms/query")
+		}
 	}
 	b.ReportMetric(float64(dbBytes)/float64(max(st.completed, 1)), "db-B/query")
 	b.ReportMetric(float64(st.errors), "errors")
@@ -394,31 +400,70 @@ func (s *loadService) cpuTime(b *testing.B) time.Duration {
 	b.Helper()
 	var sum time.Duration
 	for _, p := range s.procs() {
-		sum += procCPUTime(b, p)
+		sum += procCPUTime(b, p.cmd.Process.Pid)
 	}
 	return sum
 }
 
-// procCPUTime is the user plus system CPU time of a service process, from
-// /proc/<pid>/stat (all its threads; not its children, such as todo-mcp).
-func procCPUTime(b *testing.B, p *serviceProc) time.Duration {
+// childCPUTime is the user plus system CPU time of the service processes'
+// children that run now (the stdio MCP servers, such as todo-mcp), by
+// command name. A child that exited is not counted: the load keeps its
+// servers running, so one that exits is a failure the run shows anyway.
+func (s *loadService) childCPUTime(b *testing.B) map[string]time.Duration {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	out := map[string]time.Duration{}
+	for _, p := range s.procs() {
+		for _, pid := range procChildren(p.cmd.Process.Pid) {
+			if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+				out[strings.TrimSpace(string(raw))] += procCPUTime(b, pid)
+			}
+		}
+	}
+	return out
+}
+
+// procChildren returns the pids of the children of process pid: the
+// processes whose parent (field 4 of /proc/<pid>/stat) it is.
+func procChildren(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue // not a process
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // it ended
+		}
+		_, rest, ok := bytes.Cut(raw, []byte(") "))
+		if f := strings.Fields(string(rest)); ok && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// procCPUTime is the user plus system CPU time of process pid, from
+// /proc/<pid>/stat (all its threads; not its children).
+func procCPUTime(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		b.Fatalf("read the service's CPU time: %v", err)
+		b.Fatalf("read the CPU time of process %d: %v", pid, err)
 	}
 	// The command name, in parentheses, may hold spaces: fields are
 	// counted after its closing parenthesis, from field 3 (state) on.
 	_, rest, ok := bytes.Cut(raw, []byte(") "))
 	f := strings.Fields(string(rest))
 	if !ok || len(f) < 13 {
-		b.Fatalf("unexpected /proc/%d/stat: %q", p.cmd.Process.Pid, raw)
+		b.Fatalf("unexpected /proc/%d/stat: %q", pid, raw)
 	}
 	var ticks int64
 	for _, v := range f[11:13] { // utime and stime, fields 14 and 15
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			b.Fatalf("unexpected /proc/%d/stat: %q", p.cmd.Process.Pid, raw)
+			b.Fatalf("unexpected /proc/%d/stat: %q", pid, raw)
 		}
 		ticks += n
 	}
@@ -684,7 +729,10 @@ type loadStats struct {
 	// process, harnessCPU holds both and serviceCPU is 0.
 	harnessCPU time.Duration
 	serviceCPU time.Duration
-	completed  int
+	// childCPU is the CPU time of the service's stdio MCP servers over the
+	// run, by command name (todo-mcp); empty in the test process.
+	childCPU  map[string]time.Duration
+	completed int
 	errors     int
 	heals      int // self_healing_error envelopes (not errors)
 	// sent are the completed queries, until checkSaved has read them
@@ -703,6 +751,12 @@ func (s *loadStats) merge(o loadStats) {
 	s.elapsed += o.elapsed
 	s.harnessCPU += o.harnessCPU
 	s.serviceCPU += o.serviceCPU
+	for name, d := range o.childCPU {
+		if s.childCPU == nil {
+			s.childCPU = map[string]time.Duration{}
+		}
+		s.childCPU[name] += d
+	}
 	s.completed += o.completed
 	s.errors += o.errors
 	s.heals += o.heals
@@ -743,7 +797,7 @@ func (s *loadStats) errorKinds() []string {
 func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Duration) loadStats {
 	b.Helper()
 	urls, client := svc.urls(), svc.client
-	cpu0, svcCPU0 := loadCPUTime(b), svc.cpuTime(b)
+	cpu0, svcCPU0, child0 := loadCPUTime(b), svc.cpuTime(b), svc.childCPUTime(b)
 	start := time.Now()
 	deadline := start.Add(d)
 	results := make([]loadStats, clients)
@@ -782,6 +836,10 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 	all.elapsed = time.Since(start)
 	all.harnessCPU = loadCPUTime(b) - cpu0
 	all.serviceCPU = svc.cpuTime(b) - svcCPU0
+	all.childCPU = svc.childCPUTime(b)
+	for name, d := range child0 {
+		all.childCPU[name] -= d
+	}
 	all.unsaved, all.unsavedExamples = svc.checkSaved(b, all.sent)
 	all.sent = nil
 	return all
