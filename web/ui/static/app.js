@@ -49,7 +49,7 @@
 //   #chat .done[data-ms]      a live turn's end: the query's real duration in ms
 import { apiJSON, getKey, promptForKey, resetDismissed } from "./api.js";
 import { h, relativeTime } from "./render.js";
-import { TreeView } from "./tree.js";
+import { TreeView, stateLabel } from "./tree.js";
 import { ToolPanel } from "./toolpanel.js";
 import { ChatView, Transport } from "./chat.js";
 import { LiveEvents } from "./live.js";
@@ -353,9 +353,9 @@ class App {
       const state = s.circuit && s.circuit.state === "open" ? "failed" : s.state || "unknown";
       return h("button", {
         type: "button", class: `server state-${state}`, dataset: { server: s.name, state: s.state || "unknown" },
-        title: [s.transport, s.state, s.tool_count !== undefined ? `${s.tool_count} tools` : "", s.last_error].filter(Boolean).join(" · "),
+        title: [s.transport, stateLabel(s.state), s.tool_count !== undefined ? `${s.tool_count} tools` : "", s.last_error].filter(Boolean).join(" · "),
         onclick: () => s.tool_name && this.toolPanel.open(s.tool_name),
-      }, h("span", { class: "dot", "aria-hidden": "true" }), s.name, h("span", { class: "visually-hidden" }, ` ${s.state}`));
+      }, h("span", { class: "dot", "aria-hidden": "true" }), s.name, h("span", { class: "visually-hidden" }, ` ${stateLabel(s.state)}`));
     });
     const children = [];
     if (data.config_error) children.push(h("div", { class: "note error small", title: data.config_file || "" }, `Config error (last good config in force): ${data.config_error}`));

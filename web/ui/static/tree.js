@@ -9,6 +9,11 @@ export function isGateway(id) {
   return typeof id === "string" && id.startsWith("mcp_");
 }
 
+// stateLabel is how a person reads a server's state.
+export function stateLabel(state) {
+  return STATE_LABEL[state] || String(state || "unknown");
+}
+
 const STATE_LABEL = {
   idle: "idle",
   connecting: "connecting",
@@ -158,7 +163,7 @@ export class TreeView {
     else if (circuit === "half-open" || circuit === "half_open") label += " · trial";
     if (state === "connected" && s.tool_count !== undefined) label += ` · ${s.tool_count}`;
     const title = [
-      `${s.name} (${s.transport || "?"}): ${state}`,
+      `${s.name} (${s.transport || "?"}): ${stateLabel(state)}`,
       s.tool_count !== undefined ? `${s.tool_count} tools` : "",
       circuit ? `circuit ${circuit}${s.circuit.retry_at ? " until " + s.circuit.retry_at : ""}` : "",
       s.last_error ? `last error: ${s.last_error}` : "",
@@ -224,12 +229,14 @@ export class TreeView {
       "aria-expanded": isBranch ? String(!collapsed) : gw ? undefined : String(open),
       "aria-selected": gw ? String(this.selected === id) : undefined,
       "aria-owns": isBranch && !collapsed ? groupID : undefined,
-    }, twisty, label, gw ? this.badge(id) : null);
+    }, twisty, label);
     if (gw) {
-      row.append(h("button", {
+      // The badge, a Connect button (signin.js) and the "i" stay together:
+      // beside the name when they fit, else on a line of their own.
+      row.append(h("span", { class: "row-tail" }, this.badge(id), h("button", {
         type: "button", class: "info icon-button", tabindex: "-1", "aria-hidden": "true", title: `Describe ${this.displayName(id)}`, "aria-expanded": String(open),
         onclick: () => this.toggleDesc(id),
-      }, "i"));
+      }, "i")));
     }
     li.append(row);
     const detail = [];
