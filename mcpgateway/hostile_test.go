@@ -152,6 +152,12 @@ func (h *hostileServer) handle(m rpcMessage) {
 			lines = append(lines, h.outcome(h.await(`"early"`)))
 		}
 		result(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Join(lines, "\n")}}})
+	default:
+		// As JSON-RPC has it (server/discover among others): left
+		// unanswered, the gateway's probe would wait for it.
+		if len(m.ID) > 0 {
+			h.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
@@ -40,13 +41,19 @@ func (e *ServerError) Remask(mask func(string) string) *ServerError {
 // DialTransport starts a session over t, a transport the caller built
 // (tests use in-process ones), as the real dialers do: registered with the
 // Conn, started on its lifetime as a remote one is, and initialized within
-// hsCtx. It is meant for a dialer given to SetDialer.
+// hsCtx. It is meant for a dialer given to SetDialer. There is no
+// server/discover probe: the handshake is initialize, at the server's
+// protocol_version or 2025-11-25.
 func (c *Conn) DialTransport(hsCtx context.Context, name string, t mcptransport.Interface) (*Session, error) {
 	s := newSession(name)
 	if err := c.adopt(s); err != nil {
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(t, c.clientOptions(s)...))
+	version := c.cfg.ProtocolVersion
+	if version == "" {
+		version = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	}
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(t, c.clientOptions(s, version)...))
 }
 
 // Done is closed once the session has been closed, its process and

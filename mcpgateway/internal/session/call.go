@@ -8,6 +8,7 @@ import (
 	"os"
 	"syscall"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -86,6 +87,7 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 	if err == nil {
 		return res, nil
 	}
+	err = inputRoundsErr(err)
 	if IsSessionGone(err) {
 		s.MarkDead(err)
 		err = s.Cause(err)
@@ -120,11 +122,15 @@ func (c *Conn) Do(ctx context.Context, op string, f func(ctx context.Context, s 
 	cctx, cancel := c.CallCtx(ctx, timeout)
 	defer cancel()
 	stop := s.WedgeGuard(cctx, op)
-	err = f(cctx, s)
+	// No user's call: what the server asks during the request (a
+	// 2026-07-28 input_required) is declined, never put to whichever
+	// call happens to be in flight.
+	err = f(withCall(cctx, nil), s)
 	stop()
 	if err == nil {
 		return nil
 	}
+	err = inputRoundsErr(err)
 	if IsSessionGone(err) {
 		s.MarkDead(err)
 		err = s.Cause(err)
@@ -154,4 +160,13 @@ func IsServerAnswer(err error) bool {
 func sentNothing(err error) bool {
 	return errors.Is(err, mcptransport.ErrSessionTerminated) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
+}
+
+// inputRoundsErr says what mcp-go's ErrMaxInputRoundTripsExceeded means:
+// a 2026-07-28 server that kept asking for input.
+func inputRoundsErr(err error) error {
+	if !errors.Is(err, mcpclient.ErrMaxInputRoundTripsExceeded) {
+		return err
+	}
+	return fmt.Errorf("the server still asked for input after %d requests; given up: %w", MaxInputRounds, err)
 }

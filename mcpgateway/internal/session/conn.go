@@ -12,6 +12,7 @@ import (
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/ring"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
@@ -52,6 +53,8 @@ type Conn struct {
 
 	// dialer, when set (by tests, before the first call), replaces dial.
 	dialer func(hsCtx context.Context) (*Session, error)
+	// hs remembers how the server answered server/discover (discover.go).
+	hs *Handshake
 	// auth holds the OAuth state of the conn's user; nil for stdio servers
 	// and servers with a static Authorization header.
 	auth *mcpauth.Authorizer
@@ -98,6 +101,10 @@ func New(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(s
 		closeDone: make(chan struct{}),
 	}
 	c.logs = ring.New[LogEntry](LogLines)
+	c.hs = o.Handshake
+	if c.hs == nil {
+		c.hs = &Handshake{}
+	}
 	c.roots.Store(&cfg.Roots)
 	if o.States != nil {
 		c.stateWake = make(chan struct{}, 1)
@@ -199,8 +206,13 @@ func (c *Conn) SetRoots(roots []string) {
 }
 
 // rootsChangedLocked sends notifications/roots/list_changed on s from a
-// goroutine the conn owns; c.mu is held and the conn is not closed.
+// goroutine the conn owns; c.mu is held and the conn is not closed. A
+// 2026-07-28 server is not told: it asks for the roots with each request
+// that needs them (input_required).
 func (c *Conn) rootsChangedLocked(s *Session) {
+	if mcp.IsModernProtocol(s.protocol) {
+		return
+	}
 	c.goFunc(func() {
 		_, timeout := c.cfg.Timeouts()
 		ctx, cancel := context.WithTimeout(c.lifetime, timeout)
@@ -527,6 +539,9 @@ type Status struct {
 	LastErr string
 	RetryAt time.Time // zero unless in back-off
 	PID     int
+	// ProtocolVersion is the version the live session negotiated; ""
+	// when there is none.
+	ProtocolVersion string
 }
 
 // Status returns a snapshot; it does no I/O.
@@ -534,6 +549,9 @@ func (c *Conn) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := Status{State: c.state, LastErr: c.lastErr, PID: c.sess.pid()}
+	if c.sess != nil {
+		st.ProtocolVersion = c.sess.protocol
+	}
 	if st.State == StateFailed && !c.retryAt.IsZero() {
 		if time.Now().Before(c.retryAt) {
 			st.RetryAt = c.retryAt

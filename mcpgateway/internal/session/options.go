@@ -30,6 +30,9 @@ type Options struct {
 	// Samples counts the server's sampling requests of the last minute,
 	// shared by every Conn of the server.
 	Samples *SampleWindow
+	// Handshake remembers how the server answered server/discover,
+	// shared by every Conn of the server; nil gives the Conn its own.
+	Handshake *Handshake
 	// States, when set, is told every change of the Conn's state.
 	States interface {
 		ObserveState(server string, state State)

@@ -12,6 +12,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -26,7 +27,11 @@ func (c *Conn) dial(hsCtx context.Context) (*Session, error) {
 	case mcpconfig.TransportStdio:
 		return c.dialStdio(hsCtx)
 	case mcpconfig.TransportSSE:
-		return c.dialSSE(hsCtx)
+		version := c.cfg.ProtocolVersion
+		if version == "" {
+			version = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+		}
+		return c.dialSSE(hsCtx, version)
 	default:
 		return c.dialHTTP(hsCtx)
 	}
@@ -37,7 +42,40 @@ func (c *Conn) dial(hsCtx context.Context) (*Session, error) {
 // its own process group, and a stderr pipe the gateway reads; and its stdout
 // reaches mcp-go's transport (NewIO) through a lineLimit, since mcp-go
 // reads a line whole however long it is.
+//
+// Unless mcp.json pins a version, the handshake opens with server/discover
+// (discover.go), and the server's answer is remembered. A child that dies
+// on the probe without an answer (an older server that chokes on a method
+// it does not know) is started again at once with initialize: a command
+// that cannot start at all is therefore started twice, on the first
+// connect of the process only.
 func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
+	version, probe := c.handshakeVersion()
+	var p *discoverProbe
+	if probe {
+		p = &discoverProbe{}
+	}
+	s, err := c.spawn(hsCtx, version, p)
+	if probe {
+		switch outcome, _ := p.result(); {
+		case err == nil && !mcp.IsModernProtocol(s.protocol):
+			c.hs.setLegacy(true)
+		case err != nil && outcome == probeNoAnswer && hsCtx.Err() == nil:
+			c.logger.Info("server died on server/discover; starting it again with initialize", logKeyErr, err)
+			c.hs.setLegacy(true)
+			return c.spawn(hsCtx, mcp.LATEST_LEGACY_PROTOCOL_VERSION, nil)
+		}
+	} else if c.cfg.ProtocolVersion == "" && IsServerAnswer(err) {
+		// The server refused initialize: it may speak only 2026-07-28
+		// now, so the next connect asks it again.
+		c.hs.setLegacy(false)
+	}
+	return s, err
+}
+
+// spawn starts the child and opens a session on it at version, vetting
+// server/discover with probe when probing (probe non-nil).
+func (c *Conn) spawn(hsCtx context.Context, version string, probe *discoverProbe) (*Session, error) {
 	cfg := c.cfg
 	if _, err := exec.LookPath(cfg.Command); err != nil {
 		return nil, fmt.Errorf("command %q not found: %w", cfg.Command, errors.Unwrap(err))
@@ -85,11 +123,15 @@ func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
 		s.MarkDead(err)
 	}}
 	// The sniffer keeps the field order of forms, which mcp-go's maps lose.
-	t := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
+	stdio := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
 	// An answer that meets the closed stdin at close is expected (closedwrite.go).
-	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(t)
+	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(stdio)
+	var t mcptransport.Interface = stdio
+	if probe != nil {
+		t = stdioProbe{Stdio: stdio, probe: probe}
+	}
 	ctx, cancel := context.WithCancel(c.lifetime)
-	client := mcpclient.NewClient(t, c.clientOptions(s)...)
+	client := mcpclient.NewClient(t, c.clientOptions(s, version)...)
 	if err := client.Start(ctx); err != nil {
 		cancel()
 		c.closeSession(s)
@@ -123,30 +165,60 @@ func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
 // server answers the handshake's POST with a 4xx, as pre-2025-03-26 servers
 // do (mcp-go reports that as ErrLegacySSEServer but does not fall back).
 //
-// On the released protocol versions (the default) the standalone GET
-// stream stays open: servers send list_changed, log messages and requests
-// not tied to a call (elicitation, sampling, roots) on it. mcp-go's
-// continuous listening opens it, and pins a legacy version, which is the
-// point; a server that pins the 2026-07-28 draft has no such stream.
+// Unless mcp.json pins a version, it probes with server/discover first
+// (discover.go): a 2026-07-28 server's connection has no standalone GET
+// stream; any other
+// server gets a 2025-11-25 session opened with mcp-go's continuous
+// listening, which keeps the GET stream open: servers send list_changed,
+// log messages and requests not tied to a call (elicitation, sampling,
+// roots) on it. The answer is remembered, so later connects skip the probe.
 func (c *Conn) dialHTTP(hsCtx context.Context) (*Session, error) {
-	s, err := c.dialStreamable(hsCtx, !mcp.IsModernProtocol(c.protocolVersion()))
+	version, probe := c.handshakeVersion()
+	if probe {
+		s, err := c.dialStreamable(hsCtx, mcp.ProtocolVersion20260728, &discoverProbe{})
+		if !errors.Is(err, errNotModern) || hsCtx.Err() != nil {
+			return s, err
+		}
+		c.logger.Debug("server/discover: not a 2026-07-28 server; sending initialize", logKeyErr, err)
+		version = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	}
+	s, err := c.dialStreamable(hsCtx, version, nil)
 	if errors.Is(err, mcptransport.ErrLegacySSEServer) {
 		c.logger.Info("server answered like an SSE server; falling back to SSE")
-		return c.dialSSE(hsCtx)
+		s, err = c.dialSSE(hsCtx, version)
+	}
+	if c.cfg.ProtocolVersion == "" {
+		switch {
+		case err == nil:
+			c.hs.setLegacy(true)
+		case !errors.Is(err, mcpauth.ErrSignInRequired):
+			// The server may speak only 2026-07-28 now: the next
+			// connect asks it again.
+			c.hs.setLegacy(false)
+		}
 	}
 	return s, err
 }
 
-// protocolVersion is the protocol version the gateway asks for: the
-// server's protocol_version, else the newest released one.
-func (c *Conn) protocolVersion() string {
-	if c.cfg.ProtocolVersion != "" {
-		return c.cfg.ProtocolVersion
+// handshakeVersion returns the protocol version a connect asks for, and
+// whether it probes with server/discover first: the server's
+// protocol_version from mcp.json, never probed; else 2025-11-25 for a
+// server known to take initialize (Handshake); else a probe.
+func (c *Conn) handshakeVersion() (version string, probe bool) {
+	switch {
+	case c.cfg.ProtocolVersion != "":
+		return c.cfg.ProtocolVersion, false
+	case c.hs.Legacy():
+		return mcp.LATEST_LEGACY_PROTOCOL_VERSION, false
+	default:
+		return mcp.ProtocolVersion20260728, true
 	}
-	return mcp.LATEST_LEGACY_PROTOCOL_VERSION
 }
 
-func (c *Conn) dialStreamable(hsCtx context.Context, listen bool) (*Session, error) {
+// dialStreamable opens a Streamable HTTP session at version, with the
+// standalone GET stream before 2026-07-28, vetting server/discover with
+// probe when probing (probe non-nil).
+func (c *Conn) dialStreamable(hsCtx context.Context, version string, probe *discoverProbe) (*Session, error) {
 	s := newSession(mcpconfig.TransportHTTP)
 	s.httpClient = c.newHTTPClient(s)
 	if err := c.adopt(s); err != nil {
@@ -159,7 +231,7 @@ func (c *Conn) dialStreamable(hsCtx context.Context, listen bool) (*Session, err
 	if len(c.cfg.Headers) > 0 {
 		opts = append(opts, mcptransport.WithHTTPHeaders(c.cfg.Headers))
 	}
-	if listen {
+	if !mcp.IsModernProtocol(version) {
 		// Deprecated because it pins the legacy protocol, which is the
 		// point: see dialHTTP.
 		//lint:ignore SA1019 only used on legacy-protocol servers; see above
@@ -170,10 +242,12 @@ func (c *Conn) dialStreamable(hsCtx context.Context, listen bool) (*Session, err
 		c.closeSession(s)
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(t, c.clientOptions(s)...))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(&streamable{StreamableHTTP: t, probe: probe}, c.clientOptions(s, version)...))
 }
 
-func (c *Conn) dialSSE(hsCtx context.Context) (*Session, error) {
+// dialSSE connects over the HTTP+SSE transport of the versions before
+// 2025-03-26, asking for version.
+func (c *Conn) dialSSE(hsCtx context.Context, version string) (*Session, error) {
 	s := newSession(mcpconfig.TransportSSE)
 	s.httpClient = c.newHTTPClient(s)
 	if err := c.adopt(s); err != nil {
@@ -193,7 +267,7 @@ func (c *Conn) dialSSE(hsCtx context.Context) (*Session, error) {
 		c.closeSession(s)
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}, c.clientOptions(s)...))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}, c.clientOptions(s, version)...))
 }
 
 func (c *Conn) startRemote(hsCtx context.Context, s *Session, client *mcpclient.Client) (*Session, error) {
@@ -265,24 +339,22 @@ func clientCapabilities() mcp.ClientCapabilities {
 	}
 }
 
-// clientOptions are the handlers of server-initiated requests on s, and
-// the capabilities they declare: elicitation (form and url), sampling and
-// roots.
-func (c *Conn) clientOptions(s *Session) []mcpclient.ClientOption {
-	opts := []mcpclient.ClientOption{
+// clientOptions are the handlers of server-initiated requests on s (and of
+// the input_required results of 2026-07-28, which mcp-go answers with the
+// same handlers), the capabilities they declare (elicitation, form and url;
+// sampling; roots) and the protocol version to ask for: a version before
+// 2026-07-28 keeps mcp-go on initialize, without server/discover.
+func (c *Conn) clientOptions(s *Session, version string) []mcpclient.ClientOption {
+	connect, _ := c.cfg.Timeouts()
+	return []mcpclient.ClientOption{
 		mcpclient.WithClientCapabilities(clientCapabilities()),
 		mcpclient.WithElicitationHandler(elicitation{c: c, s: s}),
 		mcpclient.WithSamplingHandler(sampling{c: c, s: s}),
 		mcpclient.WithRootsHandler(roots{c: c}),
+		mcpclient.WithMaxInputRoundTrips(MaxInputRounds),
+		mcpclient.WithDiscoverTimeout(discoverWait(connect)),
+		mcpclient.WithProtocolVersion(version),
 	}
-	// The initialize handshake of the newest released version unless the
-	// server pins one: mcp-go would otherwise probe for the 2026-07-28 draft
-	// with server/discover first, which lenient servers answer with an
-	// empty result, landing the session on a draft they do not speak
-	// (the conformance suite's initialize and sse-retry). Older servers
-	// negotiate down from it in the handshake.
-	version := c.protocolVersion()
-	return append(opts, mcpclient.WithProtocolVersion(version))
 }
 
 // notified dispatches a notification of s: progress and log messages are
