@@ -350,6 +350,9 @@ func (c *Conn) connect(a *flight) {
 		if c.opts.HealthInterval > 0 {
 			c.goFunc(func() { c.health(s) })
 		}
+		if mcp.IsModernProtocol(s.protocol) && !s.listen.IsEmpty() {
+			c.goFunc(func() { c.listen(s) })
+		}
 		if c.roots.Load() != roots {
 			// New roots came while the session was being dialled, after
 			// the server may have read the old ones.

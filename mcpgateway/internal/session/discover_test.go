@@ -344,6 +344,44 @@ func TestModernInputRequired(t *testing.T) {
 	}
 }
 
+// TestModernListChanged: a 2026-07-28 connection has no GET stream; list
+// changes come on subscriptions/listen.
+func TestModernListChanged(t *testing.T) {
+	t.Parallel()
+	m := newModernHTTP(t)
+	got := make(chan string, 16)
+	o := testOptions()
+	o.Notify = func(_ *Session, n mcp.JSONRPCNotification) {
+		select {
+		case got <- n.Method:
+		default:
+		}
+	}
+	c := newTestConn(t, mcpconfig.ServerConfig{Name: "modern", Transport: mcpconfig.TransportHTTP, URL: m.url}, o)
+	if _, err := c.Session(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	await := func(method string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case m := <-got:
+				if m == method {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %s", method)
+			}
+		}
+	}
+	await("notifications/subscriptions/acknowledged")
+	m.srv.AddTool(mcp.NewTool("added"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("new"), nil
+	})
+	await(string(mcp.MethodNotificationToolsListChanged))
+}
+
 // TestOlderServersOverHTTP: a server that does not speak only 2026-07-28
 // gets the 2025-11-25 initialize after server/discover: one that offers an
 // older version too (todo-mcp, as every mcp-go server by default), one

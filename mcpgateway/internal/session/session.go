@@ -28,6 +28,9 @@ type Session struct {
 	protocol    string   // negotiated protocol version
 	listChanged bool     // the server announces notifications/tools/list_changed
 	offers      []string // which of tools, resources and prompts the server has
+	// listen is what a 2026-07-28 session asks subscriptions/listen for:
+	// the list changes the server announces.
+	listen mcp.SubscriptionFilter
 
 	// callsMu guards calls: the tools/calls in flight, by progress token.
 	callsMu sync.Mutex

@@ -167,7 +167,7 @@ func (c *Conn) spawn(hsCtx context.Context, version string, probe *discoverProbe
 //
 // Unless mcp.json pins a version, it probes with server/discover first
 // (discover.go): a 2026-07-28 server's connection has no standalone GET
-// stream; any other
+// stream (list changes come on subscriptions/listen, listen.go); any other
 // server gets a 2025-11-25 session opened with mcp-go's continuous
 // listening, which keeps the GET stream open: servers send list_changed,
 // log messages and requests not tied to a call (elicitation, sampling,
@@ -310,7 +310,11 @@ func (c *Conn) handshake(ctx context.Context, s *Session) error {
 		return fmt.Errorf("initialize: %w", err)
 	}
 	s.protocol = res.ProtocolVersion
-	s.listChanged = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	caps := res.Capabilities
+	s.listChanged = caps.Tools != nil && caps.Tools.ListChanged
+	s.listen = mcp.SubscriptionFilter{ToolsListChanged: s.listChanged,
+		PromptsListChanged:   caps.Prompts != nil && caps.Prompts.ListChanged,
+		ResourcesListChanged: caps.Resources != nil && caps.Resources.ListChanged}
 	s.offers = offers(res.Capabilities)
 	if c.cfg.LogLevel != "" && res.Capabilities.Logging != nil {
 		req := mcp.SetLevelRequest{}
