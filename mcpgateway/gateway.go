@@ -55,6 +55,10 @@ type Gateway struct {
 	// samples counts the server's sampling requests of the last minute,
 	// shared by every view.
 	samples *session.SampleWindow
+	// handshake remembers, for the life of the gateway, whether the server
+	// takes the 2025-11-25 initialize after server/discover, for every
+	// user's session.
+	handshake *session.Handshake
 
 	// mu guards everything below. It is never held across I/O.
 	mu        sync.Mutex
@@ -99,7 +103,8 @@ type Gateway struct {
 // nil opts means the defaults; opts is copied.
 func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
-	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{}), samples: &session.SampleWindow{}}
+	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{}), samples: &session.SampleWindow{},
+		handshake: &session.Handshake{}}
 	mask := cfg.Masker()
 	logMask := mask
 	if len(cfg.UserValues) > 0 {

@@ -34,6 +34,9 @@ type Status struct {
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// PID is the stdio child's process id; 0 when none runs.
 	PID int `json:"pid,omitempty"`
+	// ProtocolVersion is the MCP version the live session negotiated
+	// (2026-07-28, 2025-11-25, ...); "" when none is live.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
 	// MissingSecrets, in a status for one user (StatusFor), names the
 	// secrets of that user's own the server takes (${user:NAME}) and the
 	// user has not set; the state is then needs_sign_in. Nil otherwise.

@@ -47,7 +47,7 @@ func (g *Gateway) newView(cfg mcpconfig.ServerConfig, user string, logger *slog.
 	v := &view{g: g, cfg: cfg, user: user, logger: logger, masker: cfg.Masker(), inherited: g.watches.uris(user)}
 	o := g.opts
 	co := session.Options{User: user, CloseGrace: o.CloseGrace, CrashLoopDeaths: o.CrashLoopDeaths, CrashLoopWindow: o.CrashLoopWindow,
-		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: g.samples, Notify: v.notified,
+		CrashBackoff: o.CrashBackoff, HealthInterval: o.HealthInterval, Sampler: o.Sampler, Samples: g.samples, Handshake: g.handshake, Notify: v.notified,
 		LookupEnv: o.LookupEnv, Tokens: o.Tokens, Browser: o.Browser, OnProcessStart: o.OnProcessStart,
 		OnSessionUp: v.resubscribe, OnSessionDown: v.keepSubscribed}
 	if so, ok := o.Observer.(StateObserver); ok {
@@ -77,7 +77,7 @@ func (v *view) current() (*toolSet, bool) {
 // last error, back-off, process and tools. It does no I/O.
 func (v *view) status() Status {
 	cs := v.conn.Status()
-	st := Status{State: cs.State, Tools: []string{}, LastError: cs.LastErr, PID: cs.PID}
+	st := Status{State: cs.State, Tools: []string{}, LastError: cs.LastErr, PID: cs.PID, ProtocolVersion: cs.ProtocolVersion}
 	v.mu.Lock()
 	if v.cache != nil {
 		st.Tools = append(st.Tools, v.cache.names...)
