@@ -163,9 +163,12 @@ func (k *Kit) ServersFor(ctx context.Context, user string) (ServersStatus, error
 }
 
 // TreeJSON is the tree of a user's conversation as GET
-// /tree/:user_id/:conversation_id shows it.
+// /tree/:user_id/:conversation_id?create=false shows it: a conversation
+// that does not exist is not created, and has the tree it would be
+// created with.
 func (k *Kit) TreeJSON(ctx context.Context, userID, convID string) (json.RawMessage, error) {
-	return k.s.treeJSON(ctx, userID, convID)
+	t, _, err := k.s.previewJSON(ctx, userID, convID)
+	return t, err
 }
 
 // MaxBody is Options.MaxBodyBytes, defaulted.

@@ -17,7 +17,11 @@ import (
 var emptyObject = struct{}{}
 
 // getTree serves GET /tree/:user_id/:conversation_id: the web UI page for a
-// browser, the conversation's tree as JSON otherwise.
+// browser, the conversation's tree as JSON otherwise. With ?create=false a
+// conversation that does not exist is not created: the answer is the tree
+// it would be created with, and "exists" says whether it does (the web UI
+// asks so: a conversation is created by its first query, not by a page
+// that was only opened).
 func (s *Server) getTree(c *gin.Context) {
 	c.Header("Vary", "Accept")
 	if s.assets != nil && prefersHTML(c.GetHeader("Accept")) {
@@ -26,6 +30,15 @@ func (s *Server) getTree(c *gin.Context) {
 	}
 	user, conv := c.Param("user_id"), c.Param("conversation_id")
 	if !s.authorizeUser(c, user) || !s.validPathIDs(c) {
+		return
+	}
+	if c.Query("create") == "false" {
+		t, exists, err := s.previewJSON(c.Request.Context(), user, conv)
+		if err != nil {
+			s.fail(c, err, object{kv("conversation_id", conv), kv("exists", false), kv("tree", emptyObject)})
+			return
+		}
+		writeTreeExists(c, conv, &exists, t)
 		return
 	}
 	t, err := s.treeJSON(c.Request.Context(), user, conv)
@@ -47,6 +60,18 @@ func (s *Server) treeJSON(ctx context.Context, userID, convID string) (json.RawM
 	// MarshalJSON directly: json.Marshal would validate and compact the
 	// already valid output again.
 	return cv.Tree().MarshalJSON()
+}
+
+// previewJSON is treeJSON without creating the conversation: the tree of
+// one that does not exist is the tree it would be created with; exists
+// says whether it does.
+func (s *Server) previewJSON(ctx context.Context, userID, convID string) (_ json.RawMessage, exists bool, err error) {
+	t, exists, err := s.deps.Trees.Preview(ctx, userID, convID)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := t.MarshalJSON()
+	return b, exists, err
 }
 
 // initTreeBody is the body of POST /init/tree; low_memory is accepted and
@@ -233,12 +258,21 @@ func (s *Server) writeTreeOf(c *gin.Context, conv string, t *tree.Tree, extra ob
 // validate and re-indent it again, which was most of the cost of GET /tree,
 // and copying it into one buffer would cost an allocation of its size.
 func writeTree(c *gin.Context, conv string, tree json.RawMessage) {
-	head := make([]byte, 0, len(conv)+48)
+	writeTreeExists(c, conv, nil, tree)
+}
+
+// writeTreeExists is writeTree with "exists" when exists is not nil.
+func writeTreeExists(c *gin.Context, conv string, exists *bool, tree json.RawMessage) {
+	head := make([]byte, 0, len(conv)+64)
 	head = append(head, '{')
 	if conv != "" {
 		id, _ := tools.Marshal(conv) // a string always marshals
 		head = append(head, `"conversation_id":`...)
 		head = append(head, id...)
+		head = append(head, ',')
+	}
+	if exists != nil {
+		head = strconv.AppendBool(append(head, `"exists":`...), *exists)
 		head = append(head, ',')
 	}
 	head = append(head, `"error":"","tree":`...)
