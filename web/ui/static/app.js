@@ -142,8 +142,8 @@ class App {
     new Settings({ user: this.user }).install();
     document.body.dataset.state = "idle";
     this.setStatus("idle");
-    // The tree GET creates the conversation (and asks for a key when one is
-    // needed), so it goes first; the event stream then brings the rest.
+    // The tree GET asks for a key when one is needed, so it goes first;
+    // the event stream then brings the rest.
     await this.loadTree();
     this.loadInfo();
     await this.loadHistory();
@@ -309,8 +309,12 @@ class App {
     this.live.start();
   }
 
+  // loadTree shows the conversation's tree. A conversation is created by
+  // its first query: opening the page creates nothing (create=false), so
+  // that a visit leaves no empty conversation behind.
   async loadTree() {
-    const r = await apiJSON(`/tree/${this.base}`, { interactive: !this.treeLoaded });
+    const r = await apiJSON(`/tree/${this.base}?create=false`, { interactive: !this.treeLoaded });
+    if (r.data && typeof r.data.exists === "boolean") this.exists = r.data.exists;
     this.showTree(r.data && r.data.tree ? r.data : { error: r.error || "could not load the tree" });
   }
 
@@ -455,6 +459,11 @@ class App {
   // loadHistory replays the saved event log so a reopened conversation
   // shows its past. A 404 means a new conversation.
   async loadHistory() {
+    if (this.exists === false) {
+      // Nothing asked here yet: nothing to show, and nothing to ask for.
+      this.setTitle("");
+      return;
+    }
     const r = await apiJSON(`/conversations/${this.base}`, { interactive: false });
     if (!r.data || r.status === 404) {
       this.setTitle("");
