@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -47,6 +50,69 @@ func TestBrowserNoUntitledLeftBehind(t *testing.T) {
 	if got := saved(); len(got) != 1 || !strings.HasSuffix(got[0], " say hello") {
 		t.Errorf("after the first question carol has %q, want the one conversation it was asked in", got)
 	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestBrowserThemeSwitch: beside the device's setting (System, the
+// default), the top bar's switch picks Light or Dark; the choice outlives
+// a reload and holds whatever the device says. Before, the page followed
+// the device only.
+func TestBrowserThemeSwitch(t *testing.T) {
+	s := startService(t, serveOptions{Env: newFakeLLM(t).Env()})
+	b := newBrowser(t, browserTimeout)
+	device := func(scheme string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+			return err
+		})
+	}
+	// bg is the page's background: #f7f7f8 light, #101217 dark.
+	const bg = `getComputedStyle(document.body).backgroundColor`
+	const light, dark = "rgb(247, 247, 248)", "rgb(16, 18, 23)"
+	pick := func(theme string) chromedp.Action[chromedp.Void] {
+		return chromedp.SetValue(css(`#theme-select`), theme)
+	}
+	b.do("open the page on a light device",
+		device("light"),
+		chromedp.Navigate(s.URL+"/tree/alice/c1"),
+		waitJS(`document.body.dataset.state === "idle"`),
+		chromedp.WaitVisible(css(`#theme-select`)),
+	)
+	if got := eval[[]string](b, "the default", `[document.querySelector("#theme-select").value, `+bg+`]`); got[0] != "system" || got[1] != light {
+		t.Errorf("a new page's theme: %v, want system and light", got)
+	}
+	for _, step := range []struct {
+		device, theme, want string
+	}{
+		{"light", "dark", dark},
+		{"dark", "dark", dark},
+		{"dark", "light", light},
+		{"dark", "system", dark},
+		{"light", "system", light},
+	} {
+		b.do("device "+step.device+", theme "+step.theme,
+			device(step.device),
+			pick(step.theme),
+			chromedp.Evaluate[chromedp.Void](`void document.querySelector("#theme-select").dispatchEvent(new Event("change"))`),
+		)
+		if got := eval[string](b, "background", bg); got != step.want {
+			t.Errorf("device %s, theme %s: background %s, want %s", step.device, step.theme, got, step.want)
+		}
+	}
+	b.do("choose dark and reload",
+		pick("dark"),
+		chromedp.Evaluate[chromedp.Void](`void document.querySelector("#theme-select").dispatchEvent(new Event("change"))`),
+		device("light"),
+		chromedp.Reload(),
+		chromedp.WaitVisible(css(`#theme-select`)),
+	)
+	if got := eval[[]string](b, "after the reload", `[document.querySelector("#theme-select").value, document.documentElement.dataset.theme || "", `+bg+`]`); got[0] != "dark" || got[1] != "dark" || got[2] != dark {
+		t.Errorf("after a reload: %v, want dark kept on a light device", got)
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-theme-dark.png"))
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}

@@ -272,3 +272,34 @@ func jsFiles(t *testing.T) []string {
 	}
 	return names
 }
+
+// TestDarkPalettesMatch: style.css writes the dark palette twice, for the
+// device's dark setting and for the theme switch's Dark; the two must not
+// drift apart.
+func TestDarkPalettesMatch(t *testing.T) {
+	b, err := fs.ReadFile(FS(), "style.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	css := string(b)
+	block := func(head string) []string {
+		t.Helper()
+		i := strings.Index(css, head)
+		if i < 0 {
+			t.Fatalf("style.css has no %q", head)
+		}
+		body, _, _ := strings.Cut(css[i+len(head):], "}")
+		var decls []string
+		for _, d := range strings.Split(body, ";") {
+			if d = strings.TrimSpace(d); strings.HasPrefix(d, "--") {
+				decls = append(decls, d)
+			}
+		}
+		return decls
+	}
+	system := block(`:root:not([data-theme="light"]) {`)
+	chosen := block(`:root[data-theme="dark"] {`)
+	if len(system) < 10 || strings.Join(system, ";") != strings.Join(chosen, ";") {
+		t.Errorf("the dark palettes differ:\nsystem: %q\nchosen: %q", system, chosen)
+	}
+}

@@ -46,6 +46,7 @@
 //   #new-conversation         new conversation (navigates to a random id)
 //   #api-key, #api-key-save   the API-key dialog (#api-key-dialog) shown on a 401
 //   #conversation-title       the conversation title
+//   #theme-select             the colour theme: "system" | "light" | "dark" (themeswitch.js)
 //   #chat .done[data-ms]      a live turn's end: the query's real duration in ms
 import { apiJSON, getKey, promptForKey, resetDismissed } from "./api.js";
 import { h, relativeTime } from "./render.js";
@@ -56,6 +57,7 @@ import { LiveEvents } from "./live.js";
 import { fillIcons, icon } from "./icons.js";
 import { SignIn } from "./signin.js";
 import { Settings } from "./settings.js";
+import { installThemeSwitch } from "./themeswitch.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -140,6 +142,7 @@ class App {
     this.bindUI();
     new SignIn({ user: this.user, treeEl: $("tree"), chatEl: $("chat") }).install();
     new Settings({ user: this.user }).install();
+    installThemeSwitch();
     document.body.dataset.state = "idle";
     this.setStatus("idle");
     // The tree GET asks for a key when one is needed, so it goes first;
