@@ -23,7 +23,8 @@ import (
 // request, and it may be called more than once.
 //
 // Several subscribers of one URI on one session share one subscription
-// upstream. updated runs on the transport's read loop: it must be quick
+// upstream. On a 2026-07-28 session the subscription is part of the
+// session's subscriptions/listen stream, which is opened again with it. updated runs on the transport's read loop: it must be quick
 // and must not block.
 //
 // A subscription outlives the session it was made on. When that session
@@ -61,6 +62,9 @@ func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (st
 			g.watches.remove(key, id)
 			return err
 		}
+		// On 2026-07-28, Subscribe only records uri for the session's
+		// subscriptions/listen stream, which Relisten opens again.
+		s.Relisten()
 		return nil
 	})
 	if err != nil {
@@ -77,7 +81,11 @@ func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (st
 				req := mcp.UnsubscribeRequest{}
 				req.Params.URI = uri
 				//lint:ignore SA1019 resources/unsubscribe of the released protocol versions the gateway speaks
-				return s.Client().Unsubscribe(ctx, req) //nolint:staticcheck // see above
+				if err := s.Client().Unsubscribe(ctx, req); err != nil { //nolint:staticcheck // see above
+					return err
+				}
+				s.Relisten()
+				return nil
 			})
 		})
 		return err
@@ -135,7 +143,11 @@ func (v *view) resubscribe(ctx context.Context, s *session.Session, first bool) 
 			req := mcp.SubscribeRequest{}
 			req.Params.URI = uri
 			//lint:ignore SA1019 resources/subscribe of the released protocol versions the gateway speaks
-			return s.Client().Subscribe(ctx, req) //nolint:staticcheck // see above
+			if err := s.Client().Subscribe(ctx, req); err != nil { //nolint:staticcheck // see above
+				return err
+			}
+			s.Relisten()
+			return nil
 		})
 		if err != nil {
 			failed++

@@ -350,7 +350,7 @@ func (c *Conn) connect(a *flight) {
 		if c.opts.HealthInterval > 0 {
 			c.goFunc(func() { c.health(s) })
 		}
-		if mcp.IsModernProtocol(s.protocol) && !s.listen.IsEmpty() {
+		if mcp.IsModernProtocol(s.protocol) {
 			c.goFunc(func() { c.listen(s) })
 		}
 		if c.roots.Load() != roots {

@@ -18,11 +18,14 @@ const (
 )
 
 // listen keeps a subscriptions/listen stream open on s, a 2026-07-28
-// session, for the list changes its server announces (s.listen): the
-// notifications come through the client's handler, as the GET stream's do
-// on older versions. It runs on a goroutine of the conn, started by
-// connect, until s dies or the conn closes. A server that does not know
-// the method is not asked again.
+// session, for what the server is to tell it: the list changes the server
+// announces (s.listen) and the resources subscribed to through s's client
+// (mcp-go's Subscribe only records them there; Relisten opens the stream
+// again with them). The notifications come through the client's handler,
+// as the GET stream's do on older versions. With nothing to listen for, no
+// stream is open. It runs on a goroutine of the conn, started by connect,
+// until s dies or the conn closes. A server that does not know the method
+// is not asked again.
 func (c *Conn) listen(s *Session) {
 	ctx, cancel := context.WithCancel(c.lifetime)
 	defer cancel()
@@ -35,13 +38,34 @@ func (c *Conn) listen(s *Session) {
 	})
 	wait := listenRetry
 	for {
-		start := time.Now()
-		err := s.client.Listen(ctx, s.listen)
-		if ctx.Err() != nil {
-			return
+		sctx, stop := context.WithCancel(ctx)
+		s.listenStop.Store(&stop)
+		// Drained before the filter is read: a Relisten from now on ends
+		// this stream.
+		select {
+		case <-s.relisten:
+		default:
 		}
-		if errors.Is(err, mcp.ErrMethodNotFound) {
-			c.logger.Info("server has no subscriptions/listen; its list changes are not followed")
+		filter := s.listen
+		filter.ResourceSubscriptions = s.client.PendingSubscriptionFilter().ResourceSubscriptions
+		start := time.Now()
+		var err error
+		if filter.IsEmpty() {
+			<-sctx.Done()
+		} else {
+			err = s.client.Listen(sctx, filter)
+		}
+		relisten := sctx.Err() != nil
+		s.listenStop.Store(nil)
+		stop()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case relisten:
+			wait = listenRetry
+			continue
+		case errors.Is(err, mcp.ErrMethodNotFound):
+			c.logger.Info("server has no subscriptions/listen; its list changes and resource updates are not followed")
 			return
 		}
 		if time.Since(start) > listenRetryMax {
@@ -53,8 +77,29 @@ func (c *Conn) listen(s *Session) {
 		case <-ctx.Done():
 			timer.Stop()
 			return
+		case <-s.relisten:
+			timer.Stop()
 		case <-timer.C:
 		}
 		wait = min(2*wait, listenRetryMax)
+	}
+}
+
+// Relisten opens the subscriptions/listen stream of a 2026-07-28 session
+// again, so that it carries the resource subscriptions made (or dropped)
+// through the session's client since; call it after Subscribe or
+// Unsubscribe. It does nothing on older versions, where those are
+// requests of their own. It does not block, and is safe for concurrent
+// use.
+func (s *Session) Relisten() {
+	if !mcp.IsModernProtocol(s.protocol) {
+		return
+	}
+	select {
+	case s.relisten <- struct{}{}:
+	default:
+	}
+	if stop := s.listenStop.Load(); stop != nil {
+		(*stop)()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,11 @@ type Session struct {
 	// listen is what a 2026-07-28 session asks subscriptions/listen for:
 	// the list changes the server announces.
 	listen mcp.SubscriptionFilter
+	// relisten (buffer of one) asks the listen loop of a 2026-07-28
+	// session to open its stream again; listenStop ends the stream open
+	// now, nil when none is (listen.go).
+	relisten   chan struct{}
+	listenStop atomic.Pointer[context.CancelFunc]
 
 	// callsMu guards calls: the tools/calls in flight, by progress token.
 	callsMu sync.Mutex
@@ -65,7 +71,7 @@ type Session struct {
 // newSession returns a session over transport, not registered yet (see
 // conn.register).
 func newSession(transport string) *Session {
-	return &Session{transport: transport, dead: make(chan struct{}), closed: make(chan struct{})}
+	return &Session{transport: transport, dead: make(chan struct{}), closed: make(chan struct{}), relisten: make(chan struct{}, 1)}
 }
 
 // attach sets the session's client and the cancel of its ctx. Once close
