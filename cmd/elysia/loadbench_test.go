@@ -733,8 +733,8 @@ type loadStats struct {
 	// run, by command name (todo-mcp); empty in the test process.
 	childCPU  map[string]time.Duration
 	completed int
-	errors     int
-	heals      int // self_healing_error envelopes (not errors)
+	errors    int
+	heals     int // self_healing_error envelopes (not errors)
 	// sent are the completed queries, until checkSaved has read them
 	// back; unsaved counts those whose answer was not saved.
 	sent            []loadSent
