@@ -328,11 +328,11 @@ func todoHTTP(t *testing.T, addr, db string) int {
 // a call fails naming the server; once it is back the next call succeeds at
 // once, with no error, and the todos on disk are all there.
 //
-// Under protocol 2026-07-28, which the gateway and todo-mcp negotiate, there
-// is no Mcp-Session-Id at all (each request is its own ephemeral session on
-// the server), and todo-mcp's default session manager never rejects an
-// unknown id anyway: a restart cannot produce the 404 on an old session id
-// that the issue describes; TestFaultHTTPSessionDropped injects that 404.
+// The gateway and todo-mcp negotiate 2025-11-25 (todo-mcp offers 2026-07-28
+// too; see session/discover.go), but todo-mcp's default session manager
+// never rejects an unknown id: a restart cannot produce the 404 on an old
+// session id that the issue describes; TestFaultHTTPSessionDropped injects
+// that 404.
 // This test pins what a client sees: the restart is transparent.
 func TestFaultHTTPSessionLost(t *testing.T) {
 	t.Parallel()
