@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -113,6 +114,55 @@ func TestBrowserThemeSwitch(t *testing.T) {
 		t.Errorf("after a reload: %v, want dark kept on a light device", got)
 	}
 	t.Logf("screenshot: %s", screenshot(t, b, "ui-theme-dark.png"))
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestBrowserLongAnswerPointsToTable: an answer cut short, over a result
+// too long to show unfolded (30 todos), says so and points to the whole
+// table, which one click opens and brings into view. Before, the answer
+// ended mid-word with nothing pointing to the folded table.
+func TestBrowserLongAnswerPointsToTable(t *testing.T) {
+	llm := newFakeLLM(t,
+		call("mcp_todo", map[string]any{"action": "execute", "tool_name": "list_todos", "tool_inputs": map[string]any{}}),
+		answer("Your todos: "+strings.Repeat("todo number something, ", 40)+"tod… (cut)"))
+	s := startService(t, serveOptions{Env: llm.Env()})
+	for i := range 30 {
+		if code, body := do(t, "POST", s.URL+"/api/servers/todo/execute", "", map[string]any{
+			"tool_name": "create_todo", "tool_inputs": map[string]any{"title": fmt.Sprintf("todo %d", i)}}); code != 200 {
+			t.Fatalf("create todo %d: %d %v", i, code, body)
+		}
+	}
+	b := newBrowser(t, browserTimeout)
+	b.do("open the page",
+		chromedp.Navigate(s.URL+"/tree/alice/c1"),
+		waitJS(`document.body.dataset.live === "live" && document.body.dataset.state === "idle"`),
+	)
+	ask(b, "list my todos")
+	b.do("the run ends", waitJS(lastTurn+`.querySelector('[data-type="completed"]') !== null && document.body.dataset.state === "idle"`))
+	got := eval[map[string]any](b, "the answer's pointer", `(() => {
+		const d = `+lastTurn+`.querySelector('details.result[data-type="result"]');
+		const src = `+lastTurn+`.querySelector('.answer[data-type="text"] .answer-sources');
+		return {folded: d && !d.open, text: src?.textContent, cut: src?.dataset.cut};
+	})()`)
+	if got["folded"] != true || got["cut"] != "true" || !strings.Contains(fmt.Sprint(got["text"]), "the table of 30 rows") {
+		t.Fatalf("the cut answer over a folded table: %v; want a pointer to the table of 30 rows", got)
+	}
+	b.do("follow it",
+		clickNode(`#chat .turn:last-child .answer-sources button.show-result`),
+		waitJS(lastTurn+`.querySelector('details.result[data-type="result"]').open`),
+	)
+	seen := eval[map[string]any](b, "the table", `(() => {
+		const d = `+lastTurn+`.querySelector('details.result[data-type="result"]');
+		const r = d.getBoundingClientRect(), c = document.querySelector("#chat").getBoundingClientRect();
+		return {inView: r.top >= c.top - 1 && r.top < c.bottom, focused: document.activeElement === d.querySelector("summary"),
+			rows: d.querySelectorAll("tbody tr").length};
+	})()`)
+	if seen["inView"] != true || seen["focused"] != true || seen["rows"] != 30.0 {
+		t.Errorf("after the click the table is %v; want it open, in view, focused, with 30 rows", seen)
+	}
+	t.Logf("screenshot: %s", screenshot(t, b, "ui-long-answer.png"))
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}

@@ -304,7 +304,7 @@ export class ChatView {
       case "text": {
         const objs = Array.isArray(p.objects) ? p.objects : [];
         const text = objs.map((o) => (o && typeof o === "object" ? o.text ?? "" : String(o ?? ""))).filter(Boolean).join("\n\n") || p.text || "";
-        return h("div", { class: "answer" }, markdown(text));
+        return h("div", { class: "answer" }, markdown(text), this.sources(t, text));
       }
       case "title": {
         const title = p.title ?? p.text ?? (Array.isArray(p.objects) && p.objects[0] ? p.objects[0].title ?? p.objects[0].text : "");
@@ -323,6 +323,27 @@ export class ChatView {
       default:
         return h("div", { class: "note" }, h("code", null, type), jsonBlock(p));
     }
+  }
+
+  // sources points an answer to the results of its turn that it does not
+  // show in full: a folded table, or any result when the answer itself is
+  // cut ("…" at its end), so that the whole is one click away. It returns
+  // null when there is nothing to point to.
+  sources(t, text) {
+    const cut = /…\s*(\([^()]*\))?\s*$/.test(text);
+    const results = [...t.body.querySelectorAll(':scope > details.result[data-type="result"]:not(.tool-listing)')]
+      .filter((d) => cut || !d.open);
+    if (!results.length) return null;
+    return h("div", { class: "answer-sources small", dataset: { cut: String(cut) } },
+      cut ? "The answer is cut short; the whole result is above: " : "In full above: ",
+      results.flatMap((d, i) => [i ? ", " : "", h("button", {
+        type: "button", class: "link-button show-result",
+        onclick: () => {
+          d.open = true;
+          d.scrollIntoView({ block: "start", behavior: "instant" });
+          d.querySelector(":scope > summary")?.focus({ preventScroll: true });
+        },
+      }, d.dataset.label || "the result")]));
   }
 
   result(p) {
@@ -353,7 +374,9 @@ export class ChatView {
     } else {
       body = objs.length ? table(objs) : jsonBlock(p);
     }
-    return h("details", { class: "result", open: objs.length <= 25 }, head, body);
+    const kind = p.type === "document" || p.type === "text" ? "document" : "table";
+    const label = `the ${kind} of ${objs.length} ${kind === "table" ? "row" : "item"}${objs.length === 1 ? "" : "s"}`;
+    return h("details", { class: "result", open: objs.length <= 25, dataset: { label } }, head, body);
   }
 }
 
