@@ -550,3 +550,42 @@ func TestModernServerOverStdio(t *testing.T) {
 		t.Fatalf("ask = %v, %v; want the answer to the question", res, err)
 	}
 }
+
+// TestServerMovesTo2026: a server remembered as taking initialize that
+// now speaks only 2026-07-28 fails one connect, which forgets it; the next
+// connect asks it with server/discover again and gets 2026-07-28.
+func TestServerMovesTo2026(t *testing.T) {
+	t.Parallel()
+	old := mcpserver.NewMCPServer("old", "1.0.0", mcpserver.WithToolCapabilities(true))
+	modernTools(old, new(atomic.Int32))
+	legacy := mcpserver.NewStreamableHTTPServer(old, mcpserver.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125))
+	srv := mcpserver.NewMCPServer("new", "1.0.0", mcpserver.WithToolCapabilities(true))
+	modernTools(srv, new(atomic.Int32))
+	modern := only2026(mcpserver.NewStreamableHTTPServer(srv, mcpserver.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728)))
+	var moved atomic.Bool
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if moved.Load() {
+			modern.ServeHTTP(w, r)
+			return
+		}
+		legacy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	// The connect that fails waits out connect_timeout: the 2026-07-28
+	// server holds the SSE fallback's GET open without an endpoint.
+	c := newTestConn(t, mcpconfig.ServerConfig{Name: "moving", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp",
+		ConnectTimeout: 2 * time.Second, CallTimeout: 2 * time.Second}, testOptions())
+	s, err := c.Session(t.Context())
+	if err != nil || s.protocol != mcp.ProtocolVersion20251125 || !c.hs.Legacy() {
+		t.Fatalf("first connect: %v, protocol %q, remembered %v; want 2025-11-25, remembered", err, s.protocol, c.hs.Legacy())
+	}
+	moved.Store(true)
+	s.MarkDead(errors.New("ended by the test"))
+	if _, err := c.Session(t.Context()); err == nil {
+		t.Fatal("initialize to a server that speaks only 2026-07-28 succeeded")
+	}
+	s, err = c.Session(t.Context())
+	if err != nil || s.protocol != mcp.ProtocolVersion20260728 {
+		t.Fatalf("connect after the move: %v, want 2026-07-28", err)
+	}
+}

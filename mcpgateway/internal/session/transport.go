@@ -63,11 +63,13 @@ func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
 		case err != nil && outcome == probeNoAnswer && hsCtx.Err() == nil:
 			c.logger.Info("server died on server/discover; starting it again with initialize", logKeyErr, err)
 			c.hs.setLegacy(true)
-			return c.spawn(hsCtx, mcp.LATEST_LEGACY_PROTOCOL_VERSION, nil)
+			probe = false
+			s, err = c.spawn(hsCtx, mcp.LATEST_LEGACY_PROTOCOL_VERSION, nil)
 		}
-	} else if c.cfg.ProtocolVersion == "" && IsServerAnswer(err) {
+	}
+	if !probe && c.cfg.ProtocolVersion == "" && IsServerAnswer(err) {
 		// The server refused initialize: it may speak only 2026-07-28
-		// now, so the next connect asks it again.
+		// (now), so the next connect asks it again.
 		c.hs.setLegacy(false)
 	}
 	return s, err
