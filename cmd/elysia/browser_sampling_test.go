@@ -191,3 +191,36 @@ func TestBrowserPanelSampling(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestBrowserPanelSamplingAuto: with "sampling": "auto" a run from the
+// panel shows the chat's line that expands to the request and the reply.
+// Before, the panel showed nothing of it.
+func TestBrowserPanelSamplingAuto(t *testing.T) {
+	llm := newFakeLLM(t, reply{Content: "an old silent pond"})
+	s := startService(t, serveOptions{Env: llm.Env(), Config: fmt.Sprintf(
+		`{"servers": {"everything": {"command": "node", "args": [%q, "stdio"], "sampling": "auto"}}}`, testenv.Everything(t))})
+	b := newBrowser(t, 2*browserTimeout)
+	openEverythingPage(b, s, "alice")
+	openPanelTool(b, "trigger-sampling-request")
+	line := `#tool-result details.status.sampling`
+	b.do("run it",
+		retype(`#tool-form [name="prompt"]`, "a haiku"),
+		clickNode(`#tool-form-submit`),
+		waitJS(`["ok", "error"].includes(document.querySelector("#tool-result").dataset.state)`),
+		chromedp.WaitVisible(css(line+` > summary`)),
+		clickNode(line+` > summary`),
+		chromedp.WaitVisible(css(line+` .sampling-reply-text`)),
+	)
+	got := eval[string](b, "the line's text", `document.querySelector(`+jsString(line)+`).textContent`)
+	for _, w := range []string{"You are a helpful test server.", "context: a haiku", "Max tokens: 100", "an old silent pond"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the panel's sampling line lacks %q:\n%s", w, got)
+		}
+	}
+	if n := eval[int](b, "no question", `document.querySelectorAll("#tool-result .elicitation").length`); n != 0 {
+		t.Errorf("%d questions in an auto run, want none", n)
+	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

@@ -147,8 +147,9 @@ export class RunView {
     if (state === "cancelled") this.el.append(h("div", { class: "note warning small cancelled" }, "Cancelled: the server was told to stop the call."));
   }
 
-  // empty reports whether the call showed nothing worth keeping.
+  // empty reports whether the call showed nothing worth keeping: once it
+  // ended (its running line gone), nothing at all.
   get empty() {
-    return !this.bar && !this.cards.length && !this.el.querySelector(".note");
+    return !this.el.querySelector(":scope > :not(.progress)");
   }
 }
