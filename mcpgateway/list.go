@@ -186,7 +186,14 @@ func (v *view) buildToolSet(raw []session.RawTool) *toolSet {
 		if _, dup := ts.schema[rt.Name]; dup {
 			continue
 		}
-		info := ToolInfo{Name: rt.Name, Description: rt.Description, InputSchema: rt.InputSchema}
+		// What the model and /mcp's clients read, without the text a
+		// person reading it cannot see (tools.CleanDescription).
+		desc, hidden := tools.CleanDescription(rt.Description)
+		if hidden > 0 {
+			v.logger.Warn("tool description held hidden text: removed before the model or a client sees it",
+				logKeyTool, rt.Name, "removed_chars", hidden)
+		}
+		info := ToolInfo{Name: rt.Name, Description: desc, InputSchema: rt.InputSchema}
 		if len(info.InputSchema) == 0 || string(info.InputSchema) == "null" {
 			info.InputSchema = json.RawMessage(`{"type":"object"}`)
 		}
