@@ -138,6 +138,11 @@ type ServerConfig struct {
 	// entry was added from ("registry" in mcp.json); nil for an entry
 	// written by hand.
 	Registry *RegistryRef `json:"registry,omitempty"`
+	// Pin says what happens when a tool's definition differs from the one
+	// pinned at the server's first listing ("pin" in mcp.json): quarantine
+	// until approved (PinBlock, the default), a warning (PinWarn), or no
+	// pinning (PinOff).
+	Pin PinMode `json:"pin,omitempty"`
 
 	// Templates holds, for every field that used a substitution (${env:},
 	// ${input:}, ${VAR}, ${user:}, ${workspaceFolder}, ...), or whose relative path was resolved against the
@@ -338,6 +343,9 @@ func (s *ServerConfig) problems() []problem {
 	}
 	if !s.Sampling.valid() {
 		ps = append(ps, problem{"sampling", errSamplingValue(fmt.Sprintf("%q", string(s.Sampling)))})
+	}
+	if !s.Pin.valid() {
+		ps = append(ps, problem{"pin", errPinValue(fmt.Sprintf("%q", string(s.Pin)))})
 	}
 	return ps
 }

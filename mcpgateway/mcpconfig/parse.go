@@ -421,6 +421,8 @@ func (sp *serverParse) member(m jmember, inList bool) {
 		sp.registry(v)
 	case "sampling":
 		sp.sampling(v)
+	case "pin":
+		sp.pin(v)
 	case "log_level":
 		if p.is(v, jString, name, m.key) {
 			if !slices.Contains(logLevels, v.str) {

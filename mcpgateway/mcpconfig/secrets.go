@@ -291,7 +291,7 @@ func (s ServerConfig) Equal(o ServerConfig) bool {
 		s.ProtocolVersion == o.ProtocolVersion && s.MaxMessageSize == o.MaxMessageSize &&
 		s.SamplingPerCall == o.SamplingPerCall && s.SamplingPerMinute == o.SamplingPerMinute &&
 		s.SamplingMaxInput == o.SamplingMaxInput && equalPrefix(s.Prefix, o.Prefix) &&
-		equalRegistry(s.Registry, o.Registry)
+		equalRegistry(s.Registry, o.Registry) && s.Pin == o.Pin
 }
 
 // inheritedEnv is what a stdio child takes from the service's environment:
