@@ -41,6 +41,9 @@ type ServerStatus struct {
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// PID is a running stdio server's process id; 0 when none.
 	PID int `json:"pid,omitempty"`
+	// ProtocolVersion is the MCP version the server's live session
+	// negotiated (2026-07-28, 2025-11-25, ...); "" when none is live.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
 	// MissingSecrets, in a status for one user, names the secrets of
 	// that user's own the server takes (${user:NAME}) and the user has
 	// not set; the state is then needs_sign_in. Nil otherwise.

@@ -18,7 +18,7 @@ func Status(cfg mcpconfig.ServerConfig, gs mcpgateway.Status) web.ServerStatus {
 		Name: gs.Name, ToolName: gs.ToolName, Transport: gs.Transport, Enabled: gs.Enabled,
 		State: string(gs.State), ToolCount: gs.ToolCount, Tools: gs.Tools, LastError: gs.LastError,
 		Circuit: web.Circuit{State: gs.Circuit.State, RetryAt: gs.Circuit.RetryAt},
-		Calls:   gs.Calls, Failures: gs.Failures, RetryAt: gs.RetryAt, PID: gs.PID,
+		Calls:   gs.Calls, Failures: gs.Failures, RetryAt: gs.RetryAt, PID: gs.PID, ProtocolVersion: gs.ProtocolVersion,
 		MissingSecrets: gs.MissingSecrets,
 		Command:        d.Command, Args: d.Args, Cwd: d.Cwd, URL: d.URL, Env: d.Env, Headers: d.Headers,
 		Description: cfg.Description, Branch: cfg.Branch, Unresolved: cfg.Mask(cfg.Unresolved),

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
 )
@@ -64,5 +65,19 @@ func TestAPIServersNamesMissingSecrets(t *testing.T) {
 	srv.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"missing_secrets":["TOKEN"]`) {
 		t.Errorf("GET /api/servers as alice: %d %s, want missing_secrets [\"TOKEN\"]", rec.Code, rec.Body)
+	}
+}
+
+// TestStatusShowsProtocolVersion: the version a server's session
+// negotiated reaches GET /api/servers, so a person can tell a 2026-07-28
+// server from a 2025-11-25 one.
+func TestStatusShowsProtocolVersion(t *testing.T) {
+	st := Status(mcpconfig.ServerConfig{Name: "todo", Enabled: true}, mcpgateway.Status{Name: "todo", State: "connected", ProtocolVersion: "2026-07-28"})
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"protocol_version":"2026-07-28"`) {
+		t.Errorf("the status on the wire = %s, want the negotiated protocol_version", b)
 	}
 }
