@@ -174,6 +174,27 @@ var migrations = []migration{
 		sqlite:   saveKeyMigration,
 		postgres: saveKeyMigration,
 	},
+	{
+		// Each MCP server's pinned tool definitions (see Store.ToolPins),
+		// shared by every replica.
+		sqlite:   toolPinsMigration("INTEGER"),
+		postgres: toolPinsMigration("BIGINT"),
+	},
+}
+
+// toolPinsMigration is the fourteenth migration; integer is the dialect's
+// 64-bit integer type.
+func toolPinsMigration(integer string) []string {
+	return []string{
+		`CREATE TABLE tool_pins (
+			server TEXT NOT NULL,
+			tool TEXT NOT NULL,
+			hash TEXT NOT NULL,
+			definition TEXT NOT NULL,
+			pinned_at ` + integer + ` NOT NULL,
+			from_copy TEXT NOT NULL DEFAULT '',
+			PRIMARY KEY (server, tool))`,
+	}
 }
 
 // saveKeyMigration is the thirteenth migration, the same in both
