@@ -167,3 +167,26 @@ func TestBrowserLongAnswerPointsToTable(t *testing.T) {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestBrowserNewConversationFollowsSettings: a conversation nobody has
+// asked anything yet is not created, so it takes the tree the agent
+// settings name, and its page shows that tree as soon as they are saved.
+func TestBrowserNewConversationFollowsSettings(t *testing.T) {
+	s := startService(t, serveOptions{Env: newFakeLLM(t).Env()})
+	b := newBrowser(t, browserTimeout)
+	b.do("open a new conversation; change the tree new ones start with",
+		chromedp.Navigate(s.URL+"/tree/alice/fresh"),
+		waitJS(`document.body.dataset.state === "idle"`),
+		chromedp.WaitVisible(css(`#tree .node[data-id="text_response"]`)),
+		chromedp.Click(css("#settings-button")),
+		waitJS(`document.querySelector("#settings-mode").value === "one_branch"`),
+		chromedp.SetValue(css("#settings-mode"), "empty"),
+		chromedp.Click(css("#settings-save")),
+		waitJS(`document.querySelector("#settings-status").dataset.ok === "true"`),
+		chromedp.Click(css("#settings-close")),
+		waitJS(`!document.querySelector('#tree .node[data-id="text_response"]') && !!document.querySelector('#tree .node[data-id="mcp_todo"]')`),
+	)
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

@@ -62,6 +62,11 @@ func TestBrowserAgentSettings(t *testing.T) {
 	llm := newFakeLLM(t, answer("Arr, done."))
 	s := startService(t, serveOptions{Env: llm.Env()})
 	b := newBrowser(t, browserTimeout)
+	// c1 exists before the settings change (a page alone creates nothing):
+	// it keeps the tree it was made with.
+	if code, _ := do(t, http.MethodGet, s.URL+"/tree/alice/c1", "", nil); code != http.StatusOK {
+		t.Fatalf("create c1: %d", code)
+	}
 	b.do("open the page and the settings",
 		chromedp.Navigate(s.URL+"/tree/alice/c1"),
 		waitJS(`document.body.dataset.state === "idle"`),

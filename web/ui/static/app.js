@@ -178,6 +178,8 @@ class App {
       await promptForKey(getKey() ? "Replace the stored API key." : "Enter an API key for this server.");
     });
     window.addEventListener("elysia-key", () => this.afterNewKey());
+    // New settings may name another tree for a conversation not created yet.
+    window.addEventListener("elysia-settings", () => this.exists === false && this.loadTree());
     // Esc stops a running query, unless something nearer took it (a
     // dialog, the panel, a form); with no query running and the keyboard
     // nowhere in particular, it closes the panel.

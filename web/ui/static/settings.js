@@ -97,6 +97,8 @@ export class Settings {
     }
     const warnings = (r.data && Array.isArray(r.data.warnings)) ? r.data.warnings : [];
     this.status(["Saved: your next queries use these settings."].concat(warnings).join(" "), true);
+    // A conversation not created yet starts with the tree they name.
+    window.dispatchEvent(new Event("elysia-settings"));
   }
 
   field(id) {
