@@ -105,6 +105,9 @@ func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool stri
 		return nil, g.classify(ctx, err), err
 	}
 	sch, ok := ts.schema[tool]
+	if c, held := ts.held[tool]; !ok && held {
+		return nil, outcomeNotRun, &heldToolError{Server: g.cfg.Name, Change: c}
+	}
 	if !ok {
 		return nil, outcomeNotRun, &unknownToolError{Server: g.cfg.Name, Tool: tool, Available: ts.names, Closest: closest(tool, ts.names)}
 	}

@@ -92,6 +92,9 @@ type Gateway struct {
 	// user's view the dialer that replaces its dial.
 	childDialer func(c *session.Conn) func(hsCtx context.Context) (*session.Session, error)
 
+	// pins is what the gateway knows of its tools' pins (pins.go).
+	pins pinBook
+
 	// watches are the resource subscribers of g's views (subscribe.go).
 	watches watchBook
 	// listsChanged counts the resources' and prompts' list_changed of g's

@@ -63,6 +63,13 @@ type toolSet struct {
 	// fresh only while both are still current (view.freshLocked).
 	sess    *session.Session
 	changes uint64
+	// held are the tools left out because their definitions are not the
+	// pinned ones, by name (pins.go). pinGen is the gateway's count of
+	// approvals when the listing started; pinRecheck, when not zero, is
+	// when a listing that holds tools back goes stale.
+	held       map[string]ToolChange
+	pinGen     uint64
+	pinRecheck time.Time
 }
 
 // List returns the server's tools (after allow/deny), from the cache when it
@@ -84,7 +91,7 @@ func (g *Gateway) List(ctx context.Context) ([]ToolInfo, error) {
 // it was listed on the live session and no list_changed came since its
 // listing started. v.mu is held.
 func (v *view) freshLocked(ts *toolSet) bool {
-	return ts != nil && ts.changes == v.changes && ts.sess != nil && ts.sess == v.conn.Current()
+	return ts != nil && ts.changes == v.changes && ts.sess != nil && ts.sess == v.conn.Current() && !v.g.pinsStale(ts)
 }
 
 // maxRelists bounds how often tools lists again because list_changed arrived
@@ -150,7 +157,18 @@ func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 			}
 			err = v.conn.CallErr(ctx, "list", err)
 		} else {
-			ts = v.buildToolSet(raw)
+			var held map[string]ToolChange
+			v.g.pins.mu.Lock()
+			gen := v.g.pins.gen
+			v.g.pins.mu.Unlock()
+			if v.pinning() {
+				held = v.checkPins(ctx, raw)
+			}
+			ts = v.buildToolSet(raw, held)
+			ts.pinGen = gen
+			if len(held) > 0 {
+				ts.pinRecheck = time.Now().Add(pinRecheck)
+			}
 			ts.description = describe(v.cfg, ts.names, s.Offers())
 			ts.sess = s
 			ts.changes = changes
@@ -176,11 +194,15 @@ func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 	close(f.done)
 }
 
-// buildToolSet filters raw by allow/deny and compiles each input schema once.
-func (v *view) buildToolSet(raw []session.RawTool) *toolSet {
-	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw)), retry: map[string]bool{}, task: map[string]bool{}}
+// buildToolSet filters raw by allow/deny, leaves out the tools held back
+// (held, by name: see checkPins) and compiles each input schema once.
+func (v *view) buildToolSet(raw []session.RawTool, held map[string]ToolChange) *toolSet {
+	ts := &toolSet{schema: make(map[string]*tools.Schema, len(raw)), retry: map[string]bool{}, task: map[string]bool{}, held: held}
 	for _, rt := range raw {
 		if rt.Name == "" || !v.allowed(rt.Name) {
+			continue
+		}
+		if _, ok := held[rt.Name]; ok {
 			continue
 		}
 		if _, dup := ts.schema[rt.Name]; dup {

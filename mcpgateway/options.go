@@ -94,6 +94,11 @@ type Options struct {
 	MaxUsers int
 	UserWait time.Duration
 
+	// Pins, when set, keeps the servers' pinned tool definitions: each
+	// listing is held against them (see PinStore, "pin" in mcp.json). Nil
+	// means no pinning.
+	Pins PinStore
+
 	// OnProcessStart, when set, is called with the pid of every stdio child
 	// the gateway starts, after it started. It must not block. Tests use it
 	// to count spawns.

@@ -41,6 +41,16 @@ type Status struct {
 	// secrets of that user's own the server takes (${user:NAME}) and the
 	// user has not set; the state is then needs_sign_in. Nil otherwise.
 	MissingSecrets []string `json:"missing_secrets,omitempty"`
+	// Pin is the server's "pin" mode: block, warn or off; "" without a
+	// PinStore.
+	Pin string `json:"pin"`
+	// ToolChanges are the tools whose definitions are not the pinned ones:
+	// held back until approved (Held) or let through with a warning. Nil
+	// when every tool matches.
+	ToolChanges []ToolChange `json:"tool_changes,omitempty"`
+	// DiffersByUser names the tools the server gave different users in
+	// different definitions.
+	DiffersByUser []string `json:"differs_by_user,omitempty"`
 }
 
 // CircuitStatus is the circuit breaker's state.
@@ -64,5 +74,6 @@ func (g *Gateway) Status() Status {
 	if st.State == session.StateConnected && failing {
 		st.State = session.StateDegraded
 	}
+	g.pinStatus(&st)
 	return st
 }
