@@ -48,6 +48,16 @@ type ServerStatus struct {
 	// that user's own the server takes (${user:NAME}) and the user has
 	// not set; the state is then needs_sign_in. Nil otherwise.
 	MissingSecrets []string `json:"missing_secrets,omitempty"`
+	// Pin is the server's "pin" mode: block, warn or off ("" when the
+	// service keeps no pins).
+	Pin string `json:"pin,omitempty"`
+	// ToolChanges are the tools whose definitions are not the pinned
+	// ones: held back until approved, or (Held false, "pin": "warn") let
+	// through with a warning. Nil when every tool matches its pin.
+	ToolChanges []ToolChange `json:"tool_changes,omitempty"`
+	// DiffersByUser names the tools the server gave different users in
+	// different definitions; nil when none.
+	DiffersByUser []string `json:"differs_by_user,omitempty"`
 
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
@@ -65,6 +75,22 @@ type ServerStatus struct {
 	// lists under another name than <prefix>__<tool> (the name was taken
 	// by an earlier tool) to that name; nil when none.
 	Renamed map[string]string `json:"renamed,omitempty"`
+}
+
+// ToolChange is a tool whose definition is not the one pinned (approved).
+type ToolChange struct {
+	Name string `json:"name"`
+	// Change is "new" or "changed"; Reason says what changed.
+	Change string `json:"change"`
+	Reason string `json:"reason"`
+	// Old is the pinned definition, JSON ("" for a new tool); New the
+	// one the server lists now.
+	Old string `json:"old,omitempty"`
+	New string `json:"new"`
+	// Held is true while the tool is held back until approved.
+	Held bool `json:"held"`
+	// PinnedAt is when Old was pinned; nil for a new tool.
+	PinnedAt *time.Time `json:"pinned_at,omitempty"`
 }
 
 // Circuit is a server's circuit breaker.

@@ -302,6 +302,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.POST("/api/servers/:name/prompts/get", s.requireKey, s.serverGetPrompt)
 	e.POST("/api/servers/:name/complete", s.requireKey, s.serverComplete)
 	e.GET("/api/servers/:name/logs", s.requireKey, s.serverLogs)
+	e.POST("/api/servers/:name/pins", s.requireAdmin, s.serverPins)
 	return e
 }
 

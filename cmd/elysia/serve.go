@@ -426,6 +426,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		}
 		a.persist = persist.New(a.store)
 		topts.Store, topts.Locker, topts.Profiles = a.persist, a.persist, a.persist
+		gopts.Pins = adapter.StorePins{Store: a.store}
 		switch vault, err := adapter.OpenVault(ctx, a.store, os.LookupEnv); {
 		case errors.Is(err, store.ErrNoSecretKey):
 			c.logger.Warn("ELYSIA_SECRET_KEY is not set: users' sign-ins and secrets are kept in memory only, " +
