@@ -105,7 +105,7 @@ func TestUnknownCommandSuggests(t *testing.T) {
 		{[]string{"mcp", "lsit"}, `did you mean "mcp list"?`},
 		{[]string{"mcp", "logut", "x"}, `did you mean "mcp logout"?`},
 		{[]string{"config", "chek"}, `did you mean "config check"?`},
-		{[]string{"mcp"}, "list, call, login, logout, serve, search, add, update or remove"},
+		{[]string{"mcp"}, "list, call, login, logout, serve, search, add, update, remove or pins"},
 		{[]string{"config"}, "check"},
 	} {
 		code, out, errOut := runIn(t, c.args...)

@@ -94,6 +94,13 @@ var commands = []command{
 	{name: "mcp remove", args: "SERVER", summary: "remove a server from mcp.json",
 		detail:   "Removes the entry of SERVER from mcp.json with its comments, leaving the rest of the file as it is.",
 		examples: []string{"elysia mcp remove weather"}},
+	{name: "mcp pins", args: "[list|approve|reset] SERVER [TOOL...]", summary: "review a server's pinned tools",
+		detail: "The first listing of a server pins each tool's definition in the database (--db, as elysia serve); a tool\n" +
+			"whose definition changed since, or that is new, is held back (\"pin\": \"block\") until approved. list (the\n" +
+			"default) connects to SERVER and shows its pins and what changed, old and new; approve pins the current\n" +
+			"definitions of the TOOLs (default: every one waiting), exiting 2 when nothing waits; reset forgets the\n" +
+			"server's pins, so its next listing pins afresh. A running elysia serve takes an approval in within a minute.",
+		examples: []string{"elysia mcp pins github", "elysia mcp pins approve github create_issue", "elysia mcp pins reset github"}},
 	{name: "config check", args: "[FILE]", summary: "validate an mcp.json",
 		detail:   "Checks FILE (default --config) and lists its servers; a bad file exits 2 with file:line:col.",
 		examples: []string{"elysia config check", "elysia config check ./other/mcp.json"}},

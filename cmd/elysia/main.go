@@ -12,6 +12,7 @@
 //	elysia mcp add NAME[@VERSION] [--name SERVER] [--per-user-secrets] [--set NAME=VALUE]
 //	elysia mcp update [SERVER] [--dry-run]
 //	elysia mcp remove SERVER
+//	elysia mcp pins [list|approve|reset] SERVER [TOOL...] [--db DSN]
 //	elysia config check [FILE]
 //	elysia help [COMMAND], elysia COMMAND --help, elysia --version
 //
@@ -163,6 +164,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cmdMCPUpdate(ctx, sub(2), stdout, stderr)
 		case "remove":
 			return cmdMCPRemove(ctx, sub(2), stdout, stderr)
+		case "pins":
+			return cmdMCPPins(ctx, sub(2), stdout, stderr)
 		}
 		return unknownSub("mcp", args[1])
 	case "config":
