@@ -75,6 +75,22 @@ func bhRemote(transport, url string) mcpconfig.ServerConfig {
 		ConnectTimeout: bhConnect, CallTimeout: bhCall}
 }
 
+// bhAnsweredConnect is the connect_timeout of a black-holed server whose
+// handshake is answered: the variant tests a later phase, and a handshake
+// on two busy cores under -race may take longer than bhConnect.
+const bhAnsweredConnect = 2 * time.Second
+
+// bhRemoteFor is bhRemote for a server black-holing in mode: one that
+// answers its handshake gets bhAnsweredConnect.
+func bhRemoteFor(transport, url string, mode bhMode) mcpconfig.ServerConfig {
+	cfg := bhRemote(transport, url)
+	switch mode {
+	case bhNoList, bhNoCall, bhNoDelete:
+		cfg.ConnectTimeout = bhAnsweredConnect
+	}
+	return cfg
+}
+
 // bhResult is what an operation run by bhRun returned.
 type bhResult struct {
 	err      error
@@ -511,7 +527,7 @@ func TestBlackholeSSE(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := New(bhRemote(mcpconfig.TransportSSE, bhURL(t, tt.hole, tt.mode, "/sse")), bhOptions())
+			g := New(bhRemoteFor(mcpconfig.TransportSSE, bhURL(t, tt.hole, tt.mode, "/sse"), tt.mode), bhOptions())
 			bhListThenExecute(t, g, bhWait, tt.listPhases, tt.execPhases, nil)
 		})
 	}
@@ -723,7 +739,7 @@ func TestBlackholeStreamable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := New(bhRemote(mcpconfig.TransportHTTP, bhURL(t, tt.hole, tt.mode, "/mcp")), bhOptions())
+			g := New(bhRemoteFor(mcpconfig.TransportHTTP, bhURL(t, tt.hole, tt.mode, "/mcp"), tt.mode), bhOptions())
 			bhListThenExecute(t, g, bhWait, tt.listPhases, tt.execPhases, nil)
 		})
 	}
