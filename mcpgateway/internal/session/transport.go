@@ -228,7 +228,7 @@ func (c *Conn) dialStreamable(hsCtx context.Context, version string, probe *disc
 	}
 	opts := []mcptransport.StreamableHTTPCOption{
 		mcptransport.WithHTTPBasicClient(s.httpClient),
-		mcptransport.WithHTTPLogger(c.logger),
+		mcptransport.WithHTTPLogger(slog.New(noListenHandler{c.logger.Handler()})),
 	}
 	if len(c.cfg.Headers) > 0 {
 		opts = append(opts, mcptransport.WithHTTPHeaders(c.cfg.Headers))

@@ -1,0 +1,56 @@
+package session
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// TestNoListenLoggedAtDebug: a Streamable HTTP server that offers no GET
+// stream (405, as the specification allows) is normal: mcp-go's record of
+// it, at error, is logged at debug. It pins noListenText to the mcp-go in
+// go.mod: with another text the record stays at error and this fails.
+func TestNoListenLoggedAtDebug(t *testing.T) {
+	srv := mcpserver.NewMCPServer("quiet", "1", mcpserver.WithToolCapabilities(true))
+	h := mcpserver.NewStreamableHTTPServer(srv, mcpserver.WithDisableLocalhostProtection(true))
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusMethodNotAllowed) // no stream here
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	logs := &testenv.SyncBuffer{}
+	cfg := mcpconfig.ServerConfig{Name: "quiet", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp", Enabled: true,
+		ConnectTimeout: 15 * time.Second, CallTimeout: 10 * time.Second}
+	c := New(cfg, testOptions(), slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), func(s string) string { return s })
+	defer c.Close()
+	if _, err := c.Session(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), noListenText) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var line string
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(l, noListenText) {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no record of the missing GET stream within 10 s; mcp-go's text changed? logs:\n%s", logs)
+	}
+	if !strings.Contains(line, "level=DEBUG") {
+		t.Errorf("the missing GET stream is logged as %q, want at debug", line)
+	}
+}
