@@ -109,6 +109,13 @@ func Parse(file string, data []byte, opts *LoadOptions) (*Config, error) {
 		o.Logger.Warn("mcp.json warning", "warning", w)
 	}
 	if len(p.errs) > 0 {
+		// A misspelt key is likely why a server is missing what it needs
+		// ("comand"): say so beside the error, which a warning is not.
+		for _, w := range p.typos {
+			if len(p.errs) < maxProblems {
+				p.errs = append(p.errs, w)
+			}
+		}
 		return nil, joinErrors(p.errs)
 	}
 	for i := range p.cfg.Servers {
@@ -119,11 +126,14 @@ func Parse(file string, data []byte, opts *LoadOptions) (*Config, error) {
 
 // parser holds the state of one Parse call.
 type parser struct {
-	file      string
-	lines     *lineIndex
-	opts      LoadOptions
-	cfg       *Config
-	errs      []error
+	file  string
+	lines *lineIndex
+	opts  LoadOptions
+	cfg   *Config
+	errs  []error
+	// typos are the unknown keys of servers that look like misspelt
+	// known ones, reported with the errors when there are any.
+	typos     []*ConfigError
 	inputs    map[string]Input      // top-level inputs by id
 	inputVals map[string]inputValue // values of top-level inputs, once found
 }
@@ -456,6 +466,13 @@ func (sp *serverParse) member(m jmember, inList bool) {
 			sp.s.Roots = append(sp.s.Roots, filepath.Clean(t.val))
 		}
 	default:
+		if k := closestKey(m.key, serverKeys); k != "" {
+			msg := fmt.Sprintf("unknown key %q ignored: did you mean %q?", m.key, k)
+			p.warnAt(m.keyOff, name, "%s", msg)
+			line, col := p.lines.position(m.keyOff)
+			p.typos = append(p.typos, &ConfigError{File: p.file, Line: line, Column: col, Server: name, Msg: msg})
+			return
+		}
 		p.warnAt(m.keyOff, name, "unknown key %q ignored", m.key)
 	}
 }
