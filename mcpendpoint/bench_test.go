@@ -111,7 +111,7 @@ func BenchmarkToolsList100ServersHandle(b *testing.B) {
 	}
 	b.Run("fast", func(b *testing.B) {
 		for b.Loop() {
-			if _, ok := ep.fastList(ctx, "alice", msg); !ok {
+			if _, ok := ep.fastList(ctx, "alice", msg, anyVersion); !ok {
 				b.Fatal("not answered")
 			}
 		}

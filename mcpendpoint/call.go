@@ -32,8 +32,12 @@ func (e *Endpoint) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolReq
 
 // route answers one tools/call for ctx's user. A call that StopCalls
 // ended without a result answers errServiceStopped, which mcp-go sends
-// the client as a JSON-RPC error.
+// the client as a JSON-RPC error. A 2026-07-28 call runs on a goroutine
+// of the endpoint (routeModern), which calls route again.
 func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if isModern(ctx) && heldFrom(ctx) == nil {
+		return e.routeModern(ctx, req)
+	}
 	ctx, done := e.drain.call(ctx)
 	defer done()
 	res, err := e.routeCall(ctx, req)
@@ -45,12 +49,7 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 
 // routeCall is route's call.
 func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	name := req.Params.Name
-	if req.Params.Meta != nil {
-		if n, ok := req.Params.Meta.AdditionalFields[nameKey].(string); ok {
-			name = n
-		}
-	}
+	name := clientToolName(req)
 	user := mcpgateway.UserFrom(ctx)
 	ctx, done := e.track(ctx)
 	defer done()

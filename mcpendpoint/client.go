@@ -34,6 +34,10 @@ type clientEmitter struct {
 	// levelRead reads the session's log level from the SessionStore once
 	// per call, before its first log message (syncLevel); never nil.
 	levelRead *sync.Once
+	// held, for a 2026-07-28 call, is the call it runs (held.go): its
+	// questions become input_required results, and its events go to the
+	// client request waiting on it, if any.
+	held *heldCall
 }
 
 var _ tools.Asker = clientEmitter{}
@@ -58,6 +62,14 @@ func (clientEmitter) ProgressPace() time.Duration { return ClientProgressInterva
 // servers' log messages at the level the session set (logging/setLevel;
 // error by default), each named after its server.
 func (e clientEmitter) Emit(ev tools.Event) {
+	call, progress := e.call, e.progress
+	if e.held != nil {
+		w := e.held.current()
+		if w == nil {
+			return // nobody waits on the call now: missed
+		}
+		call, progress = w.ctx, w.progress
+	}
 	if le, ok := ev.Payload.(mcpgateway.ServerLogPayload); ok && ev.Type == mcpgateway.EventServerLog {
 		level := mcp.LoggingLevel(le.Level)
 		if !level.ShouldSendTo(mcp.LoggingLevelDebug) {
@@ -67,20 +79,21 @@ func (e clientEmitter) Emit(ev tools.Event) {
 		if le.Logger != "" {
 			logger += "/" + le.Logger
 		}
-		e.levelRead.Do(func() { e.ep.syncLevel(e.call) })
-		e.ep.notifyLog(e.call, mcp.NewLoggingMessageNotification(level, logger, le.Data))
+		e.levelRead.Do(func() { e.ep.syncLevel(call) })
+		e.ep.notifyLog(call, mcp.NewLoggingMessageNotification(level, logger, le.Data))
 		return
 	}
-	if e.progress != nil {
-		e.progress.Emit(ev)
+	if progress != nil {
+		progress.Emit(ev)
 	}
 }
 
 // TakesServerLogs marks the emitter a mcpgateway.ClientLogger.
 func (clientEmitter) TakesServerLogs() {}
 
-// Ask puts q to the client as elicitation/create and waits for its answer,
-// or ctx (the gateway's elicitation_timeout), or the end of the call.
+// Ask puts q to the client as elicitation/create (of a 2026-07-28 call:
+// in an input_required result) and waits for its answer, or ctx (the
+// gateway's elicitation_timeout), or the end of the call.
 func (e clientEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer, error) {
 	p := q.Payload
 	if reason := e.cannotAsk(p.Mode); reason != "" {
@@ -99,15 +112,25 @@ func (e clientEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer,
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	res, err := e.srv.RequestElicitation(rctx, mcp.ElicitationRequest{
-		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
-		Params:  params,
-	})
+	var (
+		res *mcp.ElicitationResult
+		err error
+	)
+	if e.held != nil {
+		res, err = e.ep.heldElicit(rctx, e.held, params)
+	} else {
+		res, err = e.srv.RequestElicitation(rctx, mcp.ElicitationRequest{
+			Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
+			Params:  params,
+		})
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return tools.Answer{}, ctx.Err()
 	case errors.Is(err, mcpserver.ErrElicitationNotSupported):
 		return tools.Answer{Action: tools.ElicitDecline, Reason: "the MCP client's transport cannot take questions"}, nil
+	case errors.Is(err, errTooManyHeld):
+		return tools.Answer{Action: tools.ElicitDecline, Reason: err.Error()}, nil
 	case err != nil:
 		if e.call.Err() != nil {
 			return tools.Answer{}, e.call.Err()
@@ -168,7 +191,8 @@ func askedBy(p tools.ElicitationPayload) string {
 
 // samplingEmitter is the clientEmitter of a call whose client declared
 // sampling: a server's sampling/createMessage during the call goes to
-// that client (mcpgateway.ClientSampler) rather than the service's model.
+// that client (mcpgateway.ClientSampler) rather than the service's model;
+// to a 2026-07-28 client, in an input_required result.
 type samplingEmitter struct{ clientEmitter }
 
 var _ mcpgateway.ClientSampler = samplingEmitter{}
@@ -181,6 +205,9 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	req.Method = string(mcp.MethodSamplingCreateMessage)
+	if e.held != nil {
+		return e.ep.heldSample(rctx, e.held, req)
+	}
 	if ep := e.ep; ep.opts.Relay != nil && ep.opts.Sessions != nil {
 		sid := SessionID(e.call)
 		if user, ok := ep.sessions.owner(sid); ok && !ep.sessions.streaming(sid, user) {
@@ -196,7 +223,10 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 // to the client, puts questions to it, and gives it the servers' sampling
 // requests when it declared sampling.
 func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
-	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, progress: e.progressEmitter(ctx, req), urls: &sentURLs{}, levelRead: &sync.Once{}}
+	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, urls: &sentURLs{}, levelRead: &sync.Once{}, held: heldFrom(ctx)}
+	if ce.held == nil {
+		ce.progress = e.progressEmitter(ctx, req)
+	}
 	if s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok && s.GetClientCapabilities().Sampling != nil {
 		if _, ok := s.(mcpserver.SessionWithSampling); ok {
 			return samplingEmitter{ce}

@@ -34,12 +34,17 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 )
 
-// protocolVersions are the versions the HTTP transport serves: 2025-11-25
-// and older ones negotiated down. The 2026-07-28 stateless core has no
-// sessions, and sessions carry the user.
+// protocolVersions are the versions served with sessions (2025-11-25 and
+// older ones negotiated down): the versions of the session machinery
+// (resumable call streams, the fast list of a session, initialize).
 var protocolVersions = []string{
 	mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105,
 }
+
+// servedVersions are every version the endpoint serves on /mcp, newest
+// first (server/discover lists them): 2026-07-28, stateless (held.go),
+// and protocolVersions.
+var servedVersions = append([]string{mcp.ProtocolVersion20260728}, protocolVersions...)
 
 // Options configures an Endpoint. A nil *Options means the defaults; New
 // copies it.
@@ -89,6 +94,26 @@ type Options struct {
 	// 404. Nil takes a replica that does not answer within
 	// resumeRelayWait for gone.
 	Replicas Replicas
+	// StateKey is the HMAC-SHA256 key that seals the requestState of a
+	// 2026-07-28 call's input_required result (state.go); the replicas
+	// of a service share it, so that any of them takes the client's
+	// retry. Derive it from the service's secret for this use alone; it
+	// is never logged. Empty means a random key of this process: only
+	// this process opens its requestStates.
+	StateKey []byte
+	// InputWait is how long a 2026-07-28 call that asked its client
+	// something waits for the retry with the answers before it is
+	// cancelled. Zero means DefaultInputWait.
+	InputWait time.Duration
+	// MaxHeldCalls bounds the 2026-07-28 calls waiting for their
+	// clients' answers at once; one user holds at most a sixteenth (at
+	// least 8). Past it a question is declined. Zero means
+	// DefaultMaxHeldCalls.
+	MaxHeldCalls int
+	// ListTTL is the ttlMs a 2026-07-28 client is given with a complete
+	// tools/list (one that left a server out says when it is built
+	// again). Zero means DefaultListTTL.
+	ListTTL time.Duration
 }
 
 // Endpoint is the aggregate MCP endpoint. Create it with New, serve HTTP
@@ -113,6 +138,12 @@ type Endpoint struct {
 	storeWait time.Duration
 	// drain is the endpoint's part in a shutdown (drain.go).
 	drain drainState
+	// held are the 2026-07-28 calls (held.go); stateKey seals their
+	// requestStates (state.go).
+	held     *heldTable
+	stateKey []byte
+	// info is serverInfo, encoded once.
+	info []byte
 
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
@@ -164,7 +195,23 @@ func New(src Source, opts *Options) *Endpoint {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	if o.InputWait <= 0 {
+		o.InputWait = DefaultInputWait
+	}
+	if o.MaxHeldCalls <= 0 {
+		o.MaxHeldCalls = DefaultMaxHeldCalls
+	}
+	if o.ListTTL <= 0 {
+		o.ListTTL = DefaultListTTL
+	}
 	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
+	e.held = newHeldTable()
+	e.stateKey = newStateKey()
+	if len(o.StateKey) > 0 {
+		e.stateKey = append([]byte(nil), o.StateKey...)
+	}
+	e.opts.StateKey = nil // kept in stateKey only
+	e.info = serverInfo(o.Version)
 	e.sessions = newSessionBook(o.MaxSessions, sessionsPerUser(o.MaxSessions), e.endEvicted)
 	e.tag = newReplicaTag()
 	e.storeWait = storeTimeout
@@ -189,7 +236,7 @@ func New(src Source, opts *Options) *Endpoint {
 		hooks.AddOnRegisterSession(e.samples.registered)
 		hooks.AddOnUnregisterSession(e.samples.unregistered)
 	}
-	e.srv = mcpserver.NewMCPServer("elysia", o.Version,
+	e.srv = mcpserver.NewMCPServer(serverName, o.Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),
 		mcpserver.WithPromptCapabilities(true),
@@ -209,7 +256,7 @@ func New(src Source, opts *Options) *Endpoint {
 		mcpserver.WithEndpointPath("/mcp"),
 		mcpserver.WithSessionIdManagerResolver(e.sessions),
 		mcpserver.WithSessionIdleTTL(o.SessionIdleTTL),
-		mcpserver.WithStreamableHTTPProtocolVersions(protocolVersions...),
+		mcpserver.WithStreamableHTTPProtocolVersions(servedVersions...),
 		mcpserver.WithDisableLocalhostProtection(true), // web checks Host and Origin for every route
 		mcpserver.WithStreamableHTTPLogger(e.logger),
 		mcpserver.WithHeartbeatInterval(30*time.Second),
@@ -226,9 +273,11 @@ func New(src Source, opts *Options) *Endpoint {
 
 // ServeMCP serves one HTTP request of the endpoint for user, who the
 // caller has authenticated: /mcp (Streamable HTTP: POST, the GET stream,
-// DELETE), /sse and /message (the legacy SSE transport). A session belongs
+// DELETE; a 2026-07-28 request statelessly, with no session), /sse and
+// /message (the legacy SSE transport). A session belongs
 // to the user who opened it: another user's request naming it gets 404. A
-// DELETE naming no session gets 400. A body over MaxBodyBytes gets 413.
+// DELETE naming no session gets 400 (of 2026-07-28: 405). A body over
+// MaxBodyBytes gets 413.
 func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string) {
 	if r.ContentLength > e.opts.MaxBodyBytes {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
@@ -246,6 +295,15 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 	r = r.WithContext(ctx)
 	switch r.URL.Path {
 	case "/mcp":
+		if mcp.IsModernProtocol(r.Header.Get(mcpserver.HeaderKeyProtocolVersion)) {
+			// 2026-07-28: no session to share, adopt or relay; any
+			// replica answers (mcp-go checks the headers against the
+			// body, and answers GET and DELETE with 405).
+			if !e.serveFastList(w, r, user) {
+				e.http.ServeHTTP(w, r)
+			}
+			return
+		}
 		// mcp-go checks a POST's session id (sessionBook) but opens a GET
 		// stream on any, where another user would get that session's
 		// messages, and answers 500 to a DELETE of an unknown one, or of
@@ -396,9 +454,10 @@ func (e *Endpoint) Collisions() []Collision {
 }
 
 // Close ends every HTTP session here and stops the idle-session sweeper;
-// open GET streams end, the calls still running are cancelled, and the
-// ended sessions' resource subscriptions are ended at their servers (each
-// within ListTimeout). The sessions' records stay in the SessionStore,
+// open GET streams end, the calls still running are cancelled (the
+// 2026-07-28 calls too, those waiting for their clients' answers among
+// them), and the ended sessions' resource subscriptions are ended at
+// their servers (each within ListTimeout). The sessions' records stay in the SessionStore,
 // for the other replicas. A shutdown that lets calls finish first uses
 // Drain, WaitCalls and StopCalls before it. It may be called more than
 // once.
@@ -406,6 +465,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
 	e.relayed.stopForwards()
 	e.streams.Close()
+	e.held.close()
 	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
 	e.subs.wg.Wait() // each bounded by ListTimeout
 	e.samples.close()

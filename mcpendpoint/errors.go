@@ -14,3 +14,14 @@ var ErrTooManySubscriptions = errors.New("too many resource subscriptions")
 // ErrNotSubscribable is matched by the error of a resources/subscribe to a
 // resource of a server the endpoint cannot subscribe at.
 var ErrNotSubscribable = errors.New("resource cannot be subscribed to")
+
+// ErrRequestState is matched by the error of a 2026-07-28 retry whose
+// requestState the endpoint refuses: not one it issued, altered, expired,
+// another user's or another request's. Nothing is run.
+var ErrRequestState = errors.New("requestState refused")
+
+// ErrCallGone is matched by the error of a 2026-07-28 retry whose call no
+// longer waits for it: it ended, its wait for the client's answers
+// lapsed, or the replica holding it is gone. The client calls the tool
+// again.
+var ErrCallGone = errors.New("the call waiting for these answers is gone")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -26,6 +27,9 @@ import (
 // schemas. The other requests, and the lists of the other modes, go
 // through mcp-go.
 
+// anyVersion is fastList's want of a stdio request: 2026-07-28 or earlier.
+const anyVersion = "*"
+
 // maxListRequestBytes is the largest body the fast path reads: a tools/list
 // request is a few hundred bytes; anything bigger goes to mcp-go unread.
 const maxListRequestBytes = 4 << 10
@@ -41,32 +45,46 @@ type listRequest struct {
 	} `json:"params"`
 }
 
+// listMeta is what the fast path reads of a 2026-07-28 list's _meta.
+type listMeta struct {
+	Version      string          `json:"io.modelcontextprotocol/protocolVersion"`
+	Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+}
+
 // parseList returns msg's request id and cursor when msg is one plain
-// tools/list request (not a batch, no _meta, a string or number id).
-func parseList(msg []byte) (id json.RawMessage, cursor string, ok bool) {
+// tools/list request (not a batch, a string or number id, and no _meta
+// but a 2026-07-28 request's), and the 2026-07-28 version it names, or
+// "" for an earlier one's.
+func parseList(msg []byte) (id json.RawMessage, cursor, version string, ok bool) {
 	if !bytes.Contains(msg, []byte(`"tools/list"`)) {
-		return nil, "", false
+		return nil, "", "", false
 	}
 	var req listRequest
 	if json.Unmarshal(msg, &req) != nil || req.JSONRPC != mcp.JSONRPC_VERSION || req.Method != string(mcp.MethodToolsList) {
-		return nil, "", false
+		return nil, "", "", false
 	}
 	var v any
 	if json.Unmarshal(req.ID, &v) != nil {
-		return nil, "", false
+		return nil, "", "", false
 	}
 	switch v.(type) {
 	case string, float64:
 	default:
-		return nil, "", false
+		return nil, "", "", false
 	}
 	if req.Params != nil {
 		if len(req.Params.Meta) > 0 {
-			return nil, "", false
+			var m listMeta
+			var caps map[string]json.RawMessage
+			if json.Unmarshal(req.Params.Meta, &m) != nil || !mcp.IsModernProtocol(m.Version) ||
+				!slices.Contains(servedVersions, m.Version) || json.Unmarshal(m.Capabilities, &caps) != nil || caps == nil {
+				return nil, "", "", false // mcp-go says what is wrong with it
+			}
+			version = m.Version
 		}
 		cursor = req.Params.Cursor
 	}
-	return req.ID, cursor, true
+	return req.ID, cursor, version, true
 }
 
 // encodeTool writes en to b as tools/list gives it: its name, and its
@@ -171,10 +189,14 @@ var askEncoded = sync.OnceValue(func() []byte {
 // fastList answers the tools/list request msg for user: it returns the
 // parts of its JSON-RPC response, to be written one after the other, or
 // reports false when mcp-go must answer it (not a plain tools/list, or a
-// list not in tools mode).
-func (e *Endpoint) fastList(ctx context.Context, user string, msg []byte) ([][]byte, bool) {
-	id, cursor, ok := parseList(msg)
-	if !ok {
+// list not in tools mode). want is the version the request must name in
+// its _meta: over HTTP, a 2026-07-28 request's MCP-Protocol-Version, or
+// "" for a session's (no _meta); anyVersion over stdio. A 2026-07-28
+// request gets the 2026-07-28 result (resultType, caching hints,
+// serverInfo).
+func (e *Endpoint) fastList(ctx context.Context, user string, msg []byte, want string) ([][]byte, bool) {
+	id, cursor, version, ok := parseList(msg)
+	if !ok || (want != anyVersion && want != version) {
 		return nil, false
 	}
 	ex := e.expose()
@@ -191,7 +213,13 @@ func (e *Endpoint) fastList(ctx context.Context, user string, msg []byte) ([][]b
 		n++
 	}
 	result := cat.page(pageStart(cursor, n), withAsk)
-	return [][]byte{[]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"result":`), result, []byte("}\n")}, true
+	if version == "" {
+		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"result":`), result, []byte("}\n")}, true
+	}
+	hints := fmt.Sprintf(`,"resultType":"complete","ttlMs":%d,"cacheScope":%q,"_meta":{%q:`,
+		e.listTTL(cat).Milliseconds(), mcp.CacheScopePrivate, mcp.MetaKeyServerInfo)
+	return [][]byte{[]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"result":`), result[:len(result)-1],
+		[]byte(hints), e.info, []byte("}}}\n")}, true
 }
 
 // pageStart is the first index of the page cursor names in a list of n; a
@@ -217,30 +245,40 @@ func nextCursor(i int) string {
 }
 
 // serveFastList answers a Streamable HTTP POST of a tools/list itself and
-// reports true, or leaves r untouched for mcp-go and reports false. It
-// answers only a session of user that has its GET stream open: the stream
-// keeps the session alive and carries its notifications, which a POST
-// through mcp-go would otherwise deliver. The caller has capped r's body.
+// reports true, or leaves r untouched for mcp-go and reports false. Of
+// the earlier versions, it answers only a session of user that has its
+// GET stream open: the stream keeps the session alive and carries its
+// notifications, which a POST through mcp-go would otherwise deliver. A
+// 2026-07-28 request must carry the routing headers its body says
+// (mcp-go refuses it otherwise). The caller has capped r's body.
 func (e *Endpoint) serveFastList(w http.ResponseWriter, r *http.Request, user string) bool {
 	id := r.Header.Get(mcpserver.HeaderKeySessionID)
-	if r.Method != http.MethodPost || id == "" || r.ContentLength <= 0 || r.ContentLength > maxListRequestBytes {
+	version := r.Header.Get(mcpserver.HeaderKeyProtocolVersion)
+	modern := mcp.IsModernProtocol(version)
+	if r.Method != http.MethodPost || (id == "" && !modern) || r.ContentLength <= 0 || r.ContentLength > maxListRequestBytes {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
-	if v := r.Header.Get(mcpserver.HeaderKeyProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) {
+	switch {
+	case modern:
+		if r.Header.Get(mcp.HeaderMethod) != string(mcp.MethodToolsList) || r.Header.Get(mcp.HeaderLastEventID) != "" {
+			return false
+		}
+	case version != "" && !slices.Contains(protocolVersions, version):
 		return false
-	}
-	if !e.sessions.streaming(id, user) {
+	case !e.sessions.streaming(id, user):
 		return false
+	default:
+		version = "" // checked: the body says nothing of it
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxListRequestBytes+1))
 	r.Body = io.NopCloser(bytes.NewReader(body)) // as it was, for mcp-go
 	if err != nil || len(body) > maxListRequestBytes {
 		return false
 	}
-	parts, ok := e.fastList(r.Context(), user, body)
+	parts, ok := e.fastList(r.Context(), user, body, version)
 	if !ok {
 		return false
 	}

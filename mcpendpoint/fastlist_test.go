@@ -272,3 +272,88 @@ func TestFastListPages(t *testing.T) {
 		t.Errorf("%d pages kept after an odd start, want 2", n)
 	}
 }
+
+// modernList posts a 2026-07-28 tools/list to base's /mcp as alice and
+// returns the answer's body.
+func modernList(t *testing.T, base string) []byte {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, "tools/list")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/list: %d %s", resp.StatusCode, b)
+	}
+	return b
+}
+
+// TestFastListModern: a 2026-07-28 tools/list answered from the encoded
+// catalog says what mcp-go's answer says (resultType, caching hints,
+// serverInfo, the tools), and its ttlMs follows the catalogue: a list
+// that left a server out is kept no longer than until it is built again.
+func TestFastListModern(t *testing.T) {
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{
+		gateway(t, "a", upstream(t, "echo")), gateway(t, "b", upstream(t, "echo")),
+	}}
+	ep := New(src, &Options{Agent: agent{}, Version: "9.9"})
+	fast := modernList(t, serve(t, ep))
+	if !bytes.Contains(fast, []byte(`"result":{"tools":[`)) {
+		t.Fatalf("the list %s was not answered by the fast path", fast)
+	}
+	msg := json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	slow, err := json.Marshal(ep.srv.HandleMessage(mcpgateway.WithUser(t.Context(), "alice"), msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		Result map[string]json.RawMessage `json:"result"`
+	}
+	var f, s answer
+	if json.Unmarshal(fast, &f) != nil || json.Unmarshal(slow, &s) != nil {
+		t.Fatalf("answers %s and %s", fast, slow)
+	}
+	toolNames := func(raw json.RawMessage) string {
+		var tools []struct{ Name string }
+		_ = json.Unmarshal(raw, &tools)
+		var out []string
+		for _, tl := range tools {
+			out = append(out, tl.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got, want := toolNames(f.Result["tools"]), toolNames(s.Result["tools"]); got != want || got != "a__echo,b__echo,ask" {
+		t.Errorf("fast list tools %s, mcp-go's %s", got, want)
+	}
+	delete(f.Result, "tools")
+	delete(s.Result, "tools")
+	a, _ := json.Marshal(f.Result)
+	b, _ := json.Marshal(s.Result)
+	if !bytes.Equal(a, b) || !bytes.Contains(a, []byte(`"ttlMs":30000`)) {
+		t.Errorf("fast list result\n%s\nwant mcp-go's\n%s", a, b)
+	}
+
+	down := New(&source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{
+		gateway(t, "a", upstream(t, "echo")), gateway(t, "down", closedURL(t)),
+	}}, nil)
+	var d answer
+	if err := json.Unmarshal(modernList(t, serve(t, down)), &d); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := strconv.Atoi(string(d.Result["ttlMs"]))
+	if err != nil || ttl > int(incompleteTTL/time.Millisecond) || string(d.Result["cacheScope"]) != `"private"` {
+		t.Errorf("a list without a down server: ttlMs %s, cacheScope %s; want at most %v, private", d.Result["ttlMs"], d.Result["cacheScope"], incompleteTTL)
+	}
+}

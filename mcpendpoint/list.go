@@ -3,6 +3,7 @@ package mcpendpoint
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -40,10 +41,17 @@ func mode(ex mcpconfig.Expose, cat *catalog) string {
 	return mcpconfig.ExposeTools
 }
 
+// DefaultListTTL is the ttlMs of a complete tools/list given to a
+// 2026-07-28 client: how long it may list from its cache. Such a client
+// gets no list_changed on a session, so this is how late it may see a
+// change of the catalogue.
+const DefaultListTTL = 30 * time.Second
+
 // afterListTools replaces mcp-go's list (the router only) with what ctx's
-// user may call, a page at a time.
+// user may call, a page at a time; a 2026-07-28 client is told how long
+// it may keep it (listTTL), for its user alone.
 func (e *Endpoint) afterListTools(ctx context.Context, _ any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
-	all := e.listFor(ctx, mcpgateway.UserFrom(ctx))
+	all, cat := e.listFor(ctx, mcpgateway.UserFrom(ctx))
 	start := pageStart(string(req.Params.Cursor), len(all))
 	end := min(len(all), start+pageSize)
 	res.Tools = all[start:end]
@@ -51,12 +59,38 @@ func (e *Endpoint) afterListTools(ctx context.Context, _ any, req *mcp.ListTools
 	if end < len(all) {
 		res.NextCursor = mcp.Cursor(nextCursor(end))
 	}
+	if isModern(ctx) {
+		res.SetCacheHints(e.listTTL(cat).Milliseconds(), mcp.CacheScopePrivate)
+	}
 }
 
-// listFor returns every tool user is listed, in order.
-func (e *Endpoint) listFor(ctx context.Context, user string) []mcp.Tool {
+// listTTL is how long a client may keep a tools/list made of cat (nil for
+// the gateway tools): ListTTL, but no longer than until a catalogue that
+// left a server out (down, slow, needing a sign-in) is built again, so
+// the server shows as soon as it can.
+func (e *Endpoint) listTTL(cat *catalog) time.Duration {
+	if cat == nil || cat.retryAt.IsZero() {
+		return e.opts.ListTTL
+	}
+	return max(0, min(e.opts.ListTTL, time.Until(cat.retryAt)))
+}
+
+// serverInfo is the endpoint's serverInfo as a 2026-07-28 result's _meta
+// gives it.
+func serverInfo(version string) []byte {
+	b, _ := json.Marshal(mcp.Implementation{Name: serverName, Version: version}) // plain fields: cannot fail
+	return b
+}
+
+// serverName is the endpoint's name as an MCP server.
+const serverName = "elysia"
+
+// listFor returns every tool user is listed, in order, and the catalogue
+// they come from (nil in gateways mode).
+func (e *Endpoint) listFor(ctx context.Context, user string) ([]mcp.Tool, *catalog) {
 	ex := e.expose()
 	var out []mcp.Tool
+	var cat *catalog
 	if ex.Mode == mcpconfig.ExposeGateways {
 		for _, up := range e.src.Upstreams() {
 			if t, ok := up.(tools.Tool); ok && up.Config().Enabled {
@@ -64,7 +98,7 @@ func (e *Endpoint) listFor(ctx context.Context, user string) []mcp.Tool {
 			}
 		}
 	} else {
-		cat := e.catalogFor(ctx, user, false)
+		cat = e.catalogFor(ctx, user, false)
 		switch mode(ex, cat) {
 		case mcpconfig.ExposeSearch:
 			out = append(out, searchTools()...)
@@ -78,7 +112,7 @@ func (e *Endpoint) listFor(ctx context.Context, user string) []mcp.Tool {
 	if out == nil {
 		out = []mcp.Tool{}
 	}
-	return out
+	return out, cat
 }
 
 // toolOf is en as listed: its schemas raw and its description and

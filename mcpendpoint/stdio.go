@@ -62,7 +62,7 @@ func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw
 				}
 				continue
 			}
-			if parts, ok := e.fastList(ctx, user, line); ok {
+			if parts, ok := e.fastList(ctx, user, line, anyVersion); ok {
 				if werr := out.writeParts(parts); werr != nil {
 					pw.CloseWithError(werr)
 					return

@@ -61,11 +61,21 @@ type subscribeRequest struct {
 }
 
 // onRequest takes resources/subscribe and resources/unsubscribe before
-// mcp-go does (which then only acknowledges them): an error refuses the
-// request with it. Every other request passes untouched.
+// mcp-go does (which then only acknowledges them), and refuses a
+// 2026-07-28 retry whose requestState is not good (checkRetry): an error
+// refuses the request with it (-32600, and 400 over HTTP). Every other
+// request passes untouched.
 func (e *Endpoint) onRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
-	if !ok || !bytes.Contains(raw, []byte(`"resources/`)) {
+	if !ok {
+		return nil
+	}
+	if bytes.Contains(raw, []byte(`"requestState"`)) {
+		if err := e.checkRetry(ctx, raw); err != nil {
+			return err
+		}
+	}
+	if !bytes.Contains(raw, []byte(`"resources/`)) {
 		return nil // the cheap test: most requests are not these
 	}
 	var req subscribeRequest

@@ -1,0 +1,493 @@
+package mcpendpoint
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tools"
+)
+
+// 2026-07-28 calls (SEP-2322, multi round-trip requests). A 2026-07-28
+// client has no session to be asked on: what the endpoint must ask it
+// during a call (an upstream's elicitation or sampling, a question of ask's
+// run) is the answer to the tools/call itself, an input_required result
+// with the questions and a sealed requestState (state.go), and the client
+// sends the same tools/call again with its answers. The call cannot start
+// over, though: the question belongs to an upstream request that runs on
+// this replica (and, for a 2025-11-25 upstream, to a session held here).
+// So every 2026-07-28 tools/call runs on a goroutine the endpoint owns, a
+// held call; the client's request waits for its first event. A question
+// suspends the call and answers the request; the retry hands the answers
+// to the questions that wait, then waits for the call's next event: its
+// result, or its next questions, up to maxInputRounds rounds. A suspended
+// call waits InputWait for the retry, then is cancelled; a client that
+// leaves while it waits cancels the call, as any abandoned call. The calls
+// suspended at once are capped, in all and per user: past the cap a
+// question is declined.
+
+// Defaults of Options.
+const (
+	// DefaultInputWait is how long a 2026-07-28 call waits for its
+	// client's answers before it is cancelled.
+	DefaultInputWait = 2 * time.Minute
+	// DefaultMaxHeldCalls bounds the 2026-07-28 calls waiting for their
+	// clients' answers at once; one user holds at most a sixteenth of
+	// them (at least 8).
+	DefaultMaxHeldCalls = 1024
+)
+
+// maxInputRounds bounds the input_required results of one call: past it
+// the call is cancelled and the client told why.
+const maxInputRounds = 16
+
+// heldKey is the context key of the held call a goroutine runs.
+type heldKey struct{}
+
+// heldFrom returns the held call ctx runs, or nil.
+func heldFrom(ctx context.Context) *heldCall {
+	h, _ := ctx.Value(heldKey{}).(*heldCall)
+	return h
+}
+
+// heldTable is the endpoint's 2026-07-28 calls. Its zero value is not
+// ready: see newHeldTable.
+type heldTable struct {
+	// run owns the goroutines of the calls; life ends them (close).
+	run  goGroup
+	life context.Context //nolint:containedctx // the lifetime of those goroutines, ended by close
+	stop context.CancelFunc
+	// mu guards calls and perUser.
+	mu sync.Mutex
+	// calls are the calls that asked their client something, by id,
+	// until they are forgotten.
+	calls   map[string]*heldCall
+	perUser map[string]int
+}
+
+func newHeldTable() *heldTable {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &heldTable{life: ctx, stop: cancel, calls: map[string]*heldCall{}, perUser: map[string]int{}}
+}
+
+// close cancels every call and waits for their goroutines.
+func (t *heldTable) close() {
+	t.stop()
+	t.run.Wait()
+	t.mu.Lock()
+	calls := make([]*heldCall, 0, len(t.calls))
+	for _, h := range t.calls {
+		calls = append(calls, h)
+	}
+	t.mu.Unlock()
+	for _, h := range calls {
+		h.mu.Lock()
+		if h.lapse != nil {
+			h.lapse.Stop()
+		}
+		h.mu.Unlock()
+	}
+}
+
+// hold records h among the calls asking their client, unless it is
+// already or the caps are reached (errTooManyHeld).
+func (t *heldTable) hold(h *heldCall, limit int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls[h.id] == h {
+		return nil
+	}
+	if len(t.calls) >= limit || t.perUser[h.user] >= heldPerUser(limit) {
+		return errTooManyHeld
+	}
+	t.calls[h.id] = h
+	t.perUser[h.user]++
+	return nil
+}
+
+// get returns held call id, or nil.
+func (t *heldTable) get(id string) *heldCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.calls[id]
+}
+
+// forget drops h from the calls asking their client; it may be called
+// more than once.
+func (t *heldTable) forget(h *heldCall) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls[h.id] != h {
+		return
+	}
+	delete(t.calls, h.id)
+	if t.perUser[h.user]--; t.perUser[h.user] <= 0 {
+		delete(t.perUser, h.user)
+	}
+}
+
+// heldPerUser is the most calls one user may have waiting for answers.
+func heldPerUser(limit int) int { return max(8, limit/16) }
+
+// errTooManyHeld is why a question is declined past the caps.
+var errTooManyHeld = errors.New("the service holds too many calls waiting for their clients' answers")
+
+// heldCall is one 2026-07-28 tools/call running on the endpoint's
+// goroutine.
+type heldCall struct {
+	id     string
+	user   string
+	cancel context.CancelFunc
+	// bind hashes the request (bindHash), computed when first sealed.
+	bind func() []byte
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	// questions are those put to the client and not answered yet, by the
+	// key the client answers them under.
+	questions map[string]*question
+	seq       int
+	// round counts the input_required results sent.
+	round int
+	// done, res and err are the call's end.
+	done bool
+	res  *mcp.CallToolResult
+	err  error
+	// gone is set when the call is abandoned or lapsed: no retry takes it.
+	gone bool
+	// changed is closed (and replaced) on every change of the above.
+	changed chan struct{}
+	// waiter is the client request waiting on the call now, if any.
+	waiter *heldWaiter
+	// lapse cancels the call when no retry comes within InputWait of an
+	// input_required result.
+	lapse *time.Timer
+}
+
+// question is one question of a call to its client.
+type question struct {
+	req   mcp.InputRequest
+	reply chan mcp.InputResponse // buffered: answered at most once
+}
+
+// heldWaiter is a client request waiting on a held call: the call's
+// progress and log messages go to it.
+type heldWaiter struct {
+	ctx      context.Context //nolint:containedctx // the request waiting, whose stream takes the call's notifications
+	progress tools.Emitter   // nil: the client asked for none
+}
+
+func (h *heldCall) signalLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// current returns the request waiting on h, or nil.
+func (h *heldCall) current() *heldWaiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.waiter
+}
+
+// finish records the call's end.
+func (h *heldCall) finish(res *mcp.CallToolResult, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.done, h.res, h.err = true, res, err
+	h.signalLocked()
+}
+
+// ask puts r to the client of h and waits for its answer, or ctx. The
+// first question holds the call among those asking (ep's caps).
+func (h *heldCall) ask(ctx context.Context, ep *Endpoint, r mcp.InputRequest) (mcp.InputResponse, error) {
+	if err := ep.held.hold(h, ep.opts.MaxHeldCalls); err != nil {
+		return mcp.InputResponse{}, err
+	}
+	q := &question{req: r, reply: make(chan mcp.InputResponse, 1)}
+	h.mu.Lock()
+	h.seq++
+	key := "elysia-" + strconv.Itoa(h.seq)
+	h.questions[key] = q
+	h.signalLocked()
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.questions, key) // given up: not asked again
+		h.mu.Unlock()
+	}()
+	select {
+	case a := <-q.reply:
+		return a, nil
+	case <-ctx.Done():
+		return mcp.InputResponse{}, ctx.Err()
+	}
+}
+
+// answer hands the client's answers of round to the questions that wait
+// for them; an answer that does not decode leaves its question to be asked
+// again.
+func (h *heldCall) answer(round int, rs mcp.InputResponses) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.gone:
+		return fmt.Errorf("%w: call the tool again", ErrCallGone)
+	case round != h.round:
+		return fmt.Errorf("%w: it answers round %d of the call, which asked again since (round %d): send the latest", ErrRequestState, round, h.round)
+	}
+	for key, r := range rs {
+		q := h.questions[key]
+		if q == nil || r.DecodeFor(q.req.Method) != nil {
+			continue
+		}
+		delete(h.questions, key)
+		q.reply <- r
+	}
+	return nil
+}
+
+// newCallID returns a random id for a held call.
+func newCallID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// startCall runs the 2026-07-28 tools/call req of user on a goroutine of
+// the endpoint, w waiting on it from the start: its ctx keeps the
+// request's values, not its end.
+func (e *Endpoint) startCall(ctx context.Context, req mcp.CallToolRequest, user string, w *heldWaiter) (*heldCall, error) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(e.held.life, cancel)
+	h := &heldCall{id: newCallID(), user: user, cancel: cancel, questions: map[string]*question{}, changed: make(chan struct{}), waiter: w}
+	h.bind = sync.OnceValue(func() []byte { return bindOf(req) })
+	rctx = context.WithValue(rctx, heldKey{}, h)
+	started := e.held.run.Go(func() {
+		defer stop()
+		defer cancel()
+		var (
+			res *mcp.CallToolResult
+			err error
+		)
+		defer func() {
+			if p := recover(); p != nil {
+				e.logger.Error("a 2026-07-28 call panicked", logKeyUser, user, "panic", p)
+				res, err = nil, fmt.Errorf("the call failed inside the service")
+			}
+			h.finish(res, err)
+		}()
+		res, err = e.route(rctx, req)
+	})
+	if !started {
+		stop()
+		cancel()
+		return nil, errors.New("the MCP endpoint is closing: call the tool again")
+	}
+	return h, nil
+}
+
+// bindOf is the bindHash of a tools/call as the client sent it.
+func bindOf(req mcp.CallToolRequest) []byte {
+	args, _ := arguments(req) // a bad one never runs: it binds as null
+	return bindHash(clientToolName(req), args)
+}
+
+// clientToolName is the tool the client called (beforeCallTool keeps it).
+func clientToolName(req mcp.CallToolRequest) string {
+	if req.Params.Meta != nil {
+		if n, ok := req.Params.Meta.AdditionalFields[nameKey].(string); ok {
+			return n
+		}
+	}
+	return req.Params.Name
+}
+
+// routeModern answers a 2026-07-28 tools/call of ctx's user: a new call
+// starts on a goroutine of the endpoint, a retry (with a requestState)
+// hands its answers to its call; then the request waits for the call's
+// next event.
+func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	user := mcpgateway.UserFrom(ctx)
+	w := &heldWaiter{ctx: ctx, progress: e.progressEmitter(ctx, req)}
+	if text := req.Params.RequestState; text != "" {
+		st, err := e.openStateOf(text, user, bindOf(req), time.Now())
+		if err != nil {
+			return nil, err
+		}
+		if st.Replica != e.tag {
+			return nil, fmt.Errorf("%w: it waits on another replica of the service: call the tool again", ErrCallGone)
+		}
+		h := e.held.get(st.Call)
+		if h == nil || h.user != user {
+			return nil, fmt.Errorf("%w: it ended, or waited longer than %v for these answers: call the tool again", ErrCallGone, e.opts.InputWait)
+		}
+		if err := h.answer(st.Round, req.Params.InputResponses); err != nil {
+			return nil, err
+		}
+		return e.await(ctx, h, w)
+	}
+	h, err := e.startCall(ctx, req, user, w)
+	if err != nil {
+		return nil, err
+	}
+	return e.await(ctx, h, w)
+}
+
+// await makes w the request waiting on h and waits for the call's next
+// event: its end, or questions for the client, answered as an
+// input_required result with a sealed requestState. A request that ends
+// first (the client left) cancels the call; one another request took the
+// call from gets an error.
+func (e *Endpoint) await(ctx context.Context, h *heldCall, w *heldWaiter) (*mcp.CallToolResult, error) {
+	h.mu.Lock()
+	if h.gone {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: call the tool again", ErrCallGone)
+	}
+	if h.lapse != nil {
+		h.lapse.Stop()
+		h.lapse = nil
+	}
+	if h.waiter != w {
+		h.waiter = w
+		h.signalLocked() // a request waiting before gives way
+	}
+	for {
+		switch {
+		case h.waiter != w:
+			h.mu.Unlock()
+			return nil, errors.New("another request with the same requestState took this call over")
+		case h.done:
+			res, err := h.res, h.err
+			h.waiter = nil
+			h.mu.Unlock()
+			e.held.forget(h)
+			return res, err
+		case len(h.questions) > 0:
+			return e.inputRequired(h) // unlocks
+		}
+		c := h.changed
+		h.mu.Unlock()
+		select {
+		case <-c:
+		case <-ctx.Done():
+			h.mu.Lock()
+			mine := h.waiter == w && !h.done
+			if mine {
+				h.waiter, h.gone = nil, true
+			}
+			h.mu.Unlock()
+			if mine {
+				h.cancel() // abandoned by its client
+				e.held.forget(h)
+			}
+			return nil, ctx.Err()
+		}
+		h.mu.Lock()
+	}
+}
+
+// inputRequired answers the request waiting on h with the questions it
+// has for the client, and leaves the call waiting InputWait for the
+// retry. h.mu is held, and unlocked.
+func (e *Endpoint) inputRequired(h *heldCall) (*mcp.CallToolResult, error) {
+	if h.round >= maxInputRounds {
+		h.waiter, h.gone = nil, true
+		h.mu.Unlock()
+		h.cancel()
+		e.held.forget(h)
+		return nil, fmt.Errorf("the call asked its client for input %d times, the most it may: it was cancelled", maxInputRounds)
+	}
+	h.round++
+	round := h.round
+	reqs := make(mcp.InputRequests, len(h.questions))
+	for key, q := range h.questions {
+		reqs[key] = q.req
+	}
+	h.waiter = nil
+	h.lapse = time.AfterFunc(e.opts.InputWait, func() { e.lapsed(h, round) })
+	h.mu.Unlock()
+	state := e.seal(callState{Call: h.id, Replica: e.tag, Round: round, Expires: time.Now().Add(e.opts.InputWait).Unix(),
+		User: userHash(h.user), Bind: h.bind()})
+	return &mcp.CallToolResult{
+		Result:               mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+		MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: reqs, RequestState: state},
+	}, nil
+}
+
+// lapsed cancels h when its client has not come back with the answers of
+// round within InputWait.
+func (e *Endpoint) lapsed(h *heldCall, round int) {
+	h.mu.Lock()
+	idle := h.waiter == nil && h.round == round && !h.gone
+	if idle {
+		h.gone = true
+	}
+	h.mu.Unlock()
+	if !idle {
+		return
+	}
+	e.logger.Info("a 2026-07-28 call's client did not answer in time: the call is cancelled", logKeyUser, h.user, "waited", e.opts.InputWait)
+	h.cancel()
+	e.held.forget(h)
+}
+
+// heldElicit puts an elicitation of the held call h to its client.
+func (e *Endpoint) heldElicit(ctx context.Context, h *heldCall, params mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+	r, err := h.ask(ctx, e, mcp.NewElicitationInputRequest(params))
+	if err != nil {
+		return nil, err
+	}
+	if r.Elicitation == nil {
+		return nil, errors.New("the MCP client's answer is not an elicitation result")
+	}
+	return r.Elicitation, nil
+}
+
+// heldSample puts a sampling request of the held call h to its client.
+func (e *Endpoint) heldSample(ctx context.Context, h *heldCall, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	r, err := h.ask(ctx, e, mcp.NewSamplingInputRequest(req.CreateMessageParams))
+	if err != nil {
+		return nil, err
+	}
+	if r.Sampling == nil {
+		return nil, errors.New("the MCP client's answer is not a sampling result")
+	}
+	res := *r.Sampling
+	content, err := mcp.ParseSamplingContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("the MCP client's sampling result: %w", err)
+	}
+	res.Content = content
+	return &res, nil
+}
+
+// isModern reports whether ctx is a 2026-07-28 request's.
+func isModern(ctx context.Context) bool { return mcpserver.IsModernRequest(ctx) }
+
+// checkRetry refuses the 2026-07-28 tools/call raw when it carries a
+// requestState ctx's user may not use (openState): the client gets a
+// JSON-RPC error saying why, and nothing runs. Anything else passes, to
+// be answered as mcp-go and route see fit.
+func (e *Endpoint) checkRetry(ctx context.Context, raw []byte) error {
+	var m struct {
+		Method string              `json:"method"`
+		Params *mcp.CallToolParams `json:"params"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodToolsCall) || m.Params == nil ||
+		m.Params.RequestState == "" || !mcp.IsModernProtocol(m.Params.Meta.ProtocolVersion()) {
+		return nil
+	}
+	_, err := e.openStateOf(m.Params.RequestState, mcpgateway.UserFrom(ctx), bindOf(mcp.CallToolRequest{Params: *m.Params}), time.Now())
+	return err
+}
