@@ -91,8 +91,9 @@ type Options struct {
 	// lease while Run runs (replicas.go), and tells a replica that is
 	// slow to answer through the Relay from a gone one: a resume of a
 	// call stream of the first gets 503 with Retry-After, of the second
-	// 404. Nil takes a replica that does not answer within
-	// resumeRelayWait for gone.
+	// 404; so does a 2026-07-28 retry relayed to the replica holding its
+	// call (heldrelay.go). Nil takes a replica that does not answer
+	// within resumeRelayWait for gone.
 	Replicas Replicas
 	// StateKey is the HMAC-SHA256 key that seals the requestState of a
 	// 2026-07-28 call's input_required result (state.go); the replicas

@@ -34,7 +34,8 @@ import (
 // call waits InputWait for the retry, then is cancelled; a client that
 // leaves while it waits cancels the call, as any abandoned call. The calls
 // suspended at once are capped, in all and per user: past the cap a
-// question is declined.
+// question is declined. A retry that lands on another replica reaches the
+// holder through the Relay (heldrelay.go).
 
 // Defaults of Options.
 const (
@@ -63,21 +64,25 @@ func heldFrom(ctx context.Context) *heldCall {
 // heldTable is the endpoint's 2026-07-28 calls. Its zero value is not
 // ready: see newHeldTable.
 type heldTable struct {
-	// run owns the goroutines of the calls; life ends them (close).
+	// run owns the goroutines of the calls and of the retries other
+	// replicas relay here; life ends them (close).
 	run  goGroup
 	life context.Context //nolint:containedctx // the lifetime of those goroutines, ended by close
 	stop context.CancelFunc
-	// mu guards calls and perUser.
+	// mu guards calls, perUser and waiting.
 	mu sync.Mutex
 	// calls are the calls that asked their client something, by id,
 	// until they are forgotten.
 	calls   map[string]*heldCall
 	perUser map[string]int
+	// waiting are the retries relayed from here, by reply id
+	// (heldrelay.go).
+	waiting map[string]chan inputRelayMsg
 }
 
 func newHeldTable() *heldTable {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &heldTable{life: ctx, stop: cancel, calls: map[string]*heldCall{}, perUser: map[string]int{}}
+	return &heldTable{life: ctx, stop: cancel, calls: map[string]*heldCall{}, perUser: map[string]int{}, waiting: map[string]chan inputRelayMsg{}}
 }
 
 // close cancels every call and waits for their goroutines.
@@ -314,8 +319,8 @@ func clientToolName(req mcp.CallToolRequest) string {
 
 // routeModern answers a 2026-07-28 tools/call of ctx's user: a new call
 // starts on a goroutine of the endpoint, a retry (with a requestState)
-// hands its answers to its call; then the request waits for the call's
-// next event.
+// hands its answers to its call, here or on the replica holding it; then
+// the request waits for the call's next event.
 func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	user := mcpgateway.UserFrom(ctx)
 	w := &heldWaiter{ctx: ctx, progress: e.progressEmitter(ctx, req)}
@@ -325,7 +330,7 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 			return nil, err
 		}
 		if st.Replica != e.tag {
-			return nil, fmt.Errorf("%w: it waits on another replica of the service: call the tool again", ErrCallGone)
+			return e.retryElsewhere(ctx, st, text, req.Params.InputResponses)
 		}
 		h := e.held.get(st.Call)
 		if h == nil || h.user != user {

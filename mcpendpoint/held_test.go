@@ -570,6 +570,114 @@ func TestModernHeldCallsCapped(t *testing.T) {
 	}
 }
 
+// alternating returns two endpoints over one asker server sharing a
+// StateKey, a Relay (counted) and Replicas, both keeping their leases,
+// and a balancer URL alternating between them; what goes to A through the
+// Relay waits while toA is shut, and is dropped once dropA is set.
+func alternating(t *testing.T, a *asker, toA *gate, dropA *atomic.Bool) (epA, epB *Endpoint, lb string, relayed *atomic.Int32, stopA func()) {
+	t.Helper()
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", a.url)}}
+	key := newStateKey()
+	store, reps := &memSessions{}, &memReplicas{}
+	relayed = &atomic.Int32{}
+	toB := newMemRelay(t, func() *Endpoint { return epB })
+	toAr := newMemRelay(t, func() *Endpoint { toA.wait(); return epA })
+	epA = New(src, &Options{Sessions: store, Replicas: reps, StateKey: key, Relay: toB})
+	epB = New(src, &Options{Sessions: store, Replicas: reps, StateKey: key, Relay: relayFunc(func(msg []byte) error {
+		if bytes.Contains(msg, []byte(relayInputRetry)) {
+			relayed.Add(1)
+		}
+		if dropA.Load() {
+			return nil
+		}
+		return toAr.Publish(msg)
+	})})
+	t.Cleanup(toA.open)
+	for _, e := range []*Endpoint{epA, epB} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); e.Run(ctx) }()
+		stop := sync.OnceFunc(func() { cancel(); <-done })
+		t.Cleanup(stop)
+		if e == epA {
+			stopA = stop
+		}
+	}
+	testenv.WaitFor(t, 5*time.Second, "both replicas' leases", func() bool {
+		live, _ := reps.LiveReplicas(t.Context())
+		return len(live) == 2
+	})
+	lb = testenv.RoundRobin(t, serve(t, epA), serve(t, epB))
+	t.Cleanup(func() {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		if len(store.rows) != 0 {
+			t.Errorf("%d sessions recorded for the replicas, want none", len(store.rows))
+		}
+	})
+	return epA, epB, lb, relayed, stopA
+}
+
+type relayFunc func([]byte) error
+
+func (f relayFunc) Publish(msg []byte) error { return f(msg) }
+
+// TestModernRetryOnAnotherReplica: a 2026-07-28 call posted alternately
+// to two replicas: the retry that lands on the replica not holding the
+// call reaches the holder through the Relay, and the call goes on there.
+func TestModernRetryOnAnotherReplica(t *testing.T) {
+	a := newAsker(t)
+	var dropA atomic.Bool
+	_, _, lb, relayed, _ := alternating(t, a, &gate{}, &dropA)
+	c, _ := modernClient(t, lb, "alice")
+	for i := range 2 {
+		text, err := callText(t.Context(), c, "up__two", map[string]any{"who": fmt.Sprint(i)})
+		if err != nil || text != "name=accept:Ada color=accept:green" {
+			t.Errorf("call %d: %q, %v", i, text, err)
+		}
+	}
+	if n := a.runs.Load(); n != 2 {
+		t.Errorf("up's two ran %d times, want twice", n)
+	}
+	if relayed.Load() == 0 {
+		t.Error("no retry was relayed: the balancer did not alternate")
+	}
+}
+
+// TestModernRetryHolderGone: a retry relayed to a replica that is gone
+// (silent, and its lease dropped) gets an error saying to call again; one
+// relayed to a replica that is only slow (silent, its lease live) waits
+// for it.
+func TestModernRetryHolderGone(t *testing.T) {
+	a := newAsker(t)
+	toA := &gate{}
+	var dropA atomic.Bool
+	epA, epB, _, _, stopA := alternating(t, a, toA, &dropA)
+	baseA, baseB := serve(t, epA), serve(t, epB)
+	args := map[string]any{"who": "me"}
+	answer := map[string]any{"elysia-1": map[string]any{"action": "accept", "content": map[string]any{"a": "Ada"}}}
+
+	// Slow: A hears nothing for longer than the silence bound, then hears.
+	_, first := rawCall(t, baseA, "alice", "up__two", map[string]any{"arguments": args}, nil)
+	toA.shut()
+	time.AfterFunc(resumeRelayWait+inputRelayKeepalive, toA.open)
+	_, m := rawCall(t, baseB, "alice", "up__two", map[string]any{"arguments": args, "requestState": stateOf(t, first), "inputResponses": answer}, nil)
+	stateOf(t, m) // the next question, from A
+
+	// Gone: A hears nothing and its lease is gone.
+	_, first = rawCall(t, baseA, "alice", "up__two", map[string]any{"arguments": args}, nil)
+	dropA.Store(true)
+	stopA() // its lease goes
+	start := time.Now()
+	_, m = rawCall(t, baseB, "alice", "up__two", map[string]any{"arguments": args, "requestState": stateOf(t, first), "inputResponses": answer}, nil)
+	if _, msg := errorOf(m); !strings.Contains(msg, "stopped: call the tool again") {
+		t.Errorf("retry of a gone replica's call: %v, want an error saying to call again", m)
+	}
+	if d := time.Since(start); d > 2*resumeRelayWait {
+		t.Errorf("the gone replica was known after %v, want about %v", d, resumeRelayWait)
+	}
+}
+
 // TestModernOldClientUnchanged: a client pinned to 2025-11-25 next to a
 // 2026-07-28 one keeps its session, and its questions come as requests on
 // it.

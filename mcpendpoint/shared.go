@@ -343,8 +343,8 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 // resource update or a sampling request (samplerelay.go) of a session
 // whose GET stream is open here is put to the client, and so is a
 // client's message of an SSE session whose stream is open here
-// (sserelay.go).
-// Messages of other kinds are ignored, and so is nil (messages were lost:
+// (sserelay.go), and a 2026-07-28 retry of a call held here is served
+// (heldrelay.go). Messages of other kinds are ignored, and so is nil (messages were lost:
 // a session ended meanwhile ends here when its next use is recorded). It
 // does not block on I/O.
 func (e *Endpoint) Receive(msg []byte) {
@@ -364,6 +364,9 @@ func (e *Endpoint) Receive(msg []byte) {
 		return
 	case relaySSEMessage:
 		e.receiveSSEMessage(msg)
+		return
+	case relayInputRetry:
+		e.receiveInputRetry(msg)
 		return
 	}
 	id := e.sessions.byHash(m.Session)
