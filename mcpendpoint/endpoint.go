@@ -41,9 +41,9 @@ var protocolVersions = []string{
 	mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105,
 }
 
-// servedVersions are every version the endpoint serves on /mcp, newest
-// first (server/discover lists them): 2026-07-28, stateless (held.go),
-// and protocolVersions.
+// servedVersions are every version the endpoint serves, newest first, on
+// /mcp and over stdio (server/discover lists them): 2026-07-28, stateless
+// (held.go), and protocolVersions.
 var servedVersions = append([]string{mcp.ProtocolVersion20260728}, protocolVersions...)
 
 // Options configures an Endpoint. A nil *Options means the defaults; New
@@ -373,12 +373,16 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 }
 
 // ServeStdio serves one client over in and out as user until ctx ends or
-// in closes. A read blocked on in when ctx ends returns when in delivers
+// in closes, at 2026-07-28 (its questions as input_required) or a
+// version of protocolVersions, and no other. A read blocked on in when ctx ends returns when in delivers
 // or closes.
 func (e *Endpoint) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, user string) error {
 	s := mcpserver.NewStdioServer(e.srv)
 	s.SetErrorLogger(slog.NewLogLogger(e.logger.Handler(), slog.LevelWarn))
-	s.SetContextFunc(func(ctx context.Context) context.Context { return mcpgateway.WithUser(ctx, user) })
+	s.SetContextFunc(func(ctx context.Context) context.Context {
+		// server/discover lists what the endpoint serves, not every version mcp-go knows.
+		return mcpserver.WithSupportedProtocolVersions(mcpgateway.WithUser(ctx, user), servedVersions)
+	})
 	w := &lineWriter{w: out}
 	pr, pw := io.Pipe()
 	go e.splitStdio(mcpgateway.WithUser(ctx, user), user, in, pw, w)

@@ -41,9 +41,10 @@ func (l *lineWriter) writeParts(parts [][]byte) error {
 }
 
 // splitStdio reads the stdio client's lines from in: a plain tools/list is
-// answered on out from the encoded catalog (fastList), every other line
-// goes on to mcp-go through pw. It ends when in ends (closing pw, so that
-// mcp-go sees the end) or when nobody reads pw any more.
+// answered on out from the encoded catalog (fastList), a request naming a
+// version the endpoint does not serve is refused (refuseUnserved), every
+// other line goes on to mcp-go through pw. It ends when in ends (closing
+// pw, so that mcp-go sees the end) or when nobody reads pw any more.
 func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw *io.PipeWriter, out *lineWriter) {
 	br := bufio.NewReaderSize(in, 2*maxListRequestBytes)
 	long := false // inside a line longer than the buffer: it goes on as it is
@@ -53,7 +54,7 @@ func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw
 		case errors.Is(err, bufio.ErrBufferFull):
 			long = true
 		case err == nil && !long:
-			if answer, ok := refuseStateless(line); ok {
+			if answer, ok := refuseUnserved(line); ok {
 				if answer != nil {
 					if werr := out.writeParts([][]byte{answer}); werr != nil {
 						pw.CloseWithError(werr)
@@ -84,20 +85,17 @@ func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw
 	}
 }
 
-// refuseStateless keeps a stdio client on the protocol versions the
-// endpoint fully serves there (protocolVersions). mcp-go's stdio server
-// would accept 2026-07-28, whose server-initiated requests it then
-// refuses: the upstreams' elicitation came back declined and their
-// sampling failed. So server/discover, which only a 2026-07-28 client
-// sends, is answered as a 2025-11-25 server answers an unknown method
-// (-32601: the client falls back to initialize), and any other request
-// that names a version in its _meta that is not served is answered with
-// the specification's -32022, listing the versions served. It reports
-// whether line was one of those, with the answer to write (nil for a
-// notification, which is dropped).
-func refuseStateless(line []byte) (answer []byte, refused bool) {
-	if !bytes.Contains(line, []byte(`server/discover`)) && !bytes.Contains(line, []byte(mcp.MetaKeyProtocolVersion)) {
-		return nil, false // the cheap test: a 2025-11-25 client sends neither
+// refuseUnserved keeps a stdio client on the protocol versions the
+// endpoint fully serves there (servedVersions): mcp-go's stdio server
+// would take any version it knows, even one whose server-initiated
+// requests the endpoint would then not make. A request naming in its
+// _meta a version that is not served is answered with the
+// specification's -32022, listing the versions served. It reports whether
+// line was one, with the answer to write (nil for a notification, which
+// is dropped).
+func refuseUnserved(line []byte) (answer []byte, refused bool) {
+	if !bytes.Contains(line, []byte(mcp.MetaKeyProtocolVersion)) || bytes.Contains(line, []byte(`"`+mcp.ProtocolVersion20260728+`"`)) {
+		return nil, false // the cheap test: a session's requests name none, and most others name 2026-07-28
 	}
 	var req struct {
 		ID     json.RawMessage `json:"id"`
@@ -110,20 +108,15 @@ func refuseStateless(line []byte) (answer []byte, refused bool) {
 		return nil, false // mcp-go answers what it cannot parse
 	}
 	version, _ := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	var rpcErr map[string]any
-	switch {
-	case req.Method == string(mcp.MethodServerDiscover):
-		rpcErr = map[string]any{"code": mcp.METHOD_NOT_FOUND, "message": "Method not found: this server speaks MCP " + protocolVersions[0] + " and older; initialize instead"}
-	case version != "" && !slices.Contains(protocolVersions, version):
-		rpcErr = map[string]any{"code": mcp.UNSUPPORTED_PROTOCOL_VERSION,
-			"message": fmt.Sprintf("unsupported protocol version %q", version),
-			"data":    map[string]any{"supported": protocolVersions, "requested": version}}
-	default:
+	if version == "" || slices.Contains(servedVersions, version) {
 		return nil, false
 	}
 	if len(req.ID) == 0 || string(req.ID) == "null" {
 		return nil, true // a notification: nothing to answer
 	}
+	rpcErr := map[string]any{"code": mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		"message": fmt.Sprintf("unsupported protocol version %q", version),
+		"data":    map[string]any{"supported": servedVersions, "requested": version}}
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr})
 	return append(b, '\n'), true
 }
