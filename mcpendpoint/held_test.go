@@ -708,3 +708,75 @@ func TestModernOldClientUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// modernOnlyUpstream is an MCP server that speaks only 2026-07-28 (mcp-go's
+// answers initialize too unless told not to): its tool "confirm" asks for a
+// name with an input_required result and answers with what it got.
+func modernOnlyUpstream(t *testing.T) string {
+	t.Helper()
+	s := mcpserver.NewMCPServer("new", "1")
+	form := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}
+	s.AddTool(mcp.NewTool("confirm"), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r := mcpserver.ElicitationResponse(req.Params.InputResponses, "name"); r != nil {
+			content, _ := r.Content.(map[string]any)
+			return mcp.NewToolResultText(fmt.Sprintf("%s:%v", r.Action, content["a"])), nil
+		}
+		return mcpserver.NewInputRequestBuilder("").Elicit("name", mcp.ElicitationParams{Message: "name?", RequestedSchema: form}).ToolResult(), nil
+	})
+	h := mcpserver.NewStreamableHTTPServer(s, mcpserver.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728),
+		mcpserver.WithDisableLocalhostProtection(true))
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"Method not found"}}`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// TestModernAcrossEras: the question of a server that speaks only
+// 2026-07-28 (an input_required result to the gateway) reaches a
+// 2025-11-25 client as elicitation/create on its session, and a
+// 2026-07-28 client as input_required; the question of a 2025-11-25
+// server reaches both too (TestModernOldClientUnchanged).
+func TestModernAcrossEras(t *testing.T) {
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "new", modernOnlyUpstream(t))}}
+	base := serve(t, New(src, nil))
+	tr, err := mcptransport.NewStreamableHTTP(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125),
+		mcpclient.WithElicitationHandler(elicitHandler(func(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+				Content: map[string]any{"a": "old " + answerOf(req.Params.Message)}}}, nil
+		})))
+	if err := old.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Close() })
+	if res, err := old.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil || res.ProtocolVersion != mcp.ProtocolVersion20251125 {
+		t.Fatalf("initialize: %v %+v", err, res)
+	}
+	modern, w := modernClient(t, base, "alice")
+	for _, tt := range []struct {
+		c     *mcpclient.Client
+		want  string
+		calls int
+	}{
+		{old, "accept:old Ada", 1},
+		{modern, "accept:Ada", 2},
+	} {
+		before := w.count("tools/call")
+		if text, err := callText(t.Context(), tt.c, "new__confirm", nil); err != nil || text != tt.want {
+			t.Errorf("new__confirm = %q, %v; want %q", text, err, tt.want)
+		}
+		if tt.c == modern && w.count("tools/call")-before != tt.calls {
+			t.Errorf("the 2026-07-28 client sent %d tools/call requests, want %d", w.count("tools/call")-before, tt.calls)
+		}
+	}
+}
