@@ -13,12 +13,14 @@ func TestEndpointOptionsFromEnv(t *testing.T) {
 	o, err := endpointOptions(env(map[string]string{
 		"ELYSIA_MCP_ENDPOINT_LIST_TIMEOUT": "2s", "ELYSIA_MCP_ENDPOINT_SESSION_IDLE": " 1h ", "ELYSIA_MCP_ENDPOINT_DEBOUNCE": "50ms",
 		"ELYSIA_MCP_ENDPOINT_MAX_SESSIONS": "500", "ELYSIA_MCP_ENDPOINT_MAX_BODY_BYTES": "65536", "ELYSIA_MCP_ENDPOINT_RESUME_WAIT": "3s",
+		"ELYSIA_MCP_ENDPOINT_INPUT_WAIT": "45s", "ELYSIA_MCP_ENDPOINT_LIST_TTL": "5s",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.ListTimeout != 2*time.Second || o.SessionIdleTTL != time.Hour || o.Debounce != 50*time.Millisecond ||
-		o.MaxSessions != 500 || o.MaxBodyBytes != 65536 || o.ResumeWait != 3*time.Second {
+		o.MaxSessions != 500 || o.MaxBodyBytes != 65536 || o.ResumeWait != 3*time.Second ||
+		o.InputWait != 45*time.Second || o.ListTTL != 5*time.Second {
 		t.Errorf("options = %+v", o)
 	}
 	if o, err := endpointOptions(env(map[string]string{"ELYSIA_MCP_ENDPOINT_DEBOUNCE": " "})); err != nil ||
@@ -28,6 +30,7 @@ func TestEndpointOptionsFromEnv(t *testing.T) {
 	for k, v := range map[string]string{
 		"ELYSIA_MCP_ENDPOINT_LIST_TIMEOUT": "soon", "ELYSIA_MCP_ENDPOINT_SESSION_IDLE": "1s", "ELYSIA_MCP_ENDPOINT_DEBOUNCE": "1h",
 		"ELYSIA_MCP_ENDPOINT_MAX_SESSIONS": "0", "ELYSIA_MCP_ENDPOINT_MAX_BODY_BYTES": "1MiB", "ELYSIA_MCP_ENDPOINT_RESUME_WAIT": "100ms",
+		"ELYSIA_MCP_ENDPOINT_INPUT_WAIT": "1s", "ELYSIA_MCP_ENDPOINT_LIST_TTL": "2h",
 	} {
 		if _, err := endpointOptions(env(map[string]string{k: v})); err == nil || !strings.Contains(err.Error(), k) ||
 			!strings.Contains(err.Error(), "unset:") {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -154,6 +156,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	relay := app.relay() // before the endpoint, which shares its sessions through it
 	if app.bus != nil {
 		epOpts.Replicas = app.store // the replicas' liveness leases: slow is not gone
+	}
+	if app.store != nil {
+		switch key, err := requestStateKey(app.store, os.Getenv("ELYSIA_SECRET_KEY")); {
+		case errors.Is(err, store.ErrNoSecretKey):
+			logger.Warn("ELYSIA_SECRET_KEY is not set: the MCP endpoint's 2026-07-28 retries are taken only by the replica that asked; " +
+				"set it on every replica to base64 of 32 random bytes (openssl rand -base64 32)")
+		case err != nil:
+			return usageErr("%v", err)
+		default:
+			epOpts.StateKey = key
+		}
 	}
 	mcpEP, stopMCP := newMCPEndpoint(ctx, app, epOpts)
 	defer stopMCP()
@@ -516,4 +529,20 @@ func (a *app) close() {
 			a.logger.Warn("closing the database", logKeyErr, err)
 		}
 	}
+}
+
+// requestStateKey derives the key that seals the aggregate MCP endpoint's
+// 2026-07-28 requestStates (mcpendpoint.Options.StateKey) from the
+// service's secret key, ELYSIA_SECRET_KEY's value (text) or the key file
+// beside the SQLite database (store.Store.SecretKey), so that every
+// replica opens what another sealed. HKDF-SHA256 with a label of its own
+// keeps it apart from the key's other use, sealing tokens and secrets.
+// A PostgreSQL store without text has no key: the error matches
+// store.ErrNoSecretKey.
+func requestStateKey(s *store.Store, text string) ([]byte, error) {
+	secret, err := s.SecretKey(text)
+	if err != nil {
+		return nil, err
+	}
+	return hkdf.Key(sha256.New, secret, nil, "elysia mcpendpoint requestState", 32)
 }
