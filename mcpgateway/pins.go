@@ -454,7 +454,21 @@ func (g *Gateway) ApprovePins(ctx context.Context, names ...string) ([]string, e
 	}
 	g.pins.gen++
 	g.pins.mu.Unlock()
+	g.relistAfterPins(ctx)
 	return approved, nil
+}
+
+// relistAfterPins lists the shared view's tools again, when it listed them
+// before, after an approval or a reset, so that what lists them (the agent's tree, the aggregate
+// endpoint, told through the ToolsObserver) sees the change now rather
+// than at the next call. A failure is logged: the next call lists again.
+func (g *Gateway) relistAfterPins(ctx context.Context) {
+	if g.shared.cached() == nil {
+		return // never listed here: nothing shows the old listing
+	}
+	if _, err := g.shared.toolsHere(ctx); err != nil {
+		g.logger.Warn("cannot list the tools again after a change of pins", logKeyErr, g.mask(err.Error()))
+	}
 }
 
 // ResetPins forgets the server's pins: its next listing pins every tool
@@ -464,6 +478,10 @@ func (g *Gateway) ResetPins(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("reset the pins of %q: %w", g.cfg.Name, ErrNoPinStore)
 	}
+	if err := g.enter("reset pins"); err != nil {
+		return 0, err
+	}
+	defer g.leave()
 	pctx, cancel := context.WithTimeout(ctx, pinTimeout)
 	defer cancel()
 	n, err := r.DeletePins(pctx, g.cfg.Name)
@@ -475,5 +493,6 @@ func (g *Gateway) ResetPins(ctx context.Context) (int, error) {
 	g.pins.changes, g.pins.known, g.pins.seen, g.pins.differs = nil, nil, nil, nil
 	g.pins.gen++
 	g.pins.mu.Unlock()
+	g.relistAfterPins(ctx)
 	return n, nil
 }

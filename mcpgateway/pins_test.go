@@ -456,3 +456,51 @@ func TestPinsPerUserDefinitions(t *testing.T) {
 		}
 	})
 }
+
+// toolsCounter is an Observer that counts ObserveTools.
+type toolsCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (*toolsCounter) ObserveCall(string, string, string, time.Duration) {}
+func (*toolsCounter) ObserveCircuit(string, string)                     {}
+func (c *toolsCounter) ObserveTools(string) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *toolsCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// TestPinsApprovalRelists: an approval lists the tools again at once, so
+// what shows them (the aggregate endpoint, through ToolsObserver) hears of
+// the approved tool without waiting for another call.
+func TestPinsApprovalRelists(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		srv, pins, obs := newChangingServer(), newMemPins(), &toolsCounter{}
+		cfg := mcpconfig.ServerConfig{Name: "words", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
+			ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
+		g := newGateway(t, cfg, &Options{Pins: pins, Observer: obs})
+		g.shared.conn.SetDialer(srv.dial(g.shared.conn))
+		listedNames(t, g)
+		srv.set("new_tool", "New.")
+		reconnect(g)
+		listedNames(t, g)
+		before := obs.count()
+		if _, err := g.ApprovePins(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if obs.count() != before+1 {
+			t.Errorf("ObserveTools after the approval: %d calls, want 1", obs.count()-before)
+		}
+		if st := g.Status(); !slices.Contains(st.Tools, "new_tool") {
+			t.Errorf("status tools after the approval, before any call: %v", st.Tools)
+		}
+	})
+}
