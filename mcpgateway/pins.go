@@ -341,10 +341,10 @@ func (g *Gateway) readPins(ctx context.Context) ([]Pin, error) {
 }
 
 // pinIntact reports whether p's hash is that of its definition, as it is
-// for every pin the gateway wrote (unless the definition was cut): a pin
-// edited by hand is not trusted.
+// for every pin the gateway wrote: a pin edited by hand is not trusted. A
+// definition cut at MaxPinDefinition (less a rune) cannot be checked.
 func pinIntact(p Pin) bool {
-	return len(p.Definition) >= MaxPinDefinition || hashOf(p.Definition) == p.Hash
+	return len(p.Definition) > MaxPinDefinition-utf8.UTFMax || hashOf(p.Definition) == p.Hash
 }
 
 // diffDefinitions says what differs between pin p and definition def.

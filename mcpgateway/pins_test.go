@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -501,6 +502,32 @@ func TestPinsApprovalRelists(t *testing.T) {
 		}
 		if st := g.Status(); !slices.Contains(st.Tools, "new_tool") {
 			t.Errorf("status tools after the approval, before any call: %v", st.Tools)
+		}
+	})
+}
+
+// TestPinsLongDefinition: a definition longer than MaxPinDefinition is
+// pinned cut (the hash covers all of it), and listed again unchanged it
+// matches its pin; changed, it is held.
+func TestPinsLongDefinition(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		srv, pins := newChangingServer(), newMemPins()
+		long := "x" + strings.Repeat("é", MaxPinDefinition/2+7) // two bytes a rune, after an odd prefix: cut inside one
+		srv.set("lookup", long)
+		g := newPinned(t, srv, pins, mcpconfig.PinBlock, nil)
+		listedNames(t, g)
+		if p := pins.pins["words"]["lookup"]; len(p.Definition) > MaxPinDefinition || !utf8.ValidString(p.Definition) {
+			t.Fatalf("pinned definition of %d bytes, valid UTF-8 %v", len(p.Definition), utf8.ValidString(p.Definition))
+		}
+		reconnect(g)
+		if got := listedNames(t, g); !slices.Equal(got, []string{"add", "lookup"}) {
+			t.Errorf("unchanged long tool listed again: %v, want it offered", got)
+		}
+		srv.set("lookup", long+"!")
+		reconnect(g)
+		if got := listedNames(t, g); !slices.Equal(got, []string{"add"}) {
+			t.Errorf("changed long tool: %v, want it held", got)
 		}
 	})
 }
