@@ -98,14 +98,16 @@ func pinsErr(g *mcpgateway.Gateway, err error) error {
 	return gatewayErr(g, err)
 }
 
-// toolChanges copies the gateway's tool changes into web's type.
-func toolChanges(cs []mcpgateway.ToolChange) []web.ToolChange {
+// toolChanges copies the gateway's tool changes into web's type, the
+// definitions masked with mask (a server may echo a secret of its
+// configuration in a description).
+func toolChanges(cs []mcpgateway.ToolChange, mask func(string) string) []web.ToolChange {
 	if len(cs) == 0 {
 		return nil
 	}
 	out := make([]web.ToolChange, len(cs))
 	for i, c := range cs {
-		out[i] = web.ToolChange{Name: c.Name, Change: c.Change, Reason: c.Reason, Old: c.Old, New: c.New, Held: c.Held, PinnedAt: c.PinnedAt}
+		out[i] = web.ToolChange{Name: c.Name, Change: c.Change, Reason: c.Reason, Old: mask(c.Old), New: mask(c.New), Held: c.Held, PinnedAt: c.PinnedAt}
 	}
 	return out
 }

@@ -107,3 +107,16 @@ func TestStorePins(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusMasksToolChanges: a changed tool's definitions, shown on GET
+// /api/servers, have the server's secrets masked, as a server that echoes
+// its token in a description would otherwise show it to every user.
+func TestStatusMasksToolChanges(t *testing.T) {
+	cfg := mcpconfig.ServerConfig{Name: "words", Secrets: []string{"tok-5ecr3t-value"}}
+	gs := mcpgateway.Status{Pin: "block", ToolChanges: []mcpgateway.ToolChange{{Name: "lookup", Change: mcpgateway.ChangeChanged,
+		Old: `{"description":"old"}`, New: `{"description":"your token is tok-5ecr3t-value"}`, Held: true}}}
+	st := Status(cfg, gs)
+	if len(st.ToolChanges) != 1 || strings.Contains(st.ToolChanges[0].New, "5ecr3t") || !st.ToolChanges[0].Held {
+		t.Errorf("tool changes %+v, want the secret masked", st.ToolChanges)
+	}
+}

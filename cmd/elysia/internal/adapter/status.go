@@ -19,7 +19,7 @@ func Status(cfg mcpconfig.ServerConfig, gs mcpgateway.Status) web.ServerStatus {
 		State: string(gs.State), ToolCount: gs.ToolCount, Tools: gs.Tools, LastError: gs.LastError,
 		Circuit: web.Circuit{State: gs.Circuit.State, RetryAt: gs.Circuit.RetryAt},
 		Calls:   gs.Calls, Failures: gs.Failures, RetryAt: gs.RetryAt, PID: gs.PID, ProtocolVersion: gs.ProtocolVersion,
-		MissingSecrets: gs.MissingSecrets, Pin: gs.Pin, ToolChanges: toolChanges(gs.ToolChanges), DiffersByUser: gs.DiffersByUser,
+		MissingSecrets: gs.MissingSecrets, Pin: gs.Pin, ToolChanges: toolChanges(gs.ToolChanges, cfg.Mask), DiffersByUser: gs.DiffersByUser,
 		Command: d.Command, Args: d.Args, Cwd: d.Cwd, URL: d.URL, Env: d.Env, Headers: d.Headers,
 		Description: cfg.Description, Branch: cfg.Branch, Unresolved: cfg.Mask(cfg.Unresolved),
 	}
