@@ -96,7 +96,8 @@ func newGateway(t *testing.T, cfg mcpconfig.ServerConfig, opts *Options) *Gatewa
 
 func TestGatewayDescribesItself(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, mcpconfig.ServerConfig{Name: "api-ai", Transport: mcpconfig.TransportStdio, Command: "x", Description: "Todo things", Enabled: true}, nil)
+	// A command that is there: one that is not is failed from the start.
+	g := newGateway(t, mcpconfig.ServerConfig{Name: "api-ai", Transport: mcpconfig.TransportStdio, Command: testenv.TodoMCP(t), Description: "Todo things", Enabled: true}, nil)
 	if got, want := g.Name(), "mcp_api_ai"; got != want {
 		t.Errorf("Name = %q, want %q", got, want)
 	}

@@ -34,6 +34,10 @@ type Conn struct {
 	opts   Options
 	logger *slog.Logger
 	mask   func(string) string
+	// preflight is why a stdio server's command cannot start, found when
+	// the conn was made; the state is failed for it until a connect is
+	// tried. "" when the command was found.
+	preflight string
 
 	// lifetime is the conn's own ctx: created in New, cancelled in close.
 	// Sessions (child processes, HTTP streams) hang off it, never off the ctx
@@ -106,6 +110,13 @@ func New(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(s
 		c.hs = &Handshake{}
 	}
 	c.roots.Store(&cfg.Roots)
+	if cfg.Transport == mcpconfig.TransportStdio && cfg.Enabled && cfg.Unresolved == "" && cfg.Command != "" {
+		// A command that is not there fails every connect: say so from
+		// the start rather than show the server idle until its first call.
+		if err := lookCommand(cfg); err != nil {
+			c.preflight = mask(c.ServerErr("connect", err).Error()) // as a connect would say it
+		}
+	}
 	if o.States != nil {
 		c.stateWake = make(chan struct{}, 1)
 	}
@@ -552,6 +563,9 @@ func (c *Conn) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := Status{State: c.state, LastErr: c.lastErr, PID: c.sess.pid()}
+	if st.State == StateIdle && st.LastErr == "" && c.preflight != "" {
+		st.State, st.LastErr = StateFailed, c.preflight // until a connect says otherwise
+	}
 	if c.sess != nil {
 		st.ProtocolVersion = c.sess.protocol
 	}

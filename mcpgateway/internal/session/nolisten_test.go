@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,24 @@ func TestNoListenLoggedAtDebug(t *testing.T) {
 	}
 	if !strings.Contains(line, "level=DEBUG") {
 		t.Errorf("the missing GET stream is logged as %q, want at debug", line)
+	}
+}
+
+// TestMissingCommandFailedFromStart: a stdio server whose command is not
+// there is failed, saying why, as soon as its conn exists, not idle until
+// its first call; a connect then fails with the same reason.
+func TestMissingCommandFailedFromStart(t *testing.T) {
+	cfg := mcpconfig.ServerConfig{Name: "broken", Transport: mcpconfig.TransportStdio, Command: filepath.Join(t.TempDir(), "no-such-server"), Enabled: true}
+	c := newTestConn(t, cfg, testOptions())
+	st := c.Status()
+	if st.State != StateFailed || !strings.Contains(st.LastErr, "no-such-server") || !strings.Contains(st.LastErr, "not found") {
+		t.Errorf("status before any call = %s %q, want failed naming the missing command", st.State, st.LastErr)
+	}
+	if _, err := c.Session(t.Context()); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("connect = %v, want the command not found", err)
+	}
+	ok := newTestConn(t, mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportStdio, Command: testenv.TodoMCP(t)}, testOptions())
+	if st := ok.Status(); st.State != StateIdle || st.LastErr != "" {
+		t.Errorf("a server whose command is there: %s %q before any call, want idle", st.State, st.LastErr)
 	}
 }

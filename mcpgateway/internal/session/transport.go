@@ -79,8 +79,8 @@ func (c *Conn) dialStdio(hsCtx context.Context) (*Session, error) {
 // server/discover with probe when probing (probe non-nil).
 func (c *Conn) spawn(hsCtx context.Context, version string, probe *discoverProbe) (*Session, error) {
 	cfg := c.cfg
-	if _, err := exec.LookPath(cfg.Command); err != nil {
-		return nil, fmt.Errorf("command %q not found: %w", cfg.Command, errors.Unwrap(err))
+	if err := lookCommand(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.Cwd != "" {
 		if _, err := os.Stat(cfg.Cwd); err != nil {
@@ -393,4 +393,13 @@ func offers(caps mcp.ServerCapabilities) []string {
 		out = append(out, "prompts")
 	}
 	return out
+}
+
+// lookCommand finds a stdio server's command as starting it would, and
+// says plainly when it cannot.
+func lookCommand(cfg mcpconfig.ServerConfig) error {
+	if _, err := exec.LookPath(cfg.Command); err != nil {
+		return fmt.Errorf("command %q not found: %w", cfg.Command, errors.Unwrap(err))
+	}
+	return nil
 }
