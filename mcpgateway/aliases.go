@@ -25,6 +25,11 @@ const (
 	StateNeedsSignIn = session.StateNeedsSignIn // the asking user must sign in (OAuth)
 )
 
+// LogConnectFailed is the message of the warning a failed connect logs,
+// with its error: a one-shot command that reports that error itself may
+// leave the warning out.
+const LogConnectFailed = session.LogConnectFailed
+
 // LogEntry is one notifications/message a server sent, masked and cut.
 type LogEntry = session.LogEntry
 

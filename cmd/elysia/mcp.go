@@ -79,7 +79,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		// The tabwriter buffers; a write error surfaces from Flush.
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		_, _ = fmt.Fprintln(w, "SERVER\tTOOL\tTRANSPORT\tTARGET\tNOTE")
+		_, _ = fmt.Fprintln(w, "SERVER\tTOOL\tTRANSPORT\tSTATE\tTARGET\tNOTE")
 		for _, s := range cfg.Servers {
 			// The row renders the server's status as GET /api/servers
 			// shows it to the CLI's user.
@@ -88,7 +88,7 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if st.Transport == mcpconfig.TransportStdio {
 				target = strings.TrimSpace(st.Command + " " + strings.Join(st.Args, " "))
 			}
-			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", termLine(st.Name), st.ToolName, st.Transport, termLine(target), termLine(statusNote(st)))
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", termLine(st.Name), st.ToolName, st.Transport, st.State, termLine(target), termLine(statusNote(st)))
 		}
 		return w.Flush()
 	}
@@ -135,6 +135,8 @@ func statusNote(st web.ServerStatus) string {
 		return "(disabled)"
 	case st.Unresolved != "":
 		return "(cannot run: " + st.Unresolved + ")"
+	case st.State == string(mcpgateway.StateFailed) && st.LastError != "":
+		return st.LastError
 	case st.State != string(mcpgateway.StateNeedsSignIn):
 		return ""
 	case len(st.MissingSecrets) > 0:
@@ -232,9 +234,29 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	return nil
 }
 
-// cliLogger logs warnings and errors of one-shot commands to stderr.
+// cliLogger logs warnings and errors of one-shot commands to stderr, but
+// for a failed connect's warning: the command reports that error as its
+// own ("elysia: ..."), and a person should read it once.
 func cliLogger(stderr io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(escapedWriter{stderr}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slog.New(quietConnectHandler{slog.NewTextHandler(escapedWriter{stderr}, &slog.HandlerOptions{Level: slog.LevelWarn})})
+}
+
+// quietConnectHandler drops mcpgateway's warning of a failed connect.
+type quietConnectHandler struct{ slog.Handler }
+
+func (h quietConnectHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == mcpgateway.LogConnectFailed {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietConnectHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietConnectHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h quietConnectHandler) WithGroup(name string) slog.Handler {
+	return quietConnectHandler{h.Handler.WithGroup(name)}
 }
 
 // cliUser is the user the CLI signs in and calls as: ELYSIA_USER, else

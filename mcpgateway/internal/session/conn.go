@@ -386,7 +386,7 @@ func (c *Conn) connect(a *flight) {
 	if err == nil {
 		c.logger.Info("gateway connected", "transport", s.transport, "protocol", s.protocol, "pid", s.pid())
 	} else {
-		c.logger.Warn("gateway connect failed", logKeyErr, err)
+		c.logger.Warn(LogConnectFailed, logKeyErr, err)
 	}
 	a.err = err
 	if err == nil {

@@ -5,6 +5,11 @@ import (
 	"log/slog"
 )
 
+// LogConnectFailed is the message of the warning a failed connect logs
+// (with its error): a one-shot command that reports the same error itself
+// may leave it out.
+const LogConnectFailed = "gateway connect failed"
+
 // noListenText is what mcp-go (v1.2.1) logs, at error, when a Streamable
 // HTTP server answers the GET stream with 405: the specification lets a
 // server offer no stream, so it is no error of the server's
