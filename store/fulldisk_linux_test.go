@@ -23,6 +23,11 @@ func smallDisk(t *testing.T, size int) string {
 	testenv.Integration(t)
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		if errors.Is(err, syscall.EPERM) && os.Geteuid() == 0 {
+			// Root without CAP_SYS_ADMIN (a container): a privilege no
+			// install can give, so not a missing part CI should fail on.
+			t.Skipf("mount a tmpfs for a full disk: %v (root without CAP_SYS_ADMIN)", err)
+		}
 		testenv.Missing(t, "mount a tmpfs for a full disk (needs root): %v", err)
 	}
 	// Registered after TempDir's removal, so it runs before it; and before
