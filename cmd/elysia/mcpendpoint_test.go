@@ -382,8 +382,12 @@ func TestMCPServeStdio(t *testing.T) {
 	defer cancel()
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-	if _, err := c.Initialize(ctx, req); err != nil {
+	res, err := c.Initialize(ctx, req)
+	if err != nil {
 		t.Fatalf("initialize over stdio: %v", err)
+	}
+	if res.ServerInfo.Version != version {
+		t.Errorf("serverInfo.version = %q, want elysia's, %q", res.ServerInfo.Version, version)
 	}
 	if names := strings.Join(toolNames(t, c), ","); !strings.Contains(names, "todo__create_todo") {
 		t.Fatalf("tools over stdio: %s", names)

@@ -127,6 +127,7 @@ func randomID() string {
 // stop ends that and closes its sessions.
 func newMCPEndpoint(ctx context.Context, a *app, opts mcpendpoint.Options) (ep *mcpendpoint.Endpoint, stop func()) {
 	opts.Logger = a.logger
+	opts.Version = version // serverInfo.version: what --version says, not "dev"
 	opts.Agent = treeAgent{trees: a.trees, model: a.model, runs: &a.runs}
 	if a.bus != nil { // PostgreSQL: replicas share the HTTP sessions
 		opts.Sessions, opts.Relay = storeSessions{a.store}, a.bus
