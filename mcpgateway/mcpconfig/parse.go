@@ -305,6 +305,9 @@ type serverParse struct {
 	name     string
 	s        ServerConfig
 	fieldOff map[string]int // where each field was read, for errors
+	// urlKey is the key the server's URL was read from: url, or another
+	// client's name for it (serverUrl, httpUrl); "" before.
+	urlKey string
 
 	local     map[string]Input      // the server's own inputs
 	localVals map[string]inputValue // their values
@@ -370,7 +373,16 @@ func (sp *serverParse) member(m jmember, inList bool) {
 		sp.cwd = str()
 	case "envFile":
 		sp.envFile = str()
-	case "url":
+	case "url", "serverUrl", "httpUrl": // serverUrl: Windsurf's; httpUrl: Gemini CLI's Streamable HTTP
+		if sp.urlKey != "" {
+			p.errAt(m.keyOff, name, "give one of url, serverUrl and httpUrl, not %q beside %q", m.key, sp.urlKey)
+			return
+		}
+		sp.urlKey = m.key
+		sp.fieldOff["url"] = v.off
+		if m.key == "httpUrl" && sp.transport == "" {
+			sp.transport = TransportHTTP
+		}
 		if t := str(); t != nil {
 			sp.s.URL = t.val
 			sp.template("url", t)

@@ -5,7 +5,7 @@ package mcpconfig
 // two together).
 var serverKeys = []string{
 	"enabled", "disabled", "inputs", "name", "type", "transport", "command", "server_script_path", "cwd",
-	"envFile", "url", "prefix", "description", "branch", "args", "env", "headers", "tools",
+	"envFile", "url", "serverUrl", "httpUrl", "prefix", "description", "branch", "args", "env", "headers", "tools",
 	"connect_timeout", "call_timeout", "max_call_time", "elicitation_timeout", "eager", "per_user",
 	"oauth", "registry", "sampling", "pin", "log_level", "protocol_version", "max_message_size",
 	"sampling_per_call", "sampling_per_minute", "sampling_max_input", "roots",

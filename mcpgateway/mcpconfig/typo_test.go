@@ -44,3 +44,28 @@ func TestServerKeysAreKnown(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherClientsURLKeys: Windsurf's serverUrl and Gemini CLI's httpUrl
+// load like url; two of them in one server are an error.
+func TestOtherClientsURLKeys(t *testing.T) {
+	cfg := parseOK(t, `{"mcpServers": {"w": {"serverUrl": "https://example.com/mcp"}, "g": {"httpUrl": "https://example.com/g"}}}`, nil)
+	if len(cfg.Servers) != 2 {
+		t.Fatalf("servers: %+v", cfg.Servers)
+	}
+	for i, want := range []string{"https://example.com/mcp", "https://example.com/g"} {
+		if s := cfg.Servers[i]; s.URL != want || s.Transport != TransportHTTP {
+			t.Errorf("server %s: url %q transport %q, want %q over http", s.Name, s.URL, s.Transport, want)
+		}
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %q", cfg.Warnings)
+	}
+	_, err := Parse("mcp.json", []byte(`{"mcpServers": {"w": {"url": "https://a/mcp", "serverUrl": "https://b/mcp"}}}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "give one of url, serverUrl and httpUrl") {
+		t.Errorf("two URL keys: %v, want an error", err)
+	}
+	_, err = Parse("mcp.json", []byte(`{"mcpServers": {"w": {"serverUrl": "https://b/mcp", "url": "https://a/mcp"}}}`), nil)
+	if err == nil || !strings.Contains(err.Error(), "give one of url, serverUrl and httpUrl") {
+		t.Errorf("two URL keys: %v, want an error", err)
+	}
+}
