@@ -143,6 +143,15 @@ type ServerConfig struct {
 	// until approved (PinBlock, the default), a warning (PinWarn), or no
 	// pinning (PinOff).
 	Pin PinMode `json:"pin,omitempty"`
+	// Copies are the server's equivalent copies ("copies" in mcp.json),
+	// tried when it fails: each is the server with the copy's transport
+	// keys (type, command, args, env, cwd, url, headers, oauth, ...) in
+	// place of its own, and no Copies of its own. Nil for a server
+	// without copies. See AllCopies.
+	Copies []ServerConfig `json:"copies,omitempty"`
+	// Policy is how calls pick a copy: PolicyPriority ("" means it) or
+	// PolicyRoundRobin.
+	Policy string `json:"policy,omitempty"`
 
 	// Templates holds, for every field that used a substitution (${env:},
 	// ${input:}, ${VAR}, ${user:}, ${workspaceFolder}, ...), or whose relative path was resolved against the
@@ -278,6 +287,12 @@ func (c *Config) Validate() error {
 		for _, p := range s.problems() {
 			errs = append(errs, &ConfigError{File: c.File, Line: s.Line, Column: s.Column, Server: s.Name, Msg: p.msg})
 		}
+		for j := range s.Copies {
+			cp := &s.Copies[j]
+			for _, p := range cp.problems() {
+				errs = append(errs, &ConfigError{File: c.File, Line: cp.Line, Column: cp.Column, Server: s.Name, Msg: fmt.Sprintf("copies[%d]: %s", j, p.msg)})
+			}
+		}
 	}
 	for _, e := range c.crossCheck() {
 		errs = append(errs, e)
@@ -346,6 +361,12 @@ func (s *ServerConfig) problems() []problem {
 	}
 	if !s.Pin.valid() {
 		ps = append(ps, problem{"pin", errPinValue(fmt.Sprintf("%q", string(s.Pin)))})
+	}
+	if s.Policy != "" && s.Policy != PolicyPriority && s.Policy != PolicyRoundRobin {
+		ps = append(ps, problem{"policy", fmt.Sprintf("policy must be %q or %q, got %q", PolicyPriority, PolicyRoundRobin, s.Policy)})
+	}
+	if len(s.Copies) > MaxCopies {
+		ps = append(ps, problem{"copies", fmt.Sprintf("copies has %d entries; at most %d are allowed", len(s.Copies), MaxCopies)})
 	}
 	return ps
 }

@@ -296,6 +296,7 @@ func (p *parser) server(name string, off int, obj *jnode, inList bool) {
 		}
 		p.errAt(off, name, "%s", pr.msg)
 	}
+	sp.copies()
 	p.cfg.Servers = append(p.cfg.Servers, sp.s)
 }
 
@@ -322,6 +323,8 @@ type serverParse struct {
 	command, script, cwd, envFile *text
 	args                          []text
 	transport                     string
+	// copyList is the "copies" array, read once the server is (copies).
+	copyList *jnode
 }
 
 // text is a string from the file after substitution.
@@ -445,6 +448,10 @@ func (sp *serverParse) member(m jmember, inList bool) {
 		sp.sampling(v)
 	case "pin":
 		sp.pin(v)
+	case "copies":
+		sp.copyList = v
+	case "policy":
+		sp.policy(v)
 	case "log_level":
 		if p.is(v, jString, name, m.key) {
 			if !slices.Contains(logLevels, v.str) {

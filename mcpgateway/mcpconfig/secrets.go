@@ -197,6 +197,8 @@ type DisplayConfig struct {
 	// Env and Headers map each configured name to "***"; nil when empty.
 	Env     map[string]string `json:"env,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// Copies are the server's copies, displayed the same way.
+	Copies []DisplayConfig `json:"copies,omitempty"`
 }
 
 // Display returns what may be shown of s to a user: each field as written
@@ -219,6 +221,9 @@ func (s ServerConfig) Display() DisplayConfig {
 	}
 	for i, a := range s.Args {
 		d.Args = append(d.Args, show("args["+strconv.Itoa(i)+"]", a))
+	}
+	for _, c := range s.Copies {
+		d.Copies = append(d.Copies, c.Display())
 	}
 	return d
 }
@@ -291,7 +296,8 @@ func (s ServerConfig) Equal(o ServerConfig) bool {
 		s.ProtocolVersion == o.ProtocolVersion && s.MaxMessageSize == o.MaxMessageSize &&
 		s.SamplingPerCall == o.SamplingPerCall && s.SamplingPerMinute == o.SamplingPerMinute &&
 		s.SamplingMaxInput == o.SamplingMaxInput && equalPrefix(s.Prefix, o.Prefix) &&
-		equalRegistry(s.Registry, o.Registry) && s.Pin == o.Pin
+		equalRegistry(s.Registry, o.Registry) && s.Pin == o.Pin &&
+		s.Policy == o.Policy && slices.EqualFunc(s.Copies, o.Copies, ServerConfig.Equal)
 }
 
 // inheritedEnv is what a stdio child takes from the service's environment:

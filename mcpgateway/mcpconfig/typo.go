@@ -7,7 +7,7 @@ import "github.com/elysia-go/elysia/internal/textdist"
 // two together).
 var serverKeys = []string{
 	"enabled", "disabled", "inputs", "name", "type", "transport", "command", "server_script_path", "cwd",
-	"envFile", "url", "serverUrl", "httpUrl", "prefix", "description", "branch", "args", "env", "headers", "tools",
+	"envFile", "copies", "policy", "url", "serverUrl", "httpUrl", "prefix", "description", "branch", "args", "env", "headers", "tools",
 	"connect_timeout", "call_timeout", "max_call_time", "elicitation_timeout", "eager", "per_user",
 	"oauth", "registry", "sampling", "pin", "log_level", "protocol_version", "max_message_size",
 	"sampling_per_call", "sampling_per_minute", "sampling_max_input", "roots",
