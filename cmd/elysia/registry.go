@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -78,25 +77,9 @@ func cmdMCPSearch(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	words := fs.Args()
-	recs, err := searchWords(ctx, c, words, *limit)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
+	recs, err := c.Find(ctx, words, *limit)
 	if err != nil {
-		return failure(err)
-	}
-	recs = slices.DeleteFunc(recs, func(r mcpregistry.Record) bool {
-		text := strings.ToLower(r.Server.Name + " " + r.Server.Title + " " + r.Server.Description)
-		for _, w := range words {
-			if !strings.Contains(text, strings.ToLower(w)) {
-				return true
-			}
-		}
-		return false
-	})
-	if len(recs) > *limit {
-		recs = recs[:*limit]
+		return searchFailure(err)
 	}
 	if len(recs) == 0 {
 		// Terminal output: a failed write has nowhere to be reported.
@@ -115,7 +98,7 @@ func cmdMCPSearch(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if len(desc) > 80 {
 			desc = desc[:77] + "..."
 		}
-		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termLine(r.Server.Name), termLine(r.Server.Version), runs(r.Server), termLine(desc))
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termLine(r.Server.Name), termLine(r.Server.Version), runs(&r.Server), termLine(desc))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -124,50 +107,21 @@ func cmdMCPSearch(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// maxSearchWords bounds the registry searches one mcp search makes.
-const maxSearchWords = 5
-
-// searchWords asks the registry, which matches one substring of a
-// server's name, for each word (the servers of the first limit, or of
-// 100 when there are several words), each server once.
-func searchWords(ctx context.Context, c *mcpregistry.Client, words []string, limit int) ([]mcpregistry.Record, error) {
-	if len(words) == 0 {
-		return c.Search(ctx, "", limit)
+// searchFailure is the exit error of a failed Find: a registry down or
+// answering nonsense is a failure (1), words it will not send are the
+// user's to fix (2).
+func searchFailure(err error) error {
+	if errors.Is(err, mcpregistry.ErrBadSearch) {
+		return usageErr("mcp search: %v", err)
 	}
-	if len(words) > maxSearchWords {
-		return nil, usageErr("mcp search: at most %d words", maxSearchWords)
-	}
-	var out []mcpregistry.Record
-	seen := map[string]bool{}
-	for _, w := range words {
-		n := limit
-		if len(words) > 1 {
-			n = 100
-		}
-		recs, err := c.Search(ctx, w, n)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range recs {
-			if !seen[r.Server.Name] {
-				seen[r.Server.Name] = true
-				out = append(out, r)
-			}
-		}
-	}
-	return out, nil
+	return failure(err)
 }
 
 // runs says how a server can be run: "remote", "npm", ...
-func runs(s mcpregistry.Server) string {
-	var out []string
-	if len(s.Remotes) > 0 {
-		out = append(out, "remote")
-	}
-	for _, p := range s.Packages {
-		if t := termLine(p.RegistryType); !slices.Contains(out, t) {
-			out = append(out, t)
-		}
+func runs(s *mcpregistry.Server) string {
+	out := s.Runs()
+	for i, r := range out {
+		out[i] = termLine(r)
 	}
 	return strings.Join(out, ",")
 }
@@ -210,8 +164,7 @@ func cmdMCPAdd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return entryError(err)
 	}
-	err = mcpconfig.EditFile(*config, func(e *mcpconfig.Edit) error { return e.Add(entry.Name, entry.JSON()) })
-	if err != nil {
+	if err := entry.AddTo(*config); err != nil {
 		return editError(err)
 	}
 	_, _ = fmt.Fprintf(stdout, "added %q to %s: %s %s, %s\n", entry.Name, termLine(*config), termLine(server), termLine(rec.Server.Version), entry.From)
@@ -223,12 +176,7 @@ func cmdMCPAdd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // checkAbsent is a usage error when the file at path has a server called
 // name.
 func checkAbsent(path, name string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil // a missing file is created; a broken one is reported by the edit
-	}
-	e, err := mcpconfig.NewEdit(path, data)
-	if err == nil && e.Has(name) {
+	if err := mcpregistry.CheckAbsent(path, name); err != nil {
 		return usageErr("%s already has a server %q; nothing changed (choose another name with --name, or elysia mcp update %s)", path, name, name)
 	}
 	return nil
