@@ -43,7 +43,9 @@ import (
 // envelope, until ELYSIA_LOAD_DURATION (default 30s) has passed; queries
 // running at the deadline finish and count. conv=long: every client reuses
 // one conversation for all its queries, so conversations grow for the
-// whole run; conv=new: every query starts a new conversation.
+// whole run, and before it starts each holds ELYSIA_LOAD_LONG_TURNS
+// (default 50) queries sent untimed; conv=new: every query starts a new
+// conversation.
 //
 // The service runs in a process of its own so that its CPU time can be
 // told from the harness's (the scripted model and the load client, in the
@@ -54,8 +56,10 @@ import (
 // 2026-11-24; then the test's -cpuprofile covers the service, and the
 // goroutine check covers the service as well as the harness.
 // ELYSIA_LOAD_CPUPROFILE=FILE has each sub-benchmark's service process
-// write a CPU profile of its run (serve --cpuprofile) to FILE with the
-// sub-benchmark's name inserted before the extension.
+// profile its CPU over the timed run (through serve --pprof-addr) into
+// FILE with the sub-benchmark's name inserted before the extension: the
+// whole process, every goroutine, as the service-cpu-ms/query figure
+// counts it.
 // ELYSIA_LOAD_MODEL_DELAY (a Go duration, default 0) has the scripted
 // model take that long to answer each call, as a real model would.
 //
@@ -122,7 +126,12 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 		}
 	}()
 	svc.warmUp(b)
+	prelude := 0
+	if long {
+		prelude = loadPrelude(b, svc, clients, loadLongTurns(b))
+	}
 
+	calls0 := svc.model.calls.Load()
 	peak := loadWatchGoroutines()
 	var st loadStats
 	b.ResetTimer()
@@ -182,7 +191,7 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 		loadPercentile(lat, 0.99).Round(time.Millisecond), loadPercentile(lat, 1).Round(time.Millisecond),
 		perQuery(cpu).Round(time.Microsecond),
 		st.errors, st.heals, todos, titles,
-		float64(svc.model.calls.Load())/float64(max(st.completed, 1)), svc.model.bad.Load(), dbBytes)
+		float64(svc.model.calls.Load()-calls0)/float64(max(st.completed, 1)), svc.model.bad.Load(), dbBytes)
 	b.Logf("goroutines: %d before, peak %d under load, %d idle after the load, %d left after closing",
 		baseline, peakGoroutines, idleGoroutines, baseline+left)
 	for _, e := range st.errorKinds() {
@@ -194,9 +203,9 @@ func benchmarkLoad(b *testing.B, clients int, long bool) {
 	if st.unsaved > 0 {
 		b.Errorf("%d of %d completed queries' answers were not saved, e.g. %q", st.unsaved, st.completed, st.unsavedExamples)
 	}
-	if todos != st.completed || titles != todos {
-		b.Errorf("the todo server holds %d todos (%d distinct titles) after %d completed queries (the model asked for %d creates)",
-			todos, titles, st.completed, svc.model.creates.Load())
+	if todos != prelude+st.completed || titles != todos {
+		b.Errorf("the todo server holds %d todos (%d distinct titles) after %d completed queries and %d before the run (the model asked for %d creates)",
+			todos, titles, st.completed, prelude, svc.model.creates.Load())
 	}
 	if left > 0 {
 		b.Errorf("%d goroutines more than before the service was assembled, 15 s after closing it:\n%s", left, stacks)
@@ -217,6 +226,52 @@ const (
 	// loadQueryTimeout bounds one query; a query this slow is an error.
 	loadQueryTimeout = 2 * time.Minute
 )
+
+// loadDefaultLongTurns is how many queries each client's conversation
+// holds before a conv=long run starts (ELYSIA_LOAD_LONG_TURNS).
+const loadDefaultLongTurns = 50
+
+// loadLongTurns reads ELYSIA_LOAD_LONG_TURNS (a count), 50 if unset.
+func loadLongTurns(b *testing.B) int {
+	b.Helper()
+	v := os.Getenv("ELYSIA_LOAD_LONG_TURNS")
+	if v == "" {
+		return loadDefaultLongTurns
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		b.Fatalf("ELYSIA_LOAD_LONG_TURNS=%q: want a count such as 50", v)
+	}
+	return n
+}
+
+// loadPrelude gives each client's conversation (c0, c1, ...) turns
+// queries before the timed run, clients at a time, as conv=long runs go
+// on with: the run then measures queries on conversations that already
+// hold turns saved turns, not the first queries of new ones. Any failure
+// ends the benchmark. It returns the queries completed.
+func loadPrelude(b *testing.B, svc *loadService, clients, turns int) int {
+	b.Helper()
+	urls := svc.urls()
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			for n := range turns {
+				url := fmt.Sprintf("%s/query/%s/c%d", urls[(i+n)%len(urls)], loadUser, i)
+				if _, _, err := loadQuery(svc.client, url, fmt.Sprintf("prelude %d-%d", i, n)); err != nil {
+					errs[i] = fmt.Errorf("client %d, query %d: %w", i, n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatalf("the %d queries per conversation before the run: %v", turns, err)
+	}
+	return clients * turns
+}
 
 // loadDatabase returns the service's database: ELYSIA_LOAD_DATABASE_URL
 // when set (a postgres:// URL; use a fresh schema per run, as db-B/query
@@ -254,6 +309,10 @@ type loadService struct {
 
 	// proc is the service's process; nil when it runs in the test process.
 	proc *serviceProc
+	// pprof is the address of proc's profiles (serve --pprof-addr) and
+	// profile the file its CPU profile of each load run goes to, with
+	// ELYSIA_LOAD_CPUPROFILE; both "" without it.
+	pprof, profile string
 	// replicas are the service's processes with ELYSIA_LOAD_REPLICAS > 1,
 	// proc first, each with its own todo server (todoDBs); see
 	// loadreplicas_test.go.
@@ -296,7 +355,9 @@ func loadStartService(b *testing.B, clients int) *loadService {
 	if p := os.Getenv("ELYSIA_LOAD_CPUPROFILE"); p != "" {
 		ext := filepath.Ext(p)
 		name := strings.ReplaceAll(strings.TrimPrefix(b.Name(), "BenchmarkConcurrentQueries/"), "/", "-")
-		args = append(args, "--cpuprofile", strings.TrimSuffix(p, ext)+"."+name+ext)
+		s.profile = strings.TrimSuffix(p, ext) + "." + name + ext
+		s.pprof = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(b))
+		args = append(args, "--pprof-addr", s.pprof)
 	}
 	s.startReplicas(b, dir, args)
 	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients, DisableCompression: true}}
@@ -800,6 +861,7 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 	cpu0, svcCPU0, child0 := loadCPUTime(b), svc.cpuTime(b), svc.childCPUTime(b)
 	start := time.Now()
 	deadline := start.Add(d)
+	profiled := svc.profileRun(b, d)
 	results := make([]loadStats, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
@@ -829,6 +891,7 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 		})
 	}
 	wg.Wait()
+	profiled()
 	var all loadStats
 	for _, r := range results {
 		all.merge(r)
@@ -843,6 +906,56 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 	all.unsaved, all.unsavedExamples = svc.checkSaved(b, all.sent)
 	all.sent = nil
 	return all
+}
+
+// profileRun starts a CPU profile of the service process for the d of a
+// load run, through its --pprof-addr, into s.profile; the returned func
+// waits for it (d rounded up to whole seconds, as /debug/pprof/profile
+// takes them) and fails b if it could not be written. Without
+// ELYSIA_LOAD_CPUPROFILE both do nothing. Unlike serve --cpuprofile, the
+// profile holds the run alone: not the start, warm-up, prelude or the
+// reading back of every conversation after it.
+func (s *loadService) profileRun(b *testing.B, d time.Duration) (wait func()) {
+	b.Helper()
+	if s.pprof == "" {
+		return func() {}
+	}
+	secs := int((d + time.Second - 1) / time.Second)
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+			defer cancel()
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.pprof, secs)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = resp.Body.Close() }() // read to the end below
+			if resp.StatusCode != http.StatusOK {
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+				return fmt.Errorf("%s: %s", resp.Status, body)
+			}
+			f, err := os.Create(s.profile)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				_ = f.Close() // the copy's error is the one to report
+				return err
+			}
+			return f.Close()
+		}()
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			b.Errorf("CPU profile of the service into %s: %v", s.profile, err)
+		}
+	}
 }
 
 // loadCPUTime is the process's user plus system CPU time, from getrusage.
@@ -1010,4 +1123,46 @@ func loadGoroutineSummary(n int) string {
 		fmt.Fprintf(&out, "%6d %s\n", g.count, g.where)
 	}
 	return out.String()
+}
+
+// TestServePprofAddr: serve --pprof-addr serves Go's profiles on a
+// listener of its own, which the service's address does not share, and
+// refuses an address that is not loopback.
+func TestServePprofAddr(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runCLI(t, t.TempDir(), nil, "serve", "--addr", "127.0.0.1:0", "--pprof-addr", "0.0.0.0:6060")
+	if code != 2 || !strings.Contains(stderr, "--pprof-addr 0.0.0.0:6060: want a loopback address") {
+		t.Errorf("serve --pprof-addr 0.0.0.0:6060: exit %d, stderr %q; want 2 asking for a loopback address", code, stderr)
+	}
+
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	s := startService(t, serveOptions{Args: []string{"--pprof-addr", pprofAddr}})
+	if code, body := getText(t, "http://"+pprofAddr+"/debug/pprof/cmdline"); code != http.StatusOK || !strings.Contains(body, "--pprof-addr") {
+		t.Errorf("GET /debug/pprof/cmdline on --pprof-addr: %d %q; want 200 with the command line", code, body)
+	}
+	if code, body := getText(t, "http://"+pprofAddr+"/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
+		t.Errorf("GET /debug/pprof/goroutine on --pprof-addr: %d %.100q; want 200 with the goroutines", code, body)
+	}
+	if code, _ := getText(t, s.URL+"/debug/pprof/cmdline"); code != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/cmdline on the service's address: %d; want 404", code)
+	}
+}
+
+// getText sends GET url and returns the status and the body.
+func getText(tb testing.TB, url string) (int, string) {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }() // read to the end below
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

@@ -49,8 +49,8 @@ func loadReplicas(b *testing.B) int {
 // startReplicas starts the service's processes (loadReplicas of them) on
 // one database, each in a folder of its own under dir with its own todo
 // server, and sets s.proc (the first), s.replicas, s.todoDBs and s.url
-// (the first's). Each replica writes its own CPU profile, if asked: the
-// second's file name ends in .r1 before the extension, and so on.
+// (the first's). Only the first serves its profiles (--pprof-addr), if
+// asked: the others would need addresses of their own.
 func (s *loadService) startReplicas(b *testing.B, dir string, args []string) {
 	b.Helper()
 	for i := range loadReplicas(b) {
@@ -61,13 +61,13 @@ func (s *loadService) startReplicas(b *testing.B, dir string, args []string) {
 				b.Fatal(err)
 			}
 			todoDB = filepath.Join(rdir, "todos.db")
-			rargs = make([]string, len(args))
-			for j, a := range args {
-				if j > 0 && args[j-1] == "--cpuprofile" {
-					ext := filepath.Ext(a)
-					a = fmt.Sprintf("%s.r%d%s", strings.TrimSuffix(a, ext), i, ext)
+			rargs = nil
+			for j := 0; j < len(args); j++ {
+				if args[j] == "--pprof-addr" {
+					j++ // and its value
+					continue
 				}
-				rargs[j] = a
+				rargs = append(rargs, args[j])
 			}
 		}
 		p := startService(b, serveOptions{

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -72,6 +73,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error (a request served is logged at debug)")
 	logFormat := logFormatFlag(fs)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof (benchmarks)")
+	pprofAddr := fs.String("pprof-addr", "", "serve Go's profiles (/debug/pprof/) on this loopback address, such as 127.0.0.1:6060, apart from the service; off by default")
 	grace := fs.Duration("shutdown-grace", defaultShutdownGrace, "on SIGINT or SIGTERM, how long running queries get to finish; "+
 		"the queries still running near its end are stopped, their streams told why, and every WebSocket closed with 1001")
 	if err := parseFlags(fs, args); err != nil {
@@ -101,6 +103,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				logger.Warn("writing the CPU profile", logKeyErr, err)
 			}
 		}()
+	}
+	if *pprofAddr != "" {
+		stop, err := startPprof(ctx, *pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	// A gateway called through the API logs its calls with the request id
 	// and user it finds in the request's ctx.
@@ -299,6 +308,34 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		pprof.StopCPUProfile()
 		return f.Close()
 	}, nil
+}
+
+// startPprof serves net/http/pprof's handlers on addr, which must be a
+// loopback address: profiles show the process's internals, so they get a
+// listener of their own that the service's routes, keys and middleware
+// never see, and that is only reachable from the host. stop closes it.
+func startPprof(ctx context.Context, addr string) (stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErr("--pprof-addr %s: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, usageErr("--pprof-addr %s: want a loopback address, such as 127.0.0.1:6060", addr)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, failure(fmt.Errorf("--pprof-addr: %w", err))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", httppprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", httppprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", httppprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }() // ends with Close: ErrServerClosed
+	return func() { _ = hs.Close() }, nil
 }
 
 // hostsFlag is --public-host: repeatable, each value a comma-separated list.
