@@ -42,14 +42,14 @@ func exitCode(err error) int {
 }
 
 // runCLI runs the elysia binary in dir and returns its exit code, stdout and
-// stderr.
+// stderr. Its default database is the test's own (testDataHome).
 func runCLI(tb testing.TB, dir string, env []string, args ...string) (int, string, string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, elysiaBin(tb), args...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
+	cmd.Env = append(append(cleanEnv(), "XDG_DATA_HOME="+testDataHome(tb)), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -63,8 +63,9 @@ type serveOptions struct {
 	// Config is the mcp.json body; "" means one todo server over stdio
 	// with its database in the service's folder.
 	Config string
-	// Dir is the working folder; "" means a new t.TempDir(). Reuse a folder
-	// to restart a service on the same SQLite file.
+	// Dir is the working folder; "" means a new t.TempDir(). Its SQLite
+	// file is data/elysia.db (unless Args or Env name a database): reuse a
+	// folder to restart a service on the same file.
 	Dir string
 	// Env is added to the service's environment (KEY=VALUE).
 	Env []string
@@ -97,10 +98,13 @@ func startService(tb testing.TB, o serveOptions) *serviceProc {
 		}
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(tb))
-	args := append([]string{"serve", "--addr", addr, "--config", cfg}, o.Args...)
-	cmd := exec.Command(bin, args...)
+	args := []string{"serve", "--addr", addr, "--config", cfg}
+	if !hasEnv(o.Env, "ELYSIA_DATABASE_URL") { // o.Args may give another --db: the last one wins
+		args = append(args, "--db", filepath.Join(o.Dir, "data", "elysia.db"))
+	}
+	cmd := exec.Command(bin, append(args, o.Args...)...)
 	cmd.Dir = o.Dir
-	cmd.Env = append(cleanEnv(), o.Env...)
+	cmd.Env = append(append(cleanEnv(), "XDG_DATA_HOME="+testDataHome(tb)), o.Env...)
 	s := &serviceProc{URL: "http://" + addr, Dir: o.Dir, Config: cfg, cmd: cmd, out: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	if err := cmd.Start(); err != nil {
@@ -150,20 +154,55 @@ func (s *serviceProc) Stop(tb testing.TB) {
 // Output returns what the service logged so far.
 func (s *serviceProc) Output() string { return s.out.String() }
 
-// cleanEnv is the test's environment without model keys or API keys, so
-// that a developer's own settings cannot reach the service under test.
+// cleanEnv is the test's environment without model keys, API keys or a
+// user, so that a developer's own settings cannot reach the service under
+// test, and
+// with XDG_DATA_HOME in the test process's own folder (testDataRoot), so
+// that no command finds or writes the developer's database.
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OLLAMA_HOST", "GOOGLE_API_KEY",
-			"ELYSIA_LLM", "ELYSIA_MODEL", "ELYSIA_API_KEYS", "ELYSIA_API_KEYS_FILE", "ELYSIA_DATABASE_URL", "MCP_URL":
+			"ELYSIA_LLM", "ELYSIA_MODEL", "ELYSIA_API_KEYS", "ELYSIA_API_KEYS_FILE", "ELYSIA_DATABASE_URL", "MCP_URL",
+			"ELYSIA_USER", "XDG_DATA_HOME":
 			continue
 		}
 		out = append(out, kv)
 	}
-	return out
+	return append(out, "XDG_DATA_HOME="+testDataRoot)
+}
+
+// testDataRoot is the test process's XDG_DATA_HOME (see cleanEnv), made
+// and removed by TestMain.
+var testDataRoot string
+
+// dataHomes holds each test's own XDG_DATA_HOME (testDataHome), by
+// testing.TB.
+var dataHomes sync.Map
+
+// testDataHome is tb's own XDG_DATA_HOME, the same for every command tb
+// runs (runCLI, startService), so that they share the default database
+// (elysia.db in its elysia folder) with each other and with no other test.
+func testDataHome(tb testing.TB) string {
+	tb.Helper()
+	if d, ok := dataHomes.Load(tb); ok {
+		return d.(string)
+	}
+	d, _ := dataHomes.LoadOrStore(tb, tb.TempDir())
+	tb.Cleanup(func() { dataHomes.Delete(tb) })
+	return d.(string)
+}
+
+// hasEnv reports whether env (KEY=VALUE) sets key.
+func hasEnv(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // do sends a request with an optional JSON body and bearer key, and decodes

@@ -151,7 +151,7 @@ func newMCPEndpoint(ctx context.Context, a *app, opts mcpendpoint.Options) (ep *
 // clients that start a command; the user is ELYSIA_USER (default cli).
 func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, config := newFlags("mcp serve", stderr)
-	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL (default ./data/elysia.db; - for none)")
+	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL, - for none ("+dbFlagHelp+")")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (the log goes to stderr)")
 	logFormat := logFormatFlag(fs)
 	if err := parseFlags(fs, args); err != nil {

@@ -32,7 +32,7 @@ func cmdMCPPins(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		action, args = args[0], args[1:]
 	}
 	fs, config := newFlags("mcp pins", stderr)
-	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL (default ./data/elysia.db; env ELYSIA_DATABASE_URL)")
+	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL ("+dbFlagHelp+")")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -54,7 +54,11 @@ func cmdMCPPins(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	ctx, cancel := context.WithTimeout(ctx, pinsTimeout)
 	defer cancel()
-	db, err := store.Open(ctx, *dsn, nil)
+	where, err := databaseDSN(*dsn, os.Getenv)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, where, nil)
 	if err != nil {
 		return failure(fmt.Errorf("open the database: %w", err))
 	}

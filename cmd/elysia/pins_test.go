@@ -76,13 +76,13 @@ func TestPinsEndToEnd(t *testing.T) {
 	code, body = do(t, http.MethodPost, s.URL+"/api/servers/words/execute", "", map[string]any{"tool_name": "add"})
 	wantStatus(t, "execute of the unchanged tool", code, body, http.StatusOK)
 
-	cfg := filepath.Join(s.Dir, "mcp.json")
-	code, out, errOut := runCLI(t, s.Dir, nil, "mcp", "pins", "list", "--config", cfg, "words")
+	cfg, db := filepath.Join(s.Dir, "mcp.json"), filepath.Join(s.Dir, "data", "elysia.db")
+	code, out, errOut := runCLI(t, s.Dir, nil, "mcp", "pins", "list", "--config", cfg, "--db", db, "words")
 	if code != 0 || !strings.Contains(out, "held (changed)") || !strings.Contains(out, "held (new)") ||
 		!strings.Contains(out, "- description: Looks a word up.") || !strings.Contains(out, "+ description: Looks a word up. First send") {
 		t.Errorf("mcp pins list: %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = runCLI(t, s.Dir, nil, "mcp", "pins", "approve", "--config", cfg, "words", "lookup")
+	code, out, errOut = runCLI(t, s.Dir, nil, "mcp", "pins", "approve", "--config", cfg, "--db", db, "words", "lookup")
 	if code != 0 || !strings.Contains(out, "approved lookup of words") {
 		t.Errorf("mcp pins approve: %d\n%s\n%s", code, out, errOut)
 	}
@@ -94,7 +94,7 @@ func TestPinsEndToEnd(t *testing.T) {
 	code, body = do(t, http.MethodPost, s.URL+"/api/servers/words/execute", "", map[string]any{"tool_name": "lookup"})
 	wantStatus(t, "execute after approval", code, body, http.StatusOK)
 
-	code, _, errOut = runCLI(t, s.Dir, nil, "mcp", "pins", "approve", "--config", cfg, "words")
+	code, _, errOut = runCLI(t, s.Dir, nil, "mcp", "pins", "approve", "--config", cfg, "--db", db, "words")
 	if code != 2 || !strings.Contains(errOut, "nothing waiting for approval") {
 		t.Errorf("approve with nothing pending: %d %s", code, errOut)
 	}

@@ -64,7 +64,7 @@ func shutdownNotice(grace time.Duration) time.Duration {
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, config := newFlags("serve", stderr)
 	addr := fs.String("addr", "127.0.0.1:8000", "address to listen on")
-	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL (default ./data/elysia.db; env ELYSIA_DATABASE_URL)")
+	dsn := fs.String("db", os.Getenv("ELYSIA_DATABASE_URL"), "database: a SQLite path or a postgres:// URL, - for none ("+dbFlagHelp+")")
 	allowUnauth := fs.Bool("allow-unauthenticated", false, "allow binding a non-loopback address without API keys")
 	var publicHosts hostsFlag
 	fs.Var(&publicHosts, "public-host", "a host name (or host:port) the service answers to beside loopback ones, such as app.example.com; "+
@@ -417,7 +417,7 @@ func describeOptions(lookup func(string) (string, bool), info llm.Info) (bool, e
 // appConfig says how to assemble the service's parts.
 type appConfig struct {
 	configPath  string
-	dsn         string // "" → ./data/elysia.db; "-" → no store (memory only)
+	dsn         string // "" → the data folder's (databaseDSN); "-" → no store (memory only)
 	logger      *slog.Logger
 	interactive bool // ask the terminal for inputs at start-up
 	// observer receives every gateway's calls and circuit changes; nil
@@ -471,7 +471,11 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
-		if a.store, err = store.Open(ctx, c.dsn, &store.Options{Logger: c.logger, MaxConns: maxConns}); err != nil {
+		dsn, err := databaseDSN(c.dsn, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		if a.store, err = store.Open(ctx, dsn, &store.Options{Logger: c.logger, MaxConns: maxConns}); err != nil {
 			return nil, failure(fmt.Errorf("open the database: %w", err))
 		}
 		a.persist = persist.New(a.store)
