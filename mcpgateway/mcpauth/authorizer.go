@@ -51,10 +51,16 @@ type Authorizer struct {
 	// with ErrSignInRequired (the gateway then goes per user).
 	Userless bool
 
-	// mu guards tok and loaded.
-	mu     sync.Mutex
-	tok    *Token
-	loaded bool
+	// nonces are the DPoP nonces the server and its authorization
+	// servers gave (RFC 9449 §8, §9).
+	nonces dpopNonces
+
+	// mu guards tok, loaded and the parsed DPoP key of dpopKeyText.
+	mu          sync.Mutex
+	tok         *Token
+	loaded      bool
+	dpopKey     *dpopKey
+	dpopKeyText string
 }
 
 func NewAuthorizer(cfg mcpconfig.ServerConfig, user string, store TokenStore, browser Browser, logger *slog.Logger) *Authorizer {
@@ -68,7 +74,7 @@ func NewAuthorizer(cfg mcpconfig.ServerConfig, user string, store TokenStore, br
 		store:   store,
 		browser: browser,
 		logger:  logger,
-		client:  newOAuthClient(connect, &resourceOnRefresh{base: base}),
+		client:  newOAuthClient(connect, &dpopOnToken{base: &resourceOnRefresh{base: base}}),
 		flow:    make(chan struct{}, 1),
 	}
 }
@@ -185,6 +191,13 @@ func (a *Authorizer) unauthorized(ctx context.Context, ch Challenge, used *Token
 	if used != nil {
 		why = "the server refused the token, which cannot be refreshed"
 	}
+	// A token from an authorization server the resource no longer names
+	// is not refreshed there: the user signs in at the new one.
+	if moved, err := a.migrated(ctx, ch, used); err != nil {
+		return nil, err
+	} else if moved != "" {
+		return a.grant(ctx, ch, nil, moved)
+	}
 	if used != nil && used.RefreshToken != "" {
 		tok, err := a.refresh(ctx, used)
 		if err == nil {
@@ -244,7 +257,19 @@ func (a *Authorizer) grant(ctx context.Context, ch Challenge, scopes []string, w
 func (a *Authorizer) refresh(ctx context.Context, used *Token) (*Token, error) {
 	cfg := a.oauth2Config(used.ClientID, used.ClientSecret, used.AuthMethod, used.TokenURL, "", "", nil)
 	old := &oauth2.Token{RefreshToken: used.RefreshToken, Expiry: time.Unix(1, 0)}
-	t, err := cfg.TokenSource(withResource(a.oauthCtx(ctx), used.Resource), old).Token()
+	// A DPoP-bound refresh token is refreshed with a proof of its key.
+	var key *dpopKey
+	if used.DPoPKey != "" {
+		var err error
+		if key, err = a.keyOf(used); err != nil {
+			return nil, err
+		}
+	}
+	octx, _, err := a.bindCtx(a.oauthCtx(ctx), key != nil, key)
+	if err != nil {
+		return nil, err
+	}
+	t, err := cfg.TokenSource(withResource(octx, used.Resource), old).Token()
 	if err != nil {
 		if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && (re.ErrorCode == "invalid_grant" || re.ErrorCode == "invalid_token") {
 			a.forget(ctx)
@@ -321,13 +346,23 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, ch Challenge, scopes
 	default:
 		cc.ClientSecret, cc.AuthStyle = o.ClientSecret, oauth2.AuthStyleInHeader
 	}
-	got, err := cc.Token(a.oauthCtx(ctx))
+	octx, key, err := a.bindCtx(a.oauthCtx(ctx), t.dpop, nil)
+	if err != nil {
+		return nil, err
+	}
+	got, err := cc.Token(octx)
 	if err != nil {
 		return nil, fmt.Errorf("client credentials grant at %s: %w", t.as.TokenEndpoint, tokenError(err))
 	}
 	tok := newToken(got, scopes, t)
 	// Client-credentials tokens are not refreshed: the grant is repeated.
 	tok.RefreshToken = ""
+	// The client is named so that a move of the authorization server
+	// is seen to leave it behind (migrated).
+	tok.ClientID, tok.AuthMethod = o.ClientID, method
+	if err := bound(tok, key, t.dpopRequired, t.as.Issuer); err != nil {
+		return nil, err
+	}
 	a.logger.Info("obtained a client-credentials token", "token", tok)
 	return tok, a.save(ctx, tok)
 }

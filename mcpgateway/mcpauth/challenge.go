@@ -23,23 +23,55 @@ const (
 
 // Challenge is the Bearer challenge of a WWW-Authenticate header: its
 // parameters (error, scope, resource_metadata, ...) by lower-case name.
+// A DPoP challenge (RFC 9449 §7.1) adds the parameters the Bearer one
+// lacks (all of them when there is no Bearer one), and its error under the
+// key "DPoP", which no parameter name (lower case) can be.
 type Challenge map[string]string
+
+// challengeDPoP is the key of a DPoP challenge's error in a Challenge.
+const challengeDPoP = "DPoP"
 
 // scopes returns the challenge's scope parameter split on spaces.
 func (c Challenge) scopes() []string { return strings.Fields(c["scope"]) }
 
+// dpop reports whether the server offered the DPoP scheme.
+func (c Challenge) dpop() bool {
+	_, ok := c[challengeDPoP]
+	return ok
+}
+
+// dpopNonce reports whether the DPoP challenge asks for a nonce
+// (use_dpop_nonce, RFC 9449 §9).
+func (c Challenge) dpopNonce() bool { return c[challengeDPoP] == "use_dpop_nonce" }
+
 // parseChallenge returns the parameters of the first Bearer challenge in
-// the WWW-Authenticate header values; an empty challenge when there is
-// none.
+// the WWW-Authenticate header values, with those of the first DPoP one as
+// Challenge says; an empty challenge when there is neither.
 func parseChallenge(values []string) Challenge {
+	var bearer, dpop Challenge
 	for _, v := range values {
 		for _, c := range splitChallenges(v) {
-			if strings.EqualFold(c.scheme, "bearer") {
-				return c.params
+			switch {
+			case bearer == nil && strings.EqualFold(c.scheme, "bearer"):
+				bearer = c.params
+			case dpop == nil && strings.EqualFold(c.scheme, "dpop"):
+				dpop = c.params
 			}
 		}
 	}
-	return Challenge{}
+	out := bearer
+	if out == nil {
+		out = Challenge{}
+	}
+	if dpop != nil {
+		for k, v := range dpop {
+			if _, ok := out[k]; !ok {
+				out[k] = v
+			}
+		}
+		out[challengeDPoP] = dpop["error"]
+	}
+	return out
 }
 
 // rawChallenge is one challenge: its scheme as sent, its token68 if it

@@ -26,6 +26,9 @@ type resourceMeta struct {
 	Resource             string   `json:"resource"`
 	AuthorizationServers []string `json:"authorization_servers"`
 	ScopesSupported      []string `json:"scopes_supported"`
+	// DPoPBoundRequired says the resource takes DPoP-bound tokens only
+	// (RFC 9728 §2, dpop_bound_access_tokens_required).
+	DPoPBoundRequired bool `json:"dpop_bound_access_tokens_required"`
 }
 
 // authServerMeta is authorization-server metadata (RFC 8414 §2), with the
@@ -43,6 +46,7 @@ type authServerMeta struct {
 	TokenEndpointAuthSigningAlgs      []string `json:"token_endpoint_auth_signing_alg_values_supported"`
 	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported"`
 	AuthorizationResponseIssParameter bool     `json:"authorization_response_iss_parameter_supported"`
+	DPoPSigningAlgs                   []string `json:"dpop_signing_alg_values_supported"`
 	defaultEndpoints                  bool     // no metadata: the 2025-03-26 defaults
 }
 
@@ -53,6 +57,9 @@ type authTarget struct {
 	scopesSupported []string // the resource's, from its metadata
 	as              *authServerMeta
 	legacy          bool // no protected-resource metadata: a 2025-03-26 server
+	// dpopRequired says the resource takes DPoP-bound tokens only; dpop
+	// that the grant asks for one (wantDPoP).
+	dpopRequired, dpop bool
 }
 
 // metadataLimit bounds a metadata document.
@@ -82,10 +89,14 @@ func discover(ctx context.Context, client *http.Client, serverURL string, ch Cha
 	} else {
 		t.resource = prm.Resource
 		t.scopesSupported = prm.ScopesSupported
+		t.dpopRequired = prm.DPoPBoundRequired
 		issuer = prm.AuthorizationServers[0]
 	}
 	t.as, err = findAuthServerMeta(ctx, client, issuer, server, t.legacy)
 	if err != nil {
+		return nil, err
+	}
+	if t.dpop, err = wantDPoP(ch, t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -179,11 +190,13 @@ func findAuthServerMeta(ctx context.Context, client *http.Client, issuer string,
 		if err != nil {
 			return nil, fmt.Errorf("authorization server metadata: %w", err)
 		}
-		// RFC 8414 §3.3: the issuer must be the one asked about. A
-		// 2025-03-26 server's metadata sits at its origin and may name
-		// a deeper issuer.
-		if !legacy && strings.TrimSuffix(m.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
-			return nil, fmt.Errorf("authorization server metadata at %s names issuer %q, not %q", u, m.Issuer, issuer)
+		// RFC 8414 §3.3: the issuer must be the one asked about, the
+		// same server after normalisation (issuer.go); the metadata's
+		// own spelling is the one recorded, which an authorization
+		// answer's iss must then match exactly. A 2025-03-26 server's
+		// metadata sits at its origin and may name a deeper issuer.
+		if !legacy && !sameIssuer(m.Issuer, issuer) {
+			return nil, fmt.Errorf("authorization server metadata at %s names issuer %q, not %q: refused (RFC 8414 §3.3)", u, m.Issuer, issuer)
 		}
 		if m.Issuer == "" {
 			m.Issuer = issuer

@@ -33,6 +33,10 @@ type PendingSignIn struct {
 	AuthURL      string `json:"auth_url"`
 	TokenURL     string `json:"token_url"`
 	IssParameter bool   `json:"iss_parameter,omitempty"`
+	// DPoP says the code is exchanged for a DPoP-bound token (RFC 9449),
+	// and DPoPRequired that the server takes no other.
+	DPoP         bool `json:"dpop,omitempty"`
+	DPoPRequired bool `json:"dpop_required,omitempty"`
 	// Binding is the SHA-256 (hex) of a random secret that only the
 	// browser which started the sign-in holds (in a cookie): the callback
 	// must bring the secret. Never derived from the state, which the
@@ -185,6 +189,7 @@ func PendingOf(server, user, binding string, p *PendingAuth) *PendingSignIn {
 		RedirectURI: p.cfg.RedirectURL, Resource: p.target.resource,
 		Issuer: as.Issuer, AuthURL: as.AuthorizationEndpoint, TokenURL: as.TokenEndpoint,
 		IssParameter: as.AuthorizationResponseIssParameter, Binding: binding,
+		DPoP: p.target.dpop, DPoPRequired: p.target.dpopRequired,
 	}
 }
 
@@ -195,7 +200,7 @@ func (a *Authorizer) Resume(p *PendingSignIn, state string) *PendingAuth {
 	return &PendingAuth{
 		state: state, verifier: p.Verifier,
 		cfg:      a.oauth2Config(p.ClientID, p.ClientSecret, p.AuthMethod, p.TokenURL, p.AuthURL, p.RedirectURI, p.Scopes),
-		target:   &authTarget{resource: p.Resource, as: as},
+		target:   &authTarget{resource: p.Resource, as: as, dpop: p.DPoP, dpopRequired: p.DPoPRequired},
 		scopes:   p.Scopes,
 		clientID: p.ClientID, secret: p.ClientSecret, method: p.AuthMethod,
 	}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -135,25 +136,38 @@ func (a *Authorizer) Finish(ctx context.Context, p *PendingAuth, code, state, is
 		return nil, errors.New("state mismatch: the authorization answer is not for this sign-in")
 	}
 	as := p.target.as
-	// RFC 9207: an issuer that says it sends iss must send its own.
-	if (as.AuthorizationResponseIssParameter || iss != "") && strings.TrimSuffix(iss, "/") != strings.TrimSuffix(as.Issuer, "/") {
-		return nil, fmt.Errorf("the authorization answer comes from issuer %q, not %q", iss, as.Issuer)
+	if err := p.checkIss(iss); err != nil {
+		return nil, err
 	}
 	if code == "" {
 		return nil, errors.New("the authorization answer has no code")
 	}
-	t, err := p.cfg.Exchange(a.oauthCtx(ctx), code, oauth2.VerifierOption(p.verifier),
+	octx, key, err := a.bindCtx(a.oauthCtx(ctx), p.target.dpop, nil)
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.cfg.Exchange(octx, code, oauth2.VerifierOption(p.verifier),
 		oauth2.SetAuthURLParam("resource", p.target.resource))
 	if err != nil {
 		return nil, fmt.Errorf("exchange the code at %s: %w", as.TokenEndpoint, tokenError(err))
 	}
 	tok := newToken(t, p.scopes, p.target)
 	tok.ClientID, tok.ClientSecret, tok.AuthMethod = p.clientID, p.secret, p.method
+	if err := bound(tok, key, p.target.dpopRequired, as.Issuer); err != nil {
+		return nil, err
+	}
 	if err := a.save(ctx, tok); err != nil {
 		return nil, err
 	}
 	a.logger.Info("signed in", "user", a.key.User, "token", tok)
 	return tok, nil
+}
+
+// checkIss checks the iss of an answer to p against the issuer recorded
+// from the authorization server's metadata (RFC 9207, checkIss).
+func (p *PendingAuth) checkIss(iss string) error {
+	as := p.target.as
+	return checkIss(as.Issuer, as.AuthorizationResponseIssParameter, iss)
 }
 
 // isCIMDURL reports whether id is an https URL with a path: a Client ID
@@ -256,6 +270,7 @@ func (a *Authorizer) SignInLoopback(ctx context.Context, ch Challenge, scopes []
 	}
 
 	results := make(chan callbackResult, 1)
+	var pending atomic.Pointer[PendingAuth] // set before the browser goes
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.EscapedPath() != path && r.URL.Path != path {
 			http.NotFound(w, r)
@@ -263,17 +278,34 @@ func (a *Authorizer) SignInLoopback(ctx context.Context, ch Challenge, scopes []
 		}
 		q := r.URL.Query()
 		res := callbackResult{code: q.Get("code"), state: q.Get("state"), iss: q.Get("iss")}
-		msg := "Signed in to " + a.key.Server + ". You may close this window."
-		if e := q.Get("error"); e != "" {
-			res.err = fmt.Errorf("the authorization server refused: %s", e)
-			msg = "Sign-in to " + a.key.Server + " failed: " + e
-			w.WriteHeader(http.StatusBadRequest)
+		// The issuer first, errors included: an answer from another
+		// issuer is neither acted on nor shown (RFC 9207 §2.4).
+		p := pending.Load()
+		if p == nil { // not an answer: the sign-in has not begun
+			http.Error(w, "no sign-in to "+a.key.Server+" is waiting for an answer", http.StatusBadRequest)
+			return
 		}
-		_, _ = fmt.Fprintf(w, "<!doctype html><title>Elysia</title><p>%s</p>\n", html.EscapeString(msg))
+		var msg string
+		switch issErr := p.checkIss(res.iss); {
+		case issErr != nil:
+			res.err = issErr
+			msg = "This answer did not come from the authorization server of " + a.key.Server + "; the sign-in is void."
+		case q.Get("error") != "":
+			res.err = fmt.Errorf("the authorization server refused: %s", q.Get("error"))
+			msg = "Sign-in to " + a.key.Server + " failed: " + q.Get("error")
+		default:
+			msg = "Signed in to " + a.key.Server + ". You may close this window."
+		}
+		// Handed on before the page goes, so that the sign-in has it by
+		// the time the browser sees the page.
 		select {
 		case results <- res:
 		default: // only the first answer counts
 		}
+		if res.err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		_, _ = fmt.Fprintf(w, "<!doctype html><title>Elysia</title><p>%s</p>\n", html.EscapeString(msg))
 	})}
 	served := make(chan struct{})
 	go func() {
@@ -289,14 +321,22 @@ func (a *Authorizer) SignInLoopback(ctx context.Context, ch Challenge, scopes []
 	if err != nil {
 		return nil, err
 	}
-	if err := browser.Open(ctx, authURL); err != nil {
-		return nil, err
-	}
+	pending.Store(p)
+	openErr := browser.Open(ctx, authURL)
 	var res callbackResult
 	select {
 	case res = <-results:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("no sign-in answer at %s: %w", redirect, ctx.Err())
+		// An answer came, which says more than a browser that saw the
+		// refusal page (FetchBrowser) does.
+	default:
+		if openErr != nil {
+			return nil, openErr
+		}
+		select {
+		case res = <-results:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no sign-in answer at %s: %w", redirect, ctx.Err())
+		}
 	}
 	if res.err != nil {
 		return nil, res.err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,7 +41,15 @@ type Token struct {
 	ClientID     string `json:"client_id,omitempty"`
 	ClientSecret string `json:"client_secret,omitempty"`
 	AuthMethod   string `json:"auth_method,omitempty"`
+	// DPoPKey is the private key a DPoP-bound token (TokenType "DPoP") and
+	// its refresh token are bound to (RFC 9449), base64url; empty for a
+	// Bearer token.
+	DPoPKey string `json:"dpop_key,omitempty"`
 }
+
+// dpop reports whether t is DPoP-bound: sent as "Authorization: DPoP"
+// with a proof.
+func (t *Token) dpop() bool { return strings.EqualFold(t.TokenType, "DPoP") }
 
 // String redacts the token: it says only whether there is one.
 func (t *Token) String() string {
@@ -60,7 +69,7 @@ func (t *Token) LogValue() slog.Value {
 		return slog.StringValue("none")
 	}
 	return slog.GroupValue(slog.String("resource", t.Resource), slog.Any("scopes", t.Scopes),
-		slog.Time("expiry", t.Expiry), slog.Bool("refreshable", t.RefreshToken != ""))
+		slog.Time("expiry", t.Expiry), slog.Bool("refreshable", t.RefreshToken != ""), slog.Bool("dpop", t.dpop()))
 }
 
 // clone returns a deep copy, so that a stored token is never shared.

@@ -16,9 +16,11 @@ import (
 const maxAuthRetries = 2
 
 // authRoundTripper is the outer layer of a remote session's http.Client:
-// it puts the configured headers and the user's bearer token on every
-// request of the session (mcp-go's closing DELETE included, which carries
-// neither on its own), answers a 401 by a refresh or a new grant, and a 403
+// it puts the configured headers and the user's token on every request of
+// the session (mcp-go's closing DELETE included, which carries neither on
+// its own), a Bearer token as such and a DPoP-bound one with a fresh proof
+// of its key (RFC 9449 §7), answers a 401 by a refresh or a new grant, a
+// 401 use_dpop_nonce by the nonce the server gave, and a 403
 // insufficient_scope by a step-up, then sends the request again. It
 // refuses a request to another origin than the server's: the client
 // follows no redirect there (ServerRedirects), and nothing else of the
@@ -53,9 +55,10 @@ func (t *authRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	for attempt := 0; ; attempt++ {
+	var authRetries, nonceRetries int
+	for first := true; ; first = false {
 		req := r.Clone(ctx)
-		if attempt > 0 {
+		if !first {
 			body, err := r.GetBody()
 			if err != nil {
 				return nil, err
@@ -68,14 +71,31 @@ func (t *authRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 			}
 		}
 		if tok != nil {
-			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			if err := t.auth.authorize(req, tok); err != nil {
+				closeBody(req)
+				return nil, err
+			}
 		}
 		resp, err := t.base.RoundTrip(req)
-		if err != nil || t.auth == nil || attempt >= maxAuthRetries || (r.Body != nil && r.GetBody == nil) {
+		if err != nil || t.auth == nil || (r.Body != nil && r.GetBody == nil) {
 			return resp, err
+		}
+		fresh := ""
+		if tok != nil && tok.dpop() {
+			fresh = t.auth.nonces.note(req.URL, resp)
 		}
 		ch := parseChallenge(resp.Header.Values("WWW-Authenticate"))
 		switch {
+		case resp.StatusCode == http.StatusUnauthorized && fresh != "" && ch.dpopNonce():
+			// RFC 9449 §9: the same token again, with the server's nonce.
+			drain(resp)
+			if nonceRetries >= maxNonceRetries {
+				return nil, fmt.Errorf("server %q asks for a new DPoP nonce again after %d retries (use_dpop_nonce); giving up", t.name, nonceRetries)
+			}
+			nonceRetries++
+			continue
+		case authRetries >= maxAuthRetries:
+			return resp, nil
 		case resp.StatusCode == http.StatusUnauthorized:
 			drain(resp)
 			tok, err = t.auth.unauthorized(ctx, ch, tok)
@@ -88,6 +108,7 @@ func (t *authRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		authRetries++
 	}
 }
 
