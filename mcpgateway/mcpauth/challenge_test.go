@@ -110,6 +110,13 @@ func TestWWWAuthenticateBearer(t *testing.T) {
 		{"bearer in a later header line", []string{`Basic realm="x"`, `bearer scope="s"`}, Challenge{"scope": "s"}},
 		{"the first bearer counts", []string{`Bearer scope="a"`, `Bearer scope="b"`}, Challenge{"scope": "a"}},
 		{"bearer with token68 only", []string{`Bearer abc=`}, Challenge{}},
+		{"dpop only", []string{`DPoP algs="ES256", resource_metadata="https://h/rm"`},
+			Challenge{"algs": "ES256", "resource_metadata": "https://h/rm", challengeDPoP: ""}},
+		{"dpop nonce", []string{`DPoP error="use_dpop_nonce", error_description="nonce"`},
+			Challenge{"error": "use_dpop_nonce", "error_description": "nonce", challengeDPoP: "use_dpop_nonce"}},
+		{"bearer's parameters first, dpop's error apart", []string{`Bearer error="invalid_token", scope="a", DPoP error="use_dpop_nonce", algs="ES256"`},
+			Challenge{"error": "invalid_token", "scope": "a", "algs": "ES256", challengeDPoP: "use_dpop_nonce"}},
+		{"dpop in a later header line", []string{`Bearer scope="a"`, `dpop algs="ES256"`}, Challenge{"scope": "a", "algs": "ES256", challengeDPoP: ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,10 +5,15 @@
 // registration, RFC 7591), the authorization code flow with PKCE and the
 // resource indicator (RFC 8707, RFC 9207's iss), client credentials with a
 // secret or a private_key_jwt assertion (RFC 7523), refresh, step-up and
-// revocation (RFC 7009). [NewRoundTripper] puts the configured headers and
-// the user's token on a session's requests and answers a 401 or a 403
-// insufficient_scope; [ServerRedirects] keeps those requests on the
-// server's origin, and the OAuth requests follow no redirect.
+// revocation (RFC 7009), with the 2026-07-28 rules: the issuer compared
+// after normalisation across the metadata and exactly against iss
+// (issuer.go), a sign-in at the new authorization server when the
+// resource moves (migration.go), and DPoP-bound tokens where the server
+// asks for them (RFC 9449, dpop.go). [NewRoundTripper] puts the configured
+// headers and the user's token on a session's requests and answers a 401,
+// a DPoP nonce challenge or a 403 insufficient_scope; [ServerRedirects]
+// keeps those requests on the server's origin, and the OAuth requests
+// follow no redirect.
 //
 // Tokens live in a [TokenStore], web sign-ins waiting for their callback
 // in a [PendingSignIns] (both shared by every replica in a deployment;
