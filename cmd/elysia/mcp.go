@@ -259,13 +259,18 @@ func (h quietConnectHandler) WithGroup(name string) slog.Handler {
 	return quietConnectHandler{h.Handler.WithGroup(name)}
 }
 
-// cliUser is the user the CLI signs in and calls as: ELYSIA_USER, else
-// "cli".
+// defaultUser is the user of a keyless service on every surface: the web
+// page, /mcp, `elysia mcp serve` and the CLI, so that a sign-in or a
+// secret set on one serves all of them.
+const defaultUser = "cli"
+
+// cliUser is the user the CLI signs in and calls as, and a keyless
+// service's user: ELYSIA_USER, else defaultUser.
 func cliUser() string {
 	if u := os.Getenv("ELYSIA_USER"); u != "" {
 		return u
 	}
-	return "cli"
+	return defaultUser
 }
 
 // cliOAuth completes o with the CLI's token file and, when

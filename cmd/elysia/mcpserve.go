@@ -169,10 +169,7 @@ func cmdMCPServe(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	user := os.Getenv("ELYSIA_USER")
-	if user == "" {
-		user = "cli"
-	}
+	user := cliUser()
 	// stdin carries the protocol: never prompt on it.
 	a, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger})
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs, config := newFlags("query", stderr)
 	asJSON := fs.Bool("json", false, "print the event envelopes as JSON lines")
-	user := fs.String("user", "cli", "user id")
+	user := fs.String("user", cliUser(), "user id: $ELYSIA_USER, else "+defaultUser+", the user of the web page and of /mcp on a keyless service too")
 	conv := fs.String("conversation", "", "conversation id; with --db the conversation is saved and can be continued (default: a new one)")
 	dsn := fs.String("db", "-", "database to save the conversation in (default: none)")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")

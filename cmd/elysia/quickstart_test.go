@@ -125,7 +125,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	qs := parseQuickStart(t, string(readme))
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	env := append(userShellEnv(), "ADDR="+addr, quickStartEnv+"=1")
+	env := append(userShellEnv(), "ADDR="+addr, quickStartEnv+"=1", "XDG_DATA_HOME="+testDataHome(t))
 	var served *makeRun
 	for _, c := range qs.setup {
 		switch c {
@@ -171,14 +171,17 @@ func TestReadmeQuickStart(t *testing.T) {
 			Options map[string]json.RawMessage `json:"options"`
 		} `json:"tree"`
 	}
-	getJSON(ctx, t, "http://"+addr+"/tree/me/first", &tr)
+	getJSON(ctx, t, "http://"+addr+"/tree/cli/first", &tr)
 	for _, s := range cfg.Servers {
 		if _, ok := tr.Tree.Options[mcpconfig.ToolName(s.Name)]; s.Enabled && !ok {
 			t.Errorf("the tree served has no gateway for the server %q of mcp.json (options %v)", s.Name, keysOf(tr.Tree.Options))
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "data", "elysia.db")); err != nil {
-		t.Errorf("README says conversations are saved in ./data/elysia.db: %v", err)
+	if _, err := os.Stat(filepath.Join(testDataHome(t), "elysia", "elysia.db")); err != nil {
+		t.Errorf("README says conversations are saved in the user's data folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "elysia.db")); err == nil {
+		t.Errorf("make run wrote its database into the clone, not the user's data folder")
 	}
 
 	// The query block, while the service runs: the offline planner answers

@@ -182,7 +182,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	streams := app.streams(adapter.NewChanges(ctx, app.disc), relay)
 	srv := web.New(app.deps(), &web.Options{
 		MCP:            mcpEP,
-		MCPUser:        os.Getenv("ELYSIA_USER"),
+		MCPUser:        cliUser(), // keyless: one user on every surface
 		Logger:         logger,
 		Keys:           keys,
 		Registry:       registry,
@@ -193,7 +193,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Model:          web.ModelInfo{Provider: string(app.info.Provider), Model: app.info.Model, BaseURL: app.info.BaseURL},
 		ConfigFile:     app.disc.Path(),
 		Frontend:       frontend,
-		PageUser:       os.Getenv("ELYSIA_USER"), // a browser opening / gets a conversation of this user
+		PageUser:       cliUser(), // a browser opening / gets a conversation of this user
 		Routes:         app.routes(streams),
 	})
 	stopRelay, err := app.startRelay(streams)

@@ -77,7 +77,7 @@ function randomID(prefix = "") {
 function route() {
   const m = location.pathname.match(/^\/tree\/([^/]+)\/([^/]+)\/?$/);
   if (m) return { user: decodeURIComponent(m[1]), conversation: decodeURIComponent(m[2]) };
-  let user = "me";
+  let user = "cli";
   try {
     user = localStorage.getItem("elysia.user") || user;
   } catch {
