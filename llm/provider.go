@@ -253,7 +253,11 @@ func newOpenAI(get func(string) string, o *Options, info *Info) (llms.Model, err
 	if o.HTTPClient != nil {
 		opts = append(opts, openai.WithHTTPClient(o.HTTPClient))
 	}
-	return openai.New(opts...)
+	fallback, err := openai.New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return newOpenAIChat(fallback, o.HTTPClient, base, key, get(EnvOpenAIOrg), info.Model), nil
 }
 
 func missingKey(env string) error {
