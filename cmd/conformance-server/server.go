@@ -38,6 +38,8 @@ func newServer(out *sentWriter) *mcpserver.MCPServer {
 		mcpserver.WithRecovery(),
 	)
 	addTools(s, out)
+	addInputTools(s)
+	addHeaderTools(s)
 	addResources(s)
 	addPrompts(s)
 	return s
