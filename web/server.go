@@ -46,6 +46,9 @@ type Deps struct {
 	// from the conversation's tools and results without a model (as with
 	// the offline planner).
 	Model TextModel
+	// Gallery finds servers in an MCP registry and adds them to mcp.json
+	// (the panel's "Add a server"). Nil means none: its routes answer 404.
+	Gallery Gallery
 }
 
 // Options configures a Server. A nil *Options means the defaults; New copies
@@ -303,6 +306,8 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.POST("/api/servers/:name/complete", s.requireKey, s.serverComplete)
 	e.GET("/api/servers/:name/logs", s.requireKey, s.serverLogs)
 	e.POST("/api/servers/:name/pins", s.requireAdmin, s.serverPins)
+	e.GET("/api/registry/servers", s.requireAdmin, s.registrySearch)
+	e.POST("/api/registry/servers", s.requireAdmin, s.registryAdd)
 	return e
 }
 

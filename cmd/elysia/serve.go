@@ -518,7 +518,7 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 }
 
 func (a *app) deps() web.Deps {
-	d := web.Deps{Trees: a.trees, Servers: adapter.NewServers(a.disc, a.renamed)}
+	d := web.Deps{Trees: a.trees, Servers: adapter.NewServers(a.disc, a.renamed), Gallery: newGallery(a.disc.Path())}
 	if a.persist != nil {
 		d.Store, d.Feedback, d.Configs = a.persist, a.persist, a.persist
 	}

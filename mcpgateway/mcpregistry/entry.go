@@ -247,3 +247,27 @@ func cleanDescription(d string) string {
 	}
 	return d
 }
+
+// MissingValues returns every required value without a default that s
+// needs and opts.Values does not give, in the order NewEntry would ask for
+// them (opts.Ask is not called): what a form must ask before NewEntry can
+// make the entry. None means NewEntry needs nothing more. An error is
+// NewEntry's, other than a *MissingValueError.
+func MissingValues(s *Server, opts *EntryOptions) ([]Value, error) {
+	var o EntryOptions
+	if opts != nil {
+		o = *opts
+	}
+	var missing []Value
+	o.Ask = func(v Value) (string, error) {
+		missing = append(missing, v)
+		if len(v.Choices) > 0 {
+			return v.Choices[0], nil // a stand-in the choices accept
+		}
+		return "x", nil
+	}
+	if _, err := NewEntry(s, &o); err != nil {
+		return nil, err
+	}
+	return missing, nil
+}

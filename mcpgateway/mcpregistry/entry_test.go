@@ -187,3 +187,38 @@ func TestNewEntryName(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingValues: every required value without a default is named, in
+// order, except those given; a hostile server.json is still refused.
+func TestMissingValues(t *testing.T) {
+	src := `{"name": "io.github.x/db", "version": "3.1.0", "packages": [{"registryType": "pypi", "identifier": "mcp-db", "transport": {"type": "stdio"},
+		"environmentVariables": [{"name": "DB_HOST", "isRequired": true, "description": "Database host"}, {"name": "DB_MODE", "isRequired": true, "choices": ["ro", "rw"]},
+			{"name": "DB_PASSWORD", "isRequired": true, "isSecret": true}, {"name": "DB_PORT", "isRequired": true, "default": "5432"}],
+		"packageArguments": [{"type": "named", "name": "--schema", "isRequired": true}]}]}`
+	names := func(vs []Value) string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.Kind+" "+v.Name)
+		}
+		return strings.Join(out, ", ")
+	}
+	got, err := MissingValues(server(t, src), nil)
+	if want := "environment variable DB_HOST, environment variable DB_MODE, argument --schema"; err != nil || names(got) != want {
+		t.Errorf("MissingValues = %q, %v; want %q", names(got), err, want)
+	}
+	if len(got) == 3 && (got[0].Description != "Database host" || strings.Join(got[1].Choices, ",") != "ro,rw") {
+		t.Errorf("MissingValues lost a description or the choices: %+v", got)
+	}
+	all := &EntryOptions{Values: map[string]string{"DB_HOST": "h", "DB_MODE": "rw", "schema": "s"}}
+	if got, err := MissingValues(server(t, src), all); err != nil || len(got) != 0 {
+		t.Errorf("MissingValues with every value given = %q, %v; want none", names(got), err)
+	}
+	e, err := NewEntry(server(t, src), all)
+	if err != nil || len(e.Inputs) != 1 {
+		t.Fatalf("NewEntry with the values = %+v, %v", e, err)
+	}
+	hostile := `{"name": "io.github.x/y", "version": "1.0.0", "remotes": [{"type": "sse", "url": "https://h/{t}?k=${env:HOME}", "variables": {"t": {"isRequired": true}}}]}`
+	if _, err := MissingValues(server(t, hostile), nil); !errors.Is(err, ErrInvalidServer) {
+		t.Errorf("MissingValues of a hostile server.json = %v; want ErrInvalidServer", err)
+	}
+}

@@ -57,6 +57,7 @@ import { LiveEvents } from "./live.js";
 import { fillIcons, icon } from "./icons.js";
 import { SignIn } from "./signin.js";
 import { Settings } from "./settings.js";
+import { Gallery } from "./gallery.js";
 import { installThemeSwitch } from "./themeswitch.js";
 
 const $ = (id) => document.getElementById(id);
@@ -142,6 +143,7 @@ class App {
     this.bindUI();
     new SignIn({ user: this.user, treeEl: $("tree"), chatEl: $("chat") }).install();
     new Settings({ user: this.user }).install();
+    new Gallery().install();
     installThemeSwitch();
     document.body.dataset.state = "idle";
     this.setStatus("idle");
