@@ -258,3 +258,18 @@ func TestFixtureRefusesBadProofs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDPoPProof measures what DPoP adds to each request to a server
+// that asks for it: one ES256 proof.
+func BenchmarkDPoPProof(b *testing.B) {
+	k, err := newDPoPKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, _ := url.Parse("https://mcp.example/mcp")
+	for b.Loop() {
+		if _, err := k.proof("POST", u, "nonce", "access-token", time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
