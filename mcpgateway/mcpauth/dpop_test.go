@@ -273,3 +273,30 @@ func BenchmarkDPoPProof(b *testing.B) {
 		}
 	}
 }
+
+// TestDPoPConcurrentCalls sends calls at once through one session of a
+// server that requires DPoP and nonces: the first 401s share one sign-in,
+// every proof is fresh (the fixture refuses a replayed jti), and the key
+// and nonces are shared without a race (run with -race).
+func TestDPoPConcurrentCalls(t *testing.T) {
+	as := newTestAS(t, "as")
+	as.dpopAlgs, as.nonce = []string{"ES256"}, true
+	rs := newTestRS(t, as)
+	rs.dpopRequired, rs.nonce = true, true
+	_, c := newTestClient(t, rs, &MemoryTokenStore{}, nil)
+	const callers = 8
+	errs := make(chan error, callers)
+	for range callers {
+		go func() { errs <- call(t, c, rs) }()
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	registrations, _, _, _, asErrs := as.counts()
+	served, _, _, rsErrs := rs.counts()
+	if registrations != 1 || served != callers || len(asErrs)+len(rsErrs) > 0 {
+		t.Errorf("%d registrations, %d served, bad proofs %q %q; want 1, %d, none", registrations, served, asErrs, rsErrs, callers)
+	}
+}

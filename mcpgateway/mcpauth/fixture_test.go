@@ -214,7 +214,9 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request, body []byte) {
 		switch {
 		case errors.Is(err, errWantNonce) && as.nonce:
 			as.nonceChallenges++
-			as.nonceVal = fmt.Sprintf("%s-nonce-%d", as.name, as.nonceChallenges)
+			if as.nonceVal == "" || as.newNonce { // a nonce stays good until it is replaced
+				as.nonceVal = fmt.Sprintf("%s-nonce-%d", as.name, as.nonceChallenges)
+			}
 			w.Header().Set("DPoP-Nonce", as.nonceVal)
 			fail(http.StatusBadRequest, "use_dpop_nonce")
 			return
@@ -438,7 +440,9 @@ func (rs *testRS) mcp(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, errWantNonce):
 			rs.nonceAsked++
-			rs.nonceVal = fmt.Sprintf("rs-nonce-%d", rs.nonceAsked)
+			if rs.nonceVal == "" || rs.newNonce { // a nonce stays good until it is replaced
+				rs.nonceVal = fmt.Sprintf("rs-nonce-%d", rs.nonceAsked)
+			}
 			w.Header().Set("DPoP-Nonce", rs.nonceVal)
 			w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", error_description="Resource server requires nonce in DPoP proof"`)
 			http.Error(w, `{"error":"use_dpop_nonce"}`, http.StatusUnauthorized)
