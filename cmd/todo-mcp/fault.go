@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -66,4 +67,40 @@ func faultHandler(exit func(int)) mcpserver.ToolHandlerFunc {
 			return argResult(&argError{Field: "mode", Msg: fmt.Sprintf("must be crash, hang or big, not %q", deref(mode))}), nil
 		}
 	}
+}
+
+// maxFaultDelay bounds fault_read's delay_ms: a minute.
+const maxFaultDelay = 60_000
+
+// faultReadTool describes fault_read, registered with --fault-tools: a
+// read-only, idempotent tool that answers after a delay, so that a test can
+// lose the server while a call that may be sent twice is in flight.
+func faultReadTool() mcp.Tool {
+	return mcp.NewTool("fault_read",
+		mcp.WithDescription("For tests only: a read that answers after delay_ms milliseconds with the server's process id; it changes nothing."),
+		inputSchema(json.RawMessage(`{"type": "object", "properties": {
+			"delay_ms": {"type": "integer", "minimum": 0, "maximum": 60000, "description": "How long to wait before answering."}},
+			"additionalProperties": false}`)),
+		annotations("Slow read (tests)", true, false, true),
+	)
+}
+
+// faultReadHandler implements fault_read.
+func faultReadHandler(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a, err := parseArgs(req)
+	if err != nil {
+		return argResult(err), nil
+	}
+	var delay *int64
+	if err := a.integer("delay_ms", 0, maxFaultDelay, &delay); err != nil {
+		return argResult(err), nil
+	}
+	t := time.NewTimer(time.Duration(deref(delay)) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("fault_read: %w", context.Cause(ctx))
+	}
+	return mcp.NewToolResultText(fmt.Sprintf("read by pid %d after %d ms", os.Getpid(), deref(delay))), nil
 }

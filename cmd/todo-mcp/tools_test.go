@@ -37,7 +37,7 @@ func TestListOrder(t *testing.T) {
 		want string
 	}{
 		{nil, "create_todo list_todos update_todo search_todos delete_todo"},
-		{&serverOptions{FaultTools: true}, "create_todo list_todos update_todo search_todos delete_todo fault"},
+		{&serverOptions{FaultTools: true}, "create_todo list_todos update_todo search_todos delete_todo fault fault_read"},
 	} {
 		res, err := newTestClient(t, tt.opts).ListTools(t.Context(), mcp.ListToolsRequest{})
 		if err != nil {
