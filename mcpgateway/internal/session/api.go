@@ -2,6 +2,9 @@ package session
 
 import (
 	"context"
+	"errors"
+	"net"
+	"syscall"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -82,4 +85,39 @@ func (s *Session) Reported(user string) float64 {
 		}
 	}
 	return 0
+}
+
+// Ping checks that the server answers, bounded by ctx: on the live
+// session, connecting when there is none. An error answer proves the
+// server is there and counts as an answer; a session found dead is
+// retired, so the next call connects again.
+func (c *Conn) Ping(ctx context.Context) error {
+	s, err := c.Session(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.ping(ctx, s)
+	if err == nil || IsServerAnswer(err) {
+		return nil
+	}
+	if ctx.Err() == nil {
+		s.MarkDead(err)
+		c.Retire(s)
+	}
+	return c.CallErr(ctx, "ping", err)
+}
+
+// NotSent reports whether err proves that a request never reached the
+// server: no connection could be made (refused, unreachable, a name that
+// does not resolve), the HTTP session was unknown, or writing to the
+// child's stdin failed.
+func NotSent(err error) bool {
+	if sentNothing(err) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return true
+	}
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "dial"
 }
