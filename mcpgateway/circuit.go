@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -49,27 +50,59 @@ func newBreaker(name string, o Options, onChange func(from, to gobreaker.State))
 	})
 }
 
-// circuitChanged keeps retry_at for the open state (gobreaker does not
-// expose its expiry) and logs the change.
-func (g *Gateway) circuitChanged(from, to gobreaker.State) {
+// circuitChanged keeps retry_at for the open state of copy c's circuit
+// (gobreaker does not expose its expiry), logs the change, and tells the
+// Observer when the server's circuit (every copy's together) changed. It
+// runs inside c's breaker lock: it calls no breaker.
+func (g *Gateway) circuitChanged(c *copyState, from, to gobreaker.State) {
 	now := time.Now() // the breaker's clock
-	g.mu.Lock()
+	c.mu.Lock()
+	c.circuit = to
 	if to == gobreaker.StateOpen {
-		g.circuitRetryAt = now.Add(g.opts.CircuitOpenFor)
+		c.circuitRetryAt = now.Add(g.opts.CircuitOpenFor)
 	} else {
-		g.circuitRetryAt = time.Time{}
+		c.circuitRetryAt = time.Time{}
 	}
-	retryAt := g.circuitRetryAt
-	g.mu.Unlock()
-	if g.opts.Observer != nil {
-		g.opts.Observer.ObserveCircuit(g.cfg.Name, circuitName(to))
+	retryAt := c.circuitRetryAt
+	c.mu.Unlock()
+	logger := g.logger
+	if g.multi() {
+		logger = logger.With("copy", c.label)
 	}
 	switch to {
 	case gobreaker.StateOpen:
-		g.logger.Warn("circuit opened", logKeyFrom, from.String(), "retry_at", retryAt)
+		logger.Warn("circuit opened", logKeyFrom, from.String(), "retry_at", retryAt)
+		g.markDown(c, fmt.Errorf("circuit open after %d consecutive failures", g.opts.CircuitFailures))
 	default:
-		g.logger.Info("circuit "+circuitName(to), logKeyFrom, from.String())
+		logger.Info("circuit "+circuitName(to), logKeyFrom, from.String())
 	}
+	agg := g.recordedCircuit()
+	g.mu.Lock()
+	changed := agg != g.lastCircuit
+	g.lastCircuit = agg
+	g.mu.Unlock()
+	if changed && g.opts.Observer != nil {
+		g.opts.Observer.ObserveCircuit(g.cfg.Name, circuitName(agg))
+	}
+}
+
+// recordedCircuit is the server's circuit from each copy's last reported
+// state: closed while any copy's is, else half-open while any is, else
+// open.
+func (g *Gateway) recordedCircuit() gobreaker.State {
+	agg := gobreaker.StateOpen
+	for _, c := range g.copies {
+		c.mu.Lock()
+		st := c.circuit
+		c.mu.Unlock()
+		switch {
+		case st == gobreaker.StateClosed:
+			return gobreaker.StateClosed
+		case st == gobreaker.StateHalfOpen:
+			agg = gobreaker.StateHalfOpen
+		}
+	}
+	return agg
 }
 
 func circuitName(s gobreaker.State) string {
@@ -83,18 +116,40 @@ func circuitName(s gobreaker.State) string {
 	}
 }
 
-// circuit returns the circuit's state and, while open, when it lets a trial
-// call through. It must not be called with mu held.
+// circuit returns the server's circuit: closed while any copy's is, else
+// half-open while any copy's is, else open, letting a trial call through at
+// the earliest of the copies' retry times. It must not be called with mu
+// held.
 func (g *Gateway) circuit() CircuitStatus {
-	if g.breaker == nil { // a user's child: its parent keeps the circuit
-		return CircuitStatus{State: CircuitClosed}
+	if !g.multi() {
+		return g.copies[0].circuitStatus()
 	}
-	st := g.breaker.State()
+	var agg CircuitStatus
+	for _, c := range g.copies {
+		cs := c.circuitStatus()
+		switch {
+		case cs.State == CircuitClosed:
+			return cs
+		case cs.State == CircuitHalfOpen:
+			agg = cs
+		case agg.State == "":
+			agg = cs
+		case agg.State == CircuitOpen && cs.RetryAt.Before(*agg.RetryAt):
+			agg = cs
+		}
+	}
+	return agg
+}
+
+// circuitStatus returns copy c's circuit and, while open, when it lets a
+// trial call through.
+func (c *copyState) circuitStatus() CircuitStatus {
+	st := c.breaker.State()
 	cs := CircuitStatus{State: circuitName(st)}
 	if st == gobreaker.StateOpen {
-		g.mu.Lock()
-		t := g.circuitRetryAt
-		g.mu.Unlock()
+		c.mu.Lock()
+		t := c.circuitRetryAt
+		c.mu.Unlock()
 		cs.RetryAt = &t
 	}
 	return cs
@@ -130,18 +185,31 @@ func (g *Gateway) circuitErr(cs CircuitStatus) error {
 	return &circuitError{msg: fmt.Sprintf("server %q is unavailable: circuit half-open, a trial call is running; try again shortly", g.cfg.Name)}
 }
 
-// allow asks the circuit whether an execute may go ahead. When it may, done
-// must be passed to record exactly once.
-func (g *Gateway) allow() (done func(error), err error) {
-	done, err = g.breaker.Allow()
+// allow asks copy c's circuit whether a call may go ahead. When it may,
+// done must be passed to record exactly once. Refused, the error is the
+// server's circuit's when c is its only copy.
+func (g *Gateway) allow(c *copyState) (done func(error), err error) {
+	done, err = c.breaker.Allow()
 	if err != nil {
-		cs := g.circuit()
+		cs := c.circuitStatus()
 		if cs.State == CircuitClosed { // it closed in between
 			cs.State = CircuitHalfOpen
 		}
-		return nil, g.circuitErr(cs)
+		return nil, g.copyCircuitErr(c, cs)
 	}
 	return done, nil
+}
+
+// copyCircuitErr is circuitErr for copy c: the server's own words for a
+// server without copies.
+func (g *Gateway) copyCircuitErr(c *copyState, cs CircuitStatus) error {
+	err := g.circuitErr(cs)
+	if !g.multi() {
+		return err
+	}
+	ce := err.(*circuitError)
+	ce.msg = strings.Replace(ce.msg, fmt.Sprintf("server %q is unavailable", g.cfg.Name), fmt.Sprintf("%s (%s) is unavailable", c.label, c.where), 1)
+	return ce
 }
 
 // callStats is the accounting of execute, kept in one place. Guarded by
@@ -164,40 +232,25 @@ const (
 	outcomeNotRun            // unknown tool, bad inputs, disabled server: nothing sent
 )
 
-// record is the one place execute outcomes are counted: the stats shown on
-// /api/servers and the circuit (through done, nil when the circuit was not
-// asked).
-func (g *Gateway) record(o outcome, done func(error)) {
-	g.mu.Lock()
+// add counts one outcome.
+func (s *callStats) add(o outcome) {
 	switch o {
 	case outcomeSuccess:
-		g.stats.calls++
-		g.stats.consecutive = 0
+		s.calls++
+		s.consecutive = 0
 	case outcomeToolError:
-		g.stats.calls++
-		g.stats.failures++
-		g.stats.consecutive = 0
+		s.calls++
+		s.failures++
+		s.consecutive = 0
 	case outcomeTransport, outcomeTimeout:
-		g.stats.calls++
-		g.stats.failures++
-		g.stats.consecutive++
+		s.calls++
+		s.failures++
+		s.consecutive++
 	case outcomeCancelled:
-		g.stats.calls++
+		s.calls++
 	case outcomeRefused:
-		g.stats.calls++
-		g.stats.failures++
-	}
-	g.mu.Unlock()
-	if done == nil {
-		return
-	}
-	switch o {
-	case outcomeSuccess, outcomeToolError:
-		done(nil)
-	case outcomeTransport, outcomeTimeout:
-		done(errServerFailed)
-	default:
-		done(errNotCounted)
+		s.calls++
+		s.failures++
 	}
 }
 

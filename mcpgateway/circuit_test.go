@@ -51,7 +51,7 @@ func newInProcess(t *testing.T, opts *Options) (*inProcess, *Gateway) {
 	cfg := mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
 		ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
 	g := New(cfg, opts)
-	g.shared.conn.SetDialer(p.dial(g.shared.conn))
+	g.shared.conns[0].SetDialer(p.dial(g.shared.conns[0]))
 	t.Cleanup(func() { _ = g.Close() })
 	return p, g
 }

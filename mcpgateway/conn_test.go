@@ -28,7 +28,7 @@ func TestCloseClosesRetiredSessions(t *testing.T) {
 			}
 			s := currentSession(g)
 			s.MarkDead(errors.New("connection lost"))
-			g.shared.conn.Retire(s)
+			g.shared.conns[0].Retire(s)
 		}
 		if err := g.Close(); err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func TestCloseEndsRetiredStdioChild(t *testing.T) {
 		}
 		s := currentSession(g)
 		s.MarkDead(errors.New("connection lost"))
-		g.shared.conn.Retire(s)
+		g.shared.conns[0].Retire(s)
 		closed := make(chan struct{})
 		go func() { _ = g.Close(); close(closed) }()
 		select {

@@ -73,7 +73,7 @@ func (e *unknownToolError) Error() string {
 func (e *unknownToolError) Is(target error) bool { return target == tools.ErrUnknownTool }
 
 // serverErr wraps err for operation op, masking the server's secrets.
-func (g *Gateway) serverErr(op string, err error) error { return g.shared.conn.ServerErr(op, err) }
+func (g *Gateway) serverErr(op string, err error) error { return g.shared.conns[0].ServerErr(op, err) }
 
 // mask replaces the server's secrets in s with "***": those of its
 // configuration, and for a user's session that user's own.
@@ -85,7 +85,7 @@ func (g *Gateway) mask(s string) string { return g.masker(s) }
 // seeing it come back masked.
 func (g *Gateway) maskFor(ctx context.Context, s string) string {
 	s = g.masker(s)
-	if len(g.cfg.UserValues) == 0 {
+	if !g.cfg.TakesUserSecrets() {
 		return s
 	}
 	g.mu.Lock()

@@ -55,18 +55,22 @@ func (g *Gateway) ExecuteWith(ctx context.Context, tool string, inputs map[strin
 	return g.execute(ctx, callMeta{emit: emit}, tool, inputs)
 }
 
-// execute is Execute for a call already admitted by enter: it asks the
-// circuit, runs the call, records its outcome and reports it.
+// execute is Execute for a call already admitted by enter: it runs the
+// call on the copies the circuits let through, counts its outcome and
+// reports it.
 func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*CallResult, error) {
 	start := time.Now()
-	done, err := g.allow()
-	if err != nil {
-		g.record(outcomeRefused, nil)
-		g.observeCall(ctx, cm, tool, outcomeRefused, time.Since(start), err)
-		return nil, err
+	var res *CallResult
+	var o outcome
+	var err error
+	if cs := g.circuit(); cs.State == CircuitOpen {
+		// Every copy's circuit is open: refused before anything is
+		// listed or dialled.
+		o, err = outcomeRefused, g.circuitErr(cs)
+	} else {
+		res, o, err = g.executeAllowed(ctx, cm, tool, inputs)
 	}
-	res, o, err := g.executeAllowed(ctx, cm, tool, inputs)
-	g.record(o, done)
+	g.count(o)
 	logErr := err
 	if err == nil && res.IsError {
 		msg, _ := (&session.Budget{Left: 200}).Take(res.llmText)
@@ -76,11 +80,11 @@ func (g *Gateway) execute(ctx context.Context, cm callMeta, tool string, inputs 
 	return res, err
 }
 
-// executeAllowed runs an admitted call on the view that serves ctx's user,
-// acquired once: the listing, the call and its retry all run on it, so a
-// per-user server reads the user's secrets once and retires the user's own
-// session when the call lost it. A sign-in the shared session asked for
-// makes g per user (switched), and the call then runs on the user's view.
+// executeAllowed runs a call on the view that serves ctx's user, acquired
+// once: the listing, the call and its retries all run on it, so a per-user
+// server reads the user's secrets once and retires the user's own session
+// when the call lost it. A sign-in the shared session asked for makes g
+// per user (switched), and the call then runs on the user's view.
 func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, inputs map[string]any) (*CallResult, outcome, error) {
 	for {
 		// The user's view is held from the listing to the end of the
@@ -98,11 +102,13 @@ func (g *Gateway) executeAllowed(ctx context.Context, cm callMeta, tool string, 
 	}
 }
 
-// executeOn is executeAllowed on v, held by the caller.
+// executeOn is executeAllowed on v, held by the caller: the tools are
+// listed (on the copy that serves v), the inputs checked, and the call sent
+// to the copies in turn while what failed may be sent again (onCopies).
 func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool string, inputs map[string]any) (*CallResult, outcome, error) {
-	ts, err := v.toolsHere(ctx)
+	ts, o, err := g.toolsFor(ctx, v)
 	if err != nil {
-		return nil, g.classify(ctx, err), err
+		return nil, o, err
 	}
 	sch, ok := ts.schema[tool]
 	if c, held := ts.held[tool]; !ok && held {
@@ -122,26 +128,16 @@ func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool stri
 		inputs = map[string]any{}
 	}
 	cm.task = ts.task[tool]
-	res, err := g.call(ctx, v, cm, tool, inputs)
-	if err != nil && ctx.Err() == nil && v.conn.Lifetime().Err() == nil {
-		// A session the server forgot (HTTP 404) or that died before the
-		// request went out is replaced once, at once. A tool the server
-		// says is read-only or idempotent is also retried once, on a new
-		// session, after any other transport failure.
-		ce, _ := errors.AsType[*session.CallError](err)
-		switch {
-		case errors.Is(err, session.ErrRetry):
-			res, err = g.call(ctx, v, cm, tool, inputs)
-		case ts.retry[tool] && ce != nil && ce.Session != nil && isTransportFailure(err):
-			g.logger.Info("retrying a read-only tool on a new session", logKeyTool, tool, logKeyErr, g.mask(err.Error()))
-			ce.Session.MarkDead(ce.Err)
-			v.conn.Retire(ce.Session)
-			res, err = g.call(ctx, v, cm, tool, inputs)
-		}
+	var res *mcp.CallToolResult
+	o, err = g.onCopies(ctx, v, func(c *copyState) (again bool, err error) {
+		res, again, err = g.callOn(ctx, v, c, ts, cm, tool, inputs)
+		return again, err
+	})
+	if mr, ok := errors.AsType[*mayHaveRunError](err); ok {
+		return mr.result(g, ctx, tool), o, nil
 	}
 	if err != nil {
-		err = g.userErr(ctx, v.conn.CallErr(ctx, "call "+tool, errors.Unwrap(err)))
-		return nil, g.classify(ctx, err), err
+		return nil, o, err
 	}
 	out := convert(res, g.opts.OutputCap)
 	if res.IsError {
@@ -150,14 +146,71 @@ func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool stri
 	return out, outcomeSuccess, nil
 }
 
-// call sends one tools/call on v's current session, connecting if there
-// is none (see Conn.CallTool). Its error is a *CallError.
-func (g *Gateway) call(ctx context.Context, v *view, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
-	s, err := v.conn.Session(ctx)
+// toolsFor returns v's tools for a call, listing them when the cache is
+// stale. A listing is asked of the circuit like the call: on a server
+// without copies, its failure counts as the call's would; with copies,
+// a failed copy is marked down and the next one lists (toolsHere).
+func (g *Gateway) toolsFor(ctx context.Context, v *view) (*toolSet, outcome, error) {
+	if ts, fresh := v.current(); fresh {
+		return ts, outcomeSuccess, nil
+	}
+	var done func(error)
+	if !g.multi() {
+		var err error
+		if done, err = g.allow(g.copies[0]); err != nil {
+			return nil, outcomeRefused, err
+		}
+	}
+	ts, err := v.toolsHere(ctx)
+	o := outcomeSuccess
+	if err != nil {
+		o = g.classify(ctx, err)
+	}
+	if !g.multi() {
+		g.attempt(g.copies[0], o, done)
+	}
+	return ts, o, err
+}
+
+// callOn sends the call to copy c of v. A session the server forgot (HTTP
+// 404) or that died before the request went out is replaced once, at once.
+// On a server without copies, a tool the server says is read-only or
+// idempotent is also retried once, on a new session, after any other
+// transport failure (with copies, the next copy takes it). again reports
+// whether a failed call may go to the next copy: it was never sent, or the
+// tool cannot do harm twice.
+func (g *Gateway) callOn(ctx context.Context, v *view, c *copyState, ts *toolSet, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, bool, error) {
+	conn := v.conns[c.index]
+	res, err := g.call(ctx, conn, cm, tool, inputs)
+	if err != nil && ctx.Err() == nil && conn.Lifetime().Err() == nil {
+		ce, _ := errors.AsType[*session.CallError](err)
+		switch {
+		case errors.Is(err, session.ErrRetry):
+			res, err = g.call(ctx, conn, cm, tool, inputs)
+		case !g.multi() && ts.retry[tool] && ce != nil && ce.Session != nil && isTransportFailure(err):
+			g.logger.Info("retrying a read-only tool on a new session", logKeyTool, tool, logKeyErr, g.mask(err.Error()))
+			ce.Session.MarkDead(ce.Err)
+			conn.Retire(ce.Session)
+			res, err = g.call(ctx, conn, cm, tool, inputs)
+		}
+	}
+	if err == nil {
+		return res, false, nil
+	}
+	ce, _ := errors.AsType[*session.CallError](err)
+	unsent := ce == nil || ce.Session == nil || session.NotSent(err) || errors.Is(err, session.ErrRetry)
+	err = g.userErr(ctx, conn.CallErr(ctx, "call "+tool, errors.Unwrap(err)))
+	return nil, unsent || ts.retry[tool], err
+}
+
+// call sends one tools/call on conn's current session, connecting if
+// there is none (see Conn.CallTool). Its error is a *CallError.
+func (g *Gateway) call(ctx context.Context, conn *session.Conn, cm callMeta, tool string, inputs map[string]any) (*mcp.CallToolResult, error) {
+	s, err := conn.Session(ctx)
 	if err != nil {
 		return nil, &session.CallError{Err: err}
 	}
-	res, err := v.conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
+	res, err := conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
 	if err != nil && !errors.As(err, new(*session.CallError)) {
 		err = &session.CallError{Err: err}
 	}
@@ -320,6 +373,9 @@ func (g *Gateway) failure(ctx context.Context, err error) (tools.Result, error) 
 	case errors.Is(err, errDraining):
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()),
 			"the server's configuration is changing; list its tools again in a moment"), nil
+	case errors.As(err, new(*allFailedError)):
+		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
+			"no copy of server %s could take the call; use another option, or try it again later", g.cfg.Name)), nil
 	case permanentFailure(err) != "":
 		return tools.ErrorResult(g.maskFor(ctx, err.Error()), fmt.Sprintf(
 			"server %s cannot work as configured (%s): trying again will not help; tell the user to fix its entry in mcp.json (`elysia config check` helps), and meanwhile use another option",

@@ -41,7 +41,7 @@ func newUserKeyed(t *testing.T) *userKeyed {
 	u := &userKeyed{p: &inProcess{ran: map[string]int{}}, secrets: &countingSecrets{}}
 	u.secrets.Set("alice", "API_KEY", "key-alice")
 	u.g = newGateway(t, cfg, &Options{UserSecrets: u.secrets})
-	u.g.shared.conn.SetDialer(u.p.dial(u.g.shared.conn))
+	u.g.shared.conns[0].SetDialer(u.p.dial(u.g.shared.conns[0]))
 	u.g.childDialer = func(c *session.Conn) func(context.Context) (*session.Session, error) {
 		dial := u.p.dial(c)
 		return func(hsCtx context.Context) (*session.Session, error) {
@@ -58,7 +58,7 @@ func newUserKeyed(t *testing.T) *userKeyed {
 func (u *userKeyed) conn(user string) *session.Conn {
 	u.g.mu.Lock()
 	defer u.g.mu.Unlock()
-	return u.g.users[user].v.conn
+	return u.g.users[user].v.conns[0]
 }
 
 // TestExecuteReadsUserSecretsOnce: one execute on a per-user server reads
@@ -103,7 +103,7 @@ func TestPerUserRetryRetiresTheUsersSession(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		u := newUserKeyed(t)
-		shared, err := u.g.shared.conn.Session(t.Context())
+		shared, err := u.g.shared.conns[0].Session(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,10 +127,10 @@ func TestPerUserRetryRetiresTheUsersSession(t *testing.T) {
 		if cur := u.conn("alice").Current(); cur == nil || cur == lost {
 			t.Errorf("alice's current session = %p, want a new one (lost %p)", cur, lost)
 		}
-		if cur := u.g.shared.conn.Current(); cur != shared {
+		if cur := u.g.shared.conns[0].Current(); cur != shared {
 			t.Errorf("the shared session = %p, want %p untouched", cur, shared)
 		}
-		if st := u.g.shared.conn.Status(); st.State != session.StateConnected || st.LastErr != "" {
+		if st := u.g.shared.conns[0].Status(); st.State != session.StateConnected || st.LastErr != "" {
 			t.Errorf("the shared conn is %s (last error %q), want connected with no error", st.State, st.LastErr)
 		}
 	})

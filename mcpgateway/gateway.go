@@ -8,7 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/sony/gobreaker/v2"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
@@ -48,9 +49,14 @@ type Gateway struct {
 	// waits for it.
 	wg sync.WaitGroup
 
-	// breaker is the server's circuit (fixed at construction; it has its
-	// own lock, and is never called with mu held).
-	breaker *breaker
+	// copies are the server's copies, the server's own keys first, each
+	// with its circuit (copies.go); one for a server without copies.
+	// Fixed at construction; a breaker is never called with mu held.
+	copies []*copyState
+	// rr turns the round-robin rotation (copies.go).
+	rr atomic.Uint64
+	// stopProbe ends the prober of copies that are down; Close closes it.
+	stopProbe chan struct{}
 
 	// samples counts the server's sampling requests of the last minute,
 	// shared by every view.
@@ -68,8 +74,13 @@ type Gateway struct {
 	draining  bool          // Drain was called: enter admits nothing
 	inflight  int           // calls admitted by enter and not yet left
 	drained   chan struct{} // closed when inflight drops to 0 while draining
-	// circuitRetryAt is when the open circuit lets a trial call through.
-	circuitRetryAt time.Time
+	// probing is set while the copies' prober runs (copies.go).
+	probing bool
+	// lastCircuit is the server's circuit as last told to the Observer.
+	lastCircuit gobreaker.State
+	// baseDescription is the description of the last listing, before
+	// the note on copies that are down (setDescription).
+	baseDescription string
 	// users are the views of a per-user server, by user (userpool.go);
 	// retiring, those out of users that close at their last release;
 	// stopUsers ends their reaper; userSeq orders their use; userFreed,
@@ -107,10 +118,10 @@ type Gateway struct {
 func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	o := opts.withDefaults()
 	g := &Gateway{cfg: cfg, opts: o, toolName: mcpconfig.ToolName(cfg.Name), closeDone: make(chan struct{}), samples: &session.SampleWindow{},
-		handshake: &session.Handshake{}}
+		handshake: &session.Handshake{}, stopProbe: make(chan struct{})}
 	mask := cfg.Masker()
 	logMask := mask
-	if len(cfg.UserValues) > 0 {
+	if cfg.TakesUserSecrets() {
 		// The users' sessions fill in their own secrets and mask them in
 		// what they report. What g shows a user is masked with that
 		// user's secrets only (maskFor); the operator's log, with every
@@ -121,11 +132,10 @@ func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	}
 	g.masker = mask
 	g.logger = newMaskLogger(o.Logger, logMask).With(logKeyServer, cfg.Name)
+	g.copies = g.newCopies(cfg)
 	g.shared = g.newView(cfg, "", g.logger)
 	g.perUser.Store(perUserStatic(cfg))
-	desc := describe(cfg, nil, nil)
-	g.description.Store(&desc)
-	g.breaker = newBreaker(cfg.Name, o, g.circuitChanged)
+	g.setDescription(describe(cfg, nil, nil))
 	return g
 }
 
@@ -133,7 +143,7 @@ func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 // roots Adopt last set.
 func (g *Gateway) Config() mcpconfig.ServerConfig {
 	cfg := g.cfg
-	cfg.Roots = g.shared.conn.Roots()
+	cfg.Roots = g.shared.conns[0].Roots()
 	return cfg
 }
 
@@ -153,15 +163,16 @@ func (g *Gateway) Adopt(cfg mcpconfig.ServerConfig) bool {
 	if slices.Equal(cur.Roots, cfg.Roots) {
 		return true
 	}
-	g.shared.conn.SetRoots(cfg.Roots)
 	g.mu.Lock()
-	views := make([]*view, 0, len(g.users))
+	views := []*view{g.shared}
 	for _, u := range g.users {
 		views = append(views, u.v)
 	}
 	g.mu.Unlock()
 	for _, v := range views {
-		v.conn.SetRoots(cfg.Roots)
+		for _, c := range v.conns {
+			c.SetRoots(cfg.Roots)
+		}
 	}
 	return true
 }
@@ -256,7 +267,7 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 	if draining {
 		return false, g.serverErr("unavailable", errDraining).Error()
 	}
-	if err := g.shared.conn.Unavailable(); err != nil {
+	if err := g.unavailable(); err != nil {
 		return false, err.Error()
 	}
 	if cs := g.circuit(); cs.State == CircuitOpen {
@@ -268,7 +279,7 @@ func (g *Gateway) Available(*tools.Environment) (bool, string) {
 // Connect opens the session now instead of on first use (for "eager"
 // servers). ctx bounds only the wait; the session belongs to the gateway.
 func (g *Gateway) Connect(ctx context.Context) error {
-	_, err := routed(ctx, g, func(v *view) (*session.Session, error) { return v.conn.Session(ctx) })
+	_, err := routed(ctx, g, func(v *view) (*session.Session, error) { return v.conns[v.listCopy()].Session(ctx) })
 	return err
 }
 
@@ -287,6 +298,7 @@ func (g *Gateway) Close() error {
 	g.closed = true
 	g.mu.Unlock()
 
+	close(g.stopProbe)
 	g.closeChildren()
 	g.shared.close()
 	g.wg.Wait()

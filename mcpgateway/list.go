@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
 
@@ -58,6 +59,8 @@ type toolSet struct {
 	task map[string]bool
 	// description is the gateway's description with these tools' names.
 	description string
+	// copy is the index of the copy the tools were listed on.
+	copy int
 	// sess is the session the tools were listed on, and changes the count
 	// of list_changed notifications when the listing started: the set is
 	// fresh only while both are still current (view.freshLocked).
@@ -91,7 +94,8 @@ func (g *Gateway) List(ctx context.Context) ([]ToolInfo, error) {
 // it was listed on the live session and no list_changed came since its
 // listing started. v.mu is held.
 func (v *view) freshLocked(ts *toolSet) bool {
-	return ts != nil && ts.changes == v.changes && ts.sess != nil && ts.sess == v.conn.Current() && !v.g.pinsStale(ts)
+	return ts != nil && ts.changes == v.changes && ts.sess != nil && ts.copy == v.listCopy() &&
+		ts.sess == v.conns[ts.copy].Current() && !v.g.pinsStale(ts)
 }
 
 // maxRelists bounds how often tools lists again because list_changed arrived
@@ -106,14 +110,29 @@ func (g *Gateway) tools(ctx context.Context) (*toolSet, error) {
 	return routed(ctx, g, func(v *view) (*toolSet, error) { return v.toolsHere(ctx) })
 }
 
-// toolsHere is tools on v's own conn.
+// toolsHere is tools on v's own conns: listed on the copy that serves v
+// (listCopy); when that copy fails, on the next copy in the order calls
+// take (order), each tried once.
 func (v *view) toolsHere(ctx context.Context) (*toolSet, error) {
+	var fails []copyFailure
+	at := v.listCopy()
 	for relists := 0; ; {
-		if err := v.listOnce(ctx); err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() == nil && v.conn.Lifetime().Err() == nil {
+		if err := v.listOnce(ctx, at); err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() == nil && v.conns[0].Lifetime().Err() == nil {
 				continue // another caller's listing was cancelled; ours goes on
 			}
-			return nil, err
+			if !v.g.multi() || !failoverErr(ctx, err) {
+				return nil, err
+			}
+			c := v.g.copies[at]
+			v.g.markDown(c, err)
+			fails = append(fails, copyFailure{c, err})
+			next := v.untried(fails)
+			if next < 0 {
+				return nil, v.g.failedOver(ctx, fails)
+			}
+			at = next
+			continue
 		}
 		v.mu.Lock()
 		ts := v.cache
@@ -123,7 +142,19 @@ func (v *view) toolsHere(ctx context.Context) (*toolSet, error) {
 			return ts, nil
 		}
 		relists++
+		at = v.listCopy()
 	}
+}
+
+// untried returns the first copy in the order calls take that fails does
+// not name, or -1.
+func (v *view) untried(fails []copyFailure) int {
+	for _, c := range v.g.order(v) {
+		if !slices.ContainsFunc(fails, func(f copyFailure) bool { return f.copy == c }) {
+			return c.index
+		}
+	}
+	return -1
 }
 
 // fetchTools lists the tools on the current session and publishes them,
@@ -131,15 +162,16 @@ func (v *view) toolsHere(ctx context.Context) (*toolSet, error) {
 // listing started. It runs on the first caller's goroutine, bounded by that
 // caller's ctx and the call timeout; waiters whose ctx is still alive retry
 // if it fails on ctx.
-func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
+func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64, at int) {
 	var ts *toolSet
-	s, err := v.conn.Session(ctx)
+	conn := v.conns[at]
+	s, err := conn.Session(ctx)
 	if err == nil {
 		_, timeout := v.cfg.Timeouts()
-		cctx, cancel := v.conn.CallCtx(ctx, timeout)
+		cctx, cancel := conn.CallCtx(ctx, timeout)
 		var raw []session.RawTool
 		stop := s.WedgeGuard(cctx, "list")
-		raw, err = v.conn.ListTools(cctx, s)
+		raw, err = conn.ListTools(cctx, s)
 		stop()
 		timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
@@ -147,7 +179,7 @@ func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 			if session.IsSessionGone(err) {
 				s.MarkDead(err)
 				err = s.Cause(err)
-				v.conn.Retire(s)
+				conn.Retire(s)
 			}
 			if timedOut && !errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
@@ -155,7 +187,7 @@ func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 			if timedOut {
 				err = fmt.Errorf("no answer within call_timeout %v: %w", timeout, err)
 			}
-			err = v.conn.CallErr(ctx, "list", err)
+			err = conn.CallErr(ctx, "list", err)
 		} else {
 			var held map[string]ToolChange
 			v.g.pins.mu.Lock()
@@ -170,7 +202,7 @@ func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 				ts.pinRecheck = time.Now().Add(pinRecheck)
 			}
 			ts.description = describe(v.cfg, ts.names, s.Offers())
-			ts.sess = s
+			ts.sess, ts.copy = s, at
 			ts.changes = changes
 		}
 	}
@@ -180,11 +212,17 @@ func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 	if ts != nil {
 		prev = v.cache
 		v.cache = ts
-		if ts.description != "" {
-			v.g.description.Store(&ts.description)
-		}
 	}
 	v.mu.Unlock()
+	if ts != nil {
+		v.g.markUp(v.g.copies[at]) // it answered
+	}
+	if ts != nil && ts.description != "" {
+		v.g.setDescription(ts.description)
+	}
+	if ts != nil && prev != nil && prev.copy != ts.copy {
+		v.logCopyDifference(prev, ts)
+	}
 	if ts != nil && (prev == nil || !slices.Equal(prev.names, ts.names)) {
 		if o, ok := v.g.opts.Observer.(ToolsObserver); ok {
 			o.ObserveTools(v.cfg.Name)
@@ -192,6 +230,28 @@ func (v *view) fetchTools(ctx context.Context, f *listFlight, changes uint64) {
 	}
 	f.err = err
 	close(f.done)
+}
+
+// logCopyDifference logs how the tools of ts, listed on one copy, differ
+// from those of prev, listed on another: the serving copy's list is the one
+// used, never a union.
+func (v *view) logCopyDifference(prev, ts *toolSet) {
+	var gone, added []string
+	for _, n := range prev.names {
+		if _, ok := ts.schema[n]; !ok {
+			gone = append(gone, n)
+		}
+	}
+	for _, n := range ts.names {
+		if _, ok := prev.schema[n]; !ok {
+			added = append(added, n)
+		}
+	}
+	if len(gone) == 0 && len(added) == 0 {
+		return
+	}
+	v.logger.Warn("copies list different tools: the serving copy's list is used",
+		"from", mcpconfig.CopyLabel(prev.copy), "to", mcpconfig.CopyLabel(ts.copy), "missing", gone, "extra", added)
 }
 
 // buildToolSet filters raw by allow/deny, leaves out the tools held back
@@ -298,25 +358,37 @@ func (g *Gateway) listed(ctx context.Context) (ts *toolSet, stale, err error) {
 	if fresh {
 		return ts, nil, nil
 	}
-	done, err := g.allow()
+	// The circuit asked is the only copy's; a server with copies lists
+	// on the copy that serves (toolsHere), which is one whose circuit
+	// is not open.
+	var done func(error)
+	if cs := g.circuit(); cs.State == CircuitOpen {
+		err = g.circuitErr(cs)
+	} else if !g.multi() {
+		done, err = g.allow(g.copies[0])
+	}
 	if err == nil {
 		ts, err = g.tools(ctx)
 		o := outcomeSuccess
 		if err != nil {
 			o = g.classify(ctx, err)
 		}
-		g.record(o, done)
+		if !g.multi() {
+			g.attempt(g.copies[0], o, done)
+		}
+		g.count(o)
 		if err == nil {
 			return ts, nil, nil
 		}
 		if o != outcomeTransport && o != outcomeTimeout {
 			return nil, nil, err
 		}
+		done = func(error) {} // counted
 	}
 	cached := g.shared.cached()
 	if cached == nil {
 		if done == nil {
-			g.record(outcomeRefused, nil)
+			g.count(outcomeRefused)
 		}
 		return nil, nil, err
 	}

@@ -33,7 +33,7 @@ func isListsChanged(n mcp.JSONRPCNotification) bool {
 // noteListsChanged counts a list_changed of resources or prompts from session
 // s and tells the Observer. It runs on the read loop.
 func (v *view) noteListsChanged(s *session.Session) {
-	if s != v.conn.Current() {
+	if !v.serves(s) {
 		return
 	}
 	v.g.listsChanged.Add(1)

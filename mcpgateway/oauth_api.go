@@ -129,7 +129,7 @@ func (g *Gateway) FinishPending(ctx context.Context, p *mcpauth.PendingSignIn, s
 // signed out here, and a token kept for a retry would be one more copy.
 func (g *Gateway) SignOut(ctx context.Context, user string) error {
 	key := mcpauth.TokenKey{Server: g.cfg.Name, User: user}
-	if a := g.shared.conn.Auth(); a != nil {
+	if a := g.shared.conns[0].Auth(); a != nil {
 		tok, err := g.opts.Tokens.Get(ctx, key)
 		switch {
 		case err == nil:

@@ -43,6 +43,12 @@ type Options struct {
 	CircuitFailures int
 	CircuitOpenFor  time.Duration
 
+	// CopyProbe is how long after a copy of a server with copies went
+	// down it is first checked again (a ping on the shared session);
+	// each failed check, and each flap, doubles the wait up to
+	// CircuitOpenFor. Zero means 1 s.
+	CopyProbe time.Duration
+
 	// HealthInterval, when positive, makes the gateway ping a connected
 	// server that often (each ping bounded by connect_timeout); a failed
 	// ping ends the session, so the next call reconnects. Zero means no
@@ -113,6 +119,7 @@ const (
 	defaultCrashBackoff    = 30 * time.Second
 	defaultCircuitFailures = 5
 	defaultCircuitOpenFor  = 30 * time.Second
+	defaultCopyProbe       = time.Second
 	defaultUserIdle        = 15 * time.Minute
 	defaultMaxUsers        = 100
 	defaultUserWait        = 10 * time.Second
@@ -147,6 +154,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.CircuitOpenFor <= 0 {
 		c.CircuitOpenFor = defaultCircuitOpenFor
+	}
+	if c.CopyProbe <= 0 {
+		c.CopyProbe = defaultCopyProbe
 	}
 	if c.Tokens == nil {
 		c.Tokens = &mcpauth.MemoryTokenStore{}

@@ -40,7 +40,7 @@ func UserFrom(ctx context.Context) string {
 
 // perUserStatic reports whether cfg asks for a session per user.
 func perUserStatic(cfg mcpconfig.ServerConfig) bool {
-	return cfg.PerUser || len(cfg.UserValues) > 0 ||
+	return cfg.PerUser || cfg.TakesUserSecrets() ||
 		(cfg.OAuth != nil && cfg.OAuth.EffectiveGrant() == mcpconfig.GrantAuthorizationCode && mcpauth.NeedsAuth(cfg))
 }
 
@@ -63,14 +63,14 @@ func (g *Gateway) authorizerFor(ctx context.Context, user string) (*mcpauth.Auth
 		return nil, fmt.Errorf("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", g.cfg.Name)
 	}
 	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
-		return g.shared.conn.Auth(), nil
+		return g.shared.conns[0].Auth(), nil
 	}
 	g.goPerUser()
 	v, err := g.child(ctx, user)
 	if err != nil {
 		return nil, err
 	}
-	return v.conn.Auth(), nil
+	return v.conns[0].Auth(), nil
 }
 
 // StatusFor is Status as user sees it: for a per-user server, the state of
@@ -85,7 +85,7 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	if st.State == session.StateDisabled || g.cfg.Unresolved != "" {
 		return st
 	}
-	if len(g.cfg.UserValues) > 0 {
+	if g.cfg.TakesUserSecrets() {
 		if _, err := g.userSecrets(ctx, user); err != nil {
 			st.LastError = g.maskFor(WithUser(ctx, user), err.Error())
 			if sr, ok := errors.AsType[*secretRequiredError](err); ok {
@@ -100,7 +100,8 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 	if u != nil {
 		cs := u.v.status()
 		st.State, st.LastError, st.Tools, st.ToolCount, st.PID, st.RetryAt = cs.State, cs.LastError, cs.Tools, cs.ToolCount, cs.PID, cs.RetryAt
-		if st.State != session.StateNeedsSignIn && u.v.conn.Auth() != nil && !u.v.conn.Auth().HasToken(ctx) {
+		st.Copies = g.copyStatuses(u.v)
+		if st.State != session.StateNeedsSignIn && u.v.conns[0].Auth() != nil && !u.v.conns[0].Auth().HasToken(ctx) {
 			st.State = session.StateNeedsSignIn
 		}
 		return st
@@ -123,5 +124,5 @@ func (g *Gateway) StatusFor(ctx context.Context, user string) Status {
 // switched reports whether err, from g's shared session, is a sign-in the
 // server asked for and made g per user: the caller then routes again.
 func (g *Gateway) switched(err error) bool {
-	return errors.Is(err, mcpauth.ErrSignInRequired) && g.shared.conn.Auth() != nil && g.shared.conn.Auth().Userless && g.goPerUser()
+	return errors.Is(err, mcpauth.ErrSignInRequired) && g.shared.conns[0].Auth() != nil && g.shared.conns[0].Auth().Userless && g.goPerUser()
 }

@@ -65,7 +65,7 @@ func TestOAuthConcurrentCallsRefreshOnce(t *testing.T) {
 	})
 	t.Run("client sees it expired", func(t *testing.T) {
 		before := f.refreshes()
-		a := g.users["alice"].v.conn.Auth()
+		a := g.users["alice"].v.conns[0].Auth()
 		a.SetTokenExpiry(time.Now().Add(-time.Minute))
 		callersAtOnce(t, g, "alice", callers)
 		if got := f.refreshes() - before; got != 1 {
@@ -165,7 +165,7 @@ func TestPerUserSessionsIdleAndLRU(t *testing.T) {
 			}
 			return strings.Join(out, ",")
 		}
-		closed := func(v *view) bool { return v.conn.Status().State == session.StateClosed }
+		closed := func(v *view) bool { return v.conns[0].Status().State == session.StateClosed }
 
 		alice := call("alice")
 		time.Sleep(time.Second)

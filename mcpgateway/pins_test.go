@@ -138,7 +138,7 @@ func newPinned(t *testing.T, srv *changingServer, pins PinStore, mode mcpconfig.
 		o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	}
 	g := New(cfg, o)
-	g.shared.conn.SetDialer(srv.dial(g.shared.conn))
+	g.shared.conns[0].SetDialer(srv.dial(g.shared.conns[0]))
 	t.Cleanup(func() { _ = g.Close() })
 	return g
 }
@@ -488,7 +488,7 @@ func TestPinsApprovalRelists(t *testing.T) {
 		cfg := mcpconfig.ServerConfig{Name: "words", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true,
 			ConnectTimeout: 5 * time.Second, CallTimeout: 5 * time.Second}
 		g := newGateway(t, cfg, &Options{Pins: pins, Observer: obs})
-		g.shared.conn.SetDialer(srv.dial(g.shared.conn))
+		g.shared.conns[0].SetDialer(srv.dial(g.shared.conns[0]))
 		listedNames(t, g)
 		srv.set("new_tool", "New.")
 		reconnect(g)

@@ -79,7 +79,7 @@ func BenchmarkProgressRelay(b *testing.B) {
 	l := &latencies{got: make(chan struct{}, 1)}
 	srv := progressServer(perCall, l.got)
 	g := New(mcpconfig.ServerConfig{Name: "progress", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-	g.shared.conn.SetDialer(dialInProcess(g.shared.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
+	g.shared.conns[0].SetDialer(dialInProcess(g.shared.conns[0], func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
 	b.Cleanup(func() { _ = g.Close() })
 	for b.Loop() {
 		if _, err := g.ExecuteWith(b.Context(), "work", nil, l); err != nil {

@@ -42,7 +42,7 @@ func pipeGateway(t *testing.T, srv *mcpserver.MCPServer) *Gateway {
 		}
 	})
 	g := newGateway(t, mcpconfig.ServerConfig{Name: "piped", Transport: mcpconfig.TransportStdio, Command: "unused", Enabled: true}, nil)
-	c := g.shared.conn
+	c := g.shared.conns[0]
 	c.SetDialer(func(hsCtx context.Context) (*session.Session, error) {
 		inR, inW := io.Pipe()   // gateway -> server
 		outR, outW := io.Pipe() // server -> gateway
@@ -163,7 +163,7 @@ func TestStalledStreamDoesNotBlockOtherUsers(t *testing.T) {
 // reported returns the progress last reported to the gateway by user's call
 // in flight.
 func reported(g *Gateway, user string) float64 {
-	s := g.shared.conn.Current()
+	s := g.shared.conns[0].Current()
 	if s == nil {
 		return 0
 	}

@@ -25,7 +25,7 @@ func (v *view) notified(s *session.Session, n mcp.JSONRPCNotification) {
 		v.noteListsChanged(s)
 		return
 	}
-	if n.Method != string(mcp.MethodNotificationToolsListChanged) || s != v.conn.Current() {
+	if n.Method != string(mcp.MethodNotificationToolsListChanged) || !v.serves(s) {
 		return
 	}
 	v.mu.Lock()
@@ -51,12 +51,12 @@ const relistEvery = 500 * time.Millisecond
 // relist lists the tools at once, then again every relistEvery while
 // list_changed notifications keep coming; notified starts it on g.wg.
 func (v *view) relist() {
-	ctx := v.conn.Lifetime()
+	ctx := v.conns[0].Lifetime()
 	for {
 		v.mu.Lock()
 		seen := v.changes
 		v.mu.Unlock()
-		if err := v.listOnce(ctx); err != nil {
+		if err := v.listOnce(ctx, v.listCopy()); err != nil {
 			v.logger.Warn("refresh tools after list_changed", logKeyErr, err)
 		}
 		t := time.NewTimer(relistEvery)
@@ -77,7 +77,7 @@ func (v *view) relist() {
 
 // listOnce is toolsHere without its relists: one listing unless the cache
 // is fresh, or a wait for the one in flight.
-func (v *view) listOnce(ctx context.Context) error {
+func (v *view) listOnce(ctx context.Context, at int) error {
 	v.mu.Lock()
 	if v.freshLocked(v.cache) {
 		v.mu.Unlock()
@@ -89,7 +89,7 @@ func (v *view) listOnce(ctx context.Context) error {
 		v.listing = f
 		changes := v.changes
 		v.mu.Unlock()
-		v.fetchTools(ctx, f, changes)
+		v.fetchTools(ctx, f, changes, at)
 	} else {
 		v.mu.Unlock()
 	}

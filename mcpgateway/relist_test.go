@@ -29,7 +29,7 @@ func TestListChangedFloodIsDebounced(t *testing.T) {
 			return mcp.NewToolResultText("ok"), nil
 		})
 		g := New(mcpconfig.ServerConfig{Name: "flood", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-		g.shared.conn.SetDialer(dialInProcess(g.shared.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
+		g.shared.conns[0].SetDialer(dialInProcess(g.shared.conns[0], func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
 		defer func() { _ = g.Close() }()
 		if _, err := g.List(t.Context()); err != nil {
 			t.Fatal(err)

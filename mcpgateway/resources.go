@@ -180,19 +180,24 @@ func (g *Gateway) requestOn(ctx context.Context, op string, f func(ctx context.C
 		return err
 	}
 	defer g.leave()
-	done, err := g.allow()
-	if err != nil {
-		g.record(outcomeRefused, nil)
-		return err
+	if cs := g.circuit(); cs.State == CircuitOpen {
+		g.count(outcomeRefused)
+		return g.circuitErr(cs)
 	}
-	_, err = routed(ctx, g, func(v *view) (struct{}, error) {
-		return struct{}{}, v.conn.Do(ctx, op, func(ctx context.Context, s *session.Session) error { return f(ctx, v, s) })
+	var o outcome
+	_, err := routed(ctx, g, func(v *view) (struct{}, error) {
+		// What goes through here reads or asks, and harms nothing when
+		// sent twice: any failed copy hands it to the next.
+		var err error
+		o, err = g.onCopies(ctx, v, func(c *copyState) (bool, error) {
+			return true, v.conns[c.index].Do(ctx, op, func(ctx context.Context, s *session.Session) error { return f(ctx, v, s) })
+		})
+		return struct{}{}, err
 	})
-	o := outcomeSuccess
-	if err != nil {
+	if err != nil && o == outcomeSuccess { // routing failed
 		o = g.classify(ctx, err)
 	}
-	g.record(o, done)
+	g.count(o)
 	return err
 }
 

@@ -56,7 +56,7 @@ func userConn(g *Gateway, user string) session.Status {
 	if u == nil {
 		return session.Status{}
 	}
-	return u.v.conn.Status()
+	return u.v.conns[0].Status()
 }
 
 // TestSubscriptionSurvivesCrash: the stdio server a client subscribed on

@@ -36,7 +36,7 @@ func bigServer(t *testing.T, n int) *Gateway {
 			return mcp.NewToolResultText("sent"), nil
 		})
 	g := New(mcpconfig.ServerConfig{Name: "big", Transport: mcpconfig.TransportHTTP, URL: "http://in-process/mcp", Enabled: true}, nil)
-	g.shared.conn.SetDialer(dialInProcess(g.shared.conn, func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
+	g.shared.conns[0].SetDialer(dialInProcess(g.shared.conns[0], func() mcptransport.Interface { return mcptransport.NewInProcessTransport(srv) }))
 	t.Cleanup(func() { _ = g.Close() })
 	return g
 }

@@ -28,7 +28,7 @@ func (g *Gateway) LogsFor(user string) []session.LogEntry {
 // log that keep admits and of the logs of the users' sessions that child
 // admits.
 func (g *Gateway) logsOf(child func(user string) bool, keep func(session.LogEntry) bool) []session.LogEntry {
-	out := slices.DeleteFunc(g.shared.conn.Logs(), func(e session.LogEntry) bool { return !keep(e) })
+	out := slices.DeleteFunc(g.shared.logs(), func(e session.LogEntry) bool { return !keep(e) })
 	g.mu.Lock()
 	var children []*view
 	for user, u := range g.users {
@@ -38,7 +38,7 @@ func (g *Gateway) logsOf(child func(user string) bool, keep func(session.LogEntr
 	}
 	g.mu.Unlock()
 	for _, c := range children {
-		out = append(out, c.conn.Logs()...)
+		out = append(out, c.logs()...)
 	}
 	slices.SortStableFunc(out, func(a, b session.LogEntry) int { return a.Time.Compare(b.Time) })
 	if len(out) > session.LogLines {

@@ -1,9 +1,11 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
 // Status is a snapshot of a gateway for GET /api/servers. Secrets are masked.
@@ -51,6 +53,13 @@ type Status struct {
 	// DiffersByUser names the tools the server gave different users in
 	// different definitions.
 	DiffersByUser []string `json:"differs_by_user,omitempty"`
+	// Policy, Serving and Copies describe a server with copies (mcp.json
+	// "copies"): how calls pick a copy, which copies take them now
+	// ("copy 2"; "" when none can), and each copy's state. Empty for a
+	// server without copies.
+	Policy  string       `json:"policy,omitempty"`
+	Serving string       `json:"serving,omitempty"`
+	Copies  []CopyStatus `json:"copies,omitempty"`
 }
 
 // CircuitStatus is the circuit breaker's state.
@@ -73,6 +82,14 @@ func (g *Gateway) Status() Status {
 	g.mu.Unlock()
 	if st.State == session.StateConnected && failing {
 		st.State = session.StateDegraded
+	}
+	if g.multi() {
+		st.Policy = cmp.Or(g.cfg.Policy, mcpconfig.PolicyPriority)
+		st.Serving = g.servingLabel()
+		st.Copies = g.copyStatuses(g.shared)
+		if st.State == session.StateConnected && g.degradedNote() != "" {
+			st.State = session.StateDegraded // a copy is down
+		}
 	}
 	g.pinStatus(&st)
 	return st

@@ -96,7 +96,7 @@ func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (st
 // to the subscribers of its URI on v's sessions. It runs on the read loop.
 func (v *view) resourceUpdated(s *session.Session, n mcp.JSONRPCNotification) {
 	uri, _ := n.Params.AdditionalFields["uri"].(string)
-	if uri == "" || s != v.conn.Current() {
+	if uri == "" || !v.serves(s) {
 		return
 	}
 	for _, f := range v.g.watches.of(watchKey{user: v.user, uri: uri}) {
@@ -133,13 +133,17 @@ func (v *view) resubscribe(ctx context.Context, s *session.Session, first bool) 
 		}
 		uris = slices.DeleteFunc(uris, func(uri string) bool { return !inherited[uri] })
 	}
+	if !v.serves(s) {
+		return // a copy failed over from: the serving one subscribes
+	}
+	conn := v.conns[v.listCopy()]
 	failed := 0
 	var firstErr error
 	for _, uri := range uris {
-		if ctx.Err() != nil || v.conn.Current() != s {
+		if ctx.Err() != nil || conn.Current() != s {
 			return
 		}
-		err := v.conn.Do(ctx, "resources/subscribe", func(ctx context.Context, s *session.Session) error {
+		err := conn.Do(ctx, "resources/subscribe", func(ctx context.Context, s *session.Session) error {
 			req := mcp.SubscribeRequest{}
 			req.Params.URI = uri
 			//lint:ignore SA1019 resources/subscribe of the released protocol versions the gateway speaks
@@ -179,19 +183,20 @@ func (v *view) keepSubscribed(ctx context.Context, _ *session.Session) {
 		v.mu.Lock()
 		wait := time.Until(v.lastEager.Add(eagerEvery))
 		v.mu.Unlock()
-		if st := v.conn.Status(); !st.RetryAt.IsZero() {
+		conn := v.conns[v.listCopy()]
+		if st := conn.Status(); !st.RetryAt.IsZero() {
 			wait = max(wait, time.Until(st.RetryAt))
 		}
 		if !sleepCtx(ctx, wait) || !v.g.watches.any(v.user) {
 			return
 		}
-		if v.conn.Current() != nil {
+		if conn.Current() != nil {
 			return // a call connected meanwhile
 		}
 		v.mu.Lock()
 		v.lastEager = time.Now()
 		v.mu.Unlock()
-		_, err := v.conn.Session(ctx)
+		_, err := conn.Session(ctx)
 		switch {
 		case err == nil:
 			return

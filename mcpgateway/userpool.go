@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -73,7 +74,7 @@ func (g *Gateway) child(ctx context.Context, user string) (*view, error) {
 // go idle.
 func (g *Gateway) acquire(ctx context.Context, user string) (*view, func(), error) {
 	var vals map[string]string
-	if len(g.cfg.UserValues) > 0 {
+	if g.cfg.TakesUserSecrets() {
 		var err error
 		if vals, err = g.userSecrets(ctx, user); err != nil {
 			return nil, nil, g.serverErr("connect", err)
@@ -135,7 +136,7 @@ func (g *Gateway) tryAcquire(user string, vals map[string]string) (*userView, <-
 	cfg := withUserSecrets(g.Config(), vals)
 	v := g.newView(cfg, user, newMaskLogger(g.opts.Logger.With(logKeyUser, user), cfg.Masker()).With(logKeyServer, cfg.Name))
 	if g.childDialer != nil {
-		v.conn.SetDialer(g.childDialer(v.conn))
+		v.conns[0].SetDialer(g.childDialer(v.conns[0]))
 	}
 	if g.users == nil {
 		g.users = make(map[string]*userView)
@@ -193,7 +194,7 @@ func (g *Gateway) closeLocked(v *view) {
 // session logs through g, and must hide that user's secrets there too.
 // What a user is shown is masked with their own only (maskFor).
 func (g *Gateway) remaskLocked() {
-	if len(g.cfg.UserValues) == 0 {
+	if !g.cfg.TakesUserSecrets() {
 		return
 	}
 	var secrets []string
@@ -291,9 +292,9 @@ type SessionCounts struct {
 func (g *Gateway) Sessions() SessionCounts {
 	var n SessionCounts
 	g.mu.Lock()
-	conns := []*session.Conn{g.shared.conn}
+	conns := slices.Clone(g.shared.conns)
 	for _, u := range g.users {
-		conns = append(conns, u.v.conn)
+		conns = append(conns, u.v.conns...)
 		if u.busy > 0 {
 			n.BusyUsers++
 		}

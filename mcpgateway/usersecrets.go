@@ -87,7 +87,18 @@ func (g *Gateway) userSecrets(ctx context.Context, user string) (map[string]stri
 // whole header or env value that holds one) added to Secrets, so that the
 // user's session masks them like every other secret.
 func withUserSecrets(cfg mcpconfig.ServerConfig, vals map[string]string) mcpconfig.ServerConfig {
+	if len(cfg.Copies) > 0 {
+		copies := make([]mcpconfig.ServerConfig, len(cfg.Copies))
+		for i, c := range cfg.Copies {
+			copies[i] = withUserSecrets(c, vals)
+			cfg.Secrets = append(slices.Clone(cfg.Secrets), copies[i].Secrets...)
+		}
+		cfg.Copies = copies
+	}
 	if len(cfg.UserValues) == 0 {
+		if len(cfg.Copies) > 0 {
+			cfg.Secrets = sortedSecrets(cfg.Secrets)
+		}
 		return cfg
 	}
 	cfg.Headers, cfg.Env = maps.Clone(cfg.Headers), maps.Clone(cfg.Env)
@@ -110,10 +121,16 @@ func withUserSecrets(cfg mcpconfig.ServerConfig, vals map[string]string) mcpconf
 		}
 		secrets = append(secrets, b.String())
 	}
+	cfg.Secrets = sortedSecrets(secrets)
+	return cfg
+}
+
+// sortedSecrets returns secrets without empty or repeated values, longest
+// first, as mcpconfig keeps them.
+func sortedSecrets(secrets []string) []string {
 	secrets = slices.DeleteFunc(secrets, func(v string) bool { return v == "" })
 	slices.SortFunc(secrets, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
-	cfg.Secrets = slices.Compact(secrets)
-	return cfg
+	return slices.Compact(secrets)
 }
 
 // userErr masks err, an error of g's conn about a call a user's session
@@ -123,7 +140,7 @@ func withUserSecrets(cfg mcpconfig.ServerConfig, vals map[string]string) mcpconf
 // pass unchanged.
 func (g *Gateway) userErr(ctx context.Context, err error) error {
 	se, ok := err.(*session.ServerError)
-	if !ok || len(g.cfg.UserValues) == 0 {
+	if !ok || !g.cfg.TakesUserSecrets() {
 		return err
 	}
 	return se.Remask(func(s string) string { return g.maskFor(ctx, s) })

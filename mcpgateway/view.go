@@ -2,6 +2,7 @@ package mcpgateway
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,10 +15,15 @@ import (
 // userpool.go). The Gateway above it keeps what is the server's whatever
 // the user: the circuit, the stats, the draining and the description.
 type view struct {
-	g      *Gateway
-	cfg    mcpconfig.ServerConfig // a user's: with their secrets filled in
-	user   string                 // "" for the shared view
-	conn   *session.Conn
+	g    *Gateway
+	cfg  mcpconfig.ServerConfig // a user's: with their secrets filled in
+	user string                 // "" for the shared view
+	// conns are the session owners of the server's copies, in the
+	// gateway's copies order: one for a server without copies.
+	conns []*session.Conn
+	// home is the copy a user's calls start at on a round-robin server
+	// (startCopy).
+	home   int
 	logger *slog.Logger
 	masker func(string) string // cfg's secrets
 	// wg owns the view's relists (list_changed); close waits for it.
@@ -53,7 +59,18 @@ func (g *Gateway) newView(cfg mcpconfig.ServerConfig, user string, logger *slog.
 	if so, ok := o.Observer.(StateObserver); ok {
 		co.States = so
 	}
-	v.conn = session.New(cfg, co, logger, v.masker)
+	all := cfg.AllCopies()
+	v.conns = make([]*session.Conn, len(all))
+	for i, c := range all {
+		l := logger
+		if len(all) > 1 {
+			l = logger.With("copy", mcpconfig.CopyLabel(i))
+		}
+		v.conns[i] = session.New(c, co, l, v.masker)
+	}
+	if cfg.Policy == mcpconfig.PolicyRoundRobin && user != "" {
+		v.home = int(g.rr.Add(1) % uint64(len(all)))
+	}
 	return v
 }
 
@@ -62,7 +79,11 @@ func (v *view) close() {
 	v.mu.Lock()
 	v.closed = true
 	v.mu.Unlock()
-	v.conn.Close()
+	var wg sync.WaitGroup
+	for _, c := range v.conns {
+		wg.Go(c.Close)
+	}
+	wg.Wait()
 	v.wg.Wait()
 }
 
@@ -76,7 +97,7 @@ func (v *view) current() (*toolSet, bool) {
 // status is the view's part of a Status: the state of its sessions, its
 // last error, back-off, process and tools. It does no I/O.
 func (v *view) status() Status {
-	cs := v.conn.Status()
+	cs := v.conns[v.listCopy()].Status()
 	st := Status{State: cs.State, Tools: []string{}, LastError: cs.LastErr, PID: cs.PID, ProtocolVersion: cs.ProtocolVersion}
 	v.mu.Lock()
 	if v.cache != nil {
@@ -103,4 +124,23 @@ type userView struct {
 	// entry left g.users while busy: the last release closes it.
 	busy    int
 	retired bool
+}
+
+// serves reports whether s is the live session of the copy v serves from:
+// what it says about its lists is what v's callers see.
+func (v *view) serves(s *session.Session) bool {
+	return s != nil && s == v.conns[v.listCopy()].Current()
+}
+
+// logs returns the server's last log messages on each of v's copies.
+func (v *view) logs() []session.LogEntry {
+	if len(v.conns) == 1 {
+		return v.conns[0].Logs()
+	}
+	var out []session.LogEntry
+	for _, c := range v.conns {
+		out = append(out, c.Logs()...)
+	}
+	slices.SortStableFunc(out, func(a, b session.LogEntry) int { return a.Time.Compare(b.Time) })
+	return out
 }

@@ -188,6 +188,9 @@ type UserPart struct {
 // them (PUT /users/:user/secrets/:name) before using the server.
 func (s ServerConfig) UserSecretNames() []string {
 	var names []string
+	for _, c := range s.Copies {
+		names = append(names, c.UserSecretNames()...)
+	}
 	for _, v := range s.UserValues {
 		for _, p := range v {
 			if p.Secret != "" && !slices.Contains(names, p.Secret) {
@@ -196,7 +199,21 @@ func (s ServerConfig) UserSecretNames() []string {
 		}
 	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
+}
+
+// TakesUserSecrets reports whether the server, or one of its copies, takes
+// the asking user's own secrets (${user:NAME}).
+func (s ServerConfig) TakesUserSecrets() bool {
+	if len(s.UserValues) > 0 {
+		return true
+	}
+	for _, c := range s.Copies {
+		if len(c.UserValues) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Default timeouts, used when ConnectTimeout or CallTimeout is zero. Servers

@@ -1,0 +1,577 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// Copies and failover (DESIGN.md, "Copies and failover"): a server may
+// list equivalent copies of itself. The gateway keeps, for each copy and
+// whatever the user, a copyState: its own circuit, call counts and
+// health. Each view holds one session owner per copy (view.conns) and
+// asks the gateway which copies to try, in order (order):
+//
+//   - priority: the first usable copy, the server's own keys first;
+//   - round_robin: the usable copies in turn, per call on the shared view,
+//     and from a home copy per user on a per-user server, so that a user's
+//     stateful session stays on its copy until that copy fails.
+//
+// A copy is usable while it is not down and its circuit is not open. A
+// transport failure, a timeout or a failed connect on a copy marks it down
+// at once, so the next call goes to the next copy; a prober then pings it
+// (on the shared view, or lets the next call try it on a per-user server)
+// with a back-off that doubles while it flaps, and marks it up again when
+// it answers. Only what cannot do harm twice moves to the next copy within
+// one call (failoverOK); the rest is answered with an isError result
+// saying where it may have run.
+//
+// A server without copies has one copyState, whose circuit is the
+// server's: everything here then costs a slice of one.
+
+// copyState is one copy of the gateway's server.
+type copyState struct {
+	index   int
+	cfg     mcpconfig.ServerConfig
+	label   string // "copy 2"
+	where   string // its URL or command line, as written and masked
+	breaker *breaker
+
+	// mu guards everything below; it is never held across I/O, a
+	// breaker call, or another lock.
+	mu sync.Mutex
+	// circuit is the breaker's state as its last change reported it,
+	// and circuitRetryAt when an open one lets a trial call through.
+	circuit        gobreaker.State
+	circuitRetryAt time.Time
+	stats          callStats
+	// down is set from a failure until a health check answers; downErr
+	// says why (masked), probeAt when the next check runs, backoff the
+	// wait after it; upSince is when it last came back, to tell a flap.
+	down      bool
+	downErr   string
+	downSince time.Time
+	probeAt   time.Time
+	backoff   time.Duration
+	upSince   time.Time
+}
+
+// flapWindow: a copy down again within it of coming back flaps, and
+// waits twice as long as last time for its next check (Options.CopyProbe
+// the first time), up to the circuit's open time.
+const flapWindow = 30 * time.Second
+
+// newCopies builds the copyStates of cfg, in order.
+func (g *Gateway) newCopies(cfg mcpconfig.ServerConfig) []*copyState {
+	all := cfg.AllCopies()
+	out := make([]*copyState, len(all))
+	for i, c := range all {
+		cs := &copyState{index: i, cfg: c, label: mcpconfig.CopyLabel(i), where: c.Where()}
+		name := cfg.Name
+		if len(all) > 1 {
+			name += " " + cs.label
+		}
+		cs.breaker = newBreaker(name, g.opts, func(from, to gobreaker.State) { g.circuitChanged(cs, from, to) })
+		out[i] = cs
+	}
+	return out
+}
+
+// multi reports whether the server has copies to fail over to.
+func (g *Gateway) multi() bool { return len(g.copies) > 1 }
+
+// usable reports whether c may take a call now: not down, and its circuit
+// not open (or open past its retry time, when the breaker lets a trial
+// through).
+func (c *copyState) usable(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.down && (c.circuit != gobreaker.StateOpen || !now.Before(c.circuitRetryAt))
+}
+
+// home is where v's calls start: 0 but on a per-user view of a round-robin
+// server, whose user keeps the copy it was given.
+func (v *view) startCopy() int {
+	if v.g.cfg.Policy == mcpconfig.PolicyRoundRobin && v.user != "" {
+		return v.home
+	}
+	return 0
+}
+
+// order returns the copies a call of v tries, in order: the usable ones
+// (in turn from a rotating start on the shared view of a round-robin
+// server), then the others, as a last resort. A server without copies
+// returns its one copy without allocating.
+func (g *Gateway) order(v *view) []*copyState {
+	if !g.multi() {
+		return g.copies
+	}
+	n := len(g.copies)
+	start := v.startCopy()
+	if g.cfg.Policy == mcpconfig.PolicyRoundRobin && v.user == "" {
+		start = int(g.rr.Add(1) % uint64(n))
+	}
+	now := time.Now()
+	out := make([]*copyState, 0, n)
+	var rest []*copyState
+	for k := range n {
+		c := g.copies[(start+k)%n]
+		if c.usable(now) {
+			out = append(out, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	if g.cfg.Policy != mcpconfig.PolicyRoundRobin {
+		// A copy that is down is tried again in the server's order.
+		sortByIndex(rest)
+	}
+	return append(out, rest...)
+}
+
+// listCopy is the copy whose tools v lists and serves: the first usable
+// one from v's start, else its start.
+func (v *view) listCopy() int {
+	g := v.g
+	if !g.multi() {
+		return 0
+	}
+	n, start, now := len(g.copies), v.startCopy(), time.Now()
+	for k := range n {
+		if c := g.copies[(start+k)%n]; c.usable(now) {
+			return c.index
+		}
+	}
+	return start
+}
+
+func sortByIndex(cs []*copyState) {
+	for i := 1; i < len(cs); i++ {
+		for j := i; j > 0 && cs[j].index < cs[j-1].index; j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+}
+
+// failoverErr reports whether err, on a copy, says the copy failed (so
+// it is marked down and the call may move on): a failed connect, a
+// transport failure, an HTTP 5xx, a timeout, or the back-off of a crash
+// loop — not an answer of the server, a refusal of the user's, or the
+// caller giving up.
+func failoverErr(ctx context.Context, err error) bool {
+	switch {
+	case err == nil, ctx.Err() != nil:
+		return false
+	case errors.Is(err, session.ErrClosed), errors.Is(err, errTooManyUsers), errors.Is(err, errDraining):
+		return false
+	case session.IsServerAnswer(err):
+		return false
+	case errors.Is(err, errSecretRequired):
+		return false
+	}
+	return true
+}
+
+// markDown takes c out of the rotation after err, until a health check
+// answers, and starts the prober.
+func (g *Gateway) markDown(c *copyState, err error) {
+	if !g.multi() {
+		return
+	}
+	now := time.Now()
+	msg := g.mask(err.Error())
+	c.mu.Lock()
+	if c.down {
+		c.downErr = msg
+		c.mu.Unlock()
+		return
+	}
+	switch {
+	case c.backoff == 0 || now.Sub(c.upSince) > flapWindow:
+		c.backoff = g.opts.CopyProbe
+	default: // it flaps: wait longer each time
+		c.backoff = min(2*c.backoff, g.opts.CircuitOpenFor)
+	}
+	c.down, c.downErr, c.downSince, c.probeAt = true, msg, now, now.Add(c.backoff)
+	c.mu.Unlock()
+	g.logger.Warn("copy down: calls fail over", "copy", c.label, "where", c.where, logKeyErr, msg,
+		"serving", g.servingLabel(), "probe_in", c.backoff)
+	g.copiesChanged()
+	g.mu.Lock()
+	if !g.probing && !g.closed {
+		g.probing = true
+		g.wg.Go(g.probeCopies)
+	}
+	g.mu.Unlock()
+}
+
+// markUp puts c back in the rotation.
+func (g *Gateway) markUp(c *copyState) {
+	c.mu.Lock()
+	if !c.down {
+		c.mu.Unlock()
+		return
+	}
+	c.down, c.downErr, c.upSince = false, "", time.Now()
+	c.mu.Unlock()
+	g.logger.Info("copy back: it takes calls again", "copy", c.label, "where", c.where, "serving", g.servingLabel())
+	g.copiesChanged()
+}
+
+// probeCopies checks the copies that are down, each when its probeAt comes,
+// until none is down or the gateway closes. On a server with a session per
+// user there is no shared session to check with: a copy is let back when
+// its probe time comes, and the next call is the check.
+func (g *Gateway) probeCopies() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		next, due := g.dueCopies(time.Now())
+		for _, c := range due {
+			g.probe(c)
+		}
+		if len(due) > 0 {
+			continue
+		}
+		if next.IsZero() {
+			g.mu.Lock()
+			// A copy marked down meanwhile finds probing still set
+			// and relies on this loop: look again under g.mu.
+			if n, d := g.dueCopies(time.Now()); n.IsZero() && len(d) == 0 {
+				g.probing = false
+				g.mu.Unlock()
+				return
+			}
+			g.mu.Unlock()
+			continue
+		}
+		t.Reset(time.Until(next))
+		select {
+		case <-g.stopProbe:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// dueCopies returns the copies down whose probe time has come, and the
+// earliest probe time of the others (zero when none is down).
+func (g *Gateway) dueCopies(now time.Time) (next time.Time, due []*copyState) {
+	for _, c := range g.copies {
+		c.mu.Lock()
+		switch {
+		case !c.down:
+		case !now.Before(c.probeAt):
+			due = append(due, c)
+		case next.IsZero() || c.probeAt.Before(next):
+			next = c.probeAt
+		}
+		c.mu.Unlock()
+	}
+	return next, due
+}
+
+// probe checks one copy that is down: up when it answers, else checked
+// again after a longer wait.
+func (g *Gateway) probe(c *copyState) {
+	var err error
+	if !g.perUser.Load() {
+		timeout, _ := c.cfg.Timeouts()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		go func() {
+			select {
+			case <-g.stopProbe:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err = g.shared.conns[c.index].Ping(ctx)
+		cancel()
+	}
+	select {
+	case <-g.stopProbe:
+		return
+	default:
+	}
+	if err == nil {
+		g.markUp(c)
+		return
+	}
+	c.mu.Lock()
+	c.downErr = g.mask(err.Error())
+	c.backoff = min(2*c.backoff, g.opts.CircuitOpenFor)
+	c.probeAt = time.Now().Add(c.backoff)
+	c.mu.Unlock()
+}
+
+// serving names the copies that take calls now: the first usable one
+// (priority), or every usable one (round robin); "" when none is usable.
+func (g *Gateway) servingLabel() string {
+	if !g.multi() {
+		return ""
+	}
+	now := time.Now()
+	var names []string
+	for _, c := range g.copies {
+		if c.usable(now) {
+			names = append(names, c.label)
+			if g.cfg.Policy != mcpconfig.PolicyRoundRobin {
+				break
+			}
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// copiesChanged refreshes what the model reads when a copy goes down or
+// comes back: the description says when the server runs degraded.
+func (g *Gateway) copiesChanged() {
+	g.mu.Lock()
+	base := g.baseDescription
+	g.mu.Unlock()
+	g.setDescription(base)
+}
+
+// degradedNote says, for the model, which copies are down and which one
+// serves; "" while every copy is up.
+func (g *Gateway) degradedNote() string {
+	if !g.multi() {
+		return ""
+	}
+	var down []string
+	for _, c := range g.copies {
+		c.mu.Lock()
+		if c.down {
+			down = append(down, fmt.Sprintf("%s (%s) is down", c.label, c.where))
+		}
+		c.mu.Unlock()
+	}
+	if len(down) == 0 {
+		return ""
+	}
+	serving := g.servingLabel()
+	if serving == "" {
+		return fmt.Sprintf("Degraded: every copy is down (%s); calls may fail.", strings.Join(down, "; "))
+	}
+	return fmt.Sprintf("Degraded: %s; running on %s.", strings.Join(down, "; "), serving)
+}
+
+// setDescription publishes base, the description of the last listing, with
+// the degraded note when there is one.
+func (g *Gateway) setDescription(base string) {
+	g.mu.Lock()
+	g.baseDescription = base
+	g.mu.Unlock()
+	desc := base
+	if note := g.degradedNote(); note != "" {
+		desc += " " + note
+	}
+	g.description.Store(&desc)
+}
+
+// copyFailure is one copy's failure within a call that tried several.
+type copyFailure struct {
+	copy *copyState
+	err  error
+}
+
+// allFailedError is the error of a request every copy failed: it names
+// each copy and its failure, and unwraps to the last one's so that callers
+// classify it as they would that failure.
+type allFailedError struct {
+	msg  string
+	last error
+}
+
+func (e *allFailedError) Error() string { return e.msg }
+func (e *allFailedError) Unwrap() error { return e.last }
+
+// failedOver joins the failures of a request that tried several copies,
+// masked for the user ctx names, or returns the only one.
+func (g *Gateway) failedOver(ctx context.Context, fails []copyFailure) error {
+	if len(fails) == 1 {
+		return fails[0].err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "server %q: every copy failed", g.cfg.Name)
+	for i, f := range fails {
+		sep := "; "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s (%s): %s", sep, f.copy.label, f.copy.where, trimServer(g, f.err.Error()))
+	}
+	return &allFailedError{msg: g.maskFor(ctx, b.String()), last: fails[len(fails)-1].err}
+}
+
+// CopyStatus is one copy of a server in its Status.
+type CopyStatus struct {
+	// Copy is its number, 1 for the server's own keys; Label says it
+	// for people ("copy 2").
+	Copy  int    `json:"copy"`
+	Label string `json:"label"`
+	// Transport is stdio, http or sse; Where its URL or command line as
+	// written in mcp.json, masked.
+	Transport string `json:"transport"`
+	Where     string `json:"where"`
+	// State is its shared session's state; down while failed over from.
+	State session.State `json:"state"`
+	// Serving is set on the copies that take calls now.
+	Serving bool          `json:"serving"`
+	Down    bool          `json:"down"`
+	Circuit CircuitStatus `json:"circuit"`
+	// Calls and Failures count the executes sent to it.
+	Calls    int64  `json:"calls"`
+	Failures int64  `json:"failures"`
+	LastErr  string `json:"last_error,omitempty"`
+	// DownSince is when it went down; nil while up.
+	DownSince *time.Time `json:"down_since,omitempty"`
+}
+
+// copyStatuses returns the status of each copy as v sees it; nil for a
+// server without copies.
+func (g *Gateway) copyStatuses(v *view) []CopyStatus {
+	if !g.multi() {
+		return nil
+	}
+	serving := g.servingLabel()
+	out := make([]CopyStatus, 0, len(g.copies))
+	for _, c := range g.copies {
+		cs := v.conns[c.index].Status()
+		st := CopyStatus{Copy: c.index + 1, Label: c.label, Transport: c.cfg.Transport, Where: c.where, State: cs.State,
+			Circuit: c.circuitStatus(), LastErr: g.mask(cs.LastErr)}
+		st.Serving = serving != "" && strings.Contains(", "+serving+",", ", "+c.label+",")
+		c.mu.Lock()
+		st.Calls, st.Failures = c.stats.calls, c.stats.failures
+		if c.down {
+			st.Down = true
+			t := c.downSince
+			st.DownSince = &t
+			st.LastErr = c.downErr
+			st.State = session.StateFailed
+		}
+		c.mu.Unlock()
+		out = append(out, st)
+	}
+	return out
+}
+
+// onCopies runs f on v's copies in order (order) until one succeeds: each
+// copy asked first through its circuit, each attempt counted on it. A
+// failure that says the copy failed (failoverErr) marks it down and moves
+// on when f says the request may be sent again (again); when it may not,
+// the result is a *mayHaveRunError. Any other failure ends the request.
+// On a server without copies it is f on the one copy, through its circuit.
+func (g *Gateway) onCopies(ctx context.Context, v *view, f func(c *copyState) (again bool, err error)) (outcome, error) {
+	var fails []copyFailure
+	last := outcomeRefused
+	for _, c := range g.order(v) {
+		done, err := g.allow(c)
+		if err != nil {
+			g.attempt(c, outcomeRefused, nil)
+			fails = append(fails, copyFailure{c, err})
+			continue
+		}
+		again, err := f(c)
+		o := outcomeSuccess
+		if err != nil {
+			o = g.classify(ctx, err)
+		}
+		g.attempt(c, o, done)
+		switch {
+		case err == nil:
+			g.markUp(c)
+			return o, nil
+		case !g.multi() || !failoverErr(ctx, err):
+			return o, err
+		}
+		g.markDown(c, err)
+		if !again {
+			return o, &mayHaveRunError{copy: c, err: err}
+		}
+		fails = append(fails, copyFailure{c, err})
+		last = o
+	}
+	return last, g.failedOver(ctx, fails)
+}
+
+// mayHaveRunError is a call that failed on a copy after it was sent, of a
+// tool that could do harm if run twice: it is not sent to another copy,
+// and the caller gets an isError result saying so (result).
+type mayHaveRunError struct {
+	copy *copyState
+	err  error
+}
+
+func (e *mayHaveRunError) Error() string { return e.err.Error() }
+func (e *mayHaveRunError) Unwrap() error { return e.err }
+
+// result is the isError result the caller gets for e.
+func (e *mayHaveRunError) result(g *Gateway, ctx context.Context, tool string) *CallResult {
+	text := fmt.Sprintf("%s may have run on %s (%s) of server %q, which failed before answering (%s); "+
+		"it was not retried on another copy, since running it twice could do harm. "+
+		"Check whether it took effect before calling it again.",
+		tool, e.copy.label, e.copy.where, g.cfg.Name, g.maskFor(ctx, trimServer(g, e.err.Error())))
+	return &CallResult{IsError: true, Content: []map[string]any{{"type": "text", "text": text}}, llmText: text}
+}
+
+// trimServer drops the `server "name": ` an error of g's starts with, for
+// a message that names the server already.
+func trimServer(g *Gateway, msg string) string {
+	return strings.TrimPrefix(msg, fmt.Sprintf("server %q: ", g.cfg.Name))
+}
+
+// attempt counts one attempt on copy c (its stats when the server has
+// copies) and reports it to c's circuit through done (nil when the circuit
+// was not asked).
+func (g *Gateway) attempt(c *copyState, o outcome, done func(error)) {
+	if g.multi() {
+		c.mu.Lock()
+		c.stats.add(o)
+		c.mu.Unlock()
+	}
+	if done == nil {
+		return
+	}
+	switch o {
+	case outcomeSuccess, outcomeToolError:
+		done(nil)
+	case outcomeTransport, outcomeTimeout:
+		done(errServerFailed)
+	default:
+		done(errNotCounted)
+	}
+}
+
+// count counts one call of the server, whatever its copies: the stats
+// /api/servers shows.
+func (g *Gateway) count(o outcome) {
+	g.mu.Lock()
+	g.stats.add(o)
+	g.mu.Unlock()
+}
+
+// unavailable says why no copy of the server can be used now (disabled,
+// unresolved, in back-off), naming each; nil while one can.
+func (g *Gateway) unavailable() error {
+	if !g.multi() {
+		return g.shared.conns[0].Unavailable()
+	}
+	var fails []copyFailure
+	for _, c := range g.copies {
+		err := g.shared.conns[c.index].Unavailable()
+		if err == nil {
+			return nil
+		}
+		fails = append(fails, copyFailure{c, err})
+	}
+	return g.failedOver(context.Background(), fails)
+}
