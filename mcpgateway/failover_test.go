@@ -17,6 +17,7 @@ import (
 
 	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -383,5 +384,28 @@ func TestCopyFlapsBackOff(t *testing.T) {
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}
 	if fmt.Sprint(waits) != fmt.Sprint(want) {
 		t.Errorf("waits before each check of a flapping copy = %v, want %v", waits, want)
+	}
+}
+
+func TestCopyOnAnotherOriginKeepsItsOwnTokens(t *testing.T) {
+	base := &mcpauth.MemoryTokenStore{}
+	key := mcpauth.TokenKey{Server: "todo", User: "alice"}
+	if err := base.Put(t.Context(), key, &mcpauth.Token{AccessToken: "primary-token", Resource: "http://a.example/mcp"}); err != nil {
+		t.Fatal(err)
+	}
+	ct := copyTokens{base, "#copy 2"}
+	if _, err := ct.Get(t.Context(), key); err == nil {
+		t.Fatal("a copy on another origin read the server's own token")
+	}
+	if err := ct.Put(t.Context(), key, &mcpauth.Token{AccessToken: "copy-token", Resource: "http://b.example/mcp"}); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := base.Get(t.Context(), key); err != nil || tok.AccessToken != "primary-token" {
+		t.Errorf("the copy's sign-in replaced the server's own token: %v %v", tok, err)
+	}
+	for u, want := range map[string]string{"http://A.example:80/mcp": "http://a.example:80", "https://a.example/x": "https://a.example", "": ""} {
+		if got := origin(u); got != want {
+			t.Errorf("origin(%q) = %q, want %q", u, got, want)
+		}
 	}
 }

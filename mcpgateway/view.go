@@ -1,12 +1,16 @@
 package mcpgateway
 
 import (
+	"context"
 	"log/slog"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -62,11 +66,14 @@ func (g *Gateway) newView(cfg mcpconfig.ServerConfig, user string, logger *slog.
 	all := cfg.AllCopies()
 	v.conns = make([]*session.Conn, len(all))
 	for i, c := range all {
-		l := logger
+		l, cco := logger, co
 		if len(all) > 1 {
 			l = logger.With("copy", mcpconfig.CopyLabel(i))
 		}
-		v.conns[i] = session.New(c, co, l, v.masker)
+		if i > 0 && origin(c.URL) != origin(cfg.URL) {
+			cco.Tokens = copyTokens{cco.Tokens, "#" + mcpconfig.CopyLabel(i)}
+		}
+		v.conns[i] = session.New(c, cco, l, v.masker)
 	}
 	if cfg.Policy == mcpconfig.PolicyRoundRobin && user != "" {
 		v.home = int(g.rr.Add(1) % uint64(len(all)))
@@ -143,4 +150,36 @@ func (v *view) logs() []session.LogEntry {
 	}
 	slices.SortStableFunc(out, func(a, b session.LogEntry) int { return a.Time.Compare(b.Time) })
 	return out
+}
+
+// copyTokens keeps the tokens of a copy on another origin than the
+// server's own under a key of their own: a token signed in for one origin
+// is never sent to another.
+type copyTokens struct {
+	mcpauth.TokenStore
+	suffix string
+}
+
+func (t copyTokens) Get(ctx context.Context, key mcpauth.TokenKey) (*mcpauth.Token, error) {
+	key.Server += t.suffix
+	return t.TokenStore.Get(ctx, key)
+}
+
+func (t copyTokens) Put(ctx context.Context, key mcpauth.TokenKey, tok *mcpauth.Token) error {
+	key.Server += t.suffix
+	return t.TokenStore.Put(ctx, key, tok)
+}
+
+func (t copyTokens) Delete(ctx context.Context, key mcpauth.TokenKey) error {
+	key.Server += t.suffix
+	return t.TokenStore.Delete(ctx, key)
+}
+
+// origin is u's scheme and host, lower-cased; "" for a stdio server.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || u == "" {
+		return ""
+	}
+	return strings.ToLower(p.Scheme + "://" + p.Host)
 }
