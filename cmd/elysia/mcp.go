@@ -65,6 +65,7 @@ func serverOptions(cfg *mcpconfig.Config, name string, stderr io.Writer) (mcpcon
 // cmdMCPList summarises every server, or connects to one and lists its tools.
 func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, config := newFlags("mcp list", stderr)
+	dsn := pinsFlag(fs, "db", "with a SERVER, ")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -99,6 +100,11 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	closeDB, err := holdPins(ctx, *dsn, opts)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
 	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
 	infos, err := g.List(mcpgateway.WithUser(ctx, cliUser()))
@@ -185,6 +191,7 @@ func paramSummary(schema json.RawMessage) string {
 // invalid inputs, an unknown tool) or a server failure exits 1.
 func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs, config := newFlags("mcp call", stderr)
+	dsn := pinsFlag(fs, "db", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -218,10 +225,17 @@ func cmdMCPCall(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		}
 		opts.Sampler = modelSampler{model: model, name: info.Model}
 	}
+	closeDB, err := holdPins(ctx, *dsn, opts)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
 	g := mcpgateway.New(sc, opts)
 	defer func() { _ = g.Close() }() // Gateway.Close always returns nil
 	res, err := g.ExecuteWith(mcpgateway.WithUser(ctx, cliUser()), fs.Arg(1), inputs, callEmitter{stderr: stderr, asker: newTerminalAsker(stderr)})
 	switch {
+	case errors.Is(err, mcpgateway.ErrToolHeld): // not a typo: the server changed it
+		return failure(err)
 	case errors.Is(err, tools.ErrUnknownTool): // a mistyped TOOL: the error names the closest
 		return usageErr("%w", err)
 	case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -135,6 +136,34 @@ func cmdMCPPins(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		_, _ = fmt.Fprint(stdout, termf("\napprove with: elysia mcp pins approve %s [TOOL...]", sc.Name)+"\n")
 	}
 	return nil
+}
+
+// pinsFlag adds the flag name to a one-shot command that lists or calls a
+// server's tools: the database whose pinned tools they are held against,
+// as elysia serve holds them (see holdPins). when says when it counts.
+func pinsFlag(fs *flag.FlagSet, name, when string) *string {
+	return fs.String(name, os.Getenv("ELYSIA_DATABASE_URL"), when+"the database of the pinned tools, elysia serve's by default: "+
+		"a changed or new tool is held back as the service holds it; - for none ("+dbFlagHelp+")")
+}
+
+// holdPins makes the gateways of opts hold a server's tools against the
+// pinned tools of the database dsn names (as pinsFlag gives it), as
+// elysia serve's do; "-" leaves opts without pins. The returned func
+// closes the database.
+func holdPins(ctx context.Context, dsn string, opts *mcpgateway.Options) (closeDB func(), err error) {
+	if dsn == "-" {
+		return func() {}, nil
+	}
+	where, err := databaseDSN(dsn, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, where, &store.Options{Logger: opts.Logger})
+	if err != nil {
+		return nil, failure(fmt.Errorf("open the database of the pinned tools: %w", err))
+	}
+	opts.Pins = adapter.StorePins{Store: db}
+	return func() { _ = db.Close() }, nil // the command's work is done: nothing to report
 }
 
 // pinState is the STATE column of a changed or new tool.

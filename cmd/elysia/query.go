@@ -22,6 +22,7 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	user := fs.String("user", cliUser(), "user id: $ELYSIA_USER, else "+defaultUser+", the user of the web page and of /mcp on a keyless service too")
 	conv := fs.String("conversation", "", "conversation id; with --db the conversation is saved and can be continued (default: a new one)")
 	dsn := fs.String("db", "-", "database to save the conversation in (default: none)")
+	pins := pinsFlag(fs, "pins", "with --db -, ")
 	logLevel := fs.String("log-level", "warn", "debug, info, warn or error")
 	logFormat := logFormatFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -41,7 +42,13 @@ func cmdQuery(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		return err
 	}
 	defer stopTracing() // last: the spans of closing go out too
-	a, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, logger: logger, interactive: true})
+	pinsDSN := ""
+	if *dsn == "-" && *pins != "-" { // with --db, that database holds the pins
+		if pinsDSN, err = databaseDSN(*pins, os.Getenv); err != nil {
+			return err
+		}
+	}
+	a, err := newApp(ctx, appConfig{configPath: *config, dsn: *dsn, pinsDSN: pinsDSN, logger: logger, interactive: true})
 	if err != nil {
 		return err
 	}

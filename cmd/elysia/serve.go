@@ -416,8 +416,12 @@ func describeOptions(lookup func(string) (string, bool), info llm.Info) (bool, e
 
 // appConfig says how to assemble the service's parts.
 type appConfig struct {
-	configPath  string
-	dsn         string // "" → the data folder's (databaseDSN); "-" → no store (memory only)
+	configPath string
+	dsn        string // "" → the data folder's (databaseDSN); "-" → no store (memory only)
+	// pinsDSN, with dsn "-", names a database opened for the pinned tools
+	// alone, so that the gateways hold their lists against them as
+	// elysia serve's do; "" means none.
+	pinsDSN     string
 	logger      *slog.Logger
 	interactive bool // ask the terminal for inputs at start-up
 	// observer receives every gateway's calls and circuit changes; nil
@@ -431,6 +435,9 @@ type app struct {
 	model  llms.Model
 	info   llm.Info
 	store  *store.Store
+	// pinStore holds the pinned tools alone when store is nil
+	// (appConfig.pinsDSN); nil otherwise.
+	pinStore *store.Store
 	// persist is store's encoding of conversations; nil without a store.
 	persist *persist.Store
 	// secrets keeps users' own secrets (sealed in the store, or in memory
@@ -465,6 +472,12 @@ func newApp(ctx context.Context, c appConfig) (*app, error) {
 	gopts.UserSecrets = adapter.GatewaySecrets{Secrets: a.secrets}
 	if err := perUserOptions(os.LookupEnv, gopts); err != nil {
 		return nil, usageErr("%v", err)
+	}
+	if c.dsn == "-" && c.pinsDSN != "" {
+		if a.pinStore, err = store.Open(ctx, c.pinsDSN, &store.Options{Logger: c.logger}); err != nil {
+			return nil, failure(fmt.Errorf("open the database of the pinned tools: %w", err))
+		}
+		gopts.Pins = adapter.StorePins{Store: a.pinStore}
 	}
 	if c.dsn != "-" {
 		maxConns, err := dbMaxConns(os.LookupEnv)
@@ -565,8 +578,11 @@ func (a *app) close() {
 			a.logger.Warn("closing gateways", logKeyErr, err)
 		}
 	}
-	if a.store != nil {
-		if err := a.store.Close(); err != nil {
+	for _, s := range []*store.Store{a.store, a.pinStore} {
+		if s == nil {
+			continue
+		}
+		if err := s.Close(); err != nil {
 			a.logger.Warn("closing the database", logKeyErr, err)
 		}
 	}
