@@ -22,14 +22,18 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/elysia-go/elysia/internal/testenv"
 	"github.com/elysia-go/elysia/web"
 )
 
-// The benchmarks of this file run the service as `elysia serve` assembles
-// it (newApp, app.deps, web.New with API keys), in process, on a real
-// loopback listener. Its mcp.json lists stdio servers whose command is a
+// The benchmarks of this file but BenchmarkAPIExecute run the service as
+// `elysia serve` assembles it (newApp, app.deps, web.New with API keys), in
+// process, on a real loopback listener. Its mcp.json lists stdio servers whose command is a
 // script that would leave a marker file if it ever ran: gateways are lazy,
 // and GET /tree must never start one.
 
@@ -375,6 +379,123 @@ func BenchmarkGetTreeParts(b *testing.B) {
 					direct(conv())
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkAPIExecute compares POST /api/servers/todo/execute on the real
+// `elysia serve` (its own process, as an operator runs it, todo-mcp over
+// stdio) with the same tools/call made directly with an mcp-go stdio client
+// on a todo-mcp of its own, both from the test process: list_todos with
+// {"status": "active"} on an empty list. seq is one caller, par8 eight
+// callers at once. Each reports p50-ms (the median call) and calls/s; the
+// targets (issue 29) are api's p50 within 0.25 ms of direct's, and api's
+// par8 calls/s at least 0.85 × direct's. ELYSIA_BENCH_PPROF=ADDR has the
+// service serve its profiles on ADDR (serve --pprof-addr), to profile it
+// during a run.
+//
+//	make build && ELYSIA_BIN=$PWD/bin/elysia go test -run '^$' -bench BenchmarkAPIExecute -count 5 ./cmd/elysia/
+func BenchmarkAPIExecute(b *testing.B) {
+	b.Run("api", func(b *testing.B) {
+		args := []string{"--log-level", "warn"}
+		if addr := os.Getenv("ELYSIA_BENCH_PPROF"); addr != "" {
+			args = append(args, "--pprof-addr", addr)
+		}
+		s := startService(b, serveOptions{Args: args})
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, DisableCompression: true}}
+		b.Cleanup(client.CloseIdleConnections)
+		url := s.URL + "/api/servers/todo/execute"
+		const body = `{"tool_name": "list_todos", "tool_inputs": {"status": "active"}}`
+		call := func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = resp.Body.Close() }() // read to the end below
+			out, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"is_error":false`)) {
+				return fmt.Errorf("POST %s: %s %.300s", url, resp.Status, out)
+			}
+			return nil
+		}
+		benchCalls(b, call)
+	})
+	b.Run("direct", func(b *testing.B) {
+		t := mcptransport.NewStdio(testenv.TodoMCP(b), append(os.Environ(), "TODO_DB="+filepath.Join(b.TempDir(), "todos.db")))
+		c := mcpclient.NewClient(t)
+		if err := c.Start(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close() })
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+		if _, err := c.Initialize(b.Context(), init); err != nil {
+			b.Fatal(err)
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "list_todos"
+		req.Params.Arguments = map[string]any{"status": "active"}
+		call := func(ctx context.Context) error {
+			res, err := c.CallTool(ctx, req)
+			if err == nil && res.IsError {
+				err = fmt.Errorf("list_todos: %v", res.Content)
+			}
+			return err
+		}
+		benchCalls(b, call)
+	})
+}
+
+// benchCalls runs call b.N times from one caller (seq) and from eight at
+// once (par8), and reports the median latency (p50-ms) and calls/s. The
+// first call, before the timer, starts what is lazy.
+func benchCalls(b *testing.B, call func(context.Context) error) {
+	b.Helper()
+	if err := call(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	for _, callers := range []int{1, 8} {
+		name := "seq"
+		if callers > 1 {
+			name = fmt.Sprintf("par%d", callers)
+		}
+		b.Run(name, func(b *testing.B) {
+			lat := make([][]time.Duration, callers)
+			var next atomic.Int64
+			var failed atomic.Pointer[error]
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for i := range callers {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						t0 := time.Now()
+						if err := call(b.Context()); err != nil {
+							failed.CompareAndSwap(nil, &err)
+							return
+						}
+						lat[i] = append(lat[i], time.Since(t0))
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if p := failed.Load(); p != nil {
+				b.Fatal(*p)
+			}
+			all := slices.Concat(lat...)
+			b.ReportMetric(float64(percentile(all, 50))/float64(time.Millisecond), "p50-ms")
+			b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
 		})
 	}
 }

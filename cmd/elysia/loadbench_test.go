@@ -911,7 +911,10 @@ func loadRun(b *testing.B, svc *loadService, clients int, long bool, d time.Dura
 // profileRun starts a CPU profile of the service process for the d of a
 // load run, through its --pprof-addr, into s.profile; the returned func
 // waits for it (d rounded up to whole seconds, as /debug/pprof/profile
-// takes them) and fails b if it could not be written. Without
+// takes them) and fails b if it could not be written. It also saves the
+// allocation profile (allocs) before and after the run, into s.profile
+// with .allocs0 and .allocs1 appended: `go tool pprof -base FILE.allocs0
+// FILE.allocs1` shows what the run allocated. Without
 // ELYSIA_LOAD_CPUPROFILE both do nothing. Unlike serve --cpuprofile, the
 // profile holds the run alone: not the start, warm-up, prelude or the
 // reading back of every conversation after it.
@@ -920,42 +923,52 @@ func (s *loadService) profileRun(b *testing.B, d time.Duration) (wait func()) {
 	if s.pprof == "" {
 		return func() {}
 	}
+	if err := s.savePprof("allocs", s.profile+".allocs0", time.Minute); err != nil {
+		b.Errorf("allocation profile of the service: %v", err)
+	}
 	secs := int((d + time.Second - 1) / time.Second)
 	done := make(chan error, 1)
 	go func() {
-		done <- func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
-			defer cancel()
-			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.pprof, secs)
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = resp.Body.Close() }() // read to the end below
-			if resp.StatusCode != http.StatusOK {
-				body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-				return fmt.Errorf("%s: %s", resp.Status, body)
-			}
-			f, err := os.Create(s.profile)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, resp.Body); err != nil {
-				_ = f.Close() // the copy's error is the one to report
-				return err
-			}
-			return f.Close()
-		}()
+		done <- s.savePprof(fmt.Sprintf("profile?seconds=%d", secs), s.profile, d+time.Minute)
 	}()
 	return func() {
 		if err := <-done; err != nil {
-			b.Errorf("CPU profile of the service into %s: %v", s.profile, err)
+			b.Errorf("CPU profile of the service: %v", err)
+		}
+		if err := s.savePprof("allocs", s.profile+".allocs1", time.Minute); err != nil {
+			b.Errorf("allocation profile of the service: %v", err)
 		}
 	}
+}
+
+// savePprof saves the service's /debug/pprof/<name> into file, taking at
+// most timeout.
+func (s *loadService) savePprof(name, file string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	url := fmt.Sprintf("http://%s/debug/pprof/%s", s.pprof, name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }() // read to the end below
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close() // the copy's error is the one to report
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	return f.Close()
 }
 
 // loadCPUTime is the process's user plus system CPU time, from getrusage.
