@@ -11,6 +11,11 @@
 //     test_sampling, test_elicitation, test_elicitation_sep1034_defaults,
 //     test_elicitation_sep1330_enums, test_reconnection and
 //     json_schema_2020_12_tool;
+//   - for the 2026-07-28 scenarios of suite 0.2 (mrtr.go): the
+//     test_input_required_result_* tools and prompt, which ask with
+//     input_required results (mcp-go asks a 2025-11-25 client the old
+//     way), test_missing_capability and test_custom_headers (x-mcp-header
+//     parameters);
 //   - resources test://static-text, test://static-binary and
 //     test://watched-resource (subscribable), the template
 //     test://template/{id}/data;
