@@ -36,7 +36,9 @@ cd "$dir"
 node -e '
 const [url, scenario] = process.argv.slice(1);
 const ctx = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
-const server = {type: "http", url, call_timeout: 20};
+// "pin": "off": pinning is not under test, and a mock server may list
+// other tools to each session; held back, they could not be called.
+const server = {type: "http", url, call_timeout: 20, pin: "off"};
 switch (scenario) {
 case "auth/pre-registration":
 	server.oauth = {client_id: ctx.client_id, client_secret: ctx.client_secret};
@@ -70,6 +72,70 @@ export ELYSIA_ELICITATION=accept-defaults
 list() { "$elysia" mcp list --config mcp.json conformance </dev/null; }
 call() { "$elysia" mcp call --config mcp.json conformance "$1" "$2" </dev/null; }
 
+# context_calls makes each tools/call the scenario's context lists
+# (toolCalls: [{name, arguments}]), in order.
+context_calls() {
+	local calls
+	calls=$(node -e '
+for (const c of JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}").toolCalls || [])
+	console.log(c.name + "\t" + JSON.stringify(c.arguments || {}));
+')
+	local status=0
+	while IFS=$'\t' read -r name args; do
+		[ -z "$name" ] || call "$name" "$args" || status=1
+	done <<<"$calls"
+	return $status
+}
+
+# served runs the JavaScript body $1 against `elysia mcp serve` on the same
+# mcp.json: the aggregate endpoint on stdio, whose client to the scenario's
+# server is the gateway, for what the CLI cannot ask (prompts/get,
+# resources/read, a tool's schema handed back). The body gets rpc(method,
+# params), which returns the result or throws the error; the tools are
+# exposed unprefixed.
+served() {
+	node -e '
+const fs = require("fs");
+const cfg = JSON.parse(fs.readFileSync("mcp.json"));
+cfg.expose = {mode: "tools", agent: false};
+cfg.servers.conformance.prefix = "";
+fs.writeFileSync("mcp.json", JSON.stringify(cfg, null, 2), {mode: 0o600});
+const child = require("child_process").spawn(process.argv[1], ["mcp", "serve", "--config", "mcp.json"],
+	{stdio: ["pipe", "pipe", "inherit"]});
+let next = 1, buf = "";
+const waiting = new Map();
+child.stdout.on("data", (d) => {
+	buf += d;
+	let i;
+	while ((i = buf.indexOf("\n")) >= 0) {
+		const line = buf.slice(0, i);
+		buf = buf.slice(i + 1);
+		if (!line.trim()) continue;
+		const m = JSON.parse(line);
+		if (m.id !== undefined && waiting.has(m.id)) {
+			const [ok, fail] = waiting.get(m.id);
+			waiting.delete(m.id);
+			m.error ? fail(new Error(m.error.message)) : ok(m.result);
+		}
+	}
+});
+const send = (m) => child.stdin.write(JSON.stringify(m) + "\n");
+const rpc = (method, params = {}) => new Promise((ok, fail) => {
+	const id = next++;
+	waiting.set(id, [ok, fail]);
+	send({jsonrpc: "2.0", id, method, params});
+});
+const body = new Function("rpc", "return (async () => {" + process.argv[2] + "})()");
+(async () => {
+	await rpc("initialize", {protocolVersion: "2025-11-25", capabilities: {},
+		clientInfo: {name: "conformance-client.sh", version: "1"}});
+	send({jsonrpc: "2.0", method: "notifications/initialized"});
+	await body(rpc);
+})().then(() => { child.stdin.end(); process.exitCode = 0; },
+	(e) => { console.error("conformance-client.sh:", e.message); child.kill(); process.exitCode = 1; });
+' "$elysia" "$1" </dev/null
+}
+
 case $scenario in
 initialize)
 	list
@@ -85,6 +151,62 @@ elicitation-sep1034-client-defaults)
 sse-retry)
 	list
 	call test_reconnection '{}'
+	;;
+request-metadata | json-schema-ref-no-deref)
+	# The request's _meta and headers, and a schema with a network $ref,
+	# are the list's to show: nothing to call.
+	list
+	;;
+json-schema-2020-12-preservation)
+	# The focal tool's schema, as listed, goes back to the echo tool.
+	served '
+// The endpoint lists a server once it has connected: ask again for up to 10 s.
+let focal;
+for (let i = 0; i < 50 && !focal; i++) {
+	if (i > 0) await new Promise((r) => setTimeout(r, 200));
+	const {tools} = await rpc("tools/list");
+	focal = tools.find((t) => t.name === "json_schema_2020_12_tool");
+}
+if (!focal) throw new Error("json_schema_2020_12_tool is not listed");
+await rpc("tools/call", {name: "json_schema_echo", arguments: {schema: focal.inputSchema}});
+'
+	;;
+http-standard-headers)
+	# Mcp-Method on every POST, Mcp-Name on tools/call, resources/read and
+	# prompts/get.
+	served '
+await rpc("tools/list");
+await rpc("tools/call", {name: "test_headers", arguments: {}});
+await rpc("resources/list");
+await rpc("resources/read", {uri: "file:///path/to/file%20name.txt"});
+await rpc("prompts/list");
+await rpc("prompts/get", {name: "test_prompt"});
+'
+	;;
+http-custom-headers)
+	list
+	context_calls
+	;;
+http-invalid-tool-headers)
+	# The tools whose x-mcp-header annotations are invalid are left out;
+	# the valid one is still called.
+	list
+	call valid_tool '{"region": "us-west1"}'
+	;;
+sep-2322-client-request-state)
+	# Each call answers the server's input_required results and sends the
+	# request again with its requestState (or none, when it sent none);
+	# the unrelated call carries neither.
+	list
+	call test_mrtr_echo_state '{}'
+	call test_mrtr_unrelated '{}'
+	call test_mrtr_no_state '{}'
+	call test_mrtr_no_result_type '{}'
+	;;
+sep-2640-*)
+	# Skills (SEP-2640, an extension) are not read by the client: listing
+	# the server is all it does.
+	list
 	;;
 auth/client-credentials-jwt | auth/client-credentials-basic | auth/pre-registration)
 	list
