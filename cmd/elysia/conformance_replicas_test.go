@@ -22,3 +22,18 @@ func TestPostgresReplicasConformanceServerScenarios(t *testing.T) {
 		return testenv.RoundRobin(t, a.URL, b.URL)
 	})
 }
+
+// TestPostgresReplicasConformanceNextServerScenarios runs the newer
+// suite's server scenarios at its default spec, as
+// TestConformanceNextServerScenarios does, against two replicas behind the
+// round-robin balancer: a 2026-07-28 request and its retry may reach
+// either, with no session to find.
+func TestPostgresReplicasConformanceNextServerScenarios(t *testing.T) {
+	url := startConformanceEndpoint(t, func(cfg string) string {
+		dsn := testenv.PostgresDSN(t)
+		a := startService(t, serveOptions{Config: cfg, Args: []string{"--db", dsn}})
+		b := startService(t, serveOptions{Config: cfg, Args: []string{"--db", dsn}})
+		return testenv.RoundRobin(t, a.URL, b.URL)
+	})
+	nextServerScenarios(t, url, nextSpecs[0])
+}

@@ -44,13 +44,7 @@ func serverScenarios(t *testing.T, start func(cfg string) string) {
 	scenarios := listScenarios(t, node, cli, "--server")
 	checkListed(t, expected, scenarios, file)
 
-	// log_level debug: the fixture logs at info, and the endpoint filters
-	// by each session's own logging/setLevel.
-	// stream_poll 0.3: the endpoint closes a call's stream after 300 ms,
-	// within test_reconnection's pause, and the client resumes it.
-	cfg := fmt.Sprintf(`{"expose": {"mode": "tools", "agent": false, "stream_poll": 0.3},
- "servers": {"conformance": {"type": "stdio", "command": %q, "prefix": "", "log_level": "debug"}}}`, fixture)
-	url := start(cfg) + "/mcp"
+	url := start(conformanceConfig(fixture)) + "/mcp"
 
 	for _, scenario := range scenarios {
 		t.Run(scenario, func(t *testing.T) {
@@ -58,6 +52,18 @@ func serverScenarios(t *testing.T, start func(cfg string) string) {
 			checkExpected(t, scenario, res, expected, file)
 		})
 	}
+}
+
+// conformanceConfig is the mcp.json of the endpoint the server scenarios
+// run against: the fixture at path, its tools unprefixed.
+//
+// log_level debug: the fixture logs at info, and the endpoint filters by
+// each session's own logging/setLevel. stream_poll 0.3: the endpoint
+// closes a call's stream after 300 ms, within test_reconnection's pause,
+// and the client resumes it.
+func conformanceConfig(fixture string) string {
+	return fmt.Sprintf(`{"expose": {"mode": "tools", "agent": false, "stream_poll": 0.3},
+ "servers": {"conformance": {"type": "stdio", "command": %q, "prefix": "", "log_level": "debug"}}}`, fixture)
 }
 
 // runServerScenario runs one server scenario against url.

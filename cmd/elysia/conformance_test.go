@@ -114,13 +114,15 @@ type conformanceCheck struct {
 // mock server recorded. It is stricter than the runner's exit code: a
 // scenario with no SUCCESS check did not exercise anything (the runner
 // reports "Passed: 0/0" as a pass), so it counts as a failure.
-func runScenario(t *testing.T, node, cli, driver, bin, scenario string) scenarioResult {
+// extra are more flags for the runner (--spec-version).
+func runScenario(t *testing.T, node, cli, driver, bin, scenario string, extra ...string) scenarioResult {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), scenarioTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, cli, "client",
-		"--command", driver, "--scenario", scenario, "--timeout", "30000", "--output-dir", dir)
+	args := append([]string{cli, "client",
+		"--command", driver, "--scenario", scenario, "--timeout", "30000", "--output-dir", dir}, extra...)
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "ELYSIA_BIN="+bin)
 	// Own process group, so a timeout also ends the driver and the CLI
@@ -207,12 +209,12 @@ func listClientScenarios(t *testing.T, node, cli string) []string {
 }
 
 // listScenarios asks the suite for its scenarios of a kind: "--client" or
-// "--server".
-func listScenarios(t *testing.T, node, cli, kind string) []string {
+// "--server", and any more flags of `list` (--spec-version).
+func listScenarios(t *testing.T, node, cli string, flags ...string) []string {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), node, cli, "list", kind).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), node, append([]string{cli, "list"}, flags...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("conformance list %s: %v\n%s", kind, err, out)
+		t.Fatalf("conformance list %s: %v\n%s", strings.Join(flags, " "), err, out)
 	}
 	// Lines look like "  - sse-retry [2025-11-25]".
 	var names []string
@@ -223,7 +225,7 @@ func listScenarios(t *testing.T, node, cli, kind string) []string {
 		}
 	}
 	if len(names) == 0 {
-		t.Fatalf("conformance list %s printed no scenario:\n%s", kind, out)
+		t.Fatalf("conformance list %s printed no scenario:\n%s", strings.Join(flags, " "), out)
 	}
 	return names
 }
