@@ -274,7 +274,7 @@ func TestFromEnvPoolsConnections(t *testing.T) {
 func TestNewHTTPClient(t *testing.T) {
 	tr := NewHTTPClient(&Options{MaxConns: 50}).Transport.(*http.Transport)
 	if tr.MaxIdleConnsPerHost != 50 || !tr.ForceAttemptHTTP2 || tr.TLSHandshakeTimeout == 0 ||
-		tr.ResponseHeaderTimeout != defaultResponseHeaderTimeout {
+		tr.ResponseHeaderTimeout != defaultResponseHeaderTimeout || tr.WriteBufferSize != writeBufferSize {
 		t.Errorf("transport = %+v", tr)
 	}
 	if def := NewHTTPClient(nil).Transport.(*http.Transport); def.MaxIdleConnsPerHost != defaultMaxConns {
