@@ -162,32 +162,56 @@ func TestJSParses(t *testing.T) {
 	}
 }
 
-// TestMarkdownEscapes runs the answer renderer under node: HTML in a model's
-// answer must come out as text, and only safe links may survive.
-func TestMarkdownEscapes(t *testing.T) {
+// runModuleCheck runs script (an ES module that exits non-zero on a
+// failure, saying why) under node beside every module of the UI, and
+// fails t with its output when it fails; what names it. Without node it
+// skips t (fails it under CI=true).
+func runModuleCheck(t *testing.T, what, script string) {
+	t.Helper()
+	node, dir := nodeModules(t)
+	path := filepath.Join(dir, "check.mjs")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(t.Context(), node, path).CombinedOutput(); err != nil {
+		t.Errorf("%s: %v\n%s", what, err, out)
+	}
+}
+
+// nodeModules returns node and a folder holding every module of the UI,
+// which node reads as ES modules; it skips tb without node (fails it under
+// CI=true).
+func nodeModules(tb testing.TB) (node, dir string) {
+	tb.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not on PATH")
+			tb.Fatal("node is not on PATH")
 		}
-		t.Skip("node is not on PATH")
+		tb.Skip("node is not on PATH")
 	}
 	// The modules import each other as .js: a package.json makes node read
 	// them as ES modules.
-	dir := t.TempDir()
+	dir = tb.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"type": "module"}`), 0o644); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	for _, name := range jsFiles(t) {
+	for _, name := range jsFiles(tb) {
 		b, err := fs.ReadFile(FS(), name)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	script := `
+	return node, dir
+}
+
+// TestMarkdownEscapes runs the answer renderer under node: HTML in a model's
+// answer must come out as text, and only safe links may survive.
+func TestMarkdownEscapes(t *testing.T) {
+	runModuleCheck(t, "markdown check", `
 import { markdownTree, safeHref } from "./markdown.js";
 // html serialises a tree the way the DOM builder builds it, text escaped.
 const esc = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -195,10 +219,10 @@ const html = (ns) => ns.map((n) => typeof n === "string" ? esc(n)
   : "<" + n.tag + (n.href !== undefined ? ' href="' + esc(n.href) + '"' : "") + ">" + (n.tag === "br" ? "" : html(n.children) + "</" + n.tag + ">")).join("");
 const cases = [
   ["<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"],
-  ["**bold** and ` + "`<b>`" + `", "<strong>bold</strong> and <code>&lt;b&gt;</code>"],
+  ["**bold** and `+"`<b>`"+`", "<strong>bold</strong> and <code>&lt;b&gt;</code>"],
   ["[x](javascript:alert)", "<p>x</p>"],
   ["- a\n- b", "<ul><li>a</li><li>b</li></ul>"],
-  ["` + "```" + `\n<script>\n` + "```" + `", "<pre><code>&lt;script&gt;</code></pre>"],
+  ["`+"```"+`\n<script>\n`+"```"+`", "<pre><code>&lt;script&gt;</code></pre>"],
   ["[a](https://x.test/?q=1&r=2) and https://y.test/p", '<a href="https://x.test/?q=1&amp;r=2">a</a> and <a href="https://y.test/p">https://y.test/p</a>'],
   // The issue's shape: a bare URL inside a link's text or URL stays text
   // or part of the one href; no quote ever ends an attribute.
@@ -216,14 +240,7 @@ for (const good of ["https://a.test/", "HTTP://a.test", "mailto:a@b.test", "/ui/
   if (safeHref(good) !== good) { console.log("safeHref(" + JSON.stringify(good) + ") refused"); failed++; }
 }
 process.exit(failed ? 1 : 0);
-`
-	path := filepath.Join(dir, "check.mjs")
-	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.CommandContext(t.Context(), node, path).CombinedOutput(); err != nil {
-		t.Errorf("markdown check: %v\n%s", err, out)
-	}
+`)
 }
 
 func TestHandler(t *testing.T) {
@@ -261,7 +278,7 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-func jsFiles(t *testing.T) []string {
+func jsFiles(t testing.TB) []string {
 	t.Helper()
 	names, err := fs.Glob(FS(), "*.js")
 	if err != nil {

@@ -23,6 +23,7 @@ import { PromptTab } from "./prompttab.js";
 import { LogTab } from "./logtab.js";
 import { dock, plural, reveal } from "./panelkit.js";
 import { errorNote, plainNote, serverProblem } from "./plain.js";
+import { PinView, pinBadge } from "./pins.js";
 
 const TABS = ["tools", "resources", "prompts", "logs"];
 
@@ -58,6 +59,7 @@ export class ToolPanel {
     this.resources = new ResourceTab(this);
     this.prompts = new PromptTab(this, onUsePrompt || (() => {}));
     this.logs = new LogTab(this);
+    this.pins = new PinView(this);
 
     const tabs = [...this.panel.querySelectorAll('[role="tab"]')];
     for (const b of tabs) b.addEventListener("click", () => this.selectTab(b.dataset.tab));
@@ -181,7 +183,8 @@ export class ToolPanel {
     const rows = [];
     if (s) {
       this.title.textContent = s.name || this.gateway;
-      rows.push(h("div", { class: "server-line" }, this.treeView.badge(this.gateway), " ", h("code", null, this.gateway), " · ", s.transport || "?",
+      const pins = pinBadge(s);
+      rows.push(h("div", { class: "server-line" }, this.treeView.badge(this.gateway), " ", pins, pins ? " " : "", h("code", null, this.gateway), " · ", s.transport || "?",
         s.calls !== undefined ? ` · ${plural(s.calls, "call")}` : "", s.failures ? `, ${s.failures} failed` : ""));
       // The error the last run shows already is not shown twice.
       const problem = serverProblem(s);
@@ -194,6 +197,7 @@ export class ToolPanel {
     }
     if (modelDesc) rows.push(h("details", { class: "model-desc small" }, h("summary", { class: "muted" }, "What the model reads about it"), h("div", { class: "desc" }, modelDesc)));
     this.info.replaceChildren(...rows);
+    this.pins.update(s);
   }
 
   async listTools() {

@@ -4,6 +4,7 @@
 // badges, and the path the agent took highlighted from tree_update events.
 import { h } from "./render.js";
 import { icon } from "./icons.js";
+import { pinBadge } from "./pins.js";
 
 export function isGateway(id) {
   return typeof id === "string" && id.startsWith("mcp_");
@@ -134,9 +135,13 @@ export class TreeView {
     for (const node of this.el.querySelectorAll(".node[data-gateway]")) {
       const name = node.querySelector(":scope > .row .name");
       if (name) name.textContent = this.displayName(node.dataset.id);
-      const old = node.querySelector(":scope > .row .badge");
+      const old = node.querySelector(":scope > .row .badge:not(.pin-badge)");
       const badge = this.badge(node.dataset.id);
       if (old) old.replaceWith(badge);
+      // A server whose tools changed since they were approved says so.
+      node.querySelector(":scope > .row .pin-badge")?.remove();
+      const pins = pinBadge(this.servers.get(node.dataset.id));
+      if (pins) badge.after(pins);
     }
     delete this.el.dataset.stale;
   }
@@ -233,7 +238,7 @@ export class TreeView {
     if (gw) {
       // The badge, a Connect button (signin.js) and the "i" stay together:
       // beside the name when they fit, else on a line of their own.
-      row.append(h("span", { class: "row-tail" }, this.badge(id), h("button", {
+      row.append(h("span", { class: "row-tail" }, this.badge(id), pinBadge(this.servers.get(id)), h("button", {
         type: "button", class: "info icon-button", tabindex: "-1", "aria-hidden": "true", title: `Describe ${this.displayName(id)}`, "aria-expanded": String(open),
         onclick: () => this.toggleDesc(id),
       }, "i")));
