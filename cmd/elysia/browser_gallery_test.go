@@ -101,7 +101,7 @@ func TestBrowserGallery(t *testing.T) {
 		chromedp.WaitVisible(css(item(testenv.SeedEverything)+`[data-added="true"] .gallery-added`)),
 	)
 	added := eval[string](b, "added note", `document.querySelector(`+jsString(item(testenv.SeedEverything)+` .gallery-added`)+`).textContent`)
-	if !strings.Contains(added, "npx -y @modelcontextprotocol/server-everything@"+testenv.EverythingVersion(t)+" stdio") || !strings.Contains(added, "mcp_everything") {
+	if !strings.Contains(added, "npx -y @modelcontextprotocol/server-everything@"+testenv.EverythingVersion(t)+" stdio") || !strings.Contains(added, "the tree then shows everything") {
 		t.Errorf("the added note = %q; want the command and the gateway", added)
 	}
 	file, _ := os.ReadFile(s.Config)

@@ -193,7 +193,7 @@ export class Gallery {
     const runs = a.transport === "stdio" ? [a.command, ...(a.args || [])].join(" ") : a.url;
     const rows = [
       h("div", null, icon("check"), " Added ", h("code", null, a.name), ` to ${a.config_file} (${a.from}): `, h("code", null, runs || "")),
-      h("div", null, `The service picks it up in a moment: the tree then shows ${a.tool_name}.`),
+      h("div", null, `The service picks it up in a moment: the tree then shows ${a.name}.`),
     ];
     for (const input of a.inputs || []) {
       rows.push(h("div", null, "It needs ", h("code", null, input.env), input.description ? ` (${input.description})` : "",
