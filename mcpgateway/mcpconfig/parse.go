@@ -54,9 +54,10 @@ func Load(path string, opts *LoadOptions) (*Config, error) {
 // Parse parses mcp.json data read from file (used in messages and, unless
 // opts.BaseDir is set, to resolve relative paths). It accepts the VS Code
 // shape {"inputs": [...], "servers": {name: {...}}}, the Claude Desktop and
-// Cursor shape {"mcpServers": {name: {...}}} and the list shape {"servers":
+// Cursor shape {"mcpServers": {name: {...}}}, Zed's {"context_servers":
+// {...}}, opencode's {"mcp": {...}} and the list shape {"servers":
 // [{"name": ...}]} or [...], with // and /* */ comments and trailing
-// commas as VS Code allows. Servers keep file order; when MCP_URL is set
+// commas as VS Code allows; a file with none of them is an error. Servers keep file order; when MCP_URL is set
 // and not empty a streamable HTTP server "mcp_server" is added after them,
 // unless the file already has a server with that tool name (the file wins,
 // with a warning).
@@ -219,12 +220,16 @@ func (p *parser) top(root *jnode) {
 			default:
 				p.errAt(m.val.off, "", "mcpServers must be an object, got %s", m.val.kind)
 			}
+		case "context_servers", "mcp": // Zed's and opencode's (dialects.go)
+			found = true
+			p.dialectServers(m)
+		case "$schema": // an editor's hint (opencode's files carry one)
 		default:
 			p.warnAt(m.keyOff, "", "unknown key %q ignored", m.key)
 		}
 	}
 	if !found {
-		p.warnAt(root.off, "", `no servers (want "servers" or "mcpServers")`)
+		p.noServers(root)
 	}
 }
 

@@ -172,8 +172,8 @@ func TestParseWarnings(t *testing.T) {
 	if diff := cmp.Diff(want, cfg.Warnings); diff != "" {
 		t.Errorf("warnings mismatch (-want +got):\n%s", diff)
 	}
-	if cfg := parseOK(t, `{"other": {}}`, nil); len(cfg.Warnings) != 2 || !strings.Contains(cfg.Warnings[1], "no servers") {
-		t.Errorf("warnings for a file without servers = %q", cfg.Warnings)
+	if _, err := Parse("mcp.json", []byte(`{"other": {}}`), nil); err == nil || !strings.Contains(err.Error(), "no servers") {
+		t.Errorf("a file without servers: err = %v, want no servers", err)
 	}
 	// An unknown type is reported once, as the error; no warning about
 	// the command that type would not use.
