@@ -57,10 +57,10 @@ func Load(path string, opts *LoadOptions) (*Config, error) {
 // Cursor shape {"mcpServers": {name: {...}}}, Zed's {"context_servers":
 // {...}}, opencode's {"mcp": {...}} and the list shape {"servers":
 // [{"name": ...}]} or [...], with // and /* */ comments and trailing
-// commas as VS Code allows; a file with none of them is an error. Servers keep file order; when MCP_URL is set
-// and not empty a streamable HTTP server "mcp_server" is added after them,
-// unless the file already has a server with that tool name (the file wins,
-// with a warning).
+// commas as VS Code allows; a file with none of them is an error. Servers
+// keep file order; when MCP_URL is set and not empty a streamable HTTP
+// server "mcp_server" is added after them, unless the file already has a
+// server with that tool name (the file wins, with a warning).
 //
 // ${workspaceFolder} is supported and means the mcp.json folder. A server
 // whose ${env:} or ${input:} has no value is returned with Unresolved set,
