@@ -16,6 +16,8 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // openAIChat is the OpenAI(-compatible) model: langchaingo's client, with
@@ -227,12 +229,10 @@ func appendChatRequest(b []byte, model string, msgs []llms.MessageContent, opts 
 				b = append(b, `,"description":`...)
 				b = appendJSONString(b, t.Function.Description)
 			}
-			params, err := json.Marshal(t.Function.Parameters)
-			if err != nil {
+			b = append(b, `,"parameters":`...)
+			if b, err = appendParams(b, t.Function.Parameters); err != nil {
 				return b, false, fmt.Errorf("the parameters of function %q: %w", t.Function.Name, err)
 			}
-			b = append(b, `,"parameters":`...)
-			b = append(b, params...)
 			if t.Function.Strict {
 				b = append(b, `,"strict":true`...)
 			}
@@ -241,6 +241,19 @@ func appendChatRequest(b []byte, model string, msgs []llms.MessageContent, opts 
 		b = append(b, ']')
 	}
 	return append(b, '}'), true, nil
+}
+
+// appendParams appends a function's parameters as JSON: the JSON kept of
+// a sealed schema (tools.Seal, as the tree's options' are), else
+// json.Marshal's.
+func appendParams(b []byte, params any) ([]byte, error) {
+	if m, ok := params.(map[string]any); ok {
+		if raw, ok := tools.SealedJSON(m); ok {
+			return append(b, raw...), nil
+		}
+	}
+	raw, err := json.Marshal(params)
+	return append(b, raw...), err
 }
 
 // appendJSONString appends s to b as a JSON string, as encoding/json

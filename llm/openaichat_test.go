@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/elysia-go/elysia/tools"
 )
 
 // recordingChat is an OpenAI-compatible chat server that keeps every
@@ -90,9 +92,16 @@ func TestOpenAIChatSendsWhatLangchaingoSends(t *testing.T) {
 		llms.TextParts(llms.ChatMessageTypeAI, "mcp_demo {}"),
 		llms.TextParts(llms.ChatMessageTypeGeneric, "Your answer could not be used."),
 	}
-	tools := []llms.Tool{
+	fns := []llms.Tool{
 		{Type: "function", Function: &llms.FunctionDefinition{Name: "mcp_demo", Description: "The demo server.", Parameters: schema}},
 		{Type: "function", Function: &llms.FunctionDefinition{Name: "text_response", Parameters: map[string]any{"type": "object"}, Strict: true}},
+	}
+	// The same functions with their schemas sealed, as the tree's are.
+	sealed := []llms.Tool{
+		{Type: "function", Function: &llms.FunctionDefinition{Name: "mcp_demo", Description: "The demo server.",
+			Parameters: tools.Seal(map[string]any{"type": "object", "properties": map[string]any{
+				"action": map[string]any{"type": "string", "enum": []any{"list", "execute"}, "description": "what to do <now>"}}})}},
+		{Type: "function", Function: &llms.FunctionDefinition{Name: "text_response", Parameters: tools.Seal(map[string]any{"type": "object"})}},
 	}
 	tests := []struct {
 		name  string
@@ -101,15 +110,16 @@ func TestOpenAIChatSendsWhatLangchaingoSends(t *testing.T) {
 		opts  []llms.CallOption
 		fast  bool // written by appendChatRequest
 	}{
-		{"decision", "gpt-4o-mini", decision, []llms.CallOption{llms.WithTools(tools)}, true},
+		{"decision", "gpt-4o-mini", decision, []llms.CallOption{llms.WithTools(fns)}, true},
+		{"sealed schemas", "scripted", decision, []llms.CallOption{llms.WithTools(sealed)}, true},
 		{"no tools", "scripted", decision[:2], nil, true},
-		{"every option", "scripted", decision, []llms.CallOption{llms.WithTools(tools), llms.WithTemperature(0.25), llms.WithMaxTokens(300),
+		{"every option", "scripted", decision, []llms.CallOption{llms.WithTools(fns), llms.WithTemperature(0.25), llms.WithMaxTokens(300),
 			llms.WithN(2), llms.WithStopWords([]string{"STOP", "<end>"}), llms.WithFrequencyPenalty(0.5), llms.WithPresencePenalty(-0.5),
 			llms.WithSeed(42), llms.WithModel("other-model")}, true},
-		{"reasoning model", "o3-mini", decision, []llms.CallOption{llms.WithTools(tools)}, false},
-		{"o1", "O1", decision, []llms.CallOption{llms.WithTools(tools)}, false},
+		{"reasoning model", "o3-mini", decision, []llms.CallOption{llms.WithTools(fns)}, false},
+		{"o1", "O1", decision, []llms.CallOption{llms.WithTools(fns)}, false},
 		{"json mode", "scripted", decision, []llms.CallOption{llms.WithJSONMode()}, false},
-		{"tool choice", "scripted", decision, []llms.CallOption{llms.WithTools(tools), llms.WithToolChoice("required")}, false},
+		{"tool choice", "scripted", decision, []llms.CallOption{llms.WithTools(fns), llms.WithToolChoice("required")}, false},
 		{"two parts", "scripted", []llms.MessageContent{{Role: llms.ChatMessageTypeHuman,
 			Parts: []llms.ContentPart{llms.TextContent{Text: "a"}, llms.TextContent{Text: "b"}}}}, nil, false},
 		{"tool call part", "scripted", []llms.MessageContent{decision[1], {Role: llms.ChatMessageTypeAI,

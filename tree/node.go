@@ -32,7 +32,8 @@ type option struct {
 	// specOnce computes inputs and schema, what every decision offering
 	// the option reads of its tool: once, since a tool's inputs do not
 	// change (a changed server comes with a new tree). Both are shared and
-	// read-only; withDefaults copies the defaults a call takes.
+	// read-only; withDefaults copies the defaults a call takes. The schema
+	// is sealed (tools.Seal): a model client sends its JSON, encoded once.
 	specOnce sync.Once
 	inputs   []tools.Input
 	schema   map[string]any
@@ -45,7 +46,7 @@ func (o *option) spec() ([]tools.Input, map[string]any) {
 		if o.tool != nil {
 			o.inputs = o.tool.Inputs()
 		}
-		o.schema = prompt.InputSchema(o.inputs)
+		o.schema = tools.Seal(prompt.InputSchema(o.inputs))
 	})
 	return o.inputs, o.schema
 }
