@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -261,12 +262,13 @@ func appendParams(b []byte, params any) ([]byte, error) {
 // as U+FFFD).
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
+	b = slices.Grow(b, len(s)+len(s)/8+2) // a prompt's quotes are escaped
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}
@@ -309,6 +311,14 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// jsonSafe tells the ASCII bytes appendJSONString copies as they are.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // chatResponse is the part of a chat completion the tree reads, as
 // langchaingo reads it.

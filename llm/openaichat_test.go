@@ -249,3 +249,16 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkAppendJSONString writes a decision context (JSON, so full of
+// quotes to escape) as the JSON string a chat message holds.
+func BenchmarkAppendJSONString(b *testing.B) {
+	ctx := map[string]any{"user_prompt": "add todo 1-2", "environment": map[string]any{"mcp_todo": map[string]any{"list": strings.Repeat(`{"name": "create_todo", "description": "Create a todo <item> & more", "inputs": {"title": "string"}}, `, 40)}}}
+	raw, _ := json.Marshal(ctx)
+	s := string(raw)
+	b.SetBytes(int64(len(s)))
+	buf := make([]byte, 0, 2*len(s))
+	for b.Loop() {
+		buf = appendJSONString(buf[:0], s)
+	}
+}
