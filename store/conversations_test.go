@@ -191,6 +191,9 @@ func testUsers(t *testing.T, newDSN newDSN) {
 	if diff := cmp.Diff(u, got); diff != "" {
 		t.Errorf("GetUser mismatch (-want +got):\n%s", diff)
 	}
+	if s.dialect == dialectSQLite && s.preparedStmt(selectUser) == nil {
+		t.Error("GetUser's query is parsed anew every time, not prepared once")
+	}
 	// Saving a conversation creates its user.
 	if err := s.SaveConversation(ctx, &Conversation{UserID: "bob", ID: "c1"}); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,8 @@ func (s *Store) GetUser(ctx context.Context, userID string) (_ *User, err error)
 		created int64
 		config  sql.NullString
 	)
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT created_at, config FROM users WHERE id = ?`), userID).Scan(&created, &config)
+	// Prepared once: a query on a new conversation reads its user's ops.
+	err = s.queryRow(ctx, s.db, selectUser, userID).Scan(&created, &config)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("user %q: %w", userID, ErrNotFound)
 	}
@@ -61,6 +62,8 @@ func (s *Store) GetUser(ctx context.Context, userID string) (_ *User, err error)
 	}
 	return &User{ID: userID, CreatedAt: fromMicros(created), Config: rawJSON(config)}, nil
 }
+
+const selectUser = `SELECT created_at, config FROM users WHERE id = ?`
 
 // SaveUser creates the user u.ID or replaces its Config. It sets u.CreatedAt
 // to the stored creation time (now for a new user; a CreatedAt given for an
