@@ -185,7 +185,13 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 
 	// The query block, while the service runs: the offline planner answers
-	// and does what was asked, and the run is not saved.
+	// and does what was asked, and the run is not saved: the page's user,
+	// the CLI's too, has as many conversations after it as before.
+	var convs struct {
+		Conversations []json.RawMessage `json:"conversations"`
+	}
+	getJSON(ctx, t, "http://"+addr+"/conversations/"+defaultUser, &convs)
+	before := len(convs.Conversations)
 	for _, c := range qs.query {
 		out, err := shell(ctx, dir, env, c)
 		if err != nil {
@@ -198,12 +204,10 @@ func TestReadmeQuickStart(t *testing.T) {
 			t.Errorf("README's %q: the answer does not mention %q:\n%s", c, m[1], out)
 		}
 	}
-	var convs struct {
-		Conversations []json.RawMessage `json:"conversations"`
-	}
-	getJSON(ctx, t, "http://"+addr+"/conversations/cli", &convs)
-	if len(convs.Conversations) != 0 {
-		t.Errorf("README says a query's run is not saved, but the service lists %d conversations of cli", len(convs.Conversations))
+	getJSON(ctx, t, "http://"+addr+"/conversations/"+defaultUser, &convs)
+	if len(convs.Conversations) != before {
+		t.Errorf("README says a query's run is not saved, but the service lists %d conversations of %s, %d before it",
+			len(convs.Conversations), defaultUser, before)
 	}
 	served.stop(t)
 }
