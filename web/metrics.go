@@ -56,13 +56,11 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 func (m *httpMetrics) middleware(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	labels := prometheus.Labels{
-		"route":  routeOf(c),
-		"method": c.Request.Method,
-		"status": strconv.Itoa(c.Writer.Status()),
-	}
-	m.requests.With(labels).Inc()
-	m.duration.With(labels).Observe(time.Since(start).Seconds())
+	// By value, in the order the vectors name their labels: no map of
+	// labels built and hashed per request.
+	route, method, status := routeOf(c), c.Request.Method, strconv.Itoa(c.Writer.Status())
+	m.requests.WithLabelValues(route, method, status).Inc()
+	m.duration.WithLabelValues(route, method, status).Observe(time.Since(start).Seconds())
 }
 
 // metricsHandler serves the registry in the Prometheus text format.
