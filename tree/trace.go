@@ -14,7 +14,8 @@ import (
 // Traces: a span per decision and one per model call, the latter named and
 // tagged as the OpenTelemetry GenAI semantic conventions say
 // (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/). With
-// no tracer provider set they cost nothing.
+// no tracer provider set they cost next to nothing: their attributes are
+// built only for a span that records.
 
 // tracerName is the instrumentation scope of the tree's spans.
 const tracerName = "github.com/elysia-go/elysia/tree"
@@ -23,11 +24,19 @@ func tracer() trace.Tracer { return otel.Tracer(tracerName) }
 
 // startDecision starts the span of one decision at node.
 func startDecision(ctx context.Context, node string) (context.Context, trace.Span) {
-	return tracer().Start(ctx, "decision", trace.WithAttributes(attribute.String("elysia.tree.node", node)))
+	ctx, span := tracer().Start(ctx, "decision")
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("elysia.tree.node", node))
+	}
+	return ctx, span
 }
 
 // endDecision ends a decision's span with the option chosen, or its error.
 func endDecision(span trace.Span, d decision, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	switch {
 	case err != nil:
 		span.SetAttributes(attribute.String("error.type", errorType(err)))
@@ -54,21 +63,31 @@ func errorType(err error) string {
 // startModelCall starts the client span of one chat call to the model.
 func (o *Options) startModelCall(ctx context.Context) (context.Context, trace.Span) {
 	name := "chat"
-	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat")}
 	if o.ModelName != "" {
 		name += " " + o.ModelName
-		attrs = append(attrs, attribute.String("gen_ai.request.model", o.ModelName))
+	}
+	ctx, span := tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	span.SetAttributes(attribute.String("gen_ai.operation.name", "chat"))
+	if o.ModelName != "" {
+		span.SetAttributes(attribute.String("gen_ai.request.model", o.ModelName))
 	}
 	if o.ModelProvider != "" {
-		attrs = append(attrs, attribute.String("gen_ai.provider.name", o.ModelProvider))
+		span.SetAttributes(attribute.String("gen_ai.provider.name", o.ModelProvider))
 	}
-	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx, span
 }
 
 // endModelCall ends a model call's span with the tokens the provider's
 // client reports (langchaingo puts them in GenerationInfo, under names
 // that differ by provider) and its finish reason.
 func endModelCall(span trace.Span, resp *llms.ContentResponse, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	if err != nil {
 		span.SetAttributes(attribute.String("error.type", errorType(err)))
 		span.SetStatus(codes.Error, "model call failed")

@@ -19,20 +19,26 @@ const tracerName = "github.com/elysia-go/elysia/web"
 // of a client that sent traceparent. It is named by the route template
 // ("POST /query/:user_id/:conversation_id"), never the path, so names stay
 // few; the request id is an attribute. No header, query string or body is
-// recorded. With no tracer provider set it costs next to nothing.
+// recorded. With no tracer provider set it costs next to nothing: the
+// attributes are built only for a span that records.
 func traceMiddleware(c *gin.Context) {
 	ctx := otel.GetTextMapPropagator().Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
 	route := routeOf(c)
-	ctx, span := otel.Tracer(tracerName).Start(ctx, c.Request.Method+" "+route,
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(
+	ctx, span := otel.Tracer(tracerName).Start(ctx, c.Request.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer))
+	defer span.End()
+	recording := span.IsRecording()
+	if recording {
+		span.SetAttributes(
 			attribute.String("http.request.method", c.Request.Method),
 			attribute.String("http.route", route),
 			attribute.String("elysia.request_id", RequestID(ctx)),
-		))
-	defer span.End()
+		)
+	}
 	c.Request = c.Request.WithContext(ctx)
 	c.Next()
+	if !recording {
+		return
+	}
 	status := c.Writer.Status()
 	span.SetAttributes(attribute.Int("http.response.status_code", status))
 	if status >= http.StatusInternalServerError {
