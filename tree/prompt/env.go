@@ -46,9 +46,9 @@ type entryForms struct {
 }
 
 // FormCache keeps the forms of the entries a run's decisions show, so that
-// each is marshalled once per query; old entries are not cached, since
-// their forms are cheap (see entryFormsOf). It is owned by one run: make
-// one with FormCache{} for each query.
+// each is marshalled, and each earlier one digested, once per query (see
+// entryFormsOf). It is owned by one run: make one with FormCache{} for
+// each query.
 type FormCache map[entryRef]*entryForms
 
 // entryRef names one entry: its list and its position in it.

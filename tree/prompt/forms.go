@@ -14,7 +14,8 @@ import (
 // most room bytes. An entry of this query is marshalled (once per query,
 // with cache) and its short form has a preview; an earlier one is
 // marshalled only when a cheap estimate says it may fit in room whole, and
-// its short form is a digest.
+// its short form is a digest, kept in cache too: every decision of a query
+// in a long conversation showed the same digests, made anew each time.
 func entryFormsOf(l *promptList, i int, old bool, room int, cache FormCache) (*entryForms, error) {
 	ref := entryRef{l.key, i}
 	if f := cache[ref]; f != nil && (f.whole != nil || f.size > room) {
@@ -24,7 +25,9 @@ func entryFormsOf(l *promptList, i int, old bool, room int, cache FormCache) (*e
 	f := &entryForms{}
 	if old {
 		f.short = digestEntry(e)
-		if minSize(e, room) <= room {
+		if least := minSize(e, room); least > room {
+			f.size = least // at least: it fits no room smaller than that
+		} else {
 			whole, err := e.JSON()
 			if err != nil {
 				return nil, err
@@ -34,6 +37,9 @@ func entryFormsOf(l *promptList, i int, old bool, room int, cache FormCache) (*e
 				f.short = whole
 			}
 			f.whole = whole
+		}
+		if cache != nil {
+			cache[ref] = f
 		}
 		return f, nil
 	}
