@@ -11,8 +11,9 @@ import (
 )
 
 // DefaultPageUser is the user a browser opening / gets a conversation for
-// when Options.PageUser is empty.
-const DefaultPageUser = "me"
+// when Options.PageUser is empty: cli, the default user of every surface
+// of a keyless service (the CLI, mcp serve, keyless /mcp).
+const DefaultPageUser = "cli"
 
 // pageRoutes adds / for browsers (unless Elysia's frontend serves it) and
 // GET /api/info, what the page shows about the service.

@@ -13,7 +13,7 @@ func TestRootRedirect(t *testing.T) {
 	const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 	for _, tt := range []struct {
 		user, want string
-	}{{"", "me"}, {"al ice", "al%20ice"}} {
+	}{{"", "cli"}, {"al ice", "al%20ice"}} {
 		h := newHarness(t, &Options{PageUser: tt.user})
 		a := h.do(t, "GET", "/", "", "Accept", browser)
 		b := h.do(t, "GET", "/", "", "Accept", browser)

@@ -3,7 +3,9 @@
 //
 //   - A Connect button on every gateway node of the tree whose server is
 //     needs_sign_in for this user, and on every plain line (plain.js) that
-//     asks the user to sign in to a server, in the chat and the panel. It opens a popup
+//     asks the user to sign in to a server, in the chat and the panel; its
+//     title and the status line name whose sign-in it is ("Sign in to
+//     notes as cli"). It opens a popup
 //     at once (so no popup blocker stops it), asks POST /oauth/start/<server>
 //     for the authorization URL with the API key in the header (never in a
 //     URL), and sends the popup there. A POST, so that the service's Origin
@@ -90,7 +92,7 @@ export class SignIn {
   button(server) {
     return h("button", {
       type: "button", class: "small-button connect-button", dataset: { server },
-      title: `Sign in to ${server}`, "aria-label": `Connect: sign in to ${server}`,
+      title: `Sign in to ${server} as ${this.user}`, "aria-label": `Connect: sign in to ${server} as ${this.user}`,
       onclick: (ev) => {
         ev.stopPropagation();
         ev.preventDefault();
@@ -104,7 +106,7 @@ export class SignIn {
     const popup = window.open("about:blank", "elysia-signin", "popup,width=520,height=680");
     this.popup = popup;
     this.pending = server;
-    this.status(`Signing in to ${server}…`, null);
+    this.status(`Signing in to ${server} as ${this.user}…`, null);
     const path = `/oauth/start/${encodeURIComponent(server)}?user=${encodeURIComponent(this.user)}`;
     const r = await apiJSON(path, { method: "POST" });
     if (!r.ok || !r.data || !r.data.url) {
@@ -129,7 +131,7 @@ export class SignIn {
     const d = ev.data;
     if (!d || d.type !== "elysia-signin") return;
     const server = d.server || this.pending;
-    if (d.ok) this.status(`Signed in to ${server}. You can retry your question.`, true);
+    if (d.ok) this.status(`Signed in to ${server} as ${this.user}. You can retry your question.`, true);
     else this.status(`Sign-in to ${server || "the server"} failed: ${d.message || "unknown error"}`, false);
     this.pending = "";
   }
