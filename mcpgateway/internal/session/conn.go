@@ -51,6 +51,8 @@ type Conn struct {
 	seq atomic.Int64
 	// logs keeps the server's last log messages.
 	logs *ring.Buffer[LogEntry]
+	// history keeps the last requests and notifications (history.go).
+	history *history
 	// roots are the folders roots/list answers with: cfg.Roots until a
 	// reload changes them (setRoots).
 	roots atomic.Pointer[[]string]
@@ -105,6 +107,7 @@ func New(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(s
 		closeDone: make(chan struct{}),
 	}
 	c.logs = ring.New[LogEntry](LogLines)
+	c.history = newHistory(o.User, mask)
 	c.hs = o.Handshake
 	if c.hs == nil {
 		c.hs = &Handshake{}

@@ -179,6 +179,7 @@ func modernOnly(supported []string) bool {
 type streamable struct {
 	*mcptransport.StreamableHTTP
 	probe   *discoverProbe // nil when not probing
+	hist    *history       // where its requests are kept
 	version atomic.Value   // string: the version mcp-go set for the connection
 }
 
@@ -193,8 +194,13 @@ func (t *streamable) modern() bool {
 	return mcp.IsModernProtocol(v)
 }
 
-// SendRequest sends req, with the answers fixed as the type says.
+// SendRequest sends req, with the answers fixed as the type says, and
+// keeps it in the history.
 func (t *streamable) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	return t.hist.send(ctx, req, t.send)
+}
+
+func (t *streamable) send(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	if t.probe != nil && req.Method == string(mcp.MethodInitialize) {
 		return nil, t.probe.refusal()
 	}
@@ -209,15 +215,22 @@ func (t *streamable) SendRequest(ctx context.Context, req mcptransport.JSONRPCRe
 	return resp, err
 }
 
-// stdioProbe is mcp-go's stdio transport with server/discover vetted; the
-// initialize mcp-go falls back to goes to the same child.
+// stdioProbe is mcp-go's stdio transport with its requests kept in the
+// history and, when probing, server/discover vetted; the initialize mcp-go
+// falls back to goes to the same child.
 type stdioProbe struct {
 	*mcptransport.Stdio
-	probe *discoverProbe
+	probe *discoverProbe // nil when not probing
+	hist  *history
 }
 
 // SendRequest sends req, vetting the answer to server/discover.
 func (t stdioProbe) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-	resp, err := t.Stdio.SendRequest(ctx, req)
-	return t.probe.vet(req, resp, err)
+	return t.hist.send(ctx, req, func(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+		resp, err := t.Stdio.SendRequest(ctx, req)
+		if t.probe == nil {
+			return resp, err
+		}
+		return t.probe.vet(req, resp, err)
+	})
 }

@@ -76,9 +76,16 @@ func (b *releaseBody) Close() error {
 // dereference nil. And its response timer, set to the deadline, may fire
 // before the ctx's: "timeout waiting for SSE response" then hides the timeout
 // from errors.Is.
-type sseTransport struct{ *mcptransport.SSE }
+type sseTransport struct {
+	*mcptransport.SSE
+	hist *history // where its requests are kept
+}
 
 func (t sseTransport) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	return t.hist.send(ctx, req, t.send)
+}
+
+func (t sseTransport) send(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	resp, err := t.SSE.SendRequest(ctx, req)
 	switch {
 	case resp == nil && err == nil:

@@ -128,10 +128,7 @@ func (c *Conn) spawn(hsCtx context.Context, version string, probe *discoverProbe
 	stdio := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
 	// An answer that meets the closed stdin at close is expected (closedwrite.go).
 	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(stdio)
-	var t mcptransport.Interface = stdio
-	if probe != nil {
-		t = stdioProbe{Stdio: stdio, probe: probe}
-	}
+	t := stdioProbe{Stdio: stdio, probe: probe, hist: c.history}
 	ctx, cancel := context.WithCancel(c.lifetime)
 	client := mcpclient.NewClient(t, c.clientOptions(s, version)...)
 	if err := client.Start(ctx); err != nil {
@@ -244,7 +241,7 @@ func (c *Conn) dialStreamable(hsCtx context.Context, version string, probe *disc
 		c.closeSession(s)
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(&streamable{StreamableHTTP: t, probe: probe}, c.clientOptions(s, version)...))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(&streamable{StreamableHTTP: t, probe: probe, hist: c.history}, c.clientOptions(s, version)...))
 }
 
 // dialSSE connects over the HTTP+SSE transport of the versions before
@@ -269,7 +266,7 @@ func (c *Conn) dialSSE(hsCtx context.Context, version string) (*Session, error) 
 		c.closeSession(s)
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{t}, c.clientOptions(s, version)...))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(sseTransport{SSE: t, hist: c.history}, c.clientOptions(s, version)...))
 }
 
 func (c *Conn) startRemote(hsCtx context.Context, s *Session, client *mcpclient.Client) (*Session, error) {
@@ -366,6 +363,7 @@ func (c *Conn) clientOptions(s *Session, version string) []mcpclient.ClientOptio
 // notified dispatches a notification of s: progress and log messages are
 // the conn's (they belong to calls in flight); the rest go to notify.
 func (c *Conn) notified(s *Session, n mcp.JSONRPCNotification) {
+	c.notedInHistory(s, n)
 	switch n.Method {
 	case string(mcp.MethodNotificationProgress):
 		c.progressed(s, n)

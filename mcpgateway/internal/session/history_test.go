@@ -1,0 +1,107 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+)
+
+// TestHistoryKeepsRequestsAndNotifications runs a real todo server over
+// stdio: the Conn's history has the tools/list and the tools/call it sent,
+// each with its answer, when and how long, its sizes and whose call it
+// was; a secret of the server's in a message or an answer is masked; a
+// long answer is kept cut, with its size in full; and a notification the
+// server sends is kept, masked, in the notifications.
+func TestHistoryKeepsRequestsAndNotifications(t *testing.T) {
+	t.Parallel()
+	const secret = "tok-HISTORY-0123456789"
+	cfg := mcpconfig.ServerConfig{Name: "todo", Transport: mcpconfig.TransportStdio, Command: testenv.TodoMCP(t), Args: []string{"--fault-tools"},
+		Enabled: true, Env: map[string]string{"TODO_DB": t.TempDir() + "/todo.db"}, Secrets: []string{secret},
+		ConnectTimeout: 15 * time.Second, CallTimeout: 10 * time.Second}
+	c := New(cfg, Options{CloseGrace: time.Second, CrashLoopDeaths: 5, CrashLoopWindow: time.Minute, CrashBackoff: time.Minute},
+		slog.New(slog.DiscardHandler), cfg.Masker())
+	t.Cleanup(c.Close)
+	ctx := t.Context()
+	s, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if _, err := c.ListTools(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, s, Call{Tool: "create_todo", Inputs: map[string]any{"title": "call " + secret}, User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, s, Call{Tool: "fault", Inputs: map[string]any{"mode": "big", "size": 100000}, User: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION}
+	n.Method = "notifications/tools/list_changed"
+	n.Params.AdditionalFields = map[string]any{"note": secret}
+	c.notified(s, n)
+
+	hist := c.History()
+	methods := make([]string, len(hist))
+	for i, e := range hist {
+		methods[i] = e.Method
+		if strings.Contains(e.Message+e.Answer+e.Error, secret) {
+			t.Errorf("%s %s keeps the secret: %s / %s", e.Method, e.ID, e.Message, e.Answer)
+		}
+	}
+	if !slices.Contains(methods, "initialize") {
+		t.Errorf("history %v has no initialize", methods)
+	}
+	at := slices.Index(methods, "tools/list")
+	if at < 0 || len(hist) < at+3 || methods[at+1] != "tools/call" || methods[at+2] != "tools/call" {
+		t.Fatalf("history %v; want tools/list then two tools/calls", methods)
+	}
+	list, create, big := hist[at], hist[at+1], hist[at+2]
+	if list.Time.Before(before) || list.Duration <= 0 || list.ID == "" || list.AnswerBytes < 100 || !strings.Contains(list.Answer, `"create_todo"`) || list.User != "" || list.Error != "" {
+		t.Errorf("tools/list entry: %+v", list)
+	}
+	if create.User != "alice" || create.Duration <= 0 || create.Bytes != len(create.Message)-len("***")+len(secret) || !strings.Contains(create.Message, `"call ***"`) ||
+		!strings.Contains(create.Answer, "call ***") || create.Time.Before(list.Time) {
+		t.Errorf("create_todo entry: %+v", create)
+	}
+	if big.User != "bob" || big.AnswerBytes < 100000 || len(big.Answer) > MaxHistoryText+len("...") || !strings.HasSuffix(big.Answer, "...") {
+		t.Errorf("the big answer: %d bytes kept of %d, user %q; want it cut to %d, its size in full", len(big.Answer), big.AnswerBytes, big.User, MaxHistoryText)
+	}
+	notes := c.Notifications()
+	if len(notes) != 1 || notes[0].Method != n.Method || notes[0].Message != `{"note":"***"}` || notes[0].Bytes != len(`{"note":"`+secret+`"}`) {
+		t.Errorf("notifications: %+v; want the list_changed, masked", notes)
+	}
+}
+
+// TestHistoryIsBounded: the history keeps the last HistoryLen requests,
+// and a request that failed keeps why.
+func TestHistoryIsBounded(t *testing.T) {
+	t.Parallel()
+	h := newHistory("", func(s string) string { return s })
+	for i := range HistoryLen + 7 {
+		req := mcptransportRequest(i)
+		_, _ = h.send(t.Context(), req, failSend)
+	}
+	got := h.requests.Last(HistoryLen + 7)
+	if len(got) != HistoryLen || got[0].ID != "7" || got[len(got)-1].Error != "refused" || got[0].Answer != "" {
+		t.Errorf("kept %d, first id %q, last error %q; want the last %d, each failed", len(got), got[0].ID, got[len(got)-1].Error, HistoryLen)
+	}
+}
+
+func mcptransportRequest(i int) mcptransport.JSONRPCRequest {
+	return mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(i)), Method: "ping"}
+}
+
+func failSend(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	return nil, errors.New("refused")
+}
