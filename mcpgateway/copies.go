@@ -114,6 +114,9 @@ func (g *Gateway) order(v *view) []*copyState {
 	if !g.multi() {
 		return g.copies
 	}
+	if g.proberDue.Load() && g.proberDue.CompareAndSwap(true, false) {
+		g.startProber()
+	}
 	n := len(g.copies)
 	start := v.startCopy()
 	if g.cfg.Policy == mcpconfig.PolicyRoundRobin && v.user == "" {
@@ -187,7 +190,7 @@ func (g *Gateway) markDown(c *copyState, err error) {
 		return
 	}
 	now := time.Now()
-	msg := g.mask(err.Error())
+	msg := g.mask(trimServer(g, err.Error()))
 	c.mu.Lock()
 	if c.down {
 		c.downErr = msg
@@ -205,12 +208,38 @@ func (g *Gateway) markDown(c *copyState, err error) {
 	g.logger.Warn("copy down: calls fail over", "copy", c.label, "where", c.where, logKeyErr, msg,
 		"serving", g.servingLabel(), "probe_in", c.backoff)
 	g.copiesChanged()
+	g.startProber()
+}
+
+// startProber starts the prober of the copies that are down unless it
+// runs.
+func (g *Gateway) startProber() {
 	g.mu.Lock()
 	if !g.probing && !g.closed {
 		g.probing = true
 		g.wg.Go(g.probeCopies)
 	}
 	g.mu.Unlock()
+}
+
+// downFromStart marks down the copies whose stdio command cannot start,
+// as found when their session owners were made (New does no I/O and
+// starts no goroutine: the first call starts the prober, see order).
+func (g *Gateway) downFromStart() {
+	if !g.multi() {
+		return
+	}
+	now := time.Now()
+	for _, c := range g.copies {
+		st := g.shared.conns[c.index].Status()
+		if st.State != session.StateFailed || st.LastErr == "" {
+			continue
+		}
+		c.mu.Lock()
+		c.down, c.downErr, c.downSince, c.backoff, c.probeAt = true, trimServer(g, st.LastErr), now, g.opts.CopyProbe, now.Add(g.opts.CopyProbe)
+		c.mu.Unlock()
+		g.proberDue.Store(true)
+	}
 }
 
 // markUp puts c back in the rotation.
@@ -306,7 +335,7 @@ func (g *Gateway) probe(c *copyState) {
 		return
 	}
 	c.mu.Lock()
-	c.downErr = g.mask(err.Error())
+	c.downErr = g.mask(trimServer(g, err.Error()))
 	c.backoff = min(2*c.backoff, g.opts.CircuitOpenFor)
 	c.probeAt = time.Now().Add(c.backoff)
 	c.mu.Unlock()

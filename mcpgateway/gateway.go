@@ -57,6 +57,9 @@ type Gateway struct {
 	rr atomic.Uint64
 	// stopProbe ends the prober of copies that are down; Close closes it.
 	stopProbe chan struct{}
+	// proberDue is set when New found a copy down: the first call starts
+	// the prober.
+	proberDue atomic.Bool
 
 	// samples counts the server's sampling requests of the last minute,
 	// shared by every view.
@@ -135,6 +138,7 @@ func New(cfg mcpconfig.ServerConfig, opts *Options) *Gateway {
 	g.copies = g.newCopies(cfg)
 	g.shared = g.newView(cfg, "", g.logger)
 	g.perUser.Store(perUserStatic(cfg))
+	g.downFromStart()
 	g.setDescription(describe(cfg, nil, nil))
 	return g
 }
