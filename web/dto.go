@@ -58,6 +58,12 @@ type ServerStatus struct {
 	// DiffersByUser names the tools the server gave different users in
 	// different definitions; nil when none.
 	DiffersByUser []string `json:"differs_by_user,omitempty"`
+	// Policy, Serving and Copies describe a server with copies (mcp.json
+	// "copies"): priority or round_robin, the copies that take calls now
+	// ("copy 2"; "" when none can), and every copy. Empty otherwise.
+	Policy  string       `json:"policy,omitempty"`
+	Serving string       `json:"serving,omitempty"`
+	Copies  []ServerCopy `json:"copies,omitempty"`
 
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
@@ -75,6 +81,28 @@ type ServerStatus struct {
 	// lists under another name than <prefix>__<tool> (the name was taken
 	// by an earlier tool) to that name; nil when none.
 	Renamed map[string]string `json:"renamed,omitempty"`
+}
+
+// ServerCopy is one copy of a server with copies.
+type ServerCopy struct {
+	// Copy is its number, 1 for the server's own keys; Label is "copy N".
+	Copy  int    `json:"copy"`
+	Label string `json:"label"`
+	// Transport is stdio, http or sse; Where its URL or command line as
+	// written in mcp.json, masked.
+	Transport string `json:"transport"`
+	Where     string `json:"where"`
+	// State is its session's state, failed while it is down.
+	State string `json:"state"`
+	// Serving is set on the copies that take calls now; Down while calls
+	// fail over from it, since DownSince.
+	Serving   bool       `json:"serving"`
+	Down      bool       `json:"down"`
+	DownSince *time.Time `json:"down_since,omitempty"`
+	Circuit   Circuit    `json:"circuit"`
+	Calls     int64      `json:"calls"`
+	Failures  int64      `json:"failures"`
+	LastError string     `json:"last_error,omitempty"`
 }
 
 // ToolChange is a tool whose definition is not the one pinned (approved).

@@ -90,6 +90,11 @@ func cmdMCPList(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				target = strings.TrimSpace(st.Command + " " + strings.Join(st.Args, " "))
 			}
 			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", termLine(st.Name), st.ToolName, st.Transport, st.State, termLine(target), termLine(statusNote(st)))
+			// Each copy of a server with copies on a row of its own,
+			// under the server's.
+			for _, c := range st.Copies {
+				_, _ = fmt.Fprintf(w, "  %s\t\t%s\t%s\t%s\t%s\n", c.Label, c.Transport, c.State, termLine(c.Where), termLine(copyNote(c)))
+			}
 		}
 		return w.Flush()
 	}
@@ -149,6 +154,18 @@ func statusNote(st web.ServerStatus) string {
 		return fmt.Sprintf("needs_sign_in: %s must set %s", cliUser(), strings.Join(st.MissingSecrets, ", "))
 	}
 	return fmt.Sprintf("needs_sign_in: elysia mcp login %s (as %s)", st.Name, cliUser())
+}
+
+// copyNote says how a copy of a server with copies stands: serving, or
+// down and why.
+func copyNote(c web.ServerCopy) string {
+	switch {
+	case c.Down:
+		return "down: " + c.LastError
+	case c.Serving:
+		return "serving"
+	}
+	return ""
 }
 
 // paramSummary renders an input schema's properties as "a*, b" (* = required).

@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +75,12 @@ type gatewayCollector struct {
 	usersBusy *prometheus.Desc
 	state     *prometheus.Desc
 	circuit   *prometheus.Desc
+	// The copies of a server with copies, by server and copy.
+	copyServing  *prometheus.Desc
+	copyDown     *prometheus.Desc
+	copyCircuit  *prometheus.Desc
+	copyCalls    *prometheus.Desc
+	copyFailures *prometheus.Desc
 }
 
 func newGatewayCollector(d *discovery.Discovery) *gatewayCollector {
@@ -87,6 +94,16 @@ func newGatewayCollector(d *discovery.Discovery) *gatewayCollector {
 			[]string{"server"}, nil),
 		state:   prometheus.NewDesc("elysia_mcp_server_state", "1 for the state each configured server is in.", []string{"server", "state"}, nil),
 		circuit: prometheus.NewDesc("elysia_mcp_circuit_state", "Circuit breaker state by server: 0 closed, 1 half-open, 2 open.", []string{"server"}, nil),
+		copyServing: prometheus.NewDesc("elysia_mcp_copy_serving", "1 for each copy of a server with copies that takes calls now.",
+			[]string{"server", "copy"}, nil),
+		copyDown: prometheus.NewDesc("elysia_mcp_copy_down", "1 for each copy of a server with copies that calls fail over from.",
+			[]string{"server", "copy"}, nil),
+		copyCircuit: prometheus.NewDesc("elysia_mcp_copy_circuit_state", "Circuit breaker state by server and copy: 0 closed, 1 half-open, 2 open.",
+			[]string{"server", "copy"}, nil),
+		copyCalls: prometheus.NewDesc("elysia_mcp_copy_calls_total", "Calls sent to each copy of a server with copies.",
+			[]string{"server", "copy"}, nil),
+		copyFailures: prometheus.NewDesc("elysia_mcp_copy_failures_total", "Calls that failed on each copy of a server with copies.",
+			[]string{"server", "copy"}, nil),
 	}
 }
 
@@ -97,6 +114,11 @@ func (c *gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.usersBusy
 	ch <- c.state
 	ch <- c.circuit
+	ch <- c.copyServing
+	ch <- c.copyDown
+	ch <- c.copyCircuit
+	ch <- c.copyCalls
+	ch <- c.copyFailures
 }
 
 func (c *gatewayCollector) Collect(ch chan<- prometheus.Metric) {
@@ -109,5 +131,20 @@ func (c *gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.usersBusy, prometheus.GaugeValue, float64(n.BusyUsers), st.Name)
 		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, 1, st.Name, string(st.State))
 		ch <- prometheus.MustNewConstMetric(c.circuit, prometheus.GaugeValue, circuitValue[st.Circuit.State], st.Name)
+		for _, cp := range st.Copies {
+			label := strconv.Itoa(cp.Copy)
+			ch <- prometheus.MustNewConstMetric(c.copyServing, prometheus.GaugeValue, boolValue(cp.Serving), st.Name, label)
+			ch <- prometheus.MustNewConstMetric(c.copyDown, prometheus.GaugeValue, boolValue(cp.Down), st.Name, label)
+			ch <- prometheus.MustNewConstMetric(c.copyCircuit, prometheus.GaugeValue, circuitValue[cp.Circuit.State], st.Name, label)
+			ch <- prometheus.MustNewConstMetric(c.copyCalls, prometheus.CounterValue, float64(cp.Calls), st.Name, label)
+			ch <- prometheus.MustNewConstMetric(c.copyFailures, prometheus.CounterValue, float64(cp.Failures), st.Name, label)
+		}
 	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -132,3 +132,42 @@ func TestGatewayCollectorCountsUsersSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayCollectorCopies: a server with copies has each copy's
+// serving, down, circuit and call series under a copy label.
+func TestGatewayCollectorCopies(t *testing.T) {
+	bin := testenv.TodoMCP(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	body := `{"servers": {"todo": {"command": "./no-such-server", "copies": [{"command": "` + bin + `", "env": {"TODO_DB": "` + filepath.Join(dir, "t.db") + `"}}]}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	d := discovery.New(cfg, tree.NewManager(nil), &discovery.Options{Gateway: &mcpgateway.Options{Observer: newGatewayMetrics(reg)}})
+	defer func() { _ = d.Close() }()
+	if err := d.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	reg.MustRegister(newGatewayCollector(d))
+	if _, err := d.Gateways()[0].Execute(t.Context(), "list_todos", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP elysia_mcp_copy_calls_total Calls sent to each copy of a server with copies.
+# TYPE elysia_mcp_copy_calls_total counter
+elysia_mcp_copy_calls_total{copy="1",server="todo"} 0
+elysia_mcp_copy_calls_total{copy="2",server="todo"} 1
+# HELP elysia_mcp_copy_down 1 for each copy of a server with copies that calls fail over from.
+# TYPE elysia_mcp_copy_down gauge
+elysia_mcp_copy_down{copy="1",server="todo"} 1
+elysia_mcp_copy_down{copy="2",server="todo"} 0
+# HELP elysia_mcp_copy_serving 1 for each copy of a server with copies that takes calls now.
+# TYPE elysia_mcp_copy_serving gauge
+elysia_mcp_copy_serving{copy="1",server="todo"} 0
+elysia_mcp_copy_serving{copy="2",server="todo"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "elysia_mcp_copy_calls_total", "elysia_mcp_copy_down", "elysia_mcp_copy_serving"); err != nil {
+		t.Error(err)
+	}
+}

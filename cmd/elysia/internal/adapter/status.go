@@ -22,7 +22,22 @@ func Status(cfg mcpconfig.ServerConfig, gs mcpgateway.Status) web.ServerStatus {
 		MissingSecrets: gs.MissingSecrets, Pin: gs.Pin, ToolChanges: toolChanges(gs.ToolChanges, cfg.Mask), DiffersByUser: gs.DiffersByUser,
 		Command: d.Command, Args: d.Args, Cwd: d.Cwd, URL: d.URL, Env: d.Env, Headers: d.Headers,
 		Description: cfg.Description, Branch: cfg.Branch, Unresolved: cfg.Mask(cfg.Unresolved),
+		Policy: gs.Policy, Serving: gs.Serving, Copies: copies(gs.Copies),
 	}
+}
+
+// copies is a server's copies on the wire; nil for a server without.
+func copies(cs []mcpgateway.CopyStatus) []web.ServerCopy {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]web.ServerCopy, len(cs))
+	for i, c := range cs {
+		out[i] = web.ServerCopy{Copy: c.Copy, Label: c.Label, Transport: c.Transport, Where: c.Where, State: string(c.State),
+			Serving: c.Serving, Down: c.Down, DownSince: c.DownSince, Circuit: web.Circuit{State: c.Circuit.State, RetryAt: c.Circuit.RetryAt},
+			Calls: c.Calls, Failures: c.Failures, LastError: c.LastErr}
+	}
+	return out
 }
 
 // Servers implements web.Servers: every server as nobody in particular
