@@ -25,7 +25,7 @@ import (
 // todoProc is a todo-mcp served over HTTP on a port of its own, that a test
 // kills and starts again on the same port.
 type todoProc struct {
-	t         *testing.T
+	t         testing.TB
 	port      int
 	transport string
 	db        string
@@ -37,7 +37,7 @@ type todoProc struct {
 
 // startTodo starts todo-mcp (with the fault tools) over transport, "http"
 // or "sse", on a free port.
-func startTodo(t *testing.T, transport string, extra ...string) *todoProc {
+func startTodo(t testing.TB, transport string, extra ...string) *todoProc {
 	t.Helper()
 	p := &todoProc{t: t, port: testenv.FreePort(t), transport: transport, db: filepath.Join(t.TempDir(), "todos.db"), extra: extra}
 	p.start()
@@ -104,7 +104,7 @@ func withCopies(primary mcpconfig.ServerConfig, policy string, copies ...mcpconf
 var readBy = regexp.MustCompile(`read by pid (\d+)`)
 
 // readPID calls fault_read and returns the pid of the process that answered.
-func readPID(t *testing.T, g *Gateway, ctx context.Context, delay int) (int, error) {
+func readPID(t testing.TB, g *Gateway, ctx context.Context, delay int) (int, error) {
 	t.Helper()
 	res, err := g.Execute(ctx, "fault_read", map[string]any{"delay_ms": delay})
 	if err != nil {
