@@ -217,6 +217,34 @@ func (e *Environment) Snapshot() map[string]map[string][]EnvEntry {
 	return out
 }
 
+// Since returns, as Snapshot does, the entries added to each list after
+// its first seen(tool, name) entries; lists with nothing newer are left
+// out. Lists only grow, so a caller that recorded the lengths of the lists
+// it read gets what was added since, without copying what it has already
+// read (Snapshot copies every entry: a long conversation's environment is
+// long).
+func (e *Environment) Since(seen func(tool, name string) int) map[string]map[string][]EnvEntry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out map[string]map[string][]EnvEntry
+	for tool, byName := range e.entries {
+		for name, list := range byName {
+			n := seen(tool, name)
+			if len(list) <= n {
+				continue
+			}
+			if out == nil {
+				out = map[string]map[string][]EnvEntry{}
+			}
+			if out[tool] == nil {
+				out[tool] = map[string][]EnvEntry{}
+			}
+			out[tool][name] = append([]EnvEntry(nil), list[max(n, 0):]...)
+		}
+	}
+	return out
+}
+
 // Restore replaces the environment's contents with a snapshot (as returned by
 // Snapshot, or decoded from storage).
 func (e *Environment) Restore(s map[string]map[string][]EnvEntry) {

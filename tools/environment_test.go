@@ -131,3 +131,30 @@ func TestDropJSON(t *testing.T) {
 		checkEntryJSON(t, e)
 	}
 }
+
+// TestSince: Since gives the entries added after those seen, list by list,
+// copied; lists with nothing newer are left out.
+func TestSince(t *testing.T) {
+	var env Environment
+	if got := env.Since(func(string, string) int { return 0 }); got != nil {
+		t.Errorf("Since of an empty environment = %v, want nil", got)
+	}
+	for i := range 3 {
+		env.Add("mcp_todo", "create", []map[string]any{{"n": i}}, nil)
+	}
+	env.Add("mcp_todo", "list", []map[string]any{{"n": 9}}, nil)
+	env.Add("base", "query", []map[string]any{{"q": 1}}, nil)
+	seen := map[string]int{"mcp_todo/create": 1, "mcp_todo/list": 1, "base/query": 2}
+	got := env.Since(func(tool, name string) int { return seen[tool+"/"+name] })
+	if len(got) != 1 || len(got["mcp_todo"]) != 1 {
+		t.Fatalf("Since = %v, want only mcp_todo/create", got)
+	}
+	added := got["mcp_todo"]["create"]
+	if len(added) != 2 || added[0].Objects[0]["n"] != 1 || added[1].Objects[0]["n"] != 2 {
+		t.Fatalf("Since(mcp_todo/create after 1) = %v, want entries 1 and 2", added)
+	}
+	added[0] = EnvEntry{} // a copy: the environment keeps its own
+	if all := env.Snapshot()["mcp_todo"]["create"]; all[1].Objects[0]["n"] != 1 {
+		t.Errorf("changing what Since returned changed the environment: %v", all[1])
+	}
+}

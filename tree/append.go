@@ -111,23 +111,14 @@ func (c *Conversation) change(sv *savedState, query bool) (ConversationChange, m
 		return ch, sv.results
 	}
 	counts := sv.results
-	for tool, byName := range c.env.Snapshot() {
-		for name, list := range byName {
-			k := prompt.ResultKey{Tool: tool, Name: name}
-			n := sv.results[k]
-			if len(list) <= n {
-				continue
+	ch.Results = c.env.Since(func(tool, name string) int { return sv.results[prompt.ResultKey{Tool: tool, Name: name}] })
+	if ch.Results != nil {
+		counts = make(map[prompt.ResultKey]int, len(sv.results)+1)
+		maps.Copy(counts, sv.results)
+		for tool, byName := range ch.Results {
+			for name, added := range byName {
+				counts[prompt.ResultKey{Tool: tool, Name: name}] += len(added)
 			}
-			if ch.Results == nil {
-				ch.Results = map[string]map[string][]tools.EnvEntry{}
-				counts = make(map[prompt.ResultKey]int, len(sv.results)+1)
-				maps.Copy(counts, sv.results)
-			}
-			if ch.Results[tool] == nil {
-				ch.Results[tool] = map[string][]tools.EnvEntry{}
-			}
-			ch.Results[tool][name] = list[n:]
-			counts[k] = len(list)
 		}
 	}
 	return ch, counts
