@@ -180,7 +180,8 @@ type run struct {
 func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func(tools.Envelope)) *run {
 	r := &run{c: c, opts: &c.m.opts, model: model, tree: c.m.treeOf(c), query: query,
 		queryID: queryID, emitFn: emit, emitting: make(chan struct{}, 1), tasks: []Task{}, errs: []PreviousError{}}
-	r.logger = c.m.logger.With(logKeyUser, c.userID, logKeyConversation, c.id, "query_id", queryID)
+	r.logger = slog.New(lazyAttrs{c.m.logger.Handler(), []slog.Attr{
+		slog.String(logKeyUser, c.userID), slog.String(logKeyConversation, c.id), slog.String("query_id", queryID)}})
 	r.emitter = runEmitter{r}
 	c.mu.Lock()
 	if c.title == "" {
