@@ -305,6 +305,7 @@ func (s *Server) routes(m *httpMetrics) *gin.Engine {
 	e.POST("/api/servers/:name/prompts/get", s.requireKey, s.serverGetPrompt)
 	e.POST("/api/servers/:name/complete", s.requireKey, s.serverComplete)
 	e.GET("/api/servers/:name/logs", s.requireKey, s.serverLogs)
+	e.GET("/api/servers/:name/history", s.requireKey, s.serverHistory)
 	e.POST("/api/servers/:name/pins", s.requireAdmin, s.serverPins)
 	e.GET("/api/registry/servers", s.requireAdmin, s.registrySearch)
 	e.POST("/api/registry/servers", s.requireAdmin, s.registryAdd)
