@@ -77,7 +77,11 @@ func (s *Server) accessLog(c *gin.Context) {
 	if c.Writer.Status() >= http.StatusInternalServerError {
 		level = slog.LevelWarn
 	}
-	s.logger.Log(c.Request.Context(), level, "http request",
+	ctx := c.Request.Context()
+	if !s.logger.Enabled(ctx, level) {
+		return // at the default level, most requests: build nothing
+	}
+	s.logger.LogAttrs(ctx, level, "http request",
 		slog.String("method", c.Request.Method),
 		slog.String(logKeyRoute, routeOf(c)),
 		slog.String("path", c.Request.URL.Path),
