@@ -88,6 +88,7 @@ func TestBrowserSignInNeededStates(t *testing.T) {
 			dot: getComputedStyle(document.querySelector('#servers-status .server[data-server="secure_notes"] .dot')).backgroundColor,
 			badge: getComputedStyle(document.querySelector(`+jsString(row+` .badge`)+`)).color,
 			label: document.querySelector(`+jsString(row+` .badge`)+`).textContent,
+			connect: document.querySelector(`+jsString(row+` .connect-button`)+`).title,
 			// What idle looks like: the muted grey.
 			idle: getComputedStyle(document.documentElement).getPropertyValue("--muted").trim(),
 		};
@@ -101,6 +102,9 @@ func TestBrowserSignInNeededStates(t *testing.T) {
 	}
 	if got["label"] != "needs sign-in" {
 		t.Errorf("the badge says %q, want needs sign-in", got["label"])
+	}
+	if got["connect"] != "Sign in to mcp_secure_notes as alice" {
+		t.Errorf("the Connect button says %q; want whose sign-in it is, Sign in to mcp_secure_notes as alice", got["connect"])
 	}
 	t.Logf("screenshot: %s", screenshot(t, b, "ui-needs-sign-in.png"))
 	if errs := b.consoleErrors(); len(errs) > 0 {

@@ -4,8 +4,8 @@
 //
 // Selectors for tests: #server-logs li[data-level] (hidden below
 // #logs-level), #logs-refresh, #logs-live, #logs-status.
-import { apiJSON } from "./api.js";
 import { h } from "./render.js";
+import { Follower, getFeature } from "./panelkit.js";
 
 // LEVELS are MCP's log levels, least severe first (RFC 5424's order).
 const LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -22,9 +22,11 @@ export class LogTab {
     this.status = document.getElementById("logs-status");
     this.level = document.getElementById("logs-level");
     this.live = document.getElementById("logs-live");
-    this.timer = 0;
-    this.busy = false;
     this.key = "";
+    this.follower = new Follower(LOGS_EVERY, () => {
+      const p = this.panel;
+      return p.tab === "logs" && !p.panel.hidden && p.gateway && this.live.checked && document.visibilityState !== "hidden";
+    }, () => this.load());
     document.getElementById("logs-refresh").addEventListener("click", () => this.load());
     this.level.addEventListener("change", () => this.filter());
     this.live.addEventListener("change", () => this.follow());
@@ -39,19 +41,8 @@ export class LogTab {
   }
 
   async load() {
-    const p = this.panel;
-    const gw = p.gateway;
-    if (!gw) return;
-    p.loaded.add("logs");
-    if (!this.list.childElementCount) this.status.textContent = "Loading…";
-    const r = await apiJSON(p.featurePath("logs"), { interactive: false });
-    if (gw !== p.gateway) return;
-    const logs = r.data && Array.isArray(r.data.logs) ? r.data.logs : null;
-    if (!logs) {
-      p.loaded.delete("logs");
-      this.status.replaceChildren(h("span", { class: "note error" }, r.error || "could not load the log"));
-      return;
-    }
+    const logs = await getFeature(this.panel, "logs", this.status, !this.list.childElementCount, Array.isArray);
+    if (!logs) return;
     const status = logs.length ? `last ${logs.length} message${logs.length === 1 ? "" : "s"}, newest last` : "No log messages from this server yet.";
     if (this.status.textContent !== status) this.status.textContent = status;
     // Nothing new: leave the list (and the reader's place in it) alone.
@@ -85,19 +76,6 @@ export class LogTab {
   // follow reloads the log every LOGS_EVERY ms while the Logs tab is open,
   // "Live" is checked and the page is shown; else it stops.
   follow() {
-    const p = this.panel;
-    const want = p.tab === "logs" && !p.panel.hidden && p.gateway && this.live.checked && document.visibilityState !== "hidden";
-    if (want && !this.timer) {
-      this.timer = setInterval(() => {
-        if (this.busy) return;
-        this.busy = true;
-        this.load().finally(() => {
-          this.busy = false;
-        });
-      }, LOGS_EVERY);
-    } else if (!want && this.timer) {
-      clearInterval(this.timer);
-      this.timer = 0;
-    }
+    this.follower.update();
   }
 }

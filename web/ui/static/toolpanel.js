@@ -5,14 +5,16 @@
 // templates); a click reads one. Prompts: the server's prompts; a click
 // opens a form for its arguments and gets the prompt's messages, which
 // "Use in chat" puts into the query box. Logs: the server's last log
-// messages, followed while the tab is open. A tab loads when the user
-// opens it (or presses its refresh).
+// messages, followed while the tab is open. History: the requests sent to
+// the server with their answers, its notifications and its stderr. A tab
+// loads when the user opens it (or presses its refresh).
 //
-// Resources, Prompts and Logs are their own modules (resourcetab.js,
-// prompttab.js, logtab.js), with their selectors.
+// Resources, Prompts, Logs and History are their own modules
+// (resourcetab.js, prompttab.js, logtab.js, historytab.js), with their
+// selectors.
 //
-// Selectors for tests: #tab-tools, #tab-resources, #tab-prompts, #tab-logs
-// (aria-selected).
+// Selectors for tests: #tab-tools, #tab-resources, #tab-prompts, #tab-logs,
+// #tab-history (aria-selected).
 import { apiJSON } from "./api.js";
 import { h, inputSchemaOf, toolCard, toolResult } from "./render.js";
 import { icon } from "./icons.js";
@@ -21,11 +23,12 @@ import { RunView, streamExecute } from "./panelrun.js";
 import { ResourceTab } from "./resourcetab.js";
 import { PromptTab } from "./prompttab.js";
 import { LogTab } from "./logtab.js";
+import { HistoryTab } from "./historytab.js";
 import { dock, plural, reveal } from "./panelkit.js";
 import { errorNote, plainNote, serverProblem } from "./plain.js";
 import { PinView, pinBadge } from "./pins.js";
 
-const TABS = ["tools", "resources", "prompts", "logs"];
+const TABS = ["tools", "resources", "prompts", "logs", "history"];
 
 // toolsOf reads the tool list from a list response, whichever shape the
 // service chose: {tools}, {result: {objects}}, {objects}, {result: [...]}.
@@ -59,6 +62,7 @@ export class ToolPanel {
     this.resources = new ResourceTab(this);
     this.prompts = new PromptTab(this, onUsePrompt || (() => {}));
     this.logs = new LogTab(this);
+    this.history = new HistoryTab(this);
     this.pins = new PinView(this);
 
     const tabs = [...this.panel.querySelectorAll('[role="tab"]')];
@@ -132,18 +136,22 @@ export class ToolPanel {
       document.getElementById("tab-panel-" + t).hidden = t !== name;
     }
     this.logs.follow();
+    this.history.follow();
     if (!this.gateway || this.loaded.has(name)) return;
     if (name === "resources") this.resources.load();
     else if (name === "prompts") this.prompts.load();
     else if (name === "logs") this.logs.load();
+    else if (name === "history") this.history.load();
   }
 
-  // resetFeatures forgets the resources, prompts and logs of the last gateway.
+  // resetFeatures forgets the resources, prompts, logs and history of the
+  // last gateway.
   resetFeatures() {
     this.loaded.clear();
     this.resources.reset();
     this.prompts.reset();
     this.logs.reset();
+    this.history.reset();
   }
 
   // featurePath is the path of a route under /api/servers/<name>/.
@@ -158,6 +166,7 @@ export class ToolPanel {
     this.cancelRun();
     this.panel.hidden = true;
     this.logs.follow();
+    this.history.follow();
     document.getElementById("layout").classList.remove("with-panel");
     const sidebar = document.getElementById("sidebar");
     const drawerClosed = getComputedStyle(sidebar).position === "fixed" && !document.body.classList.contains("sidebar-open");
