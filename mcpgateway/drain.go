@@ -74,3 +74,11 @@ func (g *Gateway) leave() {
 		g.drained = nil
 	}
 }
+
+// InFlight returns how many calls the gateway has admitted and not yet
+// ended: what a Drain waits for.
+func (g *Gateway) InFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inflight
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -34,8 +35,10 @@ func faultTool() mcp.Tool {
 	)
 }
 
-// faultHandler implements the fault tool; exit ends the process (nil means os.Exit).
-func faultHandler(exit func(int)) mcpserver.ToolHandlerFunc {
+// faultHandler implements the fault tool; exit ends the process (nil means
+// os.Exit). A hang is logged when it starts, so that a test can tell the
+// call reached the server.
+func faultHandler(exit func(int), logger *slog.Logger) mcpserver.ToolHandlerFunc {
 	if exit == nil {
 		exit = os.Exit
 	}
@@ -55,6 +58,7 @@ func faultHandler(exit func(int)) mcpserver.ToolHandlerFunc {
 			// Reached only when a test replaced exit.
 			return mcp.NewToolResultError("crash: exit was called"), nil
 		case "hang":
+			logger.InfoContext(ctx, "fault: hanging until the call is cancelled")
 			<-ctx.Done()
 			return nil, fmt.Errorf("hang: %w", context.Cause(ctx))
 		case "big":
@@ -85,8 +89,15 @@ func faultReadTool() mcp.Tool {
 	)
 }
 
-// faultReadHandler implements fault_read.
-func faultReadHandler(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// faultReadHandler implements fault_read; a read with a delay is logged
+// when it starts, so that a test can tell the call reached the server.
+func faultReadHandler(logger *slog.Logger) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return faultRead(ctx, req, logger)
+	}
+}
+
+func faultRead(ctx context.Context, req mcp.CallToolRequest, logger *slog.Logger) (*mcp.CallToolResult, error) {
 	a, err := parseArgs(req)
 	if err != nil {
 		return argResult(err), nil
@@ -94,6 +105,9 @@ func faultReadHandler(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	var delay *int64
 	if err := a.integer("delay_ms", 0, maxFaultDelay, &delay); err != nil {
 		return argResult(err), nil
+	}
+	if deref(delay) > 0 {
+		logger.InfoContext(ctx, "fault_read: reading", "delay_ms", deref(delay))
 	}
 	t := time.NewTimer(time.Duration(deref(delay)) * time.Millisecond)
 	defer t.Stop()

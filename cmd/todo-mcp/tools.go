@@ -195,8 +195,8 @@ func newMCPServer(st store, opts *serverOptions) *mcpserver.MCPServer {
 	}
 	tools := todoTools(&handlers{store: st, logger: o.Logger})
 	if o.FaultTools {
-		tools = append(tools, mcpserver.ServerTool{Tool: faultTool(), Handler: faultHandler(o.Exit)},
-			mcpserver.ServerTool{Tool: faultReadTool(), Handler: faultReadHandler})
+		tools = append(tools, mcpserver.ServerTool{Tool: faultTool(), Handler: faultHandler(o.Exit, o.Logger)},
+			mcpserver.ServerTool{Tool: faultReadTool(), Handler: faultReadHandler(o.Logger)})
 	}
 	for i := range tools {
 		tools[i].Handler = closedArgs(tools[i].Tool, tools[i].Handler)

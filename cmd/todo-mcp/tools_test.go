@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -167,7 +168,7 @@ func TestFaultTool(t *testing.T) {
 		// Directly, not through the client: 10 MiB of JSON is slow under -race.
 		var req mcp.CallToolRequest
 		req.Params.Arguments = map[string]any{"mode": "big"}
-		res, err := faultHandler(nil)(t.Context(), req)
+		res, err := faultHandler(nil, slog.New(slog.DiscardHandler))(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
