@@ -388,9 +388,11 @@ func BenchmarkGetTreeParts(b *testing.B) {
 // stdio) with the same tools/call made directly with an mcp-go stdio client
 // on a todo-mcp of its own, both from the test process: list_todos with
 // {"status": "active"} on an empty list. seq is one caller, par8 eight
-// callers at once. Each reports p50-ms (the median call) and calls/s; the
-// targets (issue 29) are api's p50 within 0.25 ms of direct's, and api's
-// par8 calls/s at least 0.85 × direct's. ELYSIA_BENCH_PPROF=ADDR has the
+// callers at once. Each reports p50-ms (the median call) and calls/s, and
+// api service-cpu-µs/call (the service process's user+system CPU time from
+// /proc/<pid>/stat over the calls, divided by them: steadier than the
+// others on a busy machine); the targets (issue 29) are api's p50 within
+// 0.25 ms of direct's, and api's par8 calls/s at least 0.85 × direct's. ELYSIA_BENCH_PPROF=ADDR has the
 // service serve its profiles on ADDR (serve --pprof-addr), to profile it
 // during a run.
 //
@@ -426,7 +428,7 @@ func BenchmarkAPIExecute(b *testing.B) {
 			}
 			return nil
 		}
-		benchCalls(b, call)
+		benchCalls(b, call, func() time.Duration { return procCPUTime(b, s.cmd.Process.Pid) })
 	})
 	b.Run("direct", func(b *testing.B) {
 		t := mcptransport.NewStdio(testenv.TodoMCP(b), append(os.Environ(), "TODO_DB="+filepath.Join(b.TempDir(), "todos.db")))
@@ -451,14 +453,15 @@ func BenchmarkAPIExecute(b *testing.B) {
 			}
 			return err
 		}
-		benchCalls(b, call)
+		benchCalls(b, call, nil)
 	})
 }
 
 // benchCalls runs call b.N times from one caller (seq) and from eight at
-// once (par8), and reports the median latency (p50-ms) and calls/s. The
-// first call, before the timer, starts what is lazy.
-func benchCalls(b *testing.B, call func(context.Context) error) {
+// once (par8), and reports the median latency (p50-ms) and calls/s, and
+// with serviceCPU (the CPU time of the process serving the calls) its CPU
+// per call. The first call, before the timer, starts what is lazy.
+func benchCalls(b *testing.B, call func(context.Context) error, serviceCPU func() time.Duration) {
 	b.Helper()
 	if err := call(b.Context()); err != nil {
 		b.Fatal(err)
@@ -473,6 +476,10 @@ func benchCalls(b *testing.B, call func(context.Context) error) {
 			var next atomic.Int64
 			var failed atomic.Pointer[error]
 			var wg sync.WaitGroup
+			var cpu0 time.Duration
+			if serviceCPU != nil {
+				cpu0 = serviceCPU()
+			}
 			b.ResetTimer()
 			start := time.Now()
 			for i := range callers {
@@ -496,6 +503,9 @@ func benchCalls(b *testing.B, call func(context.Context) error) {
 			all := slices.Concat(lat...)
 			b.ReportMetric(float64(percentile(all, 50))/float64(time.Millisecond), "p50-ms")
 			b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
+			if serviceCPU != nil {
+				b.ReportMetric(float64(serviceCPU()-cpu0)/float64(time.Microsecond)/float64(max(len(all), 1)), "service-cpu-µs/call")
+			}
 		})
 	}
 }
