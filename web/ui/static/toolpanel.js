@@ -27,6 +27,7 @@ import { HistoryTab } from "./historytab.js";
 import { dock, plural, reveal } from "./panelkit.js";
 import { errorNote, plainNote, serverProblem } from "./plain.js";
 import { PinView, pinBadge } from "./pins.js";
+import { copiesTable } from "./copies.js";
 
 const TABS = ["tools", "resources", "prompts", "logs", "history"];
 
@@ -195,6 +196,8 @@ export class ToolPanel {
       const pins = pinBadge(s);
       rows.push(h("div", { class: "server-line" }, this.treeView.badge(this.gateway), " ", pins, pins ? " " : "", h("code", null, this.gateway), " · ", s.transport || "?",
         s.calls !== undefined ? ` · ${plural(s.calls, "call")}` : "", s.failures ? `, ${s.failures} failed` : ""));
+      const copies = copiesTable(s);
+      if (copies) rows.push(copies);
       // The error the last run shows already is not shown twice.
       const problem = serverProblem(s);
       const shown = (s.last_error && (this.shownError || "").includes(s.last_error)) || (problem && this.shownProblem === problem.kind);

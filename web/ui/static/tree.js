@@ -167,13 +167,18 @@ export class TreeView {
     if (circuit === "open") label = "circuit open";
     else if (circuit === "half-open" || circuit === "half_open") label += " · trial";
     if (state === "connected" && s.tool_count !== undefined) label += ` · ${s.tool_count}`;
+    // A server with copies that runs on a fallback says on which.
+    const copies = Array.isArray(s.copies) ? s.copies : [];
+    const fallback = copies.length > 0 && s.serving && s.serving !== copies[0].label;
+    if (fallback && circuit !== "open") label += ` · on ${s.serving}`;
     const title = [
       `${s.name} (${s.transport || "?"}): ${stateLabel(state)}`,
+      copies.length ? `${copies.length} copies, ${s.serving ? "serving: " + s.serving : "none can serve now"}` : "",
       s.tool_count !== undefined ? `${s.tool_count} tools` : "",
       circuit ? `circuit ${circuit}${s.circuit.retry_at ? " until " + s.circuit.retry_at : ""}` : "",
       s.last_error ? `last error: ${s.last_error}` : "",
     ].filter(Boolean).join("\n");
-    return h("span", { class: `badge state-${circuit === "open" ? "failed" : state}`, title, dataset: { state } }, label);
+    return h("span", { class: `badge state-${circuit === "open" ? "failed" : state}`, title, dataset: { state, serving: s.serving || undefined } }, label);
   }
 
   render() {
