@@ -12,7 +12,7 @@ import (
 // shows both copies in its panel, where each is, its state and that copy 1
 // serves. Once copy 1's process is gone, a call fails over to copy 2: the
 // table shows copy 1 down and copy 2 serving, and the tree's badge says
-// the server is degraded and runs on copy 2.
+// the server is degraded and runs on copy 2. axe finds nothing serious.
 func TestBrowserCopies(t *testing.T) {
 	primary, proc := todoHTTPProc(t)
 	spare, _ := todoHTTPProc(t)
@@ -68,6 +68,9 @@ func TestBrowserCopies(t *testing.T) {
 	}
 	b.do("show the table", chromedp.Evaluate[chromedp.Void](`document.querySelector("#tool-panel").scrollTop = 0`))
 	t.Logf("screenshot: %s", docScreenshot(t, b, "copies.png"))
+	for _, v := range axeViolations(b, axeSource(t), "the copies table") {
+		t.Errorf("axe: %s", v)
+	}
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}

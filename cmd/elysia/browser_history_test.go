@@ -43,7 +43,7 @@ func openHistory(b *browser) {
 // how big the request and the answer were, the call's request and answer
 // when opened, with a Copy button that copies the message; the method
 // filter narrows the list to tools/call; the server's notifications and
-// its stderr have their sections. Bob, on his own key, sees none of
+// its stderr have their sections; axe finds nothing serious. Bob, on his own key, sees none of
 // alice's session; the admin sees alice's call.
 func TestBrowserHistory(t *testing.T) {
 	s := startService(t, serveOptions{Env: append(newFakeLLM(t).Env(), "ELYSIA_API_KEYS=k-admin:*,k-alice:alice,k-bob:bob"),
@@ -116,6 +116,9 @@ func TestBrowserHistory(t *testing.T) {
 	}
 
 	docScreenshot(t, b, "history.png")
+	for _, v := range axeViolations(b, axeSource(t), "the History tab") {
+		t.Errorf("axe: %s", v)
+	}
 	b.do("filter by tools/call",
 		chromedp.SetValue(css(`#history-method`), "tools/call"),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector("#history-method").dispatchEvent(new Event("change"))`),

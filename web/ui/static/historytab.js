@@ -84,19 +84,24 @@ async function copyText(text) {
 // part is one message of an entry, with its Copy button.
 function part(kind, label, text, bytes) {
   const shown = pretty(text);
-  const button = h("button", { type: "button", class: "small-button copy-message", dataset: { part: kind }, "aria-label": `Copy the ${label.toLowerCase()}` }, "Copy");
+  // The visible word is the start of the button's name ("Copy the
+  // answer"), and says how the copy went.
+  const said = h("span", null, "Copy");
+  const button = h("button", { type: "button", class: "small-button copy-message", dataset: { part: kind } },
+    said, h("span", { class: "visually-hidden" }, ` the ${label.toLowerCase()}`));
   button.addEventListener("click", async () => {
     const ok = await copyText(text);
-    button.textContent = ok ? "Copied" : "Copy failed";
+    said.textContent = ok ? "Copied" : "Copy failed";
     button.dataset.copied = String(ok);
     setTimeout(() => {
-      button.textContent = "Copy";
+      said.textContent = "Copy";
       delete button.dataset.copied;
     }, 1500);
   });
+  // A long message scrolls: the keyboard can reach it (tabindex).
   return h("div", { class: "h-part" },
     h("div", { class: "h-part-head small" }, h("span", { class: "muted" }, `${label} · ${size(bytes)}`), button),
-    h("pre", { class: "h-message", dataset: { part: kind } }, shown));
+    h("pre", { class: "h-message", tabindex: "0", "aria-label": label, dataset: { part: kind } }, shown));
 }
 
 export class HistoryTab {
@@ -153,7 +158,7 @@ export class HistoryTab {
     this.notes.replaceChildren(...notes.toReversed().map((e) => this.notification(e)));
     this.stderr.replaceChildren(...stderr.map((t) => h("div", { class: "h-stderr" },
       h("div", { class: "muted small" }, ["stderr", t.user ? `of ${t.user}'s process` : "", t.copy ? `(copy ${t.copy})` : ""].filter(Boolean).join(" ")),
-      h("pre", { class: "h-message" }, (t.lines || []).join("\n")))));
+      h("pre", { class: "h-message", tabindex: "0", "aria-label": "stderr" }, (t.lines || []).join("\n")))));
     this.methods([...hist.requests, ...notes]);
     this.filter();
   }
