@@ -105,3 +105,21 @@ func mcptransportRequest(i int) mcptransport.JSONRPCRequest {
 func failSend(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	return nil, errors.New("refused")
 }
+
+// BenchmarkHistorySend measures what keeping a request costs on top of
+// sending it: a tools/call with small arguments and a 64 KiB answer,
+// masked with a server's two secrets.
+func BenchmarkHistorySend(b *testing.B) {
+	cfg := mcpconfig.ServerConfig{Name: "s", Secrets: []string{"tok-0123456789abcdef", "another-secret-value"}}
+	h := newHistory("", cfg.Masker())
+	result := []byte(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 64<<10) + `"}]}`)
+	req := mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(1)), Method: "tools/call",
+		Params: map[string]any{"name": "create_todo", "arguments": map[string]any{"title": "buy milk"}}}
+	answer := func(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+		return &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: result}, nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = h.send(b.Context(), req, answer)
+	}
+}
