@@ -33,7 +33,9 @@ const truncatedKey = "_TRUNCATED"
 // newTurn encodes a turn: its messages, and its results whole and as
 // digests.
 func newTurn(queryID string, msgs []tree.Message, results map[string]map[string][]tools.EnvEntry) (*store.Turn, error) {
-	t := &store.Turn{QueryID: queryID}
+	// Every blob is encoding/json's (the results' entries too: see
+	// tools.EnvEntry.JSON): the store need not scan them again.
+	t := &store.Turn{QueryID: queryID, Encoded: true}
 	var err error
 	if t.Messages, err = json.Marshal(nonNil(msgs)); err != nil {
 		return nil, fmt.Errorf("encode messages: %w", err)
@@ -142,6 +144,7 @@ func encodeEvents(events []tools.Envelope) (evs []store.NewEvent, queryID string
 		if evs[i].Envelope, err = encodeEnvelope(ev); err != nil {
 			return nil, "", err
 		}
+		evs[i].Encoded = true // see encodeEnvelope
 		queryID = ev.QueryID
 		if ev.Type != tools.EventResult || len(evs[i].Envelope) <= maxReplayResult {
 			continue
@@ -155,8 +158,9 @@ func encodeEvents(events []tools.Envelope) (evs []store.NewEvent, queryID string
 
 // encodeEnvelope returns the JSON of ev as tools.Marshal writes it, with
 // ev.Payload copied in as it is rather than compacted again: a payload is
-// the compact JSON tools.NewEnvelope made (the store checks that it is
-// JSON).
+// the compact JSON tools.NewEnvelope made, or that a decoder read (an
+// envelope relayed from another replica), so the store need not check it
+// again.
 func encodeEnvelope(ev tools.Envelope) (json.RawMessage, error) {
 	return tools.AppendEnvelope(nil, ev)
 }

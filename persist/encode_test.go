@@ -127,3 +127,42 @@ func TestEncodeAsMarshal(t *testing.T) {
 		t.Errorf("encodeResults =\n%s\n%s\nwant\n%s\n%s", whole, digests, wantWhole, wantDigests)
 	}
 }
+
+// TestEncodedIsJSON: what persist hands the store as Encoded (so that the
+// store does not scan it again) is JSON: events with their replay forms,
+// and a turn's messages, results and digests.
+func TestEncodedIsJSON(t *testing.T) {
+	objects := make([]map[string]any, 30)
+	for i := range objects {
+		objects[i] = map[string]any{tools.RefIDKey: fmt.Sprintf("mcp_todo_list_0_%d", i), "notes": strings.Repeat("\u2028<\"n\">", 2000)}
+	}
+	big, err := tools.NewEnvelope(tools.Event{Type: tools.EventResult, Payload: tools.ResultPayload{Type: "table", Objects: objects}}, "alice", "c1", "q1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := tools.NewEnvelope(tools.Event{Type: tools.EventStatus, Payload: tools.StatusPayload{Text: "a \"quoted\" <b>"}}, "alice", "c1", "q1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := encodeEvents([]tools.Envelope{status, big, {Type: tools.EventCompleted, ID: "com-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range evs {
+		if !e.Encoded || !json.Valid(e.Envelope) || (e.Digest != nil && !json.Valid(e.Digest)) {
+			t.Errorf("event %d: Encoded %v, envelope valid %v, digest %q", i, e.Encoded, json.Valid(e.Envelope), e.Digest)
+		}
+	}
+	if evs[1].Digest == nil {
+		t.Error("the large result has no replay form")
+	}
+	turn, err := newTurn("q1", []tree.Message{{Role: "user", Content: "add <milk>"}},
+		map[string]map[string][]tools.EnvEntry{"mcp_todo": {"list": {{Objects: objects[:2]}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !turn.Encoded || !json.Valid(turn.Messages) || !json.Valid(turn.Results) || !json.Valid(turn.Digests) {
+		t.Errorf("turn: Encoded %v, messages %s, results valid %v, digests valid %v",
+			turn.Encoded, turn.Messages, json.Valid(turn.Results), json.Valid(turn.Digests))
+	}
+}

@@ -37,6 +37,11 @@ type Turn struct {
 	// they are trimmed; nil: the Results are kept whole (a turn moved from
 	// the first schema keeps them until [Store.SetDigests] gives some).
 	Digests json.RawMessage
+	// Encoded says that the caller made Messages, Results and Digests
+	// with encoding/json itself, so that they are JSON: the save does not
+	// scan them again. Otherwise each is checked, and one that is not JSON
+	// fails the save.
+	Encoded bool
 }
 
 // NewEvent is an event to append to a conversation's event log.
@@ -47,6 +52,11 @@ type NewEvent struct {
 	// later query of the conversation saves its events, so that the log
 	// keeps only the newest query's large results whole.
 	Digest json.RawMessage
+	// Encoded says that the caller made Envelope and Digest with
+	// encoding/json itself (an envelope's payload included), so that they
+	// are JSON: the save does not scan them again. Otherwise both are
+	// checked, and an event that is not JSON fails the save.
+	Encoded bool
 }
 
 // eventBatch bounds the rows of one INSERT of events (5 arguments each,
@@ -129,6 +139,9 @@ func (s *Store) ReplaceConversation(ctx context.Context, c *Conversation, turn *
 
 func checkEvents(queryID string, events []NewEvent) error {
 	for i, e := range events {
+		if e.Encoded && len(e.Envelope) > 0 {
+			continue
+		}
 		if len(e.Envelope) == 0 || !json.Valid(e.Envelope) {
 			return fmt.Errorf("save query %q: event %d is not valid JSON", queryID, i)
 		}
@@ -167,6 +180,9 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 			name string
 			b    json.RawMessage
 		}{{"messages", turn.Messages}, {"results", turn.Results}, {"digests", turn.Digests}} {
+			if turn.Encoded {
+				break
+			}
 			if err := validJSON(f.name, f.b); err != nil {
 				return err
 			}
