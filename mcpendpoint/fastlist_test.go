@@ -273,28 +273,13 @@ func TestFastListPages(t *testing.T) {
 	}
 }
 
-// modernList posts a 2026-07-28 tools/list to base's /mcp as alice and
-// returns the answer's body.
+// modernList posts a 2026-07-28 tools/list to base's /mcp and returns
+// the answer's body.
 func modernList(t *testing.T, base string) []byte {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-	req.Header.Set(mcp.HeaderMethod, "tools/list")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("tools/list: %d %s", resp.StatusCode, b)
+	status, b := modernPost(t, base, "tools/list", "", "")
+	if status != http.StatusOK {
+		t.Fatalf("tools/list: %d %s", status, b)
 	}
 	return b
 }
