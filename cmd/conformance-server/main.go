@@ -53,7 +53,11 @@ func main() {
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	out := newSentWriter(os.Stdout)
+	// mcp-go runs five tool calls at once by default; a call waiting for
+	// its client's answer holds one, and a 2026-07-28 client need never
+	// answer, so the suite's calls left waiting would queue the next ones.
 	s := mcpserver.NewStdioServer(newServer(out))
+	mcpserver.WithWorkerPoolSize(64)(s)
 	s.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	err := s.Listen(ctx, os.Stdin, out)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
