@@ -47,14 +47,17 @@ func (g *Gateway) History() History {
 }
 
 // HistoryFor returns the part of History user may see: their own
-// sessions', and on the shared sessions what is nobody's (listings, pings,
-// the handshake) or theirs (their calls); another user's calls on a shared
-// session stay hidden. An empty user gets nothing.
+// sessions', and on the shared sessions what is theirs (their calls, the
+// server's requests during them) or nobody's (listings, pings, the
+// handshake); another user's calls on a shared session stay hidden, and so
+// do the server's requests no call could be told for, which may be
+// anyone's (as a log message that is nobody's is). An empty user gets
+// nothing.
 func (g *Gateway) HistoryFor(user string) History {
 	if user == "" {
 		return History{Requests: []HistoryEntry{}, Notifications: []HistoryEntry{}}
 	}
-	return g.historyOf(func(u string) bool { return u == user }, func(e HistoryEntry) bool { return e.User == "" || e.User == user })
+	return g.historyOf(func(u string) bool { return u == user }, func(e HistoryEntry) bool { return e.User == user || e.User == "" && !e.FromServer })
 }
 
 // historyOf merges the history of the shared view, the entries keep

@@ -85,3 +85,28 @@ func TestHistorySharedSessionHidesOthersCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryServerRequestIsTheCallers: on a shared session the question
+// a server asks during alice's call is in her history (and an admin's),
+// marked as the server's, and not in bob's.
+func TestHistoryServerRequestIsTheCallers(t *testing.T) {
+	t.Parallel()
+	cfg := conformanceStdio(t, false)
+	cfg.ProtocolVersion = "2025-11-25" // the server asks with elicitation/create
+	g := newGateway(t, cfg, nil)
+	if _, err := g.Execute(WithUser(t.Context(), "alice"), "test_elicitation", map[string]any{"message": "Your name?"}); err != nil {
+		t.Fatal(err)
+	}
+	asked := func(h History) int {
+		n := 0
+		for _, e := range h.Requests {
+			if e.Method == "elicitation/create" && e.FromServer && e.User == "alice" {
+				n++
+			}
+		}
+		return n
+	}
+	if a, b, admin := asked(g.HistoryFor("alice")), asked(g.HistoryFor("bob")), asked(g.History()); a != 1 || b != 0 || admin != 1 {
+		t.Errorf("the server's question is seen %d times by alice, %d by bob, %d by an admin; want 1, 0, 1", a, b, admin)
+	}
+}

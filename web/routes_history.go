@@ -33,13 +33,17 @@ type History struct {
 	Stderr []StderrTail `json:"stderr"`
 }
 
-// HistoryEntry is one request and its answer, or one notification.
+// HistoryEntry is one request and its answer (the gateway's, or the
+// server's when FromServer), or one notification.
 type HistoryEntry struct {
 	// Time is when the request was sent or the notification came.
 	Time   time.Time `json:"time"`
 	Method string    `json:"method"`
 	// ID is a request's JSON-RPC id; "" for a notification.
 	ID string `json:"id,omitempty"`
+	// FromServer marks a request the server sent (sampling, elicitation,
+	// roots), answered by the service.
+	FromServer bool `json:"from_server,omitempty"`
 	// DurationMS is how long the answer took, in milliseconds.
 	DurationMS float64 `json:"duration_ms"`
 	// Bytes is the size of the message's params as JSON; Message is that

@@ -180,6 +180,7 @@ type streamable struct {
 	*mcptransport.StreamableHTTP
 	probe   *discoverProbe // nil when not probing
 	hist    *history       // where its requests are kept
+	sess    *Session       // the session it carries
 	version atomic.Value   // string: the version mcp-go set for the connection
 }
 
@@ -198,6 +199,11 @@ func (t *streamable) modern() bool {
 // keeps it in the history.
 func (t *streamable) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	return t.hist.send(ctx, req, t.send)
+}
+
+// SetRequestHandler keeps the server's requests in the history too.
+func (t *streamable) SetRequestHandler(handler mcptransport.RequestHandler) {
+	t.StreamableHTTP.SetRequestHandler(t.hist.serve(t.sess, handler))
 }
 
 func (t *streamable) send(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
@@ -222,6 +228,12 @@ type stdioProbe struct {
 	*mcptransport.Stdio
 	probe *discoverProbe // nil when not probing
 	hist  *history
+	sess  *Session // the session it carries
+}
+
+// SetRequestHandler keeps the server's requests in the history too.
+func (t stdioProbe) SetRequestHandler(handler mcptransport.RequestHandler) {
+	t.Stdio.SetRequestHandler(t.hist.serve(t.sess, handler))
 }
 
 // SendRequest sends req, vetting the answer to server/discover.

@@ -13,14 +13,19 @@ import (
 )
 
 // HistoryEntry is one message of a server's history, what the panel's
-// History pane shows: a request the gateway sent and the answer it got, or
-// a notification the server sent. Its texts are masked, then cut.
+// History pane shows: a request the gateway sent and the answer it got, a
+// request the server sent (sampling, elicitation, roots) and the answer
+// the gateway gave, or a notification the server sent. Its texts are
+// masked, then cut.
 type HistoryEntry struct {
 	// Time is when the request was sent, or the notification received.
 	Time   time.Time `json:"time"`
 	Method string    `json:"method"`
 	// ID is a request's JSON-RPC id; "" for a notification.
 	ID string `json:"id,omitempty"`
+	// FromServer marks a request the server sent; Duration is then how
+	// long the gateway (and the user it asked) took to answer.
+	FromServer bool `json:"from_server,omitempty"`
 	// Duration is how long the answer took; zero for a notification.
 	Duration time.Duration `json:"duration"`
 	// Bytes is the size of the message's params as JSON; Message is
@@ -38,7 +43,8 @@ type HistoryEntry struct {
 	// User is whom the message belongs to: the user of the session it
 	// went on (a session per user), or of the call it was part of on a
 	// shared session; "" when nobody's (a listing, a ping, the
-	// handshake).
+	// handshake) or, for a request of the server's, when no call could
+	// be told.
 	User string `json:"user,omitempty"`
 	// Copy is the copy of the server (1 is the server's own keys) the
 	// message went on, for a server with copies; the gateway sets it.
@@ -67,8 +73,8 @@ func newHistory(user string, mask func(string) string) *history {
 	return &history{user: user, mask: mask, requests: ring.New[HistoryEntry](HistoryLen), notes: ring.New[HistoryEntry](HistoryLen)}
 }
 
-// History returns the last HistoryLen requests the Conn sent, with their
-// answers, oldest first.
+// History returns the last HistoryLen requests the Conn sent or its
+// sessions' servers sent it, with their answers, oldest first.
 func (c *Conn) History() []HistoryEntry { return c.history.requests.Last(HistoryLen) }
 
 // Notifications returns the last HistoryLen notifications the Conn's
@@ -84,7 +90,33 @@ func (h *history) send(ctx context.Context, req mcptransport.JSONRPCRequest,
 	}
 	start := time.Now()
 	resp, err := send(ctx, req)
-	e := HistoryEntry{Time: start, Method: req.Method, ID: fmt.Sprint(req.ID.Value()), Duration: time.Since(start), User: h.user}
+	h.keep(ctx, req, start, resp, err, false)
+	return resp, err
+}
+
+// serve returns next, the handler of the requests the server sends on s,
+// keeping each request with the answer next gave and how long it took. A
+// request belongs to the call it came during, as a question does
+// (callFor).
+func (h *history) serve(s *Session, next mcptransport.RequestHandler) mcptransport.RequestHandler {
+	if h == nil || next == nil {
+		return next
+	}
+	return func(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+		start := time.Now()
+		resp, err := next(ctx, req)
+		if ac := s.callFor(ctx); ac != nil {
+			ctx = withCall(ctx, ac)
+		}
+		h.keep(ctx, req, start, resp, err, true)
+		return resp, err
+	}
+}
+
+// keep adds req, sent at start, and its outcome to the requests.
+func (h *history) keep(ctx context.Context, req mcptransport.JSONRPCRequest, start time.Time,
+	resp *mcptransport.JSONRPCResponse, err error, fromServer bool) {
+	e := HistoryEntry{Time: start, Method: req.Method, ID: fmt.Sprint(req.ID.Value()), FromServer: fromServer, Duration: time.Since(start), User: h.user}
 	if ac, _ := ctx.Value(activeCallKey{}).(*activeCall); ac != nil && e.User == "" {
 		e.User = ac.user
 	}
@@ -101,7 +133,6 @@ func (h *history) send(ctx context.Context, req mcptransport.JSONRPCRequest,
 		e.AnswerBytes, e.Answer = len(resp.Result), h.cut(string(resp.Result))
 	}
 	h.requests.Add(e)
-	return resp, err
 }
 
 // notedInHistory keeps n, a notification s received; it belongs to the

@@ -123,3 +123,35 @@ func BenchmarkHistorySend(b *testing.B) {
 		_, _ = h.send(b.Context(), req, answer)
 	}
 }
+
+// TestHistoryKeepsServerRequests: a question the server asks during a call
+// (elicitation/create, on the 2025-11-25 protocol) is kept as the server's
+// request with the answer the gateway gave, as the question of the user
+// whose call it came during.
+func TestHistoryKeepsServerRequests(t *testing.T) {
+	t.Parallel()
+	cfg := mcpconfig.ServerConfig{Name: "conf", Transport: mcpconfig.TransportStdio, Command: testenv.ConformanceServer(t), Enabled: true,
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ConnectTimeout: 15 * time.Second, CallTimeout: 10 * time.Second}
+	c := New(cfg, Options{CloseGrace: time.Second, CrashLoopDeaths: 5, CrashLoopWindow: time.Minute, CrashBackoff: time.Minute},
+		slog.New(slog.DiscardHandler), cfg.Masker())
+	t.Cleanup(c.Close)
+	s, err := c.Session(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(t.Context(), s, Call{Tool: "test_elicitation", Inputs: map[string]any{"message": "Your name?"}, User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	var asked *HistoryEntry
+	for _, e := range c.History() {
+		if e.Method == "elicitation/create" {
+			asked = &e
+		}
+	}
+	if asked == nil || !asked.FromServer || !strings.Contains(asked.Message, "Your name?") || !strings.Contains(asked.Answer, "decline") || asked.Duration <= 0 {
+		t.Errorf("the server's question in the history: %+v; want it from the server, with the gateway's decline", asked)
+	}
+	if asked != nil && asked.User != "alice" {
+		t.Errorf("the server's question belongs to %q; want alice, whose call it came during", asked.User)
+	}
+}

@@ -128,7 +128,7 @@ func (c *Conn) spawn(hsCtx context.Context, version string, probe *discoverProbe
 	stdio := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
 	// An answer that meets the closed stdin at close is expected (closedwrite.go).
 	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(stdio)
-	t := stdioProbe{Stdio: stdio, probe: probe, hist: c.history}
+	t := stdioProbe{Stdio: stdio, probe: probe, hist: c.history, sess: s}
 	ctx, cancel := context.WithCancel(c.lifetime)
 	client := mcpclient.NewClient(t, c.clientOptions(s, version)...)
 	if err := client.Start(ctx); err != nil {
@@ -241,7 +241,7 @@ func (c *Conn) dialStreamable(hsCtx context.Context, version string, probe *disc
 		c.closeSession(s)
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(&streamable{StreamableHTTP: t, probe: probe, hist: c.history}, c.clientOptions(s, version)...))
+	return c.startRemote(hsCtx, s, mcpclient.NewClient(&streamable{StreamableHTTP: t, probe: probe, hist: c.history, sess: s}, c.clientOptions(s, version)...))
 }
 
 // dialSSE connects over the HTTP+SSE transport of the versions before

@@ -1,6 +1,6 @@
 // historytab.js: the gateway panel's History tab, a window into the wire
 // to the server (GET /api/servers/<name>/history): the service's last
-// requests to it, each with its answer, when, how long it took and how
+// requests to it and the server's to the service, each with its answer, when, how long it took and how
 // big both were; the server's last notifications; and what its processes
 // last wrote to stderr. Everything is masked by the service, and a user's
 // key sees only what is nobody's or theirs. Newest first; a method filter
@@ -9,7 +9,8 @@
 //
 // Selectors for tests: #history-requests li.history-item and
 // #history-notifications li.history-item, each with data-method (hidden
-// when #history-method filters it out) and .h-duration, .h-size, .h-user;
+// when #history-method filters it out) and .h-duration, .h-size, .h-user,
+// .h-from (a request the server sent);
 // their pre.h-message (data-part request|answer|notification) and
 // button.copy-message; #history-stderr; #history-status; #history-refresh;
 // #history-live.
@@ -189,6 +190,7 @@ export class HistoryTab {
   request(e) {
     const tool = toolOf(e);
     const summary = [
+      e.from_server ? h("span", { class: "h-from chip", title: "The server asked; the service answered" }, "from the server") : null,
       h("code", { class: "h-method" }, e.method),
       tool ? h("span", { class: "h-tool" }, tool) : null,
       h("span", { class: "h-duration" }, duration(e.duration_ms)),
@@ -197,8 +199,8 @@ export class HistoryTab {
       e.copy ? h("span", { class: "h-copy chip" }, `copy ${e.copy}`) : null,
       e.error ? h("span", { class: "h-error" }, icon("error"), "error") : null,
     ];
-    const parts = [part("request", "Request", e.message, e.bytes)];
-    if (e.answer) parts.push(part("answer", e.error ? "Error" : "Answer", e.answer, e.answer_bytes));
+    const parts = [part("request", e.from_server ? "Server's request" : "Request", e.message, e.bytes)];
+    if (e.answer) parts.push(part("answer", e.error ? "Error" : e.from_server ? "Our answer" : "Answer", e.answer, e.answer_bytes));
     else if (e.error) parts.push(h("div", { class: "note error small" }, e.error));
     return this.item(e, summary, parts);
   }

@@ -24,7 +24,7 @@ func (a Servers) History(ctx context.Context, name string) (web.History, error) 
 		h = g.History()
 	}
 	entry := func(e mcpgateway.HistoryEntry) web.HistoryEntry {
-		return web.HistoryEntry{Time: e.Time, Method: e.Method, ID: e.ID, DurationMS: float64(e.Duration.Microseconds()) / 1000,
+		return web.HistoryEntry{Time: e.Time, Method: e.Method, ID: e.ID, FromServer: e.FromServer, DurationMS: float64(e.Duration.Microseconds()) / 1000,
 			Bytes: e.Bytes, Message: e.Message, AnswerBytes: e.AnswerBytes, Answer: e.Answer, Error: e.Error, User: e.User, Copy: e.Copy}
 	}
 	return web.History{Requests: convert(h.Requests, entry), Notifications: convert(h.Notifications, entry),
