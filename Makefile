@@ -32,7 +32,7 @@ build:
 	$(GO) build -o bin/conformance-server ./cmd/conformance-server
 
 run: build
-	@echo "Elysia-Go: open http://$(ADDR)/tree/me/first in a browser"
+	@echo "Elysia-Go: open http://$(ADDR)/tree/cli/first in a browser"
 	./bin/elysia serve --addr $(ADDR) --config $(CONFIG)
 
 test-deps:

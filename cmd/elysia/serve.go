@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	httppprof "net/http/pprof"
 	"os"
 	"path/filepath"
@@ -220,10 +221,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return runCtx },
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/tree/me/first",
+	page := "http://" + ln.Addr().String() + "/tree/" + url.PathEscape(cliUser()) + "/first"
+	logger.Info("listening", "addr", ln.Addr().String(), "url", page,
 		"model", app.info.String(), "config", *config, "auth", len(keys) > 0)
 	// Terminal output: a failed write has nowhere to be reported.
-	_, _ = fmt.Fprintf(stdout, "Elysia-Go is serving on http://%s/tree/me/first\n", ln.Addr())
+	_, _ = fmt.Fprintf(stdout, "Elysia-Go is serving on %s\n", page)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
