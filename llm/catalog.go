@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // maxCatalogueNames caps the tool names the catalogue answer gives per
@@ -197,9 +198,19 @@ func (p *planner) available() string {
 	return strings.Join(names, ", ")
 }
 
+// capText cuts s to maxAnswer runes, at the last space of the final
+// tenth when there is one, so that no word is cut in half.
 func capText(s string) string {
-	if r := []rune(s); len(r) > maxAnswer {
-		return string(r[:maxAnswer]) + "… (cut)"
+	r := []rune(s)
+	if len(r) <= maxAnswer {
+		return s
 	}
-	return s
+	cut := maxAnswer
+	for i := maxAnswer; i > maxAnswer*9/10; i-- {
+		if unicode.IsSpace(r[i]) {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRightFunc(string(r[:cut]), func(c rune) bool { return unicode.IsSpace(c) || c == ',' }) + "… (cut)"
 }

@@ -71,3 +71,19 @@ func TestOfflineNamesServers(t *testing.T) {
 		t.Errorf("update %q, want %q", got, want)
 	}
 }
+
+// TestCapTextCutsBetweenWords: a long answer is cut at a space, never in
+// the middle of a word, and says it was cut.
+func TestCapTextCutsBetweenWords(t *testing.T) {
+	long := strings.Repeat("todo number something, ", 400)
+	got, ok := strings.CutSuffix(capText(long), "… (cut)")
+	if !ok || !strings.HasPrefix(long, got) || len([]rune(got)) > maxAnswer || !strings.ContainsAny(long[len(got):len(got)+1], " ,") {
+		t.Errorf("capText cut to …%q: want it cut at the end of a word, saying so", got[len(got)-30:])
+	}
+	if s := strings.Repeat("x", maxAnswer+5); capText(s) != strings.Repeat("x", maxAnswer)+"… (cut)" {
+		t.Error("a text without spaces is not cut at maxAnswer")
+	}
+	if capText("short") != "short" {
+		t.Error("a short text was changed")
+	}
+}
