@@ -180,6 +180,31 @@ var migrations = []migration{
 		sqlite:   toolPinsMigration("INTEGER"),
 		postgres: toolPinsMigration("BIGINT"),
 	},
+	{
+		// The aggregate MCP endpoint's tasks (Tasks extension; see
+		// Store.CreateMCPTask), so that any replica reports on any.
+		sqlite:   mcpTasksMigration("INTEGER"),
+		postgres: mcpTasksMigration("BIGINT"),
+	},
+}
+
+// mcpTasksMigration is the fifteenth migration; integer is the dialect's
+// 64-bit integer type. A task id is a bearer of the task: it is kept as
+// its SHA-256, and so is its user.
+func mcpTasksMigration(integer string) []string {
+	return []string{
+		`CREATE TABLE mcp_tasks (
+			id_hash TEXT PRIMARY KEY,
+			user_hash TEXT NOT NULL,
+			status TEXT NOT NULL,
+			status_message TEXT NOT NULL DEFAULT '',
+			result TEXT NOT NULL DEFAULT '',
+			input_requests TEXT NOT NULL DEFAULT '',
+			created_at ` + integer + ` NOT NULL,
+			updated_at ` + integer + ` NOT NULL,
+			expires_at ` + integer + ` NOT NULL)`,
+		`CREATE INDEX mcp_tasks_expiry ON mcp_tasks (expires_at)`,
+	}
 }
 
 // toolPinsMigration is the fourteenth migration; integer is the dialect's
