@@ -401,6 +401,9 @@ func (g *Gateway) setDescription(base string) {
 	g.mu.Unlock()
 	desc := base
 	if note := g.degradedNote(); note != "" {
+		if !strings.HasSuffix(desc, ".") && !strings.HasSuffix(desc, "!") && !strings.HasSuffix(desc, "?") {
+			desc += "."
+		}
 		desc += " " + note
 	}
 	g.description.Store(&desc)

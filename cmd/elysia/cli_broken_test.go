@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,10 @@ func TestCLIBrokenServer(t *testing.T) {
 	code, out, errOut := runCLI(t, dir, nil, "mcp", "list")
 	if code != 0 || !strings.Contains(out, "STATE") || !strings.Contains(out, "failed") || !strings.Contains(out, "no-such-server\" not found") {
 		t.Errorf("mcp list = %d\n%s%s\nwant the broken server failed, saying its command is not found", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, dir, nil, "tree")
+	if code != 0 || !strings.Contains(out, "🔧 mcp_broken") || !regexp.MustCompile(`(?m)^broken +failed +.*no-such-server" not found`).MatchString(out) {
+		t.Errorf("tree = %d\n%s%s\nwant the tree, then the broken server failed, saying why", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, dir, nil, "mcp", "call", "broken", "any_tool")
 	if code != 1 || strings.Count(errOut, "not found") != 1 || !strings.HasPrefix(errOut, "elysia: ") {

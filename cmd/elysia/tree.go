@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"text/tabwriter"
 
+	"github.com/elysia-go/elysia/cmd/elysia/internal/adapter"
 	"github.com/elysia-go/elysia/discovery"
 	"github.com/elysia-go/elysia/tree"
 )
@@ -40,5 +42,16 @@ func cmdTree(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Terminal output: nowhere to report a failed write. The tree holds
 	// servers' names and descriptions.
 	_, _ = fmt.Fprint(stdout, termText(t.Text()))
+	// Each server's state, as `mcp list` shows it: what a person reading
+	// the tree needs to know of the gateways on it.
+	if gws := d.Gateways(); len(gws) > 0 {
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		_, _ = fmt.Fprintln(w, "\nSERVER\tSTATE\tNOTE")
+		for _, g := range gws {
+			st := adapter.Status(g.Config(), g.StatusFor(ctx, cliUser()))
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\n", termLine(st.Name), st.State, termLine(statusNote(st)))
+		}
+		return w.Flush()
+	}
 	return nil
 }
