@@ -168,6 +168,13 @@ func TestServerInitiatedMessages(t *testing.T) {
 			})
 
 			t.Run("task with a question", func(t *testing.T) {
+				infos, err := g.List(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i := slices.IndexFunc(infos, func(ti ToolInfo) bool { return ti.Name == "simulate-research-query" }); i < 0 || infos[i].TaskSupport != "required" {
+					t.Errorf("simulate-research-query listed without taskSupport required: %+v", infos)
+				}
 				u := &userStream{answer: func(tools.Question) tools.Answer {
 					return tools.Answer{Action: tools.ElicitAccept, Content: map[string]any{"interpretation": "programming"}}
 				}}

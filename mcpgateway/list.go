@@ -27,6 +27,9 @@ type ToolInfo struct {
 	// Annotations is the tool's annotations object exactly as the server
 	// sent it, nil when it gave none; the aggregate MCP endpoint passes it on.
 	Annotations json.RawMessage `json:"-"`
+	// TaskSupport is the tool's execution.taskSupport as the server
+	// declared it: "required", "optional", or "" (forbidden, the default).
+	TaskSupport string `json:"-"`
 
 	// size is the bytes of its JSON plus a separator (toolSize), set once
 	// when the listing is built; 0 when unknown.
@@ -285,6 +288,7 @@ func (v *view) buildToolSet(raw []session.RawTool, held map[string]ToolChange) *
 		if len(rt.Annotations) > 0 && string(rt.Annotations) != "null" {
 			info.Annotations = rt.Annotations
 		}
+		info.TaskSupport = string(rt.Execution.TaskSupport)
 		sch, err := tools.CompileSchema(info.InputSchema)
 		if err != nil {
 			v.logger.Warn("tool has an invalid input schema", logKeyTool, rt.Name, logKeyErr, err)
