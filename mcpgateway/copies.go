@@ -1,9 +1,11 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +33,7 @@ import (
 // (on the shared view, or lets the next call try it on a per-user server)
 // with a back-off that doubles while it flaps, and marks it up again when
 // it answers. Only what cannot do harm twice moves to the next copy within
-// one call (failoverOK); the rest is answered with an isError result
+// one call (onCopies); the rest is answered with an isError result
 // saying where it may have run.
 //
 // A server without copies has one copyState, whose circuit is the
@@ -97,8 +99,8 @@ func (c *copyState) usable(now time.Time) bool {
 	return !c.down && (c.circuit != gobreaker.StateOpen || !now.Before(c.circuitRetryAt))
 }
 
-// home is where v's calls start: 0 but on a per-user view of a round-robin
-// server, whose user keeps the copy it was given.
+// startCopy is where v's calls start: 0 but on a per-user view of a
+// round-robin server, whose user keeps the copy it was given.
 func (v *view) startCopy() int {
 	if v.g.cfg.Policy == mcpconfig.PolicyRoundRobin && v.user != "" {
 		return v.home
@@ -135,7 +137,7 @@ func (g *Gateway) order(v *view) []*copyState {
 	}
 	if g.cfg.Policy != mcpconfig.PolicyRoundRobin {
 		// A copy that is down is tried again in the server's order.
-		sortByIndex(rest)
+		slices.SortFunc(rest, func(a, b *copyState) int { return cmp.Compare(a.index, b.index) })
 	}
 	return append(out, rest...)
 }
@@ -154,14 +156,6 @@ func (v *view) listCopy() int {
 		}
 	}
 	return start
-}
-
-func sortByIndex(cs []*copyState) {
-	for i := 1; i < len(cs); i++ {
-		for j := i; j > 0 && cs[j].index < cs[j-1].index; j-- {
-			cs[j], cs[j-1] = cs[j-1], cs[j]
-		}
-	}
 }
 
 // failoverErr reports whether err, on a copy, says the copy failed (so
@@ -211,37 +205,6 @@ func (g *Gateway) markDown(c *copyState, err error) {
 	g.startProber()
 }
 
-// startProber starts the prober of the copies that are down unless it
-// runs.
-func (g *Gateway) startProber() {
-	g.mu.Lock()
-	if !g.probing && !g.closed {
-		g.probing = true
-		g.wg.Go(g.probeCopies)
-	}
-	g.mu.Unlock()
-}
-
-// downFromStart marks down the copies whose stdio command cannot start,
-// as found when their session owners were made (New does no I/O and
-// starts no goroutine: the first call starts the prober, see order).
-func (g *Gateway) downFromStart() {
-	if !g.multi() {
-		return
-	}
-	now := time.Now()
-	for _, c := range g.copies {
-		st := g.shared.conns[c.index].Status()
-		if st.State != session.StateFailed || st.LastErr == "" {
-			continue
-		}
-		c.mu.Lock()
-		c.down, c.downErr, c.downSince, c.backoff, c.probeAt = true, trimServer(g, st.LastErr), now, g.opts.CopyProbe, now.Add(g.opts.CopyProbe)
-		c.mu.Unlock()
-		g.proberDue.Store(true)
-	}
-}
-
 // markUp puts c back in the rotation.
 func (g *Gateway) markUp(c *copyState) {
 	c.mu.Lock()
@@ -255,93 +218,7 @@ func (g *Gateway) markUp(c *copyState) {
 	g.copiesChanged()
 }
 
-// probeCopies checks the copies that are down, each when its probeAt comes,
-// until none is down or the gateway closes. On a server with a session per
-// user there is no shared session to check with: a copy is let back when
-// its probe time comes, and the next call is the check.
-func (g *Gateway) probeCopies() {
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
-		next, due := g.dueCopies(time.Now())
-		for _, c := range due {
-			g.probe(c)
-		}
-		if len(due) > 0 {
-			continue
-		}
-		if next.IsZero() {
-			g.mu.Lock()
-			// A copy marked down meanwhile finds probing still set
-			// and relies on this loop: look again under g.mu.
-			if n, d := g.dueCopies(time.Now()); n.IsZero() && len(d) == 0 {
-				g.probing = false
-				g.mu.Unlock()
-				return
-			}
-			g.mu.Unlock()
-			continue
-		}
-		t.Reset(time.Until(next))
-		select {
-		case <-g.stopProbe:
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// dueCopies returns the copies down whose probe time has come, and the
-// earliest probe time of the others (zero when none is down).
-func (g *Gateway) dueCopies(now time.Time) (next time.Time, due []*copyState) {
-	for _, c := range g.copies {
-		c.mu.Lock()
-		switch {
-		case !c.down:
-		case !now.Before(c.probeAt):
-			due = append(due, c)
-		case next.IsZero() || c.probeAt.Before(next):
-			next = c.probeAt
-		}
-		c.mu.Unlock()
-	}
-	return next, due
-}
-
-// probe checks one copy that is down: up when it answers, else checked
-// again after a longer wait.
-func (g *Gateway) probe(c *copyState) {
-	var err error
-	if !g.perUser.Load() {
-		timeout, _ := c.cfg.Timeouts()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		go func() {
-			select {
-			case <-g.stopProbe:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		err = g.shared.conns[c.index].Ping(ctx)
-		cancel()
-	}
-	select {
-	case <-g.stopProbe:
-		return
-	default:
-	}
-	if err == nil {
-		g.markUp(c)
-		return
-	}
-	c.mu.Lock()
-	c.downErr = g.mask(trimServer(g, err.Error()))
-	c.backoff = min(2*c.backoff, g.opts.CircuitOpenFor)
-	c.probeAt = time.Now().Add(c.backoff)
-	c.mu.Unlock()
-}
-
-// serving names the copies that take calls now: the first usable one
+// servingLabel names the copies that take calls now: the first usable one
 // (priority), or every usable one (round robin); "" when none is usable.
 func (g *Gateway) servingLabel() string {
 	if !g.multi() {
@@ -444,58 +321,6 @@ func (g *Gateway) failedOver(ctx context.Context, fails []copyFailure) error {
 	return &allFailedError{msg: g.maskFor(ctx, b.String()), last: fails[len(fails)-1].err}
 }
 
-// CopyStatus is one copy of a server in its Status.
-type CopyStatus struct {
-	// Copy is its number, 1 for the server's own keys; Label says it
-	// for people ("copy 2").
-	Copy  int    `json:"copy"`
-	Label string `json:"label"`
-	// Transport is stdio, http or sse; Where its URL or command line as
-	// written in mcp.json, masked.
-	Transport string `json:"transport"`
-	Where     string `json:"where"`
-	// State is its shared session's state; down while failed over from.
-	State session.State `json:"state"`
-	// Serving is set on the copies that take calls now.
-	Serving bool          `json:"serving"`
-	Down    bool          `json:"down"`
-	Circuit CircuitStatus `json:"circuit"`
-	// Calls and Failures count the executes sent to it.
-	Calls    int64  `json:"calls"`
-	Failures int64  `json:"failures"`
-	LastErr  string `json:"last_error,omitempty"`
-	// DownSince is when it went down; nil while up.
-	DownSince *time.Time `json:"down_since,omitempty"`
-}
-
-// copyStatuses returns the status of each copy as v sees it; nil for a
-// server without copies.
-func (g *Gateway) copyStatuses(v *view) []CopyStatus {
-	if !g.multi() {
-		return nil
-	}
-	serving := g.servingLabel()
-	out := make([]CopyStatus, 0, len(g.copies))
-	for _, c := range g.copies {
-		cs := v.conns[c.index].Status()
-		st := CopyStatus{Copy: c.index + 1, Label: c.label, Transport: c.cfg.Transport, Where: c.where, State: cs.State,
-			Circuit: c.circuitStatus(), LastErr: g.mask(cs.LastErr)}
-		st.Serving = serving != "" && strings.Contains(", "+serving+",", ", "+c.label+",")
-		c.mu.Lock()
-		st.Calls, st.Failures = c.stats.calls, c.stats.failures
-		if c.down {
-			st.Down = true
-			t := c.downSince
-			st.DownSince = &t
-			st.LastErr = c.downErr
-			st.State = session.StateFailed
-		}
-		c.mu.Unlock()
-		out = append(out, st)
-	}
-	return out
-}
-
 // onCopies runs f on v's copies in order (order) until one succeeds: each
 // copy asked first through its circuit, each attempt counted on it. A
 // failure that says the copy failed (failoverErr) marks it down and moves
@@ -547,7 +372,7 @@ func (e *mayHaveRunError) Error() string { return e.err.Error() }
 func (e *mayHaveRunError) Unwrap() error { return e.err }
 
 // result is the isError result the caller gets for e.
-func (e *mayHaveRunError) result(g *Gateway, ctx context.Context, tool string) *CallResult {
+func (e *mayHaveRunError) result(ctx context.Context, g *Gateway, tool string) *CallResult {
 	text := fmt.Sprintf("%s may have run on %s (%s) of server %q, which failed before answering (%s); "+
 		"it was not retried on another copy, since running it twice could do harm. "+
 		"Check whether it took effect before calling it again.",

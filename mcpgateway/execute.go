@@ -134,7 +134,7 @@ func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool stri
 		return again, err
 	})
 	if mr, ok := errors.AsType[*mayHaveRunError](err); ok {
-		return mr.result(g, ctx, tool), o, nil
+		return mr.result(ctx, g, tool), o, nil
 	}
 	if err != nil {
 		return nil, o, err
