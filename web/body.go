@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -104,7 +105,96 @@ func sizeText(limit int64) string {
 // of required is present and, for strings, not empty. optional says whether
 // an empty body is allowed (and leaves dst as it is). Errors are 400s
 // saying what was wrong and where.
+//
+// A body is parsed once, into dst, and the required fields are checked
+// on the struct it filled. Whatever that cannot settle (an error, a
+// required field left zero, which may be absent, null or "", a dst that is
+// not a struct) is decided by decodeJSONChecked, which answers every body
+// as before, in the same words. (Like the decoding itself, the check on
+// the struct matches a key in any case: {"Tool_Name": "x"} fills
+// tool_name.)
 func decodeJSON(body []byte, dst any, optional bool, required ...string) error {
+	if once(body, dst, required) {
+		return nil
+	}
+	return decodeJSONChecked(body, dst, optional, required...)
+}
+
+// once decodes body into dst in one pass and reports whether that settled
+// it: body is one JSON object that decodes without error, and each of
+// required is a field of dst's struct that holds a value no absent, null
+// or empty member leaves.
+func once(body []byte, dst any, required []string) bool {
+	rest := bytes.TrimLeft(body, " \t\r\n")
+	if len(rest) == 0 || rest[0] != '{' {
+		return false
+	}
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	d := json.NewDecoder(bytes.NewReader(rest))
+	d.UseNumber()
+	if d.Decode(dst) != nil || len(bytes.TrimLeft(rest[d.InputOffset():], " \t\r\n")) > 0 {
+		return false
+	}
+	fields := jsonFields(v.Elem().Type())
+	for _, name := range required {
+		i, ok := fields[name]
+		if !ok || !filled(v.Elem().Field(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// filled reports whether v, a field json has decoded into, holds a value
+// only a member that is present, not null and not "" gives it.
+func filled(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil() && filled(v.Elem())
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 { // json.RawMessage, base64
+			b := v.Bytes()
+			return len(b) > 0 && string(b) != "null" && string(b) != `""`
+		}
+	}
+	return !v.IsZero()
+}
+
+// jsonFieldsOf caches jsonFields by type.
+var jsonFieldsOf sync.Map // reflect.Type → map[string]int
+
+// jsonFields maps the JSON names of t's own exported fields (a tag's name,
+// else the field's) to their indexes. Embedded fields are left out: a
+// required name among them is checked by decodeJSONChecked.
+func jsonFields(t reflect.Type) map[string]int {
+	if m, ok := jsonFieldsOf.Load(t); ok {
+		return m.(map[string]int)
+	}
+	m := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" && f.Tag.Get("json") == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = i
+	}
+	jsonFieldsOf.Store(t, m)
+	return m
+}
+
+// decodeJSONChecked is decodeJSON in two passes: body parsed into a map to
+// check required, then decoded into dst.
+func decodeJSONChecked(body []byte, dst any, optional bool, required ...string) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if optional && len(required) == 0 {
 			return nil

@@ -2,10 +2,12 @@ package web
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +45,103 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("POST with a whole body: status %d, want 200", res.StatusCode)
+	}
+}
+
+// TestDecodeJSONAgreesWithTwoPasses: decodeJSON, which decodes a body once
+// and checks the required fields on the struct it filled, answers every
+// body as decodeJSONChecked (the body parsed into a map for the check,
+// then into the struct) does: the same error, or the same value; but for
+// a required key written in another case, which encoding/json matches.
+func TestDecodeJSONAgreesWithTwoPasses(t *testing.T) {
+	type inner struct {
+		A string `json:"a"`
+	}
+	type all struct {
+		S     string          `json:"s"`
+		N     int             `json:"n"`
+		B     bool            `json:"b"`
+		M     map[string]any  `json:"m"`
+		L     []string        `json:"l"`
+		P     *string         `json:"p"`
+		I     any             `json:"i"`
+		R     json.RawMessage `json:"r"`
+		Bytes []byte          `json:"bytes"`
+		O     inner           `json:"o"`
+		Untag string
+		Skip  string `json:"-"`
+	}
+	bodies := []string{
+		``, `   `, `null`, `[]`, `[1]`, `"s"`, `1`, `true`, `{`, `{"s":`, `{"s": "x"`, `{}`, `{} x`, `{}{}`, `{} `,
+		`{"s": "x"} {"s": "y"}`, `{"s": "x"}]`,
+		`{"s": "x"}`, `{"s": ""}`, `{"s": null}`, `{"S": "x"}`, `{"s": 1}`, `{"s": "x", "s": ""}`, `{"s": "", "s": "x"}`,
+		`{"n": 0}`, `{"n": 3}`, `{"n": "3"}`, `{"n": 1.5}`, `{"n": null}`,
+		`{"b": false}`, `{"b": true}`, `{"b": ""}`,
+		`{"m": {}}`, `{"m": {"k": 1}}`, `{"m": null}`, `{"m": ""}`, `{"m": []}`,
+		`{"l": []}`, `{"l": ["a"]}`, `{"l": null}`, `{"l": [1]}`,
+		`{"p": ""}`, `{"p": "x"}`, `{"p": null}`,
+		`{"i": ""}`, `{"i": 0}`, `{"i": null}`, `{"i": {}}`, `{"i": 12345678901234567890}`,
+		`{"r": ""}`, `{"r": null}`, `{"r": {"x": 1}}`, `{"r": 0}`,
+		`{"bytes": ""}`, `{"bytes": "eA=="}`, `{"bytes": null}`, `{"bytes": "!"}`,
+		`{"o": {}}`, `{"o": {"a": "x"}}`, `{"o": null}`, `{"o": ""}`,
+		`{"Untag": "x"}`, `{"untag": "x"}`, `{"Untag": ""}`, `{"-": "x"}`, `{"Skip": "x"}`,
+		`{"s": "x", "n": 2, "m": {"k": [1, 2.5, "v"]}, "unknown": true}`,
+		"{\"s\": \"\u00e9\\u0000\"}", `{"s": "x"` + strings.Repeat(" ", 10) + `}`,
+	}
+	folded := map[string]string{`{"S": "x"}`: "s", `{"untag": "x"}`: "Untag"}
+	fields := []string{"s", "n", "b", "m", "l", "p", "i", "r", "bytes", "o", "Untag", "untag", "-", "Skip", "nothing"}
+	var cases [][]string
+	cases = append(cases, nil)
+	for _, f := range fields {
+		cases = append(cases, []string{f})
+	}
+	cases = append(cases, []string{"s", "n"}, []string{"m", "s"}, []string{"o", "i", "p"})
+	for _, body := range bodies {
+		for _, required := range cases {
+			for _, optional := range []bool{false, true} {
+				var got, want all
+				gotErr := decodeJSON([]byte(body), &got, optional, required...)
+				wantErr := decodeJSONChecked([]byte(body), &want, optional, required...)
+				if f, ok := folded[body]; ok && f == strings.Join(required, ",") {
+					// The one difference: the key names the required field in
+					// another case, which the decoding has always accepted.
+					want = all{}
+					_ = decodeJSONChecked([]byte(body), &want, optional)
+					if gotErr != nil || !reflect.DeepEqual(got, want) {
+						t.Errorf("body %q, required %q: %v, %+v; want the field filled as %+v", body, required, gotErr, got, want)
+					}
+					continue
+				}
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Errorf("body %q, required %q, optional %t: error %v; want %v", body, required, optional, gotErr, wantErr)
+					continue
+				}
+				if wantErr == nil && !reflect.DeepEqual(got, want) {
+					t.Errorf("body %q, required %q: decoded %+v; want %+v", body, required, got, want)
+				}
+			}
+		}
+	}
+	// Not a struct: a map is checked as before.
+	for _, body := range []string{`{"s": ""}`, `{"s": "x"}`, `{}`, `null`} {
+		var got, want map[string]any
+		gotErr := decodeJSON([]byte(body), &got, false, "s")
+		wantErr := decodeJSONChecked([]byte(body), &want, false, "s")
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+			t.Errorf("map, body %q: %v %v; want %v %v", body, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// BenchmarkDecodeJSON decodes an execute body (POST
+// /api/servers/:name/execute) with its required tool_name.
+func BenchmarkDecodeJSON(b *testing.B) {
+	body := []byte(`{"tool_name": "list_todos", "tool_inputs": {"status": "active"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var dst executeBody
+		if err := decodeJSON(body, &dst, false, "tool_name"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
