@@ -190,9 +190,29 @@ func (t *streamable) SetProtocolVersion(version string) {
 	t.StreamableHTTP.SetProtocolVersion(version)
 }
 
-func (t *streamable) modern() bool {
+func (t *streamable) modern() bool { return mcp.IsModernProtocol(t.current()) }
+
+// current is the version mcp-go set for the connection; "" before.
+func (t *streamable) current() string {
 	v, _ := t.version.Load().(string)
-	return mcp.IsModernProtocol(v)
+	return v
+}
+
+// refusesItsOwn reports whether resp is an unsupported-version error
+// (-32022) that names version, the one the request was sent at, among the
+// supported ones.
+func refusesItsOwn(resp *mcptransport.JSONRPCResponse, err error, version string) bool {
+	if err != nil || resp == nil || resp.Error == nil || resp.Error.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION || version == "" {
+		return false
+	}
+	raw, err := json.Marshal(resp.Error.Data)
+	if err != nil {
+		return false
+	}
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	return json.Unmarshal(raw, &d) == nil && slices.Contains(d.Supported, version)
 }
 
 // SendRequest sends req, with the answers fixed as the type says, and
@@ -211,6 +231,13 @@ func (t *streamable) send(ctx context.Context, req mcptransport.JSONRPCRequest) 
 		return nil, t.probe.refusal()
 	}
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	if t.probe != nil && req.Method == string(mcp.MethodServerDiscover) && refusesItsOwn(resp, err, t.current()) {
+		// A server that refuses the very version it names as supported
+		// (one whose version check ran before it was ready, a replica
+		// behind a balancer that is not) is asked once more at that
+		// version; mcp-go retries only at another one.
+		resp, err = t.StreamableHTTP.SendRequest(ctx, req)
+	}
 	if errors.Is(err, mcptransport.ErrSessionTerminated) && t.modern() {
 		resp, err = &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID,
 			Error: &mcp.JSONRPCErrorDetails{Code: mcp.METHOD_NOT_FOUND, Message: req.Method + ": not found (HTTP 404)"}}, nil

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -587,5 +588,51 @@ func TestServerMovesTo2026(t *testing.T) {
 	s, err = c.Session(t.Context())
 	if err != nil || s.protocol != mcp.ProtocolVersion20260728 {
 		t.Fatalf("connect after the move: %v, want 2026-07-28", err)
+	}
+}
+
+// refuseFirst serves h, but answers the first POST with -32022 naming
+// 2026-07-28, the version it was sent at, as supported: the conformance
+// suite's request-metadata server does so.
+func refuseFirst(h http.Handler) http.Handler {
+	var refused atomic.Bool
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && refused.CompareAndSwap(false, true) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}`)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestDiscoverRefusedAtItsOwnVersion: a server that refuses server/discover
+// at 2026-07-28 while naming 2026-07-28 as supported is asked once more at
+// that version, and the connection is 2026-07-28; before, the gateway fell
+// back to initialize, which such a server does not take.
+func TestDiscoverRefusedAtItsOwnVersion(t *testing.T) {
+	t.Parallel()
+	m := newModernHTTP(t)
+	hs := httptest.NewServer(refuseFirst(m.log))
+	t.Cleanup(hs.Close)
+	c := newTestConn(t, mcpconfig.ServerConfig{Name: "modern", Transport: mcpconfig.TransportHTTP, URL: hs.URL + "/mcp"}, testOptions())
+	s, err := c.Session(t.Context())
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	if s.protocol != mcp.ProtocolVersion20260728 {
+		t.Errorf("protocol %q, want 2026-07-28", s.protocol)
+	}
+	if d, i := m.log.count(string(mcp.MethodServerDiscover)), m.log.count(string(mcp.MethodInitialize)); d != 1 || i != 0 {
+		t.Errorf("the server saw %d server/discover and %d initialize after the refusal, want 1 and 0", d, i)
+	}
+	if !refusesItsOwn(&mcptransport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		Data: map[string]any{"supported": []any{"2026-07-28"}}}}, nil, "2026-07-28") {
+		t.Error("refusesItsOwn misses a refusal naming the version")
+	}
+	if refusesItsOwn(&mcptransport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		Data: map[string]any{"supported": []any{"2025-11-25"}}}}, nil, "2026-07-28") {
+		t.Error("refusesItsOwn takes a refusal naming another version")
 	}
 }
