@@ -1,7 +1,10 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -26,11 +29,61 @@ func ok(fields ...field) object {
 // writeJSON answers with status and body, without HTML escaping ("<= 5"
 // stays "<= 5"). A body that cannot be marshalled is a bug of this
 // service: 500 with a generic message.
+//
+// The body is written member by member into a pooled buffer: through
+// tools.Marshal, body.MarshalJSON's output would be scanned and compacted
+// again by encoding/json, the whole answer once more. A nested object is
+// written the same way, and a json.RawMessage member as it is: it must be
+// JSON already (ours: a tree, a marshalled value).
 func writeJSON(c *gin.Context, status int, body object) {
-	b, err := tools.Marshal(body)
-	if err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	if err := appendObject(buf, body); err != nil {
 		status = http.StatusInternalServerError
-		b = []byte(`{"error":"internal error: response not encodable"}`)
+		buf.Reset()
+		buf.WriteString(`{"error":"internal error: response not encodable"}`)
 	}
-	c.Data(status, "application/json; charset=utf-8", b)
+	c.Data(status, "application/json; charset=utf-8", buf.Bytes()) // written before it returns
+	if buf.Cap() <= maxPooledJSON {
+		jsonBuffers.Put(buf)
+	}
 }
+
+// appendObject writes o to buf as tools.Marshal would.
+func appendObject(buf *bytes.Buffer, o object) error {
+	buf.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		tools.WriteJSONString(buf, m.Key)
+		buf.WriteByte(':')
+		switch v := m.Value.(type) {
+		case object:
+			if err := appendObject(buf, v); err != nil {
+				return err
+			}
+		case json.RawMessage:
+			if v == nil {
+				buf.WriteString("null")
+			}
+			buf.Write(v)
+		case string:
+			tools.WriteJSONString(buf, v)
+		default:
+			b, err := tools.Marshal(v)
+			if err != nil {
+				return err
+			}
+			buf.Write(b)
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// jsonBuffers are writeJSON's buffers; one over maxPooledJSON is dropped,
+// so that a rare large answer does not pin its size.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledJSON = 64 << 10
