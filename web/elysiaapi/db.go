@@ -9,6 +9,7 @@ import (
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
+	"github.com/elysia-go/elysia/web/stream"
 )
 
 // savedTrees serves GET /db/:user_id/saved_trees: the user's conversations
@@ -43,7 +44,8 @@ func (s *routes) loadTree(c *gin.Context) {
 
 // rebuild interleaves a conversation's prompts (the user messages of its
 // history, in order) with its event log: a user_prompt message opens each
-// query's events. Events that do not decode are left out.
+// query's events. Events that do not decode are left out, and results go
+// in the frontend's form (stream.ElysiaFrontendForm), as they went live.
 func rebuild(user, conv string, history []tree.Message, events []json.RawMessage) []any {
 	var prompts []string
 	for _, m := range history {
@@ -55,7 +57,8 @@ func rebuild(user, conv string, history []tree.Message, events []json.RawMessage
 	seen := map[string]bool{}
 	for _, raw := range events {
 		var head struct {
-			QueryID string `json:"query_id"`
+			Type    tools.EventType `json:"type"`
+			QueryID string          `json:"query_id"`
 		}
 		if json.Unmarshal(raw, &head) != nil {
 			continue
@@ -68,6 +71,9 @@ func rebuild(user, conv string, history []tree.Message, events []json.RawMessage
 			}
 			out = append(out, tools.Envelope{Type: "user_prompt", ID: "use-" + head.QueryID, UserID: user,
 				ConversationID: conv, QueryID: head.QueryID, Payload: mustJSON(object{kv("prompt", prompt)})})
+		}
+		if head.Type == tools.EventResult {
+			raw = stream.ElysiaFrontendFormJSON(raw)
 		}
 		out = append(out, raw)
 	}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync/atomic"
@@ -28,7 +29,15 @@ type wsMessage struct {
 	ConversationID string `json:"conversation_id"`
 	QueryID        string `json:"query_id"`
 	Query          string `json:"query"`
+	// CollectionNames comes with every query of Weaviate Elysia's own
+	// frontend (beside route and mimick), and with no other client's: it
+	// marks the query as that frontend's, whose events go out in
+	// ElysiaFrontendForm. This service has no collections to choose from.
+	CollectionNames json.RawMessage `json:"collection_names"`
 }
+
+// elysiaFrontend reports whether m came from Weaviate Elysia's own frontend.
+func (m wsMessage) elysiaFrontend() bool { return len(m.CollectionNames) > 0 }
 
 // decodeQueryBody decodes and checks the body of a query request.
 func (s *Streams) decodeQueryBody(body []byte) (queryBody, error) {

@@ -199,7 +199,11 @@ func (ws *wsSession) runQuery(ctx context.Context, m wsMessage) {
 	defer free()
 	r := ws.s.startRun(ctx, m.UserID, m.ConversationID, m.QueryID, m.Query)
 	sentError := false
+	elysia := m.elysiaFrontend()
 	forward := func(env tools.Envelope) {
+		if elysia {
+			env = ElysiaFrontendForm(env)
+		}
 		sentError = sentError || env.Type == tools.EventError
 		if env.Type == tools.EventCompleted {
 			free()
