@@ -3,6 +3,7 @@ package mcpauth
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -48,19 +49,23 @@ type Authorizer struct {
 
 	// Userless is set on the shared session of a server that may need
 	// sign-in: it has no user, so it sends no token and answers a 401
-	// with ErrSignInRequired (the gateway then goes per user).
+	// with ErrSignInRequired (the gateway then goes per user). It has no
+	// effect when the grant needs no user (OAuthConfig.Unattended).
 	Userless bool
 
 	// nonces are the DPoP nonces the server and its authorization
 	// servers gave (RFC 9449 §8, §9).
 	nonces dpopNonces
 
-	// mu guards tok, loaded and the parsed DPoP key of dpopKeyText.
+	// mu guards tok, loaded, the parsed DPoP key of dpopKeyText and the
+	// last refusal of a jwt-bearer credential (jwtbearer.go).
 	mu          sync.Mutex
 	tok         *Token
 	loaded      bool
 	dpopKey     *dpopKey
 	dpopKeyText string
+	refusedKey  [sha256.Size]byte
+	refusedErr  error
 }
 
 func NewAuthorizer(cfg mcpconfig.ServerConfig, user string, store TokenStore, browser Browser, logger *slog.Logger) *Authorizer {
@@ -106,7 +111,7 @@ func (a *Authorizer) oauthCtx(ctx context.Context) context.Context {
 // none. A stored token for another resource (mcp.json now points the
 // server elsewhere) is never used.
 func (a *Authorizer) current(ctx context.Context) (*Token, error) {
-	if a.Userless {
+	if a.userless() {
 		return nil, nil //nolint:nilnil // no token is a valid answer: the request goes without one
 	}
 	a.mu.Lock()
@@ -173,7 +178,7 @@ func sameToken(a, b *Token) bool {
 // credentials, or a sign-in through the browser when there is one. flow
 // is held, so concurrent 401s lead to one of these.
 func (a *Authorizer) unauthorized(ctx context.Context, ch Challenge, used *Token) (*Token, error) {
-	if a.Userless {
+	if a.userless() {
 		return nil, &SignInRequiredError{Server: a.key.Server, Scopes: ch.scopes(), Reason: "the server asks every user to sign in"}
 	}
 	if err := a.LockFlow(ctx); err != nil {
@@ -236,11 +241,15 @@ func (a *Authorizer) insufficientScope(ctx context.Context, ch Challenge, used *
 	return a.grant(ctx, ch, unionScopes(granted, want), "the server asks for more scope: "+strings.Join(want, " "))
 }
 
-// grant obtains a new token: client credentials when configured, else a
-// sign-in through the browser; without one, the user must sign in.
+// userless reports whether a sends no token for want of a user.
+func (a *Authorizer) userless() bool { return a.Userless && !a.cfg.OAuth.Unattended() }
+
+// grant obtains a new token: by the configured grant when it needs no
+// user, else a sign-in through the browser; without one, the user must
+// sign in.
 func (a *Authorizer) grant(ctx context.Context, ch Challenge, scopes []string, why string) (*Token, error) {
-	if a.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
-		return a.ClientCredentials(ctx, ch, scopes)
+	if a.cfg.OAuth.Unattended() {
+		return a.Unattended(ctx, ch, scopes)
 	}
 	if a.browser == nil {
 		if len(scopes) == 0 {
@@ -249,6 +258,22 @@ func (a *Authorizer) grant(ctx context.Context, ch Challenge, scopes []string, w
 		return nil, &SignInRequiredError{Server: a.key.Server, User: a.key.User, Scopes: scopes, Reason: why}
 	}
 	return a.SignInLoopback(ctx, ch, scopes, a.browser)
+}
+
+// Unattended obtains a token by the configured grant that needs no user:
+// client credentials, jwt_bearer or id_jag. The caller holds the flow
+// (LockFlow).
+func (a *Authorizer) Unattended(ctx context.Context, ch Challenge, scopes []string) (*Token, error) {
+	switch g := a.cfg.OAuth.EffectiveGrant(); g {
+	case mcpconfig.GrantClientCredentials:
+		return a.ClientCredentials(ctx, ch, scopes)
+	case mcpconfig.GrantJWTBearer:
+		return a.JWTBearer(ctx, ch, scopes)
+	case mcpconfig.GrantIDJAG:
+		return a.IDJAG(ctx, ch, scopes)
+	default:
+		return nil, fmt.Errorf("server %q signs users in (oauth.grant %s): no token without a user", a.key.Server, g)
+	}
 }
 
 // refresh exchanges used's refresh token. A refused refresh token
@@ -313,7 +338,6 @@ func (a *Authorizer) forget(ctx context.Context) {
 // ClientCredentials gets a token for the configured client itself (no
 // user), authenticating with its secret or a signed JWT (private_key_jwt).
 func (a *Authorizer) ClientCredentials(ctx context.Context, ch Challenge, scopes []string) (*Token, error) {
-	o := a.cfg.OAuth
 	t, err := discover(ctx, a.client, a.cfg.URL, ch)
 	if err != nil {
 		return nil, err
@@ -321,11 +345,25 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, ch Challenge, scopes
 	if len(scopes) == 0 {
 		scopes = a.scopes(ch, t)
 	}
+	return a.tokenRequest(ctx, t, scopes, nil, "client credentials grant")
+}
+
+// tokenRequest asks t's token endpoint for a token by the grant whose
+// parameters are grant (nil: client credentials), authenticating as the
+// configured client (its secret, a private_key_jwt assertion, or only its
+// id), with the resource and scopes, bound to a DPoP key when the resource
+// wants one; what names the grant in errors and logs. The token is saved.
+// Such tokens are not refreshed: the grant is repeated.
+func (a *Authorizer) tokenRequest(ctx context.Context, t *authTarget, scopes []string, grant url.Values, what string) (*Token, error) {
+	o := a.cfg.OAuth
 	method := o.ClientAuth
 	if method == "" {
 		method = pickAuthMethod(t.as.TokenEndpointAuthMethodsSupported, o.ClientSecret != "", o.PrivateKey != "")
 	}
 	params := url.Values{"resource": {t.resource}}
+	for k, v := range grant {
+		params[k] = v // grant_type included: clientcredentials lets it be replaced
+	}
 	cc := clientcredentials.Config{ClientID: o.ClientID, TokenURL: t.as.TokenEndpoint, Scopes: scopes, EndpointParams: params}
 	switch method {
 	case mcpconfig.AuthPrivateKeyJWT:
@@ -341,8 +379,11 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, ch Challenge, scopes
 		params.Set("client_assertion_type", clientAssertionType)
 		params.Set("client_assertion", assertion)
 		cc.AuthStyle = oauth2.AuthStyleInParams
-	case mcpconfig.AuthClientSecretPost:
-		cc.ClientSecret, cc.AuthStyle = o.ClientSecret, oauth2.AuthStyleInParams
+	case mcpconfig.AuthClientSecretPost, mcpconfig.AuthNone:
+		cc.AuthStyle = oauth2.AuthStyleInParams
+		if method == mcpconfig.AuthClientSecretPost {
+			cc.ClientSecret = o.ClientSecret
+		}
 	default:
 		cc.ClientSecret, cc.AuthStyle = o.ClientSecret, oauth2.AuthStyleInHeader
 	}
@@ -352,10 +393,9 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, ch Challenge, scopes
 	}
 	got, err := cc.Token(octx)
 	if err != nil {
-		return nil, fmt.Errorf("client credentials grant at %s: %w", t.as.TokenEndpoint, tokenError(err))
+		return nil, fmt.Errorf("%s at %s: %w", what, t.as.TokenEndpoint, tokenError(err))
 	}
 	tok := newToken(got, scopes, t)
-	// Client-credentials tokens are not refreshed: the grant is repeated.
 	tok.RefreshToken = ""
 	// The client is named so that a move of the authorization server
 	// is seen to leave it behind (migrated).
@@ -363,7 +403,7 @@ func (a *Authorizer) ClientCredentials(ctx context.Context, ch Challenge, scopes
 	if err := bound(tok, key, t.dpopRequired, t.as.Issuer); err != nil {
 		return nil, err
 	}
-	a.logger.Info("obtained a client-credentials token", "token", tok)
+	a.logger.Info("obtained a token", "grant", what, "token", tok)
 	return tok, a.save(ctx, tok)
 }
 
@@ -456,7 +496,7 @@ func tokenError(err error) error {
 		if d := re.ErrorDescription; d != "" && len(d) < 200 {
 			msg += ": " + d
 		}
-		return errors.New(msg)
+		return &refusal{code: re.ErrorCode, msg: msg}
 	}
 	ct := "no content type"
 	if re.Response != nil && re.Response.Header.Get("Content-Type") != "" {
@@ -464,6 +504,13 @@ func tokenError(err error) error {
 	}
 	return fmt.Errorf("token endpoint answered %s (%s), not a token", status, ct)
 }
+
+// refusal is a token endpoint's error answer (RFC 6749 §5.2): the
+// authorization server refused the grant, which asking again the same way
+// will not change.
+type refusal struct{ code, msg string }
+
+func (r *refusal) Error() string { return r.msg }
 
 func containsAll(have, want []string) bool {
 	for _, w := range want {

@@ -4,8 +4,11 @@
 // Client ID Metadata Document, a pre-registered client or dynamic
 // registration, RFC 7591), the authorization code flow with PKCE and the
 // resource indicator (RFC 8707, RFC 9207's iss), client credentials with a
-// secret or a private_key_jwt assertion (RFC 7523), refresh, step-up and
-// revocation (RFC 7009), with the 2026-07-28 rules: the issuer compared
+// secret or a private_key_jwt assertion (RFC 7523), the grants that need no
+// user and present a JWT as the RFC 7523 jwt-bearer grant (a workload's
+// JWT, SEP-1933; an enterprise IdP's ID-JAG, got by exchanging an ID token
+// there, RFC 8693: jwtbearer.go), refresh, step-up and revocation
+// (RFC 7009), with the 2026-07-28 rules: the issuer compared
 // after normalisation across the metadata and exactly against iss
 // (issuer.go), a sign-in at the new authorization server when the
 // resource moves (migration.go), and DPoP-bound tokens where the server
@@ -20,7 +23,8 @@
 // [MemoryTokenStore] and [MemoryPendingSignIns] are for one process). The
 // gateway owns the sign-in entry points (SignIn, StartSignIn,
 // FinishSignIn, SignOut) and calls the Authorizer for them. Tokens,
-// client secrets and PKCE verifiers are never in errors or logs.
+// client secrets, PKCE verifiers and the JWTs of the grants are never in
+// errors or logs.
 //
 // It imports mcpconfig and golang.org/x/oauth2, and no other package of
 // the project.

@@ -2,6 +2,7 @@ package mcpauth
 
 import (
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -52,6 +53,16 @@ type testAS struct {
 	newNonce bool                 // asks for a new nonce every time: it never settles
 	answer   func(url.Values)     // changes the answer of /authorize before it goes
 	refuse   func(url.Values) int // a status for a token request to refuse; 0 to go on
+	// trusted verifies the JWTs it takes as jwt-bearer grants (a
+	// workload's, or an IdP's ID-JAG); nil: it takes none.
+	trusted *ecdsa.PublicKey
+	// secrets are its confidential clients (id → secret), which
+	// authenticate with client_secret_basic; authMethods, when set, is
+	// its token_endpoint_auth_methods_supported (else none).
+	secrets     map[string]string
+	authMethods []string
+	// describe, when set, is the error_description of its refusals.
+	describe func(url.Values) string
 
 	mu              sync.Mutex // guards the fields below
 	n               int
@@ -67,6 +78,7 @@ type testAS struct {
 	proofErrs       []string
 	jtis            map[string]bool
 	nonceVal        string
+	grantErrs       []string // why jwt-bearer grants were refused
 }
 
 func newTestAS(t *testing.T, name string) *testAS {
@@ -119,6 +131,12 @@ func (as *testAS) serve(w http.ResponseWriter, r *http.Request) {
 			"issuer": as.issuerName(), "authorization_endpoint": as.URL + "/authorize", "token_endpoint": as.URL + "/token",
 			"registration_endpoint": as.URL + "/register", "code_challenge_methods_supported": []string{"S256"},
 			"token_endpoint_auth_methods_supported": []string{"none"},
+		}
+		if as.authMethods != nil {
+			meta["token_endpoint_auth_methods_supported"] = as.authMethods
+		}
+		if as.trusted != nil {
+			meta["grant_types_supported"] = []string{grantJWTBearer}
 		}
 		if as.issParam {
 			meta["authorization_response_iss_parameter_supported"] = true
@@ -187,7 +205,11 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request, body []byte) {
 	fail := func(status int, code string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		_, _ = fmt.Fprintf(w, `{"error":%q}`, code)
+		desc := ""
+		if as.describe != nil {
+			desc = as.describe(form)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
 	}
 	as.mu.Lock()
 	defer as.mu.Unlock()
@@ -250,6 +272,13 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		delete(as.refresh, form.Get("refresh_token"))
 		g = old
+	case grantJWTBearer:
+		var err error
+		if g, err = as.verifyGrant(r, form); err != nil {
+			as.grantErrs = append(as.grantErrs, err.Error())
+			fail(http.StatusBadRequest, "invalid_grant")
+			return
+		}
 	default:
 		fail(http.StatusBadRequest, "unsupported_grant_type")
 		return
@@ -263,6 +292,58 @@ func (as *testAS) token(w http.ResponseWriter, r *http.Request, body []byte) {
 		typ = "DPoP"
 	}
 	writeJSON(w, map[string]any{"access_token": access, "token_type": typ, "expires_in": 3600, "refresh_token": refresh})
+}
+
+// verifyGrant checks the assertion of a jwt-bearer grant (RFC 7523 §3):
+// an ES256 JWT signed with the trusted key, for this authorization server
+// (aud), not expired. An ID-JAG (typ oauth-id-jag+jwt) must also name the
+// client that authenticates (client_secret_basic) and the resource asked
+// for (the enterprise-managed authorization extension, §5.1); any other
+// JWT is a workload's, its subject the client.
+func (as *testAS) verifyGrant(r *http.Request, form url.Values) (testGrant, error) {
+	if as.trusted == nil {
+		return testGrant{}, errors.New("no jwt-bearer grants here")
+	}
+	jws, err := jose.ParseSigned(form.Get("assertion"), []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return testGrant{}, fmt.Errorf("assertion: %v", err)
+	}
+	payload, err := jws.Verify(as.trusted)
+	if err != nil {
+		return testGrant{}, fmt.Errorf("assertion signature: %v", err)
+	}
+	var c struct {
+		Sub      string `json:"sub"`
+		Aud      string `json:"aud"`
+		Exp      int64  `json:"exp"`
+		ClientID string `json:"client_id"`
+		Resource string `json:"resource"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return testGrant{}, fmt.Errorf("assertion claims: %v", err)
+	}
+	switch {
+	case c.Aud != as.issuerName():
+		return testGrant{}, fmt.Errorf("aud %q, want %q", c.Aud, as.issuerName())
+	case time.Now().After(time.Unix(c.Exp, 0)):
+		return testGrant{}, errors.New("expired")
+	case form.Get("resource") == "":
+		return testGrant{}, errors.New("no resource")
+	}
+	typ, _ := jws.Signatures[0].Protected.ExtraHeaders[jose.HeaderType].(string)
+	if typ != "oauth-id-jag+jwt" {
+		return testGrant{client: c.Sub, resource: form.Get("resource")}, nil
+	}
+	id, secret, ok := r.BasicAuth()
+	switch {
+	case !ok || as.secrets[id] == "" || as.secrets[id] != secret:
+		return testGrant{}, errors.New("the ID-JAG's client did not authenticate")
+	case c.ClientID != id:
+		return testGrant{}, fmt.Errorf("ID-JAG client_id %q, the client is %q", c.ClientID, id)
+	case c.Resource != form.Get("resource"):
+		return testGrant{}, fmt.Errorf("ID-JAG resource %q, asked for %q", c.Resource, form.Get("resource"))
+	}
+	return testGrant{client: id, resource: c.Resource}, nil
 }
 
 // errWantNonce is verifyProof's error for a proof without the nonce the

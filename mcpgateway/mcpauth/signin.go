@@ -84,8 +84,12 @@ func (p *PendingAuth) State() string { return p.state }
 // Begin discovers the authorization server, settles the client identity
 // (a Client ID Metadata Document when both sides support it, else the
 // pre-registered client, else dynamic registration) and returns the
-// authorization URL (code flow, PKCE S256, state, resource).
+// authorization URL (code flow, PKCE S256, state, resource). A server
+// whose grant needs no user has no sign-in to begin.
 func (a *Authorizer) Begin(ctx context.Context, ch Challenge, scopes []string, redirect string) (*PendingAuth, string, error) {
+	if a.cfg.OAuth.Unattended() {
+		return nil, "", fmt.Errorf("server %q gets its token with oauth.grant %s, without a user: there is no sign-in to start", a.key.Server, a.cfg.OAuth.EffectiveGrant())
+	}
 	t, err := discover(ctx, a.client, a.cfg.URL, ch)
 	if err != nil {
 		return nil, "", err
@@ -246,8 +250,12 @@ func CallbackPath(server string) string { return "/oauth/callback/" + url.PathEs
 // listens on the configured redirect_uri (else 127.0.0.1 on a free port,
 // at CallbackPath), sends the user to the authorization URL through
 // browser, and exchanges the code that comes back. ctx bounds the whole
-// sign-in.
+// sign-in. A server whose grant needs no user gets its token by that grant
+// instead, without a browser.
 func (a *Authorizer) SignInLoopback(ctx context.Context, ch Challenge, scopes []string, browser Browser) (*Token, error) {
+	if a.cfg.OAuth.Unattended() {
+		return a.Unattended(ctx, ch, scopes)
+	}
 	addr, path := "127.0.0.1:0", CallbackPath(a.key.Server)
 	if a.cfg.OAuth != nil && a.cfg.OAuth.RedirectURI != "" {
 		u, err := url.Parse(a.cfg.OAuth.RedirectURI)
