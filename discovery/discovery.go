@@ -67,8 +67,9 @@ type Discovery struct {
 	configErr error
 	gateways  []*mcpgateway.Gateway
 	closed    bool
-	// listeners holds the channels given to Notify.
-	listeners map[chan<- struct{}]struct{}
+	// listeners holds the channels given to Notify (true: told of calls
+	// too) and NotifyCatalog (false).
+	listeners map[chan<- struct{}]bool
 }
 
 // New returns a Discovery for the mcp.json at path that feeds sink. It does

@@ -19,13 +19,24 @@ import (
 // it means "look again". Notify may be called with several channels, and
 // again with the same one (which changes nothing). The channel is never
 // closed. Safe for concurrent use.
-func (d *Discovery) Notify(c chan<- struct{}) {
+func (d *Discovery) Notify(c chan<- struct{}) { d.listen(c, true) }
+
+// NotifyCatalog is Notify without the executes and the changes of a
+// circuit: d sends to c after every load and reload, and when a gateway
+// reports other tool names, a change of its resources or prompts, or of
+// its state; what a catalogue of the servers' tools is made of (the /mcp
+// endpoint's) can only have changed then. Stop undoes it. A channel given
+// to both Notify and NotifyCatalog is told as the last call said.
+func (d *Discovery) NotifyCatalog(c chan<- struct{}) { d.listen(c, false) }
+
+// listen adds c to the listeners, told of calls too when calls.
+func (d *Discovery) listen(c chan<- struct{}, calls bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.listeners == nil {
-		d.listeners = make(map[chan<- struct{}]struct{})
+		d.listeners = make(map[chan<- struct{}]bool)
 	}
-	d.listeners[c] = struct{}{}
+	d.listeners[c] = calls
 }
 
 // Stop undoes Notify for c: once Stop returns, d sends nothing more to c.
@@ -36,14 +47,23 @@ func (d *Discovery) Stop(c chan<- struct{}) {
 	delete(d.listeners, c)
 }
 
-// changed tells every channel given to Notify, without blocking. It takes
-// d.mu, so callers must not hold it; it is called from gateway observers,
-// which may hold a gateway's locks, and d never calls into a gateway while
-// holding d.mu for anything that takes them.
-func (d *Discovery) changed() {
+// changed tells every channel given to Notify or NotifyCatalog, without
+// blocking. It takes d.mu, so callers must not hold it; it is called from
+// gateway observers, which may hold a gateway's locks, and d never calls
+// into a gateway while holding d.mu for anything that takes them.
+func (d *Discovery) changed() { d.tell(false) }
+
+// called tells the channels given to Notify of a call or a circuit's
+// change, without blocking, as changed does.
+func (d *Discovery) called() { d.tell(true) }
+
+func (d *Discovery) tell(call bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for c := range d.listeners {
+	for c, calls := range d.listeners {
+		if call && !calls {
+			continue
+		}
 		select {
 		case c <- struct{}{}:
 		default:
@@ -89,14 +109,14 @@ func (o changeObserver) ObserveCall(server, tool, status string, dur time.Durati
 	if o.next != nil {
 		o.next.ObserveCall(server, tool, status, dur)
 	}
-	o.d.changed()
+	o.d.called()
 }
 
 func (o changeObserver) ObserveCircuit(server, state string) {
 	if o.next != nil {
 		o.next.ObserveCircuit(server, state)
 	}
-	o.d.changed()
+	o.d.called()
 }
 
 func (o changeObserver) ObserveState(server string, state mcpgateway.State) {

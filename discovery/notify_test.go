@@ -68,12 +68,17 @@ func TestNotify(t *testing.T) {
 	c := make(chan struct{}, 1)
 	d.Notify(c)
 	d.Notify(c) // twice changes nothing
+	cat := make(chan struct{}, 1)
+	d.NotifyCatalog(cat)
 
 	if err := d.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if !signalled(c) {
 		t.Error("no signal after Load")
+	}
+	if !signalled(cat) {
+		t.Error("no catalogue signal after Load")
 	}
 
 	g, ok := d.Gateway("off")
@@ -86,6 +91,9 @@ func TestNotify(t *testing.T) {
 	if !signalled(c) {
 		t.Error("no signal after an execute")
 	}
+	if signalled(cat) {
+		t.Error("a catalogue signal after an execute")
+	}
 	if n := obs.count(); n != 1 {
 		t.Errorf("the caller's Observer saw %d calls, want 1", n)
 	}
@@ -97,20 +105,25 @@ func TestNotify(t *testing.T) {
 	if !signalled(c) {
 		t.Error("no signal after a failed reload")
 	}
+	if !signalled(cat) {
+		t.Error("no catalogue signal after a failed reload")
+	}
 
 	d.Stop(c)
+	d.Stop(cat)
 	writeConfig(t, path, `{"servers": {}}`)
 	if err := d.Reload(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if signalled(c) {
+	if signalled(c) || signalled(cat) {
 		t.Error("signal after Stop")
 	}
 }
 
 // TestNotifyOnStateChange checks that a change of a gateway's state that no
 // request or reload is behind, its stdio process dying, signals the Notify
-// channels (which the web UI's event streams follow), and still reaches the
+// channels (which the web UI's event streams follow) and the NotifyCatalog
+// ones (the /mcp endpoint's), and still reaches the
 // caller's StateObserver.
 func TestNotifyOnStateChange(t *testing.T) {
 	testenv.Integration(t)
@@ -134,18 +147,22 @@ func TestNotifyOnStateChange(t *testing.T) {
 	// The connect is reported on the gateway's own goroutine: wait for it
 	// before listening, so that the signal below is the death's.
 	testenv.WaitFor(t, 5*time.Second, "connected to be observed", func() bool { return obs.lastState() == mcpgateway.StateConnected })
-	c := make(chan struct{}, 1)
+	c, cat := make(chan struct{}, 1), make(chan struct{}, 1)
 	d.Notify(c)
 	defer d.Stop(c)
+	d.NotifyCatalog(cat) // a change of state is one of the catalogue's
+	defer d.Stop(cat)
 
 	pid := g.Status().PID
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-c:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no signal within 10s of the server's process dying")
+	for _, ch := range []chan struct{}{c, cat} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no signal within 10s of the server's process dying")
+		}
 	}
 	testenv.WaitFor(t, 5*time.Second, "idle to reach the caller's StateObserver", func() bool { return obs.lastState() == mcpgateway.StateIdle })
 	if st := g.Status(); st.State != mcpgateway.StateIdle {

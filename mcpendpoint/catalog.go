@@ -49,6 +49,16 @@ type Source interface {
 	Stop(c chan<- struct{})
 }
 
+// CatalogNotifier is an optional interface of a Source: one that
+// implements it sends to the channels given to NotifyCatalog only when
+// what the lists are made of may have changed (a reload, a server's tools,
+// resources or prompts, a change of a server's state), not after every
+// call as Notify does; Stop undoes it too. Run follows it when the Source
+// has it, so that a call does not cost a fingerprint of every server.
+type CatalogNotifier interface {
+	NotifyCatalog(c chan<- struct{})
+}
+
 // maxListPages bounds the pages read from one server for one listing.
 const maxListPages = 1000
 

@@ -408,7 +408,11 @@ func (e *Endpoint) Run(ctx context.Context) {
 		defer wg.Wait()
 	}
 	c := make(chan struct{}, 1)
-	e.src.Notify(c)
+	if cn, ok := e.src.(CatalogNotifier); ok {
+		cn.NotifyCatalog(c) // not after every call: each look costs a fingerprint
+	} else {
+		e.src.Notify(c)
+	}
 	defer e.src.Stop(c)
 	e.changed() // the baseline
 	e.listsMoved()

@@ -3,6 +3,7 @@ package mcpendpoint
 import (
 	"context"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,4 +90,97 @@ func listening(t *testing.T, url string, observer func(*source) mcpgateway.Obser
 	})
 	connect(t, c)
 	return c, got
+}
+
+// catalogSource is a source that, as discovery does, tells the channels
+// given to NotifyCatalog only of changes of the catalogue, and those given
+// to Notify of calls too; it counts the endpoint's reads of its servers.
+type catalogSource struct {
+	*source
+	reads   atomic.Int64
+	catalog map[chan<- struct{}]bool // guarded by source.mu
+}
+
+var _ CatalogNotifier = (*catalogSource)(nil)
+
+func (s *catalogSource) Upstreams() []Upstream {
+	s.reads.Add(1)
+	return s.source.Upstreams()
+}
+
+func (s *catalogSource) NotifyCatalog(c chan<- struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.catalog[c] = true
+}
+
+func (s *catalogSource) Stop(c chan<- struct{}) {
+	s.source.Stop(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.catalog, c)
+}
+
+// tell signals the Notify channels, and with catalog the NotifyCatalog
+// ones too; it reports whether any channel was waiting for it.
+func (s *catalogSource) tell(catalog bool) (listened bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	send := func(cs map[chan<- struct{}]bool) {
+		for c := range cs {
+			listened = true
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+	}
+	send(s.listeners)
+	if catalog {
+		send(s.catalog)
+	}
+	return listened
+}
+
+// TestRunLooksAgainOnlyForCatalogChanges: with a source that tells
+// catalogue changes apart (CatalogNotifier, discovery), a call — after
+// which the source tells its Notify channels — does not make Run read the
+// servers to fingerprint them again; a change of the catalogue does.
+func TestRunLooksAgainOnlyForCatalogChanges(t *testing.T) {
+	src := &catalogSource{source: &source{expose: mcpconfig.DefaultExpose(),
+		gws: []*mcpgateway.Gateway{gateway(t, "up", upstream(t, "echo"))}}, catalog: map[chan<- struct{}]bool{}}
+	ep := New(src, &Options{Debounce: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); ep.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	deadline := time.Now().Add(10 * time.Second)
+	for !src.tell(true) { // until Run listens
+		if time.Now().After(deadline) {
+			t.Fatal("Run never listened for catalogue changes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	waitReads := func(n int64) {
+		t.Helper()
+		for src.reads.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("Run read the servers %d times, want at least %d", src.reads.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitReads(4) // the baseline, and the first change
+	before := src.reads.Load()
+	for range 50 {
+		src.tell(false) // a call
+		time.Sleep(100 * time.Microsecond)
+	}
+	src.tell(true) // a change, which Run takes after whatever came before it
+	waitReads(before + 2)
+	time.Sleep(10 * time.Millisecond)
+	if n := src.reads.Load() - before; n != 2 {
+		t.Errorf("50 calls and a change made Run read the servers %d times; want 2 (the change's fingerprints)", n)
+	}
 }

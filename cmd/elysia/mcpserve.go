@@ -24,7 +24,10 @@ import (
 // discSource is the mcpendpoint.Source of a Discovery: its gateways.
 type discSource struct{ d *discovery.Discovery }
 
-var _ mcpendpoint.Source = discSource{}
+var (
+	_ mcpendpoint.Source          = discSource{}
+	_ mcpendpoint.CatalogNotifier = discSource{}
+)
 
 func (s discSource) Upstreams() []mcpendpoint.Upstream {
 	gws := s.d.Gateways()
@@ -38,6 +41,10 @@ func (s discSource) Upstreams() []mcpendpoint.Upstream {
 func (s discSource) Expose() mcpconfig.Expose { return s.d.Expose() }
 func (s discSource) Notify(c chan<- struct{}) { s.d.Notify(c) }
 func (s discSource) Stop(c chan<- struct{})   { s.d.Stop(c) }
+
+// NotifyCatalog makes the endpoint look at its lists again for the
+// changes of the servers' catalogue alone, not after every call.
+func (s discSource) NotifyCatalog(c chan<- struct{}) { s.d.NotifyCatalog(c) }
 
 // treeAgent is the mcpendpoint.Agent: the decision tree with the
 // configured model, its runs counted for shutdown like the web's.
