@@ -14,7 +14,8 @@ import (
 // id (a bearer of the task) and of its user. A task past its expiry is
 // gone: not found, and deleted by the next CreateMCPTask.
 
-// MaxMCPTaskPayload caps [MCPTask.Result] and [MCPTask.InputRequests].
+// MaxMCPTaskPayload caps [MCPTask.Result], [MCPTask.InputRequests] and
+// [MCPTask.Answers].
 const MaxMCPTaskPayload = 4 << 20
 
 // Statuses of an MCPTask (the Tasks extension's). The last three are
@@ -37,9 +38,15 @@ type MCPTask struct {
 	// InputRequests is the JSON of the questions waiting for the client
 	// (input_required); "" otherwise.
 	InputRequests string
-	Created       time.Time
-	Updated       time.Time
-	Expires       time.Time
+	// Answers is the JSON of the client's answers to InputRequests not
+	// yet taken by the replica running the call; "" when none.
+	Answers string
+	// Revision counts the task's moves: SwapMCPTask moves it only from
+	// the revision its caller read.
+	Revision int64
+	Created  time.Time
+	Updated  time.Time
+	Expires  time.Time
 }
 
 // CreateMCPTask keeps the new task id of user, working, until expires,
@@ -72,9 +79,9 @@ func (s *Store) MCPTaskOf(ctx context.Context, id, user string) (_ MCPTask, err 
 	}
 	var t MCPTask
 	var created, updated, expires int64
-	err = s.db.QueryRowContext(ctx, s.q(`SELECT status, status_message, result, input_requests, created_at, updated_at, expires_at
+	err = s.db.QueryRowContext(ctx, s.q(`SELECT status, status_message, result, input_requests, answers, revision, created_at, updated_at, expires_at
 		FROM mcp_tasks WHERE id_hash = ? AND user_hash = ? AND expires_at >= ?`),
-		hashHex(id), hashHex(user), s.now().UnixMicro()).Scan(&t.Status, &t.StatusMessage, &t.Result, &t.InputRequests, &created, &updated, &expires)
+		hashHex(id), hashHex(user), s.now().UnixMicro()).Scan(&t.Status, &t.StatusMessage, &t.Result, &t.InputRequests, &t.Answers, &t.Revision, &created, &updated, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return MCPTask{}, fmt.Errorf("MCP task: %w", ErrNotFound)
 	}
@@ -95,17 +102,12 @@ func (s *Store) UpdateMCPTask(ctx context.Context, id, user string, t MCPTask) (
 	if err := s.check(id, user); err != nil {
 		return false, err
 	}
-	switch t.Status {
-	case TaskWorking, TaskInputRequired, TaskCompleted, TaskFailed, TaskCancelled:
-	default:
-		return false, fmt.Errorf("update an MCP task: unknown status %q", t.Status)
-	}
-	if len(t.Result) > MaxMCPTaskPayload || len(t.InputRequests) > MaxMCPTaskPayload {
-		return false, fmt.Errorf("update an MCP task: a result or input requests over %d bytes", MaxMCPTaskPayload)
+	if err := checkMCPTask(t); err != nil {
+		return false, fmt.Errorf("update an MCP task: %w", err)
 	}
 	now := s.now().UnixMicro()
 	res, err := s.db.ExecContext(ctx, s.q(`UPDATE mcp_tasks
-		SET status = ?, status_message = ?, result = ?, input_requests = ?, updated_at = ?
+		SET status = ?, status_message = ?, result = ?, input_requests = ?, updated_at = ?, revision = revision + 1
 		WHERE id_hash = ? AND user_hash = ? AND expires_at >= ? AND status NOT IN (?, ?, ?)`),
 		t.Status, t.StatusMessage, t.Result, t.InputRequests, now,
 		hashHex(id), hashHex(user), now, TaskCompleted, TaskFailed, TaskCancelled)
@@ -120,4 +122,49 @@ func (s *Store) UpdateMCPTask(ctx context.Context, id, user string, t MCPTask) (
 		return false, err
 	}
 	return false, nil
+}
+
+// SwapMCPTask moves task id of user to t's status, message, result, input
+// requests and answers if it is still at revision, ended or not: it
+// reports whether it moved. A task moved since by another caller is not
+// moved (read it again); one missing, past its expiry or another user's is
+// an error matching ErrNotFound.
+func (s *Store) SwapMCPTask(ctx context.Context, id, user string, revision int64, t MCPTask) (moved bool, err error) {
+	ctx, end := s.call(ctx)
+	defer end(&err)
+	if err := s.check(id, user); err != nil {
+		return false, err
+	}
+	if err := checkMCPTask(t); err != nil {
+		return false, fmt.Errorf("swap an MCP task: %w", err)
+	}
+	now := s.now().UnixMicro()
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE mcp_tasks
+		SET status = ?, status_message = ?, result = ?, input_requests = ?, answers = ?, updated_at = ?, revision = revision + 1
+		WHERE id_hash = ? AND user_hash = ? AND expires_at >= ? AND revision = ?`),
+		t.Status, t.StatusMessage, t.Result, t.InputRequests, t.Answers, now,
+		hashHex(id), hashHex(user), now, revision)
+	if err != nil {
+		return false, fmt.Errorf("swap an MCP task: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return err == nil, err
+	}
+	if _, err := s.MCPTaskOf(ctx, id, user); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// checkMCPTask refuses a task of an unknown status or too big.
+func checkMCPTask(t MCPTask) error {
+	switch t.Status {
+	case TaskWorking, TaskInputRequired, TaskCompleted, TaskFailed, TaskCancelled:
+	default:
+		return fmt.Errorf("unknown status %q", t.Status)
+	}
+	if len(t.Result) > MaxMCPTaskPayload || len(t.InputRequests) > MaxMCPTaskPayload || len(t.Answers) > MaxMCPTaskPayload {
+		return fmt.Errorf("a result, input requests or answers over %d bytes", MaxMCPTaskPayload)
+	}
+	return nil
 }

@@ -73,3 +73,44 @@ func TestMCPTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestSwapMCPTask: a swap moves a task only from the revision its caller
+// read, answers and all, and only for its user.
+func TestSwapMCPTask(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			dsn := b.dsn(t)
+			a, r := openStore(t, dsn), openStore(t, dsn)
+			const id = "task-swap-0a1b2c3d"
+			if err := a.CreateMCPTask(ctx, id, "alice", time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.MCPTaskOf(ctx, id, "alice")
+			if err != nil || got.Revision != 0 || got.Answers != "" {
+				t.Fatalf("new task: %+v, %v; want revision 0, no answers", got, err)
+			}
+			next := MCPTask{Status: TaskInputRequired, InputRequests: `{"q2":{}}`, Answers: `{"q1":{"action":"accept"}}`}
+			if moved, err := r.SwapMCPTask(ctx, id, "alice", got.Revision, next); err != nil || !moved {
+				t.Fatalf("swap from revision 0: moved %v, %v", moved, err)
+			}
+			if moved, err := a.SwapMCPTask(ctx, id, "alice", got.Revision, MCPTask{Status: TaskWorking}); err != nil || moved {
+				t.Errorf("a second swap from revision 0: moved %v, %v; want not moved", moved, err)
+			}
+			if _, err := a.SwapMCPTask(ctx, id, "bob", 1, MCPTask{Status: TaskCancelled}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("alice's task swapped by bob: %v, want ErrNotFound", err)
+			}
+			got, err = a.MCPTaskOf(ctx, id, "alice")
+			if err != nil || got.Revision != 1 || got.Answers != next.Answers || got.InputRequests != next.InputRequests {
+				t.Errorf("after the swap: %+v, %v; want %+v at revision 1", got, err, next)
+			}
+			if moved, err := a.UpdateMCPTask(ctx, id, "alice", MCPTask{Status: TaskWorking}); err != nil || !moved {
+				t.Fatalf("update: moved %v, %v", moved, err)
+			}
+			if got, err := a.MCPTaskOf(ctx, id, "alice"); err != nil || got.Revision != 2 {
+				t.Errorf("an update leaves revision %d, %v; want 2", got.Revision, err)
+			}
+		})
+	}
+}

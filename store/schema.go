@@ -186,6 +186,22 @@ var migrations = []migration{
 		sqlite:   mcpTasksMigration("INTEGER"),
 		postgres: mcpTasksMigration("BIGINT"),
 	},
+	{
+		// A task keeps its client's answers until the replica running
+		// it takes them, and a revision its moves compare (see
+		// Store.SwapMCPTask).
+		sqlite:   mcpTaskAnswersMigration("INTEGER"),
+		postgres: mcpTaskAnswersMigration("BIGINT"),
+	},
+}
+
+// mcpTaskAnswersMigration is the sixteenth migration; integer is the
+// dialect's 64-bit integer type.
+func mcpTaskAnswersMigration(integer string) []string {
+	return []string{
+		`ALTER TABLE mcp_tasks ADD COLUMN answers TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE mcp_tasks ADD COLUMN revision ` + integer + ` NOT NULL DEFAULT 0`,
+	}
 }
 
 // mcpTasksMigration is the fifteenth migration; integer is the dialect's
