@@ -104,6 +104,7 @@ func (e *Endpoint) callNamed(ctx context.Context, user, name string, args map[st
 	}
 	res, err := en.up.ExecuteWith(mcpgateway.WithUser(ctx, user), en.tool, args, emit)
 	if err != nil {
+		noteFailure(ctx, err)
 		return e.failure(ctx, en.server, err)
 	}
 	return toMCP(res), nil

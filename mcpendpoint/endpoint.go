@@ -111,6 +111,9 @@ type Options struct {
 	// least 8). Past it a question is declined. Zero means
 	// DefaultMaxHeldCalls.
 	MaxHeldCalls int
+	// Tasks keeps the tasks of the Tasks extension (tasks.go) where every
+	// replica reads them. Nil keeps them in this process.
+	Tasks TaskStore
 	// ListTTL is the ttlMs a 2026-07-28 client is given with a complete
 	// tools/list (one that left a server out says when it is built
 	// again). Zero means DefaultListTTL.
@@ -145,6 +148,11 @@ type Endpoint struct {
 	stateKey []byte
 	// info is serverInfo, encoded once.
 	info []byte
+	// tasks keeps the tasks (tasks.go); nudges wake the watchers of
+	// those that run here, by task id, guarded by nudgeMu.
+	tasks   TaskStore
+	nudgeMu sync.Mutex
+	nudges  map[string]chan struct{}
 
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
@@ -207,6 +215,11 @@ func New(src Source, opts *Options) *Endpoint {
 	}
 	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
 	e.held = newHeldTable()
+	e.tasks, e.nudges = o.Tasks, map[string]chan struct{}{}
+	if e.tasks == nil {
+		e.tasks = newMemTasks()
+	}
+	e.opts.Tasks = nil // kept in tasks only
 	e.stateKey = newStateKey()
 	if len(o.StateKey) > 0 {
 		e.stateKey = append([]byte(nil), o.StateKey...)
@@ -247,6 +260,7 @@ func New(src Source, opts *Options) *Endpoint {
 		mcpserver.WithResourceCompletionProvider(completions{e}),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithRecovery(),
+		mcpserver.WithExtensions(map[string]any{tasksExtension: map[string]any{}}),
 		mcpserver.WithInstructions("Elysia: every MCP server of this service through one connection."),
 	)
 	e.srv.AddTool(mcp.Tool{Name: routerTool, InputSchema: mcp.ToolInputSchema{Type: "object"}}, e.route)
@@ -300,9 +314,16 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			// 2026-07-28: no session to share, adopt or relay; any
 			// replica answers (mcp-go checks the headers against the
 			// body, and answers GET and DELETE with 405).
-			if !e.serveFastList(w, r, user) && !e.serveUnknownResource(w, r) {
-				e.http.ServeHTTP(w, r)
+			if e.serveTaskMethod(w, r, user) || e.serveFastList(w, r, user) || e.serveUnknownResource(w, r) {
+				return
 			}
+			if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodToolsCall) {
+				// A task's reply, or an error mcp-go cannot give (tasks.go).
+				reply := &taskReply{}
+				w = &taskWriter{ResponseWriter: w, reply: reply}
+				r = r.WithContext(context.WithValue(r.Context(), taskReplyKey{}, reply))
+			}
+			e.http.ServeHTTP(w, r)
 			return
 		}
 		// mcp-go checks a POST's session id (sessionBook) but opens a GET

@@ -177,6 +177,10 @@ type heldCall struct {
 	// lapse cancels the call when no retry comes within InputWait of an
 	// input_required result.
 	lapse *time.Timer
+	// task is set once the call is a task (tasks.go); failure is its
+	// server's error, which fails the task (noteFailure).
+	task    bool
+	failure error
 }
 
 // question is one question of a call to its client.
@@ -324,6 +328,7 @@ func clientToolName(req mcp.CallToolRequest) string {
 func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	user := mcpgateway.UserFrom(ctx)
 	w := &heldWaiter{ctx: ctx, progress: e.progressEmitter(ctx, req)}
+	p := e.policyOf(ctx, user, req)
 	if text := req.Params.RequestState; text != "" {
 		st, err := e.openStateOf(text, user, bindOf(req), time.Now())
 		if err != nil {
@@ -339,13 +344,16 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 		if err := h.answer(st.Round, req.Params.InputResponses); err != nil {
 			return nil, err
 		}
-		return e.await(ctx, h, w)
+		return e.awaitTask(ctx, h, w, p)
+	}
+	if p.support == string(mcp.TaskSupportRequired) && !p.declared {
+		return nil, e.errNeedsTasks(p, clientToolName(req))
 	}
 	h, err := e.startCall(ctx, req, user, w)
 	if err != nil {
 		return nil, err
 	}
-	return e.await(ctx, h, w)
+	return e.awaitTask(ctx, h, w, p)
 }
 
 // await makes w the request waiting on h and waits for the call's next

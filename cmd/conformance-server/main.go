@@ -16,6 +16,9 @@
 //     input_required results (mcp-go asks a 2025-11-25 client the old
 //     way), test_missing_capability and test_custom_headers (x-mcp-header
 //     parameters);
+//   - for the Tasks extension's scenarios (tasks.go): greet, slow_compute,
+//     failing_job, protocol_error_job, confirm_delete, multi_input and
+//     test_tool_with_task, listed with their execution.taskSupport;
 //   - resources test://static-text, test://static-binary and
 //     test://watched-resource (subscribable), the template
 //     test://template/{id}/data;

@@ -36,10 +36,12 @@ func newServer(out *sentWriter) *mcpserver.MCPServer {
 		mcpserver.WithResourceCompletionProvider(completer{}),
 		mcpserver.WithHooks(hooks),
 		mcpserver.WithRecovery(),
+		mcpserver.WithToolFilter(listTaskSupport),
 	)
 	addTools(s, out)
 	addInputTools(s)
 	addHeaderTools(s)
+	addTaskTools(s)
 	addResources(s)
 	addPrompts(s)
 	return s

@@ -136,6 +136,9 @@ func newMCPEndpoint(ctx context.Context, a *app, opts mcpendpoint.Options) (ep *
 	opts.Logger = a.logger
 	opts.Version = version // serverInfo.version: what --version says, not "dev"
 	opts.Agent = treeAgent{trees: a.trees, model: a.model, runs: &a.runs}
+	if a.store != nil { // any replica reports on a task
+		opts.Tasks = storeTasks{a.store}
+	}
 	if a.bus != nil { // PostgreSQL: replicas share the HTTP sessions
 		opts.Sessions, opts.Relay = storeSessions{a.store}, a.bus
 	}

@@ -1,0 +1,750 @@
+package mcpendpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// The Tasks extension of 2026-07-28 (SEP-2663), for a client that declares
+// it. The endpoint decides which calls become tasks: a 2026-07-28
+// tools/call of a tool its server lists with execution.taskSupport runs as
+// any held call (held.go), and is answered as it is if it ends within
+// taskGrace; its questions within taskGrace are an input_required result
+// as for any call. Past taskGrace (and always for a tool whose support is
+// "required") the call is a task: its row is written in the TaskStore
+// before the reply (resultType "task"), and a watcher on this replica
+// writes its questions (input_required with inputRequests) and its end
+// (completed, or failed with the protocol error) to the row, and reads the
+// row for a cancel and for the answers tasks/update left there. tasks/get,
+// tasks/update and tasks/cancel read and move the row, so any replica
+// answers them; they are answered before mcp-go, which knows only the
+// 2025-11-25 tasks. A task is its user's: another's id is unknown (-32602).
+
+// tasksExtension names the Tasks extension in capabilities.extensions.
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// Timings of tasks.
+const (
+	// taskGrace is how long a task-eligible call may take to be answered
+	// as it is.
+	taskGrace = 100 * time.Millisecond
+	// taskPoll is how often a watcher reads its task's row for a cancel
+	// or answers from another replica (this replica's nudge it at once).
+	taskPoll = 200 * time.Millisecond
+	// taskTTL is how long a task is kept after it was created.
+	taskTTL = time.Hour
+	// taskPollInterval is the pollIntervalMs clients are given.
+	taskPollInterval = 500 * time.Millisecond
+)
+
+// Statuses of a task.
+const (
+	taskWorking       = "working"
+	taskInputRequired = "input_required"
+	taskCompleted     = "completed"
+	taskFailed        = "failed"
+	taskCancelled     = "cancelled"
+)
+
+// ErrTaskNotFound is matched by a TaskStore's error for a task that is
+// not there, past its expiry, or another user's.
+var ErrTaskNotFound = errors.New("no such task")
+
+// TaskState is one task as every replica sees it.
+type TaskState struct {
+	Status        string
+	StatusMessage string
+	// Result is the JSON of the call's result (completed) or of its
+	// JSON-RPC error (failed).
+	Result string
+	// InputRequests is the JSON object of the questions the client has
+	// not answered (input_required).
+	InputRequests string
+	// Answers is the JSON object of answers not yet handed to the call.
+	Answers string
+	// Revision counts the moves; SwapTask moves only from the one read.
+	Revision int64
+	Created  time.Time
+	Updated  time.Time
+	Expires  time.Time
+}
+
+// TaskStore keeps the tasks where every replica reads them.
+type TaskStore interface {
+	// CreateTask keeps task id of user, working, until expires.
+	CreateTask(ctx context.Context, id, user string, expires time.Time) error
+	// Task returns task id of user, or an error matching ErrTaskNotFound.
+	Task(ctx context.Context, id, user string) (TaskState, error)
+	// SwapTask moves task id of user to t if it is at revision.
+	SwapTask(ctx context.Context, id, user string, revision int64, t TaskState) (bool, error)
+}
+
+func terminal(status string) bool {
+	return status == taskCompleted || status == taskFailed || status == taskCancelled
+}
+
+// memTasks is the TaskStore of one process.
+type memTasks struct {
+	mu    sync.Mutex
+	tasks map[string]memTask
+}
+
+type memTask struct {
+	user string
+	t    TaskState
+}
+
+func newMemTasks() *memTasks { return &memTasks{tasks: map[string]memTask{}} }
+
+func (m *memTasks) CreateTask(_ context.Context, id, user string, expires time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for k, t := range m.tasks {
+		if now.After(t.t.Expires) {
+			delete(m.tasks, k)
+		}
+	}
+	if _, ok := m.tasks[id]; ok {
+		return fmt.Errorf("task %s exists already", id)
+	}
+	m.tasks[id] = memTask{user: user, t: TaskState{Status: taskWorking, Created: now, Updated: now, Expires: expires}}
+	return nil
+}
+
+func (m *memTasks) Task(_ context.Context, id, user string) (TaskState, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tasks[id]
+	if !ok || t.user != user || time.Now().After(t.t.Expires) {
+		return TaskState{}, ErrTaskNotFound
+	}
+	return t.t, nil
+}
+
+func (m *memTasks) SwapTask(_ context.Context, id, user string, revision int64, next TaskState) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tasks[id]
+	if !ok || t.user != user || time.Now().After(t.t.Expires) {
+		return false, ErrTaskNotFound
+	}
+	if t.t.Revision != revision {
+		return false, nil
+	}
+	next.Created, next.Expires, next.Updated, next.Revision = t.t.Created, t.t.Expires, time.Now(), revision+1
+	t.t = next
+	m.tasks[id] = t
+	return true, nil
+}
+
+// moveTask applies f to task id of user and writes what it made, again on
+// a conflict with another writer; f reports false to write nothing.
+func (e *Endpoint) moveTask(ctx context.Context, id, user string, f func(*TaskState) bool) (TaskState, error) {
+	for range 16 {
+		t, err := e.tasks.Task(ctx, id, user)
+		if err != nil {
+			return TaskState{}, err
+		}
+		rev := t.Revision
+		if !f(&t) {
+			return t, nil
+		}
+		ok, err := e.tasks.SwapTask(ctx, id, user, rev, t)
+		if err != nil {
+			return TaskState{}, err
+		}
+		if ok {
+			return t, nil
+		}
+	}
+	return TaskState{}, errors.New("the task changed too often to be moved")
+}
+
+// taskPolicy is what decides whether a call may be a task.
+type taskPolicy struct {
+	// support is the tool's execution.taskSupport.
+	support string
+	// declared: the request's client declared the extension.
+	declared bool
+	// reply takes the task reply over HTTP; nil elsewhere.
+	reply *taskReply
+}
+
+// eligible reports whether the call may become a task.
+func (p taskPolicy) eligible() bool {
+	return p.declared && p.reply != nil && (p.support == string(mcp.TaskSupportOptional) || p.support == string(mcp.TaskSupportRequired))
+}
+
+// policyOf is the taskPolicy of the 2026-07-28 tools/call req of user.
+func (e *Endpoint) policyOf(ctx context.Context, user string, req mcp.CallToolRequest) taskPolicy {
+	var p taskPolicy
+	p.reply, _ = ctx.Value(taskReplyKey{}).(*taskReply)
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientCapabilities != nil {
+		_, p.declared = info.ClientCapabilities.Extensions[tasksExtension]
+	}
+	if _, en := e.lookup(ctx, user, clientToolName(req)); en != nil {
+		p.support = en.info.TaskSupport
+	}
+	return p
+}
+
+// errNeedsTasks answers a call of a tool that runs only as a task from a
+// client without the extension.
+func (e *Endpoint) errNeedsTasks(p taskPolicy, name string) error {
+	msg := fmt.Sprintf("tool %q runs only as a task: declare the %s extension", name, tasksExtension)
+	if p.reply != nil {
+		p.reply.setError(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, msg,
+			map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
+	}
+	return mcp.MissingRequiredClientCapabilityError{Capability: "extensions." + tasksExtension}
+}
+
+// awaitTask waits for h's next event as await does when the call may
+// not become a task; otherwise for taskGrace at most, and then makes it one.
+func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p taskPolicy) (*mcp.CallToolResult, error) {
+	if !p.eligible() {
+		return e.await(ctx, h, w)
+	}
+	grace := time.NewTimer(taskGrace)
+	defer grace.Stop()
+	h.mu.Lock()
+	if h.gone {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: call the tool again", ErrCallGone)
+	}
+	if h.lapse != nil {
+		h.lapse.Stop()
+		h.lapse = nil
+	}
+	h.waiter = w
+	h.signalLocked()
+	for {
+		switch {
+		case h.waiter != w:
+			h.mu.Unlock()
+			return nil, errors.New("another request with the same requestState took this call over")
+		case h.done && p.support != string(mcp.TaskSupportRequired):
+			res, err := h.res, h.err
+			h.waiter = nil
+			h.mu.Unlock()
+			e.held.forget(h)
+			return res, err
+		case !h.done && len(h.questions) > 0:
+			return e.inputRequired(h) // unlocks
+		case h.done:
+			return e.makeTask(ctx, h, p) // unlocks
+		}
+		c := h.changed
+		h.mu.Unlock()
+		select {
+		case <-c:
+		case <-grace.C:
+			h.mu.Lock()
+			if h.waiter == w && len(h.questions) == 0 {
+				return e.makeTask(ctx, h, p) // unlocks
+			}
+			continue
+		case <-ctx.Done():
+			h.mu.Lock()
+			mine := h.waiter == w && !h.done
+			if mine {
+				h.waiter, h.gone = nil, true
+			}
+			h.mu.Unlock()
+			if mine {
+				h.cancel()
+				e.held.forget(h)
+			}
+			return nil, ctx.Err()
+		}
+		h.mu.Lock()
+	}
+}
+
+// makeTask makes the call h a task: its row first, then its watcher, then
+// the reply. h.mu is held, and unlocked.
+func (e *Endpoint) makeTask(ctx context.Context, h *heldCall, p taskPolicy) (*mcp.CallToolResult, error) {
+	h.waiter = nil
+	h.task = true
+	h.mu.Unlock()
+	id := newTaskID()
+	created := time.Now()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.storeWait)
+	err := e.tasks.CreateTask(sctx, id, h.user, created.Add(taskTTL))
+	cancel()
+	if err != nil {
+		h.cancel()
+		e.held.forget(h)
+		return nil, fmt.Errorf("the call could not be kept as a task: %w", err)
+	}
+	nudge := e.taskNudge(id)
+	if !e.held.run.Go(func() { e.watchTask(h, id, nudge) }) {
+		e.dropNudge(id)
+		h.cancel()
+		e.held.forget(h)
+		return nil, errors.New("the MCP endpoint is closing: call the tool again")
+	}
+	b, _ := json.Marshal(taskEnvelope(id, TaskState{Status: taskWorking, Created: created, Updated: created, Expires: created.Add(taskTTL)}, "task"))
+	p.reply.setResult(b)
+	return &mcp.CallToolResult{}, nil
+}
+
+// newTaskID returns a random task id.
+func newTaskID() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "task-" + hex.EncodeToString(b[:])
+}
+
+// taskEnvelope is a task's fields as the extension gives them, with
+// resultType rt.
+func taskEnvelope(id string, t TaskState, rt string) map[string]any {
+	m := map[string]any{
+		"resultType":     rt,
+		"taskId":         id,
+		"status":         t.Status,
+		"createdAt":      t.Created.UTC().Format(time.RFC3339Nano),
+		"lastUpdatedAt":  t.Updated.UTC().Format(time.RFC3339Nano),
+		"ttlMs":          max(1, time.Until(t.Expires).Milliseconds()),
+		"pollIntervalMs": taskPollInterval.Milliseconds(),
+	}
+	if t.StatusMessage != "" {
+		m["statusMessage"] = t.StatusMessage
+	}
+	return m
+}
+
+// taskNudge returns the channel that wakes task id's watcher here.
+func (e *Endpoint) taskNudge(id string) chan struct{} {
+	e.nudgeMu.Lock()
+	defer e.nudgeMu.Unlock()
+	c := make(chan struct{}, 1)
+	e.nudges[id] = c
+	return c
+}
+
+func (e *Endpoint) dropNudge(id string) {
+	e.nudgeMu.Lock()
+	defer e.nudgeMu.Unlock()
+	delete(e.nudges, id)
+}
+
+// nudgeTask wakes task id's watcher if it runs here.
+func (e *Endpoint) nudgeTask(id string) {
+	e.nudgeMu.Lock()
+	defer e.nudgeMu.Unlock()
+	if c := e.nudges[id]; c != nil {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// watchTask keeps task id's row up with the call h until the call ends
+// or the task is cancelled.
+func (e *Endpoint) watchTask(h *heldCall, id string, nudge chan struct{}) {
+	defer e.dropNudge(id)
+	defer e.held.forget(h)
+	ctx := e.held.life
+	tick := time.NewTicker(taskPoll)
+	defer tick.Stop()
+	written := ""
+	for {
+		if e.takeAnswers(ctx, h, id) {
+			return // cancelled
+		}
+		h.mu.Lock()
+		done, res, err, failure := h.done, h.res, h.err, h.failure
+		reqs := make(mcp.InputRequests, len(h.questions))
+		for key, q := range h.questions {
+			reqs[key] = q.req
+		}
+		c := h.changed
+		h.mu.Unlock()
+		if done {
+			e.endTask(ctx, h.user, id, res, err, failure)
+			return
+		}
+		b, _ := json.Marshal(reqs)
+		if sig := string(b); sig != written {
+			if e.writeQuestions(ctx, h.user, id, reqs) == nil {
+				written = sig
+			}
+		}
+		select {
+		case <-c:
+		case <-nudge:
+		case <-tick.C:
+		case <-ctx.Done():
+			h.cancel()
+			return
+		}
+	}
+}
+
+// takeAnswers hands the answers left in task id's row to the questions of
+// h, and reports whether the task was cancelled (h then is too).
+func (e *Endpoint) takeAnswers(ctx context.Context, h *heldCall, id string) (cancelled bool) {
+	t, err := e.tasks.Task(ctx, id, h.user)
+	if err != nil {
+		if errors.Is(err, ErrTaskNotFound) {
+			h.cancel()
+			return true
+		}
+		return false // the next round tries again
+	}
+	if t.Status == taskCancelled {
+		h.cancel()
+		return true
+	}
+	if t.Answers == "" {
+		return false
+	}
+	var rs mcp.InputResponses
+	if json.Unmarshal([]byte(t.Answers), &rs) != nil {
+		rs = nil
+	}
+	h.answerTask(rs)
+	_, _ = e.moveTask(ctx, id, h.user, func(t *TaskState) bool {
+		var left map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(t.Answers), &left)
+		for key := range rs {
+			delete(left, key)
+		}
+		t.Answers = ""
+		if len(left) > 0 {
+			b, _ := json.Marshal(left)
+			t.Answers = string(b)
+		}
+		return true
+	})
+	return false
+}
+
+// writeQuestions writes the questions of task id not answered yet.
+func (e *Endpoint) writeQuestions(ctx context.Context, user, id string, reqs mcp.InputRequests) error {
+	_, err := e.moveTask(ctx, id, user, func(t *TaskState) bool {
+		if terminal(t.Status) {
+			return false
+		}
+		var answered map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(t.Answers), &answered)
+		open := make(mcp.InputRequests, len(reqs))
+		for key, r := range reqs {
+			if _, ok := answered[key]; !ok {
+				open[key] = r
+			}
+		}
+		t.Status, t.InputRequests = taskWorking, ""
+		if len(open) > 0 {
+			b, _ := json.Marshal(open)
+			t.Status, t.InputRequests = taskInputRequired, string(b)
+		}
+		return true
+	})
+	return err
+}
+
+// endTask writes the end of task id: completed with res, or failed with
+// the call's error or its server's.
+func (e *Endpoint) endTask(ctx context.Context, user, id string, res *mcp.CallToolResult, err, failure error) {
+	var next TaskState
+	switch {
+	case err != nil || failure != nil || res == nil:
+		if err == nil {
+			err = failure
+		}
+		if err == nil {
+			err = errors.New("the call ended without a result")
+		}
+		b, _ := json.Marshal(map[string]any{"code": mcp.INTERNAL_ERROR, "message": err.Error()})
+		next = TaskState{Status: taskFailed, StatusMessage: err.Error(), Result: string(b)}
+	default:
+		b, merr := json.Marshal(res)
+		if merr != nil {
+			b, _ = json.Marshal(map[string]any{"code": mcp.INTERNAL_ERROR, "message": "the call's result does not encode"})
+			next = TaskState{Status: taskFailed, Result: string(b)}
+		} else {
+			next = TaskState{Status: taskCompleted, Result: string(b)}
+		}
+	}
+	if _, werr := e.moveTask(ctx, id, user, func(t *TaskState) bool {
+		if terminal(t.Status) {
+			return false
+		}
+		next.Revision = t.Revision
+		*t = TaskState{Status: next.Status, StatusMessage: next.StatusMessage, Result: next.Result, Revision: t.Revision}
+		return true
+	}); werr != nil {
+		e.logger.Warn("a task's end could not be written", logKeyUser, user, logKeyErr, werr)
+	}
+}
+
+// answerTask hands the answers rs to the questions of the task h that
+// wait for them; the others are dropped.
+func (h *heldCall) answerTask(rs mcp.InputResponses) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, r := range rs {
+		q := h.questions[key]
+		if q == nil || r.DecodeFor(q.req.Method) != nil {
+			continue
+		}
+		delete(h.questions, key)
+		q.reply <- r
+	}
+}
+
+// noteFailure records that the server of ctx's held call answered it
+// with an error (a protocol error, not a tool's): a task of it fails.
+func noteFailure(ctx context.Context, err error) {
+	if h := heldFrom(ctx); h != nil && ctx.Err() == nil {
+		h.mu.Lock()
+		h.failure = err
+		h.mu.Unlock()
+	}
+}
+
+// taskReplyKey carries a 2026-07-28 tools/call's taskReply in its ctx.
+type taskReplyKey struct{}
+
+// taskReply is what replaces the result mcp-go writes for a tools/call:
+// the task envelope, or an error mcp-go cannot give.
+type taskReply struct {
+	mu     sync.Mutex
+	result json.RawMessage
+	err    json.RawMessage
+}
+
+func (r *taskReply) setResult(b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.result = b
+}
+
+func (r *taskReply) setError(code int, msg string, data any) {
+	b, _ := json.Marshal(map[string]any{"code": code, "message": msg, "data": data})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.err = b
+}
+
+func (r *taskReply) get() (result, rpcErr json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.result, r.err
+}
+
+// rewrite returns msg, one JSON-RPC response, with its result or error
+// replaced, or nil to leave it.
+func (r *taskReply) rewrite(msg []byte) []byte {
+	result, rpcErr := r.get()
+	if result == nil && rpcErr == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m["id"] == nil || (m["result"] == nil && m["error"] == nil) {
+		return nil
+	}
+	delete(m, "result")
+	delete(m, "error")
+	if rpcErr != nil {
+		m["error"] = rpcErr
+	} else {
+		m["result"] = result
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// taskWriter writes mcp-go's answer to a 2026-07-28 tools/call with its
+// taskReply (mcp-go writes a JSON body, or an SSE event, in one Write).
+type taskWriter struct {
+	http.ResponseWriter
+	reply *taskReply
+}
+
+func (w *taskWriter) WriteHeader(code int) {
+	if _, rpcErr := w.reply.get(); rpcErr != nil && code == http.StatusOK && w.Header().Get("Content-Type") == "application/json" {
+		code = http.StatusBadRequest
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *taskWriter) Write(p []byte) (int, error) {
+	if body, ok := bytes.CutPrefix(p, []byte("event: message\ndata: ")); ok {
+		if b := w.reply.rewrite(bytes.TrimRight(body, "\n")); b != nil {
+			_, err := w.ResponseWriter.Write(append(append([]byte("event: message\ndata: "), b...), "\n\n"...))
+			return len(p), err
+		}
+	} else if b := w.reply.rewrite(p); b != nil {
+		_, err := w.ResponseWriter.Write(append(b, '\n'))
+		return len(p), err
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *taskWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *taskWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// taskRequest is a tasks/get, tasks/update or tasks/cancel.
+type taskRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		TaskID         string                     `json:"taskId"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		Meta           struct {
+			Version      string `json:"io.modelcontextprotocol/protocolVersion"`
+			Capabilities struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// serveTaskMethod answers a 2026-07-28 POST of tasks/get, tasks/update or
+// tasks/cancel of user and reports true, or leaves r for mcp-go.
+func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, user string) bool {
+	method := r.Header.Get(mcp.HeaderMethod)
+	if r.Method != http.MethodPost || (method != "tasks/get" && method != "tasks/update" && method != "tasks/cancel") {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, e.opts.MaxBodyBytes+1))
+	r.Body = io.NopCloser(bytes.NewReader(body)) // as it was, for mcp-go
+	if err != nil || int64(len(body)) > e.opts.MaxBodyBytes {
+		return false
+	}
+	var req taskRequest
+	if json.Unmarshal(body, &req) != nil || req.JSONRPC != mcp.JSONRPC_VERSION || len(req.ID) == 0 || string(req.ID) == "null" ||
+		req.Method != method || req.Params.Meta.Version != r.Header.Get(mcp.HeaderProtocolVersion) {
+		return false // mcp-go says what is wrong with it
+	}
+	reply := func(status int, key string, v any) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": req.ID, key: v})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(append(b, '\n')) // a client gone: nothing to tell
+	}
+	fail := func(code int, msg string, data any) {
+		e := map[string]any{"code": code, "message": msg}
+		if data != nil {
+			e["data"] = data
+		}
+		reply(http.StatusBadRequest, "error", e)
+	}
+	if name := r.Header.Get(mcp.HeaderName); name != "" && name != req.Params.TaskID {
+		fail(mcp.HEADER_MISMATCH, fmt.Sprintf("the Mcp-Name header %q does not match params.taskId %q", name, req.Params.TaskID), nil)
+		return true
+	}
+	if _, ok := req.Params.Meta.Capabilities.Extensions[tasksExtension]; !ok {
+		fail(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, method+" needs the "+tasksExtension+" extension in the request's client capabilities",
+			map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
+		return true
+	}
+	id := req.Params.TaskID
+	if id == "" {
+		fail(mcp.INVALID_PARAMS, method+" needs params.taskId", nil)
+		return true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), e.storeWait)
+	defer cancel()
+	var t TaskState
+	switch method {
+	case "tasks/get":
+		t, err = e.tasks.Task(ctx, id, user)
+	case "tasks/cancel":
+		t, err = e.moveTask(ctx, id, user, func(t *TaskState) bool {
+			if terminal(t.Status) {
+				return false
+			}
+			*t = TaskState{Status: taskCancelled, StatusMessage: "cancelled by its client", Revision: t.Revision}
+			return true
+		})
+		e.nudgeTask(id)
+	case "tasks/update":
+		t, err = e.moveTask(ctx, id, user, func(t *TaskState) bool { return takeUpdate(t, req.Params.InputResponses) })
+		e.nudgeTask(id)
+	}
+	switch {
+	case errors.Is(err, ErrTaskNotFound):
+		fail(mcp.INVALID_PARAMS, fmt.Sprintf("unknown task %q", id), nil)
+		return true
+	case err != nil:
+		e.logger.Warn("a task could not be read or moved: answered 503", logKeyErr, err)
+		writeStoreDown(w)
+		return true
+	}
+	if method != "tasks/get" {
+		reply(http.StatusOK, "result", map[string]any{"resultType": "complete"})
+		return true
+	}
+	res := taskEnvelope(id, t, "complete")
+	switch t.Status {
+	case taskInputRequired:
+		res["inputRequests"] = json.RawMessage(t.InputRequests)
+	case taskCompleted:
+		res["result"] = json.RawMessage(t.Result)
+	case taskFailed:
+		res["error"] = json.RawMessage(t.Result)
+	}
+	reply(http.StatusOK, "result", res)
+	return true
+}
+
+// takeUpdate moves the answers of rs to questions t asks from its
+// inputRequests to its answers; answers to anything else are dropped. It
+// reports whether t changed.
+func takeUpdate(t *TaskState, rs map[string]json.RawMessage) bool {
+	if t.Status != taskInputRequired || len(rs) == 0 {
+		return false
+	}
+	var open, answers map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(t.InputRequests), &open)
+	_ = json.Unmarshal([]byte(t.Answers), &answers)
+	if answers == nil {
+		answers = map[string]json.RawMessage{}
+	}
+	moved := false
+	for key, a := range rs {
+		if _, ok := open[key]; ok {
+			delete(open, key)
+			answers[key] = a
+			moved = true
+		}
+	}
+	if !moved {
+		return false
+	}
+	b, _ := json.Marshal(answers)
+	t.Answers = string(b)
+	t.Status, t.InputRequests = taskWorking, ""
+	if len(open) > 0 {
+		b, _ := json.Marshal(open)
+		t.Status, t.InputRequests = taskInputRequired, string(b)
+	}
+	return true
+}
