@@ -50,6 +50,20 @@ case "auth/client-credentials-jwt":
 	server.oauth = {grant: "client_credentials", client_id: ctx.client_id,
 		client_auth: "private_key_jwt", private_key: ctx.private_key_pem};
 	break;
+case "auth/wif-jwt-bearer":
+	// Workload identity federation: the JWT of the workload, as a platform
+	// would leave it in a file, is the jwt-bearer grant.
+	require("fs").writeFileSync("workload.jwt", ctx.valid_jwt + "\n", {mode: 0o600});
+	server.oauth = {grant: "jwt_bearer", client_id: ctx.client_id, assertion_file: "workload.jwt"};
+	break;
+case "auth/enterprise-managed-authorization":
+	// The ID token from the enterprise IdP is exchanged there for an
+	// ID-JAG (the token endpoint found from the metadata of the IdP
+	// issuer), which is the jwt-bearer grant at the authorization server
+	// of the MCP server.
+	server.oauth = {grant: "id_jag", client_id: ctx.client_id, client_secret: ctx.client_secret,
+		id_token: ctx.idp_id_token, idp_issuer: ctx.idp_issuer, idp_client_id: ctx.idp_client_id};
+	break;
 case "auth/basic-cimd":
 	// The Client ID Metadata Document URL the suite expects; the client
 	// uses it because the authorization server advertises support.
