@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -92,6 +94,36 @@ func (s *Schema) Validate(tool string, args map[string]any) error {
 		return &ArgumentError{Tool: tool, Problems: []string{err.Error()}}
 	}
 	return &ArgumentError{Tool: tool, Problems: problems(ve)}
+}
+
+// WithoutNulls returns args without the nulls given for optional
+// properties whose schema does not take null (a "type" without "null"):
+// a model or a client that sends "verbose": null for a boolean means it
+// gave none, and the tool is called without it. A required property, one
+// that takes null or one of any type keeps its null. args itself is
+// returned when nothing is dropped; it is never modified.
+func (s *Schema) WithoutNulls(args map[string]any) map[string]any {
+	if s == nil || s.compiled == nil {
+		return args
+	}
+	var out map[string]any
+	for k, v := range args {
+		if v != nil || slices.Contains(s.compiled.Required, k) {
+			continue
+		}
+		p := s.compiled.Properties[k]
+		if p == nil || len(p.Types) == 0 || slices.Contains(p.Types, "null") {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(args)
+		}
+		delete(out, k)
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 // normalise returns args in the shape jsonschema/v5 expects: the output of

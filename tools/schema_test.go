@@ -147,3 +147,29 @@ func FuzzSchemaValidate(f *testing.F) {
 		}
 	})
 }
+
+func TestWithoutNulls(t *testing.T) {
+	sch, err := CompileSchema(json.RawMessage(`{"type": "object", "required": ["region", "must"], "properties": {
+		"region": {"type": "string"}, "must": {"type": "boolean"}, "verbose": {"type": "boolean"},
+		"clear": {"type": ["string", "null"]}, "anything": {}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"region": "us", "must": nil, "verbose": nil, "clear": nil, "anything": nil, "extra": nil}
+	got := sch.WithoutNulls(args)
+	if _, ok := got["verbose"]; ok {
+		t.Error("the null of an optional boolean was kept")
+	}
+	for _, k := range []string{"must", "clear", "anything", "extra"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("%s's null was dropped: a required property, one that takes null, one of any type and one not in the schema keep it", k)
+		}
+	}
+	if _, ok := args["verbose"]; !ok {
+		t.Error("WithoutNulls modified its argument")
+	}
+	same := map[string]any{"region": "us"}
+	if out := sch.WithoutNulls(same); len(out) != 1 || out["region"] != "us" {
+		t.Errorf("WithoutNulls without nulls = %v", out)
+	}
+}
