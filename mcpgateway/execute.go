@@ -117,6 +117,7 @@ func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool stri
 	if !ok {
 		return nil, outcomeNotRun, &unknownToolError{Server: g.cfg.Name, Tool: tool, Available: ts.names, Closest: closest(tool, ts.names)}
 	}
+	inputs = sch.WithoutNulls(inputs)
 	if err := sch.Validate(tool, inputs); err != nil {
 		var ae *tools.ArgumentError
 		if errors.As(err, &ae) {
@@ -127,7 +128,7 @@ func (g *Gateway) executeOn(ctx context.Context, v *view, cm callMeta, tool stri
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	cm.task = ts.task[tool]
+	cm.task, cm.schema = ts.task[tool], ts.headed[tool]
 	var res *mcp.CallToolResult
 	o, err = g.onCopies(ctx, v, func(c *copyState) (again bool, err error) {
 		res, again, err = g.callOn(ctx, v, c, ts, cm, tool, inputs)
@@ -210,7 +211,8 @@ func (g *Gateway) call(ctx context.Context, conn *session.Conn, cm callMeta, too
 	if err != nil {
 		return nil, &session.CallError{Err: err}
 	}
-	res, err := conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task})
+	res, err := conn.CallTool(ctx, s, session.Call{Tool: tool, Inputs: inputs, User: cmp.Or(cm.user, UserFrom(ctx)), Emit: cm.emit, Task: cm.task,
+		Schema: cm.schema})
 	if err != nil && !errors.As(err, new(*session.CallError)) {
 		err = &session.CallError{Err: err}
 	}

@@ -60,6 +60,9 @@ type toolSet struct {
 	// task holds the tools the server runs only as tasks
 	// (execution.taskSupport "required"); see callTask.
 	task map[string]bool
+	// headed holds the input schemas of the tools that mark parameters
+	// x-mcp-header, by name: their calls mirror them into headers.
+	headed map[string]json.RawMessage
 	// description is the gateway's description with these tools' names.
 	description string
 	// copy is the index of the copy the tools were listed on.
@@ -289,6 +292,12 @@ func (v *view) buildToolSet(raw []session.RawTool, held map[string]ToolChange) *
 			info.Annotations = rt.Annotations
 		}
 		info.TaskSupport = string(rt.Execution.TaskSupport)
+		if session.ParamHeaders(info.InputSchema) {
+			if ts.headed == nil {
+				ts.headed = map[string]json.RawMessage{}
+			}
+			ts.headed[rt.Name] = info.InputSchema
+		}
 		sch, err := tools.CompileSchema(info.InputSchema)
 		if err != nil {
 			v.logger.Warn("tool has an invalid input schema", logKeyTool, rt.Name, logKeyErr, err)

@@ -2,6 +2,7 @@ package mcpgateway
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
@@ -75,6 +76,9 @@ type callMeta struct {
 	emit tools.Emitter
 	// task: the tool runs only as a task (callTask).
 	task bool
+	// schema is the tool's input schema when it marks parameters
+	// x-mcp-header (session.Call.Schema); nil otherwise.
+	schema json.RawMessage
 }
 
 func (o outcome) status() string {

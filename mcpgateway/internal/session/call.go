@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -28,6 +29,10 @@ type Call struct {
 	Emit tools.Emitter
 	// Task: the server runs the tool only as a task (2025-11-25).
 	Task bool
+	// Schema is the tool's input schema as listed when it has x-mcp-header
+	// annotations (ParamHeaders), else nil: on a 2026-07-28 connection
+	// over HTTP the annotated arguments travel in Mcp-Param-* headers too.
+	Schema json.RawMessage
 }
 
 // ErrRetry is matched (with errors.Is) by a CallError after which a new
@@ -80,6 +85,7 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 		req.Params.Name = call.Tool
 		req.Params.Arguments = call.Inputs
 		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token, AdditionalFields: traceMeta(cctx)}
+		req.Header = paramHeaders(s, call)
 		stop := s.WedgeGuard(cctx, "call "+call.Tool)
 		res, err = s.client.CallTool(withCall(cctx, ac), req)
 		stop()

@@ -66,7 +66,7 @@ func (c *Conn) ListTools(ctx context.Context, s *Session) ([]RawTool, error) {
 		}
 		out = append(out, result.Tools...)
 		if result.NextCursor == "" || seen[result.NextCursor] {
-			return out, nil
+			return c.withoutBadHeaders(s, out), nil
 		}
 		seen[result.NextCursor] = true
 		cursor = result.NextCursor
