@@ -35,7 +35,9 @@ func TestParamHeaders(t *testing.T) {
 	srv := mcpserver.NewMCPServer("headed", "1.0.0", mcpserver.WithToolCapabilities(true),
 		mcpserver.WithToolFilter(func(_ context.Context, tools []mcp.Tool) []mcp.Tool { return append(tools, bad) }))
 	srv.AddTool(mcp.NewToolWithRawSchema("headed", "mirrors", json.RawMessage(headedSchema)),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("ok"), nil })
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
 	h := mcpserver.NewStreamableHTTPServer(srv, mcpserver.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728))
 	var mu sync.Mutex
 	var seen []http.Header
