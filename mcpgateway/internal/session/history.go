@@ -1,9 +1,11 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -60,26 +62,98 @@ const (
 	MaxHistoryText = 4 << 10
 )
 
+// maxRawKept bounds a text kept as it came, to be masked and cut when the
+// history is read. A longer one is masked whole and cut when it is kept,
+// as masking only the start of a text could leave the start of a secret
+// that straddles where it stops; it is cut to MaxHistoryText anyway.
+const maxRawKept = MaxHistoryText
+
 // history keeps a Conn's last requests and notifications. It is safe for
 // concurrent use.
+//
+// Most messages are kept as they came (a copy of at most maxRawKept bytes
+// each), and masked and formatted only when the history is read, which is
+// rare: every call of every server goes through here, and masking and
+// formatting each message cost more than the rest of keeping it.
 type history struct {
 	user     string // the Conn's user: "" for a shared Conn
 	mask     func(string) string
-	requests *ring.Buffer[HistoryEntry]
-	notes    *ring.Buffer[HistoryEntry]
+	requests *ring.Buffer[kept]
+	notes    *ring.Buffer[kept]
+}
+
+// kept is one entry as history keeps it: e with its texts, and ID, still
+// to be filled from the fields below.
+type kept struct {
+	e  HistoryEntry
+	id mcp.RequestId // a request's; formatted into e.ID when read
+	// message, answer and error are e's Message, Answer and Error, each
+	// either ready (masked and cut) or raw.
+	message, answer, error keptText
+}
+
+// keptText is a text kept raw (unmasked, at most maxRawKept bytes) or
+// ready to show.
+type keptText struct {
+	raw   []byte
+	ready string
+}
+
+// keepText keeps b, a copy of it when it is short enough to mask later.
+func (h *history) keepText(b []byte) keptText {
+	if len(b) <= maxRawKept {
+		return keptText{raw: bytes.Clone(b)}
+	}
+	return keptText{ready: h.cut(string(b))}
+}
+
+// keepString is keepText for a string.
+func (h *history) keepString(s string) keptText {
+	if len(s) <= maxRawKept {
+		return keptText{raw: []byte(s)}
+	}
+	return keptText{ready: h.cut(s)}
+}
+
+// show returns t masked and cut.
+func (h *history) show(t keptText) string {
+	if t.raw == nil {
+		return t.ready
+	}
+	return h.cut(string(t.raw))
+}
+
+// entry is k as the history shows it: masked, cut, its id written.
+func (h *history) entry(k kept) HistoryEntry {
+	e := k.e
+	if !k.id.IsNil() {
+		e.ID = h.mask(fmt.Sprint(k.id.Value())) // a server's own, on its requests
+	}
+	e.Message, e.Answer, e.Error = h.show(k.message), h.show(k.answer), h.show(k.error)
+	return e
+}
+
+// last returns the newest HistoryLen entries of r, oldest first, masked.
+func (h *history) last(r *ring.Buffer[kept]) []HistoryEntry {
+	all := r.Last(HistoryLen)
+	out := make([]HistoryEntry, len(all))
+	for i, k := range all {
+		out[i] = h.entry(k)
+	}
+	return out
 }
 
 func newHistory(user string, mask func(string) string) *history {
-	return &history{user: user, mask: mask, requests: ring.New[HistoryEntry](HistoryLen), notes: ring.New[HistoryEntry](HistoryLen)}
+	return &history{user: user, mask: mask, requests: ring.New[kept](HistoryLen), notes: ring.New[kept](HistoryLen)}
 }
 
 // History returns the last HistoryLen requests the Conn sent or its
 // sessions' servers sent it, with their answers, oldest first.
-func (c *Conn) History() []HistoryEntry { return c.history.requests.Last(HistoryLen) }
+func (c *Conn) History() []HistoryEntry { return c.history.last(c.history.requests) }
 
 // Notifications returns the last HistoryLen notifications the Conn's
 // sessions received, oldest first.
-func (c *Conn) Notifications() []HistoryEntry { return c.history.notes.Last(HistoryLen) }
+func (c *Conn) Notifications() []HistoryEntry { return c.history.last(c.history.notes) }
 
 // send sends req with send and keeps it, with its answer and how long it
 // took. A nil history (a transport built outside a Conn) keeps nothing.
@@ -116,44 +190,59 @@ func (h *history) serve(s *Session, next mcptransport.RequestHandler) mcptranspo
 // keep adds req, sent at start, and its outcome to the requests.
 func (h *history) keep(ctx context.Context, req mcptransport.JSONRPCRequest, start time.Time,
 	resp *mcptransport.JSONRPCResponse, err error, fromServer bool) {
-	e := HistoryEntry{Time: start, Method: req.Method, ID: fmt.Sprint(req.ID.Value()), FromServer: fromServer, Duration: time.Since(start), User: h.user}
-	if ac, _ := ctx.Value(activeCallKey{}).(*activeCall); ac != nil && e.User == "" {
-		e.User = ac.user
+	k := kept{e: HistoryEntry{Time: start, Method: req.Method, FromServer: fromServer, Duration: time.Since(start), User: h.user}, id: req.ID}
+	if ac, _ := ctx.Value(activeCallKey{}).(*activeCall); ac != nil && k.e.User == "" {
+		k.e.User = ac.user
 	}
-	e.Bytes, e.Message = h.text(req.Params)
+	k.e.Bytes, k.message = h.text(req.Params)
 	switch {
 	case err != nil:
-		e.Error = h.cut(err.Error())
+		k.error = h.keepString(err.Error())
 	case resp == nil:
-		e.Error = "no answer"
+		k.error = keptText{ready: "no answer"}
 	case resp.Error != nil:
-		e.AnswerBytes, e.Answer = h.text(resp.Error)
-		e.Error = h.cut(resp.Error.Message)
+		k.e.AnswerBytes, k.answer = h.text(resp.Error)
+		k.error = h.keepString(resp.Error.Message)
 	default:
-		e.AnswerBytes, e.Answer = len(resp.Result), h.cut(string(resp.Result))
+		k.e.AnswerBytes, k.answer = len(resp.Result), h.keepText(resp.Result)
 	}
-	h.requests.Add(e)
+	h.requests.Add(k)
 }
 
 // notedInHistory keeps n, a notification s received; it belongs to the
 // call it came during, as a log message does (logged).
 func (c *Conn) notedInHistory(s *Session, n mcp.JSONRPCNotification) {
 	h := c.history
-	e := HistoryEntry{Time: time.Now(), Method: n.Method, User: h.user}
-	if ac := s.callFor(context.Background()); ac != nil && e.User == "" {
-		e.User = ac.user
+	k := kept{e: HistoryEntry{Time: time.Now(), Method: n.Method, User: h.user}}
+	if ac := s.callFor(context.Background()); ac != nil && k.e.User == "" {
+		k.e.User = ac.user
 	}
-	e.Bytes, e.Message = h.text(n.Params)
-	h.notes.Add(e)
+	k.e.Bytes, k.message = h.text(n.Params)
+	h.notes.Add(k)
 }
 
-// text returns v as JSON: its size, and the text masked and cut.
-func (h *history) text(v any) (int, string) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0, h.cut(fmt.Sprintf("(not JSON: %v)", err))
+// text returns v as JSON: its size, and the text kept. A value that
+// marshals itself (mcp-go's params, which json.Marshal compact) is asked
+// directly, not through json.Marshal, which would scan its output again.
+func (h *history) text(v any) (int, keptText) {
+	var b []byte
+	var err error
+	if m, ok := v.(json.Marshaler); ok && v != nil && !isNilPointer(v) {
+		b, err = m.MarshalJSON()
+	} else {
+		b, err = json.Marshal(v)
 	}
-	return len(b), h.cut(string(b))
+	if err != nil {
+		return 0, keptText{ready: h.cut(fmt.Sprintf("(not JSON: %v)", err))}
+	}
+	return len(b), h.keepText(b)
+}
+
+// isNilPointer reports whether v is a nil pointer, which json.Marshal
+// writes as null without calling its MarshalJSON.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // cut masks s, then cuts it to MaxHistoryText. The whole of s is masked

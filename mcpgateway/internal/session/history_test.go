@@ -2,10 +2,12 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,7 +94,10 @@ func TestHistoryIsBounded(t *testing.T) {
 		req := mcptransportRequest(i)
 		_, _ = h.send(t.Context(), req, failSend)
 	}
-	got := h.requests.Last(HistoryLen + 7)
+	var got []HistoryEntry
+	for _, k := range h.requests.Last(HistoryLen + 7) {
+		got = append(got, h.entry(k))
+	}
 	if len(got) != HistoryLen || got[0].ID != "7" || got[len(got)-1].Error != "refused" || got[0].Answer != "" {
 		t.Errorf("kept %d, first id %q, last error %q; want the last %d, each failed", len(got), got[0].ID, got[len(got)-1].Error, HistoryLen)
 	}
@@ -104,6 +109,86 @@ func mcptransportRequest(i int) mcptransport.JSONRPCRequest {
 
 func failSend(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	return nil, errors.New("refused")
+}
+
+// TestHistoryMasksWhenRead: a short message is kept as it came and masked
+// only when the history is read, a long one when it is kept; either way
+// no secret is ever shown, not even one that straddles where a long answer
+// is cut, and the sizes are the messages' own.
+func TestHistoryMasksWhenRead(t *testing.T) {
+	t.Parallel()
+	const secret = "tok-READ-0123456789abcdef"
+	mask := mcpconfig.ServerConfig{Name: "s", Secrets: []string{secret}}.Masker()
+	var masked atomic.Int64
+	h := newHistory("", func(s string) string { masked.Add(1); return mask(s) })
+	call := func(result string, err error, rpcErr *mcp.JSONRPCErrorDetails) {
+		req := mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId("r-" + secret), Method: "tools/call",
+			Params: mcp.CallToolParams{Name: "create_todo", Arguments: map[string]any{"title": "a " + secret + " <b>"}}}
+		_, _ = h.send(t.Context(), req, func(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+			if err != nil {
+				return nil, err
+			}
+			return &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: json.RawMessage(result), Error: rpcErr}, nil
+		})
+	}
+	small := `{"content":[{"type":"text","text":"made ` + secret + `"}]}`
+	call(small, nil, nil)
+	call("", errors.New("refused by "+secret), nil)
+	call("", nil, &mcp.JSONRPCErrorDetails{Code: -32000, Message: "bad " + secret})
+	if n := masked.Load(); n != 0 {
+		t.Errorf("three short requests were masked %d times when kept; want none until read", n)
+	}
+	// A long answer: a secret at its start, one across MaxHistoryText.
+	long := `{"text":"` + secret + strings.Repeat("x", MaxHistoryText-len(secret)-12) + secret + strings.Repeat("y", 2*MaxHistoryText) + `"}`
+	call(long, nil, nil)
+
+	got := (&Conn{history: h}).History()
+	if len(got) != 4 {
+		t.Fatalf("%d entries, want 4", len(got))
+	}
+	for _, e := range got {
+		if all := e.ID + e.Message + e.Answer + e.Error; strings.Contains(all, secret[:8]) {
+			t.Errorf("an entry shows the secret: %+v", e)
+		}
+		if e.ID != "r-***" || !strings.Contains(e.Message, `"title":"a *** \u003cb\u003e"`) {
+			t.Errorf("id %q, message %q; want them masked", e.ID, e.Message)
+		}
+		if e.Bytes != len(e.Message)-len("***")+len(secret) {
+			t.Errorf("bytes %d for the message %s", e.Bytes, e.Message)
+		}
+	}
+	if e := got[0]; e.Answer != strings.ReplaceAll(small, secret, "***") || e.AnswerBytes != len(small) || e.Error != "" {
+		t.Errorf("the short answer: %+v", e)
+	}
+	if e := got[1]; e.Error != "refused by ***" || e.Answer != "" {
+		t.Errorf("the failed request: %+v", e)
+	}
+	if e := got[2]; e.Error != "bad ***" || !strings.Contains(e.Answer, `"message":"bad ***"`) {
+		t.Errorf("the JSON-RPC error: %+v", e)
+	}
+	if e := got[3]; e.AnswerBytes != len(long) || !strings.HasSuffix(e.Answer, "...") || len(e.Answer) > MaxHistoryText+len("...") ||
+		strings.Count(e.Answer, "***") != 2 {
+		t.Errorf("the long answer, %d bytes: %d kept, %d masks; want it cut after both secrets masked", e.AnswerBytes, len(e.Answer), strings.Count(e.Answer, "***"))
+	}
+}
+
+// BenchmarkHistorySendCall measures what keeping a request costs on top of
+// sending it for a call like BenchmarkAPIExecute's (cmd/elysia): a
+// tools/call with mcp-go's params and a short answer, with a server's two
+// secrets.
+func BenchmarkHistorySendCall(b *testing.B) {
+	cfg := mcpconfig.ServerConfig{Name: "s", Secrets: []string{"tok-0123456789abcdef", "another-secret-value"}}
+	h := newHistory("", cfg.Masker())
+	result := []byte(`{"content":[{"type":"text","text":"{\"todos\":[],\"total\":0}"}],"structuredContent":{"todos":[],"total":0}}`)
+	req := mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(1)), Method: "tools/call",
+		Params: mcp.CallToolParams{Name: "list_todos", Arguments: map[string]any{"status": "active"}}}
+	answer := func(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+		return &mcptransport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: req.ID, Result: result}, nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = h.send(b.Context(), req, answer)
+	}
 }
 
 // BenchmarkHistorySend measures what keeping a request costs on top of
