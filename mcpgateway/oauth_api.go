@@ -58,8 +58,8 @@ func (g *Gateway) StartSignIn(ctx context.Context, user, redirectURI, binding st
 	if err != nil {
 		return "", err
 	}
-	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
-		return "", fmt.Errorf("server %q signs in as a service account (client_credentials); no user sign-in", g.cfg.Name)
+	if g.cfg.OAuth.Unattended() {
+		return "", fmt.Errorf("server %q signs in as a service (%s); no user sign-in", g.cfg.Name, g.cfg.OAuth.EffectiveGrant())
 	}
 	// Full already? Then refuse before probing the server and registering
 	// a client, which a start costs too.
@@ -104,10 +104,10 @@ func (g *Gateway) FinishPending(ctx context.Context, p *mcpauth.PendingSignIn, s
 	if p.Server != g.cfg.Name {
 		return g.serverErr("sign in", mcpauth.ErrUnknownState)
 	}
-	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
-		// mcp.json changed since the sign-in started: the server now uses
-		// one service account, which a user's token must never become.
-		return g.serverErr("sign in", fmt.Errorf("server %q now signs in as a service account (client_credentials); the sign-in started before is void", g.cfg.Name))
+	if g.cfg.OAuth.Unattended() {
+		// mcp.json changed since the sign-in started: the server now signs
+		// in as a service, which a user's token must never become.
+		return g.serverErr("sign in", fmt.Errorf("server %q now signs in as a service (%s); the sign-in started before is void", g.cfg.Name, g.cfg.OAuth.EffectiveGrant()))
 	}
 	a, err := g.authorizerFor(ctx, p.User)
 	if err != nil {

@@ -62,7 +62,7 @@ func (g *Gateway) authorizerFor(ctx context.Context, user string) (*mcpauth.Auth
 	if !mcpauth.NeedsAuth(g.cfg) {
 		return nil, fmt.Errorf("server %q takes no sign-in (a stdio server, or one with a static Authorization header)", g.cfg.Name)
 	}
-	if g.cfg.OAuth.EffectiveGrant() == mcpconfig.GrantClientCredentials {
+	if g.cfg.OAuth.Unattended() {
 		return g.shared.conns[0].Auth(), nil
 	}
 	g.goPerUser()

@@ -125,7 +125,7 @@ func New(cfg mcpconfig.ServerConfig, o Options, logger *slog.Logger, mask func(s
 	}
 	if mcpauth.NeedsAuth(cfg) {
 		c.auth = mcpauth.NewAuthorizer(cfg, o.User, o.Tokens, o.Browser, logger)
-		c.auth.Userless = o.User == "" && cfg.OAuth.EffectiveGrant() != mcpconfig.GrantClientCredentials
+		c.auth.Userless = o.User == "" && !cfg.OAuth.Unattended()
 	}
 	switch {
 	case !cfg.Enabled:
