@@ -183,6 +183,7 @@ func TestElysiaFrontendInChromium(t *testing.T) {
 	b.do("input enabled", waitJS(`(() => { const t = document.querySelector("textarea"); return t && !t.disabled; })()`))
 	b.do("ask", setReactValue("textarea", "list my todos"), chromedp.Focus(css("textarea")), chromedp.KeyEvent("\r"))
 	nl.waitFor(t, "the query's completed frame", wait, func(n *netLog) bool { return n.framed(`"type":"completed"`) })
+	checkToolListCompact(t, b, "live")
 	answered("/util/follow_up_suggestions")
 	b.do("thumbs up", waitJS("!!"+feedbackButtons), chromedp.Evaluate[chromedp.Void]("void "+feedbackButtons+"[2].click()"))
 	answered("/feedback/add")
@@ -196,6 +197,7 @@ func TestElysiaFrontendInChromium(t *testing.T) {
 	answered("/load_tree/")
 	b.do("welcome dialog after reload", clickText("button", "Start Elysia"), waitJS(`![...document.querySelectorAll("button")].some((e) => e.textContent.trim() === "Start Elysia")`))
 	b.do("conversation back", waitJS(`document.body.innerText.includes("Ran list_todos")`))
+	checkToolListCompact(t, b, "after the reload")
 
 	// 5. The Settings, Data and Evaluation pages.
 	b.do("Settings page", realClick("p", "Settings"), waitJS(`document.body.innerText.includes("Elysia-Go")`))
@@ -229,6 +231,25 @@ func TestElysiaFrontendInChromium(t *testing.T) {
 	nl.mu.Lock()
 	t.Logf("responses:\n%s", strings.Join(nl.urls, "\n"))
 	nl.mu.Unlock()
+}
+
+// toolListHeads are the column heads of the table in the chat that lists
+// todo's tools (a row's cell reads create_todo), once it shows.
+const toolListHeads = `(() => {
+	const t = [...document.querySelectorAll("table")].find((t) => [...t.querySelectorAll("td")].some((td) => td.textContent.trim() === "create_todo"));
+	return t ? [...t.querySelectorAll("th")].map((th) => th.textContent.trim()) : null;
+})()`
+
+// checkToolListCompact checks that the chat shows the gateway's tool list
+// as Elysia's frontend shows a compact table: the row number, the name
+// and a one-line description, with no _REF_ID or input schema column.
+func checkToolListCompact(t *testing.T, b *browser, when string) {
+	t.Helper()
+	b.do("tool list "+when, waitJS(toolListHeads+" !== null"))
+	heads := eval[[]string](b, "tool list heads "+when, toolListHeads)
+	if strings.Join(heads, "|") != "#|name|description" {
+		t.Errorf("%s, the tool list's columns are %q, want #, name, description", when, heads)
+	}
 }
 
 // feedbackButtons are the buttons beside "Finished in …" under an answer:
