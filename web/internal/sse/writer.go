@@ -8,6 +8,7 @@ package sse
 import (
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,12 +30,18 @@ type Writer struct {
 	// err is the first failed write's error: every later write returns it
 	// without touching the connection.
 	err error
-	// pending holds the events added since the last flush; its array is
-	// reused from one flush to the next. bad is the error of an event
-	// that did not encode: the stream ends after the events before it.
+	// pending holds the events added since the last flush, in buf, a
+	// buffer taken from pendingBuffers by the first Add after a flush and
+	// given back by the flush: streams share a few buffers instead of
+	// each growing its own. bad is the error of an event that did not
+	// encode: the stream ends after the events before it.
 	pending []byte
+	buf     *[]byte
 	bad     error
 }
+
+// pendingBuffers are the Writers' buffers of events between flushes.
+var pendingBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // MaxPendingKept bounds the events a Writer gathers before it writes
 // them (a run that emits without pause must still meet the write
@@ -59,6 +66,10 @@ func (w *Writer) Add(env tools.Envelope) {
 	if w.err != nil || w.bad != nil { // the drain after a failure must not marshal every event
 		return
 	}
+	if w.buf == nil {
+		w.buf = pendingBuffers.Get().(*[]byte)
+		w.pending = (*w.buf)[:0]
+	}
 	// The payload is NewEnvelope's compact JSON: it is copied in, not
 	// compacted again.
 	b, err := tools.AppendEnvelope(append(w.pending, "data: "...), env)
@@ -73,11 +84,14 @@ func (w *Writer) Add(env tools.Envelope) {
 // that did not encode, it writes the ones before it, then fails.
 func (w *Writer) Flush() error {
 	if len(w.pending) > 0 && w.err == nil {
-		_ = w.Write(w.pending) // its error is kept in w.err
-		w.pending = w.pending[:0]
-		if cap(w.pending) > MaxPendingKept {
-			w.pending = nil
+		_ = w.Write(w.pending) // its error is kept in w.err; the bytes are written (or dropped) when it returns
+	}
+	if w.buf != nil {
+		if cap(w.pending) <= MaxPendingKept {
+			*w.buf = w.pending[:0]
+			pendingBuffers.Put(w.buf)
 		}
+		w.pending, w.buf = nil, nil
 	}
 	if w.err == nil {
 		w.err = w.bad
