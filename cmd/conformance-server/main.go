@@ -29,11 +29,26 @@
 //
 // It serves stdio only (the gateway starts it) and keeps no state but the
 // subscriptions of its one session. Logs go to stderr.
+//
+// Usage:
+//
+//	conformance-server [--only modern|legacy]
+//
+// With no flag it serves everything above. --only modern serves only what
+// the 2026-07-28 scenarios and the Tasks extension's call (the tools of
+// mrtr.go and tasks.go, and test_input_required_result_prompt), which ask
+// with input_required results; --only legacy serves the rest, whose tools
+// ask with server-initiated requests (test_sampling, test_elicitation*)
+// that mcp-go refuses on a 2026-07-28 connection. The halves share no
+// name, so a gateway can run one of each, the modern one pinned at
+// 2026-07-28 and the legacy one at 2025-11-25, both unprefixed
+// (cmd/elysia's conformanceConfig).
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,8 +63,21 @@ import (
 const version = "0.1.0"
 
 func main() {
-	if len(os.Args) > 1 {
-		fmt.Fprintln(os.Stderr, "usage: conformance-server (serves MCP over stdio; no flags)")
+	fs := flag.NewFlagSet("conformance-server", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: conformance-server [--only modern|legacy] (serves MCP over stdio)")
+	}
+	only := fs.String("only", "", "serve only the modern (2026-07-28) or the legacy (2025-11-25) half")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	h, err := parseHalf(*only)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance-server:", err)
+		fs.Usage()
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -59,10 +87,10 @@ func main() {
 	// mcp-go runs five tool calls at once by default; a call waiting for
 	// its client's answer holds one, and a 2026-07-28 client need never
 	// answer, so the suite's calls left waiting would queue the next ones.
-	s := mcpserver.NewStdioServer(newServer(out))
+	s := mcpserver.NewStdioServer(newServer(out, h))
 	mcpserver.WithWorkerPoolSize(64)(s)
 	s.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
-	err := s.Listen(ctx, os.Stdin, out)
+	err = s.Listen(ctx, os.Stdin, out)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		logger.Error("conformance-server: stdio ended", "err", err)
 		os.Exit(1)

@@ -13,11 +13,33 @@ import (
 // watched is the resource a client subscribes to in the scenarios.
 const watched = "test://watched-resource"
 
+// half is what one fixture serves (--only).
+type half int
+
+const (
+	both   half = iota // everything
+	modern             // the 2026-07-28 and Tasks scenarios' tools and prompt
+	legacy             // the rest: what the 2025-11-25 scenarios call
+)
+
+// parseHalf parses the value of --only; "" is both.
+func parseHalf(s string) (half, error) {
+	switch s {
+	case "":
+		return both, nil
+	case "modern":
+		return modern, nil
+	case "legacy":
+		return legacy, nil
+	}
+	return both, fmt.Errorf("--only must be modern or legacy, got %q", s)
+}
+
 // newServer returns the fixture: every tool, resource, template and
-// prompt the conformance suite's server scenarios name, with logging,
-// completion and resource subscriptions. Its tools that notify answer once
-// out has written their notifications.
-func newServer(out *sentWriter) *mcpserver.MCPServer {
+// prompt of h that the conformance suite's server scenarios name, with
+// logging, and for the legacy half completion and resource subscriptions.
+// Its tools that notify answer once out has written their notifications.
+func newServer(out *sentWriter, h half) *mcpserver.MCPServer {
 	hooks := &mcpserver.Hooks{}
 	// A subscription is answered with one notifications/resources/updated
 	// for its URI at once, so that a proxy's relay of it can be seen.
@@ -26,24 +48,34 @@ func newServer(out *sentWriter) *mcpserver.MCPServer {
 		_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
 			map[string]any{"uri": req.Params.URI})
 	})
-	s := mcpserver.NewMCPServer("elysia-conformance-fixture", version,
+	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(true),
-		mcpserver.WithResourceCapabilities(true, true),
 		mcpserver.WithPromptCapabilities(true),
 		mcpserver.WithLogging(),
-		mcpserver.WithCompletions(),
-		mcpserver.WithPromptCompletionProvider(completer{}),
-		mcpserver.WithResourceCompletionProvider(completer{}),
-		mcpserver.WithHooks(hooks),
 		mcpserver.WithRecovery(),
-		mcpserver.WithToolFilter(listTaskSupport),
-	)
-	addTools(s, out)
-	addInputTools(s)
-	addHeaderTools(s)
-	addTaskTools(s)
-	addResources(s)
-	addPrompts(s)
+	}
+	if h != modern {
+		opts = append(opts,
+			mcpserver.WithResourceCapabilities(true, true),
+			mcpserver.WithCompletions(),
+			mcpserver.WithPromptCompletionProvider(completer{}),
+			mcpserver.WithResourceCompletionProvider(completer{}),
+			mcpserver.WithHooks(hooks))
+	}
+	if h != legacy {
+		opts = append(opts, mcpserver.WithToolFilter(listTaskSupport))
+	}
+	s := mcpserver.NewMCPServer("elysia-conformance-fixture", version, opts...)
+	if h != modern {
+		addTools(s, out)
+		addResources(s)
+		addPrompts(s)
+	}
+	if h != legacy {
+		addInputTools(s)
+		addHeaderTools(s)
+		addTaskTools(s)
+	}
 	return s
 }
 
