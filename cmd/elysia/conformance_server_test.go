@@ -20,13 +20,14 @@ const serverScenarioTimeout = 60 * time.Second
 
 // TestConformanceServerScenarios runs every server scenario of the pinned
 // official MCP conformance suite against the aggregate endpoint: `elysia
-// serve` on loopback with one server, the fixture cmd/conformance-server
-// (every test_* tool, resource, template and prompt the scenarios name),
-// exposed unprefixed, and the suite's client at /mcp, one scenario at a
-// time. It judges each scenario by the checks the suite recorded, like
-// TestConformanceClientScenarios: a failure must be listed with its reason
-// in testdata/conformance/expected-server-failures.txt, and a listed one
-// that passes fails too. docs/CONFORMANCE.md has the table.
+// serve` on loopback with the fixture cmd/conformance-server (every
+// test_* tool, resource, template and prompt the scenarios name) as its
+// servers (conformanceConfig), exposed unprefixed, and the suite's client
+// at /mcp, one scenario at a time. It judges each scenario by the checks
+// the suite recorded, like TestConformanceClientScenarios: a failure must
+// be listed with its reason in
+// testdata/conformance/expected-server-failures.txt, and a listed one that
+// passes fails too. docs/CONFORMANCE.md has the table.
 func TestConformanceServerScenarios(t *testing.T) {
 	serverScenarios(t, func(cfg string) string { return startService(t, serveOptions{Config: cfg}).URL })
 }
@@ -55,7 +56,15 @@ func serverScenarios(t *testing.T, start func(cfg string) string) {
 }
 
 // conformanceConfig is the mcp.json of the endpoint the server scenarios
-// run against: the fixture at path, its tools unprefixed.
+// run against: the fixture at path twice, each exposed unprefixed. Its
+// legacy half (--only legacy: the 2025-11-25 scenarios' tools, whose
+// questions are server-initiated requests) is pinned at 2025-11-25; its
+// modern half (--only modern: the tools and prompt of the 2026-07-28 and
+// Tasks scenarios, which ask with input_required results) at 2026-07-28,
+// so that each question reaches the gateway in the era its tool was
+// written for. The halves share no name (cmd/conformance-server's
+// TestHalvesSplitEverything), so every scenario calls them by the names it
+// knows.
 //
 // log_level debug: the fixture logs at info, and the endpoint filters by
 // each session's own logging/setLevel. stream_poll 0.3: the endpoint
@@ -63,7 +72,11 @@ func serverScenarios(t *testing.T, start func(cfg string) string) {
 // and the client resumes it.
 func conformanceConfig(fixture string) string {
 	return fmt.Sprintf(`{"expose": {"mode": "tools", "agent": false, "stream_poll": 0.3},
- "servers": {"conformance": {"type": "stdio", "command": %q, "prefix": "", "log_level": "debug"}}}`, fixture)
+ "servers": {
+  "conformance": {"type": "stdio", "command": %[1]q, "args": ["--only", "legacy"], "prefix": "", "log_level": "debug",
+   "protocol_version": "2025-11-25"},
+  "conformance-2026": {"type": "stdio", "command": %[1]q, "args": ["--only", "modern"], "prefix": "", "log_level": "debug",
+   "protocol_version": "2026-07-28"}}}`, fixture)
 }
 
 // runServerScenario runs one server scenario against url.
