@@ -3,6 +3,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"testing"
 
 	"github.com/elysia-go/elysia/internal/testenv"
@@ -27,13 +29,19 @@ func TestPostgresReplicasConformanceServerScenarios(t *testing.T) {
 // suite's server scenarios at its default spec, as
 // TestConformanceNextServerScenarios does, against two replicas behind the
 // round-robin balancer: a 2026-07-28 request and its retry may reach
-// either, with no session to find.
+// either, with no session to find. The replicas share ELYSIA_SECRET_KEY,
+// as an operator's must: a requestState one replica sealed is opened by
+// the other.
 func TestPostgresReplicasConformanceNextServerScenarios(t *testing.T) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	env := []string{"ELYSIA_SECRET_KEY=" + base64.StdEncoding.EncodeToString(key)}
 	url := startConformanceEndpoint(t, func(cfg string) string {
 		dsn := testenv.PostgresDSN(t)
-		a := startService(t, serveOptions{Config: cfg, Args: []string{"--db", dsn}})
-		b := startService(t, serveOptions{Config: cfg, Args: []string{"--db", dsn}})
+		a := startService(t, serveOptions{Config: cfg, Env: env, Args: []string{"--db", dsn}})
+		b := startService(t, serveOptions{Config: cfg, Env: env, Args: []string{"--db", dsn}})
 		return testenv.RoundRobin(t, a.URL, b.URL)
 	})
-	nextServerScenarios(t, url, nextSpecs[0])
+	// One replica's expected failures, and the one only two have.
+	nextServerScenarios(t, url, nextSpec{name: "default", server: "expected-server-failures-0.2-replicas.txt"})
 }
