@@ -63,6 +63,9 @@ func TestWriterSendsEachEventOnce(t *testing.T) {
 // taken from a pool and given back at each flush, not one grown per
 // stream.
 func TestWriterBuffersAreReused(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race sync.Pool drops what is put back at random: allocation counts vary (run without -race)")
+	}
 	gin.SetMode(gin.TestMode)
 	env := envelope(t, strings.Repeat("x", 2000))
 	stream(t, env, env) // fills the pool
