@@ -96,16 +96,12 @@ func (g *Gateway) dueCopies(now time.Time) (next time.Time, due []*copyState) {
 func (g *Gateway) probe(c *copyState) {
 	var err error
 	if !g.perUser.Load() {
+		// Bounded by the connect timeout, and ended by Close with the
+		// session owner it pings.
+		conn := g.shared.conns[c.index]
 		timeout, _ := c.cfg.Timeouts()
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		go func() {
-			select {
-			case <-g.stopProbe:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		err = g.shared.conns[c.index].Ping(ctx)
+		ctx, cancel := context.WithTimeout(conn.Lifetime(), timeout)
+		err = conn.Ping(ctx)
 		cancel()
 	}
 	select {
