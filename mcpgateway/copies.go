@@ -218,21 +218,32 @@ func (g *Gateway) markUp(c *copyState) {
 	g.copiesChanged()
 }
 
-// servingLabel names the copies that take calls now: the first usable one
-// (priority), or every usable one (round robin); "" when none is usable.
-func (g *Gateway) servingLabel() string {
+// servingCopies returns the copies that take calls now: the first usable one
+// (priority), or every usable one (round robin); none when no copy is
+// usable, and nil for a server without copies.
+func (g *Gateway) servingCopies() []*copyState {
 	if !g.multi() {
-		return ""
+		return nil
 	}
 	now := time.Now()
-	var names []string
+	var out []*copyState
 	for _, c := range g.copies {
 		if c.usable(now) {
-			names = append(names, c.label)
+			out = append(out, c)
 			if g.cfg.Policy != mcpconfig.PolicyRoundRobin {
 				break
 			}
 		}
+	}
+	return out
+}
+
+// servingLabel names the copies that take calls now ("copy 2", "copy 1,
+// copy 2"); "" when none can.
+func (g *Gateway) servingLabel() string {
+	var names []string
+	for _, c := range g.servingCopies() {
+		names = append(names, c.label)
 	}
 	return strings.Join(names, ", ")
 }

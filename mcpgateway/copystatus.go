@@ -1,7 +1,7 @@
 package mcpgateway
 
 import (
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
@@ -37,13 +37,13 @@ func (g *Gateway) copyStatuses(v *view) []CopyStatus {
 	if !g.multi() {
 		return nil
 	}
-	serving := g.servingLabel()
+	serving := g.servingCopies()
 	out := make([]CopyStatus, 0, len(g.copies))
 	for _, c := range g.copies {
 		cs := v.conns[c.index].Status()
 		st := CopyStatus{Copy: c.index + 1, Label: c.label, Transport: c.cfg.Transport, Where: c.where, State: cs.State,
 			Circuit: c.circuitStatus(), LastErr: g.mask(cs.LastErr)}
-		st.Serving = serving != "" && strings.Contains(", "+serving+",", ", "+c.label+",")
+		st.Serving = slices.Contains(serving, c)
 		c.mu.Lock()
 		st.Calls, st.Failures = c.stats.calls, c.stats.failures
 		if c.down {
