@@ -13,6 +13,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
+	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -171,7 +172,9 @@ func failoverErr(ctx context.Context, err error) bool {
 		return false
 	case session.IsServerAnswer(err):
 		return false
-	case errors.Is(err, errSecretRequired):
+	case errors.Is(err, errSecretRequired), errors.Is(err, mcpauth.ErrSignInRequired):
+		// The user's to mend, not the copy's failure (onCopies lets the
+		// next copy try the call all the same).
 		return false
 	}
 	return true
@@ -358,6 +361,13 @@ func (g *Gateway) onCopies(ctx context.Context, v *view, f func(c *copyState) (a
 		case err == nil:
 			g.markUp(c)
 			return o, nil
+		case g.multi() && errors.Is(err, mcpauth.ErrSignInRequired):
+			// This user has not signed in to this copy (one on another
+			// origin signs in on its own): the next copy may take the
+			// call, and the copy stays up for every other user.
+			fails = append(fails, copyFailure{c, err})
+			last = o
+			continue
 		case !g.multi() || !failoverErr(ctx, err):
 			return o, err
 		}

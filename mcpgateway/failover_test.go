@@ -2,6 +2,7 @@ package mcpgateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -410,5 +411,17 @@ func TestCopyOnAnotherOriginKeepsItsOwnTokens(t *testing.T) {
 		if got := origin(u); got != want {
 			t.Errorf("origin(%q) = %q, want %q", u, got, want)
 		}
+	}
+}
+
+// TestSignInIsNoCopyFailure: a user who has not signed in to a copy does
+// not take that copy away from every other user.
+func TestSignInIsNoCopyFailure(t *testing.T) {
+	err := fmt.Errorf("connect: %w", &mcpauth.SignInRequiredError{Server: "todo"})
+	if failoverErr(t.Context(), err) {
+		t.Error("a missing sign-in marks the copy down")
+	}
+	if !failoverErr(t.Context(), errors.New("connection refused")) {
+		t.Error("a transport failure does not mark the copy down")
 	}
 }
