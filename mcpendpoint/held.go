@@ -362,18 +362,8 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 // first (the client left) cancels the call; one another request took the
 // call from gets an error.
 func (e *Endpoint) await(ctx context.Context, h *heldCall, w *heldWaiter) (*mcp.CallToolResult, error) {
-	h.mu.Lock()
-	if h.gone {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: call the tool again", ErrCallGone)
-	}
-	if h.lapse != nil {
-		h.lapse.Stop()
-		h.lapse = nil
-	}
-	if h.waiter != w {
-		h.waiter = w
-		h.signalLocked() // a request waiting before gives way
+	if err := h.claim(w); err != nil {
+		return nil, err
 	}
 	for {
 		switch {
@@ -394,19 +384,46 @@ func (e *Endpoint) await(ctx context.Context, h *heldCall, w *heldWaiter) (*mcp.
 		select {
 		case <-c:
 		case <-ctx.Done():
-			h.mu.Lock()
-			mine := h.waiter == w && !h.done
-			if mine {
-				h.waiter, h.gone = nil, true
-			}
-			h.mu.Unlock()
-			if mine {
-				h.cancel() // abandoned by its client
-				e.held.forget(h)
-			}
+			e.abandon(h, w)
 			return nil, ctx.Err()
 		}
 		h.mu.Lock()
+	}
+}
+
+// claim makes w the request waiting on h, and leaves h.mu held; a call
+// already gone is an error, with h.mu unlocked. A request waiting before
+// gives way, and the lapse timer of a call left waiting for its retry
+// stops.
+func (h *heldCall) claim(w *heldWaiter) error {
+	h.mu.Lock()
+	if h.gone {
+		h.mu.Unlock()
+		return fmt.Errorf("%w: call the tool again", ErrCallGone)
+	}
+	if h.lapse != nil {
+		h.lapse.Stop()
+		h.lapse = nil
+	}
+	if h.waiter != w {
+		h.waiter = w
+		h.signalLocked()
+	}
+	return nil
+}
+
+// abandon ends h when w, the request waiting on it, ended first (its
+// client left) and the call is not done: it is cancelled and forgotten.
+func (e *Endpoint) abandon(h *heldCall, w *heldWaiter) {
+	h.mu.Lock()
+	mine := h.waiter == w && !h.done
+	if mine {
+		h.waiter, h.gone = nil, true
+	}
+	h.mu.Unlock()
+	if mine {
+		h.cancel()
+		e.held.forget(h)
 	}
 }
 

@@ -220,17 +220,9 @@ func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p 
 	}
 	grace := time.NewTimer(taskGrace)
 	defer grace.Stop()
-	h.mu.Lock()
-	if h.gone {
-		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: call the tool again", ErrCallGone)
+	if err := h.claim(w); err != nil {
+		return nil, err
 	}
-	if h.lapse != nil {
-		h.lapse.Stop()
-		h.lapse = nil
-	}
-	h.waiter = w
-	h.signalLocked()
 	for {
 		switch {
 		case h.waiter != w:
@@ -258,16 +250,7 @@ func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p 
 			}
 			continue
 		case <-ctx.Done():
-			h.mu.Lock()
-			mine := h.waiter == w && !h.done
-			if mine {
-				h.waiter, h.gone = nil, true
-			}
-			h.mu.Unlock()
-			if mine {
-				h.cancel()
-				e.held.forget(h)
-			}
+			e.abandon(h, w)
 			return nil, ctx.Err()
 		}
 		h.mu.Lock()
