@@ -282,7 +282,12 @@ func (e *Endpoint) serveFastList(w http.ResponseWriter, r *http.Request, user st
 	if !ok {
 		return false
 	}
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(size)) // not chunked: the parts are all there
 	w.WriteHeader(http.StatusOK)
 	for _, p := range parts {
 		if _, err := w.Write(p); err != nil {
