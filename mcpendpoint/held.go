@@ -329,6 +329,9 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 	user := mcpgateway.UserFrom(ctx)
 	w := &heldWaiter{ctx: ctx, progress: e.progressEmitter(ctx, req)}
 	p := e.policyOf(ctx, user, req)
+	if err := e.checkParamHeaders(ctx, user, req, p.reply); err != nil {
+		return nil, err
+	}
 	if text := req.Params.RequestState; text != "" {
 		st, err := e.openStateOf(text, user, bindOf(req), time.Now())
 		if err != nil {
