@@ -75,6 +75,7 @@ func newServer(out *sentWriter, h half) *mcpserver.MCPServer {
 		addInputTools(s)
 		addHeaderTools(s)
 		addTaskTools(s)
+		addTriggerTools(s)
 	}
 	return s
 }
