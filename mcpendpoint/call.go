@@ -58,6 +58,9 @@ func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	emit := e.callEmitter(ctx, req)
+	if _, ok := emit.(samplingEmitter); !ok {
+		ctx = mcpgateway.WithCallerSampling(ctx, nil) // its servers' sampling is the service's, or nobody's
+	}
 	ex := e.expose()
 	if name == askTool && ex.Agent && e.opts.Agent != nil {
 		return e.ask(ctx, user, args, emit)

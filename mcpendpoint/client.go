@@ -88,6 +88,17 @@ func (e clientEmitter) Emit(ev tools.Event) {
 	}
 }
 
+var _ mcpgateway.CapabilityNoter = clientEmitter{}
+
+// MissingCapability notes, for a 2026-07-28 call, that its server asked
+// for capability, which the client did not declare: the call's failure
+// then says so (-32021).
+func (e clientEmitter) MissingCapability(capability string) {
+	if e.held != nil {
+		e.held.noteMissing(capability)
+	}
+}
+
 // TakesServerLogs marks the emitter a mcpgateway.ClientLogger.
 func (clientEmitter) TakesServerLogs() {}
 

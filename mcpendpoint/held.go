@@ -181,6 +181,9 @@ type heldCall struct {
 	// server's error, which fails the task (noteFailure).
 	task    bool
 	failure error
+	// missing is a capability the client did not declare that the call's
+	// server asked for (CapabilityNoter).
+	missing string
 }
 
 // question is one question of a call to its client.
@@ -347,7 +350,8 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 		if err := h.answer(st.Round, req.Params.InputResponses); err != nil {
 			return nil, err
 		}
-		return e.awaitTask(ctx, h, w, p)
+		res, err := e.awaitTask(ctx, h, w, p)
+		return h.missingCapability(p.reply, res, err)
 	}
 	if p.support == string(mcp.TaskSupportRequired) && !p.declared {
 		return nil, e.errNeedsTasks(p, clientToolName(req))
@@ -356,7 +360,35 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 	if err != nil {
 		return nil, err
 	}
-	return e.awaitTask(ctx, h, w, p)
+	res, err := e.awaitTask(ctx, h, w, p)
+	return h.missingCapability(p.reply, res, err)
+}
+
+// missingCapability returns the outcome res, err of h as the client gets
+// it: a call that failed after its server asked for what the client did
+// not declare, and the service could not do instead (sampling, with the
+// server's "sampling" off), is answered -32021
+// MissingRequiredClientCapability naming it, with HTTP 400, through reply.
+// A call that got over the refusal keeps its result.
+func (h *heldCall) missingCapability(reply *taskReply, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	h.mu.Lock()
+	missing := h.missing
+	h.mu.Unlock()
+	if missing == "" || reply == nil || (err == nil && (res == nil || !res.IsError)) {
+		return res, err
+	}
+	reply.setError(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
+		fmt.Sprintf("the tool's server asked for %s, which this client did not declare in its capabilities: declare it and call again", missing),
+		map[string]any{"requiredCapabilities": map[string]any{missing: map[string]any{}}})
+	return nil, mcp.MissingRequiredClientCapabilityError{Capability: missing}
+}
+
+// noteMissing records that the call's server asked for capability, which
+// the client did not declare.
+func (h *heldCall) noteMissing(capability string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.missing = capability
 }
 
 // await makes w the request waiting on h and waits for the call's next

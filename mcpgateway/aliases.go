@@ -90,6 +90,11 @@ func WithElicitationCompleter(ctx context.Context, ec ElicitationCompleter) cont
 	return session.WithElicitationCompleter(ctx, ec)
 }
 
+// CapabilityNoter is implemented by the Emitter of a call made for an MCP
+// client that hears of a server's request the client could not answer
+// for want of a capability (see session.CapabilityNoter).
+type CapabilityNoter = session.CapabilityNoter
+
 // WithCallerSampling marks the tool calls made with ctx as made for an MCP
 // client that answers sampling requests itself (cs), or, with cs nil, for
 // one that declared no sampling (see session.WithCallerSampling).

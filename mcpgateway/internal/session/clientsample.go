@@ -21,6 +21,14 @@ type ClientSampler interface {
 	CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 }
 
+// CapabilityNoter is implemented by the Emitter of a call made for an MCP
+// client: it hears that a server's request during the call went
+// unanswered because the client did not declare a capability
+// ("sampling"), so that a call that then fails can say so.
+type CapabilityNoter interface {
+	MissingCapability(name string)
+}
+
 // callerSamplingKey is the context key of WithCallerSampling.
 type callerSamplingKey struct{}
 

@@ -29,6 +29,12 @@ var ErrMessageTooLarge = errors.New("message over max_message_size")
 // sampling without "sampling" set in mcp.json.
 var ErrSamplingOff = errors.New(`sampling is not enabled for this server (set "sampling": "ask" or "auto" in mcp.json)`)
 
+// ErrCallerCannotSample is the error a server gets when it asks for
+// sampling during the call of an MCP client that did not declare sampling,
+// and the server's "sampling" is off: nobody can answer it. The aggregate
+// endpoint tells a 2026-07-28 client its capability is missing (-32021).
+var ErrCallerCannotSample = errors.New(`sampling: the MCP client that made the call did not declare the sampling capability, and this server's "sampling" is off in mcp.json`)
+
 // ErrSamplingDeclined is the error a server gets when the user of the call
 // ("sampling": "ask") denies its sampling request or the model's reply.
 var ErrSamplingDeclined = errors.New("sampling: the user declined the request")

@@ -85,6 +85,12 @@ func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageReques
 			return h.toClient(ctx, ac, cs, req)
 		case cannot && c.cfg.Sampling == mcpconfig.SamplingAsk:
 			return nil, c.refuseSampling(ctx, `the MCP client that asked did not declare sampling, and with "sampling": "ask" nobody can approve the request`)
+		case cannot && (!c.cfg.Sampling.Enabled() || c.opts.Sampler == nil):
+			c.logger.InfoContext(ctx, "sampling refused: the MCP client did not declare sampling, and the server's is off")
+			if n, ok := ac.emit.(CapabilityNoter); ok {
+				n.MissingCapability("sampling")
+			}
+			return nil, ErrCallerCannotSample
 		}
 	}
 	if !c.cfg.Sampling.Enabled() {
