@@ -90,6 +90,16 @@ func WithElicitationCompleter(ctx context.Context, ec ElicitationCompleter) cont
 	return session.WithElicitationCompleter(ctx, ec)
 }
 
+// RootsLister is implemented by the Emitter of a call whose MCP client may
+// give a server its roots (see session.RootsLister).
+type RootsLister = session.RootsLister
+
+// InputKeyFrom returns the key a 2026-07-28 server named the question
+// asked with ctx by, and how many questions its round has ("" and 0
+// otherwise): an Asker, ClientSampler or RootsLister that passes the
+// question on as input_required may ask it under that key.
+func InputKeyFrom(ctx context.Context) (key string, roundSize int) { return session.InputKeyFrom(ctx) }
+
 // CapabilityNoter is implemented by the Emitter of a call made for an MCP
 // client that hears of a server's request the client could not answer
 // for want of a capability (see session.CapabilityNoter).

@@ -87,7 +87,7 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token, AdditionalFields: traceMeta(cctx)}
 		req.Header = paramHeaders(s, call)
 		stop := s.WedgeGuard(cctx, "call "+call.Tool)
-		res, err = s.client.CallTool(withCall(cctx, ac), req)
+		res, err = s.client.CallTool(withInputRound(withCall(cctx, ac)), req)
 		stop()
 	}
 	if err == nil {

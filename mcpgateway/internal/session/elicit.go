@@ -26,6 +26,7 @@ type elicitation struct {
 
 // Elicit implements mcp-go's client.ElicitationHandler.
 func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	ctx = claimInputKey(ctx, mcp.MethodElicitationCreate, req.Params)
 	p := req.Params
 	mode := p.Mode
 	if mode == "" {

@@ -156,15 +156,19 @@ func (c *Conn) History() []HistoryEntry { return c.history.last(c.history.reques
 func (c *Conn) Notifications() []HistoryEntry { return c.history.last(c.history.notes) }
 
 // send sends req with send and keeps it, with its answer and how long it
-// took. A nil history (a transport built outside a Conn) keeps nothing.
+// took, and notes the round of an input_required answer for the call's
+// handlers (inputkeys.go). A nil history (a transport built outside a
+// Conn) keeps nothing.
 func (h *history) send(ctx context.Context, req mcptransport.JSONRPCRequest,
 	send func(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error)) (*mcptransport.JSONRPCResponse, error) {
-	if h == nil {
-		return send(ctx, req)
-	}
 	start := time.Now()
 	resp, err := send(ctx, req)
-	h.keep(ctx, req, start, resp, err, false)
+	if resp != nil {
+		noteInputRound(ctx, resp.Result)
+	}
+	if h != nil {
+		h.keep(ctx, req, start, resp, err, false)
+	}
 	return resp, err
 }
 

@@ -79,6 +79,7 @@ type sampling struct {
 // CreateMessage implements mcp-go's client.SamplingHandler.
 func (h sampling) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	c := h.c
+	ctx = claimInputKey(ctx, mcp.MethodSamplingCreateMessage, req.CreateMessageParams)
 	if ac := h.s.callFor(ctx); ac != nil {
 		switch cs, cannot := callerSamplerOf(ac); {
 		case cs != nil:
@@ -225,11 +226,46 @@ func sampleText(content any) string {
 	return fmt.Sprintf("[%T content]", content)
 }
 
-// roots answers roots/list with the configured roots as file:// URIs.
-type roots struct{ c *Conn }
+// roots answers roots/list with the configured roots as file:// URIs;
+// with none configured, with the roots of the MCP client whose call the
+// server asks during, when it has some (RootsLister).
+type roots struct {
+	c *Conn
+	s *Session
+}
+
+// RootsLister is implemented by the Emitter of a call whose caller may
+// have roots of its own: the MCP client of the aggregate endpoint. A
+// server's roots/list during the call, with no roots in mcp.json, gets
+// the client's, or none when ListRoots returns nil and no error (the
+// client did not declare roots). It must honour ctx.
+type RootsLister interface {
+	ListRoots(ctx context.Context) (*mcp.ListRootsResult, error)
+}
+
+// maxClientRoots bounds the roots of a client passed on to a server.
+const maxClientRoots = 256
 
 // ListRoots implements mcp-go's client.RootsHandler.
-func (r roots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+func (r roots) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	ctx = claimInputKey(ctx, mcp.MethodListRoots, nil)
+	if len(r.c.Roots()) == 0 && r.s != nil {
+		if ac := r.s.callFor(ctx); ac != nil {
+			if rl, ok := ac.emit.(RootsLister); ok {
+				res, err := rl.ListRoots(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("roots/list: the MCP client's roots: %w", err)
+				}
+				if res != nil {
+					out := &mcp.ListRootsResult{Roots: res.Roots[:min(len(res.Roots), maxClientRoots)]}
+					if out.Roots == nil {
+						out.Roots = []mcp.Root{}
+					}
+					return out, nil
+				}
+			}
+		}
+	}
 	out := &mcp.ListRootsResult{Roots: []mcp.Root{}}
 	for _, p := range r.c.Roots() {
 		u := url.URL{Scheme: "file", Path: filepath.ToSlash(p)}

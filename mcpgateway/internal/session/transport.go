@@ -353,7 +353,7 @@ func (c *Conn) clientOptions(s *Session, version string) []mcpclient.ClientOptio
 		mcpclient.WithClientCapabilities(clientCapabilities()),
 		mcpclient.WithElicitationHandler(elicitation{c: c, s: s}),
 		mcpclient.WithSamplingHandler(sampling{c: c, s: s}),
-		mcpclient.WithRootsHandler(roots{c: c}),
+		mcpclient.WithRootsHandler(roots{c: c, s: s}),
 		mcpclient.WithMaxInputRoundTrips(MaxInputRounds),
 		mcpclient.WithDiscoverTimeout(discoverWait(connect)),
 		mcpclient.WithProtocolVersion(version),
