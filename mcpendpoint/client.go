@@ -88,6 +88,30 @@ func (e clientEmitter) Emit(ev tools.Event) {
 	}
 }
 
+var _ mcpgateway.RootsLister = clientEmitter{}
+
+// ListRoots asks a 2026-07-28 client that declared roots for its roots, in
+// an input_required result, when a server of its call asks for them and
+// mcp.json gives it none; nil otherwise (the server gets none).
+func (e clientEmitter) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
+	info := mcpserver.RequestProtocolInfoFromContext(e.call)
+	if e.held == nil || info == nil || info.ClientCapabilities == nil || info.ClientCapabilities.Roots == nil {
+		return nil, nil
+	}
+	rctx, cancel := context.WithCancel(e.call)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	r, err := e.held.ask(rctx, e.ep, mcp.NewRootsInputRequest(), hintOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	if r.Roots == nil {
+		return nil, errors.New("the MCP client's answer is not a roots/list result")
+	}
+	return r.Roots, nil
+}
+
 var _ mcpgateway.CapabilityNoter = clientEmitter{}
 
 // MissingCapability notes, for a 2026-07-28 call, that its server asked
@@ -128,7 +152,7 @@ func (e clientEmitter) Ask(ctx context.Context, q tools.Question) (tools.Answer,
 		err error
 	)
 	if e.held != nil {
-		res, err = e.ep.heldElicit(rctx, e.held, params)
+		res, err = e.ep.heldElicit(rctx, e.held, params, hintOf(ctx))
 	} else {
 		res, err = e.srv.RequestElicitation(rctx, mcp.ElicitationRequest{
 			Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
@@ -217,7 +241,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 	defer stop()
 	req.Method = string(mcp.MethodSamplingCreateMessage)
 	if e.held != nil {
-		return e.ep.heldSample(rctx, e.held, req)
+		return e.ep.heldSample(rctx, e.held, req, hintOf(ctx))
 	}
 	if ep := e.ep; ep.opts.Relay != nil && ep.opts.Sessions != nil {
 		sid := SessionID(e.call)

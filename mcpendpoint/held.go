@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -184,6 +185,12 @@ type heldCall struct {
 	// missing is a capability the client did not declare that the call's
 	// server asked for (CapabilityNoter).
 	missing string
+	// early is the answers the client sent with its first request, before
+	// anything was asked, by key (takeEarly).
+	early mcp.InputResponses
+	// batch signals the waiting request roundWait after a round's first
+	// question, when the others are late (signalRoundLocked).
+	batch *time.Timer
 }
 
 // question is one question of a call to its client.
@@ -219,18 +226,46 @@ func (h *heldCall) finish(res *mcp.CallToolResult, err error) {
 	h.signalLocked()
 }
 
-// ask puts r to the client of h and waits for its answer, or ctx. The
+// inputHint is what the gateway knows of a question from a 2026-07-28
+// server (mcpgateway.InputKeyFrom): the key it asked under, and the number
+// of questions in its round.
+type inputHint struct {
+	key  string
+	size int
+}
+
+// hintOf returns the inputHint of the question asked with ctx.
+func hintOf(ctx context.Context) inputHint {
+	key, size := mcpgateway.InputKeyFrom(ctx)
+	return inputHint{key, size}
+}
+
+// roundWait is how long the first question of a round waits for the
+// others its server asked with it, so that they go to the client in one
+// input_required result.
+const roundWait = 100 * time.Millisecond
+
+// ask puts r to the client of h and waits for its answer, or ctx. It is
+// asked under its server's key when there is one and it is free, else
+// under one of the endpoint's; an answer the client gave under that key
+// before it was asked (with its first request) is taken at once. The
 // first question holds the call among those asking (ep's caps).
-func (h *heldCall) ask(ctx context.Context, ep *Endpoint, r mcp.InputRequest) (mcp.InputResponse, error) {
+func (h *heldCall) ask(ctx context.Context, ep *Endpoint, r mcp.InputRequest, hint inputHint) (mcp.InputResponse, error) {
+	if a, ok := h.takeEarly(hint.key, r.Method); ok {
+		return a, nil
+	}
 	if err := ep.held.hold(h, ep.opts.MaxHeldCalls); err != nil {
 		return mcp.InputResponse{}, err
 	}
 	q := &question{req: r, reply: make(chan mcp.InputResponse, 1)}
 	h.mu.Lock()
-	h.seq++
-	key := "elysia-" + strconv.Itoa(h.seq)
+	key := hint.key
+	for key == "" || h.questions[key] != nil {
+		h.seq++
+		key = "elysia-" + strconv.Itoa(h.seq)
+	}
 	h.questions[key] = q
-	h.signalLocked()
+	h.signalRoundLocked(hint.size)
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
@@ -243,6 +278,43 @@ func (h *heldCall) ask(ctx context.Context, ep *Endpoint, r mcp.InputRequest) (m
 	case <-ctx.Done():
 		return mcp.InputResponse{}, ctx.Err()
 	}
+}
+
+// signalRoundLocked tells the waiting request of a new question once the
+// round's size questions are all asked, or roundWait after the first.
+func (h *heldCall) signalRoundLocked(size int) {
+	if len(h.questions) >= size {
+		if h.batch != nil {
+			h.batch.Stop()
+			h.batch = nil
+		}
+		h.signalLocked()
+		return
+	}
+	if h.batch == nil {
+		h.batch = time.AfterFunc(roundWait, func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.batch = nil
+			h.signalLocked()
+		})
+	}
+}
+
+// takeEarly takes the answer the client sent under key with its first
+// request, before it was asked, when it answers a question of method.
+func (h *heldCall) takeEarly(key string, method mcp.MCPMethod) (mcp.InputResponse, bool) {
+	if key == "" {
+		return mcp.InputResponse{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a, ok := h.early[key]
+	if !ok {
+		return mcp.InputResponse{}, false
+	}
+	delete(h.early, key)
+	return a, a.DecodeFor(method) == nil
 }
 
 // answer hands the client's answers of round to the questions that wait
@@ -281,7 +353,8 @@ func newCallID() string {
 func (e *Endpoint) startCall(ctx context.Context, req mcp.CallToolRequest, user string, w *heldWaiter) (*heldCall, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(e.held.life, cancel)
-	h := &heldCall{id: newCallID(), user: user, cancel: cancel, questions: map[string]*question{}, changed: make(chan struct{}), waiter: w}
+	h := &heldCall{id: newCallID(), user: user, cancel: cancel, questions: map[string]*question{}, changed: make(chan struct{}), waiter: w,
+		early: maps.Clone(req.Params.InputResponses)}
 	h.bind = sync.OnceValue(func() []byte { return bindOf(req) })
 	rctx = context.WithValue(rctx, heldKey{}, h)
 	started := e.held.run.Go(func() {
@@ -508,8 +581,8 @@ func (e *Endpoint) lapsed(h *heldCall, round int) {
 }
 
 // heldElicit puts an elicitation of the held call h to its client.
-func (e *Endpoint) heldElicit(ctx context.Context, h *heldCall, params mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
-	r, err := h.ask(ctx, e, mcp.NewElicitationInputRequest(params))
+func (e *Endpoint) heldElicit(ctx context.Context, h *heldCall, params mcp.ElicitationParams, hint inputHint) (*mcp.ElicitationResult, error) {
+	r, err := h.ask(ctx, e, mcp.NewElicitationInputRequest(params), hint)
 	if err != nil {
 		return nil, err
 	}
@@ -520,8 +593,8 @@ func (e *Endpoint) heldElicit(ctx context.Context, h *heldCall, params mcp.Elici
 }
 
 // heldSample puts a sampling request of the held call h to its client.
-func (e *Endpoint) heldSample(ctx context.Context, h *heldCall, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	r, err := h.ask(ctx, e, mcp.NewSamplingInputRequest(req.CreateMessageParams))
+func (e *Endpoint) heldSample(ctx context.Context, h *heldCall, req mcp.CreateMessageRequest, hint inputHint) (*mcp.CreateMessageResult, error) {
+	r, err := h.ask(ctx, e, mcp.NewSamplingInputRequest(req.CreateMessageParams), hint)
 	if err != nil {
 		return nil, err
 	}
