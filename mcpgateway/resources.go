@@ -140,17 +140,25 @@ func (g *Gateway) ListPrompts(ctx context.Context) ([]PromptInfo, error) {
 }
 
 // GetPrompt returns the messages of the prompt name filled with args, each
-// content capped; together they stay within OutputCap.
+// content capped; together they stay within OutputCap. The server's
+// questions while it answers are declined (GetPromptFor).
 func (g *Gateway) GetPrompt(ctx context.Context, name string, args map[string]string) ([]PromptMessage, error) {
+	return g.GetPromptFor(ctx, name, args, nil)
+}
+
+// GetPromptFor is GetPrompt for the caller emit stands for: the server's
+// questions while it answers (elicitation, sampling, roots: a 2026-07-28
+// server's input_required rounds) go to emit as a tool call's do.
+func (g *Gateway) GetPromptFor(ctx context.Context, name string, args map[string]string, emit tools.Emitter) ([]PromptMessage, error) {
 	if name == "" {
 		return nil, &tools.ArgumentError{Tool: "get_prompt", Problems: []string{"name is required"}}
 	}
 	var out []PromptMessage
-	err := g.request(ctx, "prompts/get", func(ctx context.Context, s *session.Session) error {
+	err := g.requestOn(ctx, "prompts/get", func(ctx context.Context, _ *view, conn *session.Conn, s *session.Session) error {
 		req := mcp.GetPromptRequest{}
 		req.Params.Name = name
 		req.Params.Arguments = args
-		res, err := s.Client().GetPrompt(ctx, req)
+		res, err := conn.GetPrompt(ctx, s, req, UserFrom(ctx), emit)
 		if err != nil {
 			return err
 		}
@@ -170,12 +178,12 @@ func (g *Gateway) GetPrompt(ctx context.Context, name string, args map[string]st
 // counted in the stats and the circuit, and its error named after the
 // server and masked.
 func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Context, s *session.Session) error) error {
-	return g.requestOn(ctx, op, func(ctx context.Context, _ *view, s *session.Session) error { return f(ctx, s) })
+	return g.requestOn(ctx, op, func(ctx context.Context, _ *view, _ *session.Conn, s *session.Session) error { return f(ctx, s) })
 }
 
 // requestOn is request, giving f the view whose session it runs on (the
 // user's own of a per-user server).
-func (g *Gateway) requestOn(ctx context.Context, op string, f func(ctx context.Context, v *view, s *session.Session) error) error {
+func (g *Gateway) requestOn(ctx context.Context, op string, f func(ctx context.Context, v *view, conn *session.Conn, s *session.Session) error) error {
 	if err := g.enter(op); err != nil {
 		return err
 	}
@@ -190,7 +198,8 @@ func (g *Gateway) requestOn(ctx context.Context, op string, f func(ctx context.C
 		// sent twice: any failed copy hands it to the next.
 		var err error
 		o, err = g.onCopies(ctx, v, func(c *copyState) (bool, error) {
-			return true, v.conns[c.index].Do(ctx, op, func(ctx context.Context, s *session.Session) error { return f(ctx, v, s) })
+			conn := v.conns[c.index]
+			return true, conn.Do(ctx, op, func(ctx context.Context, s *session.Session) error { return f(ctx, v, conn, s) })
 		})
 		return struct{}{}, err
 	})

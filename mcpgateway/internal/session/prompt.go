@@ -1,0 +1,28 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/tools"
+)
+
+// GetPrompt sends req, a prompts/get, on s for user. The server's questions
+// while it answers (the input_required rounds of a 2026-07-28 server, an
+// earlier server's requests) go to emit as a call's do (CallTool), under
+// the prompt's name; a nil emit declines them.
+func (c *Conn) GetPrompt(ctx context.Context, s *Session, req mcp.GetPromptRequest, user string, emit tools.Emitter) (*mcp.GetPromptResult, error) {
+	cctx, extend, hold, cancel := c.progressCtx(ctx)
+	defer cancel()
+	if emit == nil {
+		emit = tools.Discard
+	}
+	ac := &activeCall{token: fmt.Sprintf("elysia-%d", c.seq.Add(1)), server: c.cfg.Name, tool: "prompt " + req.Params.Name,
+		progress: math.Inf(-1), user: user, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
+	defer ac.relay.close()
+	defer s.track(ac)()
+	return s.client.GetPrompt(withInputRound(withCall(cctx, ac)), req)
+}
