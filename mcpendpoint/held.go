@@ -348,14 +348,23 @@ func newCallID() string {
 }
 
 // startCall runs the 2026-07-28 tools/call req of user on a goroutine of
-// the endpoint, w waiting on it from the start: its ctx keeps the
-// request's values, not its end.
+// the endpoint, w waiting on it from the start.
 func (e *Endpoint) startCall(ctx context.Context, req mcp.CallToolRequest, user string, w *heldWaiter) (*heldCall, error) {
+	return e.startHeld(ctx, user, w, req.Params.InputResponses, func() []byte { return bindOf(req) },
+		func(ctx context.Context) (*mcp.CallToolResult, error) { return e.route(ctx, req) })
+}
+
+// startHeld runs a 2026-07-28 request of user, run, on a goroutine of the
+// endpoint, w waiting on it from the start: its ctx keeps the request's
+// values, not its end. early is the answers the client sent with it, bind
+// what its requestStates are bound to.
+func (e *Endpoint) startHeld(ctx context.Context, user string, w *heldWaiter, early mcp.InputResponses, bind func() []byte,
+	run func(context.Context) (*mcp.CallToolResult, error)) (*heldCall, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(e.held.life, cancel)
 	h := &heldCall{id: newCallID(), user: user, cancel: cancel, questions: map[string]*question{}, changed: make(chan struct{}), waiter: w,
-		early: maps.Clone(req.Params.InputResponses)}
-	h.bind = sync.OnceValue(func() []byte { return bindOf(req) })
+		early: maps.Clone(early)}
+	h.bind = sync.OnceValue(bind)
 	rctx = context.WithValue(rctx, heldKey{}, h)
 	started := e.held.run.Go(func() {
 		defer stop()
@@ -371,7 +380,7 @@ func (e *Endpoint) startCall(ctx context.Context, req mcp.CallToolRequest, user 
 			}
 			h.finish(res, err)
 		}()
-		res, err = e.route(rctx, req)
+		res, err = run(rctx)
 	})
 	if !started {
 		stop()
@@ -409,21 +418,11 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 		return nil, err
 	}
 	if text := req.Params.RequestState; text != "" {
-		st, err := e.openStateOf(text, user, bindOf(req), time.Now())
-		if err != nil {
-			return nil, err
+		h, res, err := e.resumeHeld(ctx, user, text, bindOf(req), req.Params.InputResponses, "call the tool again")
+		if h == nil {
+			return res, err
 		}
-		if st.Replica != e.tag {
-			return e.retryElsewhere(ctx, st, text, req.Params.InputResponses)
-		}
-		h := e.held.get(st.Call)
-		if h == nil || h.user != user {
-			return nil, fmt.Errorf("%w: it ended, or waited longer than %v for these answers: call the tool again", ErrCallGone, e.opts.InputWait)
-		}
-		if err := h.answer(st.Round, req.Params.InputResponses); err != nil {
-			return nil, err
-		}
-		res, err := e.awaitTask(ctx, h, w, p)
+		res, err = e.awaitTask(ctx, h, w, p)
 		return h.missingCapability(p.reply, res, err)
 	}
 	if p.support == string(mcp.TaskSupportRequired) && !p.declared {
@@ -435,6 +434,30 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 	}
 	res, err := e.awaitTask(ctx, h, w, p)
 	return h.missingCapability(p.reply, res, err)
+}
+
+// resumeHeld hands the answers rs of a retry of user with requestState
+// text, bound to bind, to its held call and returns the call, to be
+// waited on; or, with a nil call, the retry's answer: its refusal (again
+// says what to do instead), or the outcome the replica holding the call
+// gave.
+func (e *Endpoint) resumeHeld(ctx context.Context, user, text string, bind []byte, rs mcp.InputResponses, again string) (*heldCall, *mcp.CallToolResult, error) {
+	st, err := e.openStateOf(text, user, bind, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Replica != e.tag {
+		res, err := e.retryElsewhere(ctx, st, text, rs)
+		return nil, res, err
+	}
+	h := e.held.get(st.Call)
+	if h == nil || h.user != user {
+		return nil, nil, fmt.Errorf("%w: it ended, or waited longer than %v for these answers: %s", ErrCallGone, e.opts.InputWait, again)
+	}
+	if err := h.answer(st.Round, rs); err != nil {
+		return nil, nil, err
+	}
+	return h, nil, nil
 }
 
 // missingCapability returns the outcome res, err of h as the client gets
