@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
@@ -50,6 +52,14 @@ func keyedUpstream(t *testing.T) string {
 			return mcp.NewToolResultText("all answered"), nil
 		}
 		return mcpserver.NewInputRequestBuilder("").Elicit("who", name).Sample("poem", verse).Roots("dirs").ToolResult(), nil
+	})
+	s.AddPrompt(mcp.NewPrompt("brief", mcp.WithArgument("topic")), func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if r := mcpserver.ElicitationResponse(req.Params.InputResponses, "audience"); r != nil {
+			content, _ := r.Content.(map[string]any)
+			return mcp.NewGetPromptResult("", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser,
+				mcp.NewTextContent(fmt.Sprintf("Brief %v on %s", content["name"], req.Params.Arguments["topic"])))}), nil
+		}
+		return mcpserver.NewInputRequestBuilder("").Elicit("audience", mcp.ElicitationParams{Message: "Who is it for?", RequestedSchema: form}).PromptResult(), nil
 	})
 	h := mcpserver.NewStreamableHTTPServer(s, mcpserver.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728),
 		mcpserver.WithDisableLocalhostProtection(true))
@@ -173,4 +183,86 @@ func resultText(res map[string]any) string {
 		}
 	}
 	return b.String()
+}
+
+// postModern posts one 2026-07-28 request of method with params (JSON
+// text, _meta added) from a client that declared elicitation, and returns
+// the decoded answer.
+func postModern(t *testing.T, base, method, name, params string) map[string]any {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":5,"method":"` + method + `","params":{` + params + `,"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, method)
+	req.Header.Set(mcp.HeaderName, name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return m
+}
+
+// TestPromptQuestionsReachTheClient: a 2026-07-28 server's question while
+// it renders a prompt reaches a 2026-07-28 client as an input_required
+// result of its prompts/get, under the server's key; the retry with the
+// answer and the requestState gets the prompt, and a requestState cannot
+// be used for the same prompt with other arguments. A 2025-11-25 client
+// is asked on its session, as during a tool call.
+func TestPromptQuestionsReachTheClient(t *testing.T) {
+	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "k", keyedUpstream(t))}}
+	base := serve(t, New(src, nil))
+
+	m := postModern(t, base, "prompts/get", "k__brief", `"name":"k__brief","arguments":{"topic":"tides"}`)
+	res, _ := m["result"].(map[string]any)
+	keys, state := asked(t, res)
+	if keys["audience"] != "elicitation/create" {
+		t.Fatalf("prompts/get asked %v, want audience (elicitation/create)", keys)
+	}
+	answer := `"inputResponses":{"audience":{"action":"accept","content":{"name":"sailors"}}},"requestState":"` + state + `"`
+	m = postModern(t, base, "prompts/get", "k__brief", `"name":"k__brief","arguments":{"topic":"winds"},`+answer)
+	if _, msg := errorOf(m); !strings.Contains(msg, "another request") {
+		t.Errorf("the requestState with other arguments: %v, want it refused", m)
+	}
+	m = postModern(t, base, "prompts/get", "k__brief", `"name":"k__brief","arguments":{"topic":"tides"},`+answer)
+	res, _ = m["result"].(map[string]any)
+	if b, _ := json.Marshal(res["messages"]); !strings.Contains(string(b), "Brief sailors on tides") {
+		t.Fatalf("prompts/get after the answer: %v", m)
+	}
+
+	tr, err := mcptransport.NewStreamableHTTP(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125),
+		mcpclient.WithElicitationHandler(elicitHandler(func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+				Content: map[string]any{"name": "pilots"}}}, nil
+		})))
+	if err := old.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Close() })
+	if _, err := old.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.GetPromptRequest{}
+	req.Params.Name, req.Params.Arguments = "k__brief", map[string]string{"topic": "tides"}
+	got, err := old.GetPrompt(t.Context(), req)
+	if err != nil || len(got.Messages) != 1 {
+		t.Fatalf("2025-11-25 prompts/get: %v %+v", err, got)
+	}
+	if tc, _ := got.Messages[0].Content.(mcp.TextContent); tc.Text != "Brief pilots on tides" {
+		t.Errorf("2025-11-25 prompts/get = %+v", got.Messages[0].Content)
+	}
 }

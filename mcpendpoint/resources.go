@@ -12,6 +12,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpgateway"
+	"github.com/elysia-go/elysia/tools"
 )
 
 // Resourceful is an Upstream that also passes on its server's resources,
@@ -21,7 +22,9 @@ type Resourceful interface {
 	ListResources(ctx context.Context) ([]mcpgateway.ResourceInfo, error)
 	ReadResource(ctx context.Context, uri string) (*mcpgateway.CallResult, error)
 	ListPrompts(ctx context.Context) ([]mcpgateway.PromptInfo, error)
-	GetPrompt(ctx context.Context, name string, args map[string]string) ([]mcpgateway.PromptMessage, error)
+	// GetPromptFor gets a prompt; its server's questions meanwhile go to
+	// emit as a tool call's do.
+	GetPromptFor(ctx context.Context, name string, args map[string]string, emit tools.Emitter) ([]mcpgateway.PromptMessage, error)
 }
 
 // Names of what the endpoint registers with mcp-go to receive every
