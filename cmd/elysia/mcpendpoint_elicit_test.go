@@ -167,7 +167,8 @@ func (f sampleFunc) CreateMessage(ctx context.Context, req mcp.CreateMessageRequ
 // TestMCPEndpointSampling: a server's sampling request during a call
 // through /mcp goes to the MCP client that made the call when it declared
 // sampling, even with "sampling" off for the server; a client that did
-// not declare it leaves the request to the service, which refuses it.
+// not declare it leaves the request to the service, which, with the
+// server's "sampling" off, refuses it saying so.
 func TestMCPEndpointSampling(t *testing.T) {
 	cfg := `{"expose": {"mode": "tools"}, "servers": {` + everythingServer(t, "") + `}}`
 	s := startService(t, serveOptions{Config: cfg})
@@ -203,7 +204,7 @@ func TestMCPEndpointSampling(t *testing.T) {
 	t.Run("refused without the capability", func(t *testing.T) {
 		c := capsClient(t, s.URL, mcp.ClientCapabilities{})
 		text, _ := callText(t, c, tool, args)
-		if !strings.Contains(text, "sampling is not enabled") {
+		if !strings.Contains(text, `did not declare the sampling capability, and this server's "sampling" is off`) {
 			t.Errorf("%s = %q, want the service's refusal", tool, text)
 		}
 	})
