@@ -151,11 +151,16 @@ func addTools(s *mcpserver.MCPServer, out *sentWriter) {
 	addClientTools(s)
 }
 
-// jsonSchema202012 uses $schema, $defs and additionalProperties, which a
-// proxy must pass on unchanged (SEP-1613).
+// jsonSchema202012 uses $schema, $defs and additionalProperties (SEP-1613),
+// and $anchor, allOf/anyOf and if/then/else (SEP-2106), which a proxy must
+// pass on unchanged.
 const jsonSchema202012 = `{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
- "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
- "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+ "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+ "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+  "contactMethod": {"type": "string", "enum": ["phone", "email"]}, "phone": {"type": "string"}, "email": {"type": "string"}},
+ "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+ "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+ "then": {"required": ["phone"]}, "else": {"required": ["email"]},
  "additionalProperties": false}`
 
 // addClientTools registers the tools that ask the client: sampling and
