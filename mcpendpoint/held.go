@@ -418,7 +418,7 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 		return nil, err
 	}
 	if text := req.Params.RequestState; text != "" {
-		h, res, err := e.resumeHeld(ctx, user, text, bindOf(req), req.Params.InputResponses, "call the tool again")
+		h, res, err := e.resumeHeld(ctx, user, text, bindOf(req), req.Params.InputResponses, p, "call the tool again")
 		if h == nil {
 			return res, err
 		}
@@ -440,14 +440,15 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 // text, bound to bind, to its held call and returns the call, to be
 // waited on; or, with a nil call, the retry's answer: its refusal (again
 // says what to do instead), or the outcome the replica holding the call
-// gave.
-func (e *Endpoint) resumeHeld(ctx context.Context, user, text string, bind []byte, rs mcp.InputResponses, again string) (*heldCall, *mcp.CallToolResult, error) {
+// gave, which may have made it a task under p.
+func (e *Endpoint) resumeHeld(ctx context.Context, user, text string, bind []byte, rs mcp.InputResponses, p taskPolicy,
+	again string) (*heldCall, *mcp.CallToolResult, error) {
 	st, err := e.openStateOf(text, user, bind, time.Now())
 	if err != nil {
 		return nil, nil, err
 	}
 	if st.Replica != e.tag {
-		res, err := e.retryElsewhere(ctx, st, text, rs)
+		res, err := e.retryElsewhere(ctx, st, text, rs, p)
 		return nil, res, err
 	}
 	h := e.held.get(st.Call)

@@ -53,16 +53,28 @@ type inputRelayMsg struct {
 	State     string          `json:"state,omitempty"`
 	Responses json.RawMessage `json:"responses,omitempty"`
 	Outcome   bool            `json:"outcome,omitempty"`
+	// Tasks is the retry's task policy, when the call may become a task:
+	// the holder waits for it as awaitTask does.
+	Tasks *relayTasks `json:"tasks,omitempty"`
 	// Waiting says the holder has the call, which has no event yet.
 	Waiting bool            `json:"waiting,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	// Task is the task envelope of a call the holder made a task.
+	Task  json.RawMessage `json:"task,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// relayTasks is a relayed retry's taskPolicy.
+type relayTasks struct {
+	Support  string `json:"support"`
+	Declared bool   `json:"declared"`
 }
 
 // retryElsewhere passes a retry, whose requestState st (text, checked)
 // names a call another replica holds, to that replica and waits for the
-// outcome.
-func (e *Endpoint) retryElsewhere(ctx context.Context, st callState, text string, rs mcp.InputResponses) (*mcp.CallToolResult, error) {
+// outcome: under p, the call may become a task there, whose envelope is
+// then the reply here.
+func (e *Endpoint) retryElsewhere(ctx context.Context, st callState, text string, rs mcp.InputResponses, p taskPolicy) (*mcp.CallToolResult, error) {
 	if e.opts.Relay == nil {
 		return nil, fmt.Errorf("%w: it waits on another replica of the service, which this one cannot reach: call the tool again", ErrCallGone)
 	}
@@ -81,7 +93,11 @@ func (e *Endpoint) retryElsewhere(ctx context.Context, st callState, text string
 		delete(t.waiting, reply)
 		t.mu.Unlock()
 	}()
-	msg, _ := json.Marshal(inputRelayMsg{Kind: relayInputRetry, Reply: reply, Holder: st.Replica, State: text, Responses: raw})
+	req := inputRelayMsg{Kind: relayInputRetry, Reply: reply, Holder: st.Replica, State: text, Responses: raw}
+	if p.eligible() {
+		req.Tasks = &relayTasks{Support: p.support, Declared: p.declared}
+	}
+	msg, _ := json.Marshal(req)
 	if err := e.opts.Relay.Publish(msg); err != nil {
 		e.logger.Warn("relaying a 2026-07-28 retry to the replica holding its call", logKeyErr, err)
 		return nil, errors.New("the answers could not be passed to the replica of the service holding the call: call the tool again")
@@ -101,6 +117,10 @@ func (e *Endpoint) retryElsewhere(ctx context.Context, st callState, text string
 			}
 			if m.Error != "" {
 				return nil, errors.New(m.Error)
+			}
+			if len(m.Task) > 0 && p.reply != nil {
+				p.reply.setResult(m.Task)
+				return &mcp.CallToolResult{}, nil
 			}
 			var res mcp.CallToolResult
 			if err := json.Unmarshal(m.Result, &res); err != nil {
@@ -188,8 +208,11 @@ func (e *Endpoint) serveRelayedRetry(m inputRelayMsg) {
 	ctx, cancel := context.WithTimeout(e.held.life, maxRelayedWait)
 	defer cancel()
 	out := inputRelayMsg{Kind: relayInputRetry, Reply: m.Reply, Outcome: true}
-	res, err := e.relayedRetry(ctx, m)
-	if err == nil {
+	res, task, err := e.relayedRetry(ctx, m)
+	switch {
+	case err == nil && task != nil:
+		out.Task = task
+	case err == nil:
 		out.Result, err = json.Marshal(res)
 	}
 	if err != nil {
@@ -203,24 +226,25 @@ func (e *Endpoint) serveRelayedRetry(m inputRelayMsg) {
 
 // relayedRetry hands a relayed retry's answers to its call and waits for
 // the call's next event, telling the asking replica every
-// inputRelayKeepalive that it waits.
-func (e *Endpoint) relayedRetry(ctx context.Context, m inputRelayMsg) (*mcp.CallToolResult, error) {
+// inputRelayKeepalive that it waits. A call that becomes a task (the
+// retry's policy allowed it) gives its envelope.
+func (e *Endpoint) relayedRetry(ctx context.Context, m inputRelayMsg) (*mcp.CallToolResult, json.RawMessage, error) {
 	st, err := e.openState(m.State, time.Now()) // its user and request: checked by the replica that took it
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h := e.held.get(st.Call)
 	if st.Replica != e.tag || h == nil || !bytes.Equal(userHash(h.user), st.User) {
-		return nil, fmt.Errorf("%w: it ended, or waited longer than %v for these answers: call the tool again", ErrCallGone, e.opts.InputWait)
+		return nil, nil, fmt.Errorf("%w: it ended, or waited longer than %v for these answers: call the tool again", ErrCallGone, e.opts.InputWait)
 	}
 	var rs mcp.InputResponses
 	if len(m.Responses) > 0 {
 		if err := json.Unmarshal(m.Responses, &rs); err != nil {
-			return nil, fmt.Errorf("inputResponses: %w", err)
+			return nil, nil, fmt.Errorf("inputResponses: %w", err)
 		}
 	}
 	if err := h.answer(st.Round, rs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -238,5 +262,15 @@ func (e *Endpoint) relayedRetry(ctx context.Context, m inputRelayMsg) (*mcp.Call
 		}
 	})
 	defer func() { close(stop); wg.Wait() }()
-	return e.await(mcpgateway.WithUser(ctx, h.user), h, &heldWaiter{ctx: ctx})
+	var p taskPolicy
+	if m.Tasks != nil {
+		p = taskPolicy{support: m.Tasks.Support, declared: m.Tasks.Declared, reply: &taskReply{}}
+	}
+	res, err := e.awaitTask(mcpgateway.WithUser(ctx, h.user), h, &heldWaiter{ctx: ctx}, p)
+	if p.reply != nil {
+		if task, _ := p.reply.get(); task != nil {
+			return nil, task, err
+		}
+	}
+	return res, nil, err
 }

@@ -91,7 +91,7 @@ func (e *Endpoint) getPromptHeld(ctx context.Context, req mcp.GetPromptRequest) 
 	bind := promptBind(name, req.Params.Arguments)
 	w := &heldWaiter{ctx: ctx}
 	if text := req.Params.RequestState; text != "" {
-		h, res, err := e.resumeHeld(ctx, user, text, bind, req.Params.InputResponses, "get the prompt again")
+		h, res, err := e.resumeHeld(ctx, user, text, bind, req.Params.InputResponses, taskPolicy{}, "get the prompt again")
 		if h == nil {
 			return promptOf(res, err)
 		}
