@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -30,9 +29,7 @@ func samplingUpstream(t *testing.T) string {
 		return mcpserver.NewInputRequestBuilder("").Sample("verse", mcp.CreateMessageParams{MaxTokens: 50,
 			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("a haiku")}}}).ToolResult(), nil
 	})
-	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
+	return serveUpstream(t, s)
 }
 
 // TestSamplingNeedsTheCapability: a server that asks for sampling during

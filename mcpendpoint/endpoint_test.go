@@ -71,6 +71,13 @@ func upstream(t *testing.T, tool string) string {
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("echo: " + req.GetString("message", "")), nil
 		})
+	return serveUpstream(t, s)
+}
+
+// serveUpstream serves s over Streamable HTTP on loopback until the test
+// ends and returns its MCP URL.
+func serveUpstream(t *testing.T, s *mcpserver.MCPServer) string {
+	t.Helper()
 	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
 	t.Cleanup(hs.Close)
 	return hs.URL + "/mcp"

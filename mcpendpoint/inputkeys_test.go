@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -77,29 +75,13 @@ func capsCall(t *testing.T, base, tool, extra string) map[string]any {
 	if extra != "" {
 		extra = "," + extra
 	}
-	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}` + extra + `,"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"sampling":{},"roots":{}}}}}`
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-	req.Header.Set(mcp.HeaderMethod, "tools/call")
-	req.Header.Set(mcp.HeaderName, tool)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
+	status, b := modernRequest(t, base, "tools/call", tool, `"name":"`+tool+`","arguments":{}`+extra,
+		`{"elicitation":{},"sampling":{},"roots":{}}`, nil)
 	var m struct {
 		Result map[string]any `json:"result"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil || m.Result == nil {
-		t.Fatalf("tools/call %s: %d %s, want a result", tool, resp.StatusCode, b)
+		t.Fatalf("tools/call %s: %d %s, want a result", tool, status, b)
 	}
 	return m.Result
 }
@@ -186,29 +168,14 @@ func resultText(res map[string]any) string {
 }
 
 // postModern posts one 2026-07-28 request of method with params (JSON
-// text, _meta added) from a client that declared elicitation, and returns
-// the decoded answer.
+// text) from a client that declared elicitation, and returns the decoded
+// answer.
 func postModern(t *testing.T, base, method, name, params string) map[string]any {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":5,"method":"` + method + `","params":{` + params + `,"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-	req.Header.Set(mcp.HeaderMethod, method)
-	req.Header.Set(mcp.HeaderName, name)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
+	_, b := modernRequest(t, base, method, name, params, `{"elicitation":{}}`, nil)
 	var m map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-		t.Fatalf("%s: %v", method, err)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %q: %v", method, b, err)
 	}
 	return m
 }

@@ -3,9 +3,7 @@ package mcpendpoint
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -26,9 +24,7 @@ func headerUpstream(t *testing.T) string {
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("routed to " + req.GetString("region", "")), nil
 		})
-	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
+	return serveUpstream(t, s)
 }
 
 // TestParamHeadersChecked: a 2026-07-28 tools/call of a tool with an
@@ -41,28 +37,12 @@ func TestParamHeadersChecked(t *testing.T) {
 	base := serve(t, New(src, nil))
 	call := func(args string, header map[string]string) (int, map[string]any) {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__route","arguments":` + args + `,"_meta":{` +
-			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-		req.Header.Set(mcp.HeaderMethod, "tools/call")
-		req.Header.Set(mcp.HeaderName, "a__route")
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, _ := io.ReadAll(resp.Body)
+		code, b := modernRequest(t, base, "tools/call", "a__route", `"name":"a__route","arguments":`+args, `{}`, header)
 		var m map[string]any
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatalf("answer %q: %v", b, err)
 		}
-		return resp.StatusCode, m
+		return code, m
 	}
 	for _, tc := range []struct {
 		name, args, header string

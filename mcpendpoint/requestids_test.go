@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -36,9 +35,7 @@ func askingUpstream(t *testing.T) string {
 		content, _ := res.Content.(map[string]any)
 		return mcp.NewToolResultText(fmt.Sprint(content["a"])), nil
 	})
-	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
+	return serveUpstream(t, s)
 }
 
 // TestRequestIDsAcrossReplicas: two replicas behind a balancer that

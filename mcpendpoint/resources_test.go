@@ -15,14 +15,22 @@ import (
 
 // modernPost posts one 2026-07-28 request of method, its params' fields
 // given as JSON text beside _meta ("" for none), to base's /mcp, with name as Mcp-Name,
-// and returns the answer's status and body.
+// from a client that declared no capabilities, and returns the answer's
+// status and body (id 7).
 func modernPost(t *testing.T, base, method, name, fields string) (int, []byte) {
+	t.Helper()
+	return modernRequest(t, base, method, name, fields, `{}`, nil)
+}
+
+// modernRequest is modernPost from a client that declared caps (JSON
+// text), with more headers.
+func modernRequest(t *testing.T, base, method, name, fields, caps string, header map[string]string) (int, []byte) {
 	t.Helper()
 	if fields != "" {
 		fields += ","
 	}
 	body := `{"jsonrpc":"2.0","id":7,"method":"` + method + `","params":{` + fields + `"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `,` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"test","version":"1"}}}}`
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/mcp", strings.NewReader(body))
 	if err != nil {
@@ -34,6 +42,9 @@ func modernPost(t *testing.T, base, method, name, fields string) (int, []byte) {
 	req.Header.Set(mcp.HeaderMethod, method)
 	if name != "" {
 		req.Header.Set(mcp.HeaderName, name)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,9 +117,7 @@ func chattyUpstream(t *testing.T, release <-chan struct{}) string {
 		}
 		return mcp.NewToolResultText("done"), nil
 	})
-	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(s, mcpserver.WithDisableLocalhostProtection(true)))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
+	return serveUpstream(t, s)
 }
 
 // mcpRequest sends one request of session sid to url's /mcp as user.
