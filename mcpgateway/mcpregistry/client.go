@@ -228,9 +228,11 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, v any) erro
 }
 
 // unreachable describes a failed request: a timeout says how long was
-// waited.
+// waited, whichever of the request's deadline and the transport's own
+// (the dial's, the headers') ran out first.
 func (c *Client) unreachable(ctx context.Context, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 		return fmt.Errorf("%w: the registry at %s did not answer within %v", ErrUnreachable, c.base, c.opts.Timeout)
 	}
 	var ue *url.Error
