@@ -110,8 +110,12 @@ func addInputTools(s *mcpserver.MCPServer) {
 	tool("test_input_required_result_sampling", "Asks the client's model (SEP-2322)", func(rs mcp.InputResponses, _ string) *mcp.CallToolResult {
 		if r := mcpserver.SamplingResponse(rs, "capital_question"); r != nil {
 			reply := ""
-			if tc, ok := r.Content.(mcp.TextContent); ok {
-				reply = tc.Text
+			// The answer's content decodes untyped (a map): parsed, it is
+			// the text the client's model wrote.
+			if c, err := mcp.ParseSamplingContent(r.Content); err == nil {
+				if tc, ok := c.(mcp.TextContent); ok {
+					reply = tc.Text
+				}
 			}
 			return text("The model said: " + reply)
 		}
