@@ -314,7 +314,7 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 			// 2026-07-28: no session to share, adopt or relay; any
 			// replica answers (mcp-go checks the headers against the
 			// body, and answers GET and DELETE with 405).
-			if e.serveTaskMethod(w, r, user) || e.serveFastList(w, r, user) || e.serveUnknownResource(w, r) {
+			if e.serveModernNotification(w, r) || e.serveTaskMethod(w, r, user) || e.serveFastList(w, r, user) || e.serveUnknownResource(w, r) {
 				return
 			}
 			if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodToolsCall) {
