@@ -55,16 +55,10 @@ func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (st
 		if !first {
 			return nil
 		}
-		req := mcp.SubscribeRequest{}
-		req.Params.URI = uri
-		//lint:ignore SA1019 resources/subscribe of the released protocol versions the gateway speaks
-		if err := s.Client().Subscribe(ctx, req); err != nil { //nolint:staticcheck // see above
+		if err := s.Subscribe(ctx, uri); err != nil {
 			g.watches.remove(key, id)
 			return err
 		}
-		// On 2026-07-28, Subscribe only records uri for the session's
-		// subscriptions/listen stream, which Relisten opens again.
-		s.Relisten()
 		return nil
 	})
 	if err != nil {
@@ -78,14 +72,7 @@ func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (st
 				return
 			}
 			err = g.request(ctx, "resources/unsubscribe", func(ctx context.Context, s *session.Session) error {
-				req := mcp.UnsubscribeRequest{}
-				req.Params.URI = uri
-				//lint:ignore SA1019 resources/unsubscribe of the released protocol versions the gateway speaks
-				if err := s.Client().Unsubscribe(ctx, req); err != nil { //nolint:staticcheck // see above
-					return err
-				}
-				s.Relisten()
-				return nil
+				return s.Unsubscribe(ctx, uri)
 			})
 		})
 		return err
@@ -144,14 +131,7 @@ func (v *view) resubscribe(ctx context.Context, s *session.Session, first bool) 
 			return
 		}
 		err := conn.Do(ctx, "resources/subscribe", func(ctx context.Context, s *session.Session) error {
-			req := mcp.SubscribeRequest{}
-			req.Params.URI = uri
-			//lint:ignore SA1019 resources/subscribe of the released protocol versions the gateway speaks
-			if err := s.Client().Subscribe(ctx, req); err != nil { //nolint:staticcheck // see above
-				return err
-			}
-			s.Relisten()
-			return nil
+			return s.Subscribe(ctx, uri)
 		})
 		if err != nil {
 			failed++

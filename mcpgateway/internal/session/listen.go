@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -47,7 +48,7 @@ func (c *Conn) listen(s *Session) {
 		default:
 		}
 		filter := s.listen
-		filter.ResourceSubscriptions = s.client.PendingSubscriptionFilter().ResourceSubscriptions
+		filter.ResourceSubscriptions = s.subscribed()
 		start := time.Now()
 		var err error
 		if filter.IsEmpty() {
@@ -85,12 +86,53 @@ func (c *Conn) listen(s *Session) {
 	}
 }
 
+// Subscribe adds uri to the resources the subscriptions/listen stream of a
+// 2026-07-28 session carries, and opens the stream again with it; on an
+// older version it sends resources/subscribe. It is safe for concurrent
+// use.
+func (s *Session) Subscribe(ctx context.Context, uri string) error {
+	if !mcp.IsModernProtocol(s.protocol) {
+		req := mcp.SubscribeRequest{}
+		req.Params.URI = uri
+		//lint:ignore SA1019 resources/subscribe of the released protocol versions the gateway speaks
+		return s.client.Subscribe(ctx, req) //nolint:staticcheck // see above
+	}
+	s.resMu.Lock()
+	if !slices.Contains(s.resources, uri) {
+		s.resources = append(s.resources, uri)
+	}
+	s.resMu.Unlock()
+	s.Relisten()
+	return nil
+}
+
+// Unsubscribe takes uri out of what Subscribe added (resources/unsubscribe
+// on an older version).
+func (s *Session) Unsubscribe(ctx context.Context, uri string) error {
+	if !mcp.IsModernProtocol(s.protocol) {
+		req := mcp.UnsubscribeRequest{}
+		req.Params.URI = uri
+		//lint:ignore SA1019 resources/unsubscribe of the released protocol versions the gateway speaks
+		return s.client.Unsubscribe(ctx, req) //nolint:staticcheck // see above
+	}
+	s.resMu.Lock()
+	s.resources = slices.DeleteFunc(s.resources, func(u string) bool { return u == uri })
+	s.resMu.Unlock()
+	s.Relisten()
+	return nil
+}
+
+// subscribed returns the resources the listen stream is to carry.
+func (s *Session) subscribed() []string {
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	return slices.Clone(s.resources)
+}
+
 // Relisten opens the subscriptions/listen stream of a 2026-07-28 session
 // again, so that it carries the resource subscriptions made (or dropped)
-// through the session's client since; call it after Subscribe or
-// Unsubscribe. It does nothing on older versions, where those are
-// requests of their own. It does not block, and is safe for concurrent
-// use.
+// since. It does nothing on older versions, where those are requests of
+// their own. It does not block, and is safe for concurrent use.
 func (s *Session) Relisten() {
 	if !mcp.IsModernProtocol(s.protocol) {
 		return

@@ -37,6 +37,12 @@ type Session struct {
 	// now, nil when none is (listen.go).
 	relisten   chan struct{}
 	listenStop atomic.Pointer[context.CancelFunc]
+	// resMu guards resources: the URIs a 2026-07-28 session's stream
+	// carries subscriptions for (Subscribe). mcp-go's client keeps such a
+	// list too, but its Listen replaces it with the filter it is given,
+	// losing a URI added between the read of the filter and the call.
+	resMu     sync.Mutex
+	resources []string
 
 	// callsMu guards calls: the tools/calls in flight, by progress token.
 	callsMu sync.Mutex
