@@ -126,3 +126,44 @@ func FuzzRefuseUnserved(f *testing.F) {
 		}
 	})
 }
+
+// TestStdioPromptAsks: over stdio (elysia mcp serve) a 2026-07-28
+// client's prompts/get whose server asks a question gets it as
+// input_required, answered by the client's elicitation handler, and then
+// the prompt.
+func TestStdioPromptAsks(t *testing.T) {
+	ep := New(&source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "k", keyedUpstream(t))}}, nil)
+	t.Cleanup(func() { _ = ep.Close(context.Background()) })
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- ep.ServeStdio(ctx, inR, outW, "alice"); _ = outW.Close() }()
+	c := mcpclient.NewClient(mcptransport.NewIO(outR, inW, io.NopCloser(strings.NewReader(""))),
+		mcpclient.WithElicitationHandler(elicitHandler(func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+				Content: map[string]any{"name": "divers"}}}, nil
+		})))
+	ictx, icancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer icancel()
+	if err := c.Start(ictx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Initialize(ictx, mcp.InitializeRequest{}); err != nil || res.ProtocolVersion != mcp.ProtocolVersion20260728 {
+		t.Fatalf("initialize: %v %+v", err, res)
+	}
+	req := mcp.GetPromptRequest{}
+	req.Params.Name, req.Params.Arguments = "k__brief", map[string]string{"topic": "reefs"}
+	got, err := c.GetPrompt(ictx, req)
+	if err != nil || len(got.Messages) != 1 {
+		t.Fatalf("prompts/get over stdio: %v %+v", err, got)
+	}
+	if tc, _ := got.Messages[0].Content.(mcp.TextContent); tc.Text != "Brief divers on reefs" {
+		t.Errorf("prompts/get over stdio = %+v", got.Messages[0].Content)
+	}
+	_ = inW.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+}
