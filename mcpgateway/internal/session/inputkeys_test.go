@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -49,4 +50,35 @@ func TestInputRoundClaims(t *testing.T) {
 	if key, _ := InputKeyFrom(claimInputKey(context.Background(), mcp.MethodListRoots, nil)); key != "" {
 		t.Errorf("a ctx without a round gave key %q", key)
 	}
+}
+
+// FuzzInputRound: whatever a server answers a call with, recording it as a
+// round never panics, and a key claimed from it is one of the result's
+// own keys, claimed once, and no longer than maxInputKeyBytes.
+func FuzzInputRound(f *testing.F) {
+	f.Add([]byte(`{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"},"b":{"method":"elicitation/create","params":{"message":"m"}}}}`))
+	f.Add([]byte(`{"resultType":"input_required","inputRequests":{"":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}}}`))
+	f.Add([]byte(`{"resultType":"input_required","inputRequests":null}`))
+	f.Add([]byte(`{"resultType":"input_required","inputRequests":{"x":{"method":"nope"}}}`))
+	f.Fuzz(func(t *testing.T, result []byte) {
+		ctx := withInputRound(context.Background())
+		noteInputRound(ctx, result)
+		var res struct {
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		}
+		_ = json.Unmarshal(result, &res)
+		seen := map[string]bool{}
+		for range 4 {
+			for _, m := range []mcp.MCPMethod{mcp.MethodListRoots, mcp.MethodElicitationCreate, mcp.MethodSamplingCreateMessage} {
+				key, _ := InputKeyFrom(claimInputKey(ctx, m, nil))
+				if key == "" {
+					continue
+				}
+				if _, ok := res.InputRequests[key]; !ok || seen[key] || len(key) > maxInputKeyBytes {
+					t.Fatalf("claimed %q from %s (seen before: %v)", key, result, seen[key])
+				}
+				seen[key] = true
+			}
+		}
+	})
 }
