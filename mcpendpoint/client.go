@@ -46,11 +46,12 @@ var _ mcpgateway.ElicitationCompleter = clientEmitter{}
 
 var _ mcpgateway.ClientLogger = clientEmitter{}
 
-// ClientProgressInterval is the least time between two progress reports of
-// one call that go to the MCP client: reports in between are coalesced
-// into the latest, and the last is always sent before the result. The
-// gateway's own pace (mcpgateway.ProgressInterval) is for a person's
-// stream; a client may count the reports, so it gets them closer.
+// ClientProgressInterval is the least time between two sends of progress
+// reports of one call to the MCP client: each send carries the reports
+// that came meanwhile, up to mcpgateway.PacedBurst (more are coalesced
+// into the latest), and the last is always sent before the result. The
+// gateway's own pace (mcpgateway.ProgressInterval, the latest report
+// only) is for a person's stream; a client may count the reports.
 const ClientProgressInterval = 10 * time.Millisecond
 
 var _ mcpgateway.ProgressPacer = clientEmitter{}

@@ -29,35 +29,43 @@ const (
 // loop is shared by every user of the server and must never wait for one
 // user's stream, while an emitter may block (a stream that is not read): so
 // senders only store the message and wake the relay's goroutine, which
-// emits. Progress is a latest-value slot, emitted at most once per
-// ProgressInterval; warnings queue, their number bounded by the senders
+// emits. Progress waits in a few slots (one for a person's stream, where
+// a newer report replaces the one waiting; PacedBurst for a
+// ProgressPacer, the last slot taking the newest), emitted at most once
+// per pace; warnings queue, their number bounded by the senders
 // (maxCallWarnings, one per cap). The call that starts a relay owns its
 // goroutine and ends it with close.
 type relay struct {
-	emit tools.Emitter
-	pace time.Duration // ProgressInterval, or the emitter's (ProgressPacer)
-	wake chan struct{} // buffer of one: a value waiting means "look again"
-	stop chan struct{} // closed by close
-	done chan struct{} // closed when the goroutine has returned
+	emit  tools.Emitter
+	pace  time.Duration // ProgressInterval, or the emitter's (ProgressPacer)
+	burst int           // how many reports wait at most (paceOf)
+	wake  chan struct{} // buffer of one: a value waiting means "look again"
+	stop  chan struct{} // closed by close
+	done  chan struct{} // closed when the goroutine has returned
 
-	// mu guards latest and queue.
-	mu     sync.Mutex
-	latest *tools.ProgressPayload // the newest report not yet emitted
-	queue  []tools.Event          // events not yet emitted, in order
+	// mu guards pending and queue.
+	mu      sync.Mutex
+	pending []tools.ProgressPayload // reports not yet emitted, oldest first
+	queue   []tools.Event           // events not yet emitted, in order
 }
 
 // startRelay starts the relay of a call whose messages go to emit.
 func startRelay(emit tools.Emitter) *relay {
-	r := &relay{emit: emit, pace: paceOf(emit), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	pace, burst := paceOf(emit)
+	r := &relay{emit: emit, pace: pace, burst: burst, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go r.run()
 	return r
 }
 
-// progress stores p as the call's latest report, replacing one not yet
-// emitted. It never blocks.
+// progress stores p among the call's reports to emit; with every slot
+// taken it replaces the newest. It never blocks.
 func (r *relay) progress(p tools.ProgressPayload) {
 	r.mu.Lock()
-	r.latest = &p
+	if len(r.pending) < r.burst {
+		r.pending = append(r.pending, p)
+	} else {
+		r.pending[len(r.pending)-1] = p
+	}
 	r.mu.Unlock()
 	r.poke()
 }
@@ -111,16 +119,16 @@ func (r *relay) run() {
 	}
 }
 
-// flush emits the queued events, then the latest report.
+// flush emits the queued events, then the reports waiting.
 func (r *relay) flush() {
 	r.mu.Lock()
-	queue, latest := r.queue, r.latest
-	r.queue, r.latest = nil, nil
+	queue, pending := r.queue, r.pending
+	r.queue, r.pending = nil, nil
 	r.mu.Unlock()
 	for _, ev := range queue {
 		r.emit.Emit(ev)
 	}
-	if latest != nil {
-		r.emit.Emit(tools.Event{Type: tools.EventStatus, Payload: *latest})
+	for _, p := range pending {
+		r.emit.Emit(tools.Event{Type: tools.EventStatus, Payload: p})
 	}
 }

@@ -110,3 +110,52 @@ func (s *stalledStream) Emit(ev tools.Event) {
 	}
 	s.recorder.Emit(ev)
 }
+
+// pacedRecorder is a recorder that takes progress at pace, as the
+// aggregate endpoint's emitter does (ProgressPacer).
+type pacedRecorder struct {
+	recorder
+	pace time.Duration
+}
+
+func (p *pacedRecorder) ProgressPace() time.Duration { return p.pace }
+
+// TestRelayPassesBurstsToAPacer: for an emitter that counts reports
+// (ProgressPacer), three reports sent within one pace all arrive, in
+// order; a flood still reaches it at most PacedBurst times per pace,
+// ending with the last report.
+func TestRelayPassesBurstsToAPacer(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		u := &pacedRecorder{pace: 10 * time.Millisecond}
+		r := startRelay(u)
+		for i := 1; i <= 3; i++ {
+			r.progress(tools.ProgressPayload{Progress: float64(i)})
+			time.Sleep(time.Millisecond)
+		}
+		synctest.Wait()
+		time.Sleep(50 * time.Millisecond) // past the pace, on the fake clock
+		if ps := u.progress(); len(ps) != 3 || ps[0].Progress != 1 || ps[2].Progress != 3 {
+			t.Errorf("a burst of three: %v, want 1, 2, 3", ps)
+		}
+
+		const n = 2000
+		for i := 4; i < 4+n; i++ {
+			r.progress(tools.ProgressPayload{Progress: float64(i)})
+			time.Sleep(100 * time.Microsecond)
+		}
+		r.close()
+		ps := u.progress()
+		if max := 3 + PacedBurst*(int(n*100*time.Microsecond/u.pace)+2); len(ps) > max {
+			t.Errorf("%d progress events for a flood of %d in %v, want at most %d", len(ps), n, n*100*time.Microsecond, max)
+		}
+		for i := 1; i < len(ps); i++ {
+			if ps[i].Progress <= ps[i-1].Progress {
+				t.Fatalf("progress %d = %v after %v: out of order", i, ps[i].Progress, ps[i-1].Progress)
+			}
+		}
+		if ps[len(ps)-1].Progress != 3+n {
+			t.Errorf("the last progress event is %v, want %d", ps[len(ps)-1].Progress, 3+n)
+		}
+	})
+}
