@@ -11,8 +11,10 @@
 // .pin-desc-old and .pin-desc-new (the approved and the current
 // description), .pin-schema-diff (lines .diff-del, .diff-ins), and
 // button.approve; #pin-approve-all; #pin-status (role=status) says what
-// an approval did, data-ok = "true" | "false". pinBadge is the tree's and
-// the panel's badge: .pin-badge[data-pin = "held" | "warn"].
+// an approval did, data-ok = "true" | "false"; #pin-differs (present only
+// then) names the tools the server gave different users in different
+// definitions (one li[data-tool] each). pinBadge is the tree's and the
+// panel's badge: .pin-badge[data-pin = "held" | "warn"].
 import { apiJSON } from "./api.js";
 import { h } from "./render.js";
 import { icon } from "./icons.js";
@@ -109,6 +111,16 @@ function lineDiff(oldText, newText, label) {
     h(op === "-" ? "del" : op === "+" ? "ins" : "span", { class: op === "-" ? "diff-del" : op === "+" ? "diff-ins" : "diff-same" }, `${op} ${line}\n`)));
 }
 
+// differsNote says which tools the server gave different users in
+// different definitions (each user's differing one is held back for that
+// user), or is null when none.
+function differsNote(tools) {
+  if (!tools.length) return null;
+  return h("div", { id: "pin-differs", class: "small", role: "note" },
+    h("p", null, `The server gives different users different definitions of ${tools.length === 1 ? "this tool" : "these tools"}; a user whose definition is not the approved one has it held back:`),
+    h("ul", null, tools.map((t) => h("li", { dataset: { tool: t } }, h("code", null, t)))));
+}
+
 export class PinView {
   // panel is the ToolPanel: its serverName() names the server, and
   // onServersChanged() is called after an approval.
@@ -125,7 +137,8 @@ export class PinView {
     // A changed tool (what a rug pull looks like) before a new one.
     const changes = (s && Array.isArray(s.tool_changes) ? s.tool_changes : [])
       .toSorted((a, b) => (a.change === "new") - (b.change === "new") || String(a.name).localeCompare(String(b.name)));
-    const key = JSON.stringify([s && s.name, changes]);
+    const differs = s && Array.isArray(s.differs_by_user) ? s.differs_by_user : [];
+    const key = JSON.stringify([s && s.name, changes, differs]);
     if (key === this.key) return;
     this.key = key;
     // The status of this server's last approval stays, also when its
@@ -133,10 +146,12 @@ export class PinView {
     const mine = s && s.name === this.approvedFor;
     const old = this.el.querySelector("#pin-status");
     const status = mine && old ? old : h("p", { id: "pin-status", class: "small", role: "status" });
+    const differNote = differsNote(differs);
     if (!changes.length) {
       delete this.el.dataset.held;
-      if (mine && old && old.textContent) {
-        this.el.replaceChildren(h("h3", { id: "pin-changes-title" }, icon("check"), " Tool changes"), status);
+      if (differNote || (mine && old && old.textContent)) {
+        this.el.hidden = false;
+        this.el.replaceChildren(...[h("h3", { id: "pin-changes-title" }, icon(differNote ? "warning" : "check"), " Tool changes"), differNote, status].filter(Boolean));
         return;
       }
       this.el.replaceChildren();
@@ -152,11 +167,12 @@ export class PinView {
     const all = changes.length > 1
       ? h("button", { type: "button", id: "pin-approve-all", class: "small-button", onclick: () => this.approve(changes.map((c) => c.name)) }, icon("check"), " Approve all")
       : null;
-    this.el.replaceChildren(
+    this.el.replaceChildren(...[
       h("h3", { id: "pin-changes-title" }, icon("warning"), held.length ? " Tools waiting for approval" : " Tools changed since approval"),
       h("p", { class: "small" }, intro),
+      differNote,
       ...changes.map((c) => this.change(c)),
-      h("div", { class: "pin-actions" }, all, status));
+      h("div", { class: "pin-actions" }, all, status)].filter(Boolean));
   }
 
   // change is one tool's card: what changed, the description's two
