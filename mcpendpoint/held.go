@@ -488,39 +488,9 @@ func (h *heldCall) noteMissing(capability string) {
 	h.missing = capability
 }
 
-// await makes w the request waiting on h and waits for the call's next
-// event: its end, or questions for the client, answered as an
-// input_required result with a sealed requestState. A request that ends
-// first (the client left) cancels the call; one another request took the
-// call from gets an error.
+// await is awaitTask for a call that stays a call.
 func (e *Endpoint) await(ctx context.Context, h *heldCall, w *heldWaiter) (*mcp.CallToolResult, error) {
-	if err := h.claim(w); err != nil {
-		return nil, err
-	}
-	for {
-		switch {
-		case h.waiter != w:
-			h.mu.Unlock()
-			return nil, errors.New("another request with the same requestState took this call over")
-		case h.done:
-			res, err := h.res, h.err
-			h.waiter = nil
-			h.mu.Unlock()
-			e.held.forget(h)
-			return res, err
-		case len(h.questions) > 0:
-			return e.inputRequired(h) // unlocks
-		}
-		c := h.changed
-		h.mu.Unlock()
-		select {
-		case <-c:
-		case <-ctx.Done():
-			e.abandon(h, w)
-			return nil, ctx.Err()
-		}
-		h.mu.Lock()
-	}
+	return e.awaitTask(ctx, h, w, taskPolicy{})
 }
 
 // claim makes w the request waiting on h, and leaves h.mu held; a call

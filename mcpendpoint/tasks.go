@@ -212,14 +212,20 @@ func (e *Endpoint) errNeedsTasks(p taskPolicy, name string) error {
 	return mcp.MissingRequiredClientCapabilityError{Capability: "extensions." + tasksExtension}
 }
 
-// awaitTask waits for h's next event as await does when the call may
-// not become a task; otherwise for taskGrace at most, and then makes it one.
+// awaitTask makes w the request waiting on h and waits for the call's next
+// event: its end, or questions for the client, answered as an
+// input_required result with a sealed requestState. A request that ends
+// first (the client left) cancels the call; one another request took the
+// call from gets an error. A call that may become a task (p) is made one
+// after taskGrace, or at its end when it runs only as a task.
 func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p taskPolicy) (*mcp.CallToolResult, error) {
-	if !p.eligible() {
-		return e.await(ctx, h, w)
+	var grace <-chan time.Time // nil, never ready, for a call that stays a call
+	mustTask := false
+	if p.eligible() {
+		t := time.NewTimer(taskGrace)
+		defer t.Stop()
+		grace, mustTask = t.C, p.support == string(mcp.TaskSupportRequired)
 	}
-	grace := time.NewTimer(taskGrace)
-	defer grace.Stop()
 	if err := h.claim(w); err != nil {
 		return nil, err
 	}
@@ -228,7 +234,7 @@ func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p 
 		case h.waiter != w:
 			h.mu.Unlock()
 			return nil, errors.New("another request with the same requestState took this call over")
-		case h.done && p.support != string(mcp.TaskSupportRequired):
+		case h.done && !mustTask:
 			res, err := h.res, h.err
 			h.waiter = nil
 			h.mu.Unlock()
@@ -243,7 +249,7 @@ func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p 
 		h.mu.Unlock()
 		select {
 		case <-c:
-		case <-grace.C:
+		case <-grace:
 			h.mu.Lock()
 			if h.waiter == w && len(h.questions) == 0 {
 				return e.makeTask(ctx, h, p) // unlocks
