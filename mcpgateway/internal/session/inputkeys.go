@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sync"
 
@@ -23,6 +24,12 @@ import (
 // is replaced by the asker's own.
 const maxInputKeyBytes = 128
 
+// maxRoundKeys bounds the questions of a round whose keys are recorded: a
+// round of more (the server's count) is not recorded, and its questions
+// are asked under the asker's own keys, so that no handler's claim costs
+// more than a short scan.
+const maxRoundKeys = 64
+
 // inputRoundKey is the context key of a call's inputRound.
 type inputRoundKey struct{}
 
@@ -32,6 +39,7 @@ type inputRoundKey struct{}
 type inputRound struct {
 	mu   sync.Mutex
 	open map[string]mcp.InputRequest
+	keys []string // open's keys as recorded, sorted: the order claims take them in
 	size int
 }
 
@@ -55,9 +63,14 @@ func noteInputRound(ctx context.Context, result json.RawMessage) {
 	if json.Unmarshal(result, &res) != nil || res.ResultType != string(mcp.ResultTypeInputRequired) {
 		return
 	}
+	keys := slices.Sorted(maps.Keys(res.InputRequests))
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.open, r.size = res.InputRequests, len(res.InputRequests)
+	if len(keys) > maxRoundKeys {
+		r.open, r.keys, r.size = nil, nil, 0
+		return
+	}
+	r.open, r.keys, r.size = res.InputRequests, keys, len(keys)
 }
 
 // claim returns the key of the first unclaimed question of the round that
@@ -70,14 +83,9 @@ func (r *inputRound) claim(method mcp.MCPMethod, params any) (string, int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.open))
-	for k := range r.open {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		q := r.open[k]
-		if q.Method != method || !sameParams(q, want) {
+	for _, k := range r.keys {
+		q, ok := r.open[k]
+		if !ok || q.Method != method || !sameParams(q, want) {
 			continue
 		}
 		delete(r.open, k)

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,6 +50,21 @@ func TestInputRoundClaims(t *testing.T) {
 	}
 	if key, _ := InputKeyFrom(claimInputKey(context.Background(), mcp.MethodListRoots, nil)); key != "" {
 		t.Errorf("a ctx without a round gave key %q", key)
+	}
+
+	big := withInputRound(context.Background())
+	var b strings.Builder
+	b.WriteString(`{"resultType":"input_required","inputRequests":{`)
+	for i := range maxRoundKeys + 1 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":{"method":"roots/list"}`, i)
+	}
+	b.WriteString(`}}`)
+	noteInputRound(big, []byte(b.String()))
+	if key, size := InputKeyFrom(claimInputKey(big, mcp.MethodListRoots, nil)); key != "" || size != 0 {
+		t.Errorf("a round of %d questions gave key %q of %d, want none recorded", maxRoundKeys+1, key, size)
 	}
 }
 
