@@ -89,7 +89,7 @@ func (e *Edit) Add(name string, entry []byte) error {
 	if err != nil {
 		return fmt.Errorf("server %q: entry: %w", name, err)
 	}
-	cs := e.containers()
+	cs := slices.DeleteFunc(e.containers(), func(c container) bool { return c.foreign })
 	if len(cs) == 0 {
 		root, ok := e.root.Value.(*hujson.Object)
 		if !ok {
@@ -98,7 +98,7 @@ func (e *Edit) Add(name string, entry []byte) error {
 		servers := hujson.Value{Value: &hujson.Object{}}
 		ind, multi := indentOf(objectItems{root}, "", e.unit, e.multiline())
 		appendMember(objectItems{root}, ind, "", multi, "servers", servers)
-		cs = e.containers()
+		cs = slices.DeleteFunc(e.containers(), func(c container) bool { return c.foreign })
 	}
 	c := cs[0]
 	if c.list {
@@ -193,6 +193,10 @@ type container struct {
 	items  items
 	list   bool
 	indent string // of the line the block opens on
+	// foreign marks a Zed "context_servers" or opencode "mcp" block: its
+	// entries are found, changed and removed, but new ones go to a block
+	// of ours, whose keys those programs do not read.
+	foreign bool
 }
 
 func (c container) item(i int) *hujson.Value {
@@ -213,6 +217,12 @@ func (e *Edit) containers() []container {
 		ind, _ := indentOf(objectItems{root}, "", e.unit, e.multiline())
 		for _, m := range root.Members {
 			key := m.Name.Value.(hujson.Literal).String()
+			if key == "context_servers" || key == "mcp" {
+				if c, ok := foreignBlock(key, m.Value, ind, e.unit); ok {
+					out = append(out, c)
+				}
+				continue
+			}
 			if key != "servers" && key != "mcpServers" {
 				continue
 			}
@@ -228,6 +238,22 @@ func (e *Edit) containers() []container {
 		return out
 	}
 	return nil
+}
+
+// foreignBlock is the container of a Zed "context_servers" or opencode
+// "mcp" block (v, under key), as Parse reads them: opencode's second
+// version nests its servers under "servers".
+func foreignBlock(key string, v hujson.Value, ind, unit string) (container, bool) {
+	obj, ok := v.Value.(*hujson.Object)
+	if !ok {
+		return container{}, false
+	}
+	if key == "mcp" && len(obj.Members) == 1 && obj.Members[0].Name.Value.(hujson.Literal).String() == "servers" {
+		if inner, ok := obj.Members[0].Value.Value.(*hujson.Object); ok && (objectItems{inner}).index("type") < 0 {
+			return container{items: objectItems{inner}, indent: ind + unit, foreign: true}, true
+		}
+	}
+	return container{items: objectItems{obj}, indent: ind, foreign: true}, true
 }
 
 // find locates the entry called name.

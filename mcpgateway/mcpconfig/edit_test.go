@@ -339,6 +339,42 @@ func TestEditFile(t *testing.T) {
 	}
 }
 
+// TestEditForeignBlocks edits files in Zed's and opencode's shapes: their
+// servers are found, changed and removed in place, and a new server goes to
+// a "servers" block those programs do not read.
+func TestEditForeignBlocks(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{"zed", `{"theme": "x", "context_servers": {"z": {"command": {"path": "x"}}, "y": {"url": "https://h/"}}}`,
+			`{"theme": "x", "context_servers": {"y": {"url": "https://h/"}}, "servers": {"n": {"command": "x"}}}`},
+		{"opencode", `{"mcp": {"z": {"type": "local", "command": ["x"]}, "y": {"type": "remote", "url": "https://h/"}}}`,
+			`{"mcp": {"y": {"type": "remote", "url": "https://h/"}}, "servers": {"n": {"command": "x"}}}`},
+		{"opencode v2", `{"mcp": {"servers": {"z": {"type": "local", "command": ["x"]}, "y": {"type": "remote", "url": "https://h/"}}}}`,
+			`{"mcp": {"servers": {"y": {"type": "remote", "url": "https://h/"}}}, "servers": {"n": {"command": "x"}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := NewEdit("mcp.json", []byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !e.Has("z") || !e.Has("y") {
+				t.Fatalf("Has(z), Has(y) = %v, %v; want both", e.Has("z"), e.Has("y"))
+			}
+			if err := e.Remove("z"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Add("n", []byte(`{"command": "x"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(e.Bytes()); got != tc.want {
+				t.Errorf("edited file:\n%s\nwant\n%s", got, tc.want)
+			}
+			if got := serverNames(t, e.Bytes()); !slices.Equal(got, []string{"y", "n"}) {
+				t.Errorf("servers = %v; want [y n]", got)
+			}
+		})
+	}
+}
+
 // fuzzName is a server name FuzzEdit adds: one Parse accepts.
 var fuzzName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,20}$`)
 
@@ -360,6 +396,9 @@ func FuzzEdit(f *testing.F) {
 	f.Add([]byte("{\n  \"servers\": { // c\n    \"a\": {\"command\": \"x\"}, /* b\n */\n  },\n} // end"), "a")
 	f.Add([]byte(`[{"name": "a", "command": "x"},]`), "b")
 	f.Add([]byte(``), "a")
+	f.Add([]byte(`{"context_servers": {"z": {"command": {"path": "x"}}}}`), "a")
+	f.Add([]byte(`{"mcp": {"m": {"type": "local", "command": ["x"]}}}`), "a")
+	f.Add([]byte(`{"mcp": {"servers": {"m": {"type": "remote", "url": "https://h/"}}}}`), "a")
 	f.Fuzz(func(t *testing.T, data []byte, name string) {
 		e, err := NewEdit("mcp.json", data)
 		if err != nil {
