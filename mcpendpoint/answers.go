@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -75,30 +74,16 @@ func (e *Endpoint) notifyUpdated(sid, user, uri string) {
 		map[string]any{"uri": uri})
 }
 
-// serveAnswer serves a POST of session id that carries the client's
+// serveAnswer serves a POST of session q.sid that carries the client's
 // answer to a server's request (a JSON-RPC response): mcp-go delivers it
 // when the request waits here, else it goes to the other replicas and the
-// client gets 202. It reports whether it served r; when it did not, r's
-// body reads as it was.
-func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, id string) bool {
-	if e.opts.Relay == nil || r.Method != http.MethodPost || id == "" || r.Body == nil {
+// client gets 202. It reports whether it served q.
+func (e *Endpoint) serveAnswer(w http.ResponseWriter, q *request) bool {
+	if e.opts.Relay == nil || q.sid == "" || q.msg == nil || !q.msg.IsResponse() {
 		return false
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
-			writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
-				fmt.Sprintf("request body over the endpoint's limit of %d bytes", mb.Limit))
-		} else {
-			writeRPCError(w, http.StatusBadRequest, mcp.INVALID_REQUEST, "request body could not be read")
-		}
-		return true
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if !isAnswer(body) {
-		return false
-	}
-	local, mine, elsewhere := e.untagAnswer(body)
+	id, body := q.sid, q.body
+	local, mine, elsewhere := e.untagAnswer(q.body, q.msg)
 	if elsewhere { // another replica's request: no use asking mcp-go here
 		msg, _ := json.Marshal(relayMsg{Kind: relayAnswer, Session: idHash(id), Body: body})
 		if err := e.opts.Relay.Publish(msg); err != nil {
@@ -108,6 +93,7 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, id string
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
+	r := q.r
 	r.Body = io.NopCloser(bytes.NewReader(local))
 	r.ContentLength = int64(len(local))
 	rec := &recordWriter{h: w.Header()}
@@ -127,20 +113,6 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, r *http.Request, id string
 	return true
 }
 
-// isAnswer reports whether body is a JSON-RPC response.
-func isAnswer(body []byte) bool {
-	if !bytes.Contains(body, []byte(`"result"`)) && !bytes.Contains(body, []byte(`"error"`)) {
-		return false // the cheap test: most POSTs are requests
-	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	return json.Unmarshal(body, &m) == nil && m.Method == "" && m.ID != nil && (m.Result != nil || m.Error != nil)
-}
-
 // deliverAnswer hands a client's answer another replica relayed to
 // mcp-go, under the session's user, if the session is open here; a
 // request of it may wait here.
@@ -149,7 +121,11 @@ func (e *Endpoint) deliverAnswer(id string, body []byte) {
 	if !ok {
 		return
 	}
-	body, _, elsewhere := e.untagAnswer(body)
+	m, ok := jsonrpc.Decode(body)
+	if !ok || !m.IsResponse() {
+		return
+	}
+	body, _, elsewhere := e.untagAnswer(body, m)
 	if elsewhere {
 		return // another replica's request
 	}

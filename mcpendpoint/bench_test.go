@@ -23,6 +23,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -111,7 +112,8 @@ func BenchmarkToolsList100ServersHandle(b *testing.B) {
 	}
 	b.Run("fast", func(b *testing.B) {
 		for b.Loop() {
-			if _, ok := ep.fastList(ctx, "alice", msg, anyVersion); !ok {
+			m, _ := jsonrpc.Decode(msg) // as a stdio line is
+			if _, ok := ep.fastList(ctx, "alice", m, anyVersion); !ok {
 				b.Fatal("not answered")
 			}
 		}

@@ -3,10 +3,8 @@ package mcpendpoint
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -284,113 +282,6 @@ func New(src Source, opts *Options) *Endpoint {
 		mcpserver.WithKeepAliveInterval(30*time.Second),
 	)
 	return e
-}
-
-// ServeMCP serves one HTTP request of the endpoint for user, who the
-// caller has authenticated: /mcp (Streamable HTTP: POST, the GET stream,
-// DELETE; a 2026-07-28 request statelessly, with no session), /sse and
-// /message (the legacy SSE transport). A session belongs
-// to the user who opened it: another user's request naming it gets 404. A
-// DELETE naming no session gets 400 (of 2026-07-28: 405). A body over
-// MaxBodyBytes gets 413.
-func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string) {
-	if r.ContentLength > e.opts.MaxBodyBytes {
-		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
-			fmt.Sprintf("request body of %d bytes over the endpoint's limit of %d bytes", r.ContentLength, e.opts.MaxBodyBytes))
-		return
-	}
-	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, e.opts.MaxBodyBytes)
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	ctx := context.WithValue(mcpgateway.WithUser(r.Context(), user), baseKey{}, scheme+"://"+r.Host)
-	r = r.WithContext(ctx)
-	switch r.URL.Path {
-	case "/mcp":
-		if mcp.IsModernProtocol(r.Header.Get(mcpserver.HeaderKeyProtocolVersion)) {
-			// 2026-07-28: no session to share, adopt or relay; any
-			// replica answers (mcp-go checks the headers against the
-			// body, and answers GET and DELETE with 405).
-			if e.serveModernNotification(w, r) || e.serveTaskMethod(w, r, user) || e.serveFastList(w, r, user) || e.serveUnknownResource(w, r) {
-				return
-			}
-			if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodToolsCall) {
-				// A task's reply, or an error mcp-go cannot give (tasks.go).
-				reply := &taskReply{}
-				w = &taskWriter{ResponseWriter: w, reply: reply}
-				r = r.WithContext(context.WithValue(r.Context(), taskReplyKey{}, reply))
-			}
-			e.http.ServeHTTP(w, r)
-			return
-		}
-		// mcp-go checks a POST's session id (sessionBook) but opens a GET
-		// stream on any, where another user would get that session's
-		// messages, and answers 500 to a DELETE of an unknown one, or of
-		// none.
-		id := r.Header.Get(mcpserver.HeaderKeySessionID)
-		if r.Method == http.MethodDelete && id == "" {
-			writeRPCError(w, http.StatusBadRequest, mcp.INVALID_REQUEST, "DELETE /mcp needs the Mcp-Session-Id header of the session to end")
-			return
-		}
-		if id != "" && e.opts.Sessions != nil {
-			if err := e.shareSession(ctx, id, user); err != nil {
-				e.logger.Warn("an MCP session not held here could not be looked up: answered 503", logKeyErr, err)
-				writeStoreDown(w)
-				return
-			}
-		}
-		if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && id != "" && !e.sessions.ownedBy(id, user) {
-			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
-			return
-		}
-		if e.serveResume(w, r, id, user) {
-			return
-		}
-		if r.Method == http.MethodGet {
-			// A draining replica closes its GET streams, which would hold
-			// the HTTP server's Shutdown: the client opens another
-			// elsewhere.
-			gctx, done, ok := e.drain.listen(r.Context())
-			defer done()
-			if !ok {
-				writeDraining(w, "this replica is shutting down: open the stream again")
-				return
-			}
-			if id != "" {
-				defer e.sessions.openStream(id)()
-				var stop func()
-				gctx, stop = e.trackSession(gctx, id) // the stream ends with the session, here or on another replica
-				defer stop()
-			}
-			r = r.WithContext(gctx)
-		}
-		if e.serveFastList(w, r, user) {
-			return
-		}
-		ending := r.Method == http.MethodDelete && id != ""
-		if ending && e.opts.Sessions != nil && e.sessions.ownedBy(id, user) && !e.endEverywhere(ctx, w, id, user) {
-			return
-		}
-		if e.serveAnswer(w, r, id) || e.serveCallStream(w, r, id, user) {
-			return
-		}
-		if e.tagsIDs() {
-			w = &tagWriter{ResponseWriter: w, e: e}
-		}
-		e.http.ServeHTTP(w, r)
-		if ending && !e.sessions.ownedBy(id, user) {
-			e.cancelSession(id) // the client ended its session: so are its calls
-		}
-	case "/sse":
-		e.serveSSE(w, r, user)
-	case "/message":
-		e.serveSSEMessage(w, r, user) // here, or relayed to the replica holding the stream
-	default:
-		http.NotFound(w, r)
-	}
 }
 
 // ServeStdio serves one client over in and out as user until ctx ends or

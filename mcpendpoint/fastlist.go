@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -30,61 +30,39 @@ import (
 // anyVersion is fastList's want of a stdio request: 2026-07-28 or earlier.
 const anyVersion = "*"
 
-// maxListRequestBytes is the largest body the fast path reads: a tools/list
-// request is a few hundred bytes; anything bigger goes to mcp-go unread.
+// maxListRequestBytes is the longest stdio line the fast path reads: a
+// tools/list request is a few hundred bytes; a longer line goes to mcp-go
+// unread.
 const maxListRequestBytes = 4 << 10
 
-// listRequest is a JSON-RPC request as the fast path reads it.
-type listRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  *struct {
-		Cursor string          `json:"cursor"`
-		Meta   json.RawMessage `json:"_meta"`
-	} `json:"params"`
+// listParams are the params of a tools/list as the fast path reads them.
+type listParams struct {
+	Cursor string          `json:"cursor"`
+	Meta   json.RawMessage `json:"_meta"`
 }
 
-// listMeta is what the fast path reads of a 2026-07-28 list's _meta.
-type listMeta struct {
-	Version      string          `json:"io.modelcontextprotocol/protocolVersion"`
-	Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-}
-
-// parseList returns msg's request id and cursor when msg is one plain
-// tools/list request (not a batch, a string or number id, and no _meta
-// but a 2026-07-28 request's), and the 2026-07-28 version it names, or
-// "" for an earlier one's.
-func parseList(msg []byte) (id json.RawMessage, cursor, version string, ok bool) {
-	if !bytes.Contains(msg, []byte(`"tools/list"`)) {
+// parseList returns m's request id and cursor when m is a plain tools/list
+// request (a string or number id, and no _meta but a 2026-07-28
+// request's), and the 2026-07-28 version it names, or "" for an earlier
+// one's.
+func parseList(m *jsonrpc.Message) (id json.RawMessage, cursor, version string, ok bool) {
+	if m == nil || m.Method != string(mcp.MethodToolsList) || !m.StringOrNumberID() {
 		return nil, "", "", false
 	}
-	var req listRequest
-	if json.Unmarshal(msg, &req) != nil || req.JSONRPC != mcp.JSONRPC_VERSION || req.Method != string(mcp.MethodToolsList) {
+	var p listParams
+	if m.DecodeParams(&p) != nil {
 		return nil, "", "", false
 	}
-	var v any
-	if json.Unmarshal(req.ID, &v) != nil {
-		return nil, "", "", false
-	}
-	switch v.(type) {
-	case string, float64:
-	default:
-		return nil, "", "", false
-	}
-	if req.Params != nil {
-		if len(req.Params.Meta) > 0 {
-			var m listMeta
-			var caps map[string]json.RawMessage
-			if json.Unmarshal(req.Params.Meta, &m) != nil || !mcp.IsModernProtocol(m.Version) ||
-				!slices.Contains(servedVersions, m.Version) || json.Unmarshal(m.Capabilities, &caps) != nil || caps == nil {
-				return nil, "", "", false // mcp-go says what is wrong with it
-			}
-			version = m.Version
+	if len(p.Meta) > 0 {
+		meta := m.Meta()
+		var caps map[string]json.RawMessage
+		if !mcp.IsModernProtocol(meta.ProtocolVersion) || !slices.Contains(servedVersions, meta.ProtocolVersion) ||
+			json.Unmarshal(meta.ClientCapabilities, &caps) != nil || caps == nil {
+			return nil, "", "", false // mcp-go says what is wrong with it
 		}
-		cursor = req.Params.Cursor
+		version = meta.ProtocolVersion
 	}
-	return req.ID, cursor, version, true
+	return m.ID, p.Cursor, version, true
 }
 
 // encodeTool writes en to b as tools/list gives it: its name, and its
@@ -194,7 +172,7 @@ var askEncoded = sync.OnceValue(func() []byte {
 // "" for a session's (no _meta); anyVersion over stdio. A 2026-07-28
 // request gets the 2026-07-28 result (resultType, caching hints,
 // serverInfo).
-func (e *Endpoint) fastList(ctx context.Context, user string, msg []byte, want string) ([][]byte, bool) {
+func (e *Endpoint) fastList(ctx context.Context, user string, msg *jsonrpc.Message, want string) ([][]byte, bool) {
 	id, cursor, version, ok := parseList(msg)
 	if !ok || (want != anyVersion && want != version) {
 		return nil, false
@@ -245,17 +223,17 @@ func nextCursor(i int) string {
 }
 
 // serveFastList answers a Streamable HTTP POST of a tools/list itself and
-// reports true, or leaves r untouched for mcp-go and reports false. Of
-// the earlier versions, it answers only a session of user that has its
-// GET stream open: the stream keeps the session alive and carries its
-// notifications, which a POST through mcp-go would otherwise deliver. A
-// 2026-07-28 request must carry the routing headers its body says
-// (mcp-go refuses it otherwise). The caller has capped r's body.
-func (e *Endpoint) serveFastList(w http.ResponseWriter, r *http.Request, user string) bool {
-	id := r.Header.Get(mcpserver.HeaderKeySessionID)
+// reports true, or leaves it for mcp-go and reports false. Of the earlier
+// versions, it answers only a session of the user that has its GET stream
+// open: the stream keeps the session alive and carries its notifications,
+// which a POST through mcp-go would otherwise deliver. A 2026-07-28
+// request must carry the routing headers its body says (mcp-go refuses it
+// otherwise).
+func (e *Endpoint) serveFastList(w http.ResponseWriter, q *request) bool {
+	r := q.r
 	version := r.Header.Get(mcpserver.HeaderKeyProtocolVersion)
 	modern := mcp.IsModernProtocol(version)
-	if r.Method != http.MethodPost || (id == "" && !modern) || r.ContentLength <= 0 || r.ContentLength > maxListRequestBytes {
+	if !q.post(string(mcp.MethodToolsList)) || (q.sid == "" && !modern) {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -263,22 +241,17 @@ func (e *Endpoint) serveFastList(w http.ResponseWriter, r *http.Request, user st
 	}
 	switch {
 	case modern:
-		if r.Header.Get(mcp.HeaderMethod) != string(mcp.MethodToolsList) || r.Header.Get(mcp.HeaderLastEventID) != "" {
+		if r.Header.Get(mcp.HeaderLastEventID) != "" {
 			return false
 		}
 	case version != "" && !slices.Contains(protocolVersions, version):
 		return false
-	case !e.sessions.streaming(id, user):
+	case !e.sessions.streaming(q.sid, q.user):
 		return false
 	default:
 		version = "" // checked: the body says nothing of it
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxListRequestBytes+1))
-	r.Body = io.NopCloser(bytes.NewReader(body)) // as it was, for mcp-go
-	if err != nil || len(body) > maxListRequestBytes {
-		return false
-	}
-	parts, ok := e.fastList(r.Context(), user, body, version)
+	parts, ok := e.fastList(r.Context(), q.user, q.msg, version)
 	if !ok {
 		return false
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -607,19 +607,15 @@ func (e *Endpoint) heldSample(ctx context.Context, h *heldCall, req mcp.CreateMe
 // isModern reports whether ctx is a 2026-07-28 request's.
 func isModern(ctx context.Context) bool { return mcpserver.IsModernRequest(ctx) }
 
-// checkRetry refuses the 2026-07-28 tools/call raw when it carries a
+// checkRetry refuses the 2026-07-28 tools/call m when it carries a
 // requestState ctx's user may not use (openState): the client gets a
 // JSON-RPC error saying why, and nothing runs. Anything else passes, to
 // be answered as mcp-go and route see fit.
-func (e *Endpoint) checkRetry(ctx context.Context, raw []byte) error {
-	var m struct {
-		Method string              `json:"method"`
-		Params *mcp.CallToolParams `json:"params"`
-	}
-	if json.Unmarshal(raw, &m) != nil || m.Method != string(mcp.MethodToolsCall) || m.Params == nil ||
-		m.Params.RequestState == "" || !mcp.IsModernProtocol(m.Params.Meta.ProtocolVersion()) {
+func (e *Endpoint) checkRetry(ctx context.Context, m *jsonrpc.Message) error {
+	var p mcp.CallToolParams
+	if m.DecodeParams(&p) != nil || p.RequestState == "" || !mcp.IsModernProtocol(p.Meta.ProtocolVersion()) {
 		return nil
 	}
-	_, err := e.openStateOf(m.Params.RequestState, mcpgateway.UserFrom(ctx), bindOf(mcp.CallToolRequest{Params: *m.Params}), time.Now())
+	_, err := e.openStateOf(p.RequestState, mcpgateway.UserFrom(ctx), bindOf(mcp.CallToolRequest{Params: p}), time.Now())
 	return err
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 )
 
 // Each replica's mcp-go numbers the requests it puts to clients
@@ -59,13 +61,9 @@ func (e *Endpoint) tagRequest(msg []byte) []byte {
 // names a request of this replica (its body then carries the number
 // mcp-go waits for), elsewhere whether it names another replica's. An id
 // without a tag is neither.
-func (e *Endpoint) untagAnswer(body []byte) (out []byte, mine, elsewhere bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return body, false, false
-	}
+func (e *Endpoint) untagAnswer(body []byte, m *jsonrpc.Message) (out []byte, mine, elsewhere bool) {
 	var id string
-	if json.Unmarshal(m["id"], &id) != nil {
+	if json.Unmarshal(m.ID, &id) != nil {
 		return body, false, false // a number: untagged
 	}
 	tag, num, ok := strings.Cut(id, ".")
@@ -74,14 +72,9 @@ func (e *Endpoint) untagAnswer(body []byte) (out []byte, mine, elsewhere bool) {
 		return body, false, false
 	}
 	if tag != e.tag {
-		return body, false, true
+		return nil, false, true
 	}
-	m["id"] = json.RawMessage(strconv.FormatInt(n, 10))
-	out, err = json.Marshal(m)
-	if err != nil {
-		return body, false, false
-	}
-	return out, true, false
+	return m.WithID(json.RawMessage(strconv.FormatInt(n, 10))), true, false
 }
 
 // tagWriter tags the ids of the requests in the event stream mcp-go

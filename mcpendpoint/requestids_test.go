@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -106,20 +108,26 @@ func FuzzUntagAnswer(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":"aaaaaaaaaaaa.1","error":{}}`), int64(1))
 	f.Add([]byte(`{"id":3}`), int64(-1))
 	f.Fuzz(func(t *testing.T, body []byte, n int64) {
-		_, mine, elsewhere := e.untagAnswer(body)
+		m, ok := jsonrpc.Decode(body)
+		if !ok || !m.IsResponse() {
+			m = &jsonrpc.Message{}
+		}
+		_, mine, elsewhere := e.untagAnswer(body, m)
 		if mine && elsewhere {
 			t.Fatalf("untagAnswer(%s): mine and elsewhere", body)
 		}
 		req := e.tagRequest([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"elicitation/create"}`, n)))
-		var m struct {
+		var tagged struct {
 			ID string `json:"id"`
 		}
-		if err := json.Unmarshal(req, &m); err != nil || m.ID != fmt.Sprintf("%s.%d", e.tag, n) {
+		if err := json.Unmarshal(req, &tagged); err != nil || tagged.ID != fmt.Sprintf("%s.%d", e.tag, n) {
 			t.Fatalf("tagRequest(%d) = %s", n, req)
 		}
-		back, mine, _ := e.untagAnswer([]byte(`{"jsonrpc":"2.0","id":"` + m.ID + `","result":{}}`))
+		answer := []byte(`{"jsonrpc":"2.0","id":"` + tagged.ID + `","result":{}}`)
+		am, _ := jsonrpc.Decode(answer)
+		back, mine, _ := e.untagAnswer(answer, am)
 		if !mine || !strings.Contains(string(back), fmt.Sprintf(`"id":%d`, n)) {
-			t.Fatalf("untagAnswer of %s = %s, %v", m.ID, back, mine)
+			t.Fatalf("untagAnswer of %s = %s, %v", tagged.ID, back, mine)
 		}
 	})
 }

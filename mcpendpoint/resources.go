@@ -1,16 +1,14 @@
 package mcpendpoint
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -162,44 +160,27 @@ func (e *Endpoint) readResource(ctx context.Context, req mcp.ReadResourceRequest
 	return out, nil
 }
 
-// serveUnknownResource answers r when it is a 2026-07-28 resources/read of
+// serveUnknownResource answers q when it is a 2026-07-28 resources/read of
 // a URI no server of the service lists: -32602 with the URI in the
 // error's data (SEP-2164). mcp-go would send the router's error as an
 // internal one (-32603). Anything else, a request whose Mcp-Name or _meta
 // does not match its body among them, is left to mcp-go, with the body
 // as it was.
-func (e *Endpoint) serveUnknownResource(w http.ResponseWriter, r *http.Request) bool {
-	if r.Method != http.MethodPost || r.Header.Get(mcp.HeaderMethod) != string(mcp.MethodResourcesRead) {
+func (e *Endpoint) serveUnknownResource(w http.ResponseWriter, q *request) bool {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	uri := q.r.Header.Get(mcp.HeaderName)
+	if !q.msg.IsRequest() || q.msg.DecodeParams(&p) != nil || uri == "" || p.URI != uri ||
+		q.msg.Meta().ProtocolVersion != q.r.Header.Get(mcp.HeaderProtocolVersion) {
 		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxListRequestBytes+1))
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body)) // as it was, for mcp-go
-	if err != nil || len(body) > maxListRequestBytes {
+	if owner, _ := e.resourceOwner(q.r.Context(), uri); owner != nil {
 		return false
 	}
-	var req struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  struct {
-			URI  string   `json:"uri"`
-			Meta listMeta `json:"_meta"`
-		} `json:"params"`
-	}
-	uri := r.Header.Get(mcp.HeaderName)
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != mcp.JSONRPC_VERSION || len(req.ID) == 0 ||
-		req.Method != string(mcp.MethodResourcesRead) || uri == "" || req.Params.URI != uri ||
-		req.Params.Meta.Version != r.Header.Get(mcp.HeaderProtocolVersion) {
-		return false
-	}
-	if owner, _ := e.resourceOwner(r.Context(), uri); owner != nil {
-		return false
-	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": req.ID, "error": map[string]any{
-		"code": mcp.INVALID_PARAMS, "message": fmt.Sprintf("no server of this service lists resource %q", uri), "data": map[string]string{"uri": uri},
-	}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b) // a client gone: nothing to tell
+	_, _ = w.Write(jsonrpc.ErrorResponse(q.msg.ID, mcp.INVALID_PARAMS,
+		fmt.Sprintf("no server of this service lists resource %q", uri), map[string]string{"uri": uri})) // a client gone: nothing to tell
 	return true
 }

@@ -51,18 +51,12 @@ func streamOf(ctx context.Context) *callstream.Stream {
 	return st
 }
 
-// callRequest is what the endpoint reads of a POST's body to know whether
-// it is a call to answer on a stream.
-type callRequest struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-}
-
 // serveCallStream answers a tools/call POST on a resumable stream when
 // the session negotiated 2025-11-25 and the client accepts event streams,
 // and reports whether it did.
-func (e *Endpoint) serveCallStream(w http.ResponseWriter, r *http.Request, sid, user string) bool {
-	if r.Method != http.MethodPost || sid == "" || r.Body == nil || !acceptsEventStream(r) || !e.sessions.resumable(sid, user) {
+func (e *Endpoint) serveCallStream(w http.ResponseWriter, q *request) bool {
+	r, sid, user := q.r, q.sid, q.user
+	if !q.post(string(mcp.MethodToolsCall)) || !q.msg.IsRequest() || sid == "" || !acceptsEventStream(r) || !e.sessions.resumable(sid, user) {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -70,15 +64,6 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, r *http.Request, sid, 
 	}
 	if v := r.Header.Get(mcpserver.HeaderKeyProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) {
 		return false // mcp-go's 400
-	}
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body)) // as it was, for mcp-go
-	if err != nil {
-		return false // mcp-go reports it
-	}
-	var req callRequest
-	if json.Unmarshal(body, &req) != nil || req.Method != string(mcp.MethodToolsCall) || len(req.ID) == 0 || string(req.ID) == "null" {
-		return false
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	pending := e.drain.open() // a shutdown waits for the answer to reach a client
@@ -90,8 +75,8 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, r *http.Request, sid, 
 	}
 	pending.stream(st.ID())
 	inner := r.Clone(context.WithValue(ctx, streamKey{}, st))
-	inner.Body = io.NopCloser(bytes.NewReader(body))
-	cw := callstream.NewWriter(st, req.ID)
+	inner.Body = io.NopCloser(bytes.NewReader(q.body))
+	cw := callstream.NewWriter(st, q.msg.ID)
 	if e.tagsIDs() {
 		cw.Rewrite = e.tagRequest
 	}
@@ -113,7 +98,8 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, r *http.Request, sid, 
 // until the answer, as the conformance suite's client expects. It reports
 // whether the request was one; an id of a stream no replica holds gets
 // 404.
-func (e *Endpoint) serveResume(w http.ResponseWriter, r *http.Request, sid, user string) bool {
+func (e *Endpoint) serveResume(w http.ResponseWriter, q *request) bool {
+	r, sid, user := q.r, q.sid, q.user
 	last := r.Header.Get("Last-Event-ID")
 	if r.Method != http.MethodGet || sid == "" || last == "" {
 		return false

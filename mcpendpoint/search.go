@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -95,6 +96,5 @@ func (e *Endpoint) search(ctx context.Context, user string, cat *catalog, args m
 func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-	_, _ = w.Write(b) // a client gone: nothing to tell
+	_, _ = w.Write(jsonrpc.ErrorResponse(nil, code, msg, nil)) // a client gone: nothing to tell
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -147,7 +146,8 @@ func (e *Endpoint) refreshSSE(h *sseHold) {
 // the session's stream is open here; else, when another replica holds
 // the session for user, the message goes there through the Relay and the
 // client gets 202. Any other session gets 404.
-func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, r *http.Request, user string) {
+func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, q *request) {
+	r, user := q.r, q.user
 	id := r.URL.Query().Get("sessionId")
 	if e.sessions.ownedBy(id, user) {
 		e.sse.ServeHTTP(w, r)
@@ -170,13 +170,8 @@ func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, r *http.Request, user 
 		writeStoreDown(w)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
-			fmt.Sprintf("request body over the endpoint's limit of %d bytes", mbe.Limit))
-		return
-	}
-	if err != nil || !json.Valid(body) {
+	body := q.body
+	if !json.Valid(body) {
 		writeRPCError(w, http.StatusBadRequest, mcp.PARSE_ERROR, "Parse error: the message is not JSON")
 		return
 	}

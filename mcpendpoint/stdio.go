@@ -2,9 +2,7 @@ package mcpendpoint
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 )
 
 // lineWriter serialises whole messages to a stdio client: mcp-go's stdio
@@ -54,7 +54,11 @@ func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw
 		case errors.Is(err, bufio.ErrBufferFull):
 			long = true
 		case err == nil && !long:
-			if answer, ok := refuseUnserved(line); ok {
+			m, ok := jsonrpc.Decode(line)
+			if !ok {
+				break // mcp-go answers what it cannot parse
+			}
+			if answer, ok := refuseUnserved(m); ok {
 				if answer != nil {
 					if werr := out.writeParts([][]byte{answer}); werr != nil {
 						pw.CloseWithError(werr)
@@ -63,7 +67,7 @@ func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw
 				}
 				continue
 			}
-			if parts, ok := e.fastList(ctx, user, line, anyVersion); ok {
+			if parts, ok := e.fastList(ctx, user, m, anyVersion); ok {
 				if werr := out.writeParts(parts); werr != nil {
 					pw.CloseWithError(werr)
 					return
@@ -91,32 +95,20 @@ func (e *Endpoint) splitStdio(ctx context.Context, user string, in io.Reader, pw
 // requests the endpoint would then not make. A request naming in its
 // _meta a version that is not served is answered with the
 // specification's -32022, listing the versions served. It reports whether
-// line was one, with the answer to write (nil for a notification, which
-// is dropped).
-func refuseUnserved(line []byte) (answer []byte, refused bool) {
-	if !bytes.Contains(line, []byte(mcp.MetaKeyProtocolVersion)) || bytes.Contains(line, []byte(`"`+mcp.ProtocolVersion20260728+`"`)) {
-		return nil, false // the cheap test: a session's requests name none, and most others name 2026-07-28
+// m was one, with the answer to write (nil for a notification, which is
+// dropped).
+func refuseUnserved(m *jsonrpc.Message) (answer []byte, refused bool) {
+	if m.Method == "" {
+		return nil, false
 	}
-	var req struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Meta map[string]any `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(line, &req) != nil || req.Method == "" {
-		return nil, false // mcp-go answers what it cannot parse
-	}
-	version, _ := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	version := m.Meta().ProtocolVersion
 	if version == "" || slices.Contains(servedVersions, version) {
 		return nil, false
 	}
-	if len(req.ID) == 0 || string(req.ID) == "null" {
+	if !m.HasID() {
 		return nil, true // a notification: nothing to answer
 	}
-	rpcErr := map[string]any{"code": mcp.UNSUPPORTED_PROTOCOL_VERSION,
-		"message": fmt.Sprintf("unsupported protocol version %q", version),
-		"data":    map[string]any{"supported": servedVersions, "requested": version}}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr})
+	b := jsonrpc.ErrorResponse(m.ID, mcp.UNSUPPORTED_PROTOCOL_VERSION, fmt.Sprintf("unsupported protocol version %q", version),
+		map[string]any{"supported": servedVersions, "requested": version})
 	return append(b, '\n'), true
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -82,7 +84,11 @@ func TestRefuseUnserved(t *testing.T) {
 		{"served version in _meta", `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, false, 0},
 		{"not JSON", `io.modelcontextprotocol/protocolVersion`, false, 0},
 	} {
-		answer, refused := refuseUnserved([]byte(tt.line))
+		req, ok := jsonrpc.Decode([]byte(tt.line))
+		if !ok {
+			req = &jsonrpc.Message{}
+		}
+		answer, refused := refuseUnserved(req)
 		if refused != tt.refused {
 			t.Errorf("%s: refused %v, want %v", tt.name, refused, tt.refused)
 			continue
@@ -117,7 +123,11 @@ func FuzzRefuseUnserved(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":7}}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		answer, refused := refuseUnserved(line)
+		m, ok := jsonrpc.Decode(line)
+		if !ok {
+			return // passed on to mcp-go
+		}
+		answer, refused := refuseUnserved(m)
 		if !refused && answer != nil {
 			t.Fatalf("an answer to a line passed on: %s", answer)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -51,15 +52,6 @@ type subscription struct {
 	stop func(context.Context) error
 }
 
-// subscribeRequest is what the endpoint reads of a request to know whether
-// it is a resources/subscribe or unsubscribe.
-type subscribeRequest struct {
-	Method string `json:"method"`
-	Params struct {
-		URI string `json:"uri"`
-	} `json:"params"`
-}
-
 // onRequest takes resources/subscribe and resources/unsubscribe before
 // mcp-go does (which then only acknowledges them), and refuses a
 // 2026-07-28 retry whose requestState is not good (checkRetry): an error
@@ -67,26 +59,27 @@ type subscribeRequest struct {
 // request passes untouched.
 func (e *Endpoint) onRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
+	if !ok || (!bytes.Contains(raw, []byte(`"requestState"`)) && !bytes.Contains(raw, []byte(`"resources/`))) {
+		return nil // the cheap test: most requests are none of these
+	}
+	m, ok := jsonrpc.Decode(raw)
 	if !ok {
-		return nil
-	}
-	if bytes.Contains(raw, []byte(`"requestState"`)) {
-		if err := e.checkRetry(ctx, raw); err != nil {
-			return err
-		}
-	}
-	if !bytes.Contains(raw, []byte(`"resources/`)) {
-		return nil // the cheap test: most requests are not these
-	}
-	var req subscribeRequest
-	if json.Unmarshal(raw, &req) != nil {
 		return nil // mcp-go answers what it cannot parse
 	}
-	switch req.Method {
+	var p struct {
+		URI string `json:"uri"`
+	}
+	switch m.Method {
+	case string(mcp.MethodToolsCall):
+		return e.checkRetry(ctx, m)
 	case string(mcp.MethodResourcesSubscribe):
-		return e.subscribe(ctx, req.Params.URI)
+		if m.DecodeParams(&p) == nil {
+			return e.subscribe(ctx, p.URI)
+		}
 	case string(mcp.MethodResourcesUnsubscribe):
-		e.unsubscribe(ctx, req.Params.URI)
+		if m.DecodeParams(&p) == nil {
+			e.unsubscribe(ctx, p.URI)
+		}
 	}
 	return nil
 }

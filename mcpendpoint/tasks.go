@@ -8,13 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 )
 
 // The Tasks extension of 2026-07-28 (SEP-2663), for a client that declares
@@ -460,12 +461,12 @@ func (e *Endpoint) endTask(ctx context.Context, user, id string, res *mcp.CallTo
 		if err == nil {
 			err = errors.New("the call ended without a result")
 		}
-		b, _ := json.Marshal(map[string]any{"code": mcp.INTERNAL_ERROR, "message": err.Error()})
+		b, _ := json.Marshal(jsonrpc.ErrorObject{Code: mcp.INTERNAL_ERROR, Message: err.Error()})
 		next = TaskState{Status: taskFailed, StatusMessage: err.Error(), Result: string(b)}
 	default:
 		b, merr := json.Marshal(res)
 		if merr != nil {
-			b, _ = json.Marshal(map[string]any{"code": mcp.INTERNAL_ERROR, "message": "the call's result does not encode"})
+			b, _ = json.Marshal(jsonrpc.ErrorObject{Code: mcp.INTERNAL_ERROR, Message: "the call's result does not encode"})
 			next = TaskState{Status: taskFailed, Result: string(b)}
 		} else {
 			next = TaskState{Status: taskCompleted, Result: string(b)}
@@ -526,7 +527,7 @@ func (r *taskReply) setResult(b []byte) {
 }
 
 func (r *taskReply) setError(code int, msg string, data any) {
-	b, _ := json.Marshal(map[string]any{"code": code, "message": msg, "data": data})
+	b, _ := json.Marshal(jsonrpc.ErrorObject{Code: code, Message: msg, Data: data})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.err = b
@@ -545,22 +546,11 @@ func (r *taskReply) rewrite(msg []byte) []byte {
 	if result == nil && rpcErr == nil {
 		return nil
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(msg, &m) != nil || m["id"] == nil || (m["result"] == nil && m["error"] == nil) {
+	m, ok := jsonrpc.Decode(msg)
+	if !ok || !m.IsResponse() {
 		return nil
 	}
-	delete(m, "result")
-	delete(m, "error")
-	if rpcErr != nil {
-		m["error"] = rpcErr
-	} else {
-		m["result"] = result
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return b
+	return m.WithResult(result, rpcErr)
 }
 
 // taskWriter writes mcp-go's answer to a 2026-07-28 tools/call with its
@@ -598,63 +588,42 @@ func (w *taskWriter) Flush() {
 
 func (w *taskWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// taskRequest is a tasks/get, tasks/update or tasks/cancel.
-type taskRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  struct {
-		TaskID         string                     `json:"taskId"`
-		InputResponses map[string]json.RawMessage `json:"inputResponses"`
-		Meta           struct {
-			Version      string `json:"io.modelcontextprotocol/protocolVersion"`
-			Capabilities struct {
-				Extensions map[string]json.RawMessage `json:"extensions"`
-			} `json:"io.modelcontextprotocol/clientCapabilities"`
-		} `json:"_meta"`
-	} `json:"params"`
+// taskParams are the params of a tasks/get, tasks/update or tasks/cancel.
+type taskParams struct {
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 }
 
 // serveTaskMethod answers a 2026-07-28 POST of tasks/get, tasks/update or
-// tasks/cancel of user and reports true, or leaves r for mcp-go.
-func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, user string) bool {
-	method := r.Header.Get(mcp.HeaderMethod)
-	if r.Method != http.MethodPost || (method != "tasks/get" && method != "tasks/update" && method != "tasks/cancel") {
-		return false
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, e.opts.MaxBodyBytes+1))
-	r.Body = io.NopCloser(bytes.NewReader(body)) // as it was, for mcp-go
-	if err != nil || int64(len(body)) > e.opts.MaxBodyBytes {
-		return false
-	}
-	var req taskRequest
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != mcp.JSONRPC_VERSION || len(req.ID) == 0 || string(req.ID) == "null" ||
-		req.Method != method || req.Params.Meta.Version != r.Header.Get(mcp.HeaderProtocolVersion) {
+// tasks/cancel of q's user and reports true, or leaves it for mcp-go.
+func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, q *request) bool {
+	r, req, user, method := q.r, q.msg, q.user, q.msg.Method
+	var params taskParams
+	if !req.IsRequest() || req.DecodeParams(&params) != nil || req.Meta().ProtocolVersion != r.Header.Get(mcp.HeaderProtocolVersion) {
 		return false // mcp-go says what is wrong with it
 	}
-	reply := func(status int, key string, v any) {
-		b, _ := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": req.ID, key: v})
+	var caps struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	_ = json.Unmarshal(req.Meta().ClientCapabilities, &caps)
+	reply := func(status int, b []byte) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = w.Write(append(b, '\n')) // a client gone: nothing to tell
 	}
 	fail := func(code int, msg string, data any) {
-		e := map[string]any{"code": code, "message": msg}
-		if data != nil {
-			e["data"] = data
-		}
-		reply(http.StatusBadRequest, "error", e)
+		reply(http.StatusBadRequest, jsonrpc.ErrorResponse(req.ID, code, msg, data))
 	}
-	if name := r.Header.Get(mcp.HeaderName); name != "" && name != req.Params.TaskID {
-		fail(mcp.HEADER_MISMATCH, fmt.Sprintf("the Mcp-Name header %q does not match params.taskId %q", name, req.Params.TaskID), nil)
+	if name := r.Header.Get(mcp.HeaderName); name != "" && name != params.TaskID {
+		fail(mcp.HEADER_MISMATCH, fmt.Sprintf("the Mcp-Name header %q does not match params.taskId %q", name, params.TaskID), nil)
 		return true
 	}
-	if _, ok := req.Params.Meta.Capabilities.Extensions[tasksExtension]; !ok {
+	if _, ok := caps.Extensions[tasksExtension]; !ok {
 		fail(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, method+" needs the "+tasksExtension+" extension in the request's client capabilities",
 			map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
 		return true
 	}
-	id := req.Params.TaskID
+	id := params.TaskID
 	if id == "" {
 		fail(mcp.INVALID_PARAMS, method+" needs params.taskId", nil)
 		return true
@@ -662,6 +631,7 @@ func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, user 
 	ctx, cancel := context.WithTimeout(r.Context(), e.storeWait)
 	defer cancel()
 	var t TaskState
+	var err error
 	switch method {
 	case "tasks/get":
 		t, err = e.tasks.Task(ctx, id, user)
@@ -675,7 +645,7 @@ func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, user 
 		})
 		e.nudgeTask(id)
 	case "tasks/update":
-		t, err = e.moveTask(ctx, id, user, func(t *TaskState) bool { return takeUpdate(t, req.Params.InputResponses) })
+		t, err = e.moveTask(ctx, id, user, func(t *TaskState) bool { return takeUpdate(t, params.InputResponses) })
 		e.nudgeTask(id)
 	}
 	switch {
@@ -688,7 +658,7 @@ func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, user 
 		return true
 	}
 	if method != "tasks/get" {
-		reply(http.StatusOK, "result", map[string]any{"resultType": "complete"})
+		reply(http.StatusOK, jsonrpc.Response(req.ID, map[string]any{"resultType": "complete"}))
 		return true
 	}
 	res := taskEnvelope(id, t, "complete")
@@ -700,7 +670,7 @@ func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, r *http.Request, user 
 	case taskFailed:
 		res["error"] = json.RawMessage(t.Result)
 	}
-	reply(http.StatusOK, "result", res)
+	reply(http.StatusOK, jsonrpc.Response(req.ID, res))
 	return true
 }
 

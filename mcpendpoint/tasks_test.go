@@ -130,7 +130,7 @@ func TestTaskReplyRewrite(t *testing.T) {
 		t.Error("rewritten with no reply")
 	}
 	r.setResult([]byte(`{"resultType":"task","taskId":"t1"}`))
-	if got := string(r.rewrite(resp)); got != `{"id":7,"jsonrpc":"2.0","result":{"resultType":"task","taskId":"t1"}}` {
+	if got := string(r.rewrite(resp)); got != `{"jsonrpc":"2.0","id":7,"result":{"resultType":"task","taskId":"t1"}}` {
 		t.Errorf("JSON rewritten to %s", got)
 	}
 	if r.rewrite([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`)) != nil {

@@ -34,6 +34,10 @@ type requestError struct {
 
 func (e *requestError) Error() string { return e.msg }
 
+// HTTPStatus is the status the error is answered with; the MCP endpoint,
+// which reads bodies itself, finds it there.
+func (e *requestError) HTTPStatus() int { return e.status }
+
 func badRequest(msg string) error { return &requestError{http.StatusBadRequest, msg} }
 
 // ErrUnauthorized is the answer to a missing or unknown API key (401).
