@@ -3,7 +3,6 @@ package mcpendpoint
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 
@@ -19,22 +18,9 @@ import (
 // replica: there mcp-go finds no request waiting, and the answer goes to
 // the other replicas through the Relay, one of which delivers it.
 
-// relayAnswer is the kind of the Relay message that carries a client's
-// answer to a server's request that waits on no request here.
-const relayAnswer = "mcp_client_answer"
-
 // notPending is what mcp-go (v1.2.1) answers, with 400, to a client's
 // answer no request of the session waits for here.
 const notPending = "No pending sampling request found"
-
-// relayUpdated is the kind of the Relay message that carries a server's
-// notifications/resources/updated for a session whose GET stream is not
-// open here.
-const relayUpdated = "mcp_resource_updated"
-
-// relayUnsubscribe is the kind of the Relay message that carries a
-// client's resources/unsubscribe of a subscription not held here.
-const relayUnsubscribe = "mcp_resource_unsubscribe"
 
 // relayUnsubscribe tells the other replicas that session sid unsubscribed
 // from uri, for the one holding that subscription.
@@ -42,22 +28,9 @@ func (e *Endpoint) relayUnsubscribe(sid, uri string) {
 	if e.opts.Relay == nil || e.opts.Sessions == nil || sid == "" {
 		return
 	}
-	msg, _ := json.Marshal(relayMsg{Kind: relayUnsubscribe, Session: idHash(sid), URI: uri})
-	if err := e.opts.Relay.Publish(msg); err != nil {
+	if err := e.publish(envelope{Kind: relayUnsubscribe, Session: idHash(sid), URI: uri}); err != nil {
 		e.logger.Warn("relaying a resources/unsubscribe to the other replicas", logKeyErr, err)
 	}
-}
-
-// relayMsg is a Relay message of the endpoint: a session that ended
-// (relayEnded), a client's answer (relayAnswer, with Body), a resource
-// update (relayUpdated, with URI) or unsubscribe (relayUnsubscribe, with
-// URI). It names the session by the SHA-256 of
-// its id, never by the id.
-type relayMsg struct {
-	Kind    string          `json:"kind"`
-	Session string          `json:"session"`
-	Body    json.RawMessage `json:"body,omitempty"`
-	URI     string          `json:"uri,omitempty"`
 }
 
 // notifyUpdated sends notifications/resources/updated of uri to session
@@ -65,13 +38,31 @@ type relayMsg struct {
 // replica where that stream is open.
 func (e *Endpoint) notifyUpdated(sid, user, uri string) {
 	if e.opts.Relay != nil && e.opts.Sessions != nil && !e.sessions.streaming(sid, user) {
-		msg, _ := json.Marshal(relayMsg{Kind: relayUpdated, Session: idHash(sid), URI: uri})
-		if e.opts.Relay.Publish(msg) == nil {
+		if e.publish(envelope{Kind: relayUpdated, Session: idHash(sid), URI: uri}) == nil {
 			return
 		}
 	}
 	_ = e.srv.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
 		map[string]any{"uri": uri})
+}
+
+// receiveUpdated puts a resource update another replica relayed
+// (relayUpdated) to the client, if the session's GET stream is open here.
+func (e *Endpoint) receiveUpdated(m *envelope) {
+	id := e.sessions.byHash(m.Session)
+	if user, ok := e.sessions.owner(id); ok && e.sessions.streaming(id, user) {
+		_ = e.srv.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
+			map[string]any{"uri": m.URI})
+	}
+}
+
+// receiveUnsubscribe ends at the server a subscription of a session open
+// here that its client unsubscribed through another replica
+// (relayUnsubscribe), on a goroutine of the endpoint.
+func (e *Endpoint) receiveUnsubscribe(m *envelope) {
+	if id := e.sessions.byHash(m.Session); id != "" {
+		e.subs.wg.Go(func() { e.unsubscribeSession(context.Background(), id, m.URI) })
+	}
 }
 
 // serveAnswer serves a POST of session q.sid that carries the client's
@@ -85,8 +76,7 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, q *request) bool {
 	id, body := q.sid, q.body
 	local, mine, elsewhere := e.untagAnswer(q.body, q.msg)
 	if elsewhere { // another replica's request: no use asking mcp-go here
-		msg, _ := json.Marshal(relayMsg{Kind: relayAnswer, Session: idHash(id), Body: body})
-		if err := e.opts.Relay.Publish(msg); err != nil {
+		if err := e.publish(envelope{Kind: relayAnswer, Session: idHash(id), Body: body}); err != nil {
 			writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the answer could not be passed to the replica that asked: answer again")
 			return true
 		}
@@ -99,8 +89,7 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, q *request) bool {
 	rec := &recordWriter{h: w.Header()}
 	e.http.ServeHTTP(rec, r)
 	if !mine && rec.code == http.StatusBadRequest && bytes.Contains(rec.body.Bytes(), []byte(notPending)) {
-		msg, _ := json.Marshal(relayMsg{Kind: relayAnswer, Session: idHash(id), Body: body})
-		if err := e.opts.Relay.Publish(msg); err == nil {
+		if err := e.publish(envelope{Kind: relayAnswer, Session: idHash(id), Body: body}); err == nil {
 			w.Header().Del("Content-Type")
 			w.WriteHeader(http.StatusAccepted)
 			return true
@@ -113,19 +102,20 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, q *request) bool {
 	return true
 }
 
-// deliverAnswer hands a client's answer another replica relayed to
-// mcp-go, under the session's user, if the session is open here; a
-// request of it may wait here.
-func (e *Endpoint) deliverAnswer(id string, body []byte) {
+// receiveAnswer hands a client's answer another replica relayed
+// (relayAnswer) to mcp-go, under the session's user, if the session is
+// open here; a request of it may wait here.
+func (e *Endpoint) receiveAnswer(m *envelope) {
+	id := e.sessions.byHash(m.Session)
 	user, ok := e.sessions.owner(id)
 	if !ok {
 		return
 	}
-	m, ok := jsonrpc.Decode(body)
-	if !ok || !m.IsResponse() {
+	msg, ok := jsonrpc.Decode(m.Body)
+	if !ok || !msg.IsResponse() {
 		return
 	}
-	body, _, elsewhere := e.untagAnswer(body, m)
+	body, _, elsewhere := e.untagAnswer(m.Body, msg)
 	if elsewhere {
 		return // another replica's request
 	}

@@ -35,15 +35,19 @@
 // # Messages between replicas
 //
 // The replicas of the service send each other these messages through the
-// Relay, each a JSON object whose "kind" says what it is (Endpoint.Receive
-// takes them). A message goes to every other replica, and may be lost:
-// the receiver column says which replica acts on it, the others ignore it.
-// A message names a session by the SHA-256 of its id, never by the id.
-// All but mcp_input_retry belong to the 2025-11-25 (or older) session
-// machinery: sessions shared on /mcp (shared.go, answers.go), sampling on
-// another replica's GET stream (samplerelay.go), call streams resumed on
-// another replica (resumerelay.go), and the legacy SSE transport
-// (sserelay.go). mcp_input_retry is the one of 2026-07-28.
+// Relay, each an envelope (relay.go): a JSON object whose "kind" says what
+// it is, and so which of its other fields it sets. Endpoint.Receive
+// decodes it and hands it to the receiver of its kind (relay.go's
+// receivers); a kind it does not know, a newer replica's during a rolling
+// upgrade, it ignores. A message goes to every other replica, and may be
+// lost: the receiver column says which replica acts on it, the others
+// ignore it. A message names a session by the SHA-256 of its id, never by
+// the id. All but mcp_input_retry belong to the 2025-11-25 (or older)
+// session machinery, whose files send and receive them: sessions shared
+// on /mcp (shared.go, answers.go), sampling on another replica's GET
+// stream (samplerelay.go), call streams resumed on another replica
+// (resumerelay.go), and the legacy SSE transport (sserelay.go).
+// mcp_input_retry is the one of 2026-07-28 (heldrelay.go).
 //
 //	kind                      sender -> receiver                  idempotent  lost
 //

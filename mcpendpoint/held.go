@@ -78,12 +78,12 @@ type heldTable struct {
 	perUser map[string]int
 	// waiting are the retries relayed from here, by reply id
 	// (heldrelay.go).
-	waiting map[string]chan inputRelayMsg
+	waiting map[string]chan *envelope
 }
 
 func newHeldTable() *heldTable {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &heldTable{life: ctx, stop: cancel, calls: map[string]*heldCall{}, perUser: map[string]int{}, waiting: map[string]chan inputRelayMsg{}}
+	return &heldTable{life: ctx, stop: cancel, calls: map[string]*heldCall{}, perUser: map[string]int{}, waiting: map[string]chan *envelope{}}
 }
 
 // close cancels every call and waits for their goroutines.

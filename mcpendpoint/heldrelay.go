@@ -28,10 +28,6 @@ import (
 // and the client is told to call the tool again; so it is when a holder
 // with a live lease has been silent for leaseTTL (its outcome was lost).
 
-// relayInputRetry is the kind of the Relay message that carries a retry
-// to the replica holding its call, and that replica's outcomes back.
-const relayInputRetry = "mcp_input_retry"
-
 const (
 	// inputRelayKeepalive is how often the holder of a relayed retry
 	// tells the asking replica that the call has no event yet.
@@ -40,35 +36,6 @@ const (
 	// next event, on both sides.
 	maxRelayedWait = 30 * time.Minute
 )
-
-// inputRelayMsg is a relayInputRetry message: a retry (Holder, State and
-// Responses set; the state names its user by hash) or an outcome
-// (Outcome set: Waiting, Result or Error).
-type inputRelayMsg struct {
-	Kind string `json:"kind"`
-	// Reply names the asking replica's wait.
-	Reply string `json:"reply"`
-	// Holder is the tag of the replica the retry is for.
-	Holder    string          `json:"holder,omitempty"`
-	State     string          `json:"state,omitempty"`
-	Responses json.RawMessage `json:"responses,omitempty"`
-	Outcome   bool            `json:"outcome,omitempty"`
-	// Tasks is the retry's task policy, when the call may become a task:
-	// the holder waits for it as awaitTask does.
-	Tasks *relayTasks `json:"tasks,omitempty"`
-	// Waiting says the holder has the call, which has no event yet.
-	Waiting bool            `json:"waiting,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	// Task is the task envelope of a call the holder made a task.
-	Task  json.RawMessage `json:"task,omitempty"`
-	Error string          `json:"error,omitempty"`
-}
-
-// relayTasks is a relayed retry's taskPolicy.
-type relayTasks struct {
-	Support  string `json:"support"`
-	Declared bool   `json:"declared"`
-}
 
 // retryElsewhere passes a retry, whose requestState st (text, checked)
 // names a call another replica holds, to that replica and waits for the
@@ -83,7 +50,7 @@ func (e *Endpoint) retryElsewhere(ctx context.Context, st callState, text string
 		return nil, fmt.Errorf("inputResponses: %w", err)
 	}
 	reply := newCallID()
-	c := make(chan inputRelayMsg, 1)
+	c := make(chan *envelope, 1)
 	t := e.held
 	t.mu.Lock()
 	t.waiting[reply] = c
@@ -93,12 +60,11 @@ func (e *Endpoint) retryElsewhere(ctx context.Context, st callState, text string
 		delete(t.waiting, reply)
 		t.mu.Unlock()
 	}()
-	req := inputRelayMsg{Kind: relayInputRetry, Reply: reply, Holder: st.Replica, State: text, Responses: raw}
+	req := envelope{Kind: relayInputRetry, Reply: reply, Holder: st.Replica, State: text, Responses: raw}
 	if p.eligible() {
 		req.Tasks = &relayTasks{Support: p.support, Declared: p.declared}
 	}
-	msg, _ := json.Marshal(req)
-	if err := e.opts.Relay.Publish(msg); err != nil {
+	if err := e.publish(req); err != nil {
 		e.logger.Warn("relaying a 2026-07-28 retry to the replica holding its call", logKeyErr, err)
 		return nil, errors.New("the answers could not be passed to the replica of the service holding the call: call the tool again")
 	}
@@ -166,11 +132,7 @@ func (e *Endpoint) holderGone(ctx context.Context, tag string) (bool, error) {
 // receiveInputRetry takes a relayInputRetry message, on the Relay's
 // goroutine: an outcome goes to the retry waiting here, a retry for this
 // replica is served on a goroutine of the endpoint.
-func (e *Endpoint) receiveInputRetry(msg []byte) {
-	var m inputRelayMsg
-	if json.Unmarshal(msg, &m) != nil {
-		return
-	}
+func (e *Endpoint) receiveInputRetry(m *envelope) {
 	if m.Outcome {
 		t := e.held
 		t.mu.Lock()
@@ -204,10 +166,10 @@ func (e *Endpoint) receiveInputRetry(msg []byte) {
 
 // serveRelayedRetry serves a retry another replica relayed here and
 // publishes its outcome.
-func (e *Endpoint) serveRelayedRetry(m inputRelayMsg) {
+func (e *Endpoint) serveRelayedRetry(m *envelope) {
 	ctx, cancel := context.WithTimeout(e.held.life, maxRelayedWait)
 	defer cancel()
-	out := inputRelayMsg{Kind: relayInputRetry, Reply: m.Reply, Outcome: true}
+	out := envelope{Kind: relayInputRetry, Reply: m.Reply, Outcome: true}
 	res, task, err := e.relayedRetry(ctx, m)
 	switch {
 	case err == nil && task != nil:
@@ -218,8 +180,7 @@ func (e *Endpoint) serveRelayedRetry(m inputRelayMsg) {
 	if err != nil {
 		out.Result, out.Error = nil, err.Error()
 	}
-	msg, _ := json.Marshal(out)
-	if err := e.opts.Relay.Publish(msg); err != nil {
+	if err := e.publish(out); err != nil {
 		e.logger.Warn("relaying a 2026-07-28 call's outcome to the replica that has its client", logKeyErr, err)
 	}
 }
@@ -228,7 +189,7 @@ func (e *Endpoint) serveRelayedRetry(m inputRelayMsg) {
 // the call's next event, telling the asking replica every
 // inputRelayKeepalive that it waits. A call that becomes a task (the
 // retry's policy allowed it) gives its envelope.
-func (e *Endpoint) relayedRetry(ctx context.Context, m inputRelayMsg) (*mcp.CallToolResult, json.RawMessage, error) {
+func (e *Endpoint) relayedRetry(ctx context.Context, m *envelope) (*mcp.CallToolResult, json.RawMessage, error) {
 	st, err := e.openState(m.State, time.Now()) // its user and request: checked by the replica that took it
 	if err != nil {
 		return nil, nil, err
@@ -249,11 +210,11 @@ func (e *Endpoint) relayedRetry(ctx context.Context, m inputRelayMsg) (*mcp.Call
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		ka, _ := json.Marshal(inputRelayMsg{Kind: relayInputRetry, Reply: m.Reply, Outcome: true, Waiting: true})
+		ka := envelope{Kind: relayInputRetry, Reply: m.Reply, Outcome: true, Waiting: true}
 		t := time.NewTicker(inputRelayKeepalive)
 		defer t.Stop()
 		for {
-			_ = e.opts.Relay.Publish(ka) // a lost one: the next, or the lease, speaks for this replica
+			_ = e.publish(ka) // a lost one: the next, or the lease, speaks for this replica
 			select {
 			case <-stop:
 				return

@@ -24,7 +24,7 @@ import (
 // asking replica serves them from a mirror, a stream of its own with the
 // holder's event ids, that lives as long as the client's GET.
 //
-// The messages, all streamRelayMsg:
+// The messages:
 //   - relayResume: the asking replica to every other, once per resume.
 //     The holder starts forwarding (a second one for the same reader is
 //     ignored); with Replicas, every other replica answers relayAbsent.
@@ -48,14 +48,6 @@ import (
 // and gets the answer once the holder is back) or while the leases cannot
 // be read. Without Replicas, silence is taken for a gone replica: 404.
 
-// Kinds of the Relay messages of call streams.
-const (
-	relayResume = "mcp_stream_resume"
-	relayEvents = "mcp_stream_events"
-	relayLeft   = "mcp_stream_left"
-	relayAbsent = "mcp_stream_absent"
-)
-
 // resumeRelayWait bounds the wait for the replica holding a stream to
 // answer a resume: past it the client gets 404 or 503 (see above).
 const resumeRelayWait = 3 * time.Second
@@ -63,31 +55,6 @@ const resumeRelayWait = 3 * time.Second
 // resumeRetryAfter is the Retry-After of a 503 to a resume whose holder
 // has not answered yet.
 const resumeRetryAfter = time.Second
-
-// streamRelayMsg is a Relay message of a call stream.
-type streamRelayMsg struct {
-	Kind string `json:"kind"`
-	// Session is the idHash of the stream's session.
-	Session string `json:"session"`
-	Stream  string `json:"stream"`
-	// Reader names the asking replica's reader: its mirror.
-	Reader string `json:"reader"`
-	// After is the last event the client has (relayResume).
-	After  int            `json:"after,omitempty"`
-	Events []relayedEvent `json:"events,omitempty"`
-	// Gone says the holder stopped forwarding: another connection took
-	// the stream, or it is forgotten (relayEvents).
-	Gone bool `json:"gone,omitempty"`
-	// Replica is the tag of a replica that does not hold the stream
-	// (relayAbsent).
-	Replica string `json:"replica,omitempty"`
-}
-
-type relayedEvent struct {
-	Seq   int             `json:"seq"`
-	Data  json.RawMessage `json:"data"`
-	Final bool            `json:"final,omitempty"`
-}
 
 // relayedStreams are the reads of call streams across replicas.
 type relayedStreams struct {
@@ -140,9 +107,9 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 		rs.mu.Lock()
 		delete(rs.mirrors, reader)
 		rs.mu.Unlock()
-		e.publishStream(streamRelayMsg{Kind: relayLeft, Session: idHash(sid), Stream: id, Reader: reader})
+		_ = e.publish(envelope{Kind: relayLeft, Session: idHash(sid), Stream: id, Reader: reader})
 	}()
-	if !e.publishStream(streamRelayMsg{Kind: relayResume, Session: idHash(sid), Stream: id, Reader: reader, After: seq}) {
+	if e.publish(envelope{Kind: relayResume, Session: idHash(sid), Stream: id, Reader: reader, After: seq}) != nil {
 		if e.opts.Replicas != nil { // the others were not asked: nothing says the stream is gone
 			writeUnavailable(w, resumeRetryAfter, "the replica running the call could not be asked: resume the stream again")
 			return true
@@ -272,93 +239,99 @@ func (e *Endpoint) watchMirror(m *mirror, stop <-chan struct{}) {
 	}
 }
 
-// publishStream sends m through the Relay and reports whether it could.
-func (e *Endpoint) publishStream(m streamRelayMsg) bool {
-	msg, err := json.Marshal(m)
-	return err == nil && e.opts.Relay.Publish(msg) == nil
-}
-
-// receiveStream handles a Relay message of a call stream, on the Relay's
-// goroutine: it never blocks.
-func (e *Endpoint) receiveStream(msg []byte) {
-	var m streamRelayMsg
-	if json.Unmarshal(msg, &m) != nil {
+// receiveResume takes another replica's resume of a call stream
+// (relayResume): the holder starts forwarding the stream to its reader
+// there; with Replicas, a replica without the stream says so.
+func (e *Endpoint) receiveResume(m *envelope) {
+	st := e.streams.Lookup(m.Stream, func(sid string) bool { return idHash(sid) == m.Session })
+	if st == nil { // another replica's, or gone
+		if e.opts.Replicas != nil { // the asking replica counts the answers of the live ones
+			_ = e.publish(envelope{Kind: relayAbsent, Session: m.Session, Stream: m.Stream, Reader: m.Reader, Replica: e.tag})
+		}
 		return
 	}
 	rs := &e.relayed
-	switch m.Kind {
-	case relayResume:
-		st := e.streams.Lookup(m.Stream, func(sid string) bool { return idHash(sid) == m.Session })
-		if st == nil { // another replica's, or gone
-			if e.opts.Replicas != nil { // the asking replica counts the answers of the live ones
-				e.publishStream(streamRelayMsg{Kind: relayAbsent, Session: m.Session, Stream: m.Stream, Reader: m.Reader, Replica: e.tag})
-			}
-			return
-		}
-		rs.mu.Lock()
-		defer rs.mu.Unlock()
-		if rs.forwards[m.Reader] != nil {
-			return
-		}
-		stop := make(chan struct{})
-		started := e.streams.Go(func() {
-			defer func() {
-				rs.mu.Lock()
-				delete(rs.forwards, m.Reader)
-				rs.mu.Unlock()
-			}()
-			e.streams.Forward(st, m.After, func(evs []callstream.Event, gone bool) bool {
-				sent := e.publishStream(eventsMsg(st, m.Reader, evs, gone))
-				if sent && len(evs) > 0 && evs[len(evs)-1].Final {
-					e.drain.answered(st.ID()) // handed to the replica serving the client
-				}
-				return sent
-			}, stop)
-		})
-		if started {
-			if rs.forwards == nil {
-				rs.forwards = map[string]chan struct{}{}
-			}
-			rs.forwards[m.Reader] = stop
-		}
-	case relayLeft:
-		rs.mu.Lock()
-		if stop := rs.forwards[m.Reader]; stop != nil {
-			close(stop)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.forwards[m.Reader] != nil {
+		return
+	}
+	stop := make(chan struct{})
+	started := e.streams.Go(func() {
+		defer func() {
+			rs.mu.Lock()
 			delete(rs.forwards, m.Reader)
-		}
-		rs.mu.Unlock()
-	case relayAbsent:
-		rs.mu.Lock()
-		mr := rs.mirrors[m.Reader]
-		rs.mu.Unlock()
-		if mr != nil && mr.st.ID() == m.Stream {
-			select {
-			case mr.absent <- m.Replica:
-			default:
+			rs.mu.Unlock()
+		}()
+		e.streams.Forward(st, m.After, func(evs []callstream.Event, gone bool) bool {
+			sent := e.publish(eventsMsg(st, m.Reader, evs, gone)) == nil
+			if sent && len(evs) > 0 && evs[len(evs)-1].Final {
+				e.drain.answered(st.ID()) // handed to the replica serving the client
 			}
+			return sent
+		}, stop)
+	})
+	if started {
+		if rs.forwards == nil {
+			rs.forwards = map[string]chan struct{}{}
 		}
-	case relayEvents:
-		rs.mu.Lock()
-		mr := rs.mirrors[m.Reader]
-		rs.mu.Unlock()
-		if mr == nil || mr.st.ID() != m.Stream {
-			return
-		}
-		mr.last.Store(time.Now().UnixNano())
-		for _, ev := range m.Events {
-			mr.st.AddAt(ev.Seq, ev.Data, ev.Final)
-		}
-		if m.Gone {
-			mr.st.End()
-		}
-		mr.once.Do(func() { close(mr.heard) })
+		rs.forwards[m.Reader] = stop
 	}
 }
 
+// receiveLeft stops forwarding a stream here to a reader whose client
+// left (relayLeft).
+func (e *Endpoint) receiveLeft(m *envelope) {
+	rs := &e.relayed
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if stop := rs.forwards[m.Reader]; stop != nil {
+		close(stop)
+		delete(rs.forwards, m.Reader)
+	}
+}
+
+// receiveAbsent counts a replica's word that it does not hold the stream
+// a mirror here asked for (relayAbsent).
+func (e *Endpoint) receiveAbsent(m *envelope) {
+	if mr := e.relayed.mirrorFor(m); mr != nil {
+		select {
+		case mr.absent <- m.Replica:
+		default:
+		}
+	}
+}
+
+// receiveEvents adds the events the holder of a stream forwarded
+// (relayEvents) to its mirror here.
+func (e *Endpoint) receiveEvents(m *envelope) {
+	mr := e.relayed.mirrorFor(m)
+	if mr == nil {
+		return
+	}
+	mr.last.Store(time.Now().UnixNano())
+	for _, ev := range m.Events {
+		mr.st.AddAt(ev.Seq, ev.Data, ev.Final)
+	}
+	if m.Gone {
+		mr.st.End()
+	}
+	mr.once.Do(func() { close(mr.heard) })
+}
+
+// mirrorFor returns the mirror of m's reader here, if it reads m's stream.
+func (rs *relayedStreams) mirrorFor(m *envelope) *mirror {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if mr := rs.mirrors[m.Reader]; mr != nil && mr.st.ID() == m.Stream {
+		return mr
+	}
+	return nil
+}
+
 // eventsMsg is the relayEvents message of evs of st for reader.
-func eventsMsg(st *callstream.Stream, reader string, evs []callstream.Event, gone bool) streamRelayMsg {
-	m := streamRelayMsg{Kind: relayEvents, Session: idHash(st.Session()), Stream: st.ID(), Reader: reader, Gone: gone}
+func eventsMsg(st *callstream.Stream, reader string, evs []callstream.Event, gone bool) envelope {
+	m := envelope{Kind: relayEvents, Session: idHash(st.Session()), Stream: st.ID(), Reader: reader, Gone: gone}
 	for _, ev := range evs {
 		if json.Valid(ev.Data) { // every message is JSON-RPC
 			m.Events = append(m.Events, relayedEvent{Seq: ev.Seq, Data: ev.Data, Final: ev.Final})

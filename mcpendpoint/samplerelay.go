@@ -19,27 +19,10 @@ import (
 // request then goes there through the Relay, that replica puts it to the
 // client, and the client's message comes back the same way.
 
-// Kinds of the Relay messages of a sampling request: the request (with
-// the session, a reply id and its deadline) and its result.
-const (
-	relaySample  = "mcp_sample"
-	relaySampled = "mcp_sampled"
-)
-
 // maxRelayedSampling bounds how long a replica waits for the client's
 // message of a sampling request another replica relayed, whatever that
 // replica's deadline.
 const maxRelayedSampling = 10 * time.Minute
-
-// sampleMsg is a Relay message of a sampling request or its result.
-type sampleMsg struct {
-	Kind     string          `json:"kind"`
-	Session  string          `json:"session,omitempty"`
-	Reply    string          `json:"reply"`
-	Deadline time.Time       `json:"deadline,omitzero"`
-	Body     json.RawMessage `json:"body,omitempty"`
-	Error    string          `json:"error,omitempty"`
-}
 
 // sampleRelay is the endpoint's part of relayed sampling: the calls here
 // waiting for a result from another replica, the sessions registered here
@@ -47,7 +30,7 @@ type sampleMsg struct {
 type sampleRelay struct {
 	// mu guards waiting and live.
 	mu      sync.Mutex
-	waiting map[string]chan sampleMsg
+	waiting map[string]chan *envelope
 	live    map[string]mcpserver.ClientSession
 	// wg owns the goroutines that put relayed requests to clients; ctx
 	// ends them (Close).
@@ -58,7 +41,7 @@ type sampleRelay struct {
 
 func newSampleRelay() *sampleRelay {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &sampleRelay{waiting: map[string]chan sampleMsg{}, live: map[string]mcpserver.ClientSession{}, ctx: ctx, cancel: cancel}
+	return &sampleRelay{waiting: map[string]chan *envelope{}, live: map[string]mcpserver.ClientSession{}, ctx: ctx, cancel: cancel}
 }
 
 // registered and unregistered follow mcp-go's sessions (its hooks).
@@ -93,7 +76,7 @@ func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.Crea
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	reply := hex.EncodeToString(b[:])
-	c := make(chan sampleMsg, 1)
+	c := make(chan *envelope, 1)
 	r := e.samples
 	r.mu.Lock()
 	r.waiting[reply] = c
@@ -107,8 +90,7 @@ func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.Crea
 	if !ok {
 		deadline = time.Now().Add(maxRelayedSampling)
 	}
-	msg, _ := json.Marshal(sampleMsg{Kind: relaySample, Session: idHash(sid), Reply: reply, Deadline: deadline, Body: body})
-	if err := e.opts.Relay.Publish(msg); err != nil {
+	if err := e.publish(envelope{Kind: relaySample, Session: idHash(sid), Reply: reply, Deadline: deadline, Body: body}); err != nil {
 		return nil, fmt.Errorf("the MCP client's GET stream is on another replica, which could not be reached: %w", err)
 	}
 	select {
@@ -131,52 +113,50 @@ func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.Crea
 	}
 }
 
-// receiveSample takes a sampling request another replica relayed (put to
-// the client here if its GET stream is open here) or the result of one
-// this replica relayed. It does not block.
-func (e *Endpoint) receiveSample(msg []byte) {
-	var m sampleMsg
-	if json.Unmarshal(msg, &m) != nil {
+// receiveSample takes a sampling request another replica relayed
+// (relaySample): it is put to the client, on a goroutine of the endpoint,
+// if the session's GET stream is open here.
+func (e *Endpoint) receiveSample(m *envelope) {
+	id := e.sessions.byHash(m.Session)
+	user, ok := e.sessions.owner(id)
+	if !ok || !e.sessions.streaming(id, user) {
 		return
 	}
 	r := e.samples
-	switch m.Kind {
-	case relaySampled:
-		r.mu.Lock()
-		c := r.waiting[m.Reply]
-		r.mu.Unlock()
-		if c != nil {
-			select {
-			case c <- m:
-			default: // answered already
-			}
+	r.mu.Lock()
+	cs := r.live[id]
+	r.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	r.wg.Go(func() { e.putSample(cs, m) })
+}
+
+// receiveSampled takes the result of a sampling request this replica
+// relayed (relaySampled), if it still waits for it.
+func (e *Endpoint) receiveSampled(m *envelope) {
+	r := e.samples
+	r.mu.Lock()
+	c := r.waiting[m.Reply]
+	r.mu.Unlock()
+	if c != nil {
+		select {
+		case c <- m:
+		default: // answered already
 		}
-	case relaySample:
-		id := e.sessions.byHash(m.Session)
-		user, ok := e.sessions.owner(id)
-		if !ok || !e.sessions.streaming(id, user) {
-			return
-		}
-		r.mu.Lock()
-		cs := r.live[id]
-		r.mu.Unlock()
-		if cs == nil {
-			return
-		}
-		r.wg.Go(func() { e.putSample(cs, m) })
 	}
 }
 
 // putSample puts a relayed sampling request to the client of cs, on its
 // GET stream here, and relays the client's message back.
-func (e *Endpoint) putSample(cs mcpserver.ClientSession, m sampleMsg) {
+func (e *Endpoint) putSample(cs mcpserver.ClientSession, m *envelope) {
 	deadline := m.Deadline
 	if limit := time.Now().Add(maxRelayedSampling); deadline.IsZero() || deadline.After(limit) {
 		deadline = limit
 	}
 	ctx, cancel := context.WithDeadline(e.srv.WithContext(e.samples.ctx, cs), deadline)
 	defer cancel()
-	reply := sampleMsg{Kind: relaySampled, Reply: m.Reply}
+	reply := envelope{Kind: relaySampled, Reply: m.Reply}
 	var req mcp.CreateMessageRequest
 	if err := json.Unmarshal(m.Body, &req); err != nil {
 		reply.Error = "sampling request relayed by another replica: " + err.Error()
@@ -189,8 +169,7 @@ func (e *Endpoint) putSample(cs mcpserver.ClientSession, m sampleMsg) {
 			reply.Error = "sampling result: " + err.Error()
 		}
 	}
-	msg, _ := json.Marshal(reply)
-	if err := e.opts.Relay.Publish(msg); err != nil {
+	if err := e.publish(reply); err != nil {
 		e.logger.Warn("relaying a sampling result to the replica that asked", logKeyErr, err)
 	}
 }

@@ -57,12 +57,6 @@ type SessionStore interface {
 	DeleteSession(ctx context.Context, id, user string) error
 }
 
-// Relay carries a message to every other replica of the service; see
-// Endpoint.Receive. Publish must not block; delivery may be lost.
-type Relay interface {
-	Publish(msg []byte) error
-}
-
 // maxSessionIDLen bounds the session ids looked up in the SessionStore: the
 // endpoint's own are 44 bytes.
 const maxSessionIDLen = 128
@@ -79,9 +73,6 @@ const storeTimeout = 10 * time.Second
 // storeRetryAfter is the Retry-After of a 503 the endpoint answers when
 // the SessionStore fails.
 const storeRetryAfter = 2 * time.Second
-
-// relayEnded is the kind of the Relay message that says a session ended.
-const relayEnded = "mcp_session_ended"
 
 // Context keys of the requests the endpoint makes to mcp-go itself:
 // adoptKey holds the id of the session an initialize adopts, endKey marks
@@ -329,62 +320,17 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 	if e.opts.Relay == nil {
 		return nil
 	}
-	msg, _ := json.Marshal(relayMsg{Kind: relayEnded, Session: idHash(id)})
-	if err := e.opts.Relay.Publish(msg); err != nil {
+	if err := e.publish(envelope{Kind: relayEnded, Session: idHash(id)}); err != nil {
 		// The others find it gone within touchEvery.
 		e.logger.Warn("telling the other replicas an MCP session ended", logKeyErr, err)
 	}
 	return nil
 }
 
-// Receive takes a message another replica sent through the Relay: a
-// session that ended there ends here, a client's answer that reached it
-// goes to the session's request that waits here, if one does, and a
-// resource update or a sampling request (samplerelay.go) of a session
-// whose GET stream is open here is put to the client, and so is a
-// client's message of an SSE session whose stream is open here
-// (sserelay.go), and a 2026-07-28 retry of a call held here is served
-// (heldrelay.go). Messages of other kinds are ignored, and so is nil (messages were lost:
-// a session ended meanwhile ends here when its next use is recorded). It
-// does not block on I/O.
-func (e *Endpoint) Receive(msg []byte) {
-	if !bytes.Contains(msg, []byte(`"mcp_`)) {
-		return // the cheap test: the other replicas' other messages
-	}
-	var m relayMsg
-	if json.Unmarshal(msg, &m) != nil {
-		return
-	}
-	switch m.Kind {
-	case relaySample, relaySampled:
-		e.receiveSample(msg)
-		return
-	case relayResume, relayEvents, relayLeft, relayAbsent:
-		e.receiveStream(msg)
-		return
-	case relaySSEMessage:
-		e.receiveSSEMessage(msg)
-		return
-	case relayInputRetry:
-		e.receiveInputRetry(msg)
-		return
-	}
-	id := e.sessions.byHash(m.Session)
-	if id == "" {
-		return
-	}
-	switch m.Kind {
-	case relayEnded:
+// receiveEnded ends here a session another replica ended (relayEnded).
+func (e *Endpoint) receiveEnded(m *envelope) {
+	if id := e.sessions.byHash(m.Session); id != "" {
 		e.endHere(context.Background(), id)
-	case relayAnswer:
-		e.deliverAnswer(id, m.Body)
-	case relayUnsubscribe: // at the server: not on the Relay's goroutine
-		e.subs.wg.Go(func() { e.unsubscribeSession(context.Background(), id, m.URI) })
-	case relayUpdated:
-		if user, ok := e.sessions.owner(id); ok && e.sessions.streaming(id, user) {
-			_ = e.srv.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
-				map[string]any{"uri": m.URI})
-		}
 	}
 }
 

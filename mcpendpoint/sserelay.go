@@ -34,27 +34,9 @@ import (
 // crashed leaves its record, which stops being found within
 // sseIdle of its last refresh.
 
-// relaySSEMessage is the kind of the Relay message that carries a
-// client's message to the replica that holds its SSE session.
-const relaySSEMessage = "mcp_sse_message"
-
-// maxRelayMessage is the largest Relay message the endpoint sends: what
-// store.Bus carries.
-const maxRelayMessage = 4 << 20
-
 // sseForgetTimeout bounds removing an SSE session's shared record once its
 // stream has ended.
 const sseForgetTimeout = 10 * time.Second
-
-// sseMsg is a Relay message carrying a client's message (Body) of SSE
-// session Session (its idHash) and the base URL (scheme://host) of the
-// request that posted it.
-type sseMsg struct {
-	Kind    string          `json:"kind"`
-	Session string          `json:"session"`
-	Base    string          `json:"base,omitempty"`
-	Body    json.RawMessage `json:"body"`
-}
 
 // sseHoldKey holds in a GET /sse request's ctx the *sseHold the session id
 // generator fills.
@@ -176,14 +158,11 @@ func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, q *request) {
 		return
 	}
 	base, _ := r.Context().Value(baseKey{}).(string)
-	msg, err := json.Marshal(sseMsg{Kind: relaySSEMessage, Session: idHash(id), Base: base, Body: body})
-	if err == nil && len(msg) > maxRelayMessage {
+	err = e.publish(envelope{Kind: relaySSEMessage, Session: idHash(id), Base: base, Body: body})
+	if errors.Is(err, errRelayTooLarge) {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
 			fmt.Sprintf("message over the limit of %d bytes for a session held by another replica", maxRelayMessage))
 		return
-	}
-	if err == nil {
-		err = e.opts.Relay.Publish(msg)
 	}
 	if err != nil {
 		e.logger.Warn("relaying an SSE message to the replica that holds its session", logKeyErr, err)
@@ -193,16 +172,12 @@ func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, q *request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// receiveSSEMessage gives the client's message another replica relayed to
-// the mcp-go SSE server, when this replica holds its session: mcp-go
-// answers on the session's stream. It does not block: mcp-go handles the
-// message on a goroutine of its own, with a ctx not cancelled when the
-// request made here returns.
-func (e *Endpoint) receiveSSEMessage(msg []byte) {
-	var m sseMsg
-	if json.Unmarshal(msg, &m) != nil {
-		return
-	}
+// receiveSSEMessage gives the client's message another replica relayed
+// (relaySSEMessage) to the mcp-go SSE server, when this replica holds its
+// session: mcp-go answers on the session's stream. It does not block:
+// mcp-go handles the message on a goroutine of its own, with a ctx not
+// cancelled when the request made here returns.
+func (e *Endpoint) receiveSSEMessage(m *envelope) {
 	id := e.sessions.byHash(m.Session)
 	if !strings.HasPrefix(id, ssePrefix) {
 		return // not held here

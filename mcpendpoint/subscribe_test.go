@@ -327,7 +327,7 @@ func TestReceiveAfterCloseStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := goleak.IgnoreCurrent()
-	msg, _ := json.Marshal(relayMsg{Kind: relayUnsubscribe, Session: idHash(sid), URI: uri})
+	msg, _ := json.Marshal(envelope{Kind: relayUnsubscribe, Session: idHash(sid), URI: uri})
 	ep.Receive(msg)
 	goleak.VerifyNone(t, before)
 }
