@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
 // Shutdown of a replica (Drain, WaitCalls, StopCalls). The service stops
@@ -290,21 +292,19 @@ func framesResponse(b []byte) bool {
 	if !bytes.Contains(b, []byte(`"result"`)) && !bytes.Contains(b, []byte(`"error"`)) {
 		return false // the cheap test: progress and log messages
 	}
-	for event := range bytes.SplitSeq(b, []byte("\n\n")) {
-		var data [][]byte
-		for line := range bytes.SplitSeq(event, []byte("\n")) {
-			if v, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-				data = append(data, v)
-			}
+	for {
+		ev, _, rest, ok := sse.Next(b)
+		if !ok {
+			return false
 		}
+		b = rest
 		var m struct {
 			Method string          `json:"method"`
 			Result json.RawMessage `json:"result"`
 			Error  json.RawMessage `json:"error"`
 		}
-		if len(data) > 0 && json.Unmarshal(bytes.Join(data, []byte("\n")), &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil) {
+		if len(ev.Data) > 0 && json.Unmarshal(ev.Data, &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil) {
 			return true
 		}
 	}
-	return false
 }

@@ -1,7 +1,6 @@
 package mcpendpoint
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
@@ -348,14 +348,17 @@ func rawCall(t *testing.T, base, user, tool string, params map[string]any, edit 
 	defer func() { _ = resp.Body.Close() }()
 	raw, _ := io.ReadAll(resp.Body)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") { // the last event is the answer
-		var last string
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				last = d
+		var last []byte
+		for rd := sse.NewReader(bytes.NewReader(raw), len(raw)); ; {
+			ev, err := rd.Next()
+			if err != nil {
+				break
+			}
+			if len(ev.Data) > 0 {
+				last = ev.Data
 			}
 		}
-		raw = []byte(last)
+		raw = last
 	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {

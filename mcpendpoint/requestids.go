@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
 // Each replica's mcp-go numbers the requests it puts to clients
@@ -100,30 +101,21 @@ func (w *tagWriter) Write(b []byte) (int, error) {
 	}
 	w.buf = append(w.buf, b...)
 	for {
-		end := bytes.Index(w.buf, []byte("\n\n"))
-		if end < 0 {
+		ev, raw, rest, ok := sse.Next(w.buf)
+		if !ok {
 			return len(b), nil
 		}
-		event := w.buf[:end+2]
-		if bytes.Contains(event, []byte(`"method"`)) {
-			event = w.tagEvent(event)
+		if bytes.Contains(raw, []byte(`"method"`)) {
+			if data := w.e.tagRequest(ev.Data); !bytes.Equal(data, ev.Data) {
+				ev.Data = data
+				raw = sse.Append(nil, ev)
+			}
 		}
-		if _, err := w.ResponseWriter.Write(event); err != nil {
+		if _, err := w.ResponseWriter.Write(raw); err != nil {
 			return 0, err
 		}
-		w.buf = w.buf[end+2:]
+		w.buf = rest
 	}
-}
-
-// tagEvent tags the request in an event's data lines.
-func (w *tagWriter) tagEvent(event []byte) []byte {
-	lines := bytes.Split(event, []byte("\n"))
-	for i, line := range lines {
-		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-			lines[i] = append([]byte("data: "), w.e.tagRequest(data)...)
-		}
-	}
-	return bytes.Join(lines, []byte("\n"))
 }
 
 // Flush flushes the underlying writer.

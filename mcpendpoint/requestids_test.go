@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -130,4 +132,39 @@ func FuzzUntagAnswer(f *testing.F) {
 			t.Fatalf("untagAnswer of %s = %s, %v", tagged.ID, back, mine)
 		}
 	})
+}
+
+// TestTagWriter: the events of a stream, cut anywhere and their lines
+// ending in \n, \r\n or \r, pass as they were, but for the id of a
+// request, tagged; what is not an event stream passes untouched.
+func TestTagWriter(t *testing.T) {
+	e := &Endpoint{tag: "0123456789ab"}
+	in := ": hi\r\n\r\n" +
+		"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\n" +
+		"event: message\rdata: {\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"elicitation/create\"}\r\r" +
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	want := ": hi\r\n\r\n" +
+		"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\r\n\r\n" +
+		"event: message\ndata: {\"id\":\"0123456789ab.3\",\"jsonrpc\":\"2.0\",\"method\":\"elicitation/create\"}\n\n" +
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	for size := 1; size <= len(in); size++ {
+		rec := httptest.NewRecorder()
+		w := &tagWriter{ResponseWriter: rec, e: e}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for s := in; s != ""; s = s[min(size, len(s)):] {
+			_, _ = w.Write([]byte(s[:min(size, len(s))]))
+		}
+		if got := rec.Body.String(); got != want {
+			t.Fatalf("writes of %d bytes passed on as %q, want %q", size, got, want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	w := &tagWriter{ResponseWriter: rec, e: e}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	body := `{"jsonrpc":"2.0","id":3,"method":"elicitation/create"}` + "\n\n"
+	if _, _ = w.Write([]byte(body)); rec.Body.String() != body {
+		t.Errorf("a JSON body passed on as %q, want it untouched", rec.Body.String())
+	}
 }

@@ -1,7 +1,6 @@
 package mcpendpoint
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -126,7 +126,7 @@ func (s *wireSession) resume(t *testing.T, lastID string) *http.Response {
 // sseEvent is one event of a stream.
 type sseEvent struct {
 	id, data string
-	retry    string
+	retry    time.Duration
 }
 
 // readEvents reads the events of res until it ends or until stop says
@@ -134,10 +134,10 @@ type sseEvent struct {
 func readEvents(t *testing.T, res *http.Response, stop func(sseEvent) bool) []sseEvent {
 	t.Helper()
 	defer func() { _ = res.Body.Close() }()
-	sc := eventScanner(t, res)
+	rd := eventReader(t, res)
 	var evs []sseEvent
 	for {
-		ev, ok := nextEvent(sc)
+		ev, ok := nextEvent(rd)
 		if !ok {
 			return evs
 		}
@@ -148,36 +148,20 @@ func readEvents(t *testing.T, res *http.Response, stop func(sseEvent) bool) []ss
 	}
 }
 
-// eventScanner checks that res is an event stream and scans its lines.
-func eventScanner(t *testing.T, res *http.Response) *bufio.Scanner {
+// eventReader checks that res is an event stream and reads its events.
+func eventReader(t *testing.T, res *http.Response) *sse.Reader {
 	t.Helper()
 	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
 		body, _ := io.ReadAll(res.Body)
 		t.Fatalf("stream: %d %s %s", res.StatusCode, ct, body)
 	}
-	return bufio.NewScanner(res.Body)
+	return sse.NewReader(res.Body, 1<<20)
 }
 
-// nextEvent reads one event off sc; false at the stream's end.
-func nextEvent(sc *bufio.Scanner) (sseEvent, bool) {
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			return ev, true
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			ev.id = value
-		case "data":
-			ev.data += value
-		case "retry":
-			ev.retry = value
-		}
-	}
-	return ev, false
+// nextEvent reads one event off r; false at the stream's end.
+func nextEvent(r *sse.Reader) (sseEvent, bool) {
+	ev, err := r.Next()
+	return sseEvent{id: ev.ID, data: string(ev.Data), retry: ev.Retry}, err == nil
 }
 
 // kinds names each event: priming, progress N, or the result's text.
@@ -243,9 +227,9 @@ func TestCallStreamPrimedAndOrdered(t *testing.T) {
 	s := wireInit(t, url, "alice", mcp.ProtocolVersion20251125)
 	res := s.callWait(t)
 	defer func() { _ = res.Body.Close() }()
-	sc := eventScanner(t, res)
+	rd := eventReader(t, res)
 	var evs []sseEvent
-	for ev, ok := nextEvent(sc); ok; ev, ok = nextEvent(sc) {
+	for ev, ok := nextEvent(rd); ok; ev, ok = nextEvent(rd) {
 		evs = append(evs, ev)
 		if ev.data != "" && !strings.Contains(ev.data, `"result"`) {
 			close(w.release) // the report is here: answer
@@ -255,8 +239,8 @@ func TestCallStreamPrimedAndOrdered(t *testing.T) {
 	if got := kinds(evs); strings.Join(got, " | ") != strings.Join(want, " | ") {
 		t.Fatalf("events %q, want %q", got, want)
 	}
-	if evs[0].id == "" || evs[0].retry != "500" {
-		t.Errorf("priming event id %q retry %q, want an id and 500", evs[0].id, evs[0].retry)
+	if evs[0].id == "" || evs[0].retry != 500*time.Millisecond {
+		t.Errorf("priming event id %q retry %v, want an id and 500ms", evs[0].id, evs[0].retry)
 	}
 	for i, ev := range evs {
 		if want := fmt.Sprintf("%s-%d", strings.TrimSuffix(evs[0].id, "-0"), i); ev.id != want {
@@ -420,8 +404,8 @@ func TestCallStreamPrimesAtOnce(t *testing.T) {
 	res := s.post(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"up__wait","arguments":{}}}`) // no progress token: silent
 	defer func() { _ = res.Body.Close() }()
 	waitSignal(t, w.started, "the call to start")
-	ev, ok := nextEvent(eventScanner(t, res)) // the call still waits for release
-	if !ok || ev.data != "" || ev.retry == "" {
+	ev, ok := nextEvent(eventReader(t, res)) // the call still waits for release
+	if !ok || ev.data != "" || ev.retry == 0 {
 		t.Fatalf("first event %+v (%v), want the priming event before the answer", ev, ok)
 	}
 	close(w.release)

@@ -61,15 +61,15 @@ func TestSSESessionAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = stream.Body.Close() }()
-	sc := eventScanner(t, stream)
-	ev, ok := nextEvent(sc)
+	rd := eventReader(t, stream)
+	ev, ok := nextEvent(rd)
 	if !ok || !strings.HasPrefix(ev.data, "/message?sessionId=") {
 		t.Fatalf("the endpoint event: %q", ev.data)
 	}
 	path := ev.data
 	answer := func(what string) string {
 		t.Helper()
-		ev, ok := nextEvent(sc)
+		ev, ok := nextEvent(rd)
 		if !ok {
 			t.Fatalf("A's stream ended before the answer to %s", what)
 		}
@@ -150,7 +150,7 @@ func TestSSESessionRecordOutlivesIdle(t *testing.T) {
 	}
 	defer func() { _ = stream.Body.Close() }()
 	opened := time.Now()
-	ev, ok := nextEvent(eventScanner(t, stream))
+	ev, ok := nextEvent(eventReader(t, stream))
 	if !ok {
 		t.Fatal("no endpoint event")
 	}

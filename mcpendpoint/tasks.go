@@ -1,7 +1,6 @@
 package mcpendpoint
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
 // The Tasks extension of 2026-07-28 (SEP-2663), for a client that declares
@@ -567,17 +567,23 @@ func (w *taskWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Write passes p on with the answer in it rewritten: a JSON body, or an
+// SSE event, as mcp-go writes them, in one Write.
 func (w *taskWriter) Write(p []byte) (int, error) {
-	if body, ok := bytes.CutPrefix(p, []byte("event: message\ndata: ")); ok {
-		if b := w.reply.rewrite(bytes.TrimRight(body, "\n")); b != nil {
-			_, err := w.ResponseWriter.Write(append(append([]byte("event: message\ndata: "), b...), "\n\n"...))
-			return len(p), err
+	var out []byte
+	if ev, _, rest, ok := sse.Next(p); ok && len(rest) == 0 {
+		if b := w.reply.rewrite(ev.Data); b != nil {
+			ev.Data = b
+			out = sse.Append(nil, ev)
 		}
 	} else if b := w.reply.rewrite(p); b != nil {
-		_, err := w.ResponseWriter.Write(append(b, '\n'))
-		return len(p), err
+		out = append(b, '\n')
 	}
-	return w.ResponseWriter.Write(p)
+	if out == nil {
+		return w.ResponseWriter.Write(p)
+	}
+	_, err := w.ResponseWriter.Write(out)
+	return len(p), err
 }
 
 func (w *taskWriter) Flush() {

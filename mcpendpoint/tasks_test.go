@@ -122,7 +122,8 @@ func mustRequests(t *testing.T, s string) mcp.InputRequests {
 }
 
 // TestTaskReplyRewrite: the task reply replaces the result of mcp-go's
-// response, as a JSON body or an SSE event, and leaves notifications.
+// response, as a JSON body or an SSE event (its lines ending in \n or
+// \r\n), and leaves notifications.
 func TestTaskReplyRewrite(t *testing.T) {
 	r := &taskReply{}
 	resp := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[],"resultType":"complete"}}` + "\n")
@@ -141,6 +142,12 @@ func TestTaskReplyRewrite(t *testing.T) {
 	_, _ = w.Write([]byte("event: message\ndata: " + strings.TrimSpace(string(resp)) + "\n\n"))
 	if got := rec.Body.String(); !strings.HasPrefix(got, "event: message\ndata: {") || !strings.Contains(got, `"taskId":"t1"`) || !strings.HasSuffix(got, "\n\n") {
 		t.Errorf("SSE rewritten to %q", got)
+	}
+	rec = httptest.NewRecorder()
+	w = &taskWriter{ResponseWriter: rec, reply: r}
+	_, _ = w.Write([]byte("event: message\r\ndata: " + strings.TrimSpace(string(resp)) + "\r\n\r\n"))
+	if got := rec.Body.String(); !strings.HasPrefix(got, "event: message\ndata: {") || !strings.Contains(got, `"taskId":"t1"`) || !strings.HasSuffix(got, "\n\n") {
+		t.Errorf("SSE with CRLF lines rewritten to %q", got)
 	}
 	e := &taskReply{}
 	e.setError(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, "needs tasks", nil)

@@ -28,7 +28,7 @@ func TestBounded(t *testing.T) {
 }
 
 // TestWriter: what a library writes, a JSON answer, SSE events cut
-// anywhere, or an HTTP error, becomes the stream's messages, the answer
+// anywhere (their lines ending in \n or \r\n), or an HTTP error, becomes the stream's messages, the answer
 // last.
 func TestWriter(t *testing.T) {
 	id := json.RawMessage(`7`)
@@ -47,6 +47,12 @@ func TestWriter(t *testing.T) {
 			_, _ = w.Write([]byte("event: message\ndata: {\"method\":\"notifications/progress\"}\n\nevent: mess"))
 			_, _ = w.Write([]byte("age\ndata: {\"id\":7,\"result\":{}}\n\n"))
 		}, []string{`{"method":"notifications/progress"}`, `{"id":7,"result":{}}`}},
+		{"sse CRLF", func(w *Writer) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(": hello\r\nevent: message\r\ndata: {\"method\":\r\ndata:\"notifications/progress\"}\r\n\r"))
+			_, _ = w.Write([]byte("\nevent: message\r\ndata: {\"id\":7,\"result\":{}}\r\n\r\n"))
+		}, []string{"{\"method\":\n\"notifications/progress\"}", `{"id":7,"result":{}}`}},
 		{"http error", func(w *Writer) {
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write([]byte("Invalid session ID\n"))

@@ -23,8 +23,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
 // Bounds of a stream.
@@ -196,16 +199,13 @@ func (st *Stream) gap(w io.Writer, seq, next int) error {
 // frame writes ev as an SSE event with its id, a data line for each line
 // of its message.
 func (st *Stream) frame(w io.Writer, ev Event) error {
-	data := bytes.ReplaceAll(ev.Data, []byte("\n"), []byte("\ndata: "))
-	_, err := fmt.Fprintf(w, "event: message\nid: %s-%d\ndata: %s\n\n", st.id, ev.Seq, data)
-	return err
+	return sse.Write(w, sse.Event{Name: "message", ID: st.id + "-" + strconv.Itoa(ev.Seq), Data: ev.Data})
 }
 
 // prime writes the priming event: an id to resume from, the retry
 // interval, no data.
 func (st *Stream) prime(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "id: %s-0\nretry: %d\ndata: \n\n", st.id, Retry.Milliseconds())
-	return err
+	return sse.Write(w, sse.Event{ID: st.id + "-0", Retry: Retry})
 }
 
 // newID returns a fresh random stream id.

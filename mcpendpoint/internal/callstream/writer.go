@@ -7,6 +7,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
 // maxErrorText bounds the text of an HTTP error that a stream relays.
@@ -63,19 +65,12 @@ func (c *Writer) Flush() {}
 // events moves each complete SSE event in buf onto the stream.
 func (c *Writer) events() {
 	for {
-		end := bytes.Index(c.buf, []byte("\n\n"))
-		if end < 0 {
+		ev, _, rest, ok := sse.Next(c.buf)
+		if !ok {
 			return
 		}
-		var data [][]byte
-		for line := range bytes.SplitSeq(c.buf[:end], []byte("\n")) {
-			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = append(data, bytes.TrimPrefix(v, []byte(" ")))
-			}
-		}
-		c.buf = c.buf[end+2:]
-		msg := bytes.Join(data, []byte("\n"))
-		switch {
+		c.buf = rest
+		switch msg := ev.Data; {
 		case len(msg) == 0:
 		case isResponse(msg):
 			c.st.Add(msg, true)
