@@ -3,12 +3,12 @@ package mcpendpoint
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
@@ -298,12 +298,7 @@ func framesResponse(b []byte) bool {
 			return false
 		}
 		b = rest
-		var m struct {
-			Method string          `json:"method"`
-			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
-		}
-		if len(ev.Data) > 0 && json.Unmarshal(ev.Data, &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil) {
+		if jsonrpc.IsResponse(ev.Data) {
 			return true
 		}
 	}

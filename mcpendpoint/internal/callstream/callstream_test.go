@@ -45,14 +45,14 @@ func TestWriter(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte("event: message\ndata: {\"method\":\"notifications/progress\"}\n\nevent: mess"))
-			_, _ = w.Write([]byte("age\ndata: {\"id\":7,\"result\":{}}\n\n"))
-		}, []string{`{"method":"notifications/progress"}`, `{"id":7,"result":{}}`}},
+			_, _ = w.Write([]byte("age\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"))
+		}, []string{`{"method":"notifications/progress"}`, `{"jsonrpc":"2.0","id":7,"result":{}}`}},
 		{"sse CRLF", func(w *Writer) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte(": hello\r\nevent: message\r\ndata: {\"method\":\r\ndata:\"notifications/progress\"}\r\n\r"))
-			_, _ = w.Write([]byte("\nevent: message\r\ndata: {\"id\":7,\"result\":{}}\r\n\r\n"))
-		}, []string{"{\"method\":\n\"notifications/progress\"}", `{"id":7,"result":{}}`}},
+			_, _ = w.Write([]byte("\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\r\n\r\n"))
+		}, []string{"{\"method\":\n\"notifications/progress\"}", `{"jsonrpc":"2.0","id":7,"result":{}}`}},
 		{"http error", func(w *Writer) {
 			w.WriteHeader(http.StatusBadRequest)
 			_, _ = w.Write([]byte("Invalid session ID\n"))

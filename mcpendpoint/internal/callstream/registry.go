@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 )
 
 // Registry bounds.
@@ -417,21 +419,12 @@ func ParseEventID(s string) (id string, seq int, ok bool) {
 	return id, seq, true
 }
 
-// internalError is JSON-RPC's code for an internal error.
-const internalError = -32603
-
-// ErrorAnswer is a JSON-RPC error answer, with msg, to the request that
-// answer (a JSON-RPC message, or only its id) answers.
+// ErrorAnswer is a JSON-RPC error answer (internal error), with msg, to
+// the request that answer (a JSON-RPC message, or only its id) answers.
 func ErrorAnswer(answer json.RawMessage, msg string) json.RawMessage {
-	var m struct {
-		ID json.RawMessage `json:"id"`
+	id := answer // the id itself
+	if m, ok := jsonrpc.Decode(answer); ok {
+		id = m.ID
 	}
-	if json.Unmarshal(answer, &m) != nil {
-		m.ID = answer // the id itself
-	}
-	if m.ID == nil || !json.Valid(m.ID) {
-		m.ID = json.RawMessage("null")
-	}
-	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": internalError, "message": msg}})
-	return out
+	return jsonrpc.ErrorResponse(id, -32603, msg, nil)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
@@ -72,7 +73,7 @@ func (c *Writer) events() {
 		c.buf = rest
 		switch msg := ev.Data; {
 		case len(msg) == 0:
-		case isResponse(msg):
+		case jsonrpc.IsResponse(msg):
 			c.st.Add(msg, true)
 		case c.Rewrite != nil:
 			c.st.Add(c.Rewrite(msg), false)
@@ -99,15 +100,4 @@ func (c *Writer) Finish() {
 		text = fmt.Sprintf("HTTP %d: %s", c.code, body)
 	}
 	c.st.Add(ErrorAnswer(c.id, text), true) // dropped when the library streamed the answer
-}
-
-// isResponse reports whether msg is a JSON-RPC response: the only one a
-// call's stream carries is the call's.
-func isResponse(msg []byte) bool {
-	var m struct {
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	return json.Unmarshal(msg, &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil)
 }

@@ -48,6 +48,12 @@ func Decode(b []byte) (*Message, bool) {
 	return m, true
 }
 
+// IsResponse reports whether b is one JSON-RPC response.
+func IsResponse(b []byte) bool {
+	m, ok := Decode(b)
+	return ok && m.IsResponse()
+}
+
 // HasID reports whether m carries an id that is not null.
 func (m *Message) HasID() bool { return len(m.ID) > 0 && string(m.ID) != "null" }
 
