@@ -119,8 +119,10 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, q *request) {
 	if q.msg != nil && q.msg.Method != "" && q.msg.Method == q.r.Header.Get(mcp.HeaderMethod) {
 		switch m := q.msg.Method; {
 		case strings.HasPrefix(m, "notifications/") && q.msg.IsNotification():
-			// mcp-go would refuse it for want of the _meta a request
-			// carries (notify.go).
+			// mcp-go would refuse it with 400 for want of the _meta a
+			// request carries, and go-sdk's client then closes its
+			// session: it sends notifications/cancelled after it closes a
+			// call's stream, which is the cancellation itself.
 			w.WriteHeader(http.StatusAccepted)
 			return
 		case m == "tasks/get" || m == "tasks/update" || m == "tasks/cancel":
