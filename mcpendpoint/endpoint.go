@@ -12,6 +12,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -215,7 +216,7 @@ func New(src Source, opts *Options) *Endpoint {
 	e.held = newHeldTable()
 	e.tasks, e.nudges = o.Tasks, map[string]chan struct{}{}
 	if e.tasks == nil {
-		e.tasks = newMemTasks()
+		e.tasks = tasks.NewMemStore()
 	}
 	e.opts.Tasks = nil // kept in tasks only
 	e.stateKey = newStateKey()

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/capped"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
@@ -70,33 +71,25 @@ type heldTable struct {
 	run  goGroup
 	life context.Context //nolint:containedctx // the lifetime of those goroutines, ended by close
 	stop context.CancelFunc
-	// mu guards calls, perUser and waiting.
-	mu sync.Mutex
 	// calls are the calls that asked their client something, by id,
 	// until they are forgotten.
-	calls   map[string]*heldCall
-	perUser map[string]int
-	// waiting are the retries relayed from here, by reply id
+	calls capped.Table[*heldCall]
+	// mu guards waiting, the retries relayed from here, by reply id
 	// (heldrelay.go).
+	mu      sync.Mutex
 	waiting map[string]chan *envelope
 }
 
 func newHeldTable() *heldTable {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &heldTable{life: ctx, stop: cancel, calls: map[string]*heldCall{}, perUser: map[string]int{}, waiting: map[string]chan *envelope{}}
+	return &heldTable{life: ctx, stop: cancel, waiting: map[string]chan *envelope{}}
 }
 
 // close cancels every call and waits for their goroutines.
 func (t *heldTable) close() {
 	t.stop()
 	t.run.Wait()
-	t.mu.Lock()
-	calls := make([]*heldCall, 0, len(t.calls))
-	for _, h := range t.calls {
-		calls = append(calls, h)
-	}
-	t.mu.Unlock()
-	for _, h := range calls {
+	for _, h := range t.calls.Values() {
 		h.mu.Lock()
 		if h.lapse != nil {
 			h.lapse.Stop()
@@ -108,42 +101,18 @@ func (t *heldTable) close() {
 // hold records h among the calls asking their client, unless it is
 // already or the caps are reached (errTooManyHeld).
 func (t *heldTable) hold(h *heldCall, limit int) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.calls[h.id] == h {
-		return nil
-	}
-	if len(t.calls) >= limit || t.perUser[h.user] >= heldPerUser(limit) {
+	if !t.calls.Hold(h.id, h.user, h, limit) {
 		return errTooManyHeld
 	}
-	t.calls[h.id] = h
-	t.perUser[h.user]++
 	return nil
 }
 
 // get returns held call id, or nil.
-func (t *heldTable) get(id string) *heldCall {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.calls[id]
-}
+func (t *heldTable) get(id string) *heldCall { return t.calls.Get(id) }
 
 // forget drops h from the calls asking their client; it may be called
 // more than once.
-func (t *heldTable) forget(h *heldCall) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.calls[h.id] != h {
-		return
-	}
-	delete(t.calls, h.id)
-	if t.perUser[h.user]--; t.perUser[h.user] <= 0 {
-		delete(t.perUser, h.user)
-	}
-}
-
-// heldPerUser is the most calls one user may have waiting for answers.
-func heldPerUser(limit int) int { return max(8, limit/16) }
+func (t *heldTable) forget(h *heldCall) { t.calls.Forget(h.id, h) }
 
 // errTooManyHeld is why a question is declined past the caps.
 var errTooManyHeld = errors.New("the service holds too many calls waiting for their clients' answers")

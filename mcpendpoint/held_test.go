@@ -308,11 +308,7 @@ func (askingAgent) Ask(ctx context.Context, user, _, _ string, emit tools.Emitte
 	return Answer{Text: fmt.Sprintf("%s: %s %v", user, ans.Action, ans.Content["a"])}, nil
 }
 
-func heldCount(ep *Endpoint) int {
-	ep.held.mu.Lock()
-	defer ep.held.mu.Unlock()
-	return len(ep.held.calls)
-}
+func heldCount(ep *Endpoint) int { return ep.held.calls.Len() }
 
 // rawCall posts a 2026-07-28 tools/call of tool to base's /mcp as user,
 // with the routing headers its body says (edit changes them), and returns

@@ -2,8 +2,6 @@ package mcpendpoint
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 )
 
 // The Tasks extension of 2026-07-28 (SEP-2663), for a client that declares
@@ -46,133 +45,23 @@ const (
 	taskPoll = 200 * time.Millisecond
 	// taskTTL is how long a task is kept after it was created.
 	taskTTL = time.Hour
-	// taskPollInterval is the pollIntervalMs clients are given.
-	taskPollInterval = 500 * time.Millisecond
-)
-
-// Statuses of a task.
-const (
-	taskWorking       = "working"
-	taskInputRequired = "input_required"
-	taskCompleted     = "completed"
-	taskFailed        = "failed"
-	taskCancelled     = "cancelled"
 )
 
 // ErrTaskNotFound is matched by a TaskStore's error for a task that is
 // not there, past its expiry, or another user's.
-var ErrTaskNotFound = errors.New("no such task")
+var ErrTaskNotFound = tasks.ErrNotFound
 
-// TaskState is one task as every replica sees it.
-type TaskState struct {
-	Status        string
-	StatusMessage string
-	// Result is the JSON of the call's result (completed) or of its
-	// JSON-RPC error (failed).
-	Result string
-	// InputRequests is the JSON object of the questions the client has
-	// not answered (input_required).
-	InputRequests string
-	// Answers is the JSON object of answers not yet handed to the call.
-	Answers string
-	// Revision counts the moves; SwapTask moves only from the one read.
-	Revision int64
-	Created  time.Time
-	Updated  time.Time
-	Expires  time.Time
-}
+// TaskState is one task as every replica sees it: its status and status
+// message, its result, the questions its client has not answered and the
+// answers not yet handed to its call, its revision, and when it was
+// created, last moved, and expires.
+type TaskState = tasks.State
 
-// TaskStore keeps the tasks where every replica reads them.
-type TaskStore interface {
-	// CreateTask keeps task id of user, working, until expires.
-	CreateTask(ctx context.Context, id, user string, expires time.Time) error
-	// Task returns task id of user, or an error matching ErrTaskNotFound.
-	Task(ctx context.Context, id, user string) (TaskState, error)
-	// SwapTask moves task id of user to t if it is at revision.
-	SwapTask(ctx context.Context, id, user string, revision int64, t TaskState) (bool, error)
-}
-
-func terminal(status string) bool {
-	return status == taskCompleted || status == taskFailed || status == taskCancelled
-}
-
-// memTasks is the TaskStore of one process.
-type memTasks struct {
-	mu    sync.Mutex
-	tasks map[string]memTask
-}
-
-type memTask struct {
-	user string
-	t    TaskState
-}
-
-func newMemTasks() *memTasks { return &memTasks{tasks: map[string]memTask{}} }
-
-func (m *memTasks) CreateTask(_ context.Context, id, user string, expires time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := time.Now()
-	for k, t := range m.tasks {
-		if now.After(t.t.Expires) {
-			delete(m.tasks, k)
-		}
-	}
-	if _, ok := m.tasks[id]; ok {
-		return fmt.Errorf("task %s exists already", id)
-	}
-	m.tasks[id] = memTask{user: user, t: TaskState{Status: taskWorking, Created: now, Updated: now, Expires: expires}}
-	return nil
-}
-
-func (m *memTasks) Task(_ context.Context, id, user string) (TaskState, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, ok := m.tasks[id]
-	if !ok || t.user != user || time.Now().After(t.t.Expires) {
-		return TaskState{}, ErrTaskNotFound
-	}
-	return t.t, nil
-}
-
-func (m *memTasks) SwapTask(_ context.Context, id, user string, revision int64, next TaskState) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t, ok := m.tasks[id]
-	if !ok || t.user != user || time.Now().After(t.t.Expires) {
-		return false, ErrTaskNotFound
-	}
-	if t.t.Revision != revision {
-		return false, nil
-	}
-	next.Created, next.Expires, next.Updated, next.Revision = t.t.Created, t.t.Expires, time.Now(), revision+1
-	t.t = next
-	m.tasks[id] = t
-	return true, nil
-}
-
-// moveTask applies f to task id of user and writes what it made, again on
-// a conflict with another writer; f reports false to write nothing.
-func (e *Endpoint) moveTask(ctx context.Context, id, user string, f func(*TaskState) bool) (TaskState, error) {
-	for range 16 {
-		t, err := e.tasks.Task(ctx, id, user)
-		if err != nil {
-			return TaskState{}, err
-		}
-		rev := t.Revision
-		if !f(&t) {
-			return t, nil
-		}
-		ok, err := e.tasks.SwapTask(ctx, id, user, rev, t)
-		if err != nil {
-			return TaskState{}, err
-		}
-		if ok {
-			return t, nil
-		}
-	}
-	return TaskState{}, errors.New("the task changed too often to be moved")
-}
+// TaskStore keeps the tasks where every replica reads them: CreateTask,
+// Task (an error matching ErrTaskNotFound for one not there, past its
+// expiry, or another user's) and SwapTask, which moves a task only from
+// the revision read.
+type TaskStore = tasks.Store
 
 // taskPolicy is what decides whether a call may be a task.
 type taskPolicy struct {
@@ -270,7 +159,7 @@ func (e *Endpoint) makeTask(ctx context.Context, h *heldCall, p taskPolicy) (*mc
 	h.waiter = nil
 	h.task = true
 	h.mu.Unlock()
-	id := newTaskID()
+	id := tasks.NewID()
 	created := time.Now()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.storeWait)
 	err := e.tasks.CreateTask(sctx, id, h.user, created.Add(taskTTL))
@@ -287,34 +176,9 @@ func (e *Endpoint) makeTask(ctx context.Context, h *heldCall, p taskPolicy) (*mc
 		e.held.forget(h)
 		return nil, errors.New("the MCP endpoint is closing: call the tool again")
 	}
-	b, _ := json.Marshal(taskEnvelope(id, TaskState{Status: taskWorking, Created: created, Updated: created, Expires: created.Add(taskTTL)}, "task"))
+	b, _ := json.Marshal(tasks.Envelope(id, TaskState{Status: tasks.Working, Created: created, Updated: created, Expires: created.Add(taskTTL)}, "task"))
 	p.reply.setResult(b)
 	return &mcp.CallToolResult{}, nil
-}
-
-// newTaskID returns a random task id.
-func newTaskID() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return "task-" + hex.EncodeToString(b[:])
-}
-
-// taskEnvelope is a task's fields as the extension gives them, with
-// resultType rt.
-func taskEnvelope(id string, t TaskState, rt string) map[string]any {
-	m := map[string]any{
-		"resultType":     rt,
-		"taskId":         id,
-		"status":         t.Status,
-		"createdAt":      t.Created.UTC().Format(time.RFC3339Nano),
-		"lastUpdatedAt":  t.Updated.UTC().Format(time.RFC3339Nano),
-		"ttlMs":          max(1, time.Until(t.Expires).Milliseconds()),
-		"pollIntervalMs": taskPollInterval.Milliseconds(),
-	}
-	if t.StatusMessage != "" {
-		m["statusMessage"] = t.StatusMessage
-	}
-	return m
 }
 
 // taskNudge returns the channel that wakes task id's watcher here.
@@ -397,7 +261,7 @@ func (e *Endpoint) takeAnswers(ctx context.Context, h *heldCall, id string) (can
 		}
 		return false // the next round tries again
 	}
-	if t.Status == taskCancelled {
+	if t.Status == tasks.Cancelled {
 		h.cancel()
 		return true
 	}
@@ -409,7 +273,7 @@ func (e *Endpoint) takeAnswers(ctx context.Context, h *heldCall, id string) (can
 		rs = nil
 	}
 	h.answerTask(rs)
-	_, _ = e.moveTask(ctx, id, h.user, func(t *TaskState) bool {
+	_, _ = tasks.Move(ctx, e.tasks, id, h.user, func(t *TaskState) bool {
 		var left map[string]json.RawMessage
 		_ = json.Unmarshal([]byte(t.Answers), &left)
 		for key := range rs {
@@ -427,8 +291,8 @@ func (e *Endpoint) takeAnswers(ctx context.Context, h *heldCall, id string) (can
 
 // writeQuestions writes the questions of task id not answered yet.
 func (e *Endpoint) writeQuestions(ctx context.Context, user, id string, reqs mcp.InputRequests) error {
-	_, err := e.moveTask(ctx, id, user, func(t *TaskState) bool {
-		if terminal(t.Status) {
+	_, err := tasks.Move(ctx, e.tasks, id, user, func(t *TaskState) bool {
+		if tasks.Terminal(t.Status) {
 			return false
 		}
 		var answered map[string]json.RawMessage
@@ -439,10 +303,10 @@ func (e *Endpoint) writeQuestions(ctx context.Context, user, id string, reqs mcp
 				open[key] = r
 			}
 		}
-		t.Status, t.InputRequests = taskWorking, ""
+		t.Status, t.InputRequests = tasks.Working, ""
 		if len(open) > 0 {
 			b, _ := json.Marshal(open)
-			t.Status, t.InputRequests = taskInputRequired, string(b)
+			t.Status, t.InputRequests = tasks.InputRequired, string(b)
 		}
 		return true
 	})
@@ -462,18 +326,18 @@ func (e *Endpoint) endTask(ctx context.Context, user, id string, res *mcp.CallTo
 			err = errors.New("the call ended without a result")
 		}
 		b, _ := json.Marshal(jsonrpc.ErrorObject{Code: mcp.INTERNAL_ERROR, Message: err.Error()})
-		next = TaskState{Status: taskFailed, StatusMessage: err.Error(), Result: string(b)}
+		next = TaskState{Status: tasks.Failed, StatusMessage: err.Error(), Result: string(b)}
 	default:
 		b, merr := json.Marshal(res)
 		if merr != nil {
 			b, _ = json.Marshal(jsonrpc.ErrorObject{Code: mcp.INTERNAL_ERROR, Message: "the call's result does not encode"})
-			next = TaskState{Status: taskFailed, Result: string(b)}
+			next = TaskState{Status: tasks.Failed, Result: string(b)}
 		} else {
-			next = TaskState{Status: taskCompleted, Result: string(b)}
+			next = TaskState{Status: tasks.Completed, Result: string(b)}
 		}
 	}
-	if _, werr := e.moveTask(ctx, id, user, func(t *TaskState) bool {
-		if terminal(t.Status) {
+	if _, werr := tasks.Move(ctx, e.tasks, id, user, func(t *TaskState) bool {
+		if tasks.Terminal(t.Status) {
 			return false
 		}
 		next.Revision = t.Revision
@@ -642,16 +506,16 @@ func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, q *request) bool {
 	case "tasks/get":
 		t, err = e.tasks.Task(ctx, id, user)
 	case "tasks/cancel":
-		t, err = e.moveTask(ctx, id, user, func(t *TaskState) bool {
-			if terminal(t.Status) {
+		t, err = tasks.Move(ctx, e.tasks, id, user, func(t *TaskState) bool {
+			if tasks.Terminal(t.Status) {
 				return false
 			}
-			*t = TaskState{Status: taskCancelled, StatusMessage: "cancelled by its client", Revision: t.Revision}
+			*t = TaskState{Status: tasks.Cancelled, StatusMessage: "cancelled by its client", Revision: t.Revision}
 			return true
 		})
 		e.nudgeTask(id)
 	case "tasks/update":
-		t, err = e.moveTask(ctx, id, user, func(t *TaskState) bool { return takeUpdate(t, params.InputResponses) })
+		t, err = tasks.Move(ctx, e.tasks, id, user, func(t *TaskState) bool { return tasks.TakeUpdate(t, params.InputResponses) })
 		e.nudgeTask(id)
 	}
 	switch {
@@ -667,49 +531,15 @@ func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, q *request) bool {
 		reply(http.StatusOK, jsonrpc.Response(req.ID, map[string]any{"resultType": "complete"}))
 		return true
 	}
-	res := taskEnvelope(id, t, "complete")
+	res := tasks.Envelope(id, t, "complete")
 	switch t.Status {
-	case taskInputRequired:
+	case tasks.InputRequired:
 		res["inputRequests"] = json.RawMessage(t.InputRequests)
-	case taskCompleted:
+	case tasks.Completed:
 		res["result"] = json.RawMessage(t.Result)
-	case taskFailed:
+	case tasks.Failed:
 		res["error"] = json.RawMessage(t.Result)
 	}
 	reply(http.StatusOK, jsonrpc.Response(req.ID, res))
-	return true
-}
-
-// takeUpdate moves the answers of rs to questions t asks from its
-// inputRequests to its answers; answers to anything else are dropped. It
-// reports whether t changed.
-func takeUpdate(t *TaskState, rs map[string]json.RawMessage) bool {
-	if t.Status != taskInputRequired || len(rs) == 0 {
-		return false
-	}
-	var open, answers map[string]json.RawMessage
-	_ = json.Unmarshal([]byte(t.InputRequests), &open)
-	_ = json.Unmarshal([]byte(t.Answers), &answers)
-	if answers == nil {
-		answers = map[string]json.RawMessage{}
-	}
-	moved := false
-	for key, a := range rs {
-		if _, ok := open[key]; ok {
-			delete(open, key)
-			answers[key] = a
-			moved = true
-		}
-	}
-	if !moved {
-		return false
-	}
-	b, _ := json.Marshal(answers)
-	t.Answers = string(b)
-	t.Status, t.InputRequests = taskWorking, ""
-	if len(open) > 0 {
-		b, _ := json.Marshal(open)
-		t.Status, t.InputRequests = taskInputRequired, string(b)
-	}
 	return true
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -55,9 +56,9 @@ func rpcCode(m map[string]any) float64 {
 // answered and cancelled through another on the same store, by its user
 // only, and only by a client that declared the extension.
 func TestTaskMethodsAcrossReplicas(t *testing.T) {
-	tasks := newMemTasks()
+	st := tasks.NewMemStore()
 	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{}}
-	a, b := New(src, &Options{Tasks: tasks}), New(src, &Options{Tasks: tasks})
+	a, b := New(src, &Options{Tasks: st}), New(src, &Options{Tasks: st})
 	t.Cleanup(func() { _ = a.Close(t.Context()); _ = b.Close(t.Context()) })
 	const id = "task-0123abcd"
 	if err := a.tasks.CreateTask(t.Context(), id, "alice", time.Now().Add(time.Hour)); err != nil {
@@ -70,7 +71,7 @@ func TestTaskMethodsAcrossReplicas(t *testing.T) {
 
 	code, m := taskCall(t, b, "alice", "tasks/get", id, id, true, nil)
 	res, _ := m["result"].(map[string]any)
-	if code != http.StatusOK || res["status"] != taskInputRequired || res["resultType"] != "complete" || res["taskId"] != id {
+	if code != http.StatusOK || res["status"] != tasks.InputRequired || res["resultType"] != "complete" || res["taskId"] != id {
 		t.Fatalf("tasks/get on the other replica: %d %v", code, m)
 	}
 	if reqs, _ := res["inputRequests"].(map[string]any); len(reqs) != 2 {
@@ -92,11 +93,11 @@ func TestTaskMethodsAcrossReplicas(t *testing.T) {
 	}
 	_, m = taskCall(t, a, "alice", "tasks/get", id, id, true, nil)
 	res, _ = m["result"].(map[string]any)
-	if reqs, _ := res["inputRequests"].(map[string]any); res["status"] != taskInputRequired || len(reqs) != 1 || reqs["q2"] == nil {
+	if reqs, _ := res["inputRequests"].(map[string]any); res["status"] != tasks.InputRequired || len(reqs) != 1 || reqs["q2"] == nil {
 		t.Errorf("after answering q1: %v, want q2 alone", res)
 	}
-	if st, _ := tasks.Task(t.Context(), id, "alice"); !strings.Contains(st.Answers, `"q1"`) || strings.Contains(st.Answers, "nope") {
-		t.Errorf("answers kept: %s, want q1's alone", st.Answers)
+	if task, _ := st.Task(t.Context(), id, "alice"); !strings.Contains(task.Answers, `"q1"`) || strings.Contains(task.Answers, "nope") {
+		t.Errorf("answers kept: %s, want q1's alone", task.Answers)
 	}
 
 	for range 2 { // the second on an ended task: the same ack
@@ -104,7 +105,7 @@ func TestTaskMethodsAcrossReplicas(t *testing.T) {
 			t.Errorf("tasks/cancel ack: %v", m)
 		}
 	}
-	if _, m := taskCall(t, a, "alice", "tasks/get", id, id, true, nil); m["result"].(map[string]any)["status"] != taskCancelled {
+	if _, m := taskCall(t, a, "alice", "tasks/get", id, id, true, nil); m["result"].(map[string]any)["status"] != tasks.Cancelled {
 		t.Errorf("after the cancel: %v", m)
 	}
 	if _, m := taskCall(t, b, "bob", "tasks/cancel", id, id, true, nil); rpcCode(m) != mcp.INVALID_PARAMS {
