@@ -37,7 +37,7 @@ func (e *Endpoint) relayUnsubscribe(sid, uri string) {
 // sid of user: on its GET stream here, or through the Relay to the
 // replica where that stream is open.
 func (e *Endpoint) notifyUpdated(sid, user, uri string) {
-	if e.opts.Relay != nil && e.opts.Sessions != nil && !e.sessions.streaming(sid, user) {
+	if e.opts.Relay != nil && e.opts.Sessions != nil && !e.sessions.Streaming(sid, user) {
 		if e.publish(envelope{Kind: relayUpdated, Session: idHash(sid), URI: uri}) == nil {
 			return
 		}
@@ -49,8 +49,8 @@ func (e *Endpoint) notifyUpdated(sid, user, uri string) {
 // receiveUpdated puts a resource update another replica relayed
 // (relayUpdated) to the client, if the session's GET stream is open here.
 func (e *Endpoint) receiveUpdated(m *envelope) {
-	id := e.sessions.byHash(m.Session)
-	if user, ok := e.sessions.owner(id); ok && e.sessions.streaming(id, user) {
+	id := e.sessions.ByHash(m.Session)
+	if user, ok := e.sessions.Owner(id); ok && e.sessions.Streaming(id, user) {
 		_ = e.srv.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
 			map[string]any{"uri": m.URI})
 	}
@@ -60,7 +60,7 @@ func (e *Endpoint) receiveUpdated(m *envelope) {
 // here that its client unsubscribed through another replica
 // (relayUnsubscribe), on a goroutine of the endpoint.
 func (e *Endpoint) receiveUnsubscribe(m *envelope) {
-	if id := e.sessions.byHash(m.Session); id != "" {
+	if id := e.sessions.ByHash(m.Session); id != "" {
 		e.subs.wg.Go(func() { e.unsubscribeSession(context.Background(), id, m.URI) })
 	}
 }
@@ -106,8 +106,8 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, q *request) bool {
 // (relayAnswer) to mcp-go, under the session's user, if the session is
 // open here; a request of it may wait here.
 func (e *Endpoint) receiveAnswer(m *envelope) {
-	id := e.sessions.byHash(m.Session)
-	user, ok := e.sessions.owner(id)
+	id := e.sessions.ByHash(m.Session)
+	user, ok := e.sessions.Owner(id)
 	if !ok {
 		return
 	}

@@ -151,7 +151,7 @@ func streamingClient(b *testing.B) (string, *mcpclient.Client) {
 		b.Fatal(err)
 	}
 	testenv.WaitFor(b, 10*time.Second, "the client's GET stream to open", func() bool {
-		return ep.sessions.streaming(c.GetSessionId(), "alice")
+		return ep.sessions.Streaming(c.GetSessionId(), "alice")
 	})
 	return hs.URL, c
 }
@@ -183,9 +183,9 @@ func BenchmarkSessions1000(b *testing.B) {
 				if streams {
 					child, stdin = sessionsChild(b, hs.URL, n)
 					deadline := time.Now().Add(60 * time.Second)
-					for ep.sessions.streamCount() < n {
+					for ep.sessions.Streams() < n {
 						if time.Now().After(deadline) {
-							b.Fatalf("%d GET streams open after a minute, want %d", ep.sessions.streamCount(), n)
+							b.Fatalf("%d GET streams open after a minute, want %d", ep.sessions.Streams(), n)
 						}
 						time.Sleep(20 * time.Millisecond) // polling, bounded by the deadline
 					}
@@ -201,7 +201,7 @@ func BenchmarkSessions1000(b *testing.B) {
 				b.ReportMetric((float64(stacks)-float64(stacks0))/n, "stack-B/session")
 				b.ReportMetric(total/(1<<20), "MiB/1000")
 				b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/n, "goroutines/session")
-				if got := len(ep.sessions.owners); got != n {
+				if got := ep.sessions.Len(); got != n {
 					b.Fatalf("%d sessions open, want %d", got, n)
 				}
 				if child != nil {
@@ -310,15 +310,4 @@ func benchSession(tb testing.TB, base string) string {
 		tb.Fatalf("initialized: %d", resp.StatusCode)
 	}
 	return id
-}
-
-// streamCount is the GET streams open now, of every session.
-func (b *sessionBook) streamCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := 0
-	for _, o := range b.owners {
-		n += o.streams
-	}
-	return n
 }

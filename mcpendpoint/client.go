@@ -246,7 +246,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 	}
 	if ep := e.ep; ep.opts.Relay != nil && ep.opts.Sessions != nil {
 		sid := SessionID(e.call)
-		if user, ok := ep.sessions.owner(sid); ok && !ep.sessions.streaming(sid, user) {
+		if user, ok := ep.sessions.Owner(sid); ok && !ep.sessions.Streaming(sid, user) {
 			return ep.sampleElsewhere(rctx, sid, req) // mcp-go sends it only on the GET stream, not open here
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -129,7 +130,7 @@ type Endpoint struct {
 	srv      *mcpserver.MCPServer
 	http     *mcpserver.StreamableHTTPServer
 	sse      *mcpserver.SSEServer
-	sessions *sessionBook
+	sessions *sessionbook.Book
 	samples  *sampleRelay
 	streams  callstream.Registry
 	relayed  relayedStreams
@@ -225,7 +226,7 @@ func New(src Source, opts *Options) *Endpoint {
 	}
 	e.opts.StateKey = nil // kept in stateKey only
 	e.info = serverInfo(o.Version)
-	e.sessions = newSessionBook(o.MaxSessions, sessionsPerUser(o.MaxSessions), e.endEvicted)
+	e.sessions = sessionbook.New(o.MaxSessions, sessionbook.PerUser(o.MaxSessions), ErrUnknownSession, e.endEvicted)
 	e.tag = newReplicaTag()
 	e.storeWait = storeTimeout
 	e.streams.ResumeWait = o.ResumeWait
@@ -235,9 +236,9 @@ func New(src Source, opts *Options) *Endpoint {
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterListTools(e.afterListTools)
 	hooks.AddBeforeCallTool(e.beforeCallTool)
-	hooks.AddOnUnregisterSession(e.sessions.unregistered)
+	hooks.AddOnUnregisterSession(e.sessions.Unregistered)
 	hooks.AddOnRequestInitialization(e.onRequest)
-	hooks.AddAfterInitialize(e.sessions.negotiated)
+	hooks.AddAfterInitialize(e.sessions.Negotiated)
 	hooks.AddOnUnregisterSession(e.sessionEnded)
 	hooks.AddAfterListResources(e.afterListResources)
 	hooks.AddAfterListResourceTemplates(e.afterListResourceTemplates)

@@ -246,7 +246,7 @@ func TestSSETransport(t *testing.T) {
 	}
 	_ = c.Close()
 	// Its stream has closed: the session goes.
-	testenv.WaitFor(t, 10*time.Second, "alice's SSE session to end with its stream", func() bool { return !ep.sessions.ownedBy(sid, "alice") })
+	testenv.WaitFor(t, 10*time.Second, "alice's SSE session to end with its stream", func() bool { return !ep.sessions.OwnedBy(sid, "alice") })
 }
 
 // TestGatewaysMode lists the gateway tools as the tree has them and runs

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -12,43 +13,43 @@ import (
 // record from the SessionStore.
 const evictTimeout = 10 * time.Second
 
-// logKeyCause names the cap an evicted session made room under: causeUser
-// or causeService.
+// logKeyCause names the cap an evicted session made room under:
+// sessionbook.CauseUser or sessionbook.CauseService.
 const logKeyCause = "cause"
 
 // endEvicted ends everywhere a session the book forgot to make room for
-// another (sessionBook.add), as its client's DELETE would: its calls are
+// another (sessionbook.Book.Add), as its client's DELETE would: its calls are
 // cancelled upstream, its GET stream closes, its resource subscriptions
 // end at their servers, mcp-go drops it at once rather than after
 // SessionIdleTTL, and with a SessionStore its record goes and the other
 // replicas are told. It returns at once, so the initialize that made room
 // waits on none of it: the ending runs on a goroutine of subs.wg, which
-// Close waits for, and ev.done is called when it is over.
+// Close waits for, and ev.Done is called when it is over.
 //
 // A legacy SSE session is dropped the same way, but mcp-go's SSE server
 // keeps its stream open until the client leaves; the client's next message
 // gets 404.
-func (e *Endpoint) endEvicted(ev eviction) {
+func (e *Endpoint) endEvicted(ev sessionbook.Eviction) {
 	started := e.subs.wg.Go(func() {
-		defer ev.done()
-		ctx, cancel := context.WithTimeout(mcpgateway.WithUser(context.Background(), ev.user), evictTimeout)
+		defer ev.Done()
+		ctx, cancel := context.WithTimeout(mcpgateway.WithUser(context.Background(), ev.User), evictTimeout)
 		defer cancel()
-		e.logger.InfoContext(ctx, "MCP session ended to make room for a new one", logKeyUser, ev.user, logKeyCause, ev.cause)
-		if strings.HasPrefix(ev.id, ssePrefix) {
-			e.srv.UnregisterSession(ctx, ev.id) // its subscriptions end (sessionEnded)
-			e.cancelSession(ev.id)
+		e.logger.InfoContext(ctx, "MCP session ended to make room for a new one", logKeyUser, ev.User, logKeyCause, ev.Cause)
+		if strings.HasPrefix(ev.ID, sessionbook.SSEPrefix) {
+			e.srv.UnregisterSession(ctx, ev.ID) // its subscriptions end (sessionEnded)
+			e.cancelSession(ev.ID)
 		} else {
-			e.endHere(ctx, ev.id)
+			e.endHere(ctx, ev.ID)
 		}
 		if e.opts.Sessions == nil {
 			return
 		}
-		if err := e.endShared(ctx, ev.id, ev.user); err != nil {
+		if err := e.endShared(ctx, ev.ID, ev.User); err != nil {
 			e.logger.WarnContext(ctx, "removing an evicted MCP session's record: the other replicas serve it until it is idle",
-				logKeyUser, ev.user, logKeyErr, err)
+				logKeyUser, ev.User, logKeyErr, err)
 		}
 	})
 	if !started { // the endpoint is closing: its sessions all end with it
-		ev.done()
+		ev.Done()
 	}
 }

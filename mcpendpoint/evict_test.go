@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -85,7 +86,7 @@ func TestEvictEndsTheSessionEverywhere(t *testing.T) {
 				_, _ = io.Copy(io.Discard, stream.Body)
 				_ = stream.Body.Close()
 			}()
-			testenv.WaitFor(t, 10*time.Second, "alice's GET stream", func() bool { return ep.sessions.streaming(sid, "alice") })
+			testenv.WaitFor(t, 10*time.Second, "alice's GET stream", func() bool { return ep.sessions.Streaming(sid, "alice") })
 			go func() {
 				req := mcp.CallToolRequest{}
 				req.Params.Name = "up__wait"
@@ -127,7 +128,10 @@ func TestEvictEndsTheSessionEverywhere(t *testing.T) {
 // cap loses their own least recently used, never another user's, even
 // when that makes MaxSessions in all.
 func TestEvictSparesOtherUsers(t *testing.T) {
-	const total = minSessionsPerUser + 1
+	const total = 65
+	if perUser := sessionbook.PerUser(total); perUser != total-1 {
+		t.Fatalf("sessionbook.PerUser(%d) = %d, want %d", total, perUser, total-1)
+	}
 	ep := New(&source{expose: mcpconfig.DefaultExpose()}, &Options{MaxSessions: total})
 	base := serve(t, ep)
 	bob := rawSession(t, base, "bob")

@@ -246,7 +246,7 @@ func (e *Endpoint) serveFastList(w http.ResponseWriter, q *request) bool {
 		}
 	case version != "" && !slices.Contains(protocolVersions, version):
 		return false
-	case !e.sessions.streaming(q.sid, q.user):
+	case !e.sessions.Streaming(q.sid, q.user):
 		return false
 	default:
 		version = "" // checked: the body says nothing of it

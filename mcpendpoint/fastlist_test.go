@@ -112,7 +112,7 @@ func rawStream(t *testing.T, ep *Endpoint, base, user, session string) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	deadline := time.Now().Add(10 * time.Second)
-	for !ep.sessions.streaming(session, user) {
+	for !ep.sessions.Streaming(session, user) {
 		if time.Now().After(deadline) {
 			t.Fatal("the GET stream never opened")
 		}
@@ -214,7 +214,7 @@ func TestFastListMatchesMCPGo(t *testing.T) {
 	connect(t, c2)
 	sid := c2.GetSessionId()
 	deadline := time.Now().Add(10 * time.Second)
-	for !ep.sessions.streaming(sid, "alice") {
+	for !ep.sessions.Streaming(sid, "alice") {
 		if time.Now().After(deadline) {
 			t.Fatal("the client's GET stream never opened")
 		}

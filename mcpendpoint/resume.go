@@ -56,7 +56,7 @@ func streamOf(ctx context.Context) *callstream.Stream {
 // and reports whether it did.
 func (e *Endpoint) serveCallStream(w http.ResponseWriter, q *request) bool {
 	r, sid, user := q.r, q.sid, q.user
-	if !q.post(string(mcp.MethodToolsCall)) || !q.msg.IsRequest() || sid == "" || !acceptsEventStream(r) || !e.sessions.resumable(sid, user) {
+	if !q.post(string(mcp.MethodToolsCall)) || !q.msg.IsRequest() || sid == "" || !acceptsEventStream(r) || !e.sessions.Resumable(sid, user) {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {

@@ -151,7 +151,7 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, q *request) {
 // session, shared between the replicas, or one that opens a session.
 func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 	r, id, user := q.r, q.sid, q.user
-	// mcp-go checks a POST's session id (sessionBook) but opens a GET
+	// mcp-go checks a POST's session id (sessionbook.Book) but opens a GET
 	// stream on any, where another user would get that session's
 	// messages, and answers 500 to a DELETE of an unknown one, or of
 	// none.
@@ -166,7 +166,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 			return
 		}
 	}
-	if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && id != "" && !e.sessions.ownedBy(id, user) {
+	if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && id != "" && !e.sessions.OwnedBy(id, user) {
 		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 		return
 	}
@@ -184,7 +184,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 			return
 		}
 		if id != "" {
-			defer e.sessions.openStream(id)()
+			defer e.sessions.OpenStream(id)()
 			var stop func()
 			gctx, stop = e.trackSession(gctx, id) // the stream ends with the session, here or on another replica
 			defer stop()
@@ -195,7 +195,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 			return
 		}
 	case http.MethodDelete:
-		if e.opts.Sessions != nil && e.sessions.ownedBy(id, user) && !e.endEverywhere(r.Context(), w, id, user) {
+		if e.opts.Sessions != nil && e.sessions.OwnedBy(id, user) && !e.endEverywhere(r.Context(), w, id, user) {
 			return
 		}
 	}
@@ -203,7 +203,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 		w = &tagWriter{ResponseWriter: w, e: e}
 	}
 	e.http.ServeHTTP(w, q.r)
-	if r.Method == http.MethodDelete && !e.sessions.ownedBy(id, user) {
+	if r.Method == http.MethodDelete && !e.sessions.OwnedBy(id, user) {
 		e.cancelSession(id) // the client ended its session: so are its calls
 	}
 }

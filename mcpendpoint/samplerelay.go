@@ -117,9 +117,9 @@ func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.Crea
 // (relaySample): it is put to the client, on a goroutine of the endpoint,
 // if the session's GET stream is open here.
 func (e *Endpoint) receiveSample(m *envelope) {
-	id := e.sessions.byHash(m.Session)
-	user, ok := e.sessions.owner(id)
-	if !ok || !e.sessions.streaming(id, user) {
+	id := e.sessions.ByHash(m.Session)
+	user, ok := e.sessions.Owner(id)
+	if !ok || !e.sessions.Streaming(id, user) {
 		return
 	}
 	r := e.samples

@@ -3,8 +3,6 @@ package mcpendpoint
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -74,18 +73,10 @@ const storeTimeout = 10 * time.Second
 // the SessionStore fails.
 const storeRetryAfter = 2 * time.Second
 
-// Context keys of the requests the endpoint makes to mcp-go itself:
-// adoptKey holds the id of the session an initialize adopts, endKey marks
-// the DELETE that ends a session another replica ended.
-type (
-	adoptKey struct{}
-	endKey   struct{}
-)
-
-// idHash is the SHA-256 of a session id, in hex.
+// idHash is the name of session id in the messages between the replicas:
+// the SHA-256 of the id, in hex (sessionbook.Hash).
 func idHash(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(sum[:])
+	return sessionbook.Hash(id)
 }
 
 // touchEvery is how often a session's use here is recorded in the
@@ -108,27 +99,27 @@ func (e *Endpoint) shareSession(ctx context.Context, id, user string) error {
 	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
 	defer cancel()
 	for {
-		if c := e.sessions.adoption(id); c != nil { // mcp-go holds it only once the adoption is done
+		if c := e.sessions.Adoption(id); c != nil { // mcp-go holds it only once the adoption is done
 			select {
 			case <-c:
 			case <-ctx.Done():
 				return fmt.Errorf("wait for another request's adoption of an MCP session: %w", ctx.Err())
 			}
 		}
-		if e.sessions.ownedBy(id, user) {
+		if e.sessions.OwnedBy(id, user) {
 			break
 		}
-		if !strings.HasPrefix(id, httpPrefix) || len(id) > maxSessionIDLen {
+		if !strings.HasPrefix(id, sessionbook.HTTPPrefix) || len(id) > maxSessionIDLen {
 			return nil // not one of ours: unknown
 		}
-		done, first, _ := e.sessions.startAdopt(id)
+		done, first, _ := e.sessions.StartAdopt(id)
 		if !first {
 			continue // another request adopts it now: wait for it, then look again
 		}
 		defer done()
 		return e.adopt(ctx, id, user)
 	}
-	if !e.sessions.touchDue(id, e.touchEvery()) {
+	if !e.sessions.TouchDue(id, e.touchEvery()) {
 		return nil
 	}
 	err := e.opts.Sessions.TouchSession(ctx, id, user, "", e.opts.SessionIdleTTL)
@@ -145,8 +136,8 @@ func (e *Endpoint) shareSession(ctx context.Context, id, user string) error {
 // replays the client's initialize to mcp-go under id, then the log level
 // the client set. It does nothing for a session unknown to the
 // SessionStore or another user's, and returns the SessionStore's other
-// errors. The caller marks the adoption (sessionBook.startAdopt), so that
-// the other requests of the session wait for it.
+// errors. The caller marks the adoption (sessionbook.Book.StartAdopt),
+// so that the other requests of the session wait for it.
 func (e *Endpoint) adopt(ctx context.Context, id, user string) error {
 	s, err := e.opts.Sessions.Session(ctx, id, user, e.opts.SessionIdleTTL)
 	if errors.Is(err, ErrUnknownSession) {
@@ -155,13 +146,13 @@ func (e *Endpoint) adopt(ctx context.Context, id, user string) error {
 	if err != nil {
 		return fmt.Errorf("read an MCP session another replica opened: %w", err)
 	}
-	ctx = context.WithValue(mcpgateway.WithUser(ctx, user), adoptKey{}, id)
+	ctx = sessionbook.WithAdoption(mcpgateway.WithUser(ctx, user), id)
 	init, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": json.RawMessage(s.Init)})
 	if err != nil {
 		e.logger.Warn("an MCP session another replica opened has initialize params that are not JSON", logKeyErr, err)
 		return nil
 	}
-	if code := e.replay(ctx, http.MethodPost, "", "", init); code != http.StatusOK || !e.sessions.ownedBy(id, user) {
+	if code := e.replay(ctx, http.MethodPost, "", "", init); code != http.StatusOK || !e.sessions.OwnedBy(id, user) {
 		e.logger.Warn("adopting an MCP session another replica opened", logKeyStatus, code)
 		return nil
 	}
@@ -192,7 +183,7 @@ func writeUnavailable(w http.ResponseWriter, after time.Duration, msg string) {
 // endHere ends session id on this replica only, as a DELETE would: its
 // calls are cancelled and its GET stream closed.
 func (e *Endpoint) endHere(ctx context.Context, id string) {
-	e.replay(context.WithValue(ctx, endKey{}, true), http.MethodDelete, id, "", nil)
+	e.replay(sessionbook.WithEnding(ctx), http.MethodDelete, id, "", nil)
 	e.cancelSession(id)
 }
 
@@ -246,7 +237,7 @@ func (w *discardWriter) WriteHeader(code int) {
 // replicas may serve it; it did not when it is one this replica adopts.
 func (e *Endpoint) recordSession(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
 	id := SessionID(ctx)
-	if id == "" || ctx.Value(adoptKey{}) != nil || !strings.HasPrefix(id, httpPrefix) {
+	if id == "" || sessionbook.IsAdoption(ctx) || !strings.HasPrefix(id, sessionbook.HTTPPrefix) {
 		return
 	}
 	params := req.Params
@@ -262,14 +253,14 @@ func (e *Endpoint) recordSession(ctx context.Context, _ any, req *mcp.Initialize
 		e.logger.Warn("recording an MCP session for the other replicas: it is served on this one only", logKeyErr, err)
 		return
 	}
-	e.sessions.touched(id)
+	e.sessions.Touched(id)
 }
 
 // recordLevel records the log level a client set in the SessionStore
 // (mcp-go's after-setLevel hook), for the replicas that adopt the session.
 func (e *Endpoint) recordLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
 	id := SessionID(ctx)
-	if id == "" || ctx.Value(adoptKey{}) != nil || !strings.HasPrefix(id, httpPrefix) {
+	if id == "" || sessionbook.IsAdoption(ctx) || !strings.HasPrefix(id, sessionbook.HTTPPrefix) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
@@ -290,7 +281,7 @@ func (e *Endpoint) syncLevel(ctx context.Context) {
 	}
 	sl, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging)
 	id := SessionID(ctx)
-	if !ok || !strings.HasPrefix(id, httpPrefix) {
+	if !ok || !strings.HasPrefix(id, sessionbook.HTTPPrefix) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.ListTimeout)
@@ -329,7 +320,7 @@ func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
 
 // receiveEnded ends here a session another replica ended (relayEnded).
 func (e *Endpoint) receiveEnded(m *envelope) {
-	if id := e.sessions.byHash(m.Session); id != "" {
+	if id := e.sessions.ByHash(m.Session); id != "" {
 		e.endHere(context.Background(), id)
 	}
 }

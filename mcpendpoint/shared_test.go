@@ -19,6 +19,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
@@ -225,7 +226,7 @@ func TestSharedSubscriptionUpdatesReachTheStream(t *testing.T) {
 
 	c, got := updatesClient(t, urlA)
 	sid := c.GetSessionId()
-	testenv.WaitFor(t, 10*time.Second, "the client's GET stream on A", func() bool { return epA.sessions.streaming(sid, "alice") })
+	testenv.WaitFor(t, 10*time.Second, "the client's GET stream on A", func() bool { return epA.sessions.Streaming(sid, "alice") })
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	resp := mcpRequest(t, ctx, http.MethodPost, urlB, "alice", sid, `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{"uri":"test://w"}}`)
@@ -334,7 +335,7 @@ func TestSharedSessionStoreDown(t *testing.T) {
 	urlA, urlB := serve(t, epA), serve(t, epB)
 	s := wireInit(t, urlA+"/mcp", "alice", mcp.ProtocolVersion20251125)
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
-	unknown := httpPrefix + strings.Repeat("0", 32)
+	unknown := sessionbook.HTTPPrefix + strings.Repeat("0", 32)
 
 	store.down.Store(true)
 	wantStatus(t, "POST on B with the store down", mcpRequest(t, t.Context(), http.MethodPost, urlB, "alice", s.id, list), http.StatusServiceUnavailable)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -85,7 +86,7 @@ func (e *Endpoint) serveSSE(w http.ResponseWriter, r *http.Request, user string)
 // record fresh until the stream ends (serveSSE). When the SessionStore
 // fails, the session is served on this replica only.
 func (e *Endpoint) generateSSE(ctx context.Context, r *http.Request) (string, error) {
-	id, err := e.sessions.generateSSE(ctx, r)
+	id, err := e.sessions.GenerateSSE(ctx, r)
 	h, _ := r.Context().Value(sseHoldKey{}).(*sseHold)
 	if err != nil || h == nil {
 		return id, err
@@ -131,12 +132,12 @@ func (e *Endpoint) refreshSSE(h *sseHold) {
 func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, q *request) {
 	r, user := q.r, q.user
 	id := r.URL.Query().Get("sessionId")
-	if e.sessions.ownedBy(id, user) {
+	if e.sessions.OwnedBy(id, user) {
 		e.sse.ServeHTTP(w, r)
 		return
 	}
 	if e.opts.Sessions == nil || e.opts.Relay == nil || r.Method != http.MethodPost ||
-		!strings.HasPrefix(id, ssePrefix) || len(id) > maxSessionIDLen {
+		!strings.HasPrefix(id, sessionbook.SSEPrefix) || len(id) > maxSessionIDLen {
 		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 		return
 	}
@@ -178,11 +179,11 @@ func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, q *request) {
 // mcp-go handles the message on a goroutine of its own, with a ctx not
 // cancelled when the request made here returns.
 func (e *Endpoint) receiveSSEMessage(m *envelope) {
-	id := e.sessions.byHash(m.Session)
-	if !strings.HasPrefix(id, ssePrefix) {
+	id := e.sessions.ByHash(m.Session)
+	if !strings.HasPrefix(id, sessionbook.SSEPrefix) {
 		return // not held here
 	}
-	user, ok := e.sessions.owner(id)
+	user, ok := e.sessions.Owner(id)
 	if !ok {
 		return
 	}

@@ -316,7 +316,7 @@ func TestSubscribeEndedMidCallLeaksNothing(t *testing.T) {
 func TestReceiveAfterCloseStartsNothing(t *testing.T) {
 	ep := New(&source{expose: mcpconfig.DefaultExpose()}, nil)
 	const sid, uri = "mcp-session-closed", "test://w"
-	ep.sessions.add(sid, "alice")
+	ep.sessions.Add(sid, "alice")
 	release := make(chan struct{})
 	defer close(release)
 	ep.subs.bySession = map[string]map[string]*subscription{sid: {uri: {user: "alice", stop: func(context.Context) error {
