@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -118,7 +119,7 @@ func promptBind(name string, args map[string]string) []byte {
 	for k, v := range args {
 		m[k] = v
 	}
-	return bindHash("prompts/get\x00"+name, m)
+	return reqstate.BindHash("prompts/get\x00"+name, m)
 }
 
 // promptOf turns the outcome of a held prompts/get into its answer: the
