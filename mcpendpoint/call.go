@@ -39,7 +39,7 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if isModern(ctx) && heldFrom(ctx) == nil {
 		return e.routeModern(ctx, req)
 	}
-	ctx, done := e.drain.call(ctx)
+	ctx, done := e.drain.Call(ctx)
 	defer done()
 	res, err := e.routeCall(ctx, req)
 	if errors.Is(context.Cause(ctx), errServiceStopped) && (err != nil || res == nil || res.IsError) {

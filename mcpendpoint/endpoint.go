@@ -12,6 +12,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -140,7 +141,7 @@ type Endpoint struct {
 	// (tests shorten it).
 	storeWait time.Duration
 	// drain is the endpoint's part in a shutdown (drain.go).
-	drain drainState
+	drain drain.State
 	// held are the 2026-07-28 calls (held.go); sealer seals their
 	// requestStates.
 	held   *heldTable
