@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
@@ -38,7 +39,7 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if isModern(ctx) && heldFrom(ctx) == nil {
 		return e.routeModern(ctx, req)
 	}
-	ctx, done := e.drain.call(ctx)
+	ctx, done := e.drain.Call(ctx)
 	defer done()
 	res, err := e.routeCall(ctx, req)
 	if errors.Is(context.Cause(ctx), errServiceStopped) && (err != nil || res == nil || res.IsError) {
@@ -92,12 +93,12 @@ func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 func (e *Endpoint) callNamed(ctx context.Context, user, name string, args map[string]any, emit tools.Emitter) (*mcp.CallToolResult, error) {
 	cat, en := e.lookup(ctx, user, name)
 	if en == nil {
-		names := make([]string, 0, len(cat.entries))
+		known := make([]string, 0, len(cat.entries))
 		for _, x := range cat.entries {
-			names = append(names, x.name)
+			known = append(known, x.name)
 		}
 		msg := fmt.Sprintf("unknown tool %q", name)
-		if c := closestNames(name, names, 5); len(c) > 0 {
+		if c := names.Closest(name, known, 5); len(c) > 0 {
 			msg += "; closest: " + strings.Join(c, ", ")
 		}
 		return mcp.NewToolResultError(msg), nil
@@ -115,14 +116,14 @@ func (e *Endpoint) callNamed(ctx context.Context, user, name string, args map[st
 
 // callGateway runs a gateway tool (gateways mode) as the tree does.
 func (e *Endpoint) callGateway(ctx context.Context, user, name string, args map[string]any, emit tools.Emitter) (*mcp.CallToolResult, error) {
-	var names []string
+	var known []string
 	for _, up := range e.src.Upstreams() {
 		t, ok := up.(tools.Tool)
 		if !ok {
 			continue
 		}
 		if t.Name() != name {
-			names = append(names, t.Name())
+			known = append(known, t.Name())
 			continue
 		}
 		res, err := t.Run(mcpgateway.WithUser(ctx, user), tools.Call{Args: args, UserID: user}, emit)
@@ -132,7 +133,7 @@ func (e *Endpoint) callGateway(ctx context.Context, user, name string, args map[
 		return resultOf(res), nil
 	}
 	msg := fmt.Sprintf("unknown tool %q", name)
-	if c := closestNames(name, names, 5); len(c) > 0 {
+	if c := names.Closest(name, known, 5); len(c) > 0 {
 		msg += "; closest: " + strings.Join(c, ", ")
 	}
 	return mcp.NewToolResultError(msg), nil

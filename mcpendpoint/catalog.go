@@ -12,11 +12,16 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 	"github.com/elysia-go/elysia/tools"
 )
+
+// MaxNameLen is the longest tool name the endpoint lists: Claude Desktop,
+// VS Code and OpenAI refuse longer ones.
+const MaxNameLen = names.MaxLen
 
 // Upstream is one configured server as the endpoint uses it;
 // *mcpgateway.Gateway satisfies it. Its methods are safe for concurrent use
@@ -161,7 +166,7 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 	for i, up := range ups {
 		cfg := up.Config()
 		if signIn[i] != nil {
-			name, _ := dedupe(exposedName(cfg.ExposedPrefix(), ex.Separator, signInTool), taken)
+			name, _ := names.Dedupe(names.Exposed(cfg.ExposedPrefix(), ex.Separator, signInTool), taken)
 			cat.byName[name] = len(cat.entries)
 			cat.entries = append(cat.entries, entry{name: name, up: up, server: cfg.Name, signIn: signIn[i], info: mcpgateway.ToolInfo{
 				Name:        signInTool,
@@ -171,8 +176,8 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 			continue
 		}
 		for _, ti := range lists[i] {
-			want := exposedName(cfg.ExposedPrefix(), ex.Separator, ti.Name)
-			name, moved := dedupe(want, taken)
+			want := names.Exposed(cfg.ExposedPrefix(), ex.Separator, ti.Name)
+			name, moved := names.Dedupe(want, taken)
 			if moved {
 				collisions = append(collisions, Collision{Server: cfg.Name, Tool: ti.Name, Wanted: want, Name: name})
 			}

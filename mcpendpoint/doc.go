@@ -16,8 +16,8 @@
 // capabilities, and whichever replica it reaches answers it, reading and
 // writing no session (ServeMCP sends it past all of the session
 // machinery). What a call must ask such a client becomes an input_required
-// result with a sealed requestState (held.go, state.go), and the client's
-// retry carries the answers.
+// result with a sealed requestState (held.go, internal/reqstate), and the
+// client's retry carries the answers.
 //
 // # The one relay of 2026-07-28
 //

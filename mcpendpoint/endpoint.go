@@ -12,6 +12,8 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -96,11 +98,11 @@ type Options struct {
 	// within resumeRelayWait for gone.
 	Replicas Replicas
 	// StateKey is the HMAC-SHA256 key that seals the requestState of a
-	// 2026-07-28 call's input_required result (state.go); the replicas
-	// of a service share it, so that any of them takes the client's
-	// retry. Derive it from the service's secret for this use alone; it
-	// is never logged. Empty means a random key of this process: only
-	// this process opens its requestStates.
+	// 2026-07-28 call's input_required result (internal/reqstate); the
+	// replicas of a service share it, so that any of them takes the
+	// client's retry. Derive it from the service's secret for this use
+	// alone; it is never logged. Empty means a random key of this
+	// process: only this process opens its requestStates.
 	StateKey []byte
 	// InputWait is how long a 2026-07-28 call that asked its client
 	// something waits for the retry with the answers before it is
@@ -141,11 +143,11 @@ type Endpoint struct {
 	// (tests shorten it).
 	storeWait time.Duration
 	// drain is the endpoint's part in a shutdown (drain.go).
-	drain drainState
-	// held are the 2026-07-28 calls (held.go); stateKey seals their
-	// requestStates (state.go).
-	held     *heldTable
-	stateKey []byte
+	drain drain.State
+	// held are the 2026-07-28 calls (held.go); sealer seals their
+	// requestStates.
+	held   *heldTable
+	sealer reqstate.Sealer
 	// info is serverInfo, encoded once.
 	info []byte
 	// tasks keeps the tasks (tasks.go); nudges wake the watchers of
@@ -220,11 +222,11 @@ func New(src Source, opts *Options) *Endpoint {
 		e.tasks = tasks.NewMemStore()
 	}
 	e.opts.Tasks = nil // kept in tasks only
-	e.stateKey = newStateKey()
+	e.sealer = reqstate.Sealer{Key: reqstate.NewKey(), Wait: o.InputWait}
 	if len(o.StateKey) > 0 {
-		e.stateKey = append([]byte(nil), o.StateKey...)
+		e.sealer.Key = append([]byte(nil), o.StateKey...)
 	}
-	e.opts.StateKey = nil // kept in stateKey only
+	e.opts.StateKey = nil // kept in sealer only
 	e.info = serverInfo(o.Version)
 	e.sessions = sessionbook.New(o.MaxSessions, sessionbook.PerUser(o.MaxSessions), ErrUnknownSession, e.endEvicted)
 	e.tag = newReplicaTag()

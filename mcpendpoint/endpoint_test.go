@@ -153,7 +153,8 @@ func connect(t *testing.T, c *mcpclient.Client) {
 	}
 }
 
-func names(t *testing.T, c *mcpclient.Client) []string {
+// listedNames returns the names of the tools c lists.
+func listedNames(t *testing.T, c *mcpclient.Client) []string {
 	t.Helper()
 	res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
 	if err != nil {
@@ -199,7 +200,7 @@ func TestListSurvivesDownAndSlowServers(t *testing.T) {
 	}
 	connect(t, c)
 	start := time.Now()
-	got := strings.Join(names(t, c), ",")
+	got := strings.Join(listedNames(t, c), ",")
 	if got != "good__echo" {
 		t.Errorf("tools/list = %s, want good__echo alone", got)
 	}
@@ -225,7 +226,7 @@ func TestSSETransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect(t, c)
-	if got := strings.Join(names(t, c), ","); got != "good__echo" {
+	if got := strings.Join(listedNames(t, c), ","); got != "good__echo" {
 		t.Errorf("tools/list over SSE = %s", got)
 	}
 	if text, isErr := call(t, c, "good__echo", map[string]any{"message": "old"}); isErr || text != "echo: old" {
@@ -260,7 +261,7 @@ func TestGatewaysMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect(t, c)
-	if got := strings.Join(names(t, c), ","); got != "mcp_good" {
+	if got := strings.Join(listedNames(t, c), ","); got != "mcp_good" {
 		t.Errorf("tools/list = %s, want mcp_good", got)
 	}
 	text, isErr := call(t, c, "mcp_good", map[string]any{"action": "execute", "tool_name": "echo", "tool_inputs": map[string]any{"message": "gw"}})
@@ -286,7 +287,7 @@ func TestAskTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	connect(t, c)
-	if got := strings.Join(names(t, c), ","); got != "ask" {
+	if got := strings.Join(listedNames(t, c), ","); got != "ask" {
 		t.Errorf("tools/list = %s, want ask", got)
 	}
 	req := mcp.CallToolRequest{}
@@ -309,7 +310,7 @@ func TestAskTool(t *testing.T) {
 	src.mu.Lock()
 	src.expose.Agent = false
 	src.mu.Unlock()
-	if got := names(t, c); len(got) != 0 {
+	if got := listedNames(t, c); len(got) != 0 {
 		t.Errorf("tools with agent off: %v", got)
 	}
 }

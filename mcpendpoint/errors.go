@@ -1,6 +1,10 @@
 package mcpendpoint
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
+)
 
 // ErrUnknownSession is matched by the error of a request naming a session
 // id the endpoint does not know, or one another user opened: the client
@@ -18,7 +22,7 @@ var ErrNotSubscribable = errors.New("resource cannot be subscribed to")
 // ErrRequestState is matched by the error of a 2026-07-28 retry whose
 // requestState the endpoint refuses: not one it issued, altered, expired,
 // another user's or another request's. Nothing is run.
-var ErrRequestState = errors.New("requestState refused")
+var ErrRequestState = reqstate.ErrRefused
 
 // ErrCallGone is matched by the error of a 2026-07-28 retry whose call no
 // longer waits for it: it ended, its wait for the client's answers

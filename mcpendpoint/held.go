@@ -16,6 +16,7 @@ import (
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/capped"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -24,14 +25,14 @@ import (
 // client has no session to be asked on: what the endpoint must ask it
 // during a call (an upstream's elicitation or sampling, a question of ask's
 // run) is the answer to the tools/call itself, an input_required result
-// with the questions and a sealed requestState (state.go), and the client
-// sends the same tools/call again with its answers. The call cannot start
-// over, though: the question belongs to an upstream request that runs on
-// this replica (and, for a 2025-11-25 upstream, to a session held here).
+// with the questions and a sealed requestState (internal/reqstate), and the
+// client sends the same tools/call again with its answers. The call cannot
+// start over, though: the question belongs to an upstream request that runs
+// on this replica (and, for a 2025-11-25 upstream, to a session held here).
 // So every 2026-07-28 tools/call runs on a goroutine the endpoint owns, a
 // held call; the client's request waits for its first event. A question
-// suspends the call and answers the request; the retry hands the answers
-// to the questions that wait, then waits for the call's next event: its
+// suspends the call and answers the request; the retry hands the answers to
+// the questions that wait, then waits for the call's next event: its
 // result, or its next questions, up to maxInputRounds rounds. A suspended
 // call waits InputWait for the retry, then is cancelled; a client that
 // leaves while it waits cancels the call, as any abandoned call. The calls
@@ -123,7 +124,7 @@ type heldCall struct {
 	id     string
 	user   string
 	cancel context.CancelFunc
-	// bind hashes the request (bindHash), computed when first sealed.
+	// bind hashes the request (reqstate.BindHash), computed when first sealed.
 	bind func() []byte
 
 	// mu guards the fields below.
@@ -359,10 +360,10 @@ func (e *Endpoint) startHeld(ctx context.Context, user string, w *heldWaiter, ea
 	return h, nil
 }
 
-// bindOf is the bindHash of a tools/call as the client sent it.
+// bindOf is the reqstate.BindHash of a tools/call as the client sent it.
 func bindOf(req mcp.CallToolRequest) []byte {
 	args, _ := arguments(req) // a bad one never runs: it binds as null
-	return bindHash(clientToolName(req), args)
+	return reqstate.BindHash(clientToolName(req), args)
 }
 
 // clientToolName is the tool the client called (beforeCallTool keeps it).
@@ -412,7 +413,7 @@ func (e *Endpoint) routeModern(ctx context.Context, req mcp.CallToolRequest) (*m
 // gave, which may have made it a task under p.
 func (e *Endpoint) resumeHeld(ctx context.Context, user, text string, bind []byte, rs mcp.InputResponses, p taskPolicy,
 	again string) (*heldCall, *mcp.CallToolResult, error) {
-	st, err := e.openStateOf(text, user, bind, time.Now())
+	st, err := e.sealer.OpenFor(text, user, bind, time.Now())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -518,8 +519,8 @@ func (e *Endpoint) inputRequired(h *heldCall) (*mcp.CallToolResult, error) {
 	h.waiter = nil
 	h.lapse = time.AfterFunc(e.opts.InputWait, func() { e.lapsed(h, round) })
 	h.mu.Unlock()
-	state := e.seal(callState{Call: h.id, Replica: e.tag, Round: round, Expires: time.Now().Add(e.opts.InputWait).Unix(),
-		User: userHash(h.user), Bind: h.bind()})
+	state := e.sealer.Seal(reqstate.State{Call: h.id, Replica: e.tag, Round: round, Expires: time.Now().Add(e.opts.InputWait).Unix(),
+		User: reqstate.UserHash(h.user), Bind: h.bind()})
 	return &mcp.CallToolResult{
 		Result:               mcp.Result{ResultType: mcp.ResultTypeInputRequired},
 		MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: reqs, RequestState: state},
@@ -577,14 +578,14 @@ func (e *Endpoint) heldSample(ctx context.Context, h *heldCall, req mcp.CreateMe
 func isModern(ctx context.Context) bool { return mcpserver.IsModernRequest(ctx) }
 
 // checkRetry refuses the 2026-07-28 tools/call m when it carries a
-// requestState ctx's user may not use (openState): the client gets a
-// JSON-RPC error saying why, and nothing runs. Anything else passes, to
-// be answered as mcp-go and route see fit.
+// requestState ctx's user may not use (reqstate.Sealer.OpenFor): the
+// client gets a JSON-RPC error saying why, and nothing runs. Anything else
+// passes, to be answered as mcp-go and route see fit.
 func (e *Endpoint) checkRetry(ctx context.Context, m *jsonrpc.Message) error {
 	var p mcp.CallToolParams
 	if m.DecodeParams(&p) != nil || p.RequestState == "" || !mcp.IsModernProtocol(p.Meta.ProtocolVersion()) {
 		return nil
 	}
-	_, err := e.openStateOf(p.RequestState, mcpgateway.UserFrom(ctx), bindOf(mcp.CallToolRequest{Params: p}), time.Now())
+	_, err := e.sealer.OpenFor(p.RequestState, mcpgateway.UserFrom(ctx), bindOf(mcp.CallToolRequest{Params: p}), time.Now())
 	return err
 }

@@ -21,6 +21,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/internal/testenv"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
@@ -391,7 +392,7 @@ func TestModernRequestStateRefused(t *testing.T) {
 	ep, base := askerEndpoint(t, a, nil)
 	_, first := rawCall(t, base, "alice", "up__two", map[string]any{"arguments": map[string]any{"who": "me"}}, nil)
 	state := stateOf(t, first)
-	st, err := ep.openState(state, time.Now())
+	st, err := ep.sealer.Open(state, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestModernRequestStateRefused(t *testing.T) {
 	}{
 		{"forged", "alice", forged, map[string]any{"who": "me"}, "not one this service issued"},
 		{"unsigned", "alice", strings.Split(state, ".")[0], map[string]any{"who": "me"}, "not one this service issued"},
-		{"expired", "alice", ep.seal(expired), map[string]any{"who": "me"}, "expired"},
+		{"expired", "alice", ep.sealer.Seal(expired), map[string]any{"who": "me"}, "expired"},
 		{"another user's", "bob", state, map[string]any{"who": "me"}, "another user"},
 		{"another request's", "alice", state, map[string]any{"who": "you"}, "another request"},
 	} {
@@ -576,7 +577,7 @@ func TestModernHeldCallsCapped(t *testing.T) {
 func alternating(t *testing.T, a *asker, toA *gate, dropA *atomic.Bool) (epA, epB *Endpoint, lb string, relayed *atomic.Int32, stopA func()) {
 	t.Helper()
 	src := &source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "up", a.url)}}
-	key := newStateKey()
+	key := reqstate.NewKey()
 	store, reps := &memSessions{}, &memReplicas{}
 	relayed = &atomic.Int32{}
 	toB := newMemRelay(t, func() *Endpoint { return epB })

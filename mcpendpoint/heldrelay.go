@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -41,7 +42,7 @@ const (
 // names a call another replica holds, to that replica and waits for the
 // outcome: under p, the call may become a task there, whose envelope is
 // then the reply here.
-func (e *Endpoint) retryElsewhere(ctx context.Context, st callState, text string, rs mcp.InputResponses, p taskPolicy) (*mcp.CallToolResult, error) {
+func (e *Endpoint) retryElsewhere(ctx context.Context, st reqstate.State, text string, rs mcp.InputResponses, p taskPolicy) (*mcp.CallToolResult, error) {
 	if e.opts.Relay == nil {
 		return nil, fmt.Errorf("%w: it waits on another replica of the service, which this one cannot reach: call the tool again", ErrCallGone)
 	}
@@ -190,12 +191,12 @@ func (e *Endpoint) serveRelayedRetry(m *envelope) {
 // inputRelayKeepalive that it waits. A call that becomes a task (the
 // retry's policy allowed it) gives its envelope.
 func (e *Endpoint) relayedRetry(ctx context.Context, m *envelope) (*mcp.CallToolResult, json.RawMessage, error) {
-	st, err := e.openState(m.State, time.Now()) // its user and request: checked by the replica that took it
+	st, err := e.sealer.Open(m.State, time.Now()) // its user and request: checked by the replica that took it
 	if err != nil {
 		return nil, nil, err
 	}
 	h := e.held.get(st.Call)
-	if st.Replica != e.tag || h == nil || !bytes.Equal(userHash(h.user), st.User) {
+	if st.Replica != e.tag || h == nil || !bytes.Equal(reqstate.UserHash(h.user), st.User) {
 		return nil, nil, fmt.Errorf("%w: it ended, or waited longer than %v for these answers: call the tool again", ErrCallGone, e.opts.InputWait)
 	}
 	var rs mcp.InputResponses

@@ -38,7 +38,7 @@ func TestUpstreamPromptChangeReachesClients(t *testing.T) {
 	t.Cleanup(hs.Close)
 	c, prompts := listening(t, hs.URL+"/mcp", func(src *source) mcpgateway.Observer { return listsNotifier{notifier{src}} },
 		mcp.MethodNotificationPromptsListChanged)
-	names(t, c) // the first listing of tools is announced, prompts' list_changed last
+	listedNames(t, c) // the first listing of tools is announced, prompts' list_changed last
 	select {
 	case <-prompts:
 	case <-time.After(5 * time.Second):

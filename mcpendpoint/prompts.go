@@ -9,6 +9,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -31,8 +33,8 @@ func (e *Endpoint) prompts(ctx context.Context) []promptEntry {
 	taken := map[string]bool{}
 	for _, l := range lists {
 		for _, pi := range l.v {
-			want := exposedName(l.up.Config().ExposedPrefix(), ex.Separator, pi.Name)
-			name, moved := dedupe(want, taken)
+			want := names.Exposed(l.up.Config().ExposedPrefix(), ex.Separator, pi.Name)
+			name, moved := names.Dedupe(want, taken)
 			if moved {
 				e.logger.Warn("aggregate endpoint: prompt name taken, listed under another", logKeyServer, l.server, "prompt", pi.Name,
 					logKeyWanted, want, logKeyName, name)
@@ -118,7 +120,7 @@ func promptBind(name string, args map[string]string) []byte {
 	for k, v := range args {
 		m[k] = v
 	}
-	return bindHash("prompts/get\x00"+name, m)
+	return reqstate.BindHash("prompts/get\x00"+name, m)
 }
 
 // promptOf turns the outcome of a held prompts/get into its answer: the

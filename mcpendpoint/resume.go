@@ -66,14 +66,14 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, q *request) bool {
 		return false // mcp-go's 400
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	pending := e.drain.open() // a shutdown waits for the answer to reach a client
-	st := e.streams.Open(sid, user, func() { cancel(); pending.settle() })
+	pending := e.drain.Open() // a shutdown waits for the answer to reach a client
+	st := e.streams.Open(sid, user, func() { cancel(); pending.Settle() })
 	if st == nil {
 		cancel() // past the session's streams: answered as mcp-go does
-		pending.settle()
+		pending.Settle()
 		return false
 	}
-	pending.stream(st.ID())
+	pending.Stream(st.ID())
 	inner := r.Clone(context.WithValue(ctx, streamKey{}, st))
 	inner.Body = io.NopCloser(bytes.NewReader(q.body))
 	cw := callstream.NewWriter(st, q.msg.ID)
@@ -110,7 +110,7 @@ func (e *Endpoint) serveResume(w http.ResponseWriter, q *request) bool {
 	}
 	st := e.streams.Get(id, sid, user)
 	if st == nil {
-		if e.drain.isDraining() { // the mirror would hold the HTTP server's Shutdown
+		if e.drain.Draining() { // the mirror would hold the HTTP server's Shutdown
 			writeDraining(w, "this replica is shutting down: resume the stream again")
 			return true
 		}

@@ -184,7 +184,7 @@ func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *mirror
 			writeUnavailable(w, resumeRetryAfter, "whether the replica running the call is alive could not be read: resume the stream again")
 			return false
 		case timedOut:
-			if e.drain.isDraining() { // Drain ended the mirror
+			if e.drain.Draining() { // Drain ended the mirror
 				writeDraining(w, "this replica is shutting down: resume the stream again")
 				return false
 			}
@@ -197,7 +197,7 @@ func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *mirror
 // notHeld answers w for a resume of a stream no replica holds: 404, or,
 // while this replica drains (Drain ended the mirror), 503.
 func (e *Endpoint) notHeld(w http.ResponseWriter) bool {
-	if e.drain.isDraining() {
+	if e.drain.Draining() {
 		writeDraining(w, "this replica is shutting down: resume the stream again")
 		return false
 	}
@@ -266,7 +266,7 @@ func (e *Endpoint) receiveResume(m *envelope) {
 		e.streams.Forward(st, m.After, func(evs []callstream.Event, gone bool) bool {
 			sent := e.publish(eventsMsg(st, m.Reader, evs, gone)) == nil
 			if sent && len(evs) > 0 && evs[len(evs)-1].Final {
-				e.drain.answered(st.ID()) // handed to the replica serving the client
+				e.drain.Answered(st.ID()) // handed to the replica serving the client
 			}
 			return sent
 		}, stop)

@@ -177,7 +177,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 		}
 		// A draining replica closes its GET streams, which would hold the
 		// HTTP server's Shutdown: the client opens another elsewhere.
-		gctx, done, ok := e.drain.listen(r.Context())
+		gctx, done, ok := e.drain.Listen(r.Context())
 		defer done()
 		if !ok {
 			writeDraining(w, "this replica is shutting down: open the stream again")

@@ -1,4 +1,8 @@
-package mcpendpoint
+// Package names makes the names the MCP endpoint lists the tools and
+// prompts of its servers under: a server's prefix and the tool's own name,
+// cleaned to the characters clients accept, cut to MaxLen and made unique;
+// and it finds the listed names closest to one a client got wrong.
+package names
 
 import (
 	"crypto/sha256"
@@ -7,9 +11,9 @@ import (
 	"strings"
 )
 
-// MaxNameLen is the longest tool name the endpoint lists: Claude Desktop,
+// MaxLen is the longest name Exposed and Dedupe make: Claude Desktop,
 // VS Code and OpenAI refuse longer ones.
-const MaxNameLen = 64
+const MaxLen = 64
 
 // hashLen is the length of the stable hash that ends a cut name.
 const hashLen = 8
@@ -35,11 +39,11 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:])[:hashLen]
 }
 
-// exposedName is the name a client sees for tool of a server whose tools
-// are prefixed with prefix: prefix, sep, tool, cleaned; a name longer than
-// MaxNameLen keeps its start and ends with '_' and a hash of the whole
+// Exposed is the name a client sees for tool of a server whose tools are
+// prefixed with prefix: prefix, sep, tool, cleaned; a name longer than
+// MaxLen keeps its start and ends with '_' and a hash of the whole
 // original, so it stays stable and unique.
-func exposedName(prefix, sep, tool string) string {
+func Exposed(prefix, sep, tool string) string {
 	full := tool
 	if prefix != "" {
 		full = prefix + sep + tool
@@ -48,16 +52,16 @@ func exposedName(prefix, sep, tool string) string {
 	if name == "" {
 		name = "tool"
 	}
-	if len(name) > MaxNameLen {
-		name = name[:MaxNameLen-hashLen-1] + "_" + shortHash(full)
+	if len(name) > MaxLen {
+		name = name[:MaxLen-hashLen-1] + "_" + shortHash(full)
 	}
 	return name
 }
 
-// dedupe makes name unique among taken: the first holder keeps it, a later
-// one gets "_2", "_3", ... (cut to fit MaxNameLen). It records the result in
+// Dedupe makes name unique among taken: the first holder keeps it, a later
+// one gets "_2", "_3", ... (cut to fit MaxLen). It records the result in
 // taken and reports whether it had to change name.
-func dedupe(name string, taken map[string]bool) (string, bool) {
+func Dedupe(name string, taken map[string]bool) (string, bool) {
 	if !taken[name] {
 		taken[name] = true
 		return name, false
@@ -65,8 +69,8 @@ func dedupe(name string, taken map[string]bool) (string, bool) {
 	for i := 2; ; i++ {
 		suffix := "_" + strconv.Itoa(i)
 		base := name
-		if len(base)+len(suffix) > MaxNameLen {
-			base = base[:MaxNameLen-len(suffix)]
+		if len(base)+len(suffix) > MaxLen {
+			base = base[:MaxLen-len(suffix)]
 		}
 		if c := base + suffix; !taken[c] {
 			taken[c] = true
@@ -75,9 +79,9 @@ func dedupe(name string, taken map[string]bool) (string, bool) {
 	}
 }
 
-// closestNames returns up to n of names closest to want: those sharing a
+// Closest returns up to n of names closest to want: those sharing a
 // substring with it first, then by edit distance.
-func closestNames(want string, names []string, n int) []string {
+func Closest(want string, names []string, n int) []string {
 	type scored struct {
 		name string
 		d    int

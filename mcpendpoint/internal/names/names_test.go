@@ -1,0 +1,66 @@
+package names
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExposed(t *testing.T) {
+	for _, tt := range []struct{ prefix, sep, tool, want string }{
+		{"todo", "__", "create_todo", "todo__create_todo"},
+		{"", "__", "create_todo", "create_todo"},
+		{"my server", "__", "do.it/now", "my_server__do_it_now"},
+		{"é", "-", "x", "_-x"},
+	} {
+		if got := Exposed(tt.prefix, tt.sep, tt.tool); got != tt.want {
+			t.Errorf("Exposed(%q, %q, %q) = %q, want %q", tt.prefix, tt.sep, tt.tool, got, tt.want)
+		}
+	}
+	long := strings.Repeat("a", 70)
+	a, b := Exposed("s", "__", long), Exposed("s", "__", long+"b")
+	if len(a) != MaxLen || len(b) != MaxLen || a == b || !strings.HasPrefix(a, "s__aaaa") {
+		t.Errorf("long names %q and %q: want %d characters each, kept start, told apart", a, b, MaxLen)
+	}
+	if again := Exposed("s", "__", long); again != a {
+		t.Errorf("cut name not stable: %q then %q", a, again)
+	}
+}
+
+func TestDedupe(t *testing.T) {
+	taken := map[string]bool{}
+	for i, want := range []struct {
+		name  string
+		moved bool
+	}{{"x", false}, {"x_2", true}, {"x_3", true}} {
+		got, moved := Dedupe("x", taken)
+		if got != want.name || moved != want.moved {
+			t.Errorf("Dedupe #%d = %q, %v; want %q, %v", i+1, got, moved, want.name, want.moved)
+		}
+	}
+	full := strings.Repeat("z", MaxLen)
+	taken[full] = true
+	if got, _ := Dedupe(full, taken); len(got) != MaxLen || got == full {
+		t.Errorf("Dedupe of a 64-character name = %q", got)
+	}
+}
+
+func TestClosest(t *testing.T) {
+	got := Closest("todo__create", []string{"b__delete", "todo__create_todo", "a__x"}, 2)
+	if len(got) != 2 || got[0] != "todo__create_todo" {
+		t.Errorf("Closest = %v", got)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"create", "craete", 2},
+		{strings.Repeat("a", 200), strings.Repeat("a", 200) + "b", 0}, // compared by their first 128 bytes
+	} {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%.20q, %.20q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
