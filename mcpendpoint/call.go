@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
@@ -63,18 +64,18 @@ func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		ctx = mcpgateway.WithCallerSampling(ctx, nil) // its servers' sampling is the service's, or nobody's
 	}
 	ex := e.expose()
-	if name == askTool && ex.Agent && e.opts.Agent != nil {
+	if name == catalog.AskName && ex.Agent && e.opts.Agent != nil {
 		return e.ask(ctx, user, args, emit)
 	}
 	if ex.Mode == mcpconfig.ExposeGateways {
 		return e.callGateway(ctx, user, name, args, emit)
 	}
 	cat := e.catalogFor(ctx, user, false)
-	if mode(ex, cat) == mcpconfig.ExposeSearch {
+	if catalog.Mode(ex, cat) == mcpconfig.ExposeSearch {
 		switch name {
-		case searchTool:
+		case catalog.SearchName:
 			return e.search(ctx, user, cat, args)
-		case callTool:
+		case catalog.CallName:
 			n, _ := args["name"].(string)
 			if n == "" {
 				return mcp.NewToolResultError(`call_tool needs "name": a tool's name as search_tools gave it`), nil
@@ -93,23 +94,20 @@ func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 func (e *Endpoint) callNamed(ctx context.Context, user, name string, args map[string]any, emit tools.Emitter) (*mcp.CallToolResult, error) {
 	cat, en := e.lookup(ctx, user, name)
 	if en == nil {
-		known := make([]string, 0, len(cat.entries))
-		for _, x := range cat.entries {
-			known = append(known, x.name)
-		}
 		msg := fmt.Sprintf("unknown tool %q", name)
-		if c := names.Closest(name, known, 5); len(c) > 0 {
+		if c := names.Closest(name, cat.Names(), 5); len(c) > 0 {
 			msg += "; closest: " + strings.Join(c, ", ")
 		}
 		return mcp.NewToolResultError(msg), nil
 	}
-	if en.signIn != nil {
-		return e.failure(ctx, en.server, en.signIn)
+	if en.SignIn != nil {
+		return e.failure(ctx, en.Server, en.SignIn)
 	}
-	res, err := en.up.ExecuteWith(mcpgateway.WithUser(ctx, user), en.tool, args, emit)
+	up := en.Up.(Upstream) // built from e.src.Upstreams(): always one
+	res, err := up.ExecuteWith(mcpgateway.WithUser(ctx, user), en.Tool, args, emit)
 	if err != nil {
 		noteFailure(ctx, err)
-		return e.failure(ctx, en.server, err)
+		return e.failure(ctx, en.Server, err)
 	}
 	return toMCP(res), nil
 }

@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
+	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
@@ -64,135 +61,35 @@ type CatalogNotifier interface {
 	NotifyCatalog(c chan<- struct{})
 }
 
-// maxListPages bounds the pages read from one server for one listing.
-const maxListPages = 1000
-
-// entry is one listed tool of the catalog.
-type entry struct {
-	name   string // as the client sees it
-	up     Upstream
-	server string
-	tool   string // the server's own name for it
-	info   mcpgateway.ToolInfo
-	// signIn marks the stand-in of a server the user must sign in to
-	// first: calling it answers with the sign-in link.
-	signIn error
-}
-
-// catalog is every tool one user can reach, named for the client. It is
-// immutable once built.
-type catalog struct {
-	gen uint64
-	// retryAt, when set, is when a catalog that left a server out (down,
-	// slow, signed out) is built again, so a server that comes back or a
-	// sign-in shows without waiting for another change.
-	retryAt time.Time
-	entries []entry
-	byName  map[string]int
-	byTool  map[[2]string]string // (server, tool) → exposed name
-	// listed is entries as tools/list gives them, built once on first use.
-	listed func() []mcp.Tool
-	// pages are the fast path's pages (page), by where they start, each
-	// built once; pagesMu guards them.
-	pagesMu sync.Mutex
-	pages   map[pageKey][]byte
-}
-
 // Collision is a tool the endpoint listed under another name than its
 // natural one, because an earlier tool took that name.
-type Collision struct {
-	Server string `json:"server"`
-	Tool   string `json:"tool"`
-	Wanted string `json:"wanted"`
-	Name   string `json:"name"`
-}
-
-// listAll reads every page of up's tools. A server that cannot be used
-// answers with its last listing; one that never listed is an error.
-func listAll(ctx context.Context, up Upstream) ([]mcpgateway.ToolInfo, bool, error) {
-	var out []mcpgateway.ToolInfo
-	q := mcpgateway.ListQuery{}
-	stale := false
-	for range maxListPages {
-		p, err := up.ListTools(ctx, q)
-		if err != nil {
-			return nil, false, err
-		}
-		stale = stale || p.Stale
-		out = append(out, p.Tools...)
-		if p.NextCursor == "" {
-			return out, stale, nil
-		}
-		q.Cursor = p.NextCursor
-	}
-	return out, stale, fmt.Errorf("server %q: more than %d pages of tools", up.Config().Name, maxListPages)
-}
+type Collision = catalog.Collision
 
 // buildCatalog lists every enabled server for ctx's user, at most 8 at a
-// time, each bounded by the list timeout; a server that fails is left out
-// with a log line and never fails the whole.
-func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream, ex mcpconfig.Expose) *catalog {
-	lists := make([][]mcpgateway.ToolInfo, len(ups))
-	failed := make([]bool, len(ups))
-	signIn := make([]error, len(ups))
+// time, each bounded by the list timeout, and builds the catalog of their
+// tools (catalog.Build); a server that fails is left out with a log line
+// and never fails the whole.
+func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream, ex mcpconfig.Expose) *catalog.Catalog {
+	lists := make([]catalog.Listing, len(ups))
+	for i, up := range ups {
+		lists[i].Up = up
+	}
 	e.eachServer(ctx, len(ups), func(lctx context.Context, i int) {
 		up := ups[i]
 		if !up.Config().Enabled {
 			return
 		}
-		infos, stale, err := listAll(lctx, up)
+		infos, stale, err := catalog.ListAll(lctx, up)
 		switch {
-		case err != nil && isSignIn(err):
-			failed[i], signIn[i] = true, err
-		case err != nil:
-			failed[i] = true
+		case err != nil && !isSignIn(err): // a sign-in is listed as its stand-in
 			e.logger.Warn("aggregate endpoint: server's tools left out of the list", logKeyServer, up.Config().Name,
 				logKeyUser, mcpgateway.UserFrom(ctx), logKeyErr, err.Error())
-		case stale:
+		case err == nil && stale:
 			e.logger.Info("aggregate endpoint: listing a server's cached tools", logKeyServer, up.Config().Name)
 		}
-		lists[i] = infos
+		lists[i].Tools, lists[i].Err = infos, err
 	})
-
-	cat := &catalog{gen: gen, byName: map[string]int{}, byTool: map[[2]string]string{}}
-	if slices.Contains(failed, true) {
-		cat.retryAt = time.Now().Add(incompleteTTL)
-	}
-	taken := map[string]bool{}
-	if ex.Agent {
-		taken[askTool] = true
-	}
-	var collisions []Collision
-	for i, up := range ups {
-		cfg := up.Config()
-		if signIn[i] != nil {
-			name, _ := names.Dedupe(names.Exposed(cfg.ExposedPrefix(), ex.Separator, signInTool), taken)
-			cat.byName[name] = len(cat.entries)
-			cat.entries = append(cat.entries, entry{name: name, up: up, server: cfg.Name, signIn: signIn[i], info: mcpgateway.ToolInfo{
-				Name:        signInTool,
-				Description: fmt.Sprintf("You must sign in to server %q before its tools are listed: call this for the sign-in link.", cfg.Name),
-				InputSchema: json.RawMessage(`{"type":"object"}`),
-			}})
-			continue
-		}
-		for _, ti := range lists[i] {
-			want := names.Exposed(cfg.ExposedPrefix(), ex.Separator, ti.Name)
-			name, moved := names.Dedupe(want, taken)
-			if moved {
-				collisions = append(collisions, Collision{Server: cfg.Name, Tool: ti.Name, Wanted: want, Name: name})
-			}
-			cat.byName[name] = len(cat.entries)
-			cat.byTool[[2]string{cfg.Name, ti.Name}] = name
-			cat.entries = append(cat.entries, entry{name: name, up: up, server: cfg.Name, tool: ti.Name, info: ti})
-		}
-	}
-	cat.listed = sync.OnceValue(func() []mcp.Tool {
-		out := make([]mcp.Tool, len(cat.entries))
-		for i := range cat.entries {
-			out[i] = toolOf(&cat.entries[i])
-		}
-		return out
-	})
+	cat, collisions := catalog.Build(gen, ex, lists)
 	for _, c := range collisions {
 		e.logger.Warn("aggregate endpoint: tool name taken, listed under another", logKeyServer, c.Server, "tool", c.Tool,
 			logKeyWanted, c.Wanted, logKeyName, c.Name)
@@ -204,12 +101,12 @@ func (e *Endpoint) buildCatalog(ctx context.Context, gen uint64, ups []Upstream,
 }
 
 // catalogFor returns user's catalog, from the cache while nothing changed.
-func (e *Endpoint) catalogFor(ctx context.Context, user string, fresh bool) *catalog {
+func (e *Endpoint) catalogFor(ctx context.Context, user string, fresh bool) *catalog.Catalog {
 	e.mu.Lock()
 	gen := e.gen
 	c := e.cats[user]
 	e.mu.Unlock()
-	if c != nil && c.gen == gen && !fresh && (c.retryAt.IsZero() || time.Now().Before(c.retryAt)) {
+	if c != nil && c.Gen() == gen && !fresh && (c.RetryAt().IsZero() || time.Now().Before(c.RetryAt())) {
 		return c
 	}
 	c = e.buildCatalog(mcpgateway.WithUser(ctx, user), gen, e.src.Upstreams(), e.expose())
@@ -227,24 +124,18 @@ func (e *Endpoint) catalogFor(ctx context.Context, user string, fresh bool) *cat
 	return c
 }
 
-// incompleteTTL is how long a catalog that left a server out is kept.
-const incompleteTTL = 2 * time.Second
-
 // maxCachedUsers bounds the catalogs kept; past it the cache starts over.
 const maxCachedUsers = 1024
 
 // lookup finds an exposed name in user's catalog, listing again once when
 // it is not there (a server may have connected since).
-func (e *Endpoint) lookup(ctx context.Context, user, name string) (*catalog, *entry) {
+func (e *Endpoint) lookup(ctx context.Context, user, name string) (*catalog.Catalog, *catalog.Entry) {
 	cat := e.catalogFor(ctx, user, false)
-	if i, ok := cat.byName[name]; ok {
-		return cat, &cat.entries[i]
+	if en := cat.Lookup(name); en != nil {
+		return cat, en
 	}
 	cat = e.catalogFor(ctx, user, true)
-	if i, ok := cat.byName[name]; ok {
-		return cat, &cat.entries[i]
-	}
-	return cat, nil
+	return cat, cat.Lookup(name)
 }
 
 // expose returns the source's expose block with defaults for zero fields.

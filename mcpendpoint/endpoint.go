@@ -12,6 +12,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
@@ -159,7 +160,7 @@ type Endpoint struct {
 	// mu guards gen, cats, fp, collisions and inflight.
 	mu         sync.Mutex
 	gen        uint64 // bumped whenever fingerprint changes
-	cats       map[string]*catalog
+	cats       map[string]*catalog.Catalog
 	fp         [32]byte
 	collisions []Collision
 	// listsFP fingerprints the servers' resources and prompts list_changed
@@ -215,7 +216,7 @@ func New(src Source, opts *Options) *Endpoint {
 	if o.ListTTL <= 0 {
 		o.ListTTL = DefaultListTTL
 	}
-	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog{}}
+	e := &Endpoint{src: src, opts: o, logger: o.Logger.With("component", "mcpendpoint"), cats: map[string]*catalog.Catalog{}}
 	e.held = newHeldTable()
 	e.tasks, e.nudges = o.Tasks, map[string]chan struct{}{}
 	if e.tasks == nil {

@@ -1,31 +1,26 @@
 package mcpendpoint
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
 
-// A tools/list in tools mode is answered from each catalog's tools encoded
-// once, as the servers sent them: mcp-go's Tool.MarshalJSON would build a
-// map of every tool and compact its schemas twice on every request (7 ms
-// for 1,000 tools), drop annotations it does not know and HTML-escape the
-// schemas. The other requests, and the lists of the other modes, go
-// through mcp-go.
+// A tools/list in tools mode is answered from each catalog's pages,
+// encoded once (catalog.Catalog.Page) with the tools as the servers sent
+// them. The other requests, and the lists of the other modes, go through
+// mcp-go.
 
 // anyVersion is fastList's want of a stdio request: 2026-07-28 or earlier.
 const anyVersion = "*"
@@ -65,105 +60,6 @@ func parseList(m *jsonrpc.Message) (id json.RawMessage, cursor, version string, 
 	return m.ID, p.Cursor, version, true
 }
 
-// encodeTool writes en to b as tools/list gives it: its name, and its
-// description, schemas and annotations as the server sent them.
-func encodeTool(b *bytes.Buffer, en *entry) {
-	b.WriteString(`{"name":`)
-	writeString(b, en.name)
-	if en.info.Description != "" {
-		b.WriteString(`,"description":`)
-		writeString(b, en.info.Description)
-	}
-	writeRaw(b, "inputSchema", en.info.InputSchema)
-	writeRaw(b, "outputSchema", en.info.OutputSchema)
-	writeRaw(b, "annotations", en.info.Annotations)
-	b.WriteByte('}')
-}
-
-// writeString writes s as a JSON string, with <, > and & as they are.
-func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	b.Truncate(b.Len() - 1)
-}
-
-// writeRaw writes ,"key":raw when raw is set. The gateway keeps the
-// server's bytes of a valid JSON value; they are compacted (a stdio client
-// reads one message a line), and a value that is not JSON is left out.
-func writeRaw(b *bytes.Buffer, key string, raw json.RawMessage) {
-	if len(raw) == 0 {
-		return
-	}
-	n := b.Len()
-	b.WriteString(`,"` + key + `":`)
-	if json.Compact(b, raw) != nil {
-		b.Truncate(n)
-	}
-}
-
-// pageKey names a page of a catalog's list: where it starts, and whether
-// the list ends with ask.
-type pageKey struct {
-	start int
-	ask   bool
-}
-
-// page returns the result object of the page of cat's list starting at
-// start, with ask at the end of the list when withAsk. The pages starting
-// where the endpoint's own cursors point are built once; a page at any
-// other start is built for the request.
-func (cat *catalog) page(start int, withAsk bool) []byte {
-	key := pageKey{start, withAsk}
-	cat.pagesMu.Lock()
-	b, ok := cat.pages[key]
-	cat.pagesMu.Unlock()
-	if ok {
-		return b
-	}
-	n := len(cat.entries)
-	if withAsk {
-		n++
-	}
-	start = min(start, n)
-	end := min(n, start+pageSize)
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	if end < n {
-		buf.WriteString(`"nextCursor":`)
-		writeString(&buf, nextCursor(end))
-		buf.WriteByte(',')
-	}
-	buf.WriteString(`"tools":[`)
-	for i := start; i < end; i++ {
-		if i > start {
-			buf.WriteByte(',')
-		}
-		if i == len(cat.entries) {
-			buf.Write(askEncoded())
-			continue
-		}
-		encodeTool(&buf, &cat.entries[i])
-	}
-	buf.WriteString("]}")
-	b = buf.Bytes()
-	if start%pageSize == 0 {
-		cat.pagesMu.Lock()
-		if cat.pages == nil {
-			cat.pages = map[pageKey][]byte{}
-		}
-		cat.pages[key] = b
-		cat.pagesMu.Unlock()
-	}
-	return b
-}
-
-// askEncoded is the ask tool as tools/list gives it.
-var askEncoded = sync.OnceValue(func() []byte {
-	b, _ := json.Marshal(askToolDef()) // a fixed tool: cannot fail
-	return b
-})
-
 // fastList answers the tools/list request msg for user: it returns the
 // parts of its JSON-RPC response, to be written one after the other, or
 // reports false when mcp-go must answer it (not a plain tools/list, or a
@@ -182,15 +78,10 @@ func (e *Endpoint) fastList(ctx context.Context, user string, msg *jsonrpc.Messa
 		return nil, false
 	}
 	cat := e.catalogFor(ctx, user, false)
-	if mode(ex, cat) != mcpconfig.ExposeTools {
+	if catalog.Mode(ex, cat) != mcpconfig.ExposeTools {
 		return nil, false
 	}
-	withAsk := ex.Agent && e.opts.Agent != nil
-	n := len(cat.entries)
-	if withAsk {
-		n++
-	}
-	result := cat.page(pageStart(cursor, n), withAsk)
+	result := cat.Page(cursor, ex.Agent && e.opts.Agent != nil)
 	if version == "" {
 		return [][]byte{[]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"result":`), result, []byte("}\n")}, true
 	}
@@ -198,28 +89,6 @@ func (e *Endpoint) fastList(ctx context.Context, user string, msg *jsonrpc.Messa
 		e.listTTL(cat).Milliseconds(), mcp.CacheScopePrivate, mcp.MetaKeyServerInfo)
 	return [][]byte{[]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"result":`), result[:len(result)-1],
 		[]byte(hints), e.info, []byte("}}}\n")}, true
-}
-
-// pageStart is the first index of the page cursor names in a list of n; a
-// cursor that is not one of ours starts from the top.
-func pageStart(cursor string, n int) int {
-	if cursor == "" {
-		return 0
-	}
-	b, err := base64.StdEncoding.DecodeString(cursor)
-	if err != nil {
-		return 0
-	}
-	i, err := strconv.Atoi(strings.TrimPrefix(string(b), "o:"))
-	if err != nil || i < 0 || i > n {
-		return 0
-	}
-	return i
-}
-
-// nextCursor is the cursor of the page starting at index i.
-func nextCursor(i int) string {
-	return base64.StdEncoding.EncodeToString([]byte("o:" + strconv.Itoa(i)))
 }
 
 // serveFastList answers a Streamable HTTP POST of a tools/list itself and

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -231,48 +231,6 @@ func TestFastListMatchesMCPGo(t *testing.T) {
 	}
 }
 
-// TestFastListPages: a list over pageSize tools comes in pages, each with
-// the cursor of the next; ask ends the last; a cursor that is not the
-// endpoint's starts from the top.
-func TestFastListPages(t *testing.T) {
-	cat := &catalog{}
-	for i := range pageSize + 500 {
-		cat.entries = append(cat.entries, entry{name: "t" + strconv.Itoa(i),
-			info: mcpgateway.ToolInfo{InputSchema: json.RawMessage(`{"type":"object"}`)}})
-	}
-	type page struct {
-		NextCursor string            `json:"nextCursor"`
-		Tools      []json.RawMessage `json:"tools"`
-	}
-	read := func(start int) page {
-		var p page
-		if err := json.Unmarshal(cat.page(start, true), &p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	first := read(pageStart("", pageSize+501))
-	if len(first.Tools) != pageSize || first.NextCursor == "" {
-		t.Fatalf("first page: %d tools, cursor %q", len(first.Tools), first.NextCursor)
-	}
-	last := read(pageStart(first.NextCursor, pageSize+501))
-	if len(last.Tools) != 501 || last.NextCursor != "" || !strings.Contains(string(last.Tools[500]), `"name":"ask"`) {
-		t.Fatalf("last page: %d tools, cursor %q, last %s", len(last.Tools), last.NextCursor, last.Tools[len(last.Tools)-1])
-	}
-	for _, bad := range []string{"bm90IG91cnM=", "%%%", base64.StdEncoding.EncodeToString([]byte("o:99999")), base64.StdEncoding.EncodeToString([]byte("o:-1"))} {
-		if got := pageStart(bad, pageSize+501); got != 0 {
-			t.Errorf("cursor %q starts at %d, want 0", bad, got)
-		}
-	}
-	if n := len(cat.pages); n != 2 {
-		t.Errorf("%d pages kept, want the two the cursors name", n)
-	}
-	read(7) // a start no cursor of ours names: built, not kept
-	if n := len(cat.pages); n != 2 {
-		t.Errorf("%d pages kept after an odd start, want 2", n)
-	}
-}
-
 // modernList posts a 2026-07-28 tools/list to base's /mcp and returns
 // the answer's body.
 func modernList(t *testing.T, base string) []byte {
@@ -338,7 +296,7 @@ func TestFastListModern(t *testing.T) {
 		t.Fatal(err)
 	}
 	ttl, err := strconv.Atoi(string(d.Result["ttlMs"]))
-	if err != nil || ttl > int(incompleteTTL/time.Millisecond) || string(d.Result["cacheScope"]) != `"private"` {
-		t.Errorf("a list without a down server: ttlMs %s, cacheScope %s; want at most %v, private", d.Result["ttlMs"], d.Result["cacheScope"], incompleteTTL)
+	if err != nil || ttl > int(catalog.IncompleteTTL/time.Millisecond) || string(d.Result["cacheScope"]) != `"private"` {
+		t.Errorf("a list without a down server: ttlMs %s, cacheScope %s; want at most %v, private", d.Result["ttlMs"], d.Result["cacheScope"], catalog.IncompleteTTL)
 	}
 }

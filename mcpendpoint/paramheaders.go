@@ -23,7 +23,7 @@ func (e *Endpoint) checkParamHeaders(ctx context.Context, user string, req mcp.C
 		return nil
 	}
 	_, en := e.lookup(ctx, user, clientToolName(req))
-	if en == nil || !bytes.Contains(en.info.InputSchema, xMCPHeader) {
+	if en == nil || !bytes.Contains(en.Info.InputSchema, xMCPHeader) {
 		return nil // most tools have none: no schema is decoded for them
 	}
 	params, err := json.Marshal(struct {
@@ -32,7 +32,7 @@ func (e *Endpoint) checkParamHeaders(ctx context.Context, user string, req mcp.C
 	if err != nil {
 		return nil // arguments mcp-go decoded always encode
 	}
-	tool := &mcp.Tool{Name: en.name, RawInputSchema: en.info.InputSchema}
+	tool := &mcp.Tool{Name: en.Name, RawInputSchema: en.Info.InputSchema}
 	err = mcp.ValidateParamHeadersLookup(func(name string) (string, bool) {
 		v := req.Header.Values(name)
 		if len(v) == 0 {

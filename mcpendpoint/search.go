@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
@@ -31,7 +32,7 @@ type found struct {
 
 // search is search_tools: each server ranks its own tools as the gateway's
 // list query does, and the results are taken in turn, best of each first.
-func (e *Endpoint) search(ctx context.Context, user string, cat *catalog, args map[string]any) (*mcp.CallToolResult, error) {
+func (e *Endpoint) search(ctx context.Context, user string, cat *catalog.Catalog, args map[string]any) (*mcp.CallToolResult, error) {
 	query, _ := args["query"].(string)
 	if query == "" || len(query) > maxQueryBytes {
 		return mcp.NewToolResultError(fmt.Sprintf(`search_tools needs "query": words to look for, at most %d bytes`, maxQueryBytes)), nil
@@ -73,7 +74,7 @@ func (e *Endpoint) search(ctx context.Context, user string, cat *catalog, args m
 			}
 			more = true
 			ti := p[rank]
-			name, ok := cat.byTool[[2]string{ups[i].Name, ti.Name}]
+			name, ok := cat.Name(ups[i].Name, ti.Name)
 			if !ok {
 				continue // listed since the catalog was built; the next search has it
 			}

@@ -86,7 +86,7 @@ func (e *Endpoint) policyOf(ctx context.Context, user string, req mcp.CallToolRe
 		_, p.declared = info.ClientCapabilities.Extensions[tasksExtension]
 	}
 	if _, en := e.lookup(ctx, user, clientToolName(req)); en != nil {
-		p.support = en.info.TaskSupport
+		p.support = en.Info.TaskSupport
 	}
 	return p
 }
