@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
@@ -37,7 +38,7 @@ func (e *Endpoint) beforeCallTool(_ context.Context, _ any, req *mcp.CallToolReq
 // the client as a JSON-RPC error. A 2026-07-28 call runs on a goroutine
 // of the endpoint (routeModern), which calls route again.
 func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if isModern(ctx) && heldFrom(ctx) == nil {
+	if isModern(ctx) && held.FromContext(ctx) == nil {
 		return e.routeModern(ctx, req)
 	}
 	ctx, done := e.drain.Call(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -37,7 +38,7 @@ type clientEmitter struct {
 	// held, for a 2026-07-28 call, is the call it runs (held.go): its
 	// questions become input_required results, and its events go to the
 	// client request waiting on it, if any.
-	held *heldCall
+	held *held.Call
 }
 
 var _ tools.Asker = clientEmitter{}
@@ -65,11 +66,11 @@ func (clientEmitter) ProgressPace() time.Duration { return ClientProgressInterva
 func (e clientEmitter) Emit(ev tools.Event) {
 	call, progress := e.call, e.progress
 	if e.held != nil {
-		w := e.held.current()
+		w := e.held.Current()
 		if w == nil {
 			return // nobody waits on the call now: missed
 		}
-		call, progress = w.ctx, w.progress
+		call, progress = w.Ctx, w.Progress
 	}
 	if le, ok := ev.Payload.(mcpgateway.ServerLogPayload); ok && ev.Type == mcpgateway.EventServerLog {
 		level := mcp.LoggingLevel(le.Level)
@@ -103,7 +104,7 @@ func (e clientEmitter) ListRoots(ctx context.Context) (*mcp.ListRootsResult, err
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	r, err := e.held.ask(rctx, e.ep, mcp.NewRootsInputRequest(), hintOf(ctx))
+	r, err := e.ep.heldAsk(rctx, e.held, mcp.NewRootsInputRequest(), hintOf(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ var _ mcpgateway.CapabilityNoter = clientEmitter{}
 // then says so (-32021).
 func (e clientEmitter) MissingCapability(capability string) {
 	if e.held != nil {
-		e.held.noteMissing(capability)
+		e.held.NoteMissing(capability)
 	}
 }
 
@@ -259,7 +260,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 // to the client, puts questions to it, and gives it the servers' sampling
 // requests when it declared sampling.
 func (e *Endpoint) callEmitter(ctx context.Context, req mcp.CallToolRequest) tools.Emitter {
-	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, urls: &sentURLs{}, levelRead: &sync.Once{}, held: heldFrom(ctx)}
+	ce := clientEmitter{call: ctx, srv: e.srv, ep: e, urls: &sentURLs{}, levelRead: &sync.Once{}, held: held.FromContext(ctx)}
 	if ce.held == nil {
 		ce.progress = e.progressEmitter(ctx, req)
 	}

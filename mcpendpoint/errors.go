@@ -3,6 +3,7 @@ package mcpendpoint
 import (
 	"errors"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 )
 
@@ -28,4 +29,4 @@ var ErrRequestState = reqstate.ErrRefused
 // longer waits for it: it ended, its wait for the client's answers
 // lapsed, or the replica holding it is gone. The client calls the tool
 // again.
-var ErrCallGone = errors.New("the call waiting for these answers is gone")
+var ErrCallGone = held.ErrGone

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -50,7 +51,7 @@ func (e *Endpoint) retryElsewhere(ctx context.Context, st reqstate.State, text s
 	if err != nil {
 		return nil, fmt.Errorf("inputResponses: %w", err)
 	}
-	reply := newCallID()
+	reply := held.NewID()
 	c := make(chan *envelope, 1)
 	t := e.held
 	t.mu.Lock()
@@ -196,7 +197,7 @@ func (e *Endpoint) relayedRetry(ctx context.Context, m *envelope) (*mcp.CallTool
 		return nil, nil, err
 	}
 	h := e.held.get(st.Call)
-	if st.Replica != e.tag || h == nil || !bytes.Equal(reqstate.UserHash(h.user), st.User) {
+	if st.Replica != e.tag || h == nil || !bytes.Equal(reqstate.UserHash(h.User()), st.User) {
 		return nil, nil, fmt.Errorf("%w: it ended, or waited longer than %v for these answers: call the tool again", ErrCallGone, e.opts.InputWait)
 	}
 	var rs mcp.InputResponses
@@ -205,7 +206,7 @@ func (e *Endpoint) relayedRetry(ctx context.Context, m *envelope) (*mcp.CallTool
 			return nil, nil, fmt.Errorf("inputResponses: %w", err)
 		}
 	}
-	if err := h.answer(st.Round, rs); err != nil {
+	if err := h.Answer(st.Round, rs); err != nil {
 		return nil, nil, err
 	}
 	stop := make(chan struct{})
@@ -228,7 +229,7 @@ func (e *Endpoint) relayedRetry(ctx context.Context, m *envelope) (*mcp.CallTool
 	if m.Tasks != nil {
 		p = taskPolicy{support: m.Tasks.Support, declared: m.Tasks.Declared, reply: &taskReply{}}
 	}
-	res, err := e.awaitTask(mcpgateway.WithUser(ctx, h.user), h, &heldWaiter{ctx: ctx}, p)
+	res, err := e.awaitTask(mcpgateway.WithUser(ctx, h.User()), h, &held.Waiter{Ctx: ctx}, p)
 	if p.reply != nil {
 		if task, _ := p.reply.get(); task != nil {
 			return nil, task, err

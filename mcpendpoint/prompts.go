@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -75,7 +76,7 @@ func (e *Endpoint) beforeGetPrompt(_ context.Context, _ any, req *mcp.GetPromptR
 // server's questions meanwhile go to the client as during a tools/call. A
 // 2026-07-28 client's runs held, as its tools/call does (getPromptHeld).
 func (e *Endpoint) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	if isModern(ctx) && heldFrom(ctx) == nil {
+	if isModern(ctx) && held.FromContext(ctx) == nil {
 		return e.getPromptHeld(ctx, req)
 	}
 	return e.promptFor(ctx, req, e.callEmitter(ctx, mcp.CallToolRequest{}))
@@ -91,7 +92,7 @@ func (e *Endpoint) getPromptHeld(ctx context.Context, req mcp.GetPromptRequest) 
 	user := mcpgateway.UserFrom(ctx)
 	name, _ := req.Params.Meta.AdditionalFields[nameKey].(string)
 	bind := promptBind(name, req.Params.Arguments)
-	w := &heldWaiter{ctx: ctx}
+	w := &held.Waiter{Ctx: ctx}
 	if text := req.Params.RequestState; text != "" {
 		h, res, err := e.resumeHeld(ctx, user, text, bind, req.Params.InputResponses, taskPolicy{}, "get the prompt again")
 		if h == nil {

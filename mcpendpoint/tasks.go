@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
@@ -108,7 +109,7 @@ func (e *Endpoint) errNeedsTasks(p taskPolicy, name string) error {
 // first (the client left) cancels the call; one another request took the
 // call from gets an error. A call that may become a task (p) is made one
 // after taskGrace, or at its end when it runs only as a task.
-func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p taskPolicy) (*mcp.CallToolResult, error) {
+func (e *Endpoint) awaitTask(ctx context.Context, h *held.Call, w *held.Waiter, p taskPolicy) (*mcp.CallToolResult, error) {
 	var grace <-chan time.Time // nil, never ready, for a call that stays a call
 	mustTask := false
 	if p.eligible() {
@@ -116,63 +117,38 @@ func (e *Endpoint) awaitTask(ctx context.Context, h *heldCall, w *heldWaiter, p 
 		defer t.Stop()
 		grace, mustTask = t.C, p.support == string(mcp.TaskSupportRequired)
 	}
-	if err := h.claim(w); err != nil {
-		return nil, err
+	next, err := h.Await(ctx, w, grace, mustTask)
+	switch next.Event {
+	case held.Ended:
+		e.held.forget(h)
+		return next.Result, next.Err
+	case held.Asked, held.Exhausted:
+		return e.inputRequired(h, next)
+	case held.Released:
+		return e.makeTask(ctx, h, p)
+	case held.Left:
+		e.abandon(h, w)
 	}
-	for {
-		switch {
-		case h.waiter != w:
-			h.mu.Unlock()
-			return nil, errors.New("another request with the same requestState took this call over")
-		case h.done && !mustTask:
-			res, err := h.res, h.err
-			h.waiter = nil
-			h.mu.Unlock()
-			e.held.forget(h)
-			return res, err
-		case !h.done && len(h.questions) > 0:
-			return e.inputRequired(h) // unlocks
-		case h.done:
-			return e.makeTask(ctx, h, p) // unlocks
-		}
-		c := h.changed
-		h.mu.Unlock()
-		select {
-		case <-c:
-		case <-grace:
-			h.mu.Lock()
-			if h.waiter == w && len(h.questions) == 0 {
-				return e.makeTask(ctx, h, p) // unlocks
-			}
-			continue
-		case <-ctx.Done():
-			e.abandon(h, w)
-			return nil, ctx.Err()
-		}
-		h.mu.Lock()
-	}
+	return nil, err
 }
 
-// makeTask makes the call h a task: its row first, then its watcher, then
-// the reply. h.mu is held, and unlocked.
-func (e *Endpoint) makeTask(ctx context.Context, h *heldCall, p taskPolicy) (*mcp.CallToolResult, error) {
-	h.waiter = nil
-	h.task = true
-	h.mu.Unlock()
+// makeTask makes the call h, which Await released, a task: its row first,
+// then its watcher, then the reply.
+func (e *Endpoint) makeTask(ctx context.Context, h *held.Call, p taskPolicy) (*mcp.CallToolResult, error) {
 	id := tasks.NewID()
 	created := time.Now()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.storeWait)
-	err := e.tasks.CreateTask(sctx, id, h.user, created.Add(taskTTL))
+	err := e.tasks.CreateTask(sctx, id, h.User(), created.Add(taskTTL))
 	cancel()
 	if err != nil {
-		h.cancel()
+		h.Cancel()
 		e.held.forget(h)
 		return nil, fmt.Errorf("the call could not be kept as a task: %w", err)
 	}
 	nudge := e.taskNudge(id)
 	if !e.held.run.Go(func() { e.watchTask(h, id, nudge) }) {
 		e.dropNudge(id)
-		h.cancel()
+		h.Cancel()
 		e.held.forget(h)
 		return nil, errors.New("the MCP endpoint is closing: call the tool again")
 	}
@@ -210,7 +186,7 @@ func (e *Endpoint) nudgeTask(id string) {
 
 // watchTask keeps task id's row up with the call h until the call ends
 // or the task is cancelled.
-func (e *Endpoint) watchTask(h *heldCall, id string, nudge chan struct{}) {
+func (e *Endpoint) watchTask(h *held.Call, id string, nudge chan struct{}) {
 	defer e.dropNudge(id)
 	defer e.held.forget(h)
 	ctx := e.held.life
@@ -221,30 +197,23 @@ func (e *Endpoint) watchTask(h *heldCall, id string, nudge chan struct{}) {
 		if e.takeAnswers(ctx, h, id) {
 			return // cancelled
 		}
-		h.mu.Lock()
-		done, res, err, failure := h.done, h.res, h.err, h.failure
-		reqs := make(mcp.InputRequests, len(h.questions))
-		for key, q := range h.questions {
-			reqs[key] = q.req
-		}
-		c := h.changed
-		h.mu.Unlock()
-		if done {
-			e.endTask(ctx, h.user, id, res, err, failure)
+		s := h.Snapshot()
+		if s.Done {
+			e.endTask(ctx, h.User(), id, s.Result, s.Err, s.Failure)
 			return
 		}
-		b, _ := json.Marshal(reqs)
+		b, _ := json.Marshal(s.Requests)
 		if sig := string(b); sig != written {
-			if e.writeQuestions(ctx, h.user, id, reqs) == nil {
+			if e.writeQuestions(ctx, h.User(), id, s.Requests) == nil {
 				written = sig
 			}
 		}
 		select {
-		case <-c:
+		case <-s.Changed:
 		case <-nudge:
 		case <-tick.C:
 		case <-ctx.Done():
-			h.cancel()
+			h.Cancel()
 			return
 		}
 	}
@@ -252,17 +221,17 @@ func (e *Endpoint) watchTask(h *heldCall, id string, nudge chan struct{}) {
 
 // takeAnswers hands the answers left in task id's row to the questions of
 // h, and reports whether the task was cancelled (h then is too).
-func (e *Endpoint) takeAnswers(ctx context.Context, h *heldCall, id string) (cancelled bool) {
-	t, err := e.tasks.Task(ctx, id, h.user)
+func (e *Endpoint) takeAnswers(ctx context.Context, h *held.Call, id string) (cancelled bool) {
+	t, err := e.tasks.Task(ctx, id, h.User())
 	if err != nil {
 		if errors.Is(err, ErrTaskNotFound) {
-			h.cancel()
+			h.Cancel()
 			return true
 		}
 		return false // the next round tries again
 	}
 	if t.Status == tasks.Cancelled {
-		h.cancel()
+		h.Cancel()
 		return true
 	}
 	if t.Answers == "" {
@@ -272,8 +241,8 @@ func (e *Endpoint) takeAnswers(ctx context.Context, h *heldCall, id string) (can
 	if json.Unmarshal([]byte(t.Answers), &rs) != nil {
 		rs = nil
 	}
-	h.answerTask(rs)
-	_, _ = tasks.Move(ctx, e.tasks, id, h.user, func(t *TaskState) bool {
+	h.Hand(rs)
+	_, _ = tasks.Move(ctx, e.tasks, id, h.User(), func(t *TaskState) bool {
 		var left map[string]json.RawMessage
 		_ = json.Unmarshal([]byte(t.Answers), &left)
 		for key := range rs {
@@ -348,28 +317,11 @@ func (e *Endpoint) endTask(ctx context.Context, user, id string, res *mcp.CallTo
 	}
 }
 
-// answerTask hands the answers rs to the questions of the task h that
-// wait for them; the others are dropped.
-func (h *heldCall) answerTask(rs mcp.InputResponses) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for key, r := range rs {
-		q := h.questions[key]
-		if q == nil || r.DecodeFor(q.req.Method) != nil {
-			continue
-		}
-		delete(h.questions, key)
-		q.reply <- r
-	}
-}
-
 // noteFailure records that the server of ctx's held call answered it
 // with an error (a protocol error, not a tool's): a task of it fails.
 func noteFailure(ctx context.Context, err error) {
-	if h := heldFrom(ctx); h != nil && ctx.Err() == nil {
-		h.mu.Lock()
-		h.failure = err
-		h.mu.Unlock()
+	if h := held.FromContext(ctx); h != nil && ctx.Err() == nil {
+		h.NoteFailure(err)
 	}
 }
 
