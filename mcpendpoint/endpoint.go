@@ -15,6 +15,7 @@ import (
 	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/streamrelay"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -135,7 +136,7 @@ type Endpoint struct {
 	sessions *sessionbook.Book
 	samples  *sampleRelay
 	streams  callstream.Registry
-	relayed  relayedStreams
+	relayed  streamrelay.Table
 	// tag names this replica in the ids of its requests to clients
 	// (requestids.go).
 	tag string
@@ -388,7 +389,7 @@ func (e *Endpoint) Collisions() []Collision {
 // once.
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
-	e.relayed.stopForwards()
+	e.relayed.StopForwards()
 	e.streams.Close()
 	e.held.close()
 	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
