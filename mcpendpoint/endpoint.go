@@ -14,6 +14,7 @@ import (
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/samplerelay"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/streamrelay"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
@@ -134,7 +135,7 @@ type Endpoint struct {
 	http     *mcpserver.StreamableHTTPServer
 	sse      *mcpserver.SSEServer
 	sessions *sessionbook.Book
-	samples  *sampleRelay
+	samples  *samplerelay.State
 	streams  callstream.Registry
 	relayed  streamrelay.Table
 	// tag names this replica in the ids of its requests to clients
@@ -234,7 +235,7 @@ func New(src Source, opts *Options) *Endpoint {
 	e.storeWait = storeTimeout
 	e.streams.ResumeWait = o.ResumeWait
 	e.streams.Logger = e.logger
-	e.samples = newSampleRelay()
+	e.samples = samplerelay.New()
 
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterListTools(e.afterListTools)
@@ -250,8 +251,8 @@ func New(src Source, opts *Options) *Endpoint {
 	if o.Sessions != nil {
 		hooks.AddAfterInitialize(e.recordSession)
 		hooks.AddAfterSetLevel(e.recordLevel)
-		hooks.AddOnRegisterSession(e.samples.registered)
-		hooks.AddOnUnregisterSession(e.samples.unregistered)
+		hooks.AddOnRegisterSession(e.samples.Registered)
+		hooks.AddOnUnregisterSession(e.samples.Unregistered)
 	}
 	e.srv = mcpserver.NewMCPServer(serverName, o.Version,
 		mcpserver.WithToolCapabilities(true),
@@ -394,7 +395,7 @@ func (e *Endpoint) Close(ctx context.Context) error {
 	e.held.close()
 	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
 	e.subs.wg.Wait() // each bounded by ListTimeout
-	e.samples.close()
+	e.samples.Close()
 	return err
 }
 
