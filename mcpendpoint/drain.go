@@ -44,7 +44,7 @@ const drainRetryAfter = time.Second
 // be called more than once.
 func (e *Endpoint) Drain() {
 	e.drain.Drain()
-	e.relayed.endMirrors()
+	e.relayed.EndMirrors()
 }
 
 // WaitCalls waits, after Drain, until no call runs here and the answer of

@@ -15,7 +15,9 @@ import (
 	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/samplerelay"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/streamrelay"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -134,9 +136,9 @@ type Endpoint struct {
 	http     *mcpserver.StreamableHTTPServer
 	sse      *mcpserver.SSEServer
 	sessions *sessionbook.Book
-	samples  *sampleRelay
+	samples  *samplerelay.State
 	streams  callstream.Registry
-	relayed  relayedStreams
+	relayed  streamrelay.Table
 	// tag names this replica in the ids of its requests to clients
 	// (requestids.go).
 	tag string
@@ -234,7 +236,7 @@ func New(src Source, opts *Options) *Endpoint {
 	e.storeWait = storeTimeout
 	e.streams.ResumeWait = o.ResumeWait
 	e.streams.Logger = e.logger
-	e.samples = newSampleRelay()
+	e.samples = samplerelay.New()
 
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterListTools(e.afterListTools)
@@ -250,8 +252,8 @@ func New(src Source, opts *Options) *Endpoint {
 	if o.Sessions != nil {
 		hooks.AddAfterInitialize(e.recordSession)
 		hooks.AddAfterSetLevel(e.recordLevel)
-		hooks.AddOnRegisterSession(e.samples.registered)
-		hooks.AddOnUnregisterSession(e.samples.unregistered)
+		hooks.AddOnRegisterSession(e.samples.Registered)
+		hooks.AddOnUnregisterSession(e.samples.Unregistered)
 	}
 	e.srv = mcpserver.NewMCPServer(serverName, o.Version,
 		mcpserver.WithToolCapabilities(true),
@@ -389,12 +391,12 @@ func (e *Endpoint) Collisions() []Collision {
 // once.
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
-	e.relayed.stopForwards()
+	e.relayed.StopForwards()
 	e.streams.Close()
 	e.held.close()
 	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
 	e.subs.wg.Wait() // each bounded by ListTimeout
-	e.samples.close()
+	e.samples.Close()
 	return err
 }
 

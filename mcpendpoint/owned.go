@@ -3,8 +3,8 @@ package mcpendpoint
 import "sync"
 
 // goGroup runs the goroutines of something that ends (the endpoint's
-// subscriptions, its relayed sampling): Wait stops it taking more and waits
-// for those it runs. A message from the Relay can arrive after the endpoint
+// subscriptions, its held calls): Wait stops it taking more and waits for
+// those it runs. A message from the Relay can arrive after the endpoint
 // is closed; the goroutine it would start must not outlive the endpoint.
 // Its zero value is ready to use; it is safe for concurrent use.
 type goGroup struct {

@@ -2,18 +2,16 @@ package mcpendpoint
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/streamrelay"
 )
 
 // A call stream lives on the replica that runs the call; a client's resume
@@ -56,31 +54,6 @@ const resumeRelayWait = 3 * time.Second
 // has not answered yet.
 const resumeRetryAfter = time.Second
 
-// relayedStreams are the reads of call streams across replicas.
-type relayedStreams struct {
-	// mu guards mirrors and forwards.
-	mu sync.Mutex
-	// mirrors are other replicas' streams read here, by reader.
-	mirrors map[string]*mirror
-	// forwards stop the reads of streams here for other replicas, by
-	// reader.
-	forwards map[string]chan struct{}
-}
-
-// mirror is the asking side of a resume across replicas.
-type mirror struct {
-	st *callstream.Stream
-	// heard is closed when the holder first answers.
-	heard chan struct{}
-	once  sync.Once
-	// last is when the holder was last heard from (UnixNano).
-	last atomic.Int64
-	// absent receives the tags of the replicas that said they do not
-	// hold the stream; one that finds it full is dropped (that replica
-	// seems silent).
-	absent chan string
-}
-
 // resumeElsewhere serves a resume of stream id of session sid that this
 // replica does not hold, from the replica that does. It reports false,
 // for a 404, when there is no Relay or when no replica holds the stream:
@@ -92,21 +65,9 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 	if e.opts.Relay == nil || e.opts.Sessions == nil {
 		return false
 	}
-	var raw [8]byte
-	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
-	reader := hex.EncodeToString(raw[:])
-	m := &mirror{st: callstream.NewMirror(id, sid, user, seq), heard: make(chan struct{}), absent: make(chan string, 16)}
-	rs := &e.relayed
-	rs.mu.Lock()
-	if rs.mirrors == nil {
-		rs.mirrors = map[string]*mirror{}
-	}
-	rs.mirrors[reader] = m
-	rs.mu.Unlock()
+	reader, m := e.relayed.Add(callstream.NewMirror(id, sid, user, seq))
 	defer func() {
-		rs.mu.Lock()
-		delete(rs.mirrors, reader)
-		rs.mu.Unlock()
+		e.relayed.Remove(reader)
 		_ = e.publish(envelope{Kind: relayLeft, Session: idHash(sid), Stream: id, Reader: reader})
 	}()
 	if e.publish(envelope{Kind: relayResume, Session: idHash(sid), Stream: id, Reader: reader, After: seq}) != nil {
@@ -124,7 +85,7 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 	var wg sync.WaitGroup
 	wg.Go(func() { e.watchMirror(m, stop) })
 	defer func() { close(stop); wg.Wait() }()
-	if err := e.streams.Resume(r.Context(), w, m.st, seq, 0); err != nil {
+	if err := e.streams.Resume(r.Context(), w, m.Stream(), seq, 0); err != nil {
 		e.logger.Warn("MCP call stream resume refused", logKeyUser, user, "session_hash", idHash(sid)[:16], logKeyErr, err)
 	}
 	return true
@@ -133,7 +94,7 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 // awaitHolder waits for the replica holding m's stream to answer and
 // reports whether it did. When it reports false it has answered w (503,
 // or 404: no replica holds the stream), or the client left.
-func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *mirror) bool {
+func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *streamrelay.Mirror) bool {
 	// With Replicas, the leases are read while the replicas answer.
 	type leases struct {
 		live []string
@@ -159,9 +120,9 @@ func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *mirror
 	defer t.Stop()
 	for timedOut := false; ; {
 		select {
-		case <-m.heard:
+		case <-m.Heard():
 			return true
-		case tag := <-m.absent:
+		case tag := <-m.Absences():
 			answered = append(answered, tag)
 		case l := <-live:
 			got, live = &l, nil
@@ -221,21 +182,11 @@ func (e *Endpoint) silent(live, answered []string) []string {
 // watchMirror ends m's stream, and so its client's connection, when the
 // replica forwarding it has been silent for MirrorSilence (it is gone, or
 // the Relay is), until stop closes. The client may resume again then.
-func (e *Endpoint) watchMirror(m *mirror, stop <-chan struct{}) {
+func (e *Endpoint) watchMirror(m *streamrelay.Mirror, stop <-chan struct{}) {
 	silence := e.streams.MirrorSilence()
-	t := time.NewTicker(silence / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		if time.Since(time.Unix(0, m.last.Load())) > silence {
-			e.logger.Warn("the replica running a resumed MCP call went silent: its stream is closed", "silent_for", silence)
-			m.st.End()
-			return
-		}
+	if m.Silent(silence, stop) {
+		e.logger.Warn("the replica running a resumed MCP call went silent: its stream is closed", "silent_for", silence)
+		m.Stream().End()
 	}
 }
 
@@ -250,19 +201,7 @@ func (e *Endpoint) receiveResume(m *envelope) {
 		}
 		return
 	}
-	rs := &e.relayed
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.forwards[m.Reader] != nil {
-		return
-	}
-	stop := make(chan struct{})
-	started := e.streams.Go(func() {
-		defer func() {
-			rs.mu.Lock()
-			delete(rs.forwards, m.Reader)
-			rs.mu.Unlock()
-		}()
+	e.relayed.Forward(m.Reader, e.streams.Go, func(stop <-chan struct{}) {
 		e.streams.Forward(st, m.After, func(evs []callstream.Event, gone bool) bool {
 			sent := e.publish(eventsMsg(st, m.Reader, evs, gone)) == nil
 			if sent && len(evs) > 0 && evs[len(evs)-1].Final {
@@ -271,62 +210,34 @@ func (e *Endpoint) receiveResume(m *envelope) {
 			return sent
 		}, stop)
 	})
-	if started {
-		if rs.forwards == nil {
-			rs.forwards = map[string]chan struct{}{}
-		}
-		rs.forwards[m.Reader] = stop
-	}
 }
 
 // receiveLeft stops forwarding a stream here to a reader whose client
 // left (relayLeft).
 func (e *Endpoint) receiveLeft(m *envelope) {
-	rs := &e.relayed
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if stop := rs.forwards[m.Reader]; stop != nil {
-		close(stop)
-		delete(rs.forwards, m.Reader)
-	}
+	e.relayed.StopForward(m.Reader)
 }
 
 // receiveAbsent counts a replica's word that it does not hold the stream
 // a mirror here asked for (relayAbsent).
 func (e *Endpoint) receiveAbsent(m *envelope) {
-	if mr := e.relayed.mirrorFor(m); mr != nil {
-		select {
-		case mr.absent <- m.Replica:
-		default:
-		}
+	if mr := e.relayed.Mirror(m.Reader, m.Stream); mr != nil {
+		mr.Absent(m.Replica)
 	}
 }
 
 // receiveEvents adds the events the holder of a stream forwarded
 // (relayEvents) to its mirror here.
 func (e *Endpoint) receiveEvents(m *envelope) {
-	mr := e.relayed.mirrorFor(m)
+	mr := e.relayed.Mirror(m.Reader, m.Stream)
 	if mr == nil {
 		return
 	}
-	mr.last.Store(time.Now().UnixNano())
-	for _, ev := range m.Events {
-		mr.st.AddAt(ev.Seq, ev.Data, ev.Final)
+	evs := make([]callstream.Event, len(m.Events))
+	for i, ev := range m.Events {
+		evs[i] = callstream.Event{Seq: ev.Seq, Data: ev.Data, Final: ev.Final}
 	}
-	if m.Gone {
-		mr.st.End()
-	}
-	mr.once.Do(func() { close(mr.heard) })
-}
-
-// mirrorFor returns the mirror of m's reader here, if it reads m's stream.
-func (rs *relayedStreams) mirrorFor(m *envelope) *mirror {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if mr := rs.mirrors[m.Reader]; mr != nil && mr.st.ID() == m.Stream {
-		return mr
-	}
-	return nil
+	mr.Receive(evs, m.Gone)
 }
 
 // eventsMsg is the relayEvents message of evs of st for reader.
@@ -338,28 +249,4 @@ func eventsMsg(st *callstream.Stream, reader string, evs []callstream.Event, gon
 		}
 	}
 	return m
-}
-
-// endMirrors ends the streams of other replicas read here: their
-// clients resume them elsewhere.
-func (rs *relayedStreams) endMirrors() {
-	rs.mu.Lock()
-	mirrors := make([]*mirror, 0, len(rs.mirrors))
-	for _, m := range rs.mirrors {
-		mirrors = append(mirrors, m)
-	}
-	rs.mu.Unlock()
-	for _, m := range mirrors {
-		m.st.End()
-	}
-}
-
-// stopForwards stops the reads of streams here for other replicas.
-func (rs *relayedStreams) stopForwards() {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	for reader, stop := range rs.forwards {
-		close(stop)
-		delete(rs.forwards, reader)
-	}
 }

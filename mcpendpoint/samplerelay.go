@@ -2,16 +2,15 @@ package mcpendpoint
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/samplerelay"
 )
 
 // mcp-go sends a sampling request only on the session's GET stream, which
@@ -24,47 +23,6 @@ import (
 // replica's deadline.
 const maxRelayedSampling = 10 * time.Minute
 
-// sampleRelay is the endpoint's part of relayed sampling: the calls here
-// waiting for a result from another replica, the sessions registered here
-// (to put another replica's request to), and the goroutines putting them.
-type sampleRelay struct {
-	// mu guards waiting and live.
-	mu      sync.Mutex
-	waiting map[string]chan *envelope
-	live    map[string]mcpserver.ClientSession
-	// wg owns the goroutines that put relayed requests to clients; ctx
-	// ends them (Close).
-	wg     goGroup
-	ctx    context.Context //nolint:containedctx // the lifetime of those goroutines, ended by Close
-	cancel context.CancelFunc
-}
-
-func newSampleRelay() *sampleRelay {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &sampleRelay{waiting: map[string]chan *envelope{}, live: map[string]mcpserver.ClientSession{}, ctx: ctx, cancel: cancel}
-}
-
-// registered and unregistered follow mcp-go's sessions (its hooks).
-func (s *sampleRelay) registered(_ context.Context, cs mcpserver.ClientSession) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.live[cs.SessionID()] = cs
-}
-
-func (s *sampleRelay) unregistered(_ context.Context, cs mcpserver.ClientSession) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.live[cs.SessionID()] == cs {
-		delete(s.live, cs.SessionID())
-	}
-}
-
-// close ends the goroutines putting relayed requests and waits for them.
-func (s *sampleRelay) close() {
-	s.cancel()
-	s.wg.Wait()
-}
-
 // sampleElsewhere sends req of session sid to the other replicas, one of
 // which holds the session's GET stream, and waits for the client's
 // message, or ctx.
@@ -73,19 +31,8 @@ func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.Crea
 	if err != nil {
 		return nil, fmt.Errorf("sampling request: %w", err)
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	reply := hex.EncodeToString(b[:])
-	c := make(chan *envelope, 1)
-	r := e.samples
-	r.mu.Lock()
-	r.waiting[reply] = c
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waiting, reply)
-		r.mu.Unlock()
-	}()
+	reply, c, done := e.samples.Wait()
+	defer done()
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(maxRelayedSampling)
@@ -122,39 +69,27 @@ func (e *Endpoint) receiveSample(m *envelope) {
 	if !ok || !e.sessions.Streaming(id, user) {
 		return
 	}
-	r := e.samples
-	r.mu.Lock()
-	cs := r.live[id]
-	r.mu.Unlock()
+	cs := e.samples.Session(id)
 	if cs == nil {
 		return
 	}
-	r.wg.Go(func() { e.putSample(cs, m) })
+	e.samples.Go(func(ctx context.Context) { e.putSample(ctx, cs, m) })
 }
 
 // receiveSampled takes the result of a sampling request this replica
 // relayed (relaySampled), if it still waits for it.
 func (e *Endpoint) receiveSampled(m *envelope) {
-	r := e.samples
-	r.mu.Lock()
-	c := r.waiting[m.Reply]
-	r.mu.Unlock()
-	if c != nil {
-		select {
-		case c <- m:
-		default: // answered already
-		}
-	}
+	e.samples.Deliver(m.Reply, samplerelay.Result{Body: m.Body, Error: m.Error})
 }
 
 // putSample puts a relayed sampling request to the client of cs, on its
-// GET stream here, and relays the client's message back.
-func (e *Endpoint) putSample(cs mcpserver.ClientSession, m *envelope) {
+// GET stream here, and relays the client's message back; ctx ends it.
+func (e *Endpoint) putSample(ctx context.Context, cs mcpserver.ClientSession, m *envelope) {
 	deadline := m.Deadline
 	if limit := time.Now().Add(maxRelayedSampling); deadline.IsZero() || deadline.After(limit) {
 		deadline = limit
 	}
-	ctx, cancel := context.WithDeadline(e.srv.WithContext(e.samples.ctx, cs), deadline)
+	ctx, cancel := context.WithDeadline(e.srv.WithContext(ctx, cs), deadline)
 	defer cancel()
 	reply := envelope{Kind: relaySampled, Reply: m.Reply}
 	var req mcp.CreateMessageRequest
