@@ -7,6 +7,33 @@
 // gateway, so that its breaker, validation, per-user sessions, sign-in,
 // masking, logs and metrics apply.
 //
+// # Shape
+//
+// One router (router.go) takes every HTTP request: it reads a POST's body
+// once, decodes it once (internal/jsonrpc), and sends a 2026-07-28 request
+// by its method and a session's by its HTTP method to the one handler that
+// answers it, or on to mcp-go; stdio (stdio.go) decodes each line once for
+// the same handlers. What the endpoint writes on an event stream it writes,
+// and what it reads of mcp-go's it reads, with internal/sse. What this
+// package keeps is the endpoint's glue over mcp-go's server: the hooks, the
+// handlers of the router, the calls' way to the gateways (call.go,
+// client.go) and the replicas' messages (relay.go). The parts with a job
+// of their own are internal packages, none of which imports this one:
+//
+//	internal/jsonrpc      a JSON-RPC message decoded once; the answers the endpoint writes
+//	internal/sse          event streams read and written by the WHATWG rules
+//	internal/catalog      the catalogue of listed tools: names, collisions, pages encoded once
+//	internal/names        the names tools are listed under
+//	internal/sessionbook  the 2025-11-25 sessions here: owners, caps, eviction, adoption
+//	internal/callstream   a call's resumable event stream (SEP-1699)
+//	internal/streamrelay  the reads of a call stream another replica holds
+//	internal/samplerelay  sampling put to a client on another replica's GET stream
+//	internal/held         a held 2026-07-28 call's rounds of questions and answers
+//	internal/capped       the held calls, capped in all and per user
+//	internal/reqstate     the sealed requestState of an input_required result
+//	internal/tasks        the Tasks extension's records and their moves
+//	internal/drain        a shutdown's wait for the calls and answers in flight
+//
 // # Protocol versions
 //
 // A client of 2025-11-25 (or older) has a session: on /mcp the replicas
@@ -148,6 +175,6 @@
 // from a holder whose lease lives, the client is told to call again, as in
 // (11).
 //
-// It imports mcpgateway and tools of the project, and mcp-go's server
-// package.
+// It imports mcpgateway and tools of the project, its internal packages,
+// and mcp-go's server package.
 package mcpendpoint
