@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"github.com/elysia-go/elysia/internal/textdist"
 )
 
 // MaxLen is the longest name Exposed and Dedupe make: Claude Desktop,
@@ -90,7 +92,7 @@ func Closest(want string, names []string, n int) []string {
 	var all []scored
 	for _, nm := range names {
 		ln := strings.ToLower(nm)
-		d := editDistance(lw, ln)
+		d := textdist.Distance(lw, ln)
 		if lw != "" && (strings.Contains(ln, lw) || strings.Contains(lw, ln)) {
 			d -= 1000
 		}
@@ -110,27 +112,4 @@ func Closest(want string, names []string, n int) []string {
 		out = append(out, s.name)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b, bounded in cost by
-// cutting both to 128 bytes.
-func editDistance(a, b string) int {
-	a, b = a[:min(len(a), 128)], b[:min(len(b), 128)]
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
