@@ -53,7 +53,7 @@ func TestClosest(t *testing.T) {
 
 // TestClosestTransposed: a swap of two letters is one edit (textdist).
 func TestClosestTransposed(t *testing.T) {
-	got := Closest("todo__ab", []string{"todo__abxy", "todo__ba"}, 1) // 2 and 1 edits (2 and 2 without the swap)
+	got := Closest("todo__ab", []string{"todo__axby", "todo__ba"}, 1) // 2 and 1 edits (2 and 2 without the swap)
 	if len(got) != 1 || got[0] != "todo__ba" {
 		t.Errorf("Closest = %v; want [todo__ba]", got)
 	}
