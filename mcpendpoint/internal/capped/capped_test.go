@@ -25,8 +25,11 @@ func TestTable(t *testing.T) {
 	tb.Forget("a", &call{}) // nothing there: nothing done
 
 	a, b := &call{"a"}, &call{"b"}
-	if !tb.Hold("a", "alice", a, 2) || !tb.Hold("a", "alice", a, 2) {
+	if !tb.Hold("a", "alice", a, 2) {
 		t.Fatal("a not held")
+	}
+	if !tb.Hold("a", "alice", a, 2) { // again: still one
+		t.Fatal("a not held again")
 	}
 	if tb.Len() != 1 || tb.Get("a") != a {
 		t.Fatalf("after holding a twice: Len %d, Get %v; want a once", tb.Len(), tb.Get("a"))

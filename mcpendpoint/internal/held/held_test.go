@@ -405,7 +405,7 @@ func TestNotes(t *testing.T) {
 	if FromContext(t.Context()) != nil || FromContext(NewContext(t.Context(), c)) != c {
 		t.Error("FromContext does not give the call NewContext put")
 	}
-	if NewID() == NewID() {
+	if id1, id2 := NewID(), NewID(); id1 == id2 {
 		t.Error("NewID repeats")
 	}
 }
