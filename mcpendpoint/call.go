@@ -54,7 +54,7 @@ func (e *Endpoint) route(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	name := clientToolName(req)
 	user := mcpgateway.UserFrom(ctx)
-	ctx, done := e.track(ctx)
+	ctx, done := e.hub.Track(ctx)
 	defer done()
 	args, err := arguments(req)
 	if err != nil {
@@ -163,8 +163,19 @@ func (e *Endpoint) failure(ctx context.Context, server string, err error) (*mcp.
 // ctx, for sign-in links.
 type baseKey struct{}
 
-func signInURL(ctx context.Context, server string) string {
+// withBase returns ctx carrying base, the service's base URL.
+func withBase(ctx context.Context, base string) context.Context {
+	return context.WithValue(ctx, baseKey{}, base)
+}
+
+// baseOf returns the service's base URL ctx carries, or "".
+func baseOf(ctx context.Context) string {
 	base, _ := ctx.Value(baseKey{}).(string)
+	return base
+}
+
+func signInURL(ctx context.Context, server string) string {
+	base := baseOf(ctx)
 	if base == "" {
 		return ""
 	}
@@ -240,7 +251,7 @@ func (e *Endpoint) progressEmitter(ctx context.Context, req mcp.CallToolRequest)
 			return
 		}
 		mu.Unlock()
-		e.notify(ctx, string(mcp.MethodNotificationProgress), params)
+		e.hub.Notify(ctx, string(mcp.MethodNotificationProgress), params)
 	})
 }
 

@@ -81,8 +81,8 @@ func (e clientEmitter) Emit(ev tools.Event) {
 		if le.Logger != "" {
 			logger += "/" + le.Logger
 		}
-		e.levelRead.Do(func() { e.ep.syncLevel(call) })
-		e.ep.notifyLog(call, mcp.NewLoggingMessageNotification(level, logger, le.Data))
+		e.levelRead.Do(func() { e.ep.hub.SyncLevel(call) })
+		e.ep.hub.NotifyLog(call, mcp.NewLoggingMessageNotification(level, logger, le.Data))
 		return
 	}
 	if progress != nil {
@@ -245,15 +245,7 @@ func (e samplingEmitter) CreateMessage(ctx context.Context, req mcp.CreateMessag
 	if e.held != nil {
 		return e.ep.heldSample(rctx, e.held, req, hintOf(ctx))
 	}
-	if ep := e.ep; ep.opts.Relay != nil && ep.opts.Sessions != nil {
-		sid := SessionID(e.call)
-		if user, ok := ep.sessions.Owner(sid); ok && !ep.sessions.Streaming(sid, user) {
-			return ep.sampleElsewhere(rctx, sid, req) // mcp-go sends it only on the GET stream, not open here
-		}
-	}
-	// Sampling is the 2025-11-25 protocol's, which the endpoint serves.
-	//lint:ignore SA1019 sampling of the protocol version the endpoint serves (2025-11-25)
-	return e.srv.RequestSampling(rctx, req) //nolint:staticcheck // see above
+	return e.ep.hub.Sample(rctx, req)
 }
 
 // callEmitter is the Emitter of the tools/call in ctx: it relays progress

@@ -1,15 +1,11 @@
 package mcpendpoint
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
-	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
-	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
 // Shutdown of a replica (Drain, WaitCalls, StopCalls). The service stops
@@ -31,10 +27,6 @@ import (
 // errServiceStopped is the error a call cancelled by StopCalls answers.
 var errServiceStopped = errors.New("the service stopped before the call finished: call the tool again")
 
-// drainRetryAfter is the Retry-After of a 503 for a request that a
-// draining replica sends elsewhere.
-const drainRetryAfter = time.Second
-
 // Drain starts the endpoint's part in a shutdown of the service (see
 // above): the GET streams open close at once, and a new one is answered
 // 503 with Retry-After, so that neither holds the HTTP server's
@@ -44,7 +36,7 @@ const drainRetryAfter = time.Second
 // be called more than once.
 func (e *Endpoint) Drain() {
 	e.drain.Drain()
-	e.relayed.EndMirrors()
+	e.hub.EndMirrors()
 }
 
 // WaitCalls waits, after Drain, until no call runs here and the answer of
@@ -72,44 +64,5 @@ func (e *Endpoint) StopCalls(ctx context.Context) bool {
 // writeDraining answers w 503 with Retry-After: this replica is shutting
 // down, another serves the request.
 func writeDraining(w http.ResponseWriter, msg string) {
-	writeUnavailable(w, drainRetryAfter, msg)
-}
-
-// answerWriter is the http.ResponseWriter of a call stream's reader here:
-// once a write that carries the call's answer succeeded, the answer is
-// handed over (drain.State.Answered).
-type answerWriter struct {
-	http.ResponseWriter
-	d  *drain.State
-	id string
-}
-
-func (w *answerWriter) Write(b []byte) (int, error) {
-	n, err := w.ResponseWriter.Write(b)
-	if err == nil && framesResponse(b) {
-		w.d.Answered(w.id)
-	}
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// framesResponse reports whether b, SSE events as a call stream writes
-// them, carries a JSON-RPC response: the only one a call's stream carries
-// is its answer.
-func framesResponse(b []byte) bool {
-	if !bytes.Contains(b, []byte(`"result"`)) && !bytes.Contains(b, []byte(`"error"`)) {
-		return false // the cheap test: progress and log messages
-	}
-	for {
-		ev, _, rest, ok := sse.Next(b)
-		if !ok {
-			return false
-		}
-		b = rest
-		if jsonrpc.IsResponse(ev.Data) {
-			return true
-		}
-	}
+	writeUnavailable(w, drain.RetryAfter, msg)
 }

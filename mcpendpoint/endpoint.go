@@ -11,13 +11,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
-	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
-	"github.com/elysia-go/elysia/mcpendpoint/internal/samplerelay"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
-	"github.com/elysia-go/elysia/mcpendpoint/internal/streamrelay"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -39,12 +37,23 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 )
 
+// DefaultResumeWait is how long a call whose stream nobody reads is kept
+// for the client to resume before it is cancelled. A client resumes
+// within the retry interval and its back-off (the TypeScript SDK's is
+// about a second), but one that takes a dropped connection for a
+// cancellation and sends no notifications/cancelled (mcp-go's HTTP
+// client) has its call cancelled only this long after.
+const DefaultResumeWait = 10 * time.Second
+
+// storeTimeout bounds the store work of one request: the README's bound
+// on a call of the store (store.DefaultCallTimeout), which the endpoint
+// keeps whatever the request's own deadline.
+const storeTimeout = 10 * time.Second
+
 // protocolVersions are the versions served with sessions (2025-11-25 and
 // older ones negotiated down): the versions of the session machinery
-// (resumable call streams, the fast list of a session, initialize).
-var protocolVersions = []string{
-	mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105,
-}
+// (internal/sessions, the fast list of a session, initialize).
+var protocolVersions = sessions.Versions
 
 // servedVersions are every version the endpoint serves, newest first, on
 // /mcp and over stdio (server/discover lists them): 2026-07-28, stateless
@@ -79,14 +88,15 @@ type Options struct {
 	// ask out whatever the config says.
 	Agent Agent
 	// Sessions, when set, shares the Streamable HTTP sessions with the
-	// other replicas of the service (shared.go): any of them serves a
-	// request of a session another opened; with Relay, so does it the
-	// legacy SSE sessions' messages (sserelay.go). Nil keeps them in this
+	// other replicas of the service (internal/sessions): any of them
+	// serves a request of a session another opened; with Relay, so does
+	// it the legacy SSE sessions' messages. Nil keeps them in this
 	// process.
 	Sessions SessionStore
 	// ResumeWait is how long a tools/call on a resumable stream
-	// (resume.go) whose stream nobody reads is kept for its client to
-	// resume it before it is cancelled. Zero means DefaultResumeWait.
+	// (internal/sessions) whose stream nobody reads is kept for its
+	// client to resume it before it is cancelled. Zero means
+	// DefaultResumeWait.
 	ResumeWait time.Duration
 	// Relay, with Sessions, tells the other replicas that a session ended
 	// here (DELETE); they call Receive with its messages. Nil leaves them
@@ -125,6 +135,18 @@ type Options struct {
 	ListTTL time.Duration
 }
 
+// SharedSession is an HTTP session of the endpoint as the replicas of the
+// service share it.
+type SharedSession = sessions.SharedSession
+
+// SessionStore keeps the endpoint's HTTP sessions where every replica of
+// the service reads them. It keeps a session under its id and user (a
+// store should keep neither in clear: the id is a bearer of the session),
+// and a session unused for idle is gone. Its errors match
+// ErrUnknownSession when the session is missing, another user's, or idle
+// too long. Its methods are safe for concurrent use.
+type SessionStore = sessions.SessionStore
+
 // Endpoint is the aggregate MCP endpoint. Create it with New, serve HTTP
 // with ServeMCP and stdio with ServeStdio, follow the config with Run, and
 // end the HTTP sessions with Close. It is safe for concurrent use.
@@ -136,14 +158,13 @@ type Endpoint struct {
 	http     *mcpserver.StreamableHTTPServer
 	sse      *mcpserver.SSEServer
 	sessions *sessionbook.Book
-	samples  *samplerelay.State
-	streams  callstream.Registry
-	relayed  streamrelay.Table
+	// hub is the 2025-11-25 session machinery across the replicas
+	// (internal/sessions).
+	hub *sessions.Hub
 	// tag names this replica in the ids of its requests to clients
-	// (requestids.go).
+	// (internal/sessions) and in the requestStates it seals.
 	tag string
-	// storeWait bounds the SessionStore work of one request: storeTimeout
-	// (tests shorten it).
+	// storeWait bounds the store work of one request: storeTimeout.
 	storeWait time.Duration
 	// drain is the endpoint's part in a shutdown (drain.go).
 	drain drain.State
@@ -168,11 +189,9 @@ type Endpoint struct {
 	// listsFP fingerprints the servers' resources and prompts list_changed
 	// counts (listchanged.go); guarded by mu.
 	listsFP [32]byte
-	// subs are the sessions' resource subscriptions (subscribe.go).
-	subs subscriptions
-	// inflight holds the cancel funcs of the calls running, by MCP session
-	// id, so that ending a session (DELETE) cancels them upstream.
-	inflight map[string]map[*context.CancelFunc]struct{}
+	// hubRun runs the goroutines of hub that outlive a request (the ends
+	// of sessions' subscriptions, evictions); Close waits for them.
+	hubRun goGroup
 }
 
 // New returns an Endpoint over src. It does no I/O. mcp-go's HTTP
@@ -231,12 +250,22 @@ func New(src Source, opts *Options) *Endpoint {
 	}
 	e.opts.StateKey = nil // kept in sealer only
 	e.info = serverInfo(o.Version)
-	e.sessions = sessionbook.New(o.MaxSessions, sessionbook.PerUser(o.MaxSessions), ErrUnknownSession, e.endEvicted)
-	e.tag = newReplicaTag()
+	e.sessions = sessionbook.New(o.MaxSessions, sessionbook.PerUser(o.MaxSessions), ErrUnknownSession,
+		func(ev sessionbook.Eviction) { e.hub.EndEvicted(ev) })
+	e.tag = sessions.NewReplicaTag()
 	e.storeWait = storeTimeout
-	e.streams.ResumeWait = o.ResumeWait
-	e.streams.Logger = e.logger
-	e.samples = samplerelay.New()
+	e.hub = sessions.New(sessions.Config{
+		Logger: e.logger, Book: e.sessions, Drain: &e.drain,
+		Sessions: o.Sessions, Relay: o.Relay, Replicas: o.Replicas,
+		SessionIdleTTL: o.SessionIdleTTL, ListTimeout: o.ListTimeout, ResumeWait: o.ResumeWait,
+		RelayWait: resumeRelayWait, Tag: e.tag, StoreWait: e.storeWait,
+		Publish:           e.publishSession,
+		StreamPoll:        func() time.Duration { return e.src.Expose().StreamPoll },
+		SubscribeUpstream: e.subscribeUpstream,
+		Go:                e.hubRun.Go,
+		WithBase:          withBase,
+		Base:              baseOf,
+	})
 
 	hooks := &mcpserver.Hooks{}
 	hooks.AddAfterListTools(e.afterListTools)
@@ -244,17 +273,11 @@ func New(src Source, opts *Options) *Endpoint {
 	hooks.AddOnUnregisterSession(e.sessions.Unregistered)
 	hooks.AddOnRequestInitialization(e.onRequest)
 	hooks.AddAfterInitialize(e.sessions.Negotiated)
-	hooks.AddOnUnregisterSession(e.sessionEnded)
+	e.hub.AddHooks(hooks)
 	hooks.AddAfterListResources(e.afterListResources)
 	hooks.AddAfterListResourceTemplates(e.afterListResourceTemplates)
 	hooks.AddAfterListPrompts(e.afterListPrompts)
 	hooks.AddBeforeGetPrompt(e.beforeGetPrompt)
-	if o.Sessions != nil {
-		hooks.AddAfterInitialize(e.recordSession)
-		hooks.AddAfterSetLevel(e.recordLevel)
-		hooks.AddOnRegisterSession(e.samples.Registered)
-		hooks.AddOnUnregisterSession(e.samples.Unregistered)
-	}
 	e.srv = mcpserver.NewMCPServer(serverName, o.Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithResourceCapabilities(true, true),
@@ -284,10 +307,11 @@ func New(src Source, opts *Options) *Endpoint {
 	e.sse = mcpserver.NewSSEServer(e.srv,
 		mcpserver.WithSSEEndpoint("/sse"),
 		mcpserver.WithMessageEndpoint("/message"),
-		mcpserver.WithSessionIDGenerator(e.generateSSE),
+		mcpserver.WithSessionIDGenerator(e.hub.GenerateSSE),
 		mcpserver.WithSSEDisableLocalhostProtection(true),
 		mcpserver.WithKeepAliveInterval(30*time.Second),
 	)
+	e.hub.Attach(e.srv, e.http, e.sse)
 	return e
 }
 
@@ -391,12 +415,11 @@ func (e *Endpoint) Collisions() []Collision {
 // once.
 func (e *Endpoint) Close(ctx context.Context) error {
 	e.CloseSessions(ctx)
-	e.relayed.StopForwards()
-	e.streams.Close()
+	e.hub.StopStreams()
 	e.held.close()
 	err := errors.Join(e.http.Shutdown(ctx), e.sse.Shutdown(ctx))
-	e.subs.wg.Wait() // each bounded by ListTimeout
-	e.samples.Close()
+	e.hubRun.Wait() // each bounded by ListTimeout
+	e.hub.Close()
 	return err
 }
 

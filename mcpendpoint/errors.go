@@ -5,16 +5,17 @@ import (
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 )
 
 // ErrUnknownSession is matched by the error of a request naming a session
 // id the endpoint does not know, or one another user opened: the client
 // gets 404 and must initialize again.
-var ErrUnknownSession = errors.New("unknown MCP session")
+var ErrUnknownSession = sessions.ErrUnknownSession
 
 // ErrTooManySubscriptions is matched by the error of a resources/subscribe
 // past MaxSubscriptionsPerSession.
-var ErrTooManySubscriptions = errors.New("too many resource subscriptions")
+var ErrTooManySubscriptions = sessions.ErrTooManySubscriptions
 
 // ErrNotSubscribable is matched by the error of a resources/subscribe to a
 // resource of a server the endpoint cannot subscribe at.

@@ -99,10 +99,10 @@ func (e *Endpoint) fastList(ctx context.Context, user string, msg *jsonrpc.Messa
 // request must carry the routing headers its body says (mcp-go refuses it
 // otherwise).
 func (e *Endpoint) serveFastList(w http.ResponseWriter, q *request) bool {
-	r := q.r
+	r := q.R
 	version := r.Header.Get(mcpserver.HeaderKeyProtocolVersion)
 	modern := mcp.IsModernProtocol(version)
-	if !q.post(string(mcp.MethodToolsList)) || (q.sid == "" && !modern) {
+	if !q.Post(string(mcp.MethodToolsList)) || (q.SID == "" && !modern) {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -115,12 +115,12 @@ func (e *Endpoint) serveFastList(w http.ResponseWriter, q *request) bool {
 		}
 	case version != "" && !slices.Contains(protocolVersions, version):
 		return false
-	case !e.sessions.Streaming(q.sid, q.user):
+	case !e.sessions.Streaming(q.SID, q.User):
 		return false
 	default:
 		version = "" // checked: the body says nothing of it
 	}
-	parts, ok := e.fastList(r.Context(), q.user, q.msg, version)
+	parts, ok := e.fastList(r.Context(), q.User, q.Msg, version)
 	if !ok {
 		return false
 	}

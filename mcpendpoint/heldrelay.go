@@ -14,6 +14,7 @@ import (
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
@@ -62,7 +63,7 @@ func (e *Endpoint) retryElsewhere(ctx context.Context, st reqstate.State, text s
 		delete(t.waiting, reply)
 		t.mu.Unlock()
 	}()
-	req := envelope{Kind: relayInputRetry, Reply: reply, Holder: st.Replica, State: text, Responses: raw}
+	req := envelope{Message: sessions.Message{Kind: relayInputRetry, Reply: reply}, Holder: st.Replica, State: text, Responses: raw}
 	if p.eligible() {
 		req.Tasks = &relayTasks{Support: p.support, Declared: p.declared}
 	}
@@ -171,7 +172,7 @@ func (e *Endpoint) receiveInputRetry(m *envelope) {
 func (e *Endpoint) serveRelayedRetry(m *envelope) {
 	ctx, cancel := context.WithTimeout(e.held.life, maxRelayedWait)
 	defer cancel()
-	out := envelope{Kind: relayInputRetry, Reply: m.Reply, Outcome: true}
+	out := envelope{Message: sessions.Message{Kind: relayInputRetry, Reply: m.Reply}, Outcome: true}
 	res, task, err := e.relayedRetry(ctx, m)
 	switch {
 	case err == nil && task != nil:
@@ -212,7 +213,7 @@ func (e *Endpoint) relayedRetry(ctx context.Context, m *envelope) (*mcp.CallTool
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		ka := envelope{Kind: relayInputRetry, Reply: m.Reply, Outcome: true, Waiting: true}
+		ka := envelope{Message: sessions.Message{Kind: relayInputRetry, Reply: m.Reply}, Outcome: true, Waiting: true}
 		t := time.NewTicker(inputRelayKeepalive)
 		defer t.Stop()
 		for {

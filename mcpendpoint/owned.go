@@ -2,8 +2,8 @@ package mcpendpoint
 
 import "sync"
 
-// goGroup runs the goroutines of something that ends (the endpoint's
-// subscriptions, its held calls): Wait stops it taking more and waits for
+// goGroup runs the goroutines of something that ends (the session
+// machinery's, the held calls'): Wait stops it taking more and waits for
 // those it runs. A message from the Relay can arrive after the endpoint
 // is closed; the goroutine it would start must not outlive the endpoint.
 // Its zero value is ready to use; it is safe for concurrent use.

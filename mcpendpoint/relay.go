@@ -3,103 +3,34 @@ package mcpendpoint
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"time"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 )
 
 // Relay carries a message to every other replica of the service; see
 // Endpoint.Receive. Publish must not block; delivery may be lost.
-type Relay interface {
-	Publish(msg []byte) error
-}
+type Relay = sessions.Relay
 
-// Kinds of the messages the replicas send each other through the Relay,
-// in the order of doc.go's table, which says who sends each and who acts
-// on it.
-const (
-	// Sessions of 2025-11-25 (or older) on /mcp (shared.go, answers.go).
-	relayEnded       = "mcp_session_ended"
-	relayAnswer      = "mcp_client_answer"
-	relayUpdated     = "mcp_resource_updated"
-	relayUnsubscribe = "mcp_resource_unsubscribe"
-	// Sampling on another replica's GET stream (samplerelay.go).
-	relaySample  = "mcp_sample"
-	relaySampled = "mcp_sampled"
-	// Call streams resumed on another replica (resumerelay.go).
-	relayResume = "mcp_stream_resume"
-	relayEvents = "mcp_stream_events"
-	relayLeft   = "mcp_stream_left"
-	relayAbsent = "mcp_stream_absent"
-	// Sessions of the legacy SSE transport (sserelay.go).
-	relaySSEMessage = "mcp_sse_message"
-	// A 2026-07-28 retry of a call another replica holds, and its
-	// outcomes (heldrelay.go).
-	relayInputRetry = "mcp_input_retry"
-)
-
-// receivers take the messages of each kind, on the Relay's goroutine:
-// none blocks on I/O.
-var receivers = map[string]func(*Endpoint, *envelope){
-	relayEnded:       (*Endpoint).receiveEnded,
-	relayAnswer:      (*Endpoint).receiveAnswer,
-	relayUpdated:     (*Endpoint).receiveUpdated,
-	relayUnsubscribe: (*Endpoint).receiveUnsubscribe,
-	relaySample:      (*Endpoint).receiveSample,
-	relaySampled:     (*Endpoint).receiveSampled,
-	relayResume:      (*Endpoint).receiveResume,
-	relayEvents:      (*Endpoint).receiveEvents,
-	relayLeft:        (*Endpoint).receiveLeft,
-	relayAbsent:      (*Endpoint).receiveAbsent,
-	relaySSEMessage:  (*Endpoint).receiveSSEMessage,
-	relayInputRetry:  (*Endpoint).receiveInputRetry,
-}
+// relayInputRetry is the kind of the one message of 2026-07-28 between the
+// replicas: a retry of a call another replica holds, and its outcomes
+// (heldrelay.go). The other kinds, in doc.go's table, are the 2025-11-25
+// session machinery's (internal/sessions).
+const relayInputRetry = "mcp_input_retry"
 
 // maxRelayMessage is the largest Relay message the endpoint sends: what
 // store.Bus carries.
-const maxRelayMessage = 4 << 20
+const maxRelayMessage = sessions.MaxRelayMessage
 
 // errRelayTooLarge is publish's error for a message over maxRelayMessage.
-var errRelayTooLarge = fmt.Errorf("relay message over the limit of %d bytes", maxRelayMessage)
+var errRelayTooLarge = sessions.ErrRelayTooLarge
 
 // envelope is a message of one replica to the others through the Relay,
 // a JSON object: Kind says what it is, and so which of the other fields
-// it sets (the others are left out). It names a session by the SHA-256 of
-// its id (idHash), never by the id.
+// it sets (the others are left out). The session machinery's messages
+// are a sessions.Message; a relayInputRetry is one too (Kind, Reply and
+// Error), with fields of its own.
 type envelope struct {
-	Kind string `json:"kind"`
-	// Session is the idHash of the session the message is about.
-	Session string `json:"session,omitempty"`
-	// Body is a client's message (relayAnswer, relaySSEMessage), or a
-	// sampling request or its result (relaySample, relaySampled).
-	Body json.RawMessage `json:"body,omitempty"`
-	// URI is the resource (relayUpdated, relayUnsubscribe).
-	URI string `json:"uri,omitempty"`
-	// Base is the base URL (scheme://host) of the request that posted a
-	// client's message (relaySSEMessage).
-	Base string `json:"base,omitempty"`
-
-	// Reply names the asking replica's wait (relaySample, relaySampled,
-	// relayInputRetry).
-	Reply string `json:"reply,omitempty"`
-	// Deadline is when the asking replica stops waiting (relaySample).
-	Deadline time.Time `json:"deadline,omitzero"`
-	// Error says why there is no result (relaySampled, relayInputRetry).
-	Error string `json:"error,omitempty"`
-
-	// Stream is a call stream, and Reader the asking replica's reader of
-	// it, its mirror (relayResume, relayEvents, relayLeft, relayAbsent).
-	Stream string `json:"stream,omitempty"`
-	Reader string `json:"reader,omitempty"`
-	// After is the last event the client has (relayResume).
-	After int `json:"after,omitempty"`
-	// Events are the stream's events from the holder (relayEvents).
-	Events []relayedEvent `json:"events,omitempty"`
-	// Gone says the holder stopped forwarding: another connection took
-	// the stream, or it is forgotten (relayEvents).
-	Gone bool `json:"gone,omitempty"`
-	// Replica is the tag of a replica that does not hold the stream
-	// (relayAbsent).
-	Replica string `json:"replica,omitempty"`
+	sessions.Message
 
 	// A relayInputRetry is a retry (Holder, State and Responses set; the
 	// state names its user by hash) or an outcome (Outcome set: Waiting,
@@ -120,17 +51,16 @@ type envelope struct {
 	Task json.RawMessage `json:"task,omitempty"`
 }
 
-// relayedEvent is an event of a call stream in a relayEvents message.
-type relayedEvent struct {
-	Seq   int             `json:"seq"`
-	Data  json.RawMessage `json:"data"`
-	Final bool            `json:"final,omitempty"`
-}
-
 // relayTasks is a relayed retry's taskPolicy.
 type relayTasks struct {
 	Support  string `json:"support"`
 	Declared bool   `json:"declared"`
+}
+
+// publishSession sends m, a message of the session machinery, to the
+// other replicas (sessions.Config.Publish).
+func (e *Endpoint) publishSession(m sessions.Message) error {
+	return e.publish(envelope{Message: m})
 }
 
 // publish sends m to the other replicas through the Relay; a message over
@@ -161,7 +91,9 @@ func (e *Endpoint) Receive(msg []byte) {
 	if json.Unmarshal(msg, &m) != nil {
 		return
 	}
-	if receive := receivers[m.Kind]; receive != nil {
-		receive(e, &m)
+	if m.Kind == relayInputRetry {
+		e.receiveInputRetry(&m)
+		return
 	}
+	e.hub.Receive(&m.Message)
 }

@@ -3,6 +3,8 @@ package mcpendpoint
 import (
 	"context"
 	"time"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 )
 
 // Replicas keeps a liveness lease for each replica of the service, where
@@ -12,14 +14,7 @@ import (
 // the client's call, is gone: a replica that is only slow to answer
 // through the Relay keeps its lease. Its methods are safe for concurrent
 // use.
-type Replicas interface {
-	// RenewReplica keeps the lease of replica tag live for ttl from now.
-	RenewReplica(ctx context.Context, tag string, ttl time.Duration) error
-	// LiveReplicas returns the tags of the replicas whose lease is live.
-	LiveReplicas(ctx context.Context) ([]string, error)
-	// DropReplica ends the lease of replica tag, which stops.
-	DropReplica(ctx context.Context, tag string) error
-}
+type Replicas = sessions.Replicas
 
 // The liveness lease of a replica: renewed every leaseRenew, it lasts
 // leaseTTL, so that a replica stalled for less than leaseTTL-leaseRenew
@@ -28,6 +23,12 @@ const (
 	leaseTTL   = 30 * time.Second
 	leaseRenew = 5 * time.Second
 )
+
+// resumeRelayWait is how long a replica is given to answer through the
+// Relay before its silence counts: the holder of a call stream a client
+// resumes elsewhere (internal/sessions), or of a call a relayed retry is
+// for (heldrelay.go).
+const resumeRelayWait = 3 * time.Second
 
 // keepLease renews this replica's liveness lease every leaseRenew until
 // ctx ends, then drops it: the others know at once that it is gone. Each

@@ -170,17 +170,17 @@ func (e *Endpoint) serveUnknownResource(w http.ResponseWriter, q *request) bool 
 	var p struct {
 		URI string `json:"uri"`
 	}
-	uri := q.r.Header.Get(mcp.HeaderName)
-	if !q.msg.IsRequest() || q.msg.DecodeParams(&p) != nil || uri == "" || p.URI != uri ||
-		q.msg.Meta().ProtocolVersion != q.r.Header.Get(mcp.HeaderProtocolVersion) {
+	uri := q.R.Header.Get(mcp.HeaderName)
+	if !q.Msg.IsRequest() || q.Msg.DecodeParams(&p) != nil || uri == "" || p.URI != uri ||
+		q.Msg.Meta().ProtocolVersion != q.R.Header.Get(mcp.HeaderProtocolVersion) {
 		return false
 	}
-	if owner, _ := e.resourceOwner(q.r.Context(), uri); owner != nil {
+	if owner, _ := e.resourceOwner(q.R.Context(), uri); owner != nil {
 		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(jsonrpc.ErrorResponse(q.msg.ID, mcp.INVALID_PARAMS,
+	_, _ = w.Write(jsonrpc.ErrorResponse(q.Msg.ID, mcp.INVALID_PARAMS,
 		fmt.Sprintf("no server of this service lists resource %q", uri), map[string]string{"uri": uri})) // a client gone: nothing to tell
 	return true
 }

@@ -436,7 +436,7 @@ func TestCallStreamMirrorGivesUpOnSilence(t *testing.T) {
 	aToB := &droppingRelay{Relay: newMemRelay(t, func() *Endpoint { return epB })}
 	epA = New(src, &Options{Sessions: store, Relay: aToB})
 	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
-	epA.streams.Keepalive, epB.streams.Keepalive = 50*time.Millisecond, 50*time.Millisecond
+	epA.hub.Streams().Keepalive, epB.hub.Streams().Keepalive = 50*time.Millisecond, 50*time.Millisecond
 	urlA, urlB := serve(t, epA)+"/mcp", serve(t, epB)+"/mcp"
 
 	s := wireInit(t, urlA, "alice", mcp.ProtocolVersion20251125)
@@ -451,10 +451,10 @@ func TestCallStreamMirrorGivesUpOnSilence(t *testing.T) {
 	resumed := onB.do(t, req)
 	// Keepalives come while the call is silent: the stream stays open
 	// well past MirrorSilence.
-	time.AfterFunc(4*epB.streams.MirrorSilence(), func() { aToB.drop.Store(true) })
+	time.AfterFunc(4*epB.hub.Streams().MirrorSilence(), func() { aToB.drop.Store(true) })
 	start := time.Now()
 	rest := readEvents(t, resumed, nil) // ends when B gives A up
-	if d := time.Since(start); d < 4*epB.streams.MirrorSilence() || ctx.Err() != nil || len(rest) != 0 {
+	if d := time.Since(start); d < 4*epB.hub.Streams().MirrorSilence() || ctx.Err() != nil || len(rest) != 0 {
 		t.Errorf("resumed stream ended after %v with %q; want it open while A sent keepalives, then closed without an answer", d, kinds(rest))
 	}
 	close(w.release)

@@ -8,41 +8,20 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
 
-// request is one HTTP request of the endpoint as the router read it: a
-// POST's body is read once and decoded once, and every handler takes it
-// from here; r.Body reads it again for mcp-go.
-type request struct {
-	r    *http.Request
-	user string
-	// sid is the Mcp-Session-Id header: a 2025-11-25 (or older) session's.
-	sid string
-	// body is a POST's body; msg is it decoded, nil when it is not one
-	// JSON-RPC message (a batch, not JSON: mcp-go answers it).
-	body []byte
-	msg  *jsonrpc.Message
-}
-
-// post reports whether q is a POST of one JSON-RPC message whose method is
-// one of methods.
-func (q *request) post(methods ...string) bool {
-	if q.r.Method != http.MethodPost || q.msg == nil {
-		return false
-	}
-	for _, m := range methods {
-		if q.msg.Method == m {
-			return true
-		}
-	}
-	return false
-}
+// request is one HTTP request of the endpoint as the router read it
+// (sessions.Request): a POST's body is read once and decoded once, and
+// every handler takes it from here.
+type request = sessions.Request
 
 // ServeMCP serves one HTTP request of the endpoint for user, who the
 // caller has authenticated: /mcp (Streamable HTTP: POST, the GET stream,
@@ -64,9 +43,9 @@ func (e *Endpoint) ServeMCP(w http.ResponseWriter, r *http.Request, user string)
 		}
 		e.serveSession(w, q)
 	case "/sse":
-		e.serveSSE(w, q.r, user)
+		e.hub.ServeSSE(w, q.R, user)
 	case "/message":
-		e.serveSSEMessage(w, q) // here, or relayed to the replica holding the stream
+		e.hub.ServeSSEMessage(w, q) // here, or relayed to the replica holding the stream
 	default:
 		http.NotFound(w, r)
 	}
@@ -86,8 +65,8 @@ func (e *Endpoint) read(w http.ResponseWriter, r *http.Request, user string) (*r
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	ctx := context.WithValue(mcpgateway.WithUser(r.Context(), user), baseKey{}, scheme+"://"+r.Host)
-	q := &request{r: r.WithContext(ctx), user: user, sid: r.Header.Get(mcpserver.HeaderKeySessionID)}
+	ctx := withBase(mcpgateway.WithUser(r.Context(), user), scheme+"://"+r.Host)
+	q := &request{R: r.WithContext(ctx), User: user, SID: r.Header.Get(mcpserver.HeaderKeySessionID)}
 	if r.Method != http.MethodPost || r.Body == nil {
 		return q, true
 	}
@@ -103,10 +82,10 @@ func (e *Endpoint) read(w http.ResponseWriter, r *http.Request, user string) (*r
 		writeRPCError(w, status, mcp.INVALID_REQUEST, text)
 		return nil, false
 	}
-	q.body = body
-	q.msg, _ = jsonrpc.Decode(body)
-	q.r.Body = io.NopCloser(bytes.NewReader(body))
-	q.r.ContentLength = int64(len(body))
+	q.Body = body
+	q.Msg, _ = jsonrpc.Decode(body)
+	q.R.Body = io.NopCloser(bytes.NewReader(body))
+	q.R.ContentLength = int64(len(body))
 	return q, true
 }
 
@@ -116,9 +95,9 @@ func (e *Endpoint) read(w http.ResponseWriter, r *http.Request, user string) (*r
 // everything else, a mismatch among it, is mcp-go's to answer (it checks
 // the headers against the body, and answers GET and DELETE with 405).
 func (e *Endpoint) serveModern(w http.ResponseWriter, q *request) {
-	if q.msg != nil && q.msg.Method != "" && q.msg.Method == q.r.Header.Get(mcp.HeaderMethod) {
-		switch m := q.msg.Method; {
-		case strings.HasPrefix(m, "notifications/") && q.msg.IsNotification():
+	if q.Msg != nil && q.Msg.Method != "" && q.Msg.Method == q.R.Header.Get(mcp.HeaderMethod) {
+		switch m := q.Msg.Method; {
+		case strings.HasPrefix(m, "notifications/") && q.Msg.IsNotification():
 			// mcp-go would refuse it with 400 for want of the _meta a
 			// request carries, and go-sdk's client then closes its
 			// session: it sends notifications/cancelled after it closes a
@@ -141,16 +120,16 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, q *request) {
 			// A task's reply, or an error mcp-go cannot give (tasks.go).
 			reply := &taskReply{}
 			w = &taskWriter{ResponseWriter: w, reply: reply}
-			q.r = q.r.WithContext(context.WithValue(q.r.Context(), taskReplyKey{}, reply))
+			q.R = q.R.WithContext(context.WithValue(q.R.Context(), taskReplyKey{}, reply))
 		}
 	}
-	e.http.ServeHTTP(w, q.r)
+	e.http.ServeHTTP(w, q.R)
 }
 
 // serveSession serves a request of 2025-11-25 or older on /mcp: of a
 // session, shared between the replicas, or one that opens a session.
 func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
-	r, id, user := q.r, q.sid, q.user
+	r, id, user := q.R, q.SID, q.User
 	// mcp-go checks a POST's session id (sessionbook.Book) but opens a GET
 	// stream on any, where another user would get that session's
 	// messages, and answers 500 to a DELETE of an unknown one, or of
@@ -160,7 +139,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 		return
 	}
 	if id != "" && e.opts.Sessions != nil {
-		if err := e.shareSession(r.Context(), id, user); err != nil {
+		if err := e.hub.ShareSession(r.Context(), id, user); err != nil {
 			e.logger.Warn("an MCP session not held here could not be looked up: answered 503", logKeyErr, err)
 			writeStoreDown(w)
 			return
@@ -172,7 +151,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 	}
 	switch r.Method {
 	case http.MethodGet:
-		if e.serveResume(w, q) {
+		if e.hub.ServeResume(w, q) {
 			return
 		}
 		// A draining replica closes its GET streams, which would hold the
@@ -186,24 +165,38 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 		if id != "" {
 			defer e.sessions.OpenStream(id)()
 			var stop func()
-			gctx, stop = e.trackSession(gctx, id) // the stream ends with the session, here or on another replica
+			gctx, stop = e.hub.TrackSession(gctx, id) // the stream ends with the session, here or on another replica
 			defer stop()
 		}
-		q.r = r.WithContext(gctx)
+		q.R = r.WithContext(gctx)
 	case http.MethodPost:
-		if e.serveFastList(w, q) || e.serveAnswer(w, q) || e.serveCallStream(w, q) {
+		if e.serveFastList(w, q) || e.hub.ServeAnswer(w, q) || e.hub.ServeCallStream(w, q) {
 			return
 		}
 	case http.MethodDelete:
-		if e.opts.Sessions != nil && e.sessions.OwnedBy(id, user) && !e.endEverywhere(r.Context(), w, id, user) {
+		if e.opts.Sessions != nil && e.sessions.OwnedBy(id, user) && !e.hub.EndEverywhere(r.Context(), w, id, user) {
 			return
 		}
 	}
-	if e.tagsIDs() {
-		w = &tagWriter{ResponseWriter: w, e: e}
-	}
-	e.http.ServeHTTP(w, q.r)
+	e.http.ServeHTTP(e.hub.TagIDs(w), q.R)
 	if r.Method == http.MethodDelete && !e.sessions.OwnedBy(id, user) {
-		e.cancelSession(id) // the client ended its session: so are its calls
+		e.hub.CancelSession(id) // the client ended its session: so are its calls
 	}
+}
+
+// storeRetryAfter is the Retry-After of a 503 the endpoint answers when
+// the SessionStore or the TaskStore fails.
+const storeRetryAfter = 2 * time.Second
+
+// writeStoreDown answers w 503 with Retry-After: the store could not say
+// whether the request's session (or task) exists.
+func writeStoreDown(w http.ResponseWriter) {
+	writeUnavailable(w, storeRetryAfter, "the MCP session could not be looked up: the database is unavailable; try again shortly")
+}
+
+// writeUnavailable answers w 503 with msg and a Retry-After of after
+// (whole seconds, at least one): the request may succeed later, here or
+// on another replica.
+func writeUnavailable(w http.ResponseWriter, after time.Duration, msg string) {
+	jsonrpc.WriteUnavailable(w, after, mcp.INTERNAL_ERROR, msg)
 }

@@ -95,7 +95,5 @@ func (e *Endpoint) search(ctx context.Context, user string, cat *catalog.Catalog
 
 // writeRPCError answers an HTTP request with a JSON-RPC error and status.
 func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(jsonrpc.ErrorResponse(nil, code, msg, nil)) // a client gone: nothing to tell
+	jsonrpc.WriteError(w, status, code, msg)
 }

@@ -356,7 +356,7 @@ func TestSharedSessionStoreBound(t *testing.T) {
 	store := &downSessions{memSessions: &memSessions{}}
 	epA, epB := New(src, &Options{Sessions: store}), New(src, &Options{Sessions: store})
 	const bound = time.Second
-	store.callTimeout, epB.storeWait = bound, bound
+	store.callTimeout, epB.hub.StoreWait = bound, bound
 	urlA, urlB := serve(t, epA), serve(t, epB)
 	s := wireInit(t, urlA+"/mcp", "alice", mcp.ProtocolVersion20251125)
 	store.hang.Store(true)

@@ -156,11 +156,11 @@ func TestSSESessionRecordOutlivesIdle(t *testing.T) {
 	}
 	sid := strings.TrimPrefix(ev.data, "/message?sessionId=")
 	testenv.WaitFor(t, 10*time.Second, "the record to be found past three times its idle time", func() bool {
-		_, err := store.Session(ctx, sid, "alice", epB.sseIdle())
+		_, err := store.Session(ctx, sid, "alice", epB.hub.SSEIdle())
 		if err != nil {
 			t.Fatalf("the SSE session's record, %v after the stream opened: %v", time.Since(opened), err)
 		}
-		return time.Since(opened) > 3*epB.sseIdle()
+		return time.Since(opened) > 3*epB.hub.SSEIdle()
 	})
 	if code, body := ssePost(t, ctx, urlB, ev.data, "alice", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); code != http.StatusAccepted {
 		t.Errorf("a ping posted to B: %d %s, want 202", code, body)
@@ -169,7 +169,7 @@ func TestSSESessionRecordOutlivesIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 10*time.Second, "the lost record of the open stream to be recorded again", func() bool {
-		_, err := store.Session(ctx, sid, "alice", epB.sseIdle())
+		_, err := store.Session(ctx, sid, "alice", epB.hub.SSEIdle())
 		return err == nil
 	})
 	big := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxRelayMessage) + `"}}`

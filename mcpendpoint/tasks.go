@@ -419,7 +419,7 @@ type taskParams struct {
 // serveTaskMethod answers a 2026-07-28 POST of tasks/get, tasks/update or
 // tasks/cancel of q's user and reports true, or leaves it for mcp-go.
 func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, q *request) bool {
-	r, req, user, method := q.r, q.msg, q.user, q.msg.Method
+	r, req, user, method := q.R, q.Msg, q.User, q.Msg.Method
 	var params taskParams
 	if !req.IsRequest() || req.DecodeParams(&params) != nil || req.Meta().ProtocolVersion != r.Header.Get(mcp.HeaderProtocolVersion) {
 		return false // mcp-go says what is wrong with it

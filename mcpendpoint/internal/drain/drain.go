@@ -6,7 +6,12 @@ package drain
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// RetryAfter is the Retry-After of a 503 for a request that a draining
+// replica sends elsewhere.
+const RetryAfter = time.Second
 
 // State is what a shutdown needs of the endpoint's work: the calls
 // running, the call streams whose answer no client has had, and the

@@ -7,6 +7,9 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
 )
 
 // Version is the only JSON-RPC version MCP speaks.
@@ -149,6 +152,22 @@ func Response(id json.RawMessage, result any) []byte {
 // JSON): code, message and, when not nil, data.
 func ErrorResponse(id json.RawMessage, code int, message string, data any) []byte {
 	return encode(id, "error", ErrorObject{Code: code, Message: message, Data: data})
+}
+
+// WriteError answers an HTTP request with status and a JSON-RPC error of
+// code and msg, of no request id.
+func WriteError(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(ErrorResponse(nil, code, msg, nil)) // a client gone: nothing to tell
+}
+
+// WriteUnavailable answers an HTTP request 503 with a JSON-RPC error of
+// code and msg and a Retry-After of after (whole seconds, at least one):
+// the request may succeed later, here or on another replica.
+func WriteUnavailable(w http.ResponseWriter, after time.Duration, code int, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(after/time.Second))))
+	WriteError(w, http.StatusServiceUnavailable, code, msg)
 }
 
 func encode(id json.RawMessage, key string, v any) []byte {

@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"bytes"
@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
 )
 
 // Resumable call streams (SEP-1699, protocol 2025-11-25). A tools/call of
@@ -27,20 +29,12 @@ import (
 // GET with Last-Event-ID set to the last id the client saw takes the
 // stream up again where it left off. A call whose stream nobody reads for
 // ResumeWait is cancelled upstream, as an abandoned one. The endpoint's
-// own progress and log messages go straight onto the stream (notify), so
+// own progress and log messages go straight onto the stream (Notify), so
 // none is lost or reordered; what mcp-go writes (the answer, a server's
 // question to the client) is read off its response writer
 // (callstream.Writer). A stream lives on the replica that runs the call;
 // a resume that lands on another is served from there through the Relay
 // (resumerelay.go).
-
-// DefaultResumeWait is how long a call whose stream nobody reads is kept
-// for the client to resume before it is cancelled. A client resumes
-// within the retry interval and its back-off (the TypeScript SDK's is
-// about a second), but one that takes a dropped connection for a
-// cancellation and sends no notifications/cancelled (mcp-go's HTTP
-// client) has its call cancelled only this long after.
-const DefaultResumeWait = 10 * time.Second
 
 // streamKey is the context key of a call's stream.
 type streamKey struct{}
@@ -51,23 +45,23 @@ func streamOf(ctx context.Context) *callstream.Stream {
 	return st
 }
 
-// serveCallStream answers a tools/call POST on a resumable stream when
+// ServeCallStream answers a tools/call POST on a resumable stream when
 // the session negotiated 2025-11-25 and the client accepts event streams,
 // and reports whether it did.
-func (e *Endpoint) serveCallStream(w http.ResponseWriter, q *request) bool {
-	r, sid, user := q.r, q.sid, q.user
-	if !q.post(string(mcp.MethodToolsCall)) || !q.msg.IsRequest() || sid == "" || !acceptsEventStream(r) || !e.sessions.Resumable(sid, user) {
+func (h *Hub) ServeCallStream(w http.ResponseWriter, q *Request) bool {
+	r, sid, user := q.R, q.SID, q.User
+	if !q.Post(string(mcp.MethodToolsCall)) || !q.Msg.IsRequest() || sid == "" || !acceptsEventStream(r) || !h.Book.Resumable(sid, user) {
 		return false
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return false
 	}
-	if v := r.Header.Get(mcpserver.HeaderKeyProtocolVersion); v != "" && !slices.Contains(protocolVersions, v) {
+	if v := r.Header.Get(mcpserver.HeaderKeyProtocolVersion); v != "" && !slices.Contains(Versions, v) {
 		return false // mcp-go's 400
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	pending := e.drain.Open() // a shutdown waits for the answer to reach a client
-	st := e.streams.Open(sid, user, func() { cancel(); pending.Settle() })
+	pending := h.Drain.Open() // a shutdown waits for the answer to reach a client
+	st := h.streams.Open(sid, user, func() { cancel(); pending.Settle() })
 	if st == nil {
 		cancel() // past the session's streams: answered as mcp-go does
 		pending.Settle()
@@ -75,31 +69,31 @@ func (e *Endpoint) serveCallStream(w http.ResponseWriter, q *request) bool {
 	}
 	pending.Stream(st.ID())
 	inner := r.Clone(context.WithValue(ctx, streamKey{}, st))
-	inner.Body = io.NopCloser(bytes.NewReader(q.body))
-	cw := callstream.NewWriter(st, q.msg.ID)
-	if e.tagsIDs() {
-		cw.Rewrite = e.tagRequest
+	inner.Body = io.NopCloser(bytes.NewReader(q.Body))
+	cw := callstream.NewWriter(st, q.Msg.ID)
+	if h.tagsIDs() {
+		cw.Rewrite = h.tagRequest
 	}
-	if !e.streams.Go(func() {
+	if !h.streams.Go(func() {
 		defer cancel()
-		e.http.ServeHTTP(cw, inner)
+		h.http.ServeHTTP(cw, inner)
 		cw.Finish()
 	}) {
-		e.streams.Forget(st) // closing
+		h.streams.Forget(st) // closing
 		return false
 	}
-	e.streams.ServeNew(r.Context(), &answerWriter{ResponseWriter: w, d: &e.drain, id: st.ID()}, st, e.src.Expose().StreamPoll)
+	h.streams.ServeNew(r.Context(), &answerWriter{ResponseWriter: w, d: h.Drain, id: st.ID()}, st, h.StreamPoll())
 	return true
 }
 
-// serveResume answers a GET whose Last-Event-ID names a call stream of
+// ServeResume answers a GET whose Last-Event-ID names a call stream of
 // the session: the messages after that one, then the rest of the call.
 // Only the POST's own connection is polled: the GET that resumes it stays
 // until the answer, as the conformance suite's client expects. It reports
 // whether the request was one; an id of a stream no replica holds gets
 // 404.
-func (e *Endpoint) serveResume(w http.ResponseWriter, q *request) bool {
-	r, sid, user := q.r, q.sid, q.user
+func (h *Hub) ServeResume(w http.ResponseWriter, q *Request) bool {
+	r, sid, user := q.R, q.SID, q.User
 	last := r.Header.Get("Last-Event-ID")
 	if r.Method != http.MethodGet || sid == "" || last == "" {
 		return false
@@ -108,29 +102,29 @@ func (e *Endpoint) serveResume(w http.ResponseWriter, q *request) bool {
 	if !ok {
 		return false // not one of ours: mcp-go's stream
 	}
-	st := e.streams.Get(id, sid, user)
+	st := h.streams.Get(id, sid, user)
 	if st == nil {
-		if e.drain.Draining() { // the mirror would hold the HTTP server's Shutdown
+		if h.Drain.Draining() { // the mirror would hold the HTTP server's Shutdown
 			writeDraining(w, "this replica is shutting down: resume the stream again")
 			return true
 		}
-		if !e.resumeElsewhere(w, r, id, sid, user, seq) {
-			writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST,
+		if !h.resumeElsewhere(w, r, id, sid, user, seq) {
+			jsonrpc.WriteError(w, http.StatusNotFound, mcp.INVALID_REQUEST,
 				"unknown or expired stream in Last-Event-ID: its call ended, or its replica is gone")
 		}
 		return true
 	}
-	e.logResume("MCP call stream resumed", sid, user, seq)
-	if err := e.streams.Resume(r.Context(), &answerWriter{ResponseWriter: w, d: &e.drain, id: st.ID()}, st, seq, 0); err != nil {
-		e.logger.Warn("MCP call stream resume refused", logKeyUser, user, "session_hash", idHash(sid)[:16], logKeyErr, err)
+	h.logResume("MCP call stream resumed", sid, user, seq)
+	if err := h.streams.Resume(r.Context(), &answerWriter{ResponseWriter: w, d: h.Drain, id: st.ID()}, st, seq, 0); err != nil {
+		h.Logger.Warn("MCP call stream resume refused", logKeyUser, user, "session_hash", idHash(sid)[:16], logKeyErr, err)
 	}
 	return true
 }
 
 // logResume logs a resume; the ids are bearers, so the log names the
 // session by its hash.
-func (e *Endpoint) logResume(msg, sid, user string, seq int) {
-	e.logger.Info(msg, logKeyUser, user, "session_hash", idHash(sid)[:16], "after_event", seq)
+func (h *Hub) logResume(msg, sid, user string, seq int) {
+	h.Logger.Info(msg, logKeyUser, user, "session_hash", idHash(sid)[:16], "after_event", seq)
 }
 
 // acceptsEventStream reports whether r's Accept names text/event-stream.
@@ -145,13 +139,13 @@ func acceptsEventStream(r *http.Request) bool {
 	return false
 }
 
-// notify sends a notification of the call in ctx to its client: onto the
+// Notify sends a notification of the call in ctx to its client: onto the
 // call's stream when it has one, else through mcp-go. A gone client
 // misses it.
-func (e *Endpoint) notify(ctx context.Context, method string, params map[string]any) {
+func (h *Hub) Notify(ctx context.Context, method string, params map[string]any) {
 	st := streamOf(ctx)
 	if st == nil {
-		_ = e.srv.SendNotificationToClient(ctx, method, params) // a gone client misses it
+		_ = h.srv.SendNotificationToClient(ctx, method, params) // a gone client misses it
 		return
 	}
 	msg, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": method, "params": params})
@@ -160,11 +154,11 @@ func (e *Endpoint) notify(ctx context.Context, method string, params map[string]
 	}
 }
 
-// notifyLog sends a log message of the call in ctx to its client if the
-// session's level lets it through (see notify).
-func (e *Endpoint) notifyLog(ctx context.Context, n mcp.LoggingMessageNotification) {
+// NotifyLog sends a log message of the call in ctx to its client if the
+// session's level lets it through (see Notify).
+func (h *Hub) NotifyLog(ctx context.Context, n mcp.LoggingMessageNotification) {
 	if streamOf(ctx) == nil {
-		_ = e.srv.SendLogMessageToClient(ctx, n) // a gone client misses it
+		_ = h.srv.SendLogMessageToClient(ctx, n) // a gone client misses it
 		return
 	}
 	s, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging)
@@ -175,5 +169,44 @@ func (e *Endpoint) notifyLog(ctx context.Context, n mcp.LoggingMessageNotificati
 	if n.Params.Logger != "" {
 		params["logger"] = n.Params.Logger
 	}
-	e.notify(ctx, string(mcp.MethodNotificationMessage), params)
+	h.Notify(ctx, string(mcp.MethodNotificationMessage), params)
+}
+
+// answerWriter is the http.ResponseWriter of a call stream's reader here:
+// once a write that carries the call's answer succeeded, the answer is
+// handed over (drain.State.Answered).
+type answerWriter struct {
+	http.ResponseWriter
+	d  *drain.State
+	id string
+}
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	if err == nil && framesResponse(b) {
+		w.d.Answered(w.id)
+	}
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// framesResponse reports whether b, SSE events as a call stream writes
+// them, carries a JSON-RPC response: the only one a call's stream carries
+// is its answer.
+func framesResponse(b []byte) bool {
+	if !bytes.Contains(b, []byte(`"result"`)) && !bytes.Contains(b, []byte(`"error"`)) {
+		return false // the cheap test: progress and log messages
+	}
+	for {
+		ev, _, rest, ok := sse.Next(b)
+		if !ok {
+			return false
+		}
+		b = rest
+		if jsonrpc.IsResponse(ev.Data) {
+			return true
+		}
+	}
 }

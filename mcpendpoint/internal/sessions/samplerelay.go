@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"context"
@@ -23,21 +23,36 @@ import (
 // replica's deadline.
 const maxRelayedSampling = 10 * time.Minute
 
+// Sample puts req to the client of the session in ctx and waits for its
+// message, or ctx: mcp-go puts it on the session's GET stream, and when
+// that is open on another replica, the request goes there.
+func (h *Hub) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if h.Relay != nil && h.Sessions != nil {
+		sid := sessionID(ctx)
+		if user, ok := h.Book.Owner(sid); ok && !h.Book.Streaming(sid, user) {
+			return h.sampleElsewhere(ctx, sid, req) // mcp-go sends it only on the GET stream, not open here
+		}
+	}
+	// Sampling is the 2025-11-25 protocol's, which the endpoint serves.
+	//lint:ignore SA1019 sampling of the protocol version the endpoint serves (2025-11-25)
+	return h.srv.RequestSampling(ctx, req) //nolint:staticcheck // see above
+}
+
 // sampleElsewhere sends req of session sid to the other replicas, one of
 // which holds the session's GET stream, and waits for the client's
 // message, or ctx.
-func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+func (h *Hub) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("sampling request: %w", err)
 	}
-	reply, c, done := e.samples.Wait()
+	reply, c, done := h.samples.Wait()
 	defer done()
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(maxRelayedSampling)
 	}
-	if err := e.publish(envelope{Kind: relaySample, Session: idHash(sid), Reply: reply, Deadline: deadline, Body: body}); err != nil {
+	if err := h.publish(Message{Kind: relaySample, Session: idHash(sid), Reply: reply, Deadline: deadline, Body: body}); err != nil {
 		return nil, fmt.Errorf("the MCP client's GET stream is on another replica, which could not be reached: %w", err)
 	}
 	select {
@@ -63,48 +78,48 @@ func (e *Endpoint) sampleElsewhere(ctx context.Context, sid string, req mcp.Crea
 // receiveSample takes a sampling request another replica relayed
 // (relaySample): it is put to the client, on a goroutine of the endpoint,
 // if the session's GET stream is open here.
-func (e *Endpoint) receiveSample(m *envelope) {
-	id := e.sessions.ByHash(m.Session)
-	user, ok := e.sessions.Owner(id)
-	if !ok || !e.sessions.Streaming(id, user) {
+func (h *Hub) receiveSample(m *Message) {
+	id := h.Book.ByHash(m.Session)
+	user, ok := h.Book.Owner(id)
+	if !ok || !h.Book.Streaming(id, user) {
 		return
 	}
-	cs := e.samples.Session(id)
+	cs := h.samples.Session(id)
 	if cs == nil {
 		return
 	}
-	e.samples.Go(func(ctx context.Context) { e.putSample(ctx, cs, m) })
+	h.samples.Go(func(ctx context.Context) { h.putSample(ctx, cs, m) })
 }
 
 // receiveSampled takes the result of a sampling request this replica
 // relayed (relaySampled), if it still waits for it.
-func (e *Endpoint) receiveSampled(m *envelope) {
-	e.samples.Deliver(m.Reply, samplerelay.Result{Body: m.Body, Error: m.Error})
+func (h *Hub) receiveSampled(m *Message) {
+	h.samples.Deliver(m.Reply, samplerelay.Result{Body: m.Body, Error: m.Error})
 }
 
 // putSample puts a relayed sampling request to the client of cs, on its
 // GET stream here, and relays the client's message back; ctx ends it.
-func (e *Endpoint) putSample(ctx context.Context, cs mcpserver.ClientSession, m *envelope) {
+func (h *Hub) putSample(ctx context.Context, cs mcpserver.ClientSession, m *Message) {
 	deadline := m.Deadline
 	if limit := time.Now().Add(maxRelayedSampling); deadline.IsZero() || deadline.After(limit) {
 		deadline = limit
 	}
-	ctx, cancel := context.WithDeadline(e.srv.WithContext(ctx, cs), deadline)
+	ctx, cancel := context.WithDeadline(h.srv.WithContext(ctx, cs), deadline)
 	defer cancel()
-	reply := envelope{Kind: relaySampled, Reply: m.Reply}
+	reply := Message{Kind: relaySampled, Reply: m.Reply}
 	var req mcp.CreateMessageRequest
 	if err := json.Unmarshal(m.Body, &req); err != nil {
 		reply.Error = "sampling request relayed by another replica: " + err.Error()
 	} else {
 		//lint:ignore SA1019 sampling of the protocol version the endpoint serves (2025-11-25)
-		res, err := e.srv.RequestSampling(ctx, req) //nolint:staticcheck // see above
+		res, err := h.srv.RequestSampling(ctx, req) //nolint:staticcheck // see above
 		if err != nil {
 			reply.Error = err.Error()
 		} else if reply.Body, err = json.Marshal(res); err != nil {
 			reply.Error = "sampling result: " + err.Error()
 		}
 	}
-	if err := e.publish(reply); err != nil {
-		e.logger.Warn("relaying a sampling result to the replica that asked", logKeyErr, err)
+	if err := h.publish(reply); err != nil {
+		h.Logger.Warn("relaying a sampling result to the replica that asked", logKeyErr, err)
 	}
 }

@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"bytes"
@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -64,11 +65,6 @@ const maxSessionIDLen = 128
 // SessionStore; it is a quarter of SessionIdleTTL when that is shorter.
 const maxTouchEvery = time.Minute
 
-// storeTimeout bounds the SessionStore work of one request: the README's
-// bound on a call of the store (store.DefaultCallTimeout), which the
-// endpoint keeps whatever the request's own deadline.
-const storeTimeout = 10 * time.Second
-
 // storeRetryAfter is the Retry-After of a 503 the endpoint answers when
 // the SessionStore fails.
 const storeRetryAfter = 2 * time.Second
@@ -81,53 +77,53 @@ func idHash(id string) string {
 
 // touchEvery is how often a session's use here is recorded in the
 // SessionStore.
-func (e *Endpoint) touchEvery() time.Duration {
-	return min(e.opts.SessionIdleTTL/4, maxTouchEvery)
+func (h *Hub) touchEvery() time.Duration {
+	return min(h.SessionIdleTTL/4, maxTouchEvery)
 }
 
-// shareSession makes session id of user, which r names, served here when
+// ShareSession makes session id of user, which r names, served here when
 // another replica opened it, and forgets it here when another replica
 // ended it or it was idle on all of them: mcp-go's own checks then answer
 // the request. Its work on the SessionStore, the wait for another
-// request's adoption of the session included, is bounded by storeWait as
+// request's adoption of the session included, is bounded by StoreWait as
 // a whole. It returns an error when the session is not held here and the
 // SessionStore could not say whether it exists (it failed, or did not
 // answer in time): the request must then not be answered as for an
 // unknown session, which tells the client to drop it. Failing to record
 // the use of a session held here is only logged.
-func (e *Endpoint) shareSession(ctx context.Context, id, user string) error {
-	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
+func (h *Hub) ShareSession(ctx context.Context, id, user string) error {
+	ctx, cancel := context.WithTimeout(ctx, h.StoreWait)
 	defer cancel()
 	for {
-		if c := e.sessions.Adoption(id); c != nil { // mcp-go holds it only once the adoption is done
+		if c := h.Book.Adoption(id); c != nil { // mcp-go holds it only once the adoption is done
 			select {
 			case <-c:
 			case <-ctx.Done():
 				return fmt.Errorf("wait for another request's adoption of an MCP session: %w", ctx.Err())
 			}
 		}
-		if e.sessions.OwnedBy(id, user) {
+		if h.Book.OwnedBy(id, user) {
 			break
 		}
 		if !strings.HasPrefix(id, sessionbook.HTTPPrefix) || len(id) > maxSessionIDLen {
 			return nil // not one of ours: unknown
 		}
-		done, first, _ := e.sessions.StartAdopt(id)
+		done, first, _ := h.Book.StartAdopt(id)
 		if !first {
 			continue // another request adopts it now: wait for it, then look again
 		}
 		defer done()
-		return e.adopt(ctx, id, user)
+		return h.adopt(ctx, id, user)
 	}
-	if !e.sessions.TouchDue(id, e.touchEvery()) {
+	if !h.Book.TouchDue(id, h.touchEvery()) {
 		return nil
 	}
-	err := e.opts.Sessions.TouchSession(ctx, id, user, "", e.opts.SessionIdleTTL)
+	err := h.Sessions.TouchSession(ctx, id, user, "", h.SessionIdleTTL)
 	switch {
 	case errors.Is(err, ErrUnknownSession):
-		e.endHere(ctx, id)
+		h.endHere(ctx, id)
 	case err != nil:
-		e.logger.Warn("recording an MCP session's use for the other replicas", logKeyErr, err)
+		h.Logger.Warn("recording an MCP session's use for the other replicas", logKeyErr, err)
 	}
 	return nil
 }
@@ -138,8 +134,8 @@ func (e *Endpoint) shareSession(ctx context.Context, id, user string) error {
 // SessionStore or another user's, and returns the SessionStore's other
 // errors. The caller marks the adoption (sessionbook.Book.StartAdopt),
 // so that the other requests of the session wait for it.
-func (e *Endpoint) adopt(ctx context.Context, id, user string) error {
-	s, err := e.opts.Sessions.Session(ctx, id, user, e.opts.SessionIdleTTL)
+func (h *Hub) adopt(ctx context.Context, id, user string) error {
+	s, err := h.Sessions.Session(ctx, id, user, h.SessionIdleTTL)
 	if errors.Is(err, ErrUnknownSession) {
 		return nil
 	}
@@ -149,19 +145,19 @@ func (e *Endpoint) adopt(ctx context.Context, id, user string) error {
 	ctx = sessionbook.WithAdoption(mcpgateway.WithUser(ctx, user), id)
 	init, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": json.RawMessage(s.Init)})
 	if err != nil {
-		e.logger.Warn("an MCP session another replica opened has initialize params that are not JSON", logKeyErr, err)
+		h.Logger.Warn("an MCP session another replica opened has initialize params that are not JSON", logKeyErr, err)
 		return nil
 	}
-	if code := e.replay(ctx, http.MethodPost, "", "", init); code != http.StatusOK || !e.sessions.OwnedBy(id, user) {
-		e.logger.Warn("adopting an MCP session another replica opened", logKeyStatus, code)
+	if code := h.replay(ctx, http.MethodPost, "", "", init); code != http.StatusOK || !h.Book.OwnedBy(id, user) {
+		h.Logger.Warn("adopting an MCP session another replica opened", logKeyStatus, code)
 		return nil
 	}
 	if s.LogLevel == "" {
 		return nil
 	}
 	level, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "logging/setLevel", "params": map[string]string{"level": s.LogLevel}})
-	if code := e.replay(ctx, http.MethodPost, id, s.ProtocolVersion, level); code != http.StatusOK {
-		e.logger.Warn("setting the log level of an adopted MCP session", logKeyStatus, code)
+	if code := h.replay(ctx, http.MethodPost, id, s.ProtocolVersion, level); code != http.StatusOK {
+		h.Logger.Warn("setting the log level of an adopted MCP session", logKeyStatus, code)
 	}
 	return nil
 }
@@ -172,25 +168,29 @@ func writeStoreDown(w http.ResponseWriter) {
 	writeUnavailable(w, storeRetryAfter, "the MCP session could not be looked up: the database is unavailable; try again shortly")
 }
 
-// writeUnavailable answers w 503 with msg and a Retry-After of after
-// (whole seconds, at least one): the request may succeed later, here or
-// on another replica.
+// writeUnavailable answers w 503 with msg and a Retry-After of after:
+// the request may succeed later, here or on another replica.
 func writeUnavailable(w http.ResponseWriter, after time.Duration, msg string) {
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(after/time.Second))))
-	writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, msg)
+	jsonrpc.WriteUnavailable(w, after, mcp.INTERNAL_ERROR, msg)
+}
+
+// writeDraining answers w 503 with Retry-After: this replica is shutting
+// down, another serves the request.
+func writeDraining(w http.ResponseWriter, msg string) {
+	writeUnavailable(w, drain.RetryAfter, msg)
 }
 
 // endHere ends session id on this replica only, as a DELETE would: its
 // calls are cancelled and its GET stream closed.
-func (e *Endpoint) endHere(ctx context.Context, id string) {
-	e.replay(sessionbook.WithEnding(ctx), http.MethodDelete, id, "", nil)
-	e.cancelSession(id)
+func (h *Hub) endHere(ctx context.Context, id string) {
+	h.replay(sessionbook.WithEnding(ctx), http.MethodDelete, id, "", nil)
+	h.CancelSession(id)
 }
 
 // replay sends mcp-go a request that the endpoint makes itself, of
 // session id unless id is "", and returns the status of its answer, which
 // is dropped.
-func (e *Endpoint) replay(ctx context.Context, method, id, version string, body []byte) int {
+func (h *Hub) replay(ctx context.Context, method, id, version string, body []byte) int {
 	r, err := http.NewRequestWithContext(ctx, method, "/mcp", bytes.NewReader(body))
 	if err != nil {
 		return http.StatusInternalServerError
@@ -204,7 +204,7 @@ func (e *Endpoint) replay(ctx context.Context, method, id, version string, body 
 		r.Header.Set(mcpserver.HeaderKeyProtocolVersion, version)
 	}
 	w := &discardWriter{h: http.Header{}}
-	e.http.ServeHTTP(w, r)
+	h.http.ServeHTTP(w, r)
 	if w.code == 0 {
 		return http.StatusOK
 	}
@@ -235,61 +235,62 @@ func (w *discardWriter) WriteHeader(code int) {
 // recordSession keeps a session the client has just initialized here in
 // the SessionStore (mcp-go's after-initialize hook), so that the other
 // replicas may serve it; it did not when it is one this replica adopts.
-func (e *Endpoint) recordSession(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
-	id := SessionID(ctx)
+func (h *Hub) recordSession(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+	id := sessionID(ctx)
 	if id == "" || sessionbook.IsAdoption(ctx) || !strings.HasPrefix(id, sessionbook.HTTPPrefix) {
 		return
 	}
 	params := req.Params
 	params.ProtocolVersion = res.ProtocolVersion // replayed, it negotiates the same
 	init, err := json.Marshal(params)
-	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
+	ctx, cancel := context.WithTimeout(ctx, h.StoreWait)
 	defer cancel()
 	if err == nil {
-		err = e.opts.Sessions.PutSession(ctx, id, mcpgateway.UserFrom(ctx),
-			SharedSession{ProtocolVersion: res.ProtocolVersion, Init: init}, e.opts.SessionIdleTTL)
+		err = h.Sessions.PutSession(ctx, id, mcpgateway.UserFrom(ctx),
+			SharedSession{ProtocolVersion: res.ProtocolVersion, Init: init}, h.SessionIdleTTL)
 	}
 	if err != nil {
-		e.logger.Warn("recording an MCP session for the other replicas: it is served on this one only", logKeyErr, err)
+		h.Logger.Warn("recording an MCP session for the other replicas: it is served on this one only", logKeyErr, err)
 		return
 	}
-	e.sessions.Touched(id)
+	h.Book.Touched(id)
 }
 
 // recordLevel records the log level a client set in the SessionStore
 // (mcp-go's after-setLevel hook), for the replicas that adopt the session.
-func (e *Endpoint) recordLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-	id := SessionID(ctx)
+func (h *Hub) recordLevel(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+	id := sessionID(ctx)
 	if id == "" || sessionbook.IsAdoption(ctx) || !strings.HasPrefix(id, sessionbook.HTTPPrefix) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.storeWait)
+	ctx, cancel := context.WithTimeout(ctx, h.StoreWait)
 	defer cancel()
-	if err := e.opts.Sessions.TouchSession(ctx, id, mcpgateway.UserFrom(ctx), string(req.Params.Level), e.opts.SessionIdleTTL); err != nil {
-		e.logger.Warn("recording an MCP session's log level for the other replicas", logKeyErr, err)
+	if err := h.Sessions.TouchSession(ctx, id, mcpgateway.UserFrom(ctx), string(req.Params.Level), h.SessionIdleTTL); err != nil {
+		h.Logger.Warn("recording an MCP session's log level for the other replicas", logKeyErr, err)
 	}
 }
 
-// syncLevel gives the session of the call in ctx the log level its client
+// SyncLevel gives the session of the call in ctx the log level its client
 // last set, which the SessionStore holds when the replicas share sessions:
 // the client may have set it through another replica, just before this
-// call. It reads the store once per call that logs (clientEmitter), within
-// ListTimeout; on failure the level stays as it is here.
-func (e *Endpoint) syncLevel(ctx context.Context) {
-	if e.opts.Sessions == nil {
+// call. It reads the store once per call that logs (mcpendpoint's
+// clientEmitter), within ListTimeout; on failure the level stays as it is
+// here.
+func (h *Hub) SyncLevel(ctx context.Context) {
+	if h.Sessions == nil {
 		return
 	}
 	sl, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithLogging)
-	id := SessionID(ctx)
+	id := sessionID(ctx)
 	if !ok || !strings.HasPrefix(id, sessionbook.HTTPPrefix) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.ListTimeout)
+	ctx, cancel := context.WithTimeout(ctx, h.ListTimeout)
 	defer cancel()
-	s, err := e.opts.Sessions.Session(ctx, id, mcpgateway.UserFrom(ctx), e.opts.SessionIdleTTL)
+	s, err := h.Sessions.Session(ctx, id, mcpgateway.UserFrom(ctx), h.SessionIdleTTL)
 	if err != nil {
 		if !errors.Is(err, ErrUnknownSession) {
-			e.logger.Warn("reading an MCP session's log level", logKeyErr, err)
+			h.Logger.Warn("reading an MCP session's log level", logKeyErr, err)
 		}
 		return
 	}
@@ -299,38 +300,38 @@ func (e *Endpoint) syncLevel(ctx context.Context) {
 }
 
 // endShared removes session id of user from the SessionStore, within
-// storeWait, and tells the other replicas, before a DELETE of it is
+// StoreWait, and tells the other replicas, before a DELETE of it is
 // served here. An error other than an unknown session is returned: the
 // session is not ended.
-func (e *Endpoint) endShared(ctx context.Context, id, user string) error {
-	dctx, cancel := context.WithTimeout(ctx, e.storeWait)
+func (h *Hub) endShared(ctx context.Context, id, user string) error {
+	dctx, cancel := context.WithTimeout(ctx, h.StoreWait)
 	defer cancel()
-	if err := e.opts.Sessions.DeleteSession(dctx, id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
+	if err := h.Sessions.DeleteSession(dctx, id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
 		return err
 	}
-	if e.opts.Relay == nil {
+	if h.Relay == nil {
 		return nil
 	}
-	if err := e.publish(envelope{Kind: relayEnded, Session: idHash(id)}); err != nil {
+	if err := h.publish(Message{Kind: relayEnded, Session: idHash(id)}); err != nil {
 		// The others find it gone within touchEvery.
-		e.logger.Warn("telling the other replicas an MCP session ended", logKeyErr, err)
+		h.Logger.Warn("telling the other replicas an MCP session ended", logKeyErr, err)
 	}
 	return nil
 }
 
 // receiveEnded ends here a session another replica ended (relayEnded).
-func (e *Endpoint) receiveEnded(m *envelope) {
-	if id := e.sessions.ByHash(m.Session); id != "" {
-		e.endHere(context.Background(), id)
+func (h *Hub) receiveEnded(m *Message) {
+	if id := h.Book.ByHash(m.Session); id != "" {
+		h.endHere(context.Background(), id)
 	}
 }
 
-// endEverywhere removes session id of user from the SessionStore and tells
+// EndEverywhere removes session id of user from the SessionStore and tells
 // the other replicas, before a DELETE of it is served here. When it
 // cannot, it answers w (503) and returns false: the session is not ended.
-func (e *Endpoint) endEverywhere(ctx context.Context, w http.ResponseWriter, id, user string) bool {
-	if err := e.endShared(ctx, id, user); err != nil {
-		e.logger.Warn("ending an MCP session on every replica", logKeyErr, err)
+func (h *Hub) EndEverywhere(ctx context.Context, w http.ResponseWriter, id, user string) bool {
+	if err := h.endShared(ctx, id, user); err != nil {
+		h.Logger.Warn("ending an MCP session on every replica", logKeyErr, err)
 		writeUnavailable(w, storeRetryAfter, "the MCP session could not be ended on every replica: try again")
 		return false
 	}

@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"bytes"
@@ -25,8 +25,8 @@ import (
 // replicaTagLen is the length of a replica's tag: 6 random bytes in hex.
 const replicaTagLen = 12
 
-// newReplicaTag returns a fresh random replica tag.
-func newReplicaTag() string {
+// NewReplicaTag returns a fresh random replica tag.
+func NewReplicaTag() string {
 	var raw [replicaTagLen / 2]byte
 	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(raw[:])
@@ -34,11 +34,20 @@ func newReplicaTag() string {
 
 // tagsIDs reports whether the endpoint tags request ids: with a Relay,
 // where other replicas may put requests to the same session.
-func (e *Endpoint) tagsIDs() bool { return e.opts.Relay != nil }
+func (h *Hub) tagsIDs() bool { return h.Relay != nil }
+
+// TagIDs returns w tagging the ids of the requests mcp-go writes on it to
+// the client, when the endpoint tags them (with a Relay), else w.
+func (h *Hub) TagIDs(w http.ResponseWriter) http.ResponseWriter {
+	if !h.tagsIDs() {
+		return w
+	}
+	return &tagWriter{ResponseWriter: w, hub: h}
+}
 
 // tagRequest returns msg with its id tagged when it is a request with a
 // number id (mcp-go's), else msg unchanged.
-func (e *Endpoint) tagRequest(msg []byte) []byte {
+func (h *Hub) tagRequest(msg []byte) []byte {
 	if !bytes.Contains(msg, []byte(`"method"`)) || !bytes.Contains(msg, []byte(`"id"`)) {
 		return msg // the cheap test: notifications and answers
 	}
@@ -50,7 +59,7 @@ func (e *Endpoint) tagRequest(msg []byte) []byte {
 	if err != nil {
 		return msg
 	}
-	m["id"], _ = json.Marshal(e.tag + "." + strconv.FormatInt(n, 10))
+	m["id"], _ = json.Marshal(h.Tag + "." + strconv.FormatInt(n, 10))
 	out, err := json.Marshal(m)
 	if err != nil {
 		return msg
@@ -62,7 +71,7 @@ func (e *Endpoint) tagRequest(msg []byte) []byte {
 // names a request of this replica (its body then carries the number
 // mcp-go waits for), elsewhere whether it names another replica's. An id
 // without a tag is neither.
-func (e *Endpoint) untagAnswer(body []byte, m *jsonrpc.Message) (out []byte, mine, elsewhere bool) {
+func (h *Hub) untagAnswer(body []byte, m *jsonrpc.Message) (out []byte, mine, elsewhere bool) {
 	var id string
 	if json.Unmarshal(m.ID, &id) != nil {
 		return body, false, false // a number: untagged
@@ -72,7 +81,7 @@ func (e *Endpoint) untagAnswer(body []byte, m *jsonrpc.Message) (out []byte, min
 	if !ok || len(tag) != replicaTagLen || err != nil {
 		return body, false, false
 	}
-	if tag != e.tag {
+	if tag != h.Tag {
 		return nil, false, true
 	}
 	return m.WithID(json.RawMessage(strconv.FormatInt(n, 10))), true, false
@@ -83,7 +92,7 @@ func (e *Endpoint) untagAnswer(body []byte, m *jsonrpc.Message) (out []byte, min
 // anything else passes as it is.
 type tagWriter struct {
 	http.ResponseWriter
-	e      *Endpoint
+	hub    *Hub
 	events bool   // the answer is an event stream
 	buf    []byte // an event not yet complete
 }
@@ -106,7 +115,7 @@ func (w *tagWriter) Write(b []byte) (int, error) {
 			return len(b), nil
 		}
 		if bytes.Contains(raw, []byte(`"method"`)) {
-			if data := w.e.tagRequest(ev.Data); !bytes.Equal(data, ev.Data) {
+			if data := w.hub.tagRequest(ev.Data); !bytes.Equal(data, ev.Data) {
 				ev.Data = data
 				raw = sse.Append(nil, ev)
 			}

@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/callstream"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/streamrelay"
 )
 
@@ -40,15 +41,11 @@ import (
 //
 // A replica is gone only on evidence: its liveness lease expired, or it
 // has none (Replicas). A resume that no replica answers within
-// resumeRelayWait gets 404 when every replica with a live lease said the
+// RelayWait gets 404 when every replica with a live lease said the
 // stream is not theirs, and 503 with Retry-After while one of them is
 // silent (it may be the holder, frozen or slow: the client resumes again,
 // and gets the answer once the holder is back) or while the leases cannot
 // be read. Without Replicas, silence is taken for a gone replica: 404.
-
-// resumeRelayWait bounds the wait for the replica holding a stream to
-// answer a resume: past it the client gets 404 or 503 (see above).
-const resumeRelayWait = 3 * time.Second
 
 // resumeRetryAfter is the Retry-After of a 503 to a resume whose holder
 // has not answered yet.
@@ -58,35 +55,35 @@ const resumeRetryAfter = time.Second
 // replica does not hold, from the replica that does. It reports false,
 // for a 404, when there is no Relay or when no replica holds the stream:
 // with Replicas, when every other replica with a live lease said so;
-// without, when none answered within resumeRelayWait. With Replicas, a
+// without, when none answered within RelayWait. With Replicas, a
 // silent replica with a live lease, or leases it cannot read, get the
 // client 503 with Retry-After.
-func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, sid, user string, seq int) bool {
-	if e.opts.Relay == nil || e.opts.Sessions == nil {
+func (h *Hub) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, sid, user string, seq int) bool {
+	if h.Relay == nil || h.Sessions == nil {
 		return false
 	}
-	reader, m := e.relayed.Add(callstream.NewMirror(id, sid, user, seq))
+	reader, m := h.relayed.Add(callstream.NewMirror(id, sid, user, seq))
 	defer func() {
-		e.relayed.Remove(reader)
-		_ = e.publish(envelope{Kind: relayLeft, Session: idHash(sid), Stream: id, Reader: reader})
+		h.relayed.Remove(reader)
+		_ = h.publish(Message{Kind: relayLeft, Session: idHash(sid), Stream: id, Reader: reader})
 	}()
-	if e.publish(envelope{Kind: relayResume, Session: idHash(sid), Stream: id, Reader: reader, After: seq}) != nil {
-		if e.opts.Replicas != nil { // the others were not asked: nothing says the stream is gone
+	if h.publish(Message{Kind: relayResume, Session: idHash(sid), Stream: id, Reader: reader, After: seq}) != nil {
+		if h.Replicas != nil { // the others were not asked: nothing says the stream is gone
 			writeUnavailable(w, resumeRetryAfter, "the replica running the call could not be asked: resume the stream again")
 			return true
 		}
 		return false
 	}
-	if !e.awaitHolder(w, r, m) {
+	if !h.awaitHolder(w, r, m) {
 		return true
 	}
-	e.logResume("MCP call stream resumed from another replica", sid, user, seq)
+	h.logResume("MCP call stream resumed from another replica", sid, user, seq)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { e.watchMirror(m, stop) })
+	wg.Go(func() { h.watchMirror(m, stop) })
 	defer func() { close(stop); wg.Wait() }()
-	if err := e.streams.Resume(r.Context(), w, m.Stream(), seq, 0); err != nil {
-		e.logger.Warn("MCP call stream resume refused", logKeyUser, user, "session_hash", idHash(sid)[:16], logKeyErr, err)
+	if err := h.streams.Resume(r.Context(), w, m.Stream(), seq, 0); err != nil {
+		h.Logger.Warn("MCP call stream resume refused", logKeyUser, user, "session_hash", idHash(sid)[:16], logKeyErr, err)
 	}
 	return true
 }
@@ -94,21 +91,21 @@ func (e *Endpoint) resumeElsewhere(w http.ResponseWriter, r *http.Request, id, s
 // awaitHolder waits for the replica holding m's stream to answer and
 // reports whether it did. When it reports false it has answered w (503,
 // or 404: no replica holds the stream), or the client left.
-func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *streamrelay.Mirror) bool {
+func (h *Hub) awaitHolder(w http.ResponseWriter, r *http.Request, m *streamrelay.Mirror) bool {
 	// With Replicas, the leases are read while the replicas answer.
 	type leases struct {
 		live []string
 		err  error
 	}
 	var live chan leases
-	if e.opts.Replicas != nil {
+	if h.Replicas != nil {
 		live = make(chan leases, 1)
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		ctx, cancel := context.WithTimeout(r.Context(), min(e.storeWait, resumeRelayWait))
+		ctx, cancel := context.WithTimeout(r.Context(), min(h.StoreWait, h.RelayWait))
 		defer cancel() // before the Wait
 		wg.Go(func() {
-			tags, err := e.opts.Replicas.LiveReplicas(ctx)
+			tags, err := h.Replicas.LiveReplicas(ctx)
 			live <- leases{tags, err}
 		})
 	}
@@ -116,7 +113,7 @@ func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *stream
 		answered []string // the replicas that said the stream is not theirs
 		got      *leases
 	)
-	t := time.NewTimer(resumeRelayWait)
+	t := time.NewTimer(h.RelayWait)
 	defer t.Stop()
 	for timedOut := false; ; {
 		select {
@@ -132,20 +129,20 @@ func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *stream
 			return false
 		}
 		switch {
-		case e.opts.Replicas == nil:
+		case h.Replicas == nil:
 			if timedOut {
-				return e.notHeld(w)
+				return h.notHeld(w)
 			}
-		case got != nil && got.err == nil && len(e.silent(got.live, answered)) == 0:
-			return e.notHeld(w) // every live replica said it is not theirs
+		case got != nil && got.err == nil && len(h.silent(got.live, answered)) == 0:
+			return h.notHeld(w) // every live replica said it is not theirs
 		case timedOut && live != nil:
 			// The leases come within their own bound, as long as this.
 		case timedOut && got.err != nil:
-			e.logger.Warn("reading the replicas' liveness leases for a resume", logKeyErr, got.err)
+			h.Logger.Warn("reading the replicas' liveness leases for a resume", logKeyErr, got.err)
 			writeUnavailable(w, resumeRetryAfter, "whether the replica running the call is alive could not be read: resume the stream again")
 			return false
 		case timedOut:
-			if e.drain.Draining() { // Drain ended the mirror
+			if h.Drain.Draining() { // Drain ended the mirror
 				writeDraining(w, "this replica is shutting down: resume the stream again")
 				return false
 			}
@@ -157,22 +154,22 @@ func (e *Endpoint) awaitHolder(w http.ResponseWriter, r *http.Request, m *stream
 
 // notHeld answers w for a resume of a stream no replica holds: 404, or,
 // while this replica drains (Drain ended the mirror), 503.
-func (e *Endpoint) notHeld(w http.ResponseWriter) bool {
-	if e.drain.Draining() {
+func (h *Hub) notHeld(w http.ResponseWriter) bool {
+	if h.Drain.Draining() {
 		writeDraining(w, "this replica is shutting down: resume the stream again")
 		return false
 	}
-	writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST,
+	jsonrpc.WriteError(w, http.StatusNotFound, mcp.INVALID_REQUEST,
 		"unknown or expired stream in Last-Event-ID: its call ended, or its replica is gone")
 	return false
 }
 
 // silent returns the replicas of live other than this one that are not
 // in answered.
-func (e *Endpoint) silent(live, answered []string) []string {
+func (h *Hub) silent(live, answered []string) []string {
 	var out []string
 	for _, tag := range live {
-		if tag != e.tag && !slices.Contains(answered, tag) {
+		if tag != h.Tag && !slices.Contains(answered, tag) {
 			out = append(out, tag)
 		}
 	}
@@ -182,10 +179,10 @@ func (e *Endpoint) silent(live, answered []string) []string {
 // watchMirror ends m's stream, and so its client's connection, when the
 // replica forwarding it has been silent for MirrorSilence (it is gone, or
 // the Relay is), until stop closes. The client may resume again then.
-func (e *Endpoint) watchMirror(m *streamrelay.Mirror, stop <-chan struct{}) {
-	silence := e.streams.MirrorSilence()
+func (h *Hub) watchMirror(m *streamrelay.Mirror, stop <-chan struct{}) {
+	silence := h.streams.MirrorSilence()
 	if m.Silent(silence, stop) {
-		e.logger.Warn("the replica running a resumed MCP call went silent: its stream is closed", "silent_for", silence)
+		h.Logger.Warn("the replica running a resumed MCP call went silent: its stream is closed", "silent_for", silence)
 		m.Stream().End()
 	}
 }
@@ -193,19 +190,19 @@ func (e *Endpoint) watchMirror(m *streamrelay.Mirror, stop <-chan struct{}) {
 // receiveResume takes another replica's resume of a call stream
 // (relayResume): the holder starts forwarding the stream to its reader
 // there; with Replicas, a replica without the stream says so.
-func (e *Endpoint) receiveResume(m *envelope) {
-	st := e.streams.Lookup(m.Stream, func(sid string) bool { return idHash(sid) == m.Session })
+func (h *Hub) receiveResume(m *Message) {
+	st := h.streams.Lookup(m.Stream, func(sid string) bool { return idHash(sid) == m.Session })
 	if st == nil { // another replica's, or gone
-		if e.opts.Replicas != nil { // the asking replica counts the answers of the live ones
-			_ = e.publish(envelope{Kind: relayAbsent, Session: m.Session, Stream: m.Stream, Reader: m.Reader, Replica: e.tag})
+		if h.Replicas != nil { // the asking replica counts the answers of the live ones
+			_ = h.publish(Message{Kind: relayAbsent, Session: m.Session, Stream: m.Stream, Reader: m.Reader, Replica: h.Tag})
 		}
 		return
 	}
-	e.relayed.Forward(m.Reader, e.streams.Go, func(stop <-chan struct{}) {
-		e.streams.Forward(st, m.After, func(evs []callstream.Event, gone bool) bool {
-			sent := e.publish(eventsMsg(st, m.Reader, evs, gone)) == nil
+	h.relayed.Forward(m.Reader, h.streams.Go, func(stop <-chan struct{}) {
+		h.streams.Forward(st, m.After, func(evs []callstream.Event, gone bool) bool {
+			sent := h.publish(eventsMsg(st, m.Reader, evs, gone)) == nil
 			if sent && len(evs) > 0 && evs[len(evs)-1].Final {
-				e.drain.Answered(st.ID()) // handed to the replica serving the client
+				h.Drain.Answered(st.ID()) // handed to the replica serving the client
 			}
 			return sent
 		}, stop)
@@ -214,22 +211,22 @@ func (e *Endpoint) receiveResume(m *envelope) {
 
 // receiveLeft stops forwarding a stream here to a reader whose client
 // left (relayLeft).
-func (e *Endpoint) receiveLeft(m *envelope) {
-	e.relayed.StopForward(m.Reader)
+func (h *Hub) receiveLeft(m *Message) {
+	h.relayed.StopForward(m.Reader)
 }
 
 // receiveAbsent counts a replica's word that it does not hold the stream
 // a mirror here asked for (relayAbsent).
-func (e *Endpoint) receiveAbsent(m *envelope) {
-	if mr := e.relayed.Mirror(m.Reader, m.Stream); mr != nil {
+func (h *Hub) receiveAbsent(m *Message) {
+	if mr := h.relayed.Mirror(m.Reader, m.Stream); mr != nil {
 		mr.Absent(m.Replica)
 	}
 }
 
 // receiveEvents adds the events the holder of a stream forwarded
 // (relayEvents) to its mirror here.
-func (e *Endpoint) receiveEvents(m *envelope) {
-	mr := e.relayed.Mirror(m.Reader, m.Stream)
+func (h *Hub) receiveEvents(m *Message) {
+	mr := h.relayed.Mirror(m.Reader, m.Stream)
 	if mr == nil {
 		return
 	}
@@ -241,8 +238,8 @@ func (e *Endpoint) receiveEvents(m *envelope) {
 }
 
 // eventsMsg is the relayEvents message of evs of st for reader.
-func eventsMsg(st *callstream.Stream, reader string, evs []callstream.Event, gone bool) envelope {
-	m := envelope{Kind: relayEvents, Session: idHash(st.Session()), Stream: st.ID(), Reader: reader, Gone: gone}
+func eventsMsg(st *callstream.Stream, reader string, evs []callstream.Event, gone bool) Message {
+	m := Message{Kind: relayEvents, Session: idHash(st.Session()), Stream: st.ID(), Reader: reader, Gone: gone}
 	for _, ev := range evs {
 		if json.Valid(ev.Data) { // every message is JSON-RPC
 			m.Events = append(m.Events, relayedEvent{Seq: ev.Seq, Data: ev.Data, Final: ev.Final})

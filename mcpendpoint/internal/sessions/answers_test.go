@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"io"
@@ -13,7 +13,7 @@ import (
 
 // TestNotPendingTextOfMCPGo pins notPending to what the mcp-go in go.mod
 // answers to a client's answer that no request of the session waits for:
-// serveAnswer recognises it by that text (mcp-go exposes no typed error
+// ServeAnswer recognises it by that text (mcp-go exposes no typed error
 // for it), so an upgrade that rewords it fails here instead of silently
 // stopping the relay of answers between replicas.
 func TestNotPendingTextOfMCPGo(t *testing.T) {
@@ -43,6 +43,6 @@ func TestNotPendingTextOfMCPGo(t *testing.T) {
 	}
 	code, _, body := post(sid, `{"jsonrpc":"2.0","id":42,"result":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}}`)
 	if code != http.StatusBadRequest || !strings.Contains(body, notPending) {
-		t.Errorf("an answer nobody waits for: %d %q; serveAnswer looks for 400 and %q", code, body, notPending)
+		t.Errorf("an answer nobody waits for: %d %q; ServeAnswer looks for 400 and %q", code, body, notPending)
 	}
 }

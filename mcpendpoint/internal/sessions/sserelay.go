@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessionbook"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -33,7 +34,7 @@ import (
 // message is lost: so is the client's stream, on which alone its answer
 // could have come, and the client must open a new session. A holder that
 // crashed leaves its record, which stops being found within
-// sseIdle of its last refresh.
+// SSEIdle of its last refresh.
 
 // sseForgetTimeout bounds removing an SSE session's shared record once its
 // stream has ended.
@@ -52,122 +53,122 @@ type sseHold struct {
 	wg   sync.WaitGroup
 }
 
-// sseIdle is how long an SSE session's record is found after its last
+// SSEIdle is how long an SSE session's record is found after its last
 // refresh: three times as long as its holder refreshes it, and no longer
 // than SessionIdleTTL.
-func (e *Endpoint) sseIdle() time.Duration {
-	return min(3*e.touchEvery(), e.opts.SessionIdleTTL)
+func (h *Hub) SSEIdle() time.Duration {
+	return min(3*h.touchEvery(), h.SessionIdleTTL)
 }
 
-// serveSSE serves a GET /sse stream of user and, with a SessionStore,
+// ServeSSE serves a GET /sse stream of user and, with a SessionStore,
 // shares its session with the other replicas while it is open.
-func (e *Endpoint) serveSSE(w http.ResponseWriter, r *http.Request, user string) {
-	if e.opts.Sessions == nil || r.Method != http.MethodGet {
-		e.sse.ServeHTTP(w, r)
+func (h *Hub) ServeSSE(w http.ResponseWriter, r *http.Request, user string) {
+	if h.Sessions == nil || r.Method != http.MethodGet {
+		h.sse.ServeHTTP(w, r)
 		return
 	}
 	ctx, stop := context.WithCancel(r.Context())
-	h := &sseHold{ctx: ctx, user: user}
-	e.sse.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sseHoldKey{}, h)))
+	hold := &sseHold{ctx: ctx, user: user}
+	h.sse.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sseHoldKey{}, hold)))
 	stop()
-	h.wg.Wait()
-	if h.id == "" {
+	hold.wg.Wait()
+	if hold.id == "" {
 		return
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), sseForgetTimeout)
 	defer cancel()
-	if err := e.opts.Sessions.DeleteSession(fctx, h.id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
-		e.logger.Warn("removing an ended SSE session's record: the other replicas find it for a few minutes more", logKeyErr, err)
+	if err := h.Sessions.DeleteSession(fctx, hold.id, user); err != nil && !errors.Is(err, ErrUnknownSession) {
+		h.Logger.Warn("removing an ended SSE session's record: the other replicas find it for a few minutes more", logKeyErr, err)
 	}
 }
 
-// generateSSE is the SSE transport's session id generator: it records
+// GenerateSSE is the SSE transport's session id generator: it records
 // the new session in the SessionStore, if there is one, and keeps the
-// record fresh until the stream ends (serveSSE). When the SessionStore
+// record fresh until the stream ends (ServeSSE). When the SessionStore
 // fails, the session is served on this replica only.
-func (e *Endpoint) generateSSE(ctx context.Context, r *http.Request) (string, error) {
-	id, err := e.sessions.GenerateSSE(ctx, r)
-	h, _ := r.Context().Value(sseHoldKey{}).(*sseHold)
-	if err != nil || h == nil {
+func (h *Hub) GenerateSSE(ctx context.Context, r *http.Request) (string, error) {
+	id, err := h.Book.GenerateSSE(ctx, r)
+	hold, _ := r.Context().Value(sseHoldKey{}).(*sseHold)
+	if err != nil || hold == nil {
 		return id, err
 	}
-	pctx, cancel := context.WithTimeout(r.Context(), e.storeWait)
+	pctx, cancel := context.WithTimeout(r.Context(), h.StoreWait)
 	defer cancel()
-	if err := e.opts.Sessions.PutSession(pctx, id, h.user, SharedSession{}, e.opts.SessionIdleTTL); err != nil {
-		e.logger.Warn("recording an SSE session for the other replicas: it is served on this one only", logKeyErr, err)
+	if err := h.Sessions.PutSession(pctx, id, hold.user, SharedSession{}, h.SessionIdleTTL); err != nil {
+		h.Logger.Warn("recording an SSE session for the other replicas: it is served on this one only", logKeyErr, err)
 		return id, nil
 	}
-	h.id = id
-	h.wg.Go(func() { e.refreshSSE(h) })
+	hold.id = id
+	hold.wg.Go(func() { h.refreshSSE(hold) })
 	return id, nil
 }
 
-// refreshSSE marks h's session used in the SessionStore every touchEvery
+// refreshSSE marks hold's session used in the SessionStore every touchEvery
 // until its stream ends, recording it again if its record is gone.
-func (e *Endpoint) refreshSSE(h *sseHold) {
-	t := time.NewTicker(e.touchEvery())
+func (h *Hub) refreshSSE(hold *sseHold) {
+	t := time.NewTicker(h.touchEvery())
 	defer t.Stop()
 	for {
 		select {
-		case <-h.ctx.Done():
+		case <-hold.ctx.Done():
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(h.ctx, e.storeWait)
-		err := e.opts.Sessions.TouchSession(ctx, h.id, h.user, "", e.opts.SessionIdleTTL)
+		ctx, cancel := context.WithTimeout(hold.ctx, h.StoreWait)
+		err := h.Sessions.TouchSession(ctx, hold.id, hold.user, "", h.SessionIdleTTL)
 		if errors.Is(err, ErrUnknownSession) { // the record was lost: the stream is still open
-			err = e.opts.Sessions.PutSession(ctx, h.id, h.user, SharedSession{}, e.opts.SessionIdleTTL)
+			err = h.Sessions.PutSession(ctx, hold.id, hold.user, SharedSession{}, h.SessionIdleTTL)
 		}
 		cancel()
-		if err != nil && h.ctx.Err() == nil {
-			e.logger.Warn("refreshing an SSE session's record for the other replicas", logKeyErr, err)
+		if err != nil && hold.ctx.Err() == nil {
+			h.Logger.Warn("refreshing an SSE session's record for the other replicas", logKeyErr, err)
 		}
 	}
 }
 
-// serveSSEMessage serves a POST /message of user: mcp-go serves it when
+// ServeSSEMessage serves a POST /message of user: mcp-go serves it when
 // the session's stream is open here; else, when another replica holds
 // the session for user, the message goes there through the Relay and the
 // client gets 202. Any other session gets 404.
-func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, q *request) {
-	r, user := q.r, q.user
+func (h *Hub) ServeSSEMessage(w http.ResponseWriter, q *Request) {
+	r, user := q.R, q.User
 	id := r.URL.Query().Get("sessionId")
-	if e.sessions.OwnedBy(id, user) {
-		e.sse.ServeHTTP(w, r)
+	if h.Book.OwnedBy(id, user) {
+		h.sse.ServeHTTP(w, r)
 		return
 	}
-	if e.opts.Sessions == nil || e.opts.Relay == nil || r.Method != http.MethodPost ||
+	if h.Sessions == nil || h.Relay == nil || r.Method != http.MethodPost ||
 		!strings.HasPrefix(id, sessionbook.SSEPrefix) || len(id) > maxSessionIDLen {
-		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
+		jsonrpc.WriteError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 		return
 	}
-	sctx, cancel := context.WithTimeout(r.Context(), e.storeWait)
-	_, err := e.opts.Sessions.Session(sctx, id, user, e.sseIdle())
+	sctx, cancel := context.WithTimeout(r.Context(), h.StoreWait)
+	_, err := h.Sessions.Session(sctx, id, user, h.SSEIdle())
 	cancel()
 	switch {
 	case errors.Is(err, ErrUnknownSession):
-		writeRPCError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
+		jsonrpc.WriteError(w, http.StatusNotFound, mcp.INVALID_REQUEST, "unknown MCP session: initialize a new one")
 		return
 	case err != nil:
-		e.logger.Warn("looking up an SSE session another replica holds", logKeyErr, err)
+		h.Logger.Warn("looking up an SSE session another replica holds", logKeyErr, err)
 		writeStoreDown(w)
 		return
 	}
-	body := q.body
+	body := q.Body
 	if !json.Valid(body) {
-		writeRPCError(w, http.StatusBadRequest, mcp.PARSE_ERROR, "Parse error: the message is not JSON")
+		jsonrpc.WriteError(w, http.StatusBadRequest, mcp.PARSE_ERROR, "Parse error: the message is not JSON")
 		return
 	}
-	base, _ := r.Context().Value(baseKey{}).(string)
-	err = e.publish(envelope{Kind: relaySSEMessage, Session: idHash(id), Base: base, Body: body})
-	if errors.Is(err, errRelayTooLarge) {
-		writeRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
-			fmt.Sprintf("message over the limit of %d bytes for a session held by another replica", maxRelayMessage))
+	base := h.Base(r.Context())
+	err = h.publish(Message{Kind: relaySSEMessage, Session: idHash(id), Base: base, Body: body})
+	if errors.Is(err, ErrRelayTooLarge) {
+		jsonrpc.WriteError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST,
+			fmt.Sprintf("message over the limit of %d bytes for a session held by another replica", MaxRelayMessage))
 		return
 	}
 	if err != nil {
-		e.logger.Warn("relaying an SSE message to the replica that holds its session", logKeyErr, err)
-		writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the message could not reach its MCP session: try again")
+		h.Logger.Warn("relaying an SSE message to the replica that holds its session", logKeyErr, err)
+		jsonrpc.WriteError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the message could not reach its MCP session: try again")
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
@@ -178,18 +179,18 @@ func (e *Endpoint) serveSSEMessage(w http.ResponseWriter, q *request) {
 // session: mcp-go answers on the session's stream. It does not block:
 // mcp-go handles the message on a goroutine of its own, with a ctx not
 // cancelled when the request made here returns.
-func (e *Endpoint) receiveSSEMessage(m *envelope) {
-	id := e.sessions.ByHash(m.Session)
+func (h *Hub) receiveSSEMessage(m *Message) {
+	id := h.Book.ByHash(m.Session)
 	if !strings.HasPrefix(id, sessionbook.SSEPrefix) {
 		return // not held here
 	}
-	user, ok := e.sessions.Owner(id)
+	user, ok := h.Book.Owner(id)
 	if !ok {
 		return
 	}
 	ctx := mcpgateway.WithUser(context.Background(), user)
 	if m.Base != "" {
-		ctx = context.WithValue(ctx, baseKey{}, m.Base)
+		ctx = h.WithBase(ctx, m.Base)
 	}
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/message?sessionId="+url.QueryEscape(id), bytes.NewReader(m.Body))
 	if err != nil {
@@ -197,8 +198,8 @@ func (e *Endpoint) receiveSSEMessage(m *envelope) {
 	}
 	r.Header.Set("Content-Type", "application/json")
 	w := &discardWriter{h: http.Header{}}
-	e.sse.ServeHTTP(w, r)
+	h.sse.ServeHTTP(w, r)
 	if w.code != http.StatusAccepted {
-		e.logger.Warn("serving an SSE message another replica relayed", logKeyStatus, w.code)
+		h.Logger.Warn("serving an SSE message another replica relayed", logKeyStatus, w.code)
 	}
 }

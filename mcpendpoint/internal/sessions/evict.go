@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"context"
@@ -17,35 +17,36 @@ const evictTimeout = 10 * time.Second
 // sessionbook.CauseUser or sessionbook.CauseService.
 const logKeyCause = "cause"
 
-// endEvicted ends everywhere a session the book forgot to make room for
+// EndEvicted ends everywhere a session the book forgot to make room for
 // another (sessionbook.Book.Add), as its client's DELETE would: its calls are
 // cancelled upstream, its GET stream closes, its resource subscriptions
 // end at their servers, mcp-go drops it at once rather than after
 // SessionIdleTTL, and with a SessionStore its record goes and the other
 // replicas are told. It returns at once, so the initialize that made room
-// waits on none of it: the ending runs on a goroutine of subs.wg, which
-// Close waits for, and ev.Done is called when it is over.
+// waits on none of it: the ending runs on a goroutine of Config.Go,
+// which the endpoint's Close waits for, and ev.Done is called when it is
+// over.
 //
 // A legacy SSE session is dropped the same way, but mcp-go's SSE server
 // keeps its stream open until the client leaves; the client's next message
 // gets 404.
-func (e *Endpoint) endEvicted(ev sessionbook.Eviction) {
-	started := e.subs.wg.Go(func() {
+func (h *Hub) EndEvicted(ev sessionbook.Eviction) {
+	started := h.Go(func() {
 		defer ev.Done()
 		ctx, cancel := context.WithTimeout(mcpgateway.WithUser(context.Background(), ev.User), evictTimeout)
 		defer cancel()
-		e.logger.InfoContext(ctx, "MCP session ended to make room for a new one", logKeyUser, ev.User, logKeyCause, ev.Cause)
+		h.Logger.InfoContext(ctx, "MCP session ended to make room for a new one", logKeyUser, ev.User, logKeyCause, ev.Cause)
 		if strings.HasPrefix(ev.ID, sessionbook.SSEPrefix) {
-			e.srv.UnregisterSession(ctx, ev.ID) // its subscriptions end (sessionEnded)
-			e.cancelSession(ev.ID)
+			h.srv.UnregisterSession(ctx, ev.ID) // its subscriptions end (sessionEnded)
+			h.CancelSession(ev.ID)
 		} else {
-			e.endHere(ctx, ev.ID)
+			h.endHere(ctx, ev.ID)
 		}
-		if e.opts.Sessions == nil {
+		if h.Sessions == nil {
 			return
 		}
-		if err := e.endShared(ctx, ev.ID, ev.User); err != nil {
-			e.logger.WarnContext(ctx, "removing an evicted MCP session's record: the other replicas serve it until it is idle",
+		if err := h.endShared(ctx, ev.ID, ev.User); err != nil {
+			h.Logger.WarnContext(ctx, "removing an evicted MCP session's record: the other replicas serve it until it is idle",
 				logKeyUser, ev.User, logKeyErr, err)
 		}
 	})

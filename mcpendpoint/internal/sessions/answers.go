@@ -1,4 +1,4 @@
-package mcpendpoint
+package sessions
 
 import (
 	"bytes"
@@ -22,74 +22,74 @@ import (
 // answer no request of the session waits for here.
 const notPending = "No pending sampling request found"
 
-// relayUnsubscribe tells the other replicas that session sid unsubscribed
+// RelayUnsubscribe tells the other replicas that session sid unsubscribed
 // from uri, for the one holding that subscription.
-func (e *Endpoint) relayUnsubscribe(sid, uri string) {
-	if e.opts.Relay == nil || e.opts.Sessions == nil || sid == "" {
+func (h *Hub) RelayUnsubscribe(sid, uri string) {
+	if h.Relay == nil || h.Sessions == nil || sid == "" {
 		return
 	}
-	if err := e.publish(envelope{Kind: relayUnsubscribe, Session: idHash(sid), URI: uri}); err != nil {
-		e.logger.Warn("relaying a resources/unsubscribe to the other replicas", logKeyErr, err)
+	if err := h.publish(Message{Kind: relayUnsubscribe, Session: idHash(sid), URI: uri}); err != nil {
+		h.Logger.Warn("relaying a resources/unsubscribe to the other replicas", logKeyErr, err)
 	}
 }
 
-// notifyUpdated sends notifications/resources/updated of uri to session
+// NotifyUpdated sends notifications/resources/updated of uri to session
 // sid of user: on its GET stream here, or through the Relay to the
 // replica where that stream is open.
-func (e *Endpoint) notifyUpdated(sid, user, uri string) {
-	if e.opts.Relay != nil && e.opts.Sessions != nil && !e.sessions.Streaming(sid, user) {
-		if e.publish(envelope{Kind: relayUpdated, Session: idHash(sid), URI: uri}) == nil {
+func (h *Hub) NotifyUpdated(sid, user, uri string) {
+	if h.Relay != nil && h.Sessions != nil && !h.Book.Streaming(sid, user) {
+		if h.publish(Message{Kind: relayUpdated, Session: idHash(sid), URI: uri}) == nil {
 			return
 		}
 	}
-	_ = e.srv.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
+	_ = h.srv.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
 		map[string]any{"uri": uri})
 }
 
 // receiveUpdated puts a resource update another replica relayed
 // (relayUpdated) to the client, if the session's GET stream is open here.
-func (e *Endpoint) receiveUpdated(m *envelope) {
-	id := e.sessions.ByHash(m.Session)
-	if user, ok := e.sessions.Owner(id); ok && e.sessions.Streaming(id, user) {
-		_ = e.srv.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
+func (h *Hub) receiveUpdated(m *Message) {
+	id := h.Book.ByHash(m.Session)
+	if user, ok := h.Book.Owner(id); ok && h.Book.Streaming(id, user) {
+		_ = h.srv.SendNotificationToSpecificClient(id, string(mcp.MethodNotificationResourceUpdated), // a gone client misses it
 			map[string]any{"uri": m.URI})
 	}
 }
 
 // receiveUnsubscribe ends at the server a subscription of a session open
 // here that its client unsubscribed through another replica
-// (relayUnsubscribe), on a goroutine of the endpoint.
-func (e *Endpoint) receiveUnsubscribe(m *envelope) {
-	if id := e.sessions.ByHash(m.Session); id != "" {
-		e.subs.wg.Go(func() { e.unsubscribeSession(context.Background(), id, m.URI) })
+// (relayUnsubscribe), on a goroutine of Config.Go.
+func (h *Hub) receiveUnsubscribe(m *Message) {
+	if id := h.Book.ByHash(m.Session); id != "" {
+		h.Go(func() { h.unsubscribeSession(context.Background(), id, m.URI) })
 	}
 }
 
-// serveAnswer serves a POST of session q.sid that carries the client's
+// ServeAnswer serves a POST of session q.SID that carries the client's
 // answer to a server's request (a JSON-RPC response): mcp-go delivers it
 // when the request waits here, else it goes to the other replicas and the
 // client gets 202. It reports whether it served q.
-func (e *Endpoint) serveAnswer(w http.ResponseWriter, q *request) bool {
-	if e.opts.Relay == nil || q.sid == "" || q.msg == nil || !q.msg.IsResponse() {
+func (h *Hub) ServeAnswer(w http.ResponseWriter, q *Request) bool {
+	if h.Relay == nil || q.SID == "" || q.Msg == nil || !q.Msg.IsResponse() {
 		return false
 	}
-	id, body := q.sid, q.body
-	local, mine, elsewhere := e.untagAnswer(q.body, q.msg)
+	id, body := q.SID, q.Body
+	local, mine, elsewhere := h.untagAnswer(q.Body, q.Msg)
 	if elsewhere { // another replica's request: no use asking mcp-go here
-		if err := e.publish(envelope{Kind: relayAnswer, Session: idHash(id), Body: body}); err != nil {
-			writeRPCError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the answer could not be passed to the replica that asked: answer again")
+		if err := h.publish(Message{Kind: relayAnswer, Session: idHash(id), Body: body}); err != nil {
+			jsonrpc.WriteError(w, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, "the answer could not be passed to the replica that asked: answer again")
 			return true
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
-	r := q.r
+	r := q.R
 	r.Body = io.NopCloser(bytes.NewReader(local))
 	r.ContentLength = int64(len(local))
 	rec := &recordWriter{h: w.Header()}
-	e.http.ServeHTTP(rec, r)
+	h.http.ServeHTTP(rec, r)
 	if !mine && rec.code == http.StatusBadRequest && bytes.Contains(rec.body.Bytes(), []byte(notPending)) {
-		if err := e.publish(envelope{Kind: relayAnswer, Session: idHash(id), Body: body}); err == nil {
+		if err := h.publish(Message{Kind: relayAnswer, Session: idHash(id), Body: body}); err == nil {
 			w.Header().Del("Content-Type")
 			w.WriteHeader(http.StatusAccepted)
 			return true
@@ -105,9 +105,9 @@ func (e *Endpoint) serveAnswer(w http.ResponseWriter, q *request) bool {
 // receiveAnswer hands a client's answer another replica relayed
 // (relayAnswer) to mcp-go, under the session's user, if the session is
 // open here; a request of it may wait here.
-func (e *Endpoint) receiveAnswer(m *envelope) {
-	id := e.sessions.ByHash(m.Session)
-	user, ok := e.sessions.Owner(id)
+func (h *Hub) receiveAnswer(m *Message) {
+	id := h.Book.ByHash(m.Session)
+	user, ok := h.Book.Owner(id)
 	if !ok {
 		return
 	}
@@ -115,11 +115,11 @@ func (e *Endpoint) receiveAnswer(m *envelope) {
 	if !ok || !msg.IsResponse() {
 		return
 	}
-	body, _, elsewhere := e.untagAnswer(m.Body, msg)
+	body, _, elsewhere := h.untagAnswer(m.Body, msg)
 	if elsewhere {
 		return // another replica's request
 	}
-	e.replay(mcpgateway.WithUser(context.Background(), user), http.MethodPost, id, "", body)
+	h.replay(mcpgateway.WithUser(context.Background(), user), http.MethodPost, id, "", body)
 }
 
 // recordWriter keeps what mcp-go answers to a client's answer; its header
