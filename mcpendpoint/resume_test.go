@@ -436,7 +436,7 @@ func TestCallStreamMirrorGivesUpOnSilence(t *testing.T) {
 	aToB := &droppingRelay{Relay: newMemRelay(t, func() *Endpoint { return epB })}
 	epA = New(src, &Options{Sessions: store, Relay: aToB})
 	epB = New(src, &Options{Sessions: store, Relay: newMemRelay(t, func() *Endpoint { return epA })})
-	epA.hub.Streams().Keepalive, epB.hub.Streams().Keepalive = 50*time.Millisecond, 50*time.Millisecond
+	epA.hub.Streams().Keepalive, epB.hub.Streams().Keepalive = 100*time.Millisecond, 100*time.Millisecond // silence: 300 ms, more than a busy machine delays one
 	urlA, urlB := serve(t, epA)+"/mcp", serve(t, epB)+"/mcp"
 
 	s := wireInit(t, urlA, "alice", mcp.ProtocolVersion20251125)
