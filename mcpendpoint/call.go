@@ -1,9 +1,7 @@
 package mcpendpoint
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/catalog"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/content"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -56,7 +55,7 @@ func (e *Endpoint) routeCall(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	user := mcpgateway.UserFrom(ctx)
 	ctx, done := e.hub.Track(ctx)
 	defer done()
-	args, err := arguments(req)
+	args, err := content.Arguments(req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
@@ -110,7 +109,7 @@ func (e *Endpoint) callNamed(ctx context.Context, user, name string, args map[st
 		noteFailure(ctx, err)
 		return e.failure(ctx, en.Server, err)
 	}
-	return toMCP(res), nil
+	return content.Result(res), nil
 }
 
 // callGateway runs a gateway tool (gateways mode) as the tree does.
@@ -129,7 +128,7 @@ func (e *Endpoint) callGateway(ctx context.Context, user, name string, args map[
 		if err != nil {
 			return e.failure(ctx, up.Config().Name, err)
 		}
-		return resultOf(res), nil
+		return content.OfTool(res), nil
 	}
 	msg := fmt.Sprintf("unknown tool %q", name)
 	if c := names.Closest(name, known, 5); len(c) > 0 {
@@ -182,35 +181,6 @@ func signInURL(ctx context.Context, server string) string {
 	return base + "/oauth/start/" + url.PathEscape(server)
 }
 
-// arguments decodes the call's arguments with numbers kept as json.Number,
-// as the gateway's validation expects.
-func arguments(req mcp.CallToolRequest) (map[string]any, error) {
-	raw := req.Params.RawArguments
-	if len(raw) == 0 {
-		if req.Params.Arguments == nil {
-			return map[string]any{}, nil
-		}
-		b, err := json.Marshal(req.Params.Arguments)
-		if err != nil {
-			return nil, fmt.Errorf("arguments: %w", err)
-		}
-		raw = b
-	}
-	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return map[string]any{}, nil
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		return nil, errors.New("arguments must be a JSON object")
-	}
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
-}
-
 // progressEmitter relays a call's progress to the client as
 // notifications/progress with the client's token; nil when the client
 // gave none. Progress only grows: a report that does not is dropped.
@@ -253,58 +223,4 @@ func (e *Endpoint) progressEmitter(ctx context.Context, req mcp.CallToolRequest)
 		mu.Unlock()
 		e.hub.Notify(ctx, string(mcp.MethodNotificationProgress), params)
 	})
-}
-
-// toMCP is a gateway's result as MCP content.
-func toMCP(r *mcpgateway.CallResult) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
-	for _, item := range r.Content {
-		out.Content = append(out.Content, contentOf(item))
-	}
-	if r.Structured != nil {
-		out.StructuredContent = r.Structured
-	}
-	return out
-}
-
-// contentOf turns back one content item of a CallResult.
-func contentOf(item map[string]any) mcp.Content {
-	str := func(k string) string { s, _ := item[k].(string); return s }
-	if t, _ := item["truncated"].(bool); t && str("type") != "text" {
-		return mcp.NewTextContent(fmt.Sprintf("[%s %s left out: over the service's output cap]", str("type"), str("mime_type")))
-	}
-	switch str("type") {
-	case "text":
-		return mcp.NewTextContent(str("text"))
-	case "image":
-		return mcp.NewImageContent(str("data"), str("mime_type"))
-	case "audio":
-		return mcp.NewAudioContent(str("data"), str("mime_type"))
-	case "resource_link":
-		return mcp.NewResourceLink(str("uri"), str("name"), str("description"), str("mime_type"))
-	case "resource":
-		if d := str("data"); d != "" {
-			return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: str("uri"), MIMEType: str("mime_type"), Blob: d})
-		}
-		return mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: str("uri"), MIMEType: str("mime_type"), Text: str("text")})
-	}
-	return mcp.NewTextContent(str("raw"))
-}
-
-// resultOf is a tool's tools.Result (gateways mode, ask) as MCP content:
-// its text, and its objects as structured content.
-func resultOf(r tools.Result) *mcp.CallToolResult {
-	text := r.LLMText
-	if r.IsError {
-		text = strings.TrimSpace(r.Error + "\n" + r.Feedback)
-	}
-	if text == "" {
-		b, _ := json.Marshal(map[string]any{"objects": r.Objects, "metadata": r.Metadata}) // JSON values
-		text = string(b)
-	}
-	out := &mcp.CallToolResult{IsError: r.IsError, Content: []mcp.Content{mcp.NewTextContent(text)}}
-	if !r.IsError && len(r.Objects) > 0 {
-		out.StructuredContent = map[string]any{"objects": r.Objects}
-	}
-	return out
 }

@@ -11,8 +11,10 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/capped"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/content"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reply"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -160,7 +162,7 @@ func (e *Endpoint) startHeld(ctx context.Context, user string, w *held.Waiter, e
 
 // bindOf is the reqstate.BindHash of a tools/call as the client sent it.
 func bindOf(req mcp.CallToolRequest) []byte {
-	args, _ := arguments(req) // a bad one never runs: it binds as null
+	args, _ := content.Arguments(req) // a bad one never runs: it binds as null
 	return reqstate.BindHash(clientToolName(req), args)
 }
 
@@ -235,12 +237,12 @@ func (e *Endpoint) resumeHeld(ctx context.Context, user, text string, bind []byt
 // server's "sampling" off), is answered -32021
 // MissingRequiredClientCapability naming it, with HTTP 400, through reply.
 // A call that got over the refusal keeps its result.
-func missingCapability(h *held.Call, reply *taskReply, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+func missingCapability(h *held.Call, reply *reply.Reply, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	missing := h.Missing()
 	if missing == "" || reply == nil || (err == nil && (res == nil || !res.IsError)) {
 		return res, err
 	}
-	reply.setError(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
+	reply.SetError(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
 		fmt.Sprintf("the tool's server asked for %s, which this client did not declare in its capabilities: declare it and call again", missing),
 		map[string]any{"requiredCapabilities": map[string]any{missing: map[string]any{}}})
 	return nil, mcp.MissingRequiredClientCapabilityError{Capability: missing}

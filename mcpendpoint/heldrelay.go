@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reply"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 	"github.com/elysia-go/elysia/mcpgateway"
@@ -88,7 +89,7 @@ func (e *Endpoint) retryElsewhere(ctx context.Context, st reqstate.State, text s
 				return nil, errors.New(m.Error)
 			}
 			if len(m.Task) > 0 && p.reply != nil {
-				p.reply.setResult(m.Task)
+				p.reply.SetResult(m.Task)
 				return &mcp.CallToolResult{}, nil
 			}
 			var res mcp.CallToolResult
@@ -228,11 +229,11 @@ func (e *Endpoint) relayedRetry(ctx context.Context, m *envelope) (*mcp.CallTool
 	defer func() { close(stop); wg.Wait() }()
 	var p taskPolicy
 	if m.Tasks != nil {
-		p = taskPolicy{support: m.Tasks.Support, declared: m.Tasks.Declared, reply: &taskReply{}}
+		p = taskPolicy{support: m.Tasks.Support, declared: m.Tasks.Declared, reply: &reply.Reply{}}
 	}
 	res, err := e.awaitTask(mcpgateway.WithUser(ctx, h.User()), h, &held.Waiter{Ctx: ctx}, p)
 	if p.reply != nil {
-		if task, _ := p.reply.get(); task != nil {
+		if task, _ := p.reply.Get(); task != nil {
 			return nil, task, err
 		}
 	}

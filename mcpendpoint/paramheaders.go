@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reply"
 )
 
 // xMCPHeader is the annotation by which a tool's parameter travels in an
@@ -18,7 +20,7 @@ var xMCPHeader = []byte(`"x-mcp-header"`)
 // naming another value (400, -32020 HeaderMismatch). mcp-go checks them
 // only for tools it holds, and every tool here is the endpoint's router's.
 // A request that did not come over HTTP has no headers to check.
-func (e *Endpoint) checkParamHeaders(ctx context.Context, user string, req mcp.CallToolRequest, reply *taskReply) error {
+func (e *Endpoint) checkParamHeaders(ctx context.Context, user string, req mcp.CallToolRequest, reply *reply.Reply) error {
 	if req.Header == nil || req.Header.Get(mcp.HeaderProtocolVersion) == "" {
 		return nil
 	}
@@ -44,7 +46,7 @@ func (e *Endpoint) checkParamHeaders(ctx context.Context, user string, req mcp.C
 		return nil
 	}
 	if reply != nil {
-		reply.setError(mcp.HEADER_MISMATCH, err.Error(), nil)
+		reply.SetError(mcp.HEADER_MISMATCH, err.Error(), nil)
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/content"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/names"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reqstate"
@@ -168,7 +169,7 @@ func (e *Endpoint) promptFor(ctx context.Context, req mcp.GetPromptRequest, emit
 		}
 		res := &mcp.GetPromptResult{Description: p.prompt.Description, Messages: make([]mcp.PromptMessage, 0, len(msgs))}
 		for _, m := range msgs {
-			res.Messages = append(res.Messages, mcp.PromptMessage{Role: mcp.Role(m.Role), Content: contentOf(m.Content)})
+			res.Messages = append(res.Messages, mcp.PromptMessage{Role: mcp.Role(m.Role), Content: content.Item(m.Content)})
 		}
 		return res, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/elysia-go/elysia/mcpendpoint/internal/content"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpgateway"
 	"github.com/elysia-go/elysia/tools"
@@ -153,7 +154,7 @@ func (e *Endpoint) readResource(ctx context.Context, req mcp.ReadResourceRequest
 	}
 	out := make([]mcp.ResourceContents, 0, len(res.Content))
 	for _, item := range res.Content {
-		if em, ok := contentOf(item).(mcp.EmbeddedResource); ok {
+		if em, ok := content.Item(item).(mcp.EmbeddedResource); ok {
 			out = append(out, em.Resource)
 		}
 	}

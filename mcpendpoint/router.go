@@ -2,7 +2,6 @@ package mcpendpoint
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reply"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 	"github.com/elysia-go/elysia/mcpgateway"
 )
@@ -118,9 +118,9 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, q *request) {
 			}
 		case m == string(mcp.MethodToolsCall):
 			// A task's reply, or an error mcp-go cannot give (tasks.go).
-			reply := &taskReply{}
-			w = &taskWriter{ResponseWriter: w, reply: reply}
-			q.R = q.R.WithContext(context.WithValue(q.R.Context(), taskReplyKey{}, reply))
+			r := &reply.Reply{}
+			w = &reply.Writer{ResponseWriter: w, Reply: r}
+			q.R = q.R.WithContext(reply.NewContext(q.R.Context(), r))
 		}
 	}
 	e.http.ServeHTTP(w, q.R)

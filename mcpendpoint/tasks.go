@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
-	"github.com/elysia-go/elysia/mcpendpoint/internal/sse"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/reply"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 )
 
@@ -71,7 +70,7 @@ type taskPolicy struct {
 	// declared: the request's client declared the extension.
 	declared bool
 	// reply takes the task reply over HTTP; nil elsewhere.
-	reply *taskReply
+	reply *reply.Reply
 }
 
 // eligible reports whether the call may become a task.
@@ -82,7 +81,7 @@ func (p taskPolicy) eligible() bool {
 // policyOf is the taskPolicy of the 2026-07-28 tools/call req of user.
 func (e *Endpoint) policyOf(ctx context.Context, user string, req mcp.CallToolRequest) taskPolicy {
 	var p taskPolicy
-	p.reply, _ = ctx.Value(taskReplyKey{}).(*taskReply)
+	p.reply = reply.FromContext(ctx)
 	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientCapabilities != nil {
 		_, p.declared = info.ClientCapabilities.Extensions[tasksExtension]
 	}
@@ -97,7 +96,7 @@ func (e *Endpoint) policyOf(ctx context.Context, user string, req mcp.CallToolRe
 func (e *Endpoint) errNeedsTasks(p taskPolicy, name string) error {
 	msg := fmt.Sprintf("tool %q runs only as a task: declare the %s extension", name, tasksExtension)
 	if p.reply != nil {
-		p.reply.setError(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, msg,
+		p.reply.SetError(mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, msg,
 			map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
 	}
 	return mcp.MissingRequiredClientCapabilityError{Capability: "extensions." + tasksExtension}
@@ -153,7 +152,7 @@ func (e *Endpoint) makeTask(ctx context.Context, h *held.Call, p taskPolicy) (*m
 		return nil, errors.New("the MCP endpoint is closing: call the tool again")
 	}
 	b, _ := json.Marshal(tasks.Envelope(id, TaskState{Status: tasks.Working, Created: created, Updated: created, Expires: created.Add(taskTTL)}, "task"))
-	p.reply.setResult(b)
+	p.reply.SetResult(b)
 	return &mcp.CallToolResult{}, nil
 }
 
@@ -324,91 +323,6 @@ func noteFailure(ctx context.Context, err error) {
 		h.NoteFailure(err)
 	}
 }
-
-// taskReplyKey carries a 2026-07-28 tools/call's taskReply in its ctx.
-type taskReplyKey struct{}
-
-// taskReply is what replaces the result mcp-go writes for a tools/call:
-// the task envelope, or an error mcp-go cannot give.
-type taskReply struct {
-	mu     sync.Mutex
-	result json.RawMessage
-	err    json.RawMessage
-}
-
-func (r *taskReply) setResult(b []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.result = b
-}
-
-func (r *taskReply) setError(code int, msg string, data any) {
-	b, _ := json.Marshal(jsonrpc.ErrorObject{Code: code, Message: msg, Data: data})
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.err = b
-}
-
-func (r *taskReply) get() (result, rpcErr json.RawMessage) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.result, r.err
-}
-
-// rewrite returns msg, one JSON-RPC response, with its result or error
-// replaced, or nil to leave it.
-func (r *taskReply) rewrite(msg []byte) []byte {
-	result, rpcErr := r.get()
-	if result == nil && rpcErr == nil {
-		return nil
-	}
-	m, ok := jsonrpc.Decode(msg)
-	if !ok || !m.IsResponse() {
-		return nil
-	}
-	return m.WithResult(result, rpcErr)
-}
-
-// taskWriter writes mcp-go's answer to a 2026-07-28 tools/call with its
-// taskReply (mcp-go writes a JSON body, or an SSE event, in one Write).
-type taskWriter struct {
-	http.ResponseWriter
-	reply *taskReply
-}
-
-func (w *taskWriter) WriteHeader(code int) {
-	if _, rpcErr := w.reply.get(); rpcErr != nil && code == http.StatusOK && w.Header().Get("Content-Type") == "application/json" {
-		code = http.StatusBadRequest
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// Write passes p on with the answer in it rewritten: a JSON body, or an
-// SSE event, as mcp-go writes them, in one Write.
-func (w *taskWriter) Write(p []byte) (int, error) {
-	var out []byte
-	if ev, _, rest, ok := sse.Next(p); ok && len(rest) == 0 {
-		if b := w.reply.rewrite(ev.Data); b != nil {
-			ev.Data = b
-			out = sse.Append(nil, ev)
-		}
-	} else if b := w.reply.rewrite(p); b != nil {
-		out = append(b, '\n')
-	}
-	if out == nil {
-		return w.ResponseWriter.Write(p)
-	}
-	_, err := w.ResponseWriter.Write(out)
-	return len(p), err
-}
-
-func (w *taskWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *taskWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // taskParams are the params of a tasks/get, tasks/update or tasks/cancel.
 type taskParams struct {
