@@ -34,6 +34,8 @@
 //	internal/reqstate     the sealed requestState of an input_required result
 //	internal/tasks        the Tasks extension's records and their moves
 //	internal/drain        a shutdown's wait for the calls and answers in flight
+//	internal/content      the gateways' results as MCP content; a call's arguments
+//	internal/reply        the answer that replaces mcp-go's (a task, an error it cannot give)
 //
 // # Protocol versions
 //
