@@ -72,41 +72,110 @@
 // every other replica, and may be lost: the receiver column says which
 // replica acts on it, the others ignore it. A message names a session by
 // the SHA-256 of its id, never by the id. All but mcp_input_retry belong
-// to the 2025-11-25 (or older) session machinery, internal/sessions,
-// whose package documentation has their rows of this table: sessions
-// shared on /mcp (mcp_session_ended, mcp_client_answer,
-// mcp_resource_updated, mcp_resource_unsubscribe), sampling on another
-// replica's GET stream (mcp_sample, mcp_sampled), call streams resumed on
-// another replica (mcp_stream_resume, mcp_stream_events, mcp_stream_left,
-// mcp_stream_absent), and the legacy SSE transport (mcp_sse_message).
-// mcp_input_retry is the one of 2026-07-28 (heldrelay.go):
+// to the 2025-11-25 (or older) session machinery, internal/sessions
+// (shared.go, answers.go and subscribe.go for sessions shared on /mcp,
+// samplerelay.go, resumerelay.go, sserelay.go there), which publishes
+// and receives them through the endpoint; mcp_input_retry is the one of
+// 2026-07-28 (heldrelay.go).
 //
 //	kind                      sender -> receiver                  idempotent  lost
 //
+//	2025-11-25 (or older), sessions on /mcp:
+//	mcp_session_ended         replica serving the DELETE -> all   yes         the others end it later (1)
+//	                          (each holding the session ends it)
+//	mcp_client_answer         replica the answer reached -> all   yes (2)     the request waits as if the
+//	                          (the one whose tag its id bears,                client never answered (3)
+//	                          or whose mcp-go waits for it,
+//	                          takes it)
+//	mcp_resource_updated      replica holding the subscription    yes (4)     the client misses that update
+//	                          -> all (the one with the session's
+//	                          GET stream open puts it to the
+//	                          client)
+//	mcp_resource_unsubscribe  replica the unsubscribe reached     yes         the subscription lasts until
+//	                          -> all (the subscription's holder               the session ends: the server's
+//	                          ends it at the server)                          updates still reach the client
+//	mcp_sample                replica running the call -> all     no (5)      the server's request waits
+//	                          (the one with the session's GET                 until it or the call ends (6)
+//	                          stream open puts it to the client)
+//	mcp_sampled               replica with the GET stream -> all  yes         as mcp_sample (6)
+//	                          (the asking one takes it, by its
+//	                          reply id)
+//	mcp_stream_resume         asking replica -> all (the          yes         the client gets 503 or 404 (7)
+//	                          stream's holder starts forwarding)
+//	mcp_stream_events         holder -> all (the asking replica   yes         a gap, or the client resumes
+//	                          takes it, by its reader)                        again (8)
+//	mcp_stream_left           asking replica -> all (the holder   yes         the holder forwards until the
+//	                          stops forwarding to that reader)                call's answer
+//	mcp_stream_absent         replica without the stream -> all   yes         that replica seems silent: the
+//	                          (the asking one counts it, by its               client gets 503, resumes again
+//	                          reader); with Replicas only
+//
+//	2025-11-25 (or older), sessions of the legacy SSE transport:
+//	mcp_sse_message           replica the POST /message reached   no (9)      the client gets no answer (9)
+//	                          -> all (the session's holder
+//	                          serves it)
+//
 //	2026-07-28, no session:
-//	mcp_input_retry           replica with the retry -> all       no (1)      the client is told to call
-//	  (retry)                 (the holder, by tag, takes it);                 again (2)
+//	mcp_input_retry           replica with the retry -> all       no (10)     the client is told to call
+//	  (retry)                 (the holder, by tag, takes it);                 again (11)
 //	                          with the asking replica's task
 //	                          policy (Tasks) when the call may
 //	                          become a task
 //	mcp_input_retry           holder -> all (the asking replica   yes         keepalive: the next one, or
 //	  (outcome)               takes it, by its reply id): a                   the holder's lease, speaks;
-//	                          keepalive, the result, or the                   outcome: (3)
+//	                          keepalive, the result, or the                   outcome: (12)
 //	                          task's envelope (Task) when the
 //	                          call became a task
 //
-// (1) A retry delivered twice hands the same answers to questions already
+// (1) A replica holding the session ends it when it next records the
+// session's use, which it does at a request of it at most every
+// touchEvery (a quarter of SessionIdleTTL, at most a minute), or when
+// mcp-go ends it, unused for SessionIdleTTL; until then it may serve the
+// session's requests.
+//
+// (2) A second delivery finds no request waiting for it: mcp-go refuses
+// it, and the refusal is dropped.
+//
+// (3) The client was answered 202. The server's request (elicitation,
+// sampling, roots) waits until its bound (for a question, the server's
+// elicitation_timeout) or the end of the call.
+//
+// (4) The client is told twice that the resource changed, and may read it
+// twice.
+//
+// (5) Delivered twice, the client is asked twice: the first message it
+// sends back answers the call, and the other is dropped.
+//
+// (6) The call hears nothing until the server's sampling request, or the
+// call, ends. The replica with the GET stream waits for the client at most
+// maxRelayedSampling, or until the asking replica's deadline.
+//
+// (7) The holder stays silent. With Replicas, the client gets 503 with
+// Retry-After after resumeRelayWait while a replica with a live lease has
+// not answered, and resumes again; without them, silence is taken for a
+// gone replica, and the client gets 404.
+//
+// (8) A lost batch of events is marked as a gap in the mirror. A holder
+// silent for MirrorSilence (three keepalives) is given up: the mirror
+// ends its client's stream, which resumes again.
+//
+// (9) Delivered twice, the client's message is served twice (a tools/call
+// runs twice). Lost, the client, answered 202 already, gets no answer on
+// its stream, and its request times out at the client; when the holder is
+// gone, so is the stream, and the client opens a new session.
+//
+// (10) A retry delivered twice hands the same answers to questions already
 // answered, which ignore them, and takes the call over from the first wait.
 //
-// (2) The asking replica hears nothing for resumeRelayWait, then for three
+// (11) The asking replica hears nothing for resumeRelayWait, then for three
 // keepalives at a time: a holder whose liveness lease has gone (Replicas;
 // without them, any silent one) is gone, and the client's request gets an
 // error saying to call the tool again; the call, if it lives, lapses after
 // InputWait.
 //
-// (3) The asking replica hears nothing more: after leaseTTL of silence
+// (12) The asking replica hears nothing more: after leaseTTL of silence
 // from a holder whose lease lives, the client is told to call again, as in
-// (2).
+// (11).
 //
 // It imports mcpgateway and tools of the project, its internal packages,
 // and mcp-go's server package.

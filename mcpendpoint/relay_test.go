@@ -34,7 +34,8 @@ func TestReceiveIgnoresWhatItDoesNotKnow(t *testing.T) {
 }
 
 // TestDocListsEveryKind: doc.go's table of the messages between replicas
-// names every kind Receive takes (internal/sessions checks its own).
+// names every kind Receive takes itself (internal/sessions checks the
+// kinds it receives against the same table).
 func TestDocListsEveryKind(t *testing.T) {
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestDocListsEveryKind: doc.go's table of the messages between replicas
-// names every kind the Hub receives.
+// TestDocListsEveryKind: mcpendpoint's table of the messages between
+// replicas (its doc.go) names every kind the Hub receives.
 func TestDocListsEveryKind(t *testing.T) {
-	doc, err := os.ReadFile("doc.go")
+	doc, err := os.ReadFile("../../doc.go")
 	if err != nil {
 		t.Fatal(err)
 	}
