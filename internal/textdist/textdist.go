@@ -2,6 +2,8 @@
 // "did you mean" suggestions the CLI and the config parser give.
 package textdist
 
+import "unicode/utf8"
+
 // maxRunes bounds the strings compared: past it a string is no misspelling
 // of a name, and the cost stays small whatever a file or a user sends.
 const maxRunes = 128
@@ -10,6 +12,9 @@ const maxRunes = 128
 // adjacent transposition as one edit (optimal string alignment). Strings
 // longer than 128 runes are compared by their first 128.
 func Distance(a, b string) int {
+	// Cut the bytes before the runes: a string of any length costs no
+	// more than its first maxRunes runes.
+	a, b = a[:min(len(a), maxRunes*utf8.UTFMax)], b[:min(len(b), maxRunes*utf8.UTFMax)]
 	ra, rb := []rune(a), []rune(b)
 	ra, rb = ra[:min(len(ra), maxRunes)], rb[:min(len(rb), maxRunes)]
 	prev2 := make([]int, len(rb)+1)

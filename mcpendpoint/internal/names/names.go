@@ -88,7 +88,9 @@ func Closest(want string, names []string, n int) []string {
 		name string
 		d    int
 	}
-	lw := strings.ToLower(want)
+	// A client chooses want: past the longest name a tool is listed under,
+	// more of it only costs.
+	lw := strings.ToLower(want[:min(len(want), 4*MaxLen)])
 	var all []scored
 	for _, nm := range names {
 		ln := strings.ToLower(nm)
