@@ -419,7 +419,7 @@ func (c *Call) Await(ctx context.Context, w *Waiter, grace <-chan time.Time, rel
 		case <-changed:
 		case <-grace:
 			c.mu.Lock()
-			if c.waiter == w && len(c.questions) == 0 {
+			if c.waiter == w && len(c.questions) == 0 && !c.done { // a call that ended is Ended, never a task
 				return c.releaseLocked(), nil // unlocks
 			}
 			continue
@@ -451,9 +451,12 @@ func (c *Call) claim(w *Waiter) error {
 	return nil
 }
 
-// releaseLocked lets go of c (Released). c.mu is held, and unlocked.
+// releaseLocked lets go of c (Released): it goes on as a task, which
+// hands it its answers (Hand), so it is gone to any retry of a round (a
+// replayed requestState would make a second task of it). c.mu is held,
+// and unlocked.
 func (c *Call) releaseLocked() Next {
-	c.waiter = nil
+	c.waiter, c.gone = nil, true
 	c.mu.Unlock()
 	return Next{Event: Released}
 }

@@ -303,6 +303,14 @@ func TestReleased(t *testing.T) {
 	if c.Current() != nil {
 		t.Error("a request still waits on the released call")
 	}
+	// It is a task now: a replayed retry of its round finds it gone, and
+	// makes no second task of it.
+	if _, err := c.Await(t.Context(), &Waiter{Ctx: t.Context()}, nil, false); !errors.Is(err, ErrGone) {
+		t.Errorf("Await after Released = %v; want ErrGone", err)
+	}
+	if err := c.Answer(0, nil); !errors.Is(err, ErrGone) {
+		t.Errorf("Answer after Released = %v; want ErrGone", err)
+	}
 
 	c, _ = newCall(t, w, 4, time.Minute, nil)
 	c.Finish(&mcp.CallToolResult{}, nil)
