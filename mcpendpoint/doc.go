@@ -147,8 +147,8 @@
 // sends back answers the call, and the other is dropped.
 //
 // (6) The call hears nothing until the server's sampling request, or the
-// call, ends. The replica with the GET stream waits for the client at most
-// maxRelayedSampling, or until the asking replica's deadline.
+// call, ends, or the deadline the asking replica sent passes (the call's,
+// at most maxRelayedSampling): both replicas wait that long and no longer.
 //
 // (7) The holder stays silent. With Replicas, the client gets 503 with
 // Retry-After after resumeRelayWait while a replica with a live lease has

@@ -92,6 +92,9 @@ func (w *Writer) WriteHeader(code int) {
 // Write passes p on with the answer in it rewritten: a JSON body, or an
 // SSE event, as mcp-go writes them, in one Write.
 func (w *Writer) Write(p []byte) (int, error) {
+	if res, rpcErr := w.Reply.Get(); res == nil && rpcErr == nil {
+		return w.ResponseWriter.Write(p) // nothing to replace: most calls
+	}
 	var out []byte
 	if ev, _, rest, ok := sse.Next(p); ok && len(rest) == 0 {
 		if b := w.Reply.rewrite(ev.Data); b != nil {

@@ -40,7 +40,7 @@ func (h *Hub) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.Cr
 
 // sampleElsewhere sends req of session sid to the other replicas, one of
 // which holds the session's GET stream, and waits for the client's
-// message, or ctx.
+// message, or ctx, at most maxRelayedSampling when ctx has no deadline.
 func (h *Hub) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -52,6 +52,11 @@ func (h *Hub) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMes
 	if !ok {
 		deadline = time.Now().Add(maxRelayedSampling)
 	}
+	// The wait is as long as the other replica's: a lost reply, or a gone
+	// replica, ends it there rather than holding the call until its client
+	// cancels.
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	if err := h.publish(Message{Kind: relaySample, Session: idHash(sid), Reply: reply, Deadline: deadline, Body: body}); err != nil {
 		return nil, fmt.Errorf("the MCP client's GET stream is on another replica, which could not be reached: %w", err)
 	}
