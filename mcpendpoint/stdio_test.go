@@ -140,9 +140,13 @@ func FuzzRefuseUnserved(f *testing.F) {
 // TestStdioPromptAsks: over stdio (elysia mcp serve) a 2026-07-28
 // client's prompts/get whose server asks a question gets it as
 // input_required, answered by the client's elicitation handler, and then
-// the prompt.
+// the prompt; a person slower to answer than the server's call_timeout
+// is not cut off (the prompt is bounded as a tool call is).
 func TestStdioPromptAsks(t *testing.T) {
-	ep := New(&source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{gateway(t, "k", keyedUpstream(t))}}, nil)
+	g := mcpgateway.New(mcpconfig.ServerConfig{Name: "k", Transport: mcpconfig.TransportHTTP, URL: keyedUpstream(t), Enabled: true,
+		ConnectTimeout: 5 * time.Second, CallTimeout: 300 * time.Millisecond}, nil)
+	t.Cleanup(func() { _ = g.Close() })
+	ep := New(&source{expose: mcpconfig.DefaultExpose(), gws: []*mcpgateway.Gateway{g}}, nil)
 	t.Cleanup(func() { _ = ep.Close(context.Background()) })
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -150,7 +154,12 @@ func TestStdioPromptAsks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- ep.ServeStdio(ctx, inR, outW, "alice"); _ = outW.Close() }()
 	c := mcpclient.NewClient(mcptransport.NewIO(outR, inW, io.NopCloser(strings.NewReader(""))),
-		mcpclient.WithElicitationHandler(elicitHandler(func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		mcpclient.WithElicitationHandler(elicitHandler(func(ctx context.Context, _ mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			select { // a person takes twice the server's call_timeout to answer
+			case <-time.After(600 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
 				Content: map[string]any{"name": "divers"}}}, nil
 		})))

@@ -154,7 +154,10 @@ func (g *Gateway) GetPromptFor(ctx context.Context, name string, args map[string
 		return nil, &tools.ArgumentError{Tool: "get_prompt", Problems: []string{"name is required"}}
 	}
 	var out []PromptMessage
-	err := g.requestOn(ctx, "prompts/get", func(ctx context.Context, _ *view, conn *session.Conn, s *session.Session) error {
+	// A prompt whose server may put questions to the caller is bounded as
+	// a tool call is, and not sent to another copy once sent: the caller
+	// would be asked again.
+	err := g.requestOn(ctx, "prompts/get", emit != nil, func(ctx context.Context, _ *view, conn *session.Conn, s *session.Session) error {
 		req := mcp.GetPromptRequest{}
 		req.Params.Name = name
 		req.Params.Arguments = args
@@ -178,12 +181,15 @@ func (g *Gateway) GetPromptFor(ctx context.Context, name string, args map[string
 // counted in the stats and the circuit, and its error named after the
 // server and masked.
 func (g *Gateway) request(ctx context.Context, op string, f func(ctx context.Context, s *session.Session) error) error {
-	return g.requestOn(ctx, op, func(ctx context.Context, _ *view, _ *session.Conn, s *session.Session) error { return f(ctx, s) })
+	return g.requestOn(ctx, op, false, func(ctx context.Context, _ *view, _ *session.Conn, s *session.Session) error { return f(ctx, s) })
 }
 
 // requestOn is request, giving f the view whose session it runs on (the
-// user's own of a per-user server).
-func (g *Gateway) requestOn(ctx context.Context, op string, f func(ctx context.Context, v *view, conn *session.Conn, s *session.Session) error) error {
+// user's own of a per-user server). A request that may ask its caller
+// (asking) is bounded by f as a tool call is (Conn.DoAsking), and a failed
+// copy hands it to the next only when it was never sent; else the error
+// is a *mayHaveRunError.
+func (g *Gateway) requestOn(ctx context.Context, op string, asking bool, f func(ctx context.Context, v *view, conn *session.Conn, s *session.Session) error) error {
 	if err := g.enter(op); err != nil {
 		return err
 	}
@@ -194,12 +200,17 @@ func (g *Gateway) requestOn(ctx context.Context, op string, f func(ctx context.C
 	}
 	var o outcome
 	_, err := routed(ctx, g, func(v *view) (struct{}, error) {
-		// What goes through here reads or asks, and harms nothing when
-		// sent twice: any failed copy hands it to the next.
+		// What goes through here reads, and harms nothing when sent
+		// twice, unless it may ask its caller something.
 		var err error
 		o, err = g.onCopies(ctx, v, func(c *copyState) (bool, error) {
 			conn := v.conns[c.index]
-			return true, conn.Do(ctx, op, func(ctx context.Context, s *session.Session) error { return f(ctx, v, conn, s) })
+			do := conn.Do
+			if asking {
+				do = conn.DoAsking
+			}
+			err := do(ctx, op, func(ctx context.Context, s *session.Session) error { return f(ctx, v, conn, s) })
+			return !asking || session.NotSent(err), err
 		})
 		return struct{}{}, err
 	})

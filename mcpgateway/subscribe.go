@@ -47,7 +47,7 @@ func (g *Gateway) Subscribe(ctx context.Context, uri string, updated func()) (st
 	}
 	var key watchKey
 	var id uint64
-	err = g.requestOn(ctx, "resources/subscribe", func(ctx context.Context, v *view, _ *session.Conn, s *session.Session) error {
+	err = g.requestOn(ctx, "resources/subscribe", false, func(ctx context.Context, v *view, _ *session.Conn, s *session.Session) error {
 		key = watchKey{user: v.user, uri: uri}
 		// Registered first: the server may send an update before it answers.
 		first := false

@@ -120,12 +120,27 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 // (connecting if there is none), bounded by call_timeout; a session found
 // gone is retired, and the error names the server and op, masked.
 func (c *Conn) Do(ctx context.Context, op string, f func(ctx context.Context, s *Session) error) error {
+	return c.do(ctx, op, true, f)
+}
+
+// DoAsking is Do for a request whose server may put questions to its
+// caller (GetPrompt): f bounds it the way a tool call is bounded (idle
+// call_timeout, paused while a person answers; max_call_time), not by a
+// fixed call_timeout that would cut a person off.
+func (c *Conn) DoAsking(ctx context.Context, op string, f func(ctx context.Context, s *Session) error) error {
+	return c.do(ctx, op, false, f)
+}
+
+func (c *Conn) do(ctx context.Context, op string, bounded bool, f func(ctx context.Context, s *Session) error) error {
 	s, err := c.Session(ctx)
 	if err != nil {
 		return err
 	}
 	_, timeout := c.cfg.Timeouts()
-	cctx, cancel := c.CallCtx(ctx, timeout)
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if bounded {
+		cctx, cancel = c.CallCtx(ctx, timeout)
+	}
 	defer cancel()
 	stop := s.WedgeGuard(cctx, op)
 	// No user's call: what the server asks during the request (a
