@@ -243,6 +243,16 @@ type RootsLister interface {
 	ListRoots(ctx context.Context) (*mcp.ListRootsResult, error)
 }
 
+// ownRoots reports whether ac's client may give its roots to the server:
+// when the server asked within that call's request (2026-07-28: the
+// answer goes to that request alone) or the session is that user's own.
+// A session of an earlier version shared between users keeps roots as
+// its state, so one user's client roots would become every user's.
+func (r roots) ownRoots(ctx context.Context, ac *activeCall) bool {
+	_, inRequest := ctx.Value(activeCallKey{}).(*activeCall)
+	return inRequest || mcp.IsModernProtocol(r.s.protocol) || (r.c.opts.User != "" && ac.user == r.c.opts.User)
+}
+
 // maxClientRoots bounds the roots of a client passed on to a server.
 const maxClientRoots = 256
 
@@ -250,7 +260,7 @@ const maxClientRoots = 256
 func (r roots) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 	ctx = claimInputKey(ctx, mcp.MethodListRoots, nil)
 	if len(r.c.Roots()) == 0 && r.s != nil {
-		if ac := r.s.callFor(ctx); ac != nil {
+		if ac := r.s.callFor(ctx); ac != nil && r.ownRoots(ctx, ac) {
 			if rl, ok := ac.emit.(RootsLister); ok {
 				res, err := rl.ListRoots(ctx)
 				if err != nil {
