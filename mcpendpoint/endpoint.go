@@ -180,7 +180,7 @@ type Endpoint struct {
 	nudgeMu sync.Mutex
 	nudges  map[string]chan struct{}
 
-	// mu guards gen, cats, fp, collisions and inflight.
+	// mu guards gen, cats, fp and collisions.
 	mu         sync.Mutex
 	gen        uint64 // bumped whenever fingerprint changes
 	cats       map[string]*catalog.Catalog

@@ -116,7 +116,3 @@ func WithCallerSampling(ctx context.Context, cs ClientSampler) context.Context {
 // server's progress at another pace than ProgressInterval (see
 // session.ProgressPacer): the aggregate MCP endpoint's.
 type ProgressPacer = session.ProgressPacer
-
-// PacedBurst is how many progress reports of one call a ProgressPacer
-// gets at each of its paces at most (see session.PacedBurst).
-const PacedBurst = session.PacedBurst

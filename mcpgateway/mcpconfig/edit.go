@@ -89,7 +89,7 @@ func (e *Edit) Add(name string, entry []byte) error {
 	if err != nil {
 		return fmt.Errorf("server %q: entry: %w", name, err)
 	}
-	cs := slices.DeleteFunc(e.containers(), func(c container) bool { return c.foreign })
+	cs := e.ownContainers()
 	if len(cs) == 0 {
 		root, ok := e.root.Value.(*hujson.Object)
 		if !ok {
@@ -98,7 +98,7 @@ func (e *Edit) Add(name string, entry []byte) error {
 		servers := hujson.Value{Value: &hujson.Object{}}
 		ind, multi := indentOf(objectItems{root}, "", e.unit, e.multiline())
 		appendMember(objectItems{root}, ind, "", multi, "servers", servers)
-		cs = slices.DeleteFunc(e.containers(), func(c container) bool { return c.foreign })
+		cs = e.ownContainers()
 	}
 	c := cs[0]
 	if c.list {
@@ -238,6 +238,12 @@ func (e *Edit) containers() []container {
 		return out
 	}
 	return nil
+}
+
+// ownContainers are the file's blocks of servers in our own shapes, where
+// a new server goes.
+func (e *Edit) ownContainers() []container {
+	return slices.DeleteFunc(e.containers(), func(c container) bool { return c.foreign })
 }
 
 // foreignBlock is the container of a Zed "context_servers" or opencode
