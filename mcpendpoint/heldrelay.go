@@ -184,7 +184,16 @@ func (e *Endpoint) serveRelayedRetry(m *envelope) {
 	if err != nil {
 		out.Result, out.Error = nil, err.Error()
 	}
-	if err := e.publish(out); err != nil {
+	err = e.publish(out)
+	if errors.Is(err, errRelayTooLarge) && out.Error == "" {
+		// The call ran: its client must not be told to call it again, as
+		// silence would have it told.
+		out.Result, out.Task = nil, nil
+		out.Error = fmt.Sprintf("the call ended, but its result of more than %d bytes could not be passed on from the replica that ran it; "+
+			"check whether it took effect before calling it again", maxRelayMessage)
+		err = e.publish(out)
+	}
+	if err != nil {
 		e.logger.Warn("relaying a 2026-07-28 call's outcome to the replica that has its client", logKeyErr, err)
 	}
 }
