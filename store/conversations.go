@@ -124,14 +124,23 @@ func (s *Store) Version(ctx context.Context, userID, convID string) (_ int64, er
 	if err := s.check(userID, convID); err != nil {
 		return 0, err
 	}
+	ref := convRef{userID, convID}
+	epoch, cached := s.currentReads(ctx)
+	if cached {
+		if v, ok := s.reads.version(epoch, ref); ok {
+			return v, nil
+		}
+	}
 	var v int64
-	db := s.db
-	err = s.queryRow(ctx, db, selectVersion, userID, convID).Scan(&v)
+	err = s.queryRow(ctx, s.db, selectVersion, userID, convID).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("conversation %q of user %q: %w", convID, userID, ErrNotFound)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("version of conversation %q of user %q: %w", convID, userID, err)
+	}
+	if cached {
+		s.reads.readVersion(epoch, ref, v)
 	}
 	return v, nil
 }
@@ -225,6 +234,9 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, convID string) (
 			err = fmt.Errorf("delete conversation %q of user %q: %w", convID, userID, err)
 		}
 	}()
+	// Before and after: a read in flight may have seen the conversation.
+	s.reads.forgetConversation(convRef{userID, convID})
+	defer s.reads.forgetConversation(convRef{userID, convID})
 	db := s.db
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 )
 
 // DefaultSQLitePath is where [Open] puts the SQLite database when given an
@@ -95,6 +94,10 @@ type Store struct {
 	// callTimeout bounds a call whose ctx has no deadline (see call).
 	callTimeout time.Duration
 
+	// reads keeps the answers of the reads every query makes, on SQLite
+	// (see readCache); nil on PostgreSQL.
+	reads *readCache
+
 	// group commits concurrent saves together on SQLite; nil on
 	// PostgreSQL, whose saves each run a transaction of their own.
 	group *groupWriter
@@ -164,12 +167,12 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dialect: d, logger: o.Logger.With("store", where), where: where, callTimeout: o.CallTimeout}
-	driver := "sqlite"
 	if d == dialectPostgres {
-		driver = "pgx"
 		s.pgDSN = driverDSN
+		s.db, err = sql.Open("pgx", driverDSN)
+	} else {
+		s.db, err = s.openSQLite(driverDSN)
 	}
-	s.db, err = sql.Open(driver, driverDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", where, err)
 	}

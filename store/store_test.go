@@ -58,6 +58,7 @@ var behaviours = []struct {
 	{"first schema's blobs become a turn", testMigrateBlobs},
 	{"a retried save writes once", testRetriedSave},
 	{"turns get keys", testMigrateTurnKeys},
+	{"reads see every writer", testReadsSeeEveryWriter},
 }
 
 func TestStore(t *testing.T) {

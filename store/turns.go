@@ -243,6 +243,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 			if turn != nil {
 				turn.Seq = turns
 			}
+			s.reads.saved(convRef{c.UserID, c.ID}, version)
 		}, nil
 	}
 	err = s.write(ctx, s.db, write)
@@ -251,6 +252,10 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 		// committed after this one looked (a retry that overlapped the save
 		// it retries). Looking again finds it.
 		err = s.write(ctx, s.db, write)
+	}
+	if err != nil {
+		// It may have committed all the same (a commit whose answer was lost).
+		s.reads.forgetConversation(convRef{c.UserID, c.ID})
 	}
 	s.noteSave(saveSize(c, turn, events), err)
 	return err

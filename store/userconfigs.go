@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -37,6 +38,8 @@ func (s *Store) SaveUserConfig(ctx context.Context, c *UserConfig) (err error) {
 		return fmt.Errorf("save config %q: body is not valid JSON", c.ID)
 	}
 	c.UpdatedAt = s.now()
+	s.reads.userWritten(c.UserID)
+	defer s.reads.userWritten(c.UserID)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("save config %q: %w", c.ID, err)
@@ -106,7 +109,31 @@ func (s *Store) InForceUserConfig(ctx context.Context, userID, fallbackID string
 	if err := s.check(userID, fallbackID); err != nil {
 		return nil, err
 	}
+	ref := configRef{userID, fallbackID}
+	epoch, cached := s.currentReads(ctx)
+	if cached {
+		if a, ok := s.reads.config(epoch, ref); ok {
+			if !a.found {
+				return nil, fmt.Errorf("config in force of user %q: %w", userID, ErrNotFound)
+			}
+			c := a.config
+			c.Body = bytes.Clone(c.Body)
+			return &c, nil
+		}
+	}
 	c, err := s.oneUserConfig(ctx, "config in force", inForceQuery, userID, fallbackID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if cached {
+		a := configAnswer{found: c != nil}
+		if c != nil {
+			a.config = *c
+			a.config.Default = true
+			a.config.Body = bytes.Clone(c.Body)
+		}
+		s.reads.readConfig(epoch, ref, a)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +200,8 @@ func (s *Store) DeleteUserConfig(ctx context.Context, userID, id string) (err er
 	if err := s.check(userID, id); err != nil {
 		return err
 	}
+	s.reads.userWritten(userID)
+	defer s.reads.userWritten(userID)
 	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM user_configs WHERE user_id = ? AND id = ?`), userID, id)
 	if err != nil {
 		return fmt.Errorf("delete config %q: %w", id, err)

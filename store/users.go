@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -48,6 +49,13 @@ func (s *Store) GetUser(ctx context.Context, userID string) (_ *User, err error)
 	if err := s.check(userID); err != nil {
 		return nil, err
 	}
+	epoch, cached := s.currentReads(ctx)
+	if cached {
+		if u, ok := s.reads.user(epoch, userID); ok {
+			u.Config = bytes.Clone(u.Config)
+			return &u, nil
+		}
+	}
 	var (
 		created int64
 		config  sql.NullString
@@ -60,7 +68,12 @@ func (s *Store) GetUser(ctx context.Context, userID string) (_ *User, err error)
 	if err != nil {
 		return nil, fmt.Errorf("get user %q: %w", userID, err)
 	}
-	return &User{ID: userID, CreatedAt: fromMicros(created), Config: rawJSON(config)}, nil
+	u := User{ID: userID, CreatedAt: fromMicros(created), Config: rawJSON(config)}
+	if cached {
+		s.reads.readUser(epoch, u)
+		u.Config = bytes.Clone(u.Config)
+	}
+	return &u, nil
 }
 
 const selectUser = `SELECT created_at, config FROM users WHERE id = ?`
@@ -84,6 +97,8 @@ func (s *Store) SaveUser(ctx context.Context, u *User) (err error) {
 	if created.IsZero() {
 		created = s.now()
 	}
+	s.reads.userWritten(u.ID)
+	defer s.reads.userWritten(u.ID)
 	var stored int64
 	err = s.db.QueryRowContext(ctx, s.q(`INSERT INTO users (id, created_at, config) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET config = excluded.config
