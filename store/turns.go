@@ -201,10 +201,13 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	keyed := turn != nil && turn.Key != "" && set != replaceSet
 	batches := eventInserts(len(events))
 	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents, selectSavedTurn}, batches...)...)
+	// A keyed save looks for its turn first on PostgreSQL, before the
+	// lease's check: a save that committed is saved, whoever holds the
+	// conversation now. SQLite has no lease: the turn's unique key finds a
+	// save that committed (errTurnSaved), and the save looks then.
+	lookFirst := keyed && s.dialect == dialectPostgres
 	write := func(ctx context.Context, tx *sql.Tx) (func(), error) {
-		if keyed {
-			// Before the lease's check: a save that committed is saved,
-			// whoever holds the conversation now.
+		if lookFirst {
 			if after, saved, err := s.savedTurn(ctx, tx, c, turn); saved || err != nil {
 				return after, err
 			}
@@ -248,9 +251,10 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	}
 	err = s.write(ctx, s.db, write)
 	if errors.Is(err, errTurnSaved) {
-		// Rolled back: the turn's query was saved by a transaction that
-		// committed after this one looked (a retry that overlapped the save
-		// it retries). Looking again finds it.
+		// Rolled back: the turn's query was saved already (on PostgreSQL by
+		// a transaction that committed after this one looked: a retry that
+		// overlapped the save it retries). Looking again finds it.
+		lookFirst = true
 		err = s.write(ctx, s.db, write)
 	}
 	if err != nil {
