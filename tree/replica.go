@@ -33,6 +33,7 @@ type Locker interface {
 // error does, having emitted nothing), and runs on the state last saved by
 // any replica rather than on this process's copy.
 func (m *Manager) Query(ctx context.Context, model llms.Model, userID, conversationID, queryID, query string, emit func(tools.Envelope)) error {
+	growStack()
 	if l := m.opts.Locker; l != nil {
 		lockCtx, cancel := context.WithTimeout(ctx, m.opts.QueryWait)
 		unlock, err := l.Lock(lockCtx, userID, conversationID)
