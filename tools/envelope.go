@@ -1,11 +1,9 @@
 package tools
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"slices"
 )
 
@@ -79,21 +77,26 @@ func NewID() string {
 // env.Payload copied in as it is instead of validated and compacted again:
 // the payload must be compact JSON, as NewEnvelope makes it. For a large
 // result that second pass over the payload was most of the envelope's cost.
-// An empty payload is written as null.
+// An empty payload is written as null. The members are written one by one
+// (every event is written twice, streamed and saved: encoding/json's
+// reflection was 2 % of the service's CPU). The error is always nil.
 func AppendEnvelope(dst []byte, env Envelope) ([]byte, error) {
-	payload := env.Payload
-	env.Payload = nil
-	head, err := Marshal(env)
-	if err != nil {
-		return nil, err
-	}
+	payload := []byte(env.Payload)
 	if len(payload) == 0 {
-		return append(dst, head...), nil
+		payload = []byte("null")
 	}
-	const tail = `null}` // the nil payload, last of the envelope's fields
-	if !bytes.HasSuffix(head, []byte(tail)) {
-		return nil, fmt.Errorf("encode event %s: unexpected envelope encoding %s", env.ID, head)
-	}
-	dst = slices.Grow(dst, len(head)-len(tail)+len(payload)+1)
-	return append(append(append(dst, head[:len(head)-len(tail)]...), payload...), '}'), nil
+	dst = slices.Grow(dst, len(`{"type":,"id":,"user_id":,"conversation_id":,"query_id":,"payload":}`)+
+		len(env.Type)+len(env.ID)+len(env.UserID)+len(env.ConversationID)+len(env.QueryID)+10+len(payload))
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, string(env.Type))
+	dst = append(dst, `,"id":`...)
+	dst = appendJSONString(dst, env.ID)
+	dst = append(dst, `,"user_id":`...)
+	dst = appendJSONString(dst, env.UserID)
+	dst = append(dst, `,"conversation_id":`...)
+	dst = appendJSONString(dst, env.ConversationID)
+	dst = append(dst, `,"query_id":`...)
+	dst = appendJSONString(dst, env.QueryID)
+	dst = append(dst, `,"payload":`...)
+	return append(append(dst, payload...), '}'), nil
 }

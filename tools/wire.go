@@ -30,6 +30,16 @@ func WriteJSONString(b *bytes.Buffer, s string) {
 	b.Write(enc)
 }
 
+// appendJSONString appends s as a JSON string, byte for byte as Marshal
+// writes it.
+func appendJSONString(dst []byte, s string) []byte {
+	if PlainJSONString(s) {
+		return append(append(append(dst, '"'), s...), '"')
+	}
+	dst, _ = appendMarshal(dst, s) // a string always marshals
+	return dst
+}
+
 // PlainJSONString reports whether s needs no escaping in JSON, so that its
 // JSON form is s between quotes. <, > and & are plain: Marshal does not
 // escape them for HTML.

@@ -118,3 +118,47 @@ func TestWriteJSONStringIsMarshal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendEnvelope: an envelope written member by member is what
+// Marshal writes, whatever strings a client or server put in its ids.
+func FuzzAppendEnvelope(f *testing.F) {
+	f.Add("status", "sta-1", "u<1>", "c&2", "q\"3", `{"text":"x"}`)
+	f.Add("text", "", "\x00\x1f", "é ☃ \u2028\u2029", "\xff bad utf-8", ``)
+	f.Add("result", "res-1", "tab\tnl\n", `back\slash`, "<script>", `{"objects":[{"a":"<&>"}],"n":[1,2]}`)
+	f.Fuzz(func(t *testing.T, typ, id, user, conv, query, payload string) {
+		var p json.RawMessage
+		if payload != "" {
+			var b bytes.Buffer
+			if json.Compact(&b, []byte(payload)) != nil {
+				return // AppendEnvelope takes compact JSON only
+			}
+			p = b.Bytes()
+		}
+		env := Envelope{Type: EventType(typ), ID: id, UserID: user, ConversationID: conv, QueryID: query, Payload: p}
+		want, err := Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendEnvelope([]byte("data: "), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "data: "+string(want) {
+			t.Fatalf("AppendEnvelope =\n%s\nwant\ndata: %s", got, want)
+		}
+	})
+}
+
+// BenchmarkAppendEnvelope: a status event's envelope, as the stream and
+// the save write every event.
+func BenchmarkAppendEnvelope(b *testing.B) {
+	env := Envelope{Type: EventStatus, ID: "sta-0123456789abcdef", UserID: "bench-3", ConversationID: "c-0123456789abcdef",
+		QueryID: "q-0123456789abcdef", Payload: json.RawMessage(`{"text":"Listing the tools of todo…"}`)}
+	buf := make([]byte, 0, 512)
+	for b.Loop() {
+		var err error
+		if buf, err = AppendEnvelope(buf[:0], env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
