@@ -43,7 +43,7 @@ func (s *Streams) queryWS(c *gin.Context) {
 	defer cancel()
 	ws := &wsSession{
 		s: s, conn: conn, mayActFor: func(user string) bool { return s.k.MayActFor(c, user) },
-		out:   make(chan tools.Envelope, runBuffer),
+		out:   make(chan tools.Envelope, socketBuffer),
 		slots: make(chan struct{}, s.maxSocketQueries),
 		wake:  make(chan struct{}, 1),
 	}
