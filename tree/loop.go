@@ -177,9 +177,14 @@ type run struct {
 	progressAt map[[2]string]int
 }
 
+// queryEvents is room for the events of a query of a list, a call and an
+// answer (11), made at once rather than grown by doubling.
+const queryEvents = 16
+
 func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func(tools.Envelope)) *run {
 	r := &run{c: c, opts: &c.m.opts, model: model, tree: c.m.treeOf(c), query: query,
-		queryID: queryID, emitFn: emit, emitting: make(chan struct{}, 1), tasks: []Task{}, errs: []PreviousError{}}
+		queryID: queryID, emitFn: emit, emitting: make(chan struct{}, 1), tasks: []Task{}, errs: []PreviousError{},
+		events: make([]tools.Envelope, 0, queryEvents)}
 	r.logger = slog.New(lazyAttrs{c.m.logger.Handler(), []slog.Attr{
 		slog.String(logKeyUser, c.userID), slog.String(logKeyConversation, c.id), slog.String("query_id", queryID)}})
 	r.emitter = runEmitter{r}
