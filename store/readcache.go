@@ -132,19 +132,39 @@ func (r *readCache) readVersion(epoch uint64, ref convRef, v int64) {
 	if _, set := r.versions[ref]; set || epoch != r.epoch {
 		return
 	}
-	put(r.versions, ref, v)
+	putLocked(r, r.versions, ref, v)
 }
 
-// saved records the version a committed save of this Store gave the
-// conversation. Saves commit in order on the one connection, and their
-// after funcs run in that order.
-func (r *readCache) saved(ref convRef, v int64) {
+// begun returns the epoch a save starts in, for saved.
+func (r *readCache) begun() uint64 {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.epoch
+}
+
+// saved records the version v a committed save of this Store, begun in
+// epoch, gave the conversation. The saves of one group commit tell their
+// callers together, who record in any order: a version is kept only over
+// an older one. When the epoch has ended meanwhile (another connection
+// wrote and a read saw it, or this Store deleted the conversation), v may
+// be older than what is stored: the conversation is read again instead.
+func (r *readCache) saved(epoch uint64, ref convRef, v int64) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	put(r.versions, ref, v)
+	if epoch != r.epoch {
+		delete(r.versions, ref)
+		return
+	}
+	if old, ok := r.versions[ref]; ok && old >= v {
+		return
+	}
+	putLocked(r, r.versions, ref, v)
 }
 
 // forgetConversation drops what is known of the conversation: a save that
@@ -191,14 +211,17 @@ func keep[K comparable, V any](r *readCache, epoch uint64, m map[K]V, k K, v V) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if epoch == r.epoch {
-		put(m, k, v)
+		putLocked(r, m, k, v)
 	}
 }
 
-// put sets m[k] to v, emptying m first when it is full.
-func put[K comparable, V any](m map[K]V, k K, v V) {
+// putLocked sets m[k] to v. A full map empties the cache and starts a new
+// epoch instead, keeping nothing: an answer kept over what a save set and
+// the emptying dropped would be older than the save's.
+func putLocked[K comparable, V any](r *readCache, m map[K]V, k K, v V) {
 	if len(m) >= maxCachedReads {
-		clear(m)
+		r.emptyLocked()
+		return
 	}
 	m[k] = v
 }

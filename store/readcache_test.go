@@ -219,3 +219,45 @@ func BenchmarkVersion(b *testing.B) {
 		})
 	}
 }
+
+// TestSavedVersionsKeepTheNewest: the saves of one group commit record
+// their versions in any order, and a save that ends after the cache was
+// emptied or the conversation deleted records nothing.
+func TestSavedVersionsKeepTheNewest(t *testing.T) {
+	r := newReadCache()
+	ref := convRef{"u", "c"}
+	version := func() (int64, bool) { return r.version(r.epoch, ref) }
+
+	e := r.begun()
+	r.saved(e, ref, 6)
+	r.saved(e, ref, 5) // told later, committed earlier
+	if v, ok := version(); !ok || v != 6 {
+		t.Fatalf("after saves of 6 then 5: %d, %t; want 6", v, ok)
+	}
+
+	e = r.begun()
+	r.forgetConversation(ref) // deleted while the save was told
+	r.saved(e, ref, 7)
+	if v, ok := version(); ok {
+		t.Fatalf("a save told after a delete left version %d", v)
+	}
+
+	e = r.begun()
+	r.mu.Lock()
+	r.emptyLocked() // another connection wrote, and a read saw it
+	r.mu.Unlock()
+	r.saved(e, ref, 8)
+	if v, ok := version(); ok {
+		t.Fatalf("a save told after the cache was emptied left version %d", v)
+	}
+
+	// A full map empties the cache instead of keeping a read's answer.
+	e = r.begun()
+	for i := range maxCachedReads {
+		r.saved(e, convRef{"u", fmt.Sprint(i)}, 1)
+	}
+	r.readVersion(e, ref, 3)
+	if r.epoch == e || len(r.versions) != 0 {
+		t.Fatalf("a full map kept %d versions in epoch %d (was %d)", len(r.versions), r.epoch, e)
+	}
+}

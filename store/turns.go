@@ -206,6 +206,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	// conversation now. SQLite has no lease: the turn's unique key finds a
 	// save that committed (errTurnSaved), and the save looks then.
 	lookFirst := keyed && s.dialect == dialectPostgres
+	epoch := s.reads.begun()
 	write := func(ctx context.Context, tx *sql.Tx) (func(), error) {
 		if lookFirst {
 			if after, saved, err := s.savedTurn(ctx, tx, c, turn); saved || err != nil {
@@ -246,14 +247,16 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 			if turn != nil {
 				turn.Seq = turns
 			}
-			s.reads.saved(convRef{c.UserID, c.ID}, version)
+			s.reads.saved(epoch, convRef{c.UserID, c.ID}, version)
 		}, nil
 	}
 	err = s.write(ctx, s.db, write)
-	if errors.Is(err, errTurnSaved) {
+	if errors.Is(err, errTurnSaved) || (keyed && !lookFirst && cannotWrite(err)) {
 		// Rolled back: the turn's query was saved already (on PostgreSQL by
 		// a transaction that committed after this one looked: a retry that
-		// overlapped the save it retries). Looking again finds it.
+		// overlapped the save it retries). Looking again finds it. So it
+		// does for a retry that could not write (a full disk), which a save
+		// that committed needs not.
 		lookFirst = true
 		err = s.write(ctx, s.db, write)
 	}
