@@ -20,14 +20,7 @@ func Marshal(v any) ([]byte, error) {
 // WriteJSONString writes s to b as a JSON string, byte for byte as Marshal
 // writes it, without Marshal's work when s needs no escaping.
 func WriteJSONString(b *bytes.Buffer, s string) {
-	if PlainJSONString(s) {
-		b.WriteByte('"')
-		b.WriteString(s)
-		b.WriteByte('"')
-		return
-	}
-	enc, _ := Marshal(s) // a string always marshals
-	b.Write(enc)
+	b.Write(appendJSONString(b.AvailableBuffer(), s))
 }
 
 // appendJSONString appends s as a JSON string, byte for byte as Marshal
