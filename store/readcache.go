@@ -50,26 +50,26 @@ type readCache struct {
 
 	versions map[convRef]int64
 	users    map[string]User
-	configs  map[configRef]configAnswer
+	configs  map[string]configAnswer
 }
 
 // convRef names a conversation in readCache.versions.
 type convRef struct{ user, conv string }
 
-// configRef names an InForceUserConfig read.
-type configRef struct{ user, fallback string }
-
-// configAnswer is what InForceUserConfig read: the config, or none.
+// configAnswer is what InForceUserConfig read for a user and a fallback
+// id: the config, or none. It is kept by user, so that a write of the
+// user's configs drops it at once.
 type configAnswer struct {
-	config UserConfig
-	found  bool
+	fallback string
+	config   UserConfig
+	found    bool
 }
 
 func newReadCache() *readCache {
 	return &readCache{
 		versions: make(map[convRef]int64),
 		users:    make(map[string]User),
-		configs:  make(map[configRef]configAnswer),
+		configs:  make(map[string]configAnswer),
 	}
 }
 
@@ -188,14 +188,16 @@ func (r *readCache) user(epoch uint64, id string) (User, bool) {
 // creates the user it names.
 func (r *readCache) readUser(epoch uint64, u User) { keep(r, epoch, r.users, u.ID, u) }
 
-// config returns the InForceUserConfig answer read in epoch.
-func (r *readCache) config(epoch uint64, ref configRef) (configAnswer, bool) {
-	return lookup(r, epoch, r.configs, ref)
+// config returns the user's InForceUserConfig answer for fallback read in
+// epoch.
+func (r *readCache) config(epoch uint64, user, fallback string) (configAnswer, bool) {
+	a, ok := lookup(r, epoch, r.configs, user)
+	return a, ok && a.fallback == fallback
 }
 
-// readConfig keeps an InForceUserConfig answer read in epoch.
-func (r *readCache) readConfig(epoch uint64, ref configRef, a configAnswer) {
-	keep(r, epoch, r.configs, ref, a)
+// readConfig keeps the user's InForceUserConfig answer read in epoch.
+func (r *readCache) readConfig(epoch uint64, user string, a configAnswer) {
+	keep(r, epoch, r.configs, user, a)
 }
 
 // lookup returns m[k] when it holds in epoch.
@@ -235,11 +237,7 @@ func (r *readCache) userWritten(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.users, id)
-	for ref := range r.configs {
-		if ref.user == id {
-			delete(r.configs, ref)
-		}
-	}
+	delete(r.configs, id)
 	r.epoch++
 }
 

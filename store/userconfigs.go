@@ -109,10 +109,9 @@ func (s *Store) InForceUserConfig(ctx context.Context, userID, fallbackID string
 	if err := s.check(userID, fallbackID); err != nil {
 		return nil, err
 	}
-	ref := configRef{userID, fallbackID}
 	epoch, cached := s.currentReads(ctx)
 	if cached {
-		if a, ok := s.reads.config(epoch, ref); ok {
+		if a, ok := s.reads.config(epoch, userID, fallbackID); ok {
 			if !a.found {
 				return nil, fmt.Errorf("config in force of user %q: %w", userID, ErrNotFound)
 			}
@@ -126,13 +125,13 @@ func (s *Store) InForceUserConfig(ctx context.Context, userID, fallbackID string
 		return nil, err
 	}
 	if cached {
-		a := configAnswer{found: c != nil}
+		a := configAnswer{fallback: fallbackID, found: c != nil}
 		if c != nil {
 			a.config = *c
 			a.config.Default = true
 			a.config.Body = bytes.Clone(c.Body)
 		}
-		s.reads.readConfig(epoch, ref, a)
+		s.reads.readConfig(epoch, userID, a)
 	}
 	if err != nil {
 		return nil, err
