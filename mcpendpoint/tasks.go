@@ -144,6 +144,7 @@ func (e *Endpoint) makeTask(ctx context.Context, h *held.Call, p taskPolicy) (*m
 		e.held.forget(h)
 		return nil, fmt.Errorf("the call could not be kept as a task: %w", err)
 	}
+	h.BecameTask(id)
 	nudge := e.taskNudge(id)
 	if !e.held.run.Go(func() { e.watchTask(h, id, nudge) }) {
 		e.dropNudge(id)

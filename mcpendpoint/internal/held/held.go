@@ -94,6 +94,11 @@ type Call struct {
 	// gone is set when the call is abandoned, lapsed or exhausted: no
 	// retry takes it.
 	gone bool
+	// released is set when the call went on as a task (Released), and
+	// task is that task's id once known (BecameTask): a retry is told of
+	// it rather than to call the tool again, which would run it twice.
+	released bool
+	task     string
 	// changed is closed (and replaced) on every change of the above.
 	changed chan struct{}
 	// waiter is the client request waiting on the call now, if any.
@@ -271,7 +276,7 @@ func (c *Call) Answer(round int, rs mcp.InputResponses) error {
 	defer c.mu.Unlock()
 	switch {
 	case c.gone:
-		return fmt.Errorf("%w: call the tool again", ErrGone)
+		return c.goneLocked()
 	case round != c.round:
 		return fmt.Errorf("%w: it answers round %d of the call, which asked again since (round %d): send the latest", reqstate.ErrRefused, round, c.round)
 	}
@@ -437,8 +442,9 @@ func (c *Call) Await(ctx context.Context, w *Waiter, grace <-chan time.Time, rel
 func (c *Call) claim(w *Waiter) error {
 	c.mu.Lock()
 	if c.gone {
+		err := c.goneLocked()
 		c.mu.Unlock()
-		return fmt.Errorf("%w: call the tool again", ErrGone)
+		return err
 	}
 	if c.lapse != nil {
 		c.lapse.Stop()
@@ -456,9 +462,28 @@ func (c *Call) claim(w *Waiter) error {
 // replayed requestState would make a second task of it). c.mu is held,
 // and unlocked.
 func (c *Call) releaseLocked() Next {
-	c.waiter, c.gone = nil, true
+	c.waiter, c.gone, c.released = nil, true, true
 	c.mu.Unlock()
 	return Next{Event: Released}
+}
+
+// BecameTask records the id of the task the call went on as.
+func (c *Call) BecameTask(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.task = id
+}
+
+// goneLocked is the error of a request for c, gone; c.mu is held. A call
+// that went on as a task still runs: the client is pointed at the task.
+func (c *Call) goneLocked() error {
+	switch {
+	case c.task != "":
+		return fmt.Errorf("%w: it goes on as task %s: read its result with tasks/get (a new call would run the tool a second time)", ErrGone, c.task)
+	case c.released:
+		return fmt.Errorf("%w: it is going on as a task: send this request again in a moment to learn the task's id (a new call would run the tool a second time)", ErrGone)
+	}
+	return fmt.Errorf("%w: call the tool again", ErrGone)
 }
 
 // suspendLocked gives the questions c has for its client in a new round

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -310,6 +311,17 @@ func TestReleased(t *testing.T) {
 	}
 	if err := c.Answer(0, nil); !errors.Is(err, ErrGone) {
 		t.Errorf("Answer after Released = %v; want ErrGone", err)
+	}
+	// The call still runs, as a task: a retry is pointed at it, never told
+	// to call the tool again (which would run it twice).
+	err := c.Answer(0, nil)
+	if strings.Contains(err.Error(), "call the tool again") || !strings.Contains(err.Error(), "as a task") {
+		t.Errorf("Answer after Released, before the task's id: %v", err)
+	}
+	c.BecameTask("task-7")
+	if _, err := c.Await(t.Context(), &Waiter{Ctx: t.Context()}, nil, false); !errors.Is(err, ErrGone) ||
+		strings.Contains(err.Error(), "call the tool again") || !strings.Contains(err.Error(), "task task-7") {
+		t.Errorf("Await after the task was made = %v; want ErrGone naming task-7", err)
 	}
 
 	c, _ = newCall(t, w, 4, time.Minute, nil)
