@@ -42,6 +42,7 @@ import (
 
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
+	"github.com/elysia-go/elysia/tools"
 )
 
 const (
@@ -877,4 +878,30 @@ func TestBlackholeStdio(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBlackholeStdioAskingPrompt: a prompts/get that may ask its caller is
+// bounded as a tool call is, and a child that stops reading its stdin
+// cannot hold it past that bound either (the wedge guard watches the
+// prompt's own deadline, not the caller's, which has none here).
+func TestBlackholeStdioAskingPrompt(t *testing.T) {
+	t.Parallel()
+	g := New(bhStdioScripted(t, bhStdioDeaf), bhOptions())
+	list := bhRun(func() error { _, err := g.List(t.Context()); return err })
+	if r, ok := bhWaitFor(t, "List", list, 20*time.Second+bhWait); !ok || r.err != nil {
+		if ok {
+			t.Errorf("List: %v", r.err)
+		}
+		bhClose(t, g, list)
+		return
+	}
+	big := map[string]string{"blob": strings.Repeat("x", 1<<20)} // larger than the pipe
+	get := bhRun(func() error { _, err := g.GetPromptFor(t.Context(), "p", big, tools.Discard); return err })
+	r, ok := bhWaitFor(t, "GetPromptFor", get, bhWait)
+	if !ok {
+		bhClose(t, g, get)
+		return
+	}
+	bhTimedOut(t, "GetPromptFor", r.err, "call_timeout")
+	bhClose(t, g)
 }

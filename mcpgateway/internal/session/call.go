@@ -104,16 +104,23 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 			return nil, &CallError{Err: err, retry: true}
 		}
 	}
-	if cause := context.Cause(cctx); cctx.Err() != nil && ctx.Err() == nil && errors.Is(cause, context.DeadlineExceeded) {
-		_, timeout := c.cfg.Timeouts()
-		maxCall, _ := c.cfg.Limits()
-		limit := fmt.Sprintf("call_timeout %v", timeout)
-		if errors.Is(cause, errMaxCallTime) {
-			limit = fmt.Sprintf("max_call_time %v", maxCall)
-		}
-		err = fmt.Errorf("no answer within %s: %w (%w)", limit, err, context.DeadlineExceeded)
+	return nil, &CallError{Err: c.timedOut(ctx, cctx, err), Session: s}
+}
+
+// timedOut says which bound err, the failure of a request made under
+// cctx (a progressCtx of the caller's ctx), ran into, when it was one.
+func (c *Conn) timedOut(ctx, cctx context.Context, err error) error {
+	cause := context.Cause(cctx)
+	if cctx.Err() == nil || ctx.Err() != nil || !errors.Is(cause, context.DeadlineExceeded) {
+		return err
 	}
-	return nil, &CallError{Err: err, Session: s}
+	_, timeout := c.cfg.Timeouts()
+	maxCall, _ := c.cfg.Limits()
+	limit := fmt.Sprintf("call_timeout %v", timeout)
+	if errors.Is(cause, errMaxCallTime) {
+		limit = fmt.Sprintf("max_call_time %v", maxCall)
+	}
+	return fmt.Errorf("no answer within %s: %w (%w)", limit, err, context.DeadlineExceeded)
 }
 
 // Do runs f, one request other than tools/call, on the live session
@@ -126,7 +133,8 @@ func (c *Conn) Do(ctx context.Context, op string, f func(ctx context.Context, s 
 // DoAsking is Do for a request whose server may put questions to its
 // caller (GetPrompt): f bounds it the way a tool call is bounded (idle
 // call_timeout, paused while a person answers; max_call_time), not by a
-// fixed call_timeout that would cut a person off.
+// fixed call_timeout that would cut a person off, and guards the session
+// against a server that stops reading on that bound (WedgeGuard).
 func (c *Conn) DoAsking(ctx context.Context, op string, f func(ctx context.Context, s *Session) error) error {
 	return c.do(ctx, op, false, f)
 }
@@ -142,7 +150,10 @@ func (c *Conn) do(ctx context.Context, op string, bounded bool, f func(ctx conte
 		cctx, cancel = c.CallCtx(ctx, timeout)
 	}
 	defer cancel()
-	stop := s.WedgeGuard(cctx, op)
+	stop := func() {}
+	if bounded { // f bounds an asking request, and guards it on its own deadline
+		stop = s.WedgeGuard(cctx, op)
+	}
 	// No user's call: what the server asks during the request (a
 	// 2026-07-28 input_required) is declined, never put to whichever
 	// call happens to be in flight.

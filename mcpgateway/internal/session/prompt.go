@@ -24,5 +24,11 @@ func (c *Conn) GetPrompt(ctx context.Context, s *Session, req mcp.GetPromptReque
 		progress: math.Inf(-1), user: user, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close()
 	defer s.track(ac)()
-	return s.client.GetPrompt(withInputRound(withCall(cctx, ac)), req)
+	stop := s.WedgeGuard(cctx, "prompt "+req.Params.Name)
+	res, err := s.client.GetPrompt(withInputRound(withCall(cctx, ac)), req)
+	stop()
+	if err != nil {
+		return nil, c.timedOut(ctx, cctx, err)
+	}
+	return res, nil
 }
