@@ -40,7 +40,8 @@ func (h *Hub) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.Cr
 
 // sampleElsewhere sends req of session sid to the other replicas, one of
 // which holds the session's GET stream, and waits for the client's
-// message, or ctx, at most maxRelayedSampling when ctx has no deadline.
+// message, or ctx, at most maxRelayedSampling: as long as the replica that
+// holds the stream waits for it.
 func (h *Hub) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -48,9 +49,9 @@ func (h *Hub) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMes
 	}
 	reply, c, done := h.samples.Wait()
 	defer done()
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(maxRelayedSampling)
+	deadline := time.Now().Add(maxRelayedSampling)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
 	// The wait is as long as the other replica's: a lost reply, or a gone
 	// replica, ends it there rather than holding the call until its client
