@@ -3,9 +3,6 @@ package mcpendpoint
 import (
 	"context"
 	"errors"
-	"net/http"
-
-	"github.com/elysia-go/elysia/mcpendpoint/internal/drain"
 )
 
 // Shutdown of a replica (Drain, WaitCalls, StopCalls). The service stops
@@ -59,10 +56,4 @@ func (e *Endpoint) StopCalls(ctx context.Context) bool {
 	ok := e.drain.Wait(ctx)
 	e.sse.CloseSessions()
 	return ok
-}
-
-// writeDraining answers w 503 with Retry-After: this replica is shutting
-// down, another serves the request.
-func writeDraining(w http.ResponseWriter, msg string) {
-	writeUnavailable(w, drain.RetryAfter, msg)
 }

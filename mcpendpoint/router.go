@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -141,7 +140,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 	if id != "" && e.opts.Sessions != nil {
 		if err := e.hub.ShareSession(r.Context(), id, user); err != nil {
 			e.logger.Warn("an MCP session not held here could not be looked up: answered 503", logKeyErr, err)
-			writeStoreDown(w)
+			sessions.WriteStoreDown(w)
 			return
 		}
 	}
@@ -159,7 +158,7 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 		gctx, done, ok := e.drain.Listen(r.Context())
 		defer done()
 		if !ok {
-			writeDraining(w, "this replica is shutting down: open the stream again")
+			sessions.WriteDraining(w, "this replica is shutting down: open the stream again")
 			return
 		}
 		if id != "" {
@@ -182,21 +181,4 @@ func (e *Endpoint) serveSession(w http.ResponseWriter, q *request) {
 	if r.Method == http.MethodDelete && !e.sessions.OwnedBy(id, user) {
 		e.hub.CancelSession(id) // the client ended its session: so are its calls
 	}
-}
-
-// storeRetryAfter is the Retry-After of a 503 the endpoint answers when
-// the SessionStore or the TaskStore fails.
-const storeRetryAfter = 2 * time.Second
-
-// writeStoreDown answers w 503 with Retry-After: the store could not say
-// whether the request's session (or task) exists.
-func writeStoreDown(w http.ResponseWriter) {
-	writeUnavailable(w, storeRetryAfter, "the MCP session could not be looked up: the database is unavailable; try again shortly")
-}
-
-// writeUnavailable answers w 503 with msg and a Retry-After of after
-// (whole seconds, at least one): the request may succeed later, here or
-// on another replica.
-func writeUnavailable(w http.ResponseWriter, after time.Duration, msg string) {
-	jsonrpc.WriteUnavailable(w, after, mcp.INTERNAL_ERROR, msg)
 }

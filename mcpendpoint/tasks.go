@@ -14,6 +14,7 @@ import (
 	"github.com/elysia-go/elysia/mcpendpoint/internal/held"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/jsonrpc"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/reply"
+	"github.com/elysia-go/elysia/mcpendpoint/internal/sessions"
 	"github.com/elysia-go/elysia/mcpendpoint/internal/tasks"
 )
 
@@ -391,7 +392,7 @@ func (e *Endpoint) serveTaskMethod(w http.ResponseWriter, q *request) bool {
 		return true
 	case err != nil:
 		e.logger.Warn("a task could not be read or moved: answered 503", logKeyErr, err)
-		writeStoreDown(w)
+		sessions.WriteStoreDown(w)
 		return true
 	}
 	if method != "tasks/get" {

@@ -105,7 +105,7 @@ func (h *Hub) ServeResume(w http.ResponseWriter, q *Request) bool {
 	st := h.streams.Get(id, sid, user)
 	if st == nil {
 		if h.Drain.Draining() { // the mirror would hold the HTTP server's Shutdown
-			writeDraining(w, "this replica is shutting down: resume the stream again")
+			WriteDraining(w, "this replica is shutting down: resume the stream again")
 			return true
 		}
 		if !h.resumeElsewhere(w, r, id, sid, user, seq) {

@@ -143,7 +143,7 @@ func (h *Hub) awaitHolder(w http.ResponseWriter, r *http.Request, m *streamrelay
 			return false
 		case timedOut:
 			if h.Drain.Draining() { // Drain ended the mirror
-				writeDraining(w, "this replica is shutting down: resume the stream again")
+				WriteDraining(w, "this replica is shutting down: resume the stream again")
 				return false
 			}
 			writeUnavailable(w, resumeRetryAfter, "the replica running the call has not answered yet: resume the stream again")
@@ -156,7 +156,7 @@ func (h *Hub) awaitHolder(w http.ResponseWriter, r *http.Request, m *streamrelay
 // while this replica drains (Drain ended the mirror), 503.
 func (h *Hub) notHeld(w http.ResponseWriter) bool {
 	if h.Drain.Draining() {
-		writeDraining(w, "this replica is shutting down: resume the stream again")
+		WriteDraining(w, "this replica is shutting down: resume the stream again")
 		return false
 	}
 	jsonrpc.WriteError(w, http.StatusNotFound, mcp.INVALID_REQUEST,

@@ -162,9 +162,9 @@ func (h *Hub) adopt(ctx context.Context, id, user string) error {
 	return nil
 }
 
-// writeStoreDown answers w 503 with Retry-After: the SessionStore could
-// not say whether the request's session exists.
-func writeStoreDown(w http.ResponseWriter) {
+// WriteStoreDown answers w 503 with Retry-After: the store could not say
+// whether the request's session (or task) exists.
+func WriteStoreDown(w http.ResponseWriter) {
 	writeUnavailable(w, storeRetryAfter, "the MCP session could not be looked up: the database is unavailable; try again shortly")
 }
 
@@ -174,9 +174,9 @@ func writeUnavailable(w http.ResponseWriter, after time.Duration, msg string) {
 	jsonrpc.WriteUnavailable(w, after, mcp.INTERNAL_ERROR, msg)
 }
 
-// writeDraining answers w 503 with Retry-After: this replica is shutting
+// WriteDraining answers w 503 with Retry-After: this replica is shutting
 // down, another serves the request.
-func writeDraining(w http.ResponseWriter, msg string) {
+func WriteDraining(w http.ResponseWriter, msg string) {
 	writeUnavailable(w, drain.RetryAfter, msg)
 }
 

@@ -151,7 +151,7 @@ func (h *Hub) ServeSSEMessage(w http.ResponseWriter, q *Request) {
 		return
 	case err != nil:
 		h.Logger.Warn("looking up an SSE session another replica holds", logKeyErr, err)
-		writeStoreDown(w)
+		WriteStoreDown(w)
 		return
 	}
 	body := q.Body
