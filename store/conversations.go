@@ -49,8 +49,9 @@ type ConversationSummary struct {
 
 // Event is one saved event of a conversation's event log.
 type Event struct {
-	// Seq orders the events of a conversation: it increases with every event
-	// saved, but is not dense (numbers are shared by all conversations).
+	// Seq orders the saves of a conversation's events: the events of one
+	// save share it, in their order, and a later save's is greater. It is
+	// not dense (numbers are shared by all conversations).
 	Seq int64
 	// QueryID is the query that produced the event.
 	QueryID string
@@ -187,7 +188,7 @@ func (s *Store) Events(ctx context.Context, userID, convID string) (_ []Event, e
 		return nil, err
 	}
 	db := s.db
-	rows, err := db.QueryContext(ctx, s.q(`SELECT seq, query_id, envelope FROM events
+	rows, err := db.QueryContext(ctx, s.q(`SELECT seq, query_id, envelope, packed FROM events
 		WHERE user_id = ? AND conversation_id = ? ORDER BY seq`), userID, convID)
 	if err != nil {
 		return nil, fmt.Errorf("events of conversation %q of user %q: %w", convID, userID, err)
@@ -196,14 +197,26 @@ func (s *Store) Events(ctx context.Context, userID, convID string) (_ []Event, e
 	events := []Event{}
 	for rows.Next() {
 		var (
-			e   Event
-			env string
+			e      Event
+			env    []byte
+			packed bool
 		)
-		if err := rows.Scan(&e.Seq, &e.QueryID, &env); err != nil {
+		if err := rows.Scan(&e.Seq, &e.QueryID, &env, &packed); err != nil {
 			return nil, fmt.Errorf("events of conversation %q of user %q: %w", convID, userID, err)
 		}
-		e.Envelope = json.RawMessage(env)
-		events = append(events, e)
+		if !packed {
+			e.Envelope = json.RawMessage(env)
+			events = append(events, e)
+			continue
+		}
+		envelopes, err := splitPacked(env)
+		if err != nil {
+			return nil, fmt.Errorf("events of conversation %q of user %q: the events of query %q (row %d): %w", convID, userID, e.QueryID, e.Seq, err)
+		}
+		for _, env := range envelopes {
+			e.Envelope = env
+			events = append(events, e)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("events of conversation %q of user %q: %w", convID, userID, err)

@@ -299,8 +299,9 @@ func testEventsInOrder(t *testing.T, newDSN newDSN) {
 	var got []string
 	for i, e := range events {
 		got = append(got, e.QueryID+" "+string(e.Envelope))
-		if i > 0 && e.Seq <= events[i-1].Seq {
-			t.Errorf("event %d has seq %d after %d", i, e.Seq, events[i-1].Seq)
+		if i > 0 && (e.Seq < events[i-1].Seq || (e.Seq == events[i-1].Seq) != (e.QueryID == events[i-1].QueryID)) {
+			t.Errorf("event %d of query %s has seq %d after %d of query %s: want one seq per save, increasing",
+				i, e.QueryID, e.Seq, events[i-1].Seq, events[i-1].QueryID)
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

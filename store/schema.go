@@ -193,6 +193,19 @@ var migrations = []migration{
 		sqlite:   mcpTaskAnswersMigration("INTEGER"),
 		postgres: mcpTaskAnswersMigration("BIGINT"),
 	},
+	{
+		// A query's events are saved in one row (see packedEvents): rows
+		// from before hold one event each.
+		sqlite:   packedEventsMigration,
+		postgres: packedEventsMigration,
+	},
+}
+
+// packedEventsMigration is the seventeenth migration: packed is 1 for a
+// row whose envelope (and digest) is a JSON array of a query's events, 0
+// for a row of one event.
+var packedEventsMigration = []string{
+	`ALTER TABLE events ADD COLUMN packed INTEGER NOT NULL DEFAULT 0`,
 }
 
 // mcpTaskAnswersMigration is the sixteenth migration; integer is the

@@ -56,6 +56,7 @@ var behaviours = []struct {
 	{"user config in force", testUserConfigInForce},
 	{"turns and events are trimmed", testTrim},
 	{"first schema's blobs become a turn", testMigrateBlobs},
+	{"events saved a row each replay with a query's packed ones", testMigrateEvents},
 	{"a retried save writes once", testRetriedSave},
 	{"turns get keys", testMigrateTurnKeys},
 	{"reads see every writer", testReadsSeeEveryWriter},

@@ -59,10 +59,6 @@ type NewEvent struct {
 	Encoded bool
 }
 
-// eventBatch bounds the rows of one INSERT of events (5 arguments each,
-// well within both drivers' limits).
-const eventBatch = 100
-
 // The statements of a save; see Store.save.
 const (
 	insertUser = `INSERT INTO users (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`
@@ -85,6 +81,9 @@ const (
 		WHERE t.user_id = ? AND t.conversation_id = ? AND t.save_key = ? AND t.save_key <> ''`
 	trimEvents = `UPDATE events SET envelope = digest, digest = NULL
 		WHERE user_id = ? AND conversation_id = ? AND digest IS NOT NULL AND query_id <> ?`
+	// insertEvents writes a query's events in one row: see packEvents.
+	insertEvents = `INSERT INTO events (user_id, conversation_id, query_id, envelope, digest, packed)
+		VALUES (?, ?, ?, ?, ?, 1)`
 )
 
 // SaveConversation creates the conversation c (and its user) or, when it
@@ -199,8 +198,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	}
 
 	keyed := turn != nil && turn.Key != "" && set != replaceSet
-	batches := eventInserts(len(events))
-	s.prepare(ctx, append([]string{insertUser, upsertConversation + set, trimTurns, insertTurn, trimEvents, selectSavedTurn}, batches...)...)
+	s.prepare(ctx, insertUser, upsertConversation+set, trimTurns, insertTurn, trimEvents, insertEvents, selectSavedTurn)
 	// A keyed save looks for its turn first on PostgreSQL, before the
 	// lease's check: a save that committed is saved, whoever holds the
 	// conversation now. SQLite has no lease: the turn's unique key finds a
@@ -239,7 +237,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 				return nil, err
 			}
 		}
-		if err := s.appendEvents(ctx, tx, c, queryID, events, batches, fresh); err != nil {
+		if err := s.appendEvents(ctx, tx, c, queryID, events, fresh); err != nil {
 			return nil, err
 		}
 		return func() {
@@ -351,9 +349,9 @@ func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, tur
 }
 
 // appendEvents trims the earlier queries' events to their digests (unless
-// c is fresh, just created), then inserts events under queryID, a batch of
-// rows per statement (batches, from eventInserts).
-func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, queryID string, events []NewEvent, batches []string, fresh bool) error {
+// c is fresh, just created), then inserts events under queryID, in one row
+// (see packEvents).
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, queryID string, events []NewEvent, fresh bool) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -362,41 +360,60 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, q
 			return fmt.Errorf("trim earlier events: %w", err)
 		}
 	}
-	for b, q := range batches {
-		start := b * eventBatch
-		batch := events[start:min(start+eventBatch, len(events))]
-		args := make([]any, 0, 5*len(batch))
-		for i, e := range batch {
-			if s.beforeEvent != nil {
-				if err := s.beforeEvent(queryID, start+i); err != nil {
-					return err
-				}
-			}
-			args = append(args, c.UserID, c.ID, queryID, string(e.Envelope), nullJSON(e.Digest))
-		}
-		if _, err := s.txExec(ctx, tx, q, args...); err != nil {
-			return fmt.Errorf("events %d to %d: %w", start, start+len(batch)-1, err)
-		}
+	envelopes, digests, err := s.packEvents(queryID, events)
+	if err != nil {
+		return err
+	}
+	if _, err := s.txExec(ctx, tx, insertEvents, c.UserID, c.ID, queryID, envelopes, digests); err != nil {
+		return fmt.Errorf("%d events: %w", len(events), err)
 	}
 	return nil
 }
 
-// eventInserts returns the INSERT statements that add n events, one per
-// batch of eventBatch.
-func eventInserts(n int) []string {
-	var out []string
-	for start := 0; start < n; start += eventBatch {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO events (user_id, conversation_id, query_id, envelope, digest) VALUES `)
-		for i := range min(eventBatch, n-start) {
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteString(`(?, ?, ?, ?, ?)`)
-		}
-		out = append(out, q.String())
+// packEvents returns a query's events as the row that keeps them: their
+// envelopes as one JSON array and, when any event has a digest, the array
+// a later query trims it to (each event's digest where it has one, its
+// envelope where not), else nil. A row per event cost a query a row and
+// an index entry per event, and a statement's worth of work on each.
+func (s *Store) packEvents(queryID string, events []NewEvent) (envelopes string, digests any, err error) {
+	size, digested := 1, false
+	for _, e := range events {
+		size += len(e.Envelope) + 1
+		digested = digested || len(e.Digest) > 0
 	}
-	return out
+	var env, dig strings.Builder
+	env.Grow(size)
+	if digested {
+		dig.Grow(size)
+	}
+	for i, e := range events {
+		if s.beforeEvent != nil {
+			if err := s.beforeEvent(queryID, i); err != nil {
+				return "", nil, err
+			}
+		}
+		sep := byte('[')
+		if i > 0 {
+			sep = ','
+		}
+		env.WriteByte(sep)
+		env.Write(e.Envelope)
+		if !digested {
+			continue
+		}
+		dig.WriteByte(sep)
+		if len(e.Digest) > 0 {
+			dig.Write(e.Digest)
+		} else {
+			dig.Write(e.Envelope)
+		}
+	}
+	env.WriteByte(']')
+	if !digested {
+		return env.String(), nil, nil
+	}
+	dig.WriteByte(']')
+	return env.String(), dig.String(), nil
 }
 
 // Turns returns the turns of the conversation convID of userID, oldest

@@ -67,23 +67,13 @@ func testMigrateBlobs(t *testing.T, newDSN newDSN) {
 	ctx := t.Context()
 	history := `[{"role":"user","content":"add milk"},{"role":"assistant","content":"Added."}]`
 	env := `{"mcp_todo":{"list":[{"objects":[{"_REF_ID":"mcp_todo_list_0_0"}],"metadata":{}}]}}`
-	for _, stmt := range []struct {
-		q    string
-		args []any
-	}{
+	writeOld(t, old, []oldRow{
 		{`INSERT INTO users (id, created_at) VALUES (?, 1)`, []any{"alice"}},
 		{`INSERT INTO conversations (user_id, id, title, init_mode, tree_ops, history, environment, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 1, 2)`, []any{"alice", "c1", "Milk", "one_branch", `[]`, history, env}},
 		{`INSERT INTO conversations (user_id, id, title, init_mode, tree_ops, history, environment, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 1, 2)`, []any{"alice", "empty", "", "one_branch", `[]`, `[]`, `{}`}},
-	} {
-		if _, err := old.db.ExecContext(ctx, old.q(stmt.q), stmt.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := old.db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	s := openStore(t, dsn)
 	c := mustGet(t, s, "alice", "c1")
@@ -113,6 +103,78 @@ func testMigrateBlobs(t *testing.T, newDSN newDSN) {
 	turns = mustTurns(t, s, "alice", "c1")
 	if len(turns) != 2 || turns[0].Results != nil || string(turns[0].Digests) != `{"d": 1}` || next.Seq != 2 {
 		t.Errorf("after the next query: turns %+v (new one %d), want the first trimmed to its digests", turns, next.Seq)
+	}
+}
+
+// testMigrateEvents opens a database whose events were saved a row each
+// (the sixteenth schema version), then saves a query on the seventeenth,
+// which packs its events in one row: the log replays the old events, then
+// the new ones, in order, and the new query trims the old result to its
+// digest.
+func testMigrateEvents(t *testing.T, newDSN newDSN) {
+	t.Helper()
+	dsn := newDSN(t)
+	old := openAt(t, dsn, 16)
+	ctx := t.Context()
+	writeOld(t, old, []oldRow{
+		{`INSERT INTO users (id, created_at) VALUES (?, 1)`, []any{"alice"}},
+		{`INSERT INTO conversations (user_id, id, title, init_mode, created_at, updated_at, version, turns)
+			VALUES (?, ?, '', 'one_branch', 1, 2, 1, 0)`, []any{"alice", "c1"}},
+		{`INSERT INTO events (user_id, conversation_id, query_id, envelope, digest) VALUES (?, ?, ?, ?, ?)`,
+			[]any{"alice", "c1", "q1", `{"result": "q1 whole"}`, `{"result": "q1 digest"}`}},
+		{`INSERT INTO events (user_id, conversation_id, query_id, envelope) VALUES (?, ?, ?, ?)`,
+			[]any{"alice", "c1", "q1", `{"text": "q1 answer"}`}},
+	})
+
+	s := openStore(t, dsn)
+	c := mustGet(t, s, "alice", "c1")
+	events := []NewEvent{
+		{Envelope: json.RawMessage(`{"text": "q2 [answer], with \"quotes\""}`)},
+		{Envelope: json.RawMessage(`["an", "array"]`)},
+		{Envelope: json.RawMessage(`{"completed": {}}`)},
+	}
+	if err := s.SaveQuery(ctx, c, nil, "q2", events); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	seqs := map[string][]int64{}
+	for _, e := range mustEvents(t, s, "alice", "c1") {
+		got = append(got, e.QueryID+" "+string(e.Envelope))
+		seqs[e.QueryID] = append(seqs[e.QueryID], e.Seq)
+	}
+	want := []string{
+		`q1 {"result": "q1 digest"}`, `q1 {"text": "q1 answer"}`,
+		`q2 {"text": "q2 [answer], with \"quotes\""}`, `q2 ["an", "array"]`, `q2 {"completed": {}}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n got %q\nwant %q", got, want)
+	}
+	q2 := seqs["q2"]
+	if len(q2) != 3 || q2[0] != q2[2] || q2[0] <= slices.Max(seqs["q1"]) {
+		t.Errorf("seqs %v: want the new query's events to share one seq, after the old ones'", seqs)
+	}
+	var rows int
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM events WHERE query_id = ?`), "q2").Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("the new query's events take %d rows (%v), want 1", rows, err)
+	}
+}
+
+// oldRow is a statement that writes a row of an older schema.
+type oldRow struct {
+	q    string
+	args []any
+}
+
+// writeOld writes rows with old, at an older schema, then closes it.
+func writeOld(t *testing.T, old *Store, rows []oldRow) {
+	t.Helper()
+	for _, r := range rows {
+		if _, err := old.db.ExecContext(t.Context(), old.q(r.q), r.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
