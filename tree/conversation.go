@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/elysia-go/elysia/tools"
+	"github.com/elysia-go/elysia/tree/prompt"
 )
 
 // Store persists conversations. cmd adapts the store package to it.
@@ -108,6 +109,11 @@ type Conversation struct {
 	// run holding the query token (sem) uses it; its lists are only
 	// appended to, so slices taken from it stay valid.
 	promptEnv map[string]map[string][]tools.EnvEntry
+	// forms keeps the prompt forms of promptEnv's entries across queries
+	// (see prompt.FormCache); it describes promptEnv, and is dropped
+	// whenever promptEnv is. Like promptEnv, only the run holding the
+	// query token uses it.
+	forms prompt.FormCache
 
 	// mu guards title, history, queries and updated.
 	mu      sync.Mutex
@@ -137,7 +143,7 @@ func (c *Conversation) restoreLocked(st ConversationState) {
 	if len(st.Environment) > 0 {
 		c.env.Restore(st.Environment)
 	}
-	c.promptEnv = nil
+	c.promptEnv, c.forms = nil, prompt.FormCache{}
 	c.sv = newSavedState(st)
 }
 

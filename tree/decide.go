@@ -103,7 +103,7 @@ func (r *run) messages(node *Node, avail []prompt.Option, unavail []prompt.Unava
 		Recent:              r.added,
 		EnvLimit:            r.opts.MaxPromptEnvironment,
 		Budget:              prompt.Budget(r.opts.MaxPromptBytes),
-		Forms:               r.forms,
+		Forms:               &r.c.forms,
 		Describe:            r.opts.DescribeOptions,
 	}
 	msgs, st, err := prompt.Messages(r.intro+node.instruction, dc)

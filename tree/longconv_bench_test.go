@@ -143,7 +143,7 @@ func cpuTime(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkLongConversation runs the 1st, 100th and 1,000th query of one
+// BenchmarkLongConversation runs the 1st, 50th, 100th and 1,000th query of one
 // conversation (list, execute create_todo, answer, with an instant model)
 // and reports the decision prompt's bytes (prompt-B/decision and
 // max-prompt-B: the mean and largest of the query's three decisions, counting
@@ -152,7 +152,7 @@ func cpuTime(tb testing.TB) time.Duration {
 // the same query on the conversation as it was after the queries before
 // it, restored outside the timer.
 func BenchmarkLongConversation(b *testing.B) {
-	for _, n := range []int{1, 100, 1000} {
+	for _, n := range []int{1, 50, 100, 1000} {
 		b.Run(fmt.Sprintf("query=%d", n), func(b *testing.B) {
 			m := NewManager(nil)
 			m.SetTools([]Placement{{Tool: newTodoGateway()}})
@@ -173,6 +173,9 @@ func BenchmarkLongConversation(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				c.env.Restore(env)
+				// The conversation keeps its prompt forms, as between two
+				// queries: the restored entries are the same ones (see
+				// prompt.FormCache).
 				c.promptEnv = c.env.Snapshot()
 				c.mu.Lock()
 				c.history, c.queries = slices.Clone(hist), queries

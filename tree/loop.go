@@ -67,6 +67,8 @@ func (c *Conversation) Run(ctx context.Context, model llms.Model, query, queryID
 	// The JSON the environment kept of the query's results served its
 	// events, prompts and save; an idle conversation need not carry it.
 	defer r.dropResultJSON()
+	// The query's results are earlier results from now on.
+	defer cur.forms.EndQuery()
 	return r.finish(ctx, r.loop(ctx))
 }
 
@@ -148,9 +150,6 @@ type run struct {
 	index int    // the query's index in the conversation (tree_index)
 	// history is the conversation's history as the prompt shows it.
 	history prompt.History
-	// forms keeps the prompt forms of the query's results between its
-	// decisions.
-	forms   prompt.FormCache
 	tasks   []Task
 	errs    []PreviousError
 	pass    int
@@ -199,7 +198,6 @@ func (c *Conversation) newRun(model llms.Model, query, queryID string, emit func
 	h := c.history
 	c.mu.Unlock()
 	r.history = prompt.FoldHistory(h, prompt.Budget(r.opts.MaxPromptBytes))
-	r.forms = prompt.FormCache{}
 	return r
 }
 
@@ -417,7 +415,7 @@ func (r *run) runTool(ctx context.Context, tool tools.Tool, args map[string]any)
 // change it.
 func (r *run) promptEnv() map[string]map[string][]tools.EnvEntry {
 	if r.c.promptEnv == nil {
-		r.c.promptEnv = r.c.env.Snapshot()
+		r.c.promptEnv, r.c.forms = r.c.env.Snapshot(), prompt.FormCache{}
 	}
 	return r.c.promptEnv
 }

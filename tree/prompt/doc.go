@@ -13,5 +13,5 @@
 // llms package (never a provider).
 //
 // Concurrency: its functions are safe for concurrent use; a [FormCache] is
-// owned by one run.
+// used by one query at a time.
 package prompt

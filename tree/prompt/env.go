@@ -43,13 +43,114 @@ type entryForms struct {
 	size  int
 	whole []byte
 	short []byte
+	// first is the address of the entry's first object (nil: it has
+	// none) and n how many it has: the entry's identity, which an
+	// earlier query's forms must match to be reused.
+	first *map[string]any
+	n     int
+	// used says that a decision of the query looked the forms up.
+	used bool
 }
 
-// FormCache keeps the forms of the entries a run's decisions show, so that
-// each is marshalled, and each earlier one digested, once per query (see
-// entryFormsOf). It is owned by one run: make one with FormCache{} for
-// each query.
-type FormCache map[entryRef]*entryForms
+// FormCache keeps the forms of the entries that a conversation's decisions
+// show (see entryFormsOf): those of the query's own results until the
+// query ends, and the digests of earlier queries' results from one query
+// to the next, so that each earlier result is digested once per
+// conversation copy, not once per query.
+//
+// It describes one environment whose lists are only appended to: an
+// entry is named by its list and index. An earlier query's form is reused
+// only for the very entry it was made of (its objects, not an equal copy,
+// are checked), so a cache that sees another environment (restored or
+// replaced) never shows a stale form; its owner drops it all the same
+// when it replaces the environment, so as not to hold forms for nothing.
+// Between queries it holds the forms of the earlier results that the
+// last query's decisions looked at (the ones shown, and one more per
+// list), no more.
+//
+// The zero FormCache is empty and ready, and a nil *FormCache keeps
+// nothing. It is not safe for concurrent use: its owner (package tree's
+// conversation) uses it only from the query that holds the conversation.
+type FormCache struct {
+	// current holds the forms of the query's own results, old those of
+	// earlier queries' results: a result's short form has a preview in
+	// its query and is a digest afterwards.
+	current, old map[entryRef]*entryForms
+}
+
+// EndQuery ends a query. Its results' forms are dropped: in the next
+// query they are earlier results, shown as digests. So are the forms of
+// earlier results that its decisions did not look at (a longer
+// conversation shows fewer of its oldest results), and the whole JSON of
+// the others when longer than their digest, so that an idle conversation
+// holds about one prompt's digests, not its results' JSON again (package
+// tree drops that JSON too). A later query marshals an earlier result
+// again when it fits whole.
+func (c *FormCache) EndQuery() {
+	if c == nil {
+		return
+	}
+	c.current = nil
+	for ref, f := range c.old {
+		if !f.used {
+			delete(c.old, ref)
+			continue
+		}
+		f.used = false
+		if len(f.whole) > len(f.short) {
+			f.whole = nil // f.size, its length, stays
+		}
+	}
+}
+
+// lookup returns the forms kept of entry e at ref (nil: none), an earlier
+// query's result if old.
+func (c *FormCache) lookup(ref entryRef, e tools.EnvEntry, old bool) *entryForms {
+	if c == nil {
+		return nil
+	}
+	if !old {
+		return c.current[ref]
+	}
+	f := c.old[ref]
+	if f == nil || f.first == nil || f.first != firstObject(e) || f.n != len(e.Objects) {
+		return nil
+	}
+	f.used = true
+	return f
+}
+
+// keep keeps f, the forms of the entry at ref, an earlier query's result
+// if old. An earlier result without objects is not kept: nothing tells
+// it from another at the same place.
+func (c *FormCache) keep(ref entryRef, f *entryForms, old bool) {
+	switch {
+	case c == nil:
+	case !old:
+		if c.current == nil {
+			c.current = map[entryRef]*entryForms{}
+		}
+		c.current[ref] = f
+	case f.first != nil:
+		if c.old == nil {
+			c.old = map[entryRef]*entryForms{}
+		}
+		f.used = true
+		c.old[ref] = f
+	}
+}
+
+// firstObject returns the address of e's first object, nil when it has
+// none. Copies of an entry (in a snapshot of the environment, or restored
+// from one) share their objects, and no two entries share them otherwise
+// (Environment.Add copies them); an entry decoded again from the Store
+// has objects of its own.
+func firstObject(e tools.EnvEntry) *map[string]any {
+	if len(e.Objects) == 0 {
+		return nil
+	}
+	return &e.Objects[0]
+}
 
 // entryRef names one entry: its list and its position in it.
 type entryRef struct {
@@ -79,7 +180,7 @@ type promptList struct {
 // tools.Marshal would, in at most lim.total bytes, of which the results of
 // earlier queries take at most lim.old. recent lists the results the
 // current query added, oldest first; cache (nil: none) keeps the forms of
-// this query's entries between its decisions.
+// the entries shown between decisions and queries (see FormCache).
 //
 // Entries are taken newest first: the query's own results, then the
 // others by how far they are from the end of their list. Each is first
@@ -93,7 +194,7 @@ type promptList struct {
 // {"objects", "metadata"}, so that readers of the prompt (the offline
 // planner) still decode it. Only an environment with so many result lists
 // that their notes alone take more than the limit is written over it.
-func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntry, recent []ResultKey, lim envLimits, cache FormCache) (envStats, error) {
+func writeEnvironment(b *bytes.Buffer, env map[string]map[string][]tools.EnvEntry, recent []ResultKey, lim envLimits, cache *FormCache) (envStats, error) {
 	toolNames := slices.Sorted(maps.Keys(env))
 	byTool := make([][]*promptList, len(toolNames))
 	byKey := map[ResultKey]*promptList{}

@@ -19,7 +19,7 @@ type candidate struct {
 // the environment, whose JSON around the entries takes frame bytes, keeps
 // within lim; see writeEnvironment. The sizes it adds up are exact but for
 // a comma per list, so the result is never over the limits.
-func fitEnvironment(lists []*promptList, byKey map[ResultKey]*promptList, recent []ResultKey, frame int, lim envLimits, cache FormCache, st *envStats) error {
+func fitEnvironment(lists []*promptList, byKey map[ResultKey]*promptList, recent []ResultKey, frame int, lim envLimits, cache *FormCache, st *envStats) error {
 	f := newFitter(lists, frame, lim, cache)
 	if err := f.takeRecent(byKey, recent); err != nil {
 		return err
@@ -45,13 +45,13 @@ type fitter struct {
 	// used is the bytes taken so far, usedOld those of earlier queries'
 	// results.
 	used, usedOld int
-	cache         FormCache
+	cache         *FormCache
 	// taken holds the entries taken, newest first within each list.
 	taken []*candidate
 }
 
 // newFitter returns a fitter with every entry of lists in its list's note.
-func newFitter(lists []*promptList, frame int, lim envLimits, cache FormCache) fitter {
+func newFitter(lists []*promptList, frame int, lim envLimits, cache *FormCache) fitter {
 	f := fitter{total: lim.total, old: lim.old, used: frame, cache: cache}
 	if f.total < 0 {
 		f.total = math.MaxInt

@@ -14,17 +14,22 @@ import (
 // most room bytes. An entry of this query is marshalled (once per query,
 // with cache) and its short form has a preview; an earlier one is
 // marshalled only when a cheap estimate says it may fit in room whole, and
-// its short form is a digest, kept in cache too: every decision of a query
-// in a long conversation showed the same digests, made anew each time.
-func entryFormsOf(l *promptList, i int, old bool, room int, cache FormCache) (*entryForms, error) {
-	ref := entryRef{l.key, i}
-	if f := cache[ref]; f != nil && (f.whole != nil || f.size > room) {
-		return f, nil
+// its short form is a digest, kept in cache from one query to the next
+// (see FormCache): every query of a long conversation showed the same
+// digests, made anew by each.
+func entryFormsOf(l *promptList, i int, old bool, room int, cache *FormCache) (*entryForms, error) {
+	ref, e := entryRef{l.key, i}, l.entries[i]
+	kept := cache.lookup(ref, e, old)
+	if kept != nil && (kept.whole != nil || kept.size > room) {
+		return kept, nil
 	}
-	e := l.entries[i]
-	f := &entryForms{}
+	f := &entryForms{first: firstObject(e), n: len(e.Objects)}
 	if old {
-		f.short = digestEntry(e)
+		if kept != nil {
+			f.short = kept.short // a digest: kept.whole is nil
+		} else {
+			f.short = digestEntry(e)
+		}
 		if least := minSize(e, room); least > room {
 			f.size = least // at least: it fits no room smaller than that
 		} else {
@@ -38,9 +43,7 @@ func entryFormsOf(l *promptList, i int, old bool, room int, cache FormCache) (*e
 			}
 			f.whole = whole
 		}
-		if cache != nil {
-			cache[ref] = f
-		}
+		cache.keep(ref, f, old)
 		return f, nil
 	}
 	whole, err := e.JSON()
@@ -59,9 +62,7 @@ func entryFormsOf(l *promptList, i int, old bool, room int, cache FormCache) (*e
 	if len(whole) <= room {
 		f.whole = whole
 	}
-	if cache != nil {
-		cache[ref] = f
-	}
+	cache.keep(ref, f, old)
 	return f, nil
 }
 

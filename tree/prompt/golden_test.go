@@ -54,11 +54,11 @@ func TestWriteEnvironmentGolden(t *testing.T) {
 		{"400 bytes", recent, envLimits{total: 400, old: 200}},
 		{"200 bytes", recent, envLimits{total: 200, old: -1}},
 	} {
-		cache := FormCache{}
+		cache := &FormCache{}
 		// Twice with one cache, as two decisions of a query, then
 		// without: all three write the same.
 		var first []byte
-		for i, c := range []FormCache{cache, cache, nil} {
+		for i, c := range []*FormCache{cache, cache, nil} {
 			var b bytes.Buffer
 			st, err := writeEnvironment(&b, env, tc.recent, tc.lim, c)
 			if err != nil {

@@ -79,12 +79,12 @@ type Context struct {
 	// EnvLimit bounds the environment's bytes (negative: no bound); see
 	// writeEnvironment. Budget bounds the whole message (negative: no
 	// bound; see [Budget]): the environment gets what the rest leaves, at
-	// most EnvLimit. Forms (nil: none) keeps the forms of the query's
-	// results between its decisions.
+	// most EnvLimit. Forms (nil: none) keeps the forms of the entries
+	// shown between decisions and queries; see [FormCache].
 	Recent   []ResultKey
 	EnvLimit int
 	Budget   int
-	Forms    FormCache
+	Forms    *FormCache
 	// Describe gives each option its description and inputs; without it
 	// an option is its name and end.
 	Describe bool
