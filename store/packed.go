@@ -3,12 +3,79 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"slices"
+	"sync"
 )
+
+// pack is the row a query's events are saved in: their envelopes as one
+// JSON array and, when any event has a digest, the array a later query
+// trims it to (each event's digest where it has one, its envelope where
+// not), else nil. A row per event cost a query a row and an index entry
+// per event, and a statement's worth of work on each. Packs are pooled:
+// the driver copies them (see borrowed).
+type pack struct {
+	envelopes, digests []byte
+}
+
+var packs = sync.Pool{New: func() any { return new(pack) }}
+
+// maxPooledPack is the largest pack kept for the next save: a rare large
+// query should not pin its buffers.
+const maxPooledPack = 256 << 10
+
+// events packs events, calling before (when not nil) before each.
+func (p *pack) events(queryID string, events []NewEvent, before func(queryID string, i int) error) error {
+	size, digested := 1, false
+	for _, e := range events {
+		size += len(e.Envelope) + 1
+		digested = digested || len(e.Digest) > 0
+	}
+	env, dig := p.envelopes[:0], p.digests[:0]
+	env = slices.Grow(env, size)
+	if digested {
+		dig = slices.Grow(dig, size)
+	}
+	for i, e := range events {
+		if before != nil {
+			if err := before(queryID, i); err != nil {
+				return err
+			}
+		}
+		sep := byte('[')
+		if i > 0 {
+			sep = ','
+		}
+		env = append(append(env, sep), e.Envelope...)
+		if !digested {
+			continue
+		}
+		dig = append(dig, sep)
+		if len(e.Digest) > 0 {
+			dig = append(dig, e.Digest...)
+		} else {
+			dig = append(dig, e.Envelope...)
+		}
+	}
+	p.envelopes = append(env, ']')
+	p.digests = nil
+	if digested {
+		p.digests = append(dig, ']')
+	}
+	return nil
+}
+
+// release puts p back in the pool, unless it grew too large.
+func (p *pack) release() {
+	if cap(p.envelopes) > maxPooledPack || cap(p.digests) > maxPooledPack {
+		return
+	}
+	packs.Put(p)
+}
 
 // errNotPacked is the error of a packed events row that is not a JSON array.
 var errNotPacked = errors.New("not a JSON array of events")
 
-// splitPacked returns the elements of packed, a JSON array as packEvents
+// splitPacked returns the elements of packed, a JSON array as a pack
 // writes it, each as it was written (without the whitespace around it).
 // It splits, it does not check: the save checked each event. The elements
 // share packed's memory, each capped at its end.

@@ -47,7 +47,7 @@ func TestSplitPackedKeepsNeighbours(t *testing.T) {
 }
 
 // FuzzSplitPacked holds splitPacked to encoding/json on every array it
-// reads, and to the events packEvents packs.
+// reads, and to the events a pack holds.
 func FuzzSplitPacked(f *testing.F) {
 	for _, s := range []string{`[]`, `[{"a":"x,]}"},["b"],3]`, `[{"a":"\\"}]`, `["\u005d"]`, `[1,]`, `{"a":[1]}`} {
 		f.Add(s)
@@ -68,11 +68,12 @@ func FuzzSplitPacked(f *testing.F) {
 		}
 		// A valid value as an event, packed with others, comes back as it was.
 		events := []NewEvent{{Envelope: json.RawMessage(`{"x":1}`)}, {Envelope: json.RawMessage(in)}, {Envelope: json.RawMessage(`[]`)}}
-		packed, _, err := (&Store{}).packEvents("q", events)
-		if err != nil {
+		var p pack
+		if err := p.events("q", events, nil); err != nil {
 			t.Fatal(err)
 		}
-		back, err := splitPacked([]byte(packed))
+		packed := p.envelopes
+		back, err := splitPacked(packed)
 		if err != nil {
 			t.Fatalf("splitPacked(%q): %v", packed, err)
 		}

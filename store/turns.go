@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Turn is what one save of a query added to a conversation: the history
@@ -81,7 +80,7 @@ const (
 		WHERE t.user_id = ? AND t.conversation_id = ? AND t.save_key = ? AND t.save_key <> ''`
 	trimEvents = `UPDATE events SET envelope = digest, digest = NULL
 		WHERE user_id = ? AND conversation_id = ? AND digest IS NOT NULL AND query_id <> ?`
-	// insertEvents writes a query's events in one row: see packEvents.
+	// insertEvents writes a query's events in one row: see pack.
 	insertEvents = `INSERT INTO events (user_id, conversation_id, query_id, envelope, digest, packed)
 		VALUES (?, ?, ?, ?, ?, 1)`
 )
@@ -334,7 +333,7 @@ func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, tur
 			return fmt.Errorf("trim earlier turns: %w", err)
 		}
 	}
-	res, err := s.txExec(ctx, tx, insertTurn, c.UserID, c.ID, seq, turn.QueryID, turn.Key, string(turn.Messages), nullJSON(turn.Results), nullJSON(turn.Digests))
+	res, err := s.txExec(ctx, tx, insertTurn, c.UserID, c.ID, seq, turn.QueryID, turn.Key, borrowed(turn.Messages), nullJSON(turn.Results), nullJSON(turn.Digests))
 	if err != nil {
 		return fmt.Errorf("turn %d: %w", seq, err)
 	}
@@ -350,7 +349,7 @@ func (s *Store) appendTurn(ctx context.Context, tx *sql.Tx, c *Conversation, tur
 
 // appendEvents trims the earlier queries' events to their digests (unless
 // c is fresh, just created), then inserts events under queryID, in one row
-// (see packEvents).
+// (see pack).
 func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, queryID string, events []NewEvent, fresh bool) error {
 	if len(events) == 0 {
 		return nil
@@ -360,60 +359,15 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, q
 			return fmt.Errorf("trim earlier events: %w", err)
 		}
 	}
-	envelopes, digests, err := s.packEvents(queryID, events)
-	if err != nil {
+	p := packs.Get().(*pack)
+	defer p.release()
+	if err := p.events(queryID, events, s.beforeEvent); err != nil {
 		return err
 	}
-	if _, err := s.txExec(ctx, tx, insertEvents, c.UserID, c.ID, queryID, envelopes, digests); err != nil {
+	if _, err := s.txExec(ctx, tx, insertEvents, c.UserID, c.ID, queryID, borrowed(p.envelopes), nullJSON(p.digests)); err != nil {
 		return fmt.Errorf("%d events: %w", len(events), err)
 	}
 	return nil
-}
-
-// packEvents returns a query's events as the row that keeps them: their
-// envelopes as one JSON array and, when any event has a digest, the array
-// a later query trims it to (each event's digest where it has one, its
-// envelope where not), else nil. A row per event cost a query a row and
-// an index entry per event, and a statement's worth of work on each.
-func (s *Store) packEvents(queryID string, events []NewEvent) (envelopes string, digests any, err error) {
-	size, digested := 1, false
-	for _, e := range events {
-		size += len(e.Envelope) + 1
-		digested = digested || len(e.Digest) > 0
-	}
-	var env, dig strings.Builder
-	env.Grow(size)
-	if digested {
-		dig.Grow(size)
-	}
-	for i, e := range events {
-		if s.beforeEvent != nil {
-			if err := s.beforeEvent(queryID, i); err != nil {
-				return "", nil, err
-			}
-		}
-		sep := byte('[')
-		if i > 0 {
-			sep = ','
-		}
-		env.WriteByte(sep)
-		env.Write(e.Envelope)
-		if !digested {
-			continue
-		}
-		dig.WriteByte(sep)
-		if len(e.Digest) > 0 {
-			dig.Write(e.Digest)
-		} else {
-			dig.Write(e.Envelope)
-		}
-	}
-	env.WriteByte(']')
-	if !digested {
-		return env.String(), nil, nil
-	}
-	dig.WriteByte(']')
-	return env.String(), dig.String(), nil
 }
 
 // Turns returns the turns of the conversation convID of userID, oldest
