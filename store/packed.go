@@ -7,14 +7,26 @@ import (
 	"sync"
 )
 
-// pack is the row a query's events are saved in: their envelopes as one
-// JSON array and, when any event has a digest, the array a later query
-// trims it to (each event's digest where it has one, its envelope where
-// not), else nil. A row per event cost a query a row and an index entry
-// per event, and a statement's worth of work on each. Packs are pooled:
-// the driver copies them (see borrowed).
+// pack is the row a query's events are saved in (see
+// packedEventsMigration): their envelopes as one JSON array and, when any
+// event has a digest, the array a later query trims it to (each event's
+// digest where it has one, its envelope where not), which holds the small
+// events a second time until then. A row per event cost a query a row and
+// an index entry per event, and a statement's worth of work on each; the
+// limits of one value (1 GB in both databases) now bound a query's events
+// together. Packs are pooled: the driver copies them (see borrowed).
 type pack struct {
 	envelopes, digests []byte
+	digested           bool // digests holds the array
+}
+
+// trimmed returns the array a later query trims the events to, nil when
+// none of them has a digest.
+func (p *pack) trimmed() []byte {
+	if !p.digested {
+		return nil
+	}
+	return p.digests
 }
 
 var packs = sync.Pool{New: func() any { return new(pack) }}
@@ -56,8 +68,7 @@ func (p *pack) events(queryID string, events []NewEvent, before func(queryID str
 			dig = append(dig, e.Envelope...)
 		}
 	}
-	p.envelopes = append(env, ']')
-	p.digests = nil
+	p.envelopes, p.digests, p.digested = append(env, ']'), dig, digested
 	if digested {
 		p.digests = append(dig, ']')
 	}

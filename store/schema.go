@@ -194,18 +194,23 @@ var migrations = []migration{
 		postgres: mcpTaskAnswersMigration("BIGINT"),
 	},
 	{
-		// A query's events are saved in one row (see packedEvents): rows
-		// from before hold one event each.
+		// A query's events are saved in one row (see pack): rows from
+		// before hold one event each.
 		sqlite:   packedEventsMigration,
 		postgres: packedEventsMigration,
 	},
 }
 
-// packedEventsMigration is the seventeenth migration: packed is 1 for a
-// row whose envelope (and digest) is a JSON array of a query's events, 0
-// for a row of one event.
+// packedEventsMigration is the seventeenth migration. A row of a query's
+// events keeps them all in envelopes (a JSON array) and, until a later
+// query trims them, the array it trims them to in digests; its envelope
+// and digest are the query's last event's, so that a replica from before
+// (a rolling upgrade) reads the row as that one event and trims it as
+// its own, never as an array. A row of one event has NULL envelopes.
 var packedEventsMigration = []string{
-	`ALTER TABLE events ADD COLUMN packed INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE events ADD COLUMN envelopes TEXT`,
+	`ALTER TABLE events ADD COLUMN digests TEXT`,
+	`CREATE INDEX events_packed_whole ON events (user_id, conversation_id) WHERE digests IS NOT NULL`,
 }
 
 // mcpTaskAnswersMigration is the sixteenth migration; integer is the

@@ -169,6 +169,8 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	s := &Store{dialect: d, logger: o.Logger.With("store", where), where: where, callTimeout: o.CallTimeout}
 	if d == dialectPostgres {
 		s.pgDSN = driverDSN
+		// No tracer or logger that keeps a statement's arguments past the
+		// call: saves lend the driver their bytes (see borrowed).
 		s.db, err = sql.Open("pgx", driverDSN)
 	} else {
 		s.db, err = s.openSQLite(driverDSN)

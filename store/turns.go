@@ -80,9 +80,14 @@ const (
 		WHERE t.user_id = ? AND t.conversation_id = ? AND t.save_key = ? AND t.save_key <> ''`
 	trimEvents = `UPDATE events SET envelope = digest, digest = NULL
 		WHERE user_id = ? AND conversation_id = ? AND digest IS NOT NULL AND query_id <> ?`
+	// trimPackedEvents is trimEvents for the rows of a query's events
+	// (see pack and packedEventsMigration): a replica from before trims
+	// only their last event, with trimEvents.
+	trimPackedEvents = `UPDATE events SET envelopes = digests, digests = NULL
+		WHERE user_id = ? AND conversation_id = ? AND digests IS NOT NULL AND query_id <> ?`
 	// insertEvents writes a query's events in one row: see pack.
-	insertEvents = `INSERT INTO events (user_id, conversation_id, query_id, envelope, digest, packed)
-		VALUES (?, ?, ?, ?, ?, 1)`
+	insertEvents = `INSERT INTO events (user_id, conversation_id, query_id, envelope, digest, envelopes, digests)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
 )
 
 // SaveConversation creates the conversation c (and its user) or, when it
@@ -197,7 +202,7 @@ func (s *Store) save(ctx context.Context, c *Conversation, set string, turn *Tur
 	}
 
 	keyed := turn != nil && turn.Key != "" && set != replaceSet
-	s.prepare(ctx, insertUser, upsertConversation+set, trimTurns, insertTurn, trimEvents, insertEvents, selectSavedTurn)
+	s.prepare(ctx, insertUser, upsertConversation+set, trimTurns, insertTurn, trimEvents, trimPackedEvents, insertEvents, selectSavedTurn)
 	// A keyed save looks for its turn first on PostgreSQL, before the
 	// lease's check: a save that committed is saved, whoever holds the
 	// conversation now. SQLite has no lease: the turn's unique key finds a
@@ -355,8 +360,10 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, q
 		return nil
 	}
 	if !fresh {
-		if _, err := s.txExec(ctx, tx, trimEvents, c.UserID, c.ID, queryID); err != nil {
-			return fmt.Errorf("trim earlier events: %w", err)
+		for _, trim := range []string{trimEvents, trimPackedEvents} {
+			if _, err := s.txExec(ctx, tx, trim, c.UserID, c.ID, queryID); err != nil {
+				return fmt.Errorf("trim earlier events: %w", err)
+			}
 		}
 	}
 	p := packs.Get().(*pack)
@@ -364,7 +371,9 @@ func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, c *Conversation, q
 	if err := p.events(queryID, events, s.beforeEvent); err != nil {
 		return err
 	}
-	if _, err := s.txExec(ctx, tx, insertEvents, c.UserID, c.ID, queryID, borrowed(p.envelopes), nullJSON(p.digests)); err != nil {
+	last := events[len(events)-1]
+	if _, err := s.txExec(ctx, tx, insertEvents, c.UserID, c.ID, queryID, borrowed(last.Envelope), nullJSON(last.Digest),
+		borrowed(p.envelopes), nullJSON(p.trimmed())); err != nil {
 		return fmt.Errorf("%d events: %w", len(events), err)
 	}
 	return nil

@@ -107,10 +107,11 @@ func testMigrateBlobs(t *testing.T, newDSN newDSN) {
 }
 
 // testMigrateEvents opens a database whose events were saved a row each
-// (the sixteenth schema version), then saves a query on the seventeenth,
-// which packs its events in one row: the log replays the old events, then
-// the new ones, in order, and the new query trims the old result to its
-// digest.
+// (the sixteenth schema version), then saves queries on the seventeenth,
+// which packs a query's events in one row, beside a replica from before
+// (a rolling upgrade) that reads and writes events as it did: it reads a
+// packed row as the query's last event and trims only that; the log
+// replays every event in order, and a newer save trims the older ones.
 func testMigrateEvents(t *testing.T, newDSN newDSN) {
 	t.Helper()
 	dsn := newDSN(t)
@@ -128,34 +129,96 @@ func testMigrateEvents(t *testing.T, newDSN newDSN) {
 
 	s := openStore(t, dsn)
 	c := mustGet(t, s, "alice", "c1")
-	events := []NewEvent{
-		{Envelope: json.RawMessage(`{"text": "q2 [answer], with \"quotes\""}`)},
-		{Envelope: json.RawMessage(`["an", "array"]`)},
-		{Envelope: json.RawMessage(`{"completed": {}}`)},
+	save := func(qid string) {
+		t.Helper()
+		events := []NewEvent{
+			{Envelope: json.RawMessage(`{"result": "` + qid + ` [whole], \"quoted\""}`), Digest: json.RawMessage(`{"result": "` + qid + ` digest"}`)},
+			{Envelope: json.RawMessage(`["an", "array"]`)},
+			{Envelope: json.RawMessage(`{"text": "` + qid + ` answer"}`), Digest: json.RawMessage(`{"text": "` + qid + ` short"}`)},
+		}
+		if err := s.SaveQuery(ctx, c, nil, qid, events); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := s.SaveQuery(ctx, c, nil, "q2", events); err != nil {
-		t.Fatal(err)
+	read := func(query string) []string {
+		t.Helper()
+		rows, err := s.db.QueryContext(ctx, s.q(query), "alice", "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = rows.Close() }()
+		var got []string
+		for rows.Next() {
+			var qid, env string
+			if err := rows.Scan(&qid, &env); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, qid+" "+env)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
 	}
-	var got []string
-	seqs := map[string][]int64{}
-	for _, e := range mustEvents(t, s, "alice", "c1") {
-		got = append(got, e.QueryID+" "+string(e.Envelope))
-		seqs[e.QueryID] = append(seqs[e.QueryID], e.Seq)
+	// What this Store replays, and what a replica from before reads.
+	replayed := func() []string {
+		t.Helper()
+		var got []string
+		for _, e := range mustEvents(t, s, "alice", "c1") {
+			got = append(got, e.QueryID+" "+string(e.Envelope))
+		}
+		return got
 	}
-	want := []string{
-		`q1 {"result": "q1 digest"}`, `q1 {"text": "q1 answer"}`,
-		`q2 {"text": "q2 [answer], with \"quotes\""}`, `q2 ["an", "array"]`, `q2 {"completed": {}}`,
+	const oldRead = `SELECT query_id, envelope FROM events WHERE user_id = ? AND conversation_id = ? ORDER BY seq`
+	check := func(when string, got, want []string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %q\nwant %q", when, got, want)
+		}
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("events:\n got %q\nwant %q", got, want)
-	}
-	q2 := seqs["q2"]
-	if len(q2) != 3 || q2[0] != q2[2] || q2[0] <= slices.Max(seqs["q1"]) {
-		t.Errorf("seqs %v: want the new query's events to share one seq, after the old ones'", seqs)
-	}
+
+	save("q2")
+	q2Whole := []string{`q2 {"result": "q2 [whole], \"quoted\""}`, `q2 ["an", "array"]`, `q2 {"text": "q2 answer"}`}
+	check("replayed after q2", replayed(), append([]string{`q1 {"result": "q1 digest"}`, `q1 {"text": "q1 answer"}`}, q2Whole...))
+	check("read by a replica from before, after q2", read(oldRead),
+		[]string{`q1 {"result": "q1 digest"}`, `q1 {"text": "q1 answer"}`, `q2 {"text": "q2 answer"}`})
 	var rows int
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM events WHERE query_id = ?`), "q2").Scan(&rows); err != nil || rows != 1 {
-		t.Errorf("the new query's events take %d rows (%v), want 1", rows, err)
+		t.Errorf("q2's events take %d rows (%v), want 1", rows, err)
+	}
+
+	// A replica from before saves q3 as it did: it trims the packed row's
+	// last event, and only that.
+	for _, stmt := range []oldRow{
+		{`UPDATE events SET envelope = digest, digest = NULL
+			WHERE user_id = ? AND conversation_id = ? AND digest IS NOT NULL AND query_id <> ?`, []any{"alice", "c1", "q3"}},
+		{`INSERT INTO events (user_id, conversation_id, query_id, envelope) VALUES (?, ?, ?, ?)`, []any{"alice", "c1", "q3", `{"text": "q3 answer"}`}},
+	} {
+		if _, err := s.db.ExecContext(ctx, s.q(stmt.q), stmt.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("read by a replica from before, after its q3", read(oldRead),
+		[]string{`q1 {"result": "q1 digest"}`, `q1 {"text": "q1 answer"}`, `q2 {"text": "q2 short"}`, `q3 {"text": "q3 answer"}`})
+	check("replayed after q3", replayed(), append(append([]string{`q1 {"result": "q1 digest"}`, `q1 {"text": "q1 answer"}`}, q2Whole...), `q3 {"text": "q3 answer"}`))
+
+	// This Store's next save trims q2's events to their digests.
+	save("q4")
+	check("replayed after q4", replayed(), []string{
+		`q1 {"result": "q1 digest"}`, `q1 {"text": "q1 answer"}`,
+		`q2 {"result": "q2 digest"}`, `q2 ["an", "array"]`, `q2 {"text": "q2 short"}`,
+		`q3 {"text": "q3 answer"}`,
+		`q4 {"result": "q4 [whole], \"quoted\""}`, `q4 ["an", "array"]`, `q4 {"text": "q4 answer"}`,
+	})
+
+	// A packed row that is not an array (written by hand) replays as its
+	// last event; the rest of the log still replays.
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO events (user_id, conversation_id, query_id, envelope, envelopes) VALUES (?, ?, ?, ?, ?)`),
+		"alice", "c1", "q5", `{"text": "q5 answer"}`, `[{"text": "q5 cut`); err != nil {
+		t.Fatal(err)
+	}
+	if got := replayed(); len(got) != 10 || got[9] != `q5 {"text": "q5 answer"}` || got[0] != `q1 {"result": "q1 digest"}` {
+		t.Errorf("replayed with a broken row: %q, want the nine events before and q5's last", got)
 	}
 }
 
