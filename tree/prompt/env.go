@@ -2,10 +2,9 @@ package prompt
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/elysia-go/elysia/tools"
 )
@@ -263,12 +262,20 @@ func (l *promptList) write(b *bytes.Buffer) {
 
 // note returns a list's note that its n oldest entries are left out; it
 // is no longer for smaller n.
+//
+// It is the JSON Marshal writes of a shortForm with one object, written
+// directly: every decision of a long conversation sizes and writes the
+// notes of all its lists.
 func (l *promptList) note(n int) []byte {
-	refs := fmt.Sprintf("%s_%s_0_*", l.key.Tool, l.key.Name)
+	list := l.key.Tool + "_" + l.key.Name + "_"
+	text := strconv.Itoa(n) + " older results left out to keep the prompt short: _REF_IDs " + list + "0_*"
 	if n > 1 {
-		refs += fmt.Sprintf(" to %s_%s_%d_*", l.key.Tool, l.key.Name, n-1)
+		text += " to " + list + strconv.Itoa(n-1) + "_*"
 	}
-	text := fmt.Sprintf("%d older results left out to keep the prompt short: _REF_IDs %s", n, refs)
-	out, _ := tools.Marshal(shortForm{Objects: []any{map[string]string{truncatedKey: text}}, Metadata: json.RawMessage("{}")})
-	return out
+	var b bytes.Buffer
+	b.Grow(len(text) + 64)
+	b.WriteString(`{"objects":[{"` + truncatedKey + `":`)
+	tools.WriteJSONString(&b, text)
+	b.WriteString(`}],"metadata":{}}`)
+	return b.Bytes()
 }

@@ -159,3 +159,25 @@ func refForms(env map[string]map[string][]tools.EnvEntry) map[string]string {
 	}
 	return out
 }
+
+// TestListNote holds a list's note to what Marshal writes of its short
+// form, for names that need escaping too.
+func TestListNote(t *testing.T) {
+	for _, key := range []ResultKey{{"mcp_todo", "list"}, {`we"ird`, "<b>&\u2028é"}, {"t", "\x01"}} {
+		l := &promptList{key: key}
+		for _, n := range []int{1, 2, 50} {
+			refs := fmt.Sprintf("%s_%s_0_*", key.Tool, key.Name)
+			if n > 1 {
+				refs += fmt.Sprintf(" to %s_%s_%d_*", key.Tool, key.Name, n-1)
+			}
+			text := fmt.Sprintf("%d older results left out to keep the prompt short: _REF_IDs %s", n, refs)
+			want, err := tools.Marshal(shortForm{Objects: []any{map[string]string{truncatedKey: text}}, Metadata: json.RawMessage("{}")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.note(n); !bytes.Equal(got, want) {
+				t.Errorf("note(%d) of %v = %s, want %s", n, key, got, want)
+			}
+		}
+	}
+}
