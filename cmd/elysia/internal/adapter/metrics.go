@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,22 @@ type gatewayMetrics struct {
 	calls    *prometheus.CounterVec
 	failures *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+
+	// series keeps each server and status's series, found once: a
+	// lookup by label values hashes them under the vector's lock, on
+	// every call. Servers and statuses are few, and series are never
+	// deleted.
+	mu     sync.RWMutex
+	series map[callKey]callSeries
+}
+
+type callKey struct{ server, status string }
+
+// callSeries are the series one call of a server with a status counts
+// in; failures is nil for a success.
+type callSeries struct {
+	calls, failures prometheus.Counter
+	latency         prometheus.Observer
 }
 
 var _ mcpgateway.Observer = (*gatewayMetrics)(nil)
@@ -48,16 +65,36 @@ func newGatewayMetrics(reg prometheus.Registerer) *gatewayMetrics {
 		}, []string{"server"}),
 	}
 	reg.MustRegister(m.calls, m.failures, m.latency)
+	m.series = map[callKey]callSeries{}
 	return m
 }
 
 // ObserveCall counts one execute.
 func (m *gatewayMetrics) ObserveCall(server, _ string, status string, d time.Duration) {
-	m.calls.WithLabelValues(server, status).Inc()
-	if status != mcpgateway.CallSuccess {
-		m.failures.WithLabelValues(server).Inc()
+	s := m.seriesOf(callKey{server, status})
+	s.calls.Inc()
+	if s.failures != nil {
+		s.failures.Inc()
 	}
-	m.latency.WithLabelValues(server).Observe(d.Seconds())
+	s.latency.Observe(d.Seconds())
+}
+
+// seriesOf returns k's series, made on first use.
+func (m *gatewayMetrics) seriesOf(k callKey) callSeries {
+	m.mu.RLock()
+	s, ok := m.series[k]
+	m.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = callSeries{calls: m.calls.WithLabelValues(k.server, k.status), latency: m.latency.WithLabelValues(k.server)}
+	if k.status != mcpgateway.CallSuccess {
+		s.failures = m.failures.WithLabelValues(k.server)
+	}
+	m.mu.Lock()
+	m.series[k] = s
+	m.mu.Unlock()
+	return s
 }
 
 // ObserveCircuit does nothing: gatewayCollector reads the circuit state of

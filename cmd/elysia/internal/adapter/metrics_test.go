@@ -21,15 +21,28 @@ func TestGatewayMetricsCountCalls(t *testing.T) {
 	m := newGatewayMetrics(reg)
 	m.ObserveCall("todo", "create_todo", mcpgateway.CallSuccess, 3*time.Millisecond)
 	m.ObserveCall("todo", "create_todo", mcpgateway.CallTimeout, time.Second)
+	// Again, on the series found the first time, and another server.
+	m.ObserveCall("todo", "list_todos", mcpgateway.CallSuccess, time.Millisecond)
+	m.ObserveCall("todo", "create_todo", mcpgateway.CallTimeout, time.Second)
+	m.ObserveCall("notes", "add", mcpgateway.CallSuccess, time.Millisecond)
 
-	if got := testutil.ToFloat64(m.calls.WithLabelValues("todo", "success")); got != 1 {
-		t.Errorf("success calls = %v, want 1", got)
+	if got := testutil.ToFloat64(m.calls.WithLabelValues("todo", "success")); got != 2 {
+		t.Errorf("success calls = %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(m.failures.WithLabelValues("todo")); got != 1 {
-		t.Errorf("failures = %v, want 1 (a timeout is a failure)", got)
+	if got := testutil.ToFloat64(m.calls.WithLabelValues("todo", "timeout")); got != 2 {
+		t.Errorf("timed out calls = %v, want 2", got)
 	}
-	if n := testutil.CollectAndCount(m.latency); n != 1 {
-		t.Errorf("latency series = %d, want 1", n)
+	if got := testutil.ToFloat64(m.failures.WithLabelValues("todo")); got != 2 {
+		t.Errorf("failures = %v, want 2 (a timeout is a failure)", got)
+	}
+	if got := testutil.ToFloat64(m.calls.WithLabelValues("notes", "success")); got != 1 {
+		t.Errorf("calls of the other server = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.latency); n != 2 {
+		t.Errorf("latency series = %d, want 2 (one per server)", n)
+	}
+	if n := testutil.CollectAndCount(m.failures); n != 1 {
+		t.Errorf("failure series = %d, want 1: a server without failures has none", n)
 	}
 }
 
