@@ -32,7 +32,8 @@ func storedBytes(t *testing.T, path, convID string) int {
 		FROM turns WHERE conversation_id = ?`, convID).Scan(&turns); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRowContext(t.Context(), `SELECT COALESCE(SUM(LENGTH(envelope) + COALESCE(LENGTH(digest), 0)), 0)
+	if err := db.QueryRowContext(t.Context(), `SELECT COALESCE(SUM(LENGTH(envelope) + COALESCE(LENGTH(digest), 0)
+			+ COALESCE(LENGTH(envelopes), 0) + COALESCE(LENGTH(digests), 0)), 0)
 		FROM events WHERE conversation_id = ?`, convID).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
