@@ -81,10 +81,11 @@ type FormCache struct {
 // query they are earlier results, shown as digests. So are the forms of
 // earlier results that its decisions did not look at (a longer
 // conversation shows fewer of its oldest results), and the whole JSON of
-// the others when longer than their digest, so that an idle conversation
-// holds about one prompt's digests, not its results' JSON again (package
-// tree drops that JSON too). A later query marshals an earlier result
-// again when it fits whole.
+// the others when longer than their digest and than maxKeptWhole, so that
+// an idle conversation holds about one prompt's digests, not its results'
+// JSON again (package tree drops that JSON too). A later query marshals
+// such an earlier result again when it fits whole; a small one, which the
+// next query shows whole as likely as not, is kept whole.
 func (c *FormCache) EndQuery() {
 	if c == nil {
 		return
@@ -96,11 +97,17 @@ func (c *FormCache) EndQuery() {
 			continue
 		}
 		f.used = false
-		if len(f.whole) > len(f.short) {
+		if len(f.whole) > len(f.short) && len(f.whole) > maxKeptWhole {
 			f.whole = nil // f.size, its length, stays
 		}
 	}
 }
+
+// maxKeptWhole is the longest whole JSON of an earlier result that
+// EndQuery keeps: twice the room the default budget gives earlier results
+// (Budget/oldEnvDiv), so that what the next query may show whole is not
+// marshalled again.
+const maxKeptWhole = 1 << 10
 
 // lookup returns the forms kept of entry e at ref (nil: none), an earlier
 // query's result if old.

@@ -44,11 +44,14 @@ func TestFormCacheKeepsEarlierFormsAcrossQueries(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		lim  envLimits
+		// small says that small earlier results are shown whole, and kept
+		// whole by EndQuery.
+		small bool
 	}{
-		{"digests", envLimits{total: 4 << 10, old: 1 << 10}},
-		{"earlier ones whole", envLimits{total: 64 << 10, old: 32 << 10}},
-		{"no limit", envLimits{total: -1, old: -1}},
-		{"old over total", envLimits{total: 1 << 10, old: 2 << 10}},
+		{"digests", envLimits{total: 4 << 10, old: 1 << 10}, false},
+		{"earlier ones whole", envLimits{total: 64 << 10, old: 32 << 10}, true},
+		{"no limit", envLimits{total: -1, old: -1}, true},
+		{"old over total", envLimits{total: 1 << 10, old: 2 << 10}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var env tools.Environment
@@ -56,7 +59,7 @@ func TestFormCacheKeepsEarlierFormsAcrossQueries(t *testing.T) {
 			// digests holds the short forms of earlier results kept
 			// after the query before.
 			digests := map[int][]byte{}
-			reused := 0
+			reused, keptWhole := 0, 0
 			for q := range 6 {
 				addTodo(&env, q, 600+100*q)
 				snap := env.Snapshot()
@@ -86,14 +89,20 @@ func TestFormCacheKeepsEarlierFormsAcrossQueries(t *testing.T) {
 					t.Fatalf("query %d: EndQuery kept the query's forms", q)
 				}
 				for i, f := range cache.old {
-					if len(f.whole) > len(f.short) {
-						t.Errorf("query %d: EndQuery kept result %v whole", q, i)
+					if len(f.whole) > len(f.short) && len(f.whole) > maxKeptWhole {
+						t.Errorf("query %d: EndQuery kept result %v whole (%d bytes)", q, i, len(f.whole))
+					}
+					if f.whole != nil {
+						keptWhole++
 					}
 					digests[i.index] = f.short
 				}
 			}
 			if reused == 0 {
 				t.Error("no earlier result's forms were reused")
+			}
+			if tc.small && keptWhole == 0 {
+				t.Error("no small earlier result shown whole was kept whole")
 			}
 		})
 	}
