@@ -3,18 +3,15 @@ package llm
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
@@ -154,7 +151,7 @@ func appendChatRequest(b []byte, model string, msgs []llms.MessageContent, opts 
 		return b, false, nil
 	}
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, model)
+	b = tools.AppendJSONString(b, model, true)
 	b = append(b, `,"messages":[`...)
 	for i, m := range msgs {
 		var role string
@@ -181,7 +178,7 @@ func appendChatRequest(b []byte, model string, msgs []llms.MessageContent, opts 
 		b = append(b, `{"role":"`...)
 		b = append(b, role...)
 		b = append(b, `","content":`...)
-		b = appendJSONString(b, text.Text)
+		b = tools.AppendJSONString(b, text.Text, true)
 		b = append(b, '}')
 	}
 	b = append(b, `],"temperature":`...)
@@ -200,7 +197,7 @@ func appendChatRequest(b []byte, model string, msgs []llms.MessageContent, opts 
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, w)
+			b = tools.AppendJSONString(b, w, true)
 		}
 		b = append(b, ']')
 	}
@@ -226,10 +223,10 @@ func appendChatRequest(b []byte, model string, msgs []llms.MessageContent, opts 
 				b = append(b, ',')
 			}
 			b = append(b, `{"type":"function","function":{"name":`...)
-			b = appendJSONString(b, t.Function.Name)
+			b = tools.AppendJSONString(b, t.Function.Name, true)
 			if t.Function.Description != "" {
 				b = append(b, `,"description":`...)
-				b = appendJSONString(b, t.Function.Description)
+				b = tools.AppendJSONString(b, t.Function.Description, true)
 			}
 			b = append(b, `,"parameters":`...)
 			if b, err = appendParams(b, t.Function.Parameters); err != nil {
@@ -256,123 +253,6 @@ func appendParams(b []byte, params any) ([]byte, error) {
 	}
 	raw, err := json.Marshal(params)
 	return append(b, raw...), err
-}
-
-// appendJSONString appends s to b as a JSON string, as encoding/json
-// writes it (HTML characters, U+2028 and U+2029 escaped; invalid UTF-8
-// as U+FFFD).
-//
-// A decision context is JSON, so a quote to escape comes every ten bytes
-// or so, too often for a loop that stops at each one: a mispredicted
-// branch and a short copy cost more than the bytes between them. So a
-// byte is written without a branch on whether it is escaped (see
-// jsonEscape), and eight bytes of which none needs escaping (in prose,
-// most) are copied at once.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	// The output is written by index into o, w bytes of it in use. Room
-	// for every byte written as two keeps the fast path from checking;
-	// the slow path checks for its six-byte escapes.
-	b = slices.Grow(b, 2*len(s)+2)
-	o := b[:cap(b)]
-	w := len(b)
-	o[w] = '"'
-	w++
-	for i := 0; i < len(s); {
-		end := len(s)
-		if len(s)-i >= 8 {
-			x := load64(s[i:])
-			if !needsEscape(x) {
-				binary.LittleEndian.PutUint64(o[w:], x)
-				w += 8
-				i += 8
-				continue
-			}
-			end = i + 8
-		}
-		for i < end {
-			c := s[i]
-			if e := jsonEscape[c]; e.n != 0 {
-				o[w] = '\\' // overwritten by e.last when e.n is 1
-				o[w+int(e.n)-1] = e.last
-				w += int(e.n)
-				i++
-				continue
-			}
-			if need := 6 + 2*(len(s)-i) + 1; len(o)-w < need {
-				o = slices.Grow(o[:w], need)
-				o = o[:cap(o)]
-			}
-			if c < utf8.RuneSelf {
-				w += copy(o[w:], `\u00`)
-				o[w] = hex[c>>4]
-				o[w+1] = hex[c&0xf]
-				w += 2
-				i++
-				continue
-			}
-			r, size := utf8.DecodeRuneInString(s[i:])
-			switch {
-			case r == utf8.RuneError && size == 1:
-				w += copy(o[w:], `\ufffd`)
-			case r == '\u2028' || r == '\u2029':
-				w += copy(o[w:], `\u202`)
-				o[w] = hex[r&0xf]
-				w++
-			default:
-				w += copy(o[w:], s[i:i+size])
-			}
-			i += size
-		}
-	}
-	o[w] = '"'
-	return o[:w+1]
-}
-
-// jsonEscape tells, for each byte, what appendJSONString's fast path
-// writes: n is 1 for a byte written as it is (last), 2 for a backslash
-// and last, 0 for a byte left to the slow path (a control character
-// written as \u00XX, an HTML character, or a byte of a multi-byte
-// sequence).
-var jsonEscape = func() (t [256]struct{ n, last byte }) {
-	for c := range utf8.RuneSelf {
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-			t[c].n, t[c].last = 1, byte(c)
-		}
-	}
-	for c, last := range map[byte]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't', '\b': 'b', '\f': 'f'} {
-		t[c].n, t[c].last = 2, last
-	}
-	return t
-}()
-
-// load64 returns the first eight bytes of s as a little-endian word (one
-// load: the compiler combines the byte loads).
-func load64(s string) uint64 {
-	s = s[:8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// needsEscape reports whether a byte of x, eight bytes of a string, is
-// not written as it is: a control character, a byte of a multi-byte
-// sequence, or one of " \ < > &. It tests the eight bytes at once: each
-// term of m has a high bit set if, and only if, a byte is of its kind.
-func needsEscape(x uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	m := (x-0x20*ones)&^x | // below 0x20
-		x | // 0x80 and above
-		zeroBytes(x|0x04*ones^'&'*ones) | // '"' (0x22) or '&' (0x26)
-		zeroBytes(x|0x02*ones^'>'*ones) | // '<' (0x3c) or '>' (0x3e)
-		zeroBytes(x^'\\'*ones)
-	return m&highs != 0
-}
-
-// zeroBytes has the high bit set in v's lowest zero byte (maybe in bytes
-// above it too, where the borrow passes), and in no byte if none is zero.
-func zeroBytes(v uint64) uint64 {
-	const ones = 0x0101010101010101
-	return (v - ones) &^ v
 }
 
 // chatResponse is the part of a chat completion the tree reads, as

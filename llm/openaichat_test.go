@@ -1,13 +1,11 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -223,94 +221,4 @@ func TestOpenAIChatErrors(t *testing.T) {
 	if _, err := model.GenerateContent(ctx, msgs); err == nil || err.Error() != "request cancelled" {
 		t.Errorf("GenerateContent with a cancelled ctx: %v; want request cancelled", err)
 	}
-}
-
-// TestAppendJSONString: strings are written as encoding/json writes them,
-// including each byte value and special character at every offset of
-// the eight-byte words appendJSONString reads.
-func TestAppendJSONString(t *testing.T) {
-	cases := []string{"", "plain", "\"\\/", "\n\r\t\b\f\x00\x1f\x7f", "<a href='x'>&amp;</a>", "caf\u00e9 \U0001F600",
-		"\u2028\u2029", "bad \xff\xfe utf-8 \xe2\x82", "\xed\xa0\x80 surrogate", strings.Repeat("<&>", 20)}
-	const filler = "abcdefghijklmnopq"
-	for off := range len(filler) {
-		for c := range 256 {
-			cases = append(cases, filler[:off]+string([]byte{byte(c)})+filler[off:])
-		}
-		for _, r := range []string{"\u00e9", "\u2028", "\U0001F600", "\xe2\x82"} {
-			cases = append(cases, filler[:off]+r+filler[off:])
-		}
-	}
-	for _, s := range cases {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got[1:], want)
-		}
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	f.Add("a\"b\\c\n<>&\u2028\xff")
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
-// BenchmarkAppendJSONString writes the texts of a chat request as JSON
-// strings: a decision context (JSON, so a quote to escape every ten bytes
-// or so), one whose environment holds JSON text (a quote every four bytes,
-// each written as three), and the prose of a system message (almost
-// nothing to escape).
-func BenchmarkAppendJSONString(b *testing.B) {
-	nested, _ := json.Marshal(map[string]any{"user_prompt": "add todo 1-2", "environment": map[string]any{"mcp_todo": map[string]any{"list": strings.Repeat(`{"name": "create_todo", "description": "Create a todo <item> & more", "inputs": {"title": "string"}}, `, 40)}}})
-	for _, bc := range []struct{ name, s string }{
-		{"context", benchDecisionContext(b)},
-		{"nested", string(nested)},
-		{"prose", strings.Repeat("Choose exactly one of the available options by calling its function. Fill its inputs from the user's prompt and the environment.\n", 60)},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.SetBytes(int64(len(bc.s)))
-			buf := make([]byte, 0, 2*len(bc.s)+2)
-			for b.Loop() {
-				buf = appendJSONString(buf[:0], bc.s)
-			}
-		})
-	}
-}
-
-// benchDecisionContext is a decision context of about 9 KB as package
-// tree/prompt writes it (JSON, not HTML-escaped), its environment a list
-// of todos.
-func benchDecisionContext(b *testing.B) string {
-	b.Helper()
-	todos := make([]map[string]any, 40)
-	for i := range todos {
-		todos[i] = map[string]any{"id": i + 1, "title": "Buy milk and bread, item " + strconv.Itoa(i), "done": i%3 == 0, "priority": i % 5,
-			"tags": []string{"home", "shop"}, "notes": "Semi-skimmed milk from the corner shop, and a loaf of bread if they still have the sourdough one."}
-	}
-	dc := map[string]any{
-		"user_prompt":          `create a todo titled "Buy milk" with priority=2`,
-		"conversation_summary": "The user keeps a todo list and asked to add, list and complete items <= 5.",
-		"conversation_history": []map[string]string{{"role": "user", "content": "list my todos please"}, {"role": "assistant", "content": "You have 40 todos; 14 are done."}},
-		"node":                 map[string]string{"id": "base", "instruction": "Choose a base-level task based on the user's prompt and the environment."},
-		"available_options":    []map[string]any{{"name": "text_response", "end": true}, {"name": "mcp_todo", "end": false}},
-		"environment":          map[string]any{"mcp_todo": map[string]any{"list": []map[string]any{{"objects": todos, "metadata": map[string]any{"server": "todo", "action": "list"}}}}},
-		"tasks_completed":      []map[string]any{{"tool": "mcp_todo", "inputs": map[string]any{"action": "list"}, "result": "listed 40 todos", "error": false}},
-		"tree_count":           "2/5",
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(dc); err != nil {
-		b.Fatal(err)
-	}
-	return buf.String()
 }

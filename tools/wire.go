@@ -26,11 +26,7 @@ func WriteJSONString(b *bytes.Buffer, s string) {
 // appendJSONString appends s as a JSON string, byte for byte as Marshal
 // writes it.
 func appendJSONString(dst []byte, s string) []byte {
-	if PlainJSONString(s) {
-		return append(append(append(dst, '"'), s...), '"')
-	}
-	dst, _ = appendMarshal(dst, s) // a string always marshals
-	return dst
+	return AppendJSONString(dst, s, false)
 }
 
 // PlainJSONString reports whether s needs no escaping in JSON, so that its
