@@ -145,15 +145,14 @@ func (c *Conn) do(ctx context.Context, op string, bounded bool, f func(ctx conte
 		return err
 	}
 	_, timeout := c.cfg.Timeouts()
-	cctx, cancel := ctx, context.CancelFunc(func() {})
+	// An asking request (not bounded) is bounded by f, which guards it on
+	// its own deadline.
+	cctx, cancel, stop := ctx, context.CancelFunc(func() {}), func() {}
 	if bounded {
 		cctx, cancel = c.CallCtx(ctx, timeout)
-	}
-	defer cancel()
-	stop := func() {}
-	if bounded { // f bounds an asking request, and guards it on its own deadline
 		stop = s.WedgeGuard(cctx, op)
 	}
+	defer cancel()
 	// No user's call: what the server asks during the request (a
 	// 2026-07-28 input_required) is declined, never put to whichever
 	// call happens to be in flight.
