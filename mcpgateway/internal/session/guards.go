@@ -28,7 +28,7 @@ import (
 func (c *Conn) newHTTPClient(s *Session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
-	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line}
+	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line, got: s.markGetAnswered}
 	rt := mcpauth.NewRoundTripper(base, c.cfg, c.auth)
 	// The trace context goes to the server as traceparent (see trace.go).
 	return &http.Client{Transport: traceRoundTripper{rt}, CheckRedirect: mcpauth.ServerRedirects(c.cfg.Name)}
@@ -38,12 +38,16 @@ type abortRoundTripper struct {
 	ctx  context.Context //nolint:containedctx // the session's abort signal
 	base *http.Transport
 	line func([]byte) // sees each line of a response body (fieldorder.go)
+	got  func()       // called once a GET has its answer or failed
 }
 
 func (t *abortRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(r.Context())
 	stop := context.AfterFunc(t.ctx, cancel)
 	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	if r.Method == http.MethodGet && t.got != nil {
+		t.got()
+	}
 	if err != nil {
 		stop()
 		cancel()

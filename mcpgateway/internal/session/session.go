@@ -72,13 +72,23 @@ type Session struct {
 
 	// closed is closed once close has ended the session.
 	closed chan struct{}
+
+	// getAnswered is closed once a GET of httpClient has its answer (the
+	// standalone stream opened, refused or failed): see awaitGetStream.
+	getAnswered     chan struct{}
+	getAnsweredOnce sync.Once
 }
 
 // newSession returns a session over transport, not registered yet (see
 // conn.register).
 func newSession(transport string) *Session {
-	return &Session{transport: transport, dead: make(chan struct{}), closed: make(chan struct{}), relisten: make(chan struct{}, 1)}
+	return &Session{transport: transport, dead: make(chan struct{}), closed: make(chan struct{}), relisten: make(chan struct{}, 1),
+		getAnswered: make(chan struct{})}
 }
+
+// markGetAnswered records that a GET of the session's HTTP client has its
+// answer.
+func (s *Session) markGetAnswered() { s.getAnsweredOnce.Do(func() { close(s.getAnswered) }) }
 
 // attach sets the session's client and the cancel of its ctx. Once close
 // has begun it sets nothing and reports false: the caller then closes

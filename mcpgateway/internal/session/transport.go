@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -230,7 +231,8 @@ func (c *Conn) dialStreamable(hsCtx context.Context, version string, probe *disc
 	if len(c.cfg.Headers) > 0 {
 		opts = append(opts, mcptransport.WithHTTPHeaders(c.cfg.Headers))
 	}
-	if !mcp.IsModernProtocol(version) {
+	listens := !mcp.IsModernProtocol(version)
+	if listens {
 		// Deprecated because it pins the legacy protocol, which is the
 		// point: see dialHTTP.
 		//lint:ignore SA1019 only used on legacy-protocol servers; see above
@@ -241,7 +243,38 @@ func (c *Conn) dialStreamable(hsCtx context.Context, version string, probe *disc
 		c.closeSession(s)
 		return nil, err
 	}
-	return c.startRemote(hsCtx, s, mcpclient.NewClient(&streamable{StreamableHTTP: t, probe: probe, hist: c.history, sess: s}, c.clientOptions(s, version)...))
+	s, err = c.startRemote(hsCtx, s, mcpclient.NewClient(&streamable{StreamableHTTP: t, probe: probe, hist: c.history, sess: s}, c.clientOptions(s, version)...))
+	if err == nil && listens && !mcp.IsModernProtocol(s.protocol) {
+		c.awaitGetStream(hsCtx, s)
+	}
+	return s, err
+}
+
+// getStreamWait bounds how long a connect waits for the answer to the
+// standalone GET stream (awaitGetStream): a round trip on any working
+// network, and no more than a second's delay where a server holds the
+// GET's headers back until it has something to send.
+const getStreamWait = time.Second
+
+// awaitGetStream waits, bounded by getStreamWait and ctx, until the
+// standalone GET stream of the Streamable HTTP session s has its answer.
+// mcp-go opens the stream in the background once initialize is answered,
+// and a server may drop a message for the stream while it is not open (the
+// TypeScript SDK's does, without an event store). A call sent at once
+// would then race its own server's question: an elicitation that the
+// server sent before the stream opened never arrives, and the call waits
+// out its call_timeout. Waiting for the answer, whatever it is (opened,
+// 405, an error), closes that race for one round trip per connect.
+func (c *Conn) awaitGetStream(ctx context.Context, s *Session) {
+	t := time.NewTimer(getStreamWait)
+	defer t.Stop()
+	select {
+	case <-s.getAnswered:
+	case <-t.C:
+		c.logger.Debug("the standalone GET stream has no answer yet; going on", "wait", getStreamWait)
+	case <-ctx.Done():
+	case <-s.dead:
+	}
 }
 
 // dialSSE connects over the HTTP+SSE transport of the versions before
