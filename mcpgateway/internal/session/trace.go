@@ -22,15 +22,23 @@ func tracer() trace.Tracer { return otel.Tracer(tracerName) }
 
 // startMCP starts the client span of one MCP request on s: method, the
 // tool it names ("" for none), the session and the server, as the MCP
-// conventions name them.
+// conventions name them. The attributes are built only for a span that
+// records: without a tracer provider every tool call would build them for
+// a span nobody reads.
 func startMCP(ctx context.Context, server string, s *Session, method, tool string) (context.Context, trace.Span) {
 	name := method
+	if tool != "" {
+		name += " " + tool
+	}
+	ctx, span := tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return ctx, span
+	}
 	attrs := []attribute.KeyValue{
 		attribute.String("mcp.method.name", method),
 		attribute.String("elysia.mcp.server", server),
 	}
 	if tool != "" {
-		name += " " + tool
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool),
 			attribute.String("gen_ai.operation.name", "execute_tool"))
 	}
@@ -49,7 +57,8 @@ func startMCP(ctx context.Context, server string, s *Session, method, tool strin
 			}
 		}
 	}
-	return tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	span.SetAttributes(attrs...)
+	return ctx, span
 }
 
 // endMCP ends an MCP request's span: err is a failed request, isError a
