@@ -107,6 +107,14 @@ func (h *history) keepText(b []byte) keptText {
 	return keptText{ready: h.cut(string(b))}
 }
 
+// keepOwned is keepText for b that nobody else writes to: kept as it is.
+func (h *history) keepOwned(b []byte) keptText {
+	if len(b) <= maxRawKept {
+		return keptText{raw: b}
+	}
+	return keptText{ready: h.cut(string(b))}
+}
+
 // keepString is keepText for a string.
 func (h *history) keepString(s string) keptText {
 	if len(s) <= maxRawKept {
@@ -162,14 +170,37 @@ func (c *Conn) Notifications() []HistoryEntry { return c.history.last(c.history.
 func (h *history) send(ctx context.Context, req mcptransport.JSONRPCRequest,
 	send func(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error)) (*mcptransport.JSONRPCResponse, error) {
 	start := time.Now()
+	var sent []byte
+	if h != nil {
+		sent, req.Params = marshalParams(req.Params)
+	}
 	resp, err := send(ctx, req)
 	if resp != nil {
 		noteInputRound(ctx, resp.Result)
 	}
 	if h != nil {
-		h.keep(ctx, req, start, resp, err, false)
+		h.keep(ctx, req, sent, start, resp, err, false)
 	}
 	return resp, err
+}
+
+// marshalParams returns params as JSON, and what the transport is to send
+// in their place: the same JSON, so that the history keeps what was sent
+// without marshalling the params a second time. Params that are nil, or do
+// not marshal, go as they are (sent is then nil): nil params are left out of
+// the request, not sent as null.
+func marshalParams(params any) (sent []byte, wire any) {
+	if params == nil || isNilPointer(params) {
+		return nil, params
+	}
+	if raw, ok := params.(json.RawMessage); ok {
+		return bytes.Clone(raw), params // the caller's: kept as a copy
+	}
+	b, err := marshalValue(params)
+	if err != nil {
+		return nil, params
+	}
+	return b, json.RawMessage(b)
 }
 
 // serve returns next, the handler of the requests the server sends on s,
@@ -186,19 +217,24 @@ func (h *history) serve(s *Session, next mcptransport.RequestHandler) mcptranspo
 		if ac := s.callFor(ctx); ac != nil {
 			ctx = withCall(ctx, ac)
 		}
-		h.keep(ctx, req, start, resp, err, true)
+		h.keep(ctx, req, nil, start, resp, err, true)
 		return resp, err
 	}
 }
 
-// keep adds req, sent at start, and its outcome to the requests.
-func (h *history) keep(ctx context.Context, req mcptransport.JSONRPCRequest, start time.Time,
+// keep adds req, sent at start, and its outcome to the requests; sent is
+// its params as JSON when the caller has them (nil: they are marshalled).
+func (h *history) keep(ctx context.Context, req mcptransport.JSONRPCRequest, sent []byte, start time.Time,
 	resp *mcptransport.JSONRPCResponse, err error, fromServer bool) {
 	k := kept{e: HistoryEntry{Time: start, Method: req.Method, FromServer: fromServer, Duration: time.Since(start), User: h.user}, id: req.ID}
 	if ac, _ := ctx.Value(activeCallKey{}).(*activeCall); ac != nil && k.e.User == "" {
 		k.e.User = ac.user
 	}
-	k.e.Bytes, k.message = h.text(req.Params)
+	if sent != nil {
+		k.e.Bytes, k.message = len(sent), h.keepOwned(sent)
+	} else {
+		k.e.Bytes, k.message = h.text(req.Params)
+	}
 	switch {
 	case err != nil:
 		k.error = h.keepString(err.Error())
@@ -225,21 +261,23 @@ func (c *Conn) notedInHistory(s *Session, n mcp.JSONRPCNotification) {
 	h.notes.Add(k)
 }
 
-// text returns v as JSON: its size, and the text kept. A value that
-// marshals itself (mcp-go's params, which json.Marshal compact) is asked
-// directly, not through json.Marshal, which would scan its output again.
+// text returns v as JSON: its size, and the text kept.
 func (h *history) text(v any) (int, keptText) {
-	var b []byte
-	var err error
-	if m, ok := v.(json.Marshaler); ok && v != nil && !isNilPointer(v) {
-		b, err = m.MarshalJSON()
-	} else {
-		b, err = json.Marshal(v)
-	}
+	b, err := marshalValue(v)
 	if err != nil {
 		return 0, keptText{ready: h.cut(fmt.Sprintf("(not JSON: %v)", err))}
 	}
 	return len(b), h.keepText(b)
+}
+
+// marshalValue is json.Marshal of v, asking a value that marshals itself
+// directly (mcp-go's params, which json.Marshal compacts): json.Marshal
+// would scan its output again.
+func marshalValue(v any) ([]byte, error) {
+	if m, ok := v.(json.Marshaler); ok && v != nil && !isNilPointer(v) {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(v)
 }
 
 // isNilPointer reports whether v is a nil pointer, which json.Marshal

@@ -240,3 +240,43 @@ func TestHistoryKeepsServerRequests(t *testing.T) {
 		t.Errorf("the server's question belongs to %q; want alice, whose call it came during", asked.User)
 	}
 }
+
+// TestMarshalParamsSendsTheSameBytes: the params the history marshals once
+// go to the transport in their place, and the request it writes is byte
+// for byte the one it wrote from the params themselves; nil params stay
+// out of the request.
+func TestMarshalParamsSendsTheSameBytes(t *testing.T) {
+	call := mcp.CallToolParams{Name: "add", Arguments: map[string]any{"title": "<b>&</b>", "n": 3},
+		Meta: &mcp.Meta{ProgressToken: "elysia-1", AdditionalFields: map[string]any{"traceparent": "00-1-2-01"}}}
+	raw := json.RawMessage(`{"uri":"file:///a"}`)
+	for _, params := range []any{call, &call, map[string]any{"cursor": "x"}, raw, nil, (*mcp.CallToolParams)(nil)} {
+		req := mcptransport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(int64(7)), Method: "tools/call", Params: params}
+		want, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent, wire := marshalParams(params)
+		req.Params = wire
+		got, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("params %T: the transport writes\n%s\nwant\n%s", params, got, want)
+		}
+		if params == nil || isNilPointer(params) {
+			if sent != nil {
+				t.Errorf("params %T: kept %s, want nothing (they are left out)", params, sent)
+			}
+			continue
+		}
+		if p, _ := marshalValue(params); string(sent) != string(p) {
+			t.Errorf("params %T: kept %s, want %s", params, sent, p)
+		}
+	}
+	sent, _ := marshalParams(raw)
+	raw[2] = 'X' // the caller's buffer: the history's copy does not change
+	if string(sent) != `{"uri":"file:///a"}` {
+		t.Errorf("the history kept %s after the caller wrote to its params", sent)
+	}
+}
