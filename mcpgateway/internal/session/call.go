@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"syscall"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
@@ -70,7 +71,7 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 		emit = tools.Discard
 	}
 	// progress starts below any report, so that a first report of 0 counts.
-	ac := &activeCall{token: fmt.Sprintf("elysia-%d", c.seq.Add(1)), server: c.cfg.Name, tool: call.Tool, progress: math.Inf(-1),
+	ac := &activeCall{token: c.progressToken(), server: c.cfg.Name, tool: call.Tool, progress: math.Inf(-1),
 		user: call.User, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
@@ -200,4 +201,10 @@ func inputRoundsErr(err error) error {
 		return err
 	}
 	return fmt.Errorf("the server still asked for input after %d requests; given up: %w", MaxInputRounds, err)
+}
+
+// progressToken returns a new progress token of the conn's, the id of a
+// call in flight: "elysia-N".
+func (c *Conn) progressToken() string {
+	return "elysia-" + strconv.FormatInt(c.seq.Add(1), 10)
 }

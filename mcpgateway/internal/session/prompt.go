@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -20,7 +19,7 @@ func (c *Conn) GetPrompt(ctx context.Context, s *Session, req mcp.GetPromptReque
 	if emit == nil {
 		emit = tools.Discard
 	}
-	ac := &activeCall{token: fmt.Sprintf("elysia-%d", c.seq.Add(1)), server: c.cfg.Name, tool: "prompt " + req.Params.Name,
+	ac := &activeCall{token: c.progressToken(), server: c.cfg.Name, tool: "prompt " + req.Params.Name,
 		progress: math.Inf(-1), user: user, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close()
 	defer s.track(ac)()
