@@ -61,6 +61,10 @@ type Conn struct {
 	dialer func(hsCtx context.Context) (*Session, error)
 	// hs remembers how the server answered server/discover (discover.go).
 	hs *Handshake
+	// getHeld is set once a connect waited out getStreamWait for the
+	// standalone GET's answer: the server holds its headers back, and
+	// later connects do not wait (awaitGetStream).
+	getHeld atomic.Bool
 	// auth holds the OAuth state of the conn's user; nil for stdio servers
 	// and servers with a static Authorization header.
 	auth *mcpauth.Authorizer

@@ -28,26 +28,42 @@ import (
 func (c *Conn) newHTTPClient(s *Session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
-	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line, got: s.markGetAnswered}
+	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line}
 	rt := mcpauth.NewRoundTripper(base, c.cfg, c.auth)
 	// The trace context goes to the server as traceparent (see trace.go).
-	return &http.Client{Transport: traceRoundTripper{rt}, CheckRedirect: mcpauth.ServerRedirects(c.cfg.Name)}
+	// The standalone GET is watched outside the auth layer, so that a GET
+	// it sends again (a refreshed token, a new DPoP nonce) counts once, with
+	// its last answer.
+	return &http.Client{Transport: traceRoundTripper{standaloneGetWatch{base: rt, answered: s.markGetAnswered}}, CheckRedirect: mcpauth.ServerRedirects(c.cfg.Name)}
+}
+
+// standaloneGetWatch calls answered once a GET that opens the standalone
+// stream (awaitGetStream) has its answer, or failed. A GET with
+// Last-Event-ID resumes a POST's stream instead, which mcp-go sends for a
+// server that ended one early: it does not count.
+type standaloneGetWatch struct {
+	base     http.RoundTripper
+	answered func()
+}
+
+func (t standaloneGetWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") == "" {
+		t.answered()
+	}
+	return resp, err
 }
 
 type abortRoundTripper struct {
 	ctx  context.Context //nolint:containedctx // the session's abort signal
 	base *http.Transport
 	line func([]byte) // sees each line of a response body (fieldorder.go)
-	got  func()       // called once a GET has its answer or failed
 }
 
 func (t *abortRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(r.Context())
 	stop := context.AfterFunc(t.ctx, cancel)
 	resp, err := t.base.RoundTrip(r.WithContext(ctx))
-	if r.Method == http.MethodGet && t.got != nil {
-		t.got()
-	}
 	if err != nil {
 		stop()
 		cancel()

@@ -108,6 +108,8 @@ func (h *history) keepText(b []byte) keptText {
 }
 
 // keepOwned is keepText for b that nobody else writes to: kept as it is.
+// marshalValue's output is such a b for the params of requests (mcp-go's
+// types, maps): json.Marshal and their MarshalJSON return new slices.
 func (h *history) keepOwned(b []byte) keptText {
 	if len(b) <= maxRawKept {
 		return keptText{raw: b}

@@ -73,8 +73,8 @@ type Session struct {
 	// closed is closed once close has ended the session.
 	closed chan struct{}
 
-	// getAnswered is closed once a GET of httpClient has its answer (the
-	// standalone stream opened, refused or failed): see awaitGetStream.
+	// getAnswered is closed once the standalone GET of httpClient has its
+	// answer (the stream opened, refused or failed): see awaitGetStream.
 	getAnswered     chan struct{}
 	getAnsweredOnce sync.Once
 }
@@ -86,8 +86,8 @@ func newSession(transport string) *Session {
 		getAnswered: make(chan struct{})}
 }
 
-// markGetAnswered records that a GET of the session's HTTP client has its
-// answer.
+// markGetAnswered records that the standalone GET of the session's HTTP
+// client has its answer.
 func (s *Session) markGetAnswered() { s.getAnsweredOnce.Do(func() { close(s.getAnswered) }) }
 
 // attach sets the session's client and the cancel of its ctx. Once close

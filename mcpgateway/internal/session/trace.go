@@ -24,7 +24,8 @@ func tracer() trace.Tracer { return otel.Tracer(tracerName) }
 // tool it names ("" for none), the session and the server, as the MCP
 // conventions name them. The attributes are built only for a span that
 // records: without a tracer provider every tool call would build them for
-// a span nobody reads.
+// a span nobody reads. They are set after the start, so a sampler does not
+// see them (the service's samples by its parent or always).
 func startMCP(ctx context.Context, server string, s *Session, method, tool string) (context.Context, trace.Span) {
 	name := method
 	if tool != "" {

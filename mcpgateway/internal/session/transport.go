@@ -171,7 +171,9 @@ func (c *Conn) spawn(hsCtx context.Context, version string, probe *discoverProbe
 // server gets a 2025-11-25 session opened with mcp-go's continuous
 // listening, which keeps the GET stream open: servers send list_changed,
 // log messages and requests not tied to a call (elicitation, sampling,
-// roots) on it. The answer is remembered, so later connects skip the probe.
+// roots) on it, and the connect waits (up to a second) for the stream's
+// answer before it returns (awaitGetStream). The answer is remembered, so
+// later connects skip the probe.
 func (c *Conn) dialHTTP(hsCtx context.Context) (*Session, error) {
 	version, probe := c.handshakeVersion()
 	if probe {
@@ -252,8 +254,8 @@ func (c *Conn) dialStreamable(hsCtx context.Context, version string, probe *disc
 
 // getStreamWait bounds how long a connect waits for the answer to the
 // standalone GET stream (awaitGetStream): a round trip on any working
-// network, and no more than a second's delay where a server holds the
-// GET's headers back until it has something to send.
+// network, and a second's delay, once per Conn, where a server (or a proxy)
+// holds the GET's headers back until it has something to send.
 const getStreamWait = time.Second
 
 // awaitGetStream waits, bounded by getStreamWait and ctx, until the
@@ -264,14 +266,21 @@ const getStreamWait = time.Second
 // would then race its own server's question: an elicitation that the
 // server sent before the stream opened never arrives, and the call waits
 // out its call_timeout. Waiting for the answer, whatever it is (opened,
-// 405, an error), closes that race for one round trip per connect.
+// 405, an error), closes that race for one round trip per connect. A
+// server that left a connect waiting out getStreamWait holds the GET's
+// headers back: the Conn's later connects do not wait for it.
 func (c *Conn) awaitGetStream(ctx context.Context, s *Session) {
+	if c.getHeld.Load() {
+		return
+	}
 	t := time.NewTimer(getStreamWait)
 	defer t.Stop()
 	select {
 	case <-s.getAnswered:
 	case <-t.C:
-		c.logger.Debug("the standalone GET stream has no answer yet; going on", "wait", getStreamWait)
+		c.getHeld.Store(true)
+		c.logger.Info("the server sends no answer to the standalone GET stream until it has a message; connects no longer wait for it",
+			"wait", getStreamWait)
 	case <-ctx.Done():
 	case <-s.dead:
 	}
