@@ -94,9 +94,16 @@
 //	mcp_resource_unsubscribe  replica the unsubscribe reached     yes         the subscription lasts until
 //	                          -> all (the subscription's holder               the session ends: the server's
 //	                          ends it at the server)                          updates still reach the client
-//	mcp_sample                replica running the call -> all     no (5)      the server's request waits
-//	                          (the one with the session's GET                 until it or the call ends (6)
-//	                          stream open puts it to the client)
+//	mcp_sample                replica running the call -> all     no (5)      the server's request fails
+//	                          (the one with the session's GET                 after sampleTakenWait (6)
+//	                          stream open, or opening within
+//	                          sampleStreamWait, puts it to the
+//	                          client)
+//	mcp_sample_taken          replica with the GET stream -> all  yes         the asking replica puts the
+//	                          (the asking one takes it, by its                request to its own stream if
+//	                          reply id): sent before the request              it has one, and the client is
+//	                          goes to the client                              asked twice (5); else as
+//	                                                                          mcp_sampled (6)
 //	mcp_sampled               replica with the GET stream -> all  yes         as mcp_sample (6)
 //	                          (the asking one takes it, by its
 //	                          reply id)
@@ -146,9 +153,15 @@
 // (5) Delivered twice, the client is asked twice: the first message it
 // sends back answers the call, and the other is dropped.
 //
-// (6) The call hears nothing until the server's sampling request, or the
-// call, ends, or the deadline the asking replica sent passes (the call's,
-// at most maxRelayedSampling): both replicas wait that long and no longer.
+// (6) Until a replica says it took the request (mcp_sample_taken), the
+// asking replica waits sampleTakenWait (sampleTakenGrace once its own GET
+// stream opened), then puts it to its own stream, or fails it saying the
+// client has no GET stream open. Once it is taken, the call hears nothing
+// until the server's sampling request, or the call, ends, or the deadline
+// the asking replica sent passes (the call's, at most maxRelayedSampling):
+// both replicas wait that long and no longer. A replica from before
+// mcp_sample_taken (a rolling upgrade) takes a request without saying so:
+// a person who answers it after sampleTakenWait finds the call failed.
 //
 // (7) The holder stays silent. With Replicas, the client gets 503 with
 // Retry-After after resumeRelayWait while a replica with a live lease has

@@ -27,7 +27,7 @@ type Result struct {
 type State struct {
 	// mu guards waiting, live and closed.
 	mu      sync.Mutex
-	waiting map[string]chan Result
+	waiting map[string]*wait
 	live    map[string]mcpserver.ClientSession
 	// closed says Close has begun: Go starts no more goroutines.
 	closed bool
@@ -40,7 +40,7 @@ type State struct {
 // New returns an empty State.
 func New() *State {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &State{waiting: map[string]chan Result{}, live: map[string]mcpserver.ClientSession{}, ctx: ctx, cancel: cancel}
+	return &State{waiting: map[string]*wait{}, live: map[string]mcpserver.ClientSession{}, ctx: ctx, cancel: cancel}
 }
 
 // Registered records cs, a session mcp-go registered (its hook), to put
@@ -68,18 +68,27 @@ func (s *State) Session(id string) mcpserver.ClientSession {
 	return s.live[id]
 }
 
+// wait is the wait of one relayed sampling request: its result, and
+// whether a replica has taken it.
+type wait struct {
+	results   chan Result
+	taken     chan struct{}
+	takenOnce sync.Once
+}
+
 // Wait registers a wait for the result of a sampling request relayed from
 // here under a new random id, reply: the result Deliver gets for it comes
-// on c, until done is called.
-func (s *State) Wait() (reply string, c <-chan Result, done func()) {
+// on results, and taken is closed once Taken reports a replica put it to
+// the client, until done is called.
+func (s *State) Wait() (reply string, results <-chan Result, taken <-chan struct{}, done func()) {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	reply = hex.EncodeToString(b[:])
-	ch := make(chan Result, 1)
+	w := &wait{results: make(chan Result, 1), taken: make(chan struct{})}
 	s.mu.Lock()
-	s.waiting[reply] = ch
+	s.waiting[reply] = w
 	s.mu.Unlock()
-	return reply, ch, func() {
+	return reply, w.results, w.taken, func() {
 		s.mu.Lock()
 		delete(s.waiting, reply)
 		s.mu.Unlock()
@@ -90,13 +99,24 @@ func (s *State) Wait() (reply string, c <-chan Result, done func()) {
 // result yet.
 func (s *State) Deliver(reply string, res Result) {
 	s.mu.Lock()
-	c := s.waiting[reply]
+	w := s.waiting[reply]
 	s.mu.Unlock()
-	if c != nil {
+	if w != nil {
 		select {
-		case c <- res:
+		case w.results <- res:
 		default: // answered already
 		}
+	}
+}
+
+// Taken tells the wait of reply, if it still waits, that a replica has
+// put its request to the client.
+func (s *State) Taken(reply string) {
+	s.mu.Lock()
+	w := s.waiting[reply]
+	s.mu.Unlock()
+	if w != nil {
+		w.takenOnce.Do(func() { close(w.taken) })
 	}
 }
 

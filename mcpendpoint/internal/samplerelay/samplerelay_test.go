@@ -41,12 +41,12 @@ func TestSessions(t *testing.T) {
 
 // TestWait: a result reaches the wait of its reply once, later ones and
 // those of other replies are dropped, and none reaches a wait that is
-// done.
+// done; so does the news that a replica took the request.
 func TestWait(t *testing.T) {
 	s := New()
 	defer s.Close()
-	reply, c, done := s.Wait()
-	other, _, doneOther := s.Wait()
+	reply, c, taken, done := s.Wait()
+	other, _, otherTaken, doneOther := s.Wait()
 	defer doneOther()
 	if reply == other || len(reply) != 24 {
 		t.Fatalf("replies %q and %q: want two distinct 24-digit ids", reply, other)
@@ -60,7 +60,20 @@ func TestWait(t *testing.T) {
 	if len(c) != 0 {
 		t.Error("a second result reached the wait")
 	}
+	s.Taken(reply)
+	s.Taken(reply) // once is enough; twice is harmless
+	select {
+	case <-taken:
+	default:
+		t.Error("Taken did not reach the wait of its reply")
+	}
+	select {
+	case <-otherTaken:
+		t.Error("Taken of one reply reached the wait of another")
+	default:
+	}
 	done()
+	s.Taken(reply) // a wait that is done: nothing to tell
 	s.Deliver(reply, Result{Error: "after"})
 	if len(c) != 0 {
 		t.Error("a result reached a wait that is done")

@@ -90,6 +90,10 @@ type Book struct {
 	// under way, so that no request adopts them again meanwhile; each
 	// channel closes when it is done.
 	adopting map[string]chan struct{}
+	// opened is closed, and set to nil, when a GET stream opens
+	// (OpenStream): the wake of WaitStreaming's waits. Nil while nobody
+	// waits.
+	opened chan struct{}
 }
 
 type owned struct {
@@ -359,6 +363,30 @@ func (b *Book) Streaming(id, user string) bool {
 	return true
 }
 
+// WaitStreaming waits until session id, which belongs to user, has its
+// GET stream open (Streaming), or ctx ends; it reports whether the stream
+// is open.
+func (b *Book) WaitStreaming(ctx context.Context, id, user string) bool {
+	for {
+		b.mu.Lock()
+		if o, ok := b.owners[id]; ok && o.user == user && o.streams > 0 {
+			b.usedLocked(o)
+			b.mu.Unlock()
+			return true
+		}
+		if b.opened == nil {
+			b.opened = make(chan struct{})
+		}
+		wake := b.opened
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // OpenStream counts a GET stream of session id until the returned func is
 // called.
 func (b *Book) OpenStream(id string) (closed func()) {
@@ -369,6 +397,10 @@ func (b *Book) OpenStream(id string) (closed func()) {
 		return func() {}
 	}
 	o.streams++
+	if b.opened != nil {
+		close(b.opened)
+		b.opened = nil
+	}
 	return func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()

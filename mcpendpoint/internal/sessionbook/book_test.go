@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -302,5 +303,35 @@ func TestBookStreamsAndHooks(t *testing.T) {
 	}
 	if _, ok := b.Owner(sse); ok {
 		t.Error("the SSE session outlived its stream")
+	}
+}
+
+// TestWaitStreaming: a wait for a session's GET stream ends when one
+// opens (not when another session's does, nor for another user), and
+// reports false when its ctx ends first.
+func TestWaitStreaming(t *testing.T) {
+	b := New(10, 10, errUnknown, nil)
+	h, other := b.newID("alice", HTTPPrefix), b.newID("alice", HTTPPrefix)
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if b.WaitStreaming(ended, h, "alice") {
+		t.Error("a wait whose ctx ended reports a stream")
+	}
+	got := make(chan bool, 1)
+	go func() { got <- b.WaitStreaming(t.Context(), h, "alice") }()
+	defer b.OpenStream(other)() // wakes the wait, which waits on
+	select {
+	case v := <-got:
+		t.Fatalf("the wait ended (%v) when another session's stream opened", v)
+	case <-time.After(50 * time.Millisecond):
+	}
+	defer b.OpenStream(h)()
+	if !<-got {
+		t.Error("the wait ended without the stream that opened")
+	}
+	bob, stop := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer stop()
+	if b.WaitStreaming(bob, h, "bob") {
+		t.Error("bob's wait for alice's session reports her stream")
 	}
 }

@@ -54,8 +54,9 @@ const (
 	relayUpdated     = "mcp_resource_updated"
 	relayUnsubscribe = "mcp_resource_unsubscribe"
 	// Sampling on another replica's GET stream (samplerelay.go).
-	relaySample  = "mcp_sample"
-	relaySampled = "mcp_sampled"
+	relaySample      = "mcp_sample"
+	relaySampleTaken = "mcp_sample_taken"
+	relaySampled     = "mcp_sampled"
 	// Call streams resumed on another replica (resumerelay.go).
 	relayResume = "mcp_stream_resume"
 	relayEvents = "mcp_stream_events"
@@ -73,6 +74,7 @@ var receivers = map[string]func(*Hub, *Message){
 	relayUpdated:     (*Hub).receiveUpdated,
 	relayUnsubscribe: (*Hub).receiveUnsubscribe,
 	relaySample:      (*Hub).receiveSample,
+	relaySampleTaken: (*Hub).receiveSampleTaken,
 	relaySampled:     (*Hub).receiveSampled,
 	relayResume:      (*Hub).receiveResume,
 	relayEvents:      (*Hub).receiveEvents,
@@ -99,8 +101,8 @@ type Message struct {
 	// client's message (relaySSEMessage).
 	Base string `json:"base,omitempty"`
 
-	// Reply names the asking replica's wait (relaySample, relaySampled,
-	// and the endpoint's own).
+	// Reply names the asking replica's wait (relaySample,
+	// relaySampleTaken, relaySampled, and the endpoint's own).
 	Reply string `json:"reply,omitempty"`
 	// Deadline is when the asking replica stops waiting (relaySample).
 	Deadline time.Time `json:"deadline,omitzero"`

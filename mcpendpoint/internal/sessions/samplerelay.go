@@ -17,37 +17,68 @@ import (
 // may be open on another replica than the one serving the call: the
 // request then goes there through the Relay, that replica puts it to the
 // client, and the client's message comes back the same way.
+//
+// A client opens its GET stream when it likes: the TypeScript SDK's opens
+// it as it sends its first request, so a call's sampling request can come
+// before the stream is open anywhere, or while it is opening on either
+// replica (a balancer sends the GET where it likes). So a replica that
+// has the session but not the stream waits up to sampleStreamWait for it
+// to open before it lets the request go; the one that puts the request to
+// the client says so first (mcp_sample_taken); and the asking replica,
+// told nothing within sampleTakenWait (or sampleTakenGrace after its own
+// stream opened), puts it to its own stream if that is open, or fails the
+// request saying why. No request waits for a stream that never comes.
 
 // maxRelayedSampling bounds how long a replica waits for the client's
 // message of a sampling request another replica relayed, whatever that
 // replica's deadline.
 const maxRelayedSampling = 10 * time.Minute
 
+// sampleStreamWait is how long a replica with the session waits for its
+// GET stream to open before it lets another replica's sampling request
+// go; sampleTakenWait is how long the asking replica waits to hear that
+// one took it: sampleStreamWait, and the Relay's delivery both ways.
+// sampleTakenGrace is how long it waits for that word once its own GET
+// stream opened.
+const (
+	sampleStreamWait = 5 * time.Second
+	sampleTakenWait  = sampleStreamWait + 5*time.Second
+	sampleTakenGrace = time.Second
+)
+
 // Sample puts req to the client of the session in ctx and waits for its
 // message, or ctx: mcp-go puts it on the session's GET stream, and when
-// that is open on another replica, the request goes there.
+// that is not open here, the request goes to the replica where it is, or
+// opens.
 func (h *Hub) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	if h.Relay != nil && h.Sessions != nil {
 		sid := sessionID(ctx)
 		if user, ok := h.Book.Owner(sid); ok && !h.Book.Streaming(sid, user) {
-			return h.sampleElsewhere(ctx, sid, req) // mcp-go sends it only on the GET stream, not open here
+			return h.sampleElsewhere(ctx, sid, user, req) // mcp-go sends it only on the GET stream, not open here
 		}
 	}
+	return h.sampleHere(ctx, req)
+}
+
+// sampleHere puts req to the client on the session's GET stream here.
+func (h *Hub) sampleHere(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	// Sampling is the 2025-11-25 protocol's, which the endpoint serves.
 	//lint:ignore SA1019 sampling of the protocol version the endpoint serves (2025-11-25)
 	return h.srv.RequestSampling(ctx, req) //nolint:staticcheck // see above
 }
 
-// sampleElsewhere sends req of session sid to the other replicas, one of
-// which holds the session's GET stream, and waits for the client's
-// message, or ctx, at most maxRelayedSampling: as long as the replica that
-// holds the stream waits for it.
-func (h *Hub) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+// sampleElsewhere sends req of session sid (user's) to the other
+// replicas, one of which has the session's GET stream or is about to, and
+// waits for the client's message, or ctx, at most maxRelayedSampling: as
+// long as the replica that holds the stream waits for it. Told within
+// sampleTakenWait by no replica that it took the request, it puts req to
+// its own GET stream if that opened meanwhile, or fails.
+func (h *Hub) sampleElsewhere(ctx context.Context, sid, user string, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("sampling request: %w", err)
 	}
-	reply, c, done := h.samples.Wait()
+	reply, results, taken, done := h.samples.Wait()
 	defer done()
 	deadline := time.Now().Add(maxRelayedSampling)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -61,41 +92,90 @@ func (h *Hub) sampleElsewhere(ctx context.Context, sid string, req mcp.CreateMes
 	if err := h.publish(Message{Kind: relaySample, Session: idHash(sid), Reply: reply, Deadline: deadline, Body: body}); err != nil {
 		return nil, fmt.Errorf("the MCP client's GET stream is on another replica, which could not be reached: %w", err)
 	}
-	select {
-	case m := <-c:
-		if m.Error != "" {
-			return nil, errors.New(m.Error)
+	// The GET stream may open here instead: then the request is put to it,
+	// unless a replica says it took it within sampleTakenGrace (its word
+	// may be on its way).
+	opened := make(chan struct{})
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		if h.Book.WaitStreaming(watch, sid, user) {
+			close(opened)
 		}
-		var res mcp.CreateMessageResult
-		if err := json.Unmarshal(m.Body, &res); err != nil {
-			return nil, fmt.Errorf("sampling result relayed by another replica: %w", err)
+	}()
+	untaken := time.NewTimer(sampleTakenWait)
+	defer untaken.Stop()
+	for {
+		select {
+		case m := <-results:
+			return relayedResult(m)
+		case <-taken:
+			taken, opened = nil, nil // the replica that took it answers on results
+			untaken.Stop()
+		case <-opened:
+			opened = nil
+			untaken.Reset(sampleTakenGrace)
+		case <-untaken.C:
+			if h.Book.Streaming(sid, user) {
+				return h.sampleHere(ctx, req) // the stream opened here after all
+			}
+			return nil, fmt.Errorf("sampling: the MCP client had no GET stream open (on any replica, within %v) to be asked on: "+
+				"a 2025-11-25 client receives a server's sampling requests on the stream its GET opens", sampleTakenWait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		content, err := mcp.ParseSamplingContent(res.Content)
-		if err != nil {
-			return nil, fmt.Errorf("sampling result relayed by another replica: %w", err)
-		}
-		res.Content = content
-		return &res, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
 	}
 }
 
+// relayedResult is the outcome of a sampling request another replica put
+// to the client.
+func relayedResult(m samplerelay.Result) (*mcp.CreateMessageResult, error) {
+	if m.Error != "" {
+		return nil, errors.New(m.Error)
+	}
+	var res mcp.CreateMessageResult
+	if err := json.Unmarshal(m.Body, &res); err != nil {
+		return nil, fmt.Errorf("sampling result relayed by another replica: %w", err)
+	}
+	content, err := mcp.ParseSamplingContent(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("sampling result relayed by another replica: %w", err)
+	}
+	res.Content = content
+	return &res, nil
+}
+
 // receiveSample takes a sampling request another replica relayed
-// (relaySample): it is put to the client, on a goroutine of the endpoint,
-// if the session's GET stream is open here.
+// (relaySample): if the session is open here and its GET stream is, or
+// opens within sampleStreamWait, the asking replica is told
+// (relaySampleTaken) and the request put to the client, on a goroutine of
+// the endpoint.
 func (h *Hub) receiveSample(m *Message) {
 	id := h.Book.ByHash(m.Session)
 	user, ok := h.Book.Owner(id)
-	if !ok || !h.Book.Streaming(id, user) {
+	if !ok {
 		return
 	}
-	cs := h.samples.Session(id)
-	if cs == nil {
-		return
-	}
-	h.samples.Go(func(ctx context.Context) { h.putSample(ctx, cs, m) })
+	h.samples.Go(func(ctx context.Context) {
+		wait, cancel := context.WithTimeout(ctx, sampleStreamWait)
+		open := h.Book.WaitStreaming(wait, id, user)
+		cancel()
+		cs := h.samples.Session(id)
+		if !open || cs == nil {
+			return
+		}
+		if err := h.publish(Message{Kind: relaySampleTaken, Reply: m.Reply}); err != nil {
+			// Untold, the asking replica may put it to a stream of its own.
+			h.Logger.Warn("telling the replica that asked that its sampling request is taken", logKeyErr, err)
+			return
+		}
+		h.putSample(ctx, cs, m)
+	})
 }
+
+// receiveSampleTaken takes the news that another replica put a sampling
+// request this replica relayed to the client (relaySampleTaken).
+func (h *Hub) receiveSampleTaken(m *Message) { h.samples.Taken(m.Reply) }
 
 // receiveSampled takes the result of a sampling request this replica
 // relayed (relaySampled), if it still waits for it.
