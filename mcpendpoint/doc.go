@@ -102,11 +102,14 @@
 //	mcp_sample_taken          replica with the GET stream -> all  yes         the asking replica puts the
 //	                          (the asking one takes it, by its                request to its own stream if
 //	                          reply id): sent before the request              it has one, and the client is
-//	                          goes to the client                              asked twice (5); else as
-//	                                                                          mcp_sampled (6)
-//	mcp_sampled               replica with the GET stream -> all  yes         as mcp_sample (6)
-//	                          (the asking one takes it, by its
-//	                          reply id)
+//	                          goes to the client                              asked twice (5); else it fails
+//	                                                                          the request after
+//	                                                                          sampleTakenWait, and the
+//	                                                                          client's answer is dropped (6)
+//	mcp_sampled               replica with the GET stream -> all  yes         the server's request waits
+//	                          (the asking one takes it, by its                until it or the call ends, or
+//	                          reply id)                                       the asking replica's deadline
+//	                                                                          passes (6)
 //	mcp_stream_resume         asking replica -> all (the          yes         the client gets 503 or 404 (7)
 //	                          stream's holder starts forwarding)
 //	mcp_stream_events         holder -> all (the asking replica   yes         a gap, or the client resumes

@@ -367,12 +367,36 @@ func (b *Book) Streaming(id, user string) bool {
 // GET stream open (Streaming), or ctx ends; it reports whether the stream
 // is open.
 func (b *Book) WaitStreaming(ctx context.Context, id, user string) bool {
+	return b.waitStream(ctx, func() *owned {
+		if o := b.owners[id]; o != nil && o.user == user {
+			return o
+		}
+		return nil
+	}) != nil
+}
+
+// WaitStreamingHash waits until the session whose Hash is h is open here
+// with its GET stream open, or ctx ends: a session another replica opened
+// may be adopted here by that very GET. It returns the session's id and
+// user, and whether the stream is open.
+func (b *Book) WaitStreamingHash(ctx context.Context, h string) (id, user string, ok bool) {
+	o := b.waitStream(ctx, func() *owned { return b.owners[b.hashes[h]] })
+	if o == nil {
+		return "", "", false
+	}
+	return o.id, o.user, true
+}
+
+// waitStream waits until find (called with mu held) returns a session
+// with its GET stream open, marks it used and returns it; nil once ctx
+// ends.
+func (b *Book) waitStream(ctx context.Context, find func() *owned) *owned {
 	for {
 		b.mu.Lock()
-		if o, ok := b.owners[id]; ok && o.user == user && o.streams > 0 {
+		if o := find(); o != nil && o.streams > 0 {
 			b.usedLocked(o)
 			b.mu.Unlock()
-			return true
+			return o
 		}
 		if b.opened == nil {
 			b.opened = make(chan struct{})
@@ -382,7 +406,7 @@ func (b *Book) WaitStreaming(ctx context.Context, id, user string) bool {
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return false
+			return nil
 		}
 	}
 }

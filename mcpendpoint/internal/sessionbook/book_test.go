@@ -335,3 +335,33 @@ func TestWaitStreaming(t *testing.T) {
 		t.Error("bob's wait for alice's session reports her stream")
 	}
 }
+
+// TestWaitStreamingHash: a wait by a session's hash ends once the session
+// is open here (adopted, say, by the GET that opens its stream) with its
+// stream open, and gives its id and user.
+func TestWaitStreamingHash(t *testing.T) {
+	b := New(10, 10, errUnknown, nil)
+	type found struct {
+		id, user string
+		ok       bool
+	}
+	got := make(chan found, 1)
+	var id string
+	gate := make(chan struct{})
+	go func() {
+		<-gate
+		i, u, ok := b.WaitStreamingHash(t.Context(), Hash(id))
+		got <- found{i, u, ok}
+	}()
+	id = b.newID("alice", HTTPPrefix) // not streaming yet
+	close(gate)
+	defer b.OpenStream(id)()
+	if f := <-got; !f.ok || f.id != id || f.user != "alice" {
+		t.Errorf("WaitStreamingHash = %+v, want alice's session %s", f, id)
+	}
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, ok := b.WaitStreamingHash(ended, Hash("no-such-session")); ok {
+		t.Error("a wait for an unknown session whose ctx ended reports a stream")
+	}
+}

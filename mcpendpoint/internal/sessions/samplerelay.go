@@ -95,12 +95,13 @@ func (h *Hub) sampleElsewhere(ctx context.Context, sid, user string, req mcp.Cre
 	// The GET stream may open here instead: then the request is put to it,
 	// unless a replica says it took it within sampleTakenGrace (its word
 	// may be on its way).
-	opened := make(chan struct{})
+	streamHere := make(chan struct{})
+	opened := (<-chan struct{})(streamHere)
 	watch, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go func() {
 		if h.Book.WaitStreaming(watch, sid, user) {
-			close(opened)
+			close(streamHere)
 		}
 	}()
 	untaken := time.NewTimer(sampleTakenWait)
@@ -111,6 +112,7 @@ func (h *Hub) sampleElsewhere(ctx context.Context, sid, user string, req mcp.Cre
 			return relayedResult(m)
 		case <-taken:
 			taken, opened = nil, nil // the replica that took it answers on results
+			stopWatch()
 			untaken.Stop()
 		case <-opened:
 			opened = nil
@@ -119,12 +121,25 @@ func (h *Hub) sampleElsewhere(ctx context.Context, sid, user string, req mcp.Cre
 			if h.Book.Streaming(sid, user) {
 				return h.sampleHere(ctx, req) // the stream opened here after all
 			}
-			return nil, fmt.Errorf("sampling: the MCP client had no GET stream open (on any replica, within %v) to be asked on: "+
-				"a 2025-11-25 client receives a server's sampling requests on the stream its GET opens", sampleTakenWait)
+			return nil, errNotTaken(nil)
 		case <-ctx.Done():
+			if taken != nil {
+				return nil, errNotTaken(ctx.Err())
+			}
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// errNotTaken is the error of a sampling request that no replica said it
+// put to the client, within sampleTakenWait or before cause ended the wait.
+func errNotTaken(cause error) error {
+	msg := fmt.Sprintf("sampling: no replica put the request to the MCP client within %v; the client may have no GET stream open, "+
+		"which is where a 2025-11-25 client receives a server's sampling requests", sampleTakenWait)
+	if cause != nil {
+		return fmt.Errorf("%s (%w)", msg, cause)
+	}
+	return errors.New(msg)
 }
 
 // relayedResult is the outcome of a sampling request another replica put
@@ -146,19 +161,21 @@ func relayedResult(m samplerelay.Result) (*mcp.CreateMessageResult, error) {
 }
 
 // receiveSample takes a sampling request another replica relayed
-// (relaySample): if the session is open here and its GET stream is, or
-// opens within sampleStreamWait, the asking replica is told
-// (relaySampleTaken) and the request put to the client, on a goroutine of
-// the endpoint.
+// (relaySample): if the session's GET stream is open here, or opens within
+// sampleStreamWait (and before the asking replica's deadline), the asking
+// replica is told (relaySampleTaken) and the request put to the client,
+// on a goroutine of the endpoint.
 func (h *Hub) receiveSample(m *Message) {
-	id := h.Book.ByHash(m.Session)
-	user, ok := h.Book.Owner(id)
-	if !ok {
-		return
-	}
 	h.samples.Go(func(ctx context.Context) {
-		wait, cancel := context.WithTimeout(ctx, sampleStreamWait)
-		open := h.Book.WaitStreaming(wait, id, user)
+		// The session may not be open here yet: the GET that opens its
+		// stream here may be adopting it. The wait ends with the asking
+		// replica's.
+		until := time.Now().Add(sampleStreamWait)
+		if !m.Deadline.IsZero() && m.Deadline.Before(until) {
+			until = m.Deadline
+		}
+		wait, cancel := context.WithDeadline(ctx, until)
+		id, _, open := h.Book.WaitStreamingHash(wait, m.Session)
 		cancel()
 		cs := h.samples.Session(id)
 		if !open || cs == nil {
