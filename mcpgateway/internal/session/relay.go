@@ -34,27 +34,28 @@ const (
 // ProgressPacer, the last slot taking the newest), emitted at most once
 // per pace; warnings queue, their number bounded by the senders
 // (maxCallWarnings, one per cap). The call that starts a relay owns its
-// goroutine and ends it with close.
+// goroutine and ends it with close. The goroutine starts with the call's
+// first message: most calls send none, and then have none.
 type relay struct {
 	emit  tools.Emitter
 	pace  time.Duration // ProgressInterval, or the emitter's (ProgressPacer)
 	burst int           // how many reports wait at most (paceOf)
 	wake  chan struct{} // buffer of one: a value waiting means "look again"
-	stop  chan struct{} // closed by close
+	stop  chan struct{} // closed by close, once the goroutine runs
 	done  chan struct{} // closed when the goroutine has returned
 
-	// mu guards pending and queue.
+	// mu guards pending, queue, running and closed.
 	mu      sync.Mutex
 	pending []tools.ProgressPayload // reports not yet emitted, oldest first
 	queue   []tools.Event           // events not yet emitted, in order
+	running bool                    // the goroutine was started
+	closed  bool                    // close has begun: nothing starts it
 }
 
-// startRelay starts the relay of a call whose messages go to emit.
+// startRelay returns the relay of a call whose messages go to emit.
 func startRelay(emit tools.Emitter) *relay {
 	pace, burst := paceOf(emit)
-	r := &relay{emit: emit, pace: pace, burst: burst, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go r.run()
-	return r
+	return &relay{emit: emit, pace: pace, burst: burst}
 }
 
 // progress stores p among the call's reports to emit; with every slot
@@ -66,6 +67,7 @@ func (r *relay) progress(p tools.ProgressPayload) {
 	} else {
 		r.pending[len(r.pending)-1] = p
 	}
+	r.startLocked()
 	r.mu.Unlock()
 	r.poke()
 }
@@ -75,14 +77,30 @@ func (r *relay) progress(p tools.ProgressPayload) {
 func (r *relay) event(ev tools.Event) {
 	r.mu.Lock()
 	r.queue = append(r.queue, ev)
+	r.startLocked()
 	r.mu.Unlock()
 	r.poke()
 }
 
+// startLocked starts the goroutine for the first message, unless close has
+// begun (what comes after the call's end is dropped, as it always was);
+// r.mu is held.
+func (r *relay) startLocked() {
+	if r.running || r.closed {
+		return
+	}
+	r.running = true
+	r.wake, r.stop, r.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go r.run()
+}
+
 func (r *relay) poke() {
+	r.mu.Lock()
+	wake := r.wake
+	r.mu.Unlock()
 	select {
-	case r.wake <- struct{}{}:
-	default:
+	case wake <- struct{}{}:
+	default: // a wake is waiting already, or there is no goroutine (closed)
 	}
 }
 
@@ -90,8 +108,14 @@ func (r *relay) poke() {
 // the goroutine. It waits for the emitter, which is the calling user's own
 // stream, never a shared one.
 func (r *relay) close() {
-	close(r.stop)
-	<-r.done
+	r.mu.Lock()
+	r.closed = true
+	running := r.running
+	r.mu.Unlock()
+	if running {
+		close(r.stop)
+		<-r.done
+	}
 }
 
 func (r *relay) run() {

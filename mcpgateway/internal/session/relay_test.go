@@ -159,3 +159,34 @@ func TestRelayPassesBurstsToAPacer(t *testing.T) {
 		}
 	})
 }
+
+// TestRelayStartsWithTheFirstMessage: a call whose server sends nothing
+// has no relay goroutine; one message starts it, and it is emitted before
+// close returns; what comes after close is dropped, starting nothing.
+func TestRelayStartsWithTheFirstMessage(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		quiet := startRelay(&recorder{})
+		quiet.close()
+		if quiet.running {
+			t.Error("a call without messages started the relay's goroutine")
+		}
+
+		u := &recorder{}
+		r := startRelay(u)
+		r.event(tools.Event{Type: tools.EventWarning, Payload: "careful"})
+		r.close()
+		if len(u.events) != 1 || u.events[0].Payload != "careful" {
+			t.Errorf("emitted %v, want the one warning before close returned", u.events)
+		}
+
+		late := startRelay(u)
+		late.close()
+		late.progress(tools.ProgressPayload{Progress: 1})
+		late.event(tools.Event{Type: tools.EventWarning, Payload: "late"})
+		synctest.Wait()
+		if late.running || len(u.events) != 1 {
+			t.Errorf("messages after close: running %t, emitted %v; want them dropped", late.running, u.events)
+		}
+	})
+}
