@@ -88,15 +88,15 @@ func AppendEnvelope(dst []byte, env Envelope) ([]byte, error) {
 	dst = slices.Grow(dst, len(`{"type":,"id":,"user_id":,"conversation_id":,"query_id":,"payload":}`)+
 		len(env.Type)+len(env.ID)+len(env.UserID)+len(env.ConversationID)+len(env.QueryID)+10+len(payload))
 	dst = append(dst, `{"type":`...)
-	dst = appendJSONString(dst, string(env.Type))
+	dst = AppendJSONString(dst, string(env.Type), false)
 	dst = append(dst, `,"id":`...)
-	dst = appendJSONString(dst, env.ID)
+	dst = AppendJSONString(dst, env.ID, false)
 	dst = append(dst, `,"user_id":`...)
-	dst = appendJSONString(dst, env.UserID)
+	dst = AppendJSONString(dst, env.UserID, false)
 	dst = append(dst, `,"conversation_id":`...)
-	dst = appendJSONString(dst, env.ConversationID)
+	dst = AppendJSONString(dst, env.ConversationID, false)
 	dst = append(dst, `,"query_id":`...)
-	dst = appendJSONString(dst, env.QueryID)
+	dst = AppendJSONString(dst, env.QueryID, false)
 	dst = append(dst, `,"payload":`...)
 	return append(append(dst, payload...), '}'), nil
 }

@@ -27,6 +27,14 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 	if !escapeHTML {
 		table = &jsonEscape
 	}
+	if cap(b)-len(b) < 2*len(s)+2 && plainJSON(s, table) {
+		// No room for the worst case, and none is needed: grow only by
+		// what s takes (a caller sizes b for its strings as they are).
+		b = slices.Grow(b, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	b = slices.Grow(b, 2*len(s)+2)
 	o := b[:cap(b)]
 	w := len(b)
@@ -81,6 +89,21 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 	}
 	o[w] = '"'
 	return o[:w+1]
+}
+
+// plainJSON reports whether table writes every byte of s as it is, so
+// that s between quotes is its JSON string.
+func plainJSON(s string, table *[256]struct{ n, last byte }) bool {
+	i := 0
+	for len(s)-i >= 8 && !needsEscape(load64(s[i:])) {
+		i += 8
+	}
+	for ; i < len(s); i++ {
+		if table[s[i]].n != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonEscapeHTML tells, for each byte, what AppendJSONString's fast path

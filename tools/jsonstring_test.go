@@ -24,23 +24,51 @@ func TestAppendJSONString(t *testing.T) {
 		}
 	}
 	for _, s := range cases {
-		for _, html := range []bool{true, false} {
-			want := encodedString(t, s, html)
-			if got := AppendJSONString([]byte("x"), s, html); string(got) != "x"+want {
-				t.Errorf("AppendJSONString(%q, %v) = %s, want %s", s, html, got[1:], want)
+		checkAppendJSONString(t, s)
+	}
+}
+
+// checkAppendJSONString checks s both ways (HTML escaped or not) into a
+// slice without room for the worst case and one with it (the two paths),
+// and through WriteJSONString.
+func checkAppendJSONString(t *testing.T, s string) {
+	t.Helper()
+	for _, html := range []bool{true, false} {
+		want := encodedString(t, s, html)
+		roomy := append(make([]byte, 0, 2*len(s)+3), 'x')
+		for _, dst := range [][]byte{[]byte("x"), roomy} {
+			if got := AppendJSONString(dst, s, html); string(got) != "x"+want {
+				t.Errorf("AppendJSONString(%q, %v) with room %d = %s, want %s", s, html, cap(dst)-1, got[1:], want)
 			}
 		}
+	}
+	var b bytes.Buffer
+	WriteJSONString(&b, s)
+	if want := encodedString(t, s, false); b.String() != want {
+		t.Errorf("WriteJSONString(%q) = %s, want %s", s, b.String(), want)
+	}
+}
+
+// TestAppendJSONStringRoom: a string that needs no escaping takes only
+// its own room: written into a slice or buffer with that much to spare,
+// it allocates nothing.
+func TestAppendJSONStringRoom(t *testing.T) {
+	s := strings.Repeat("plain text, nothing to escape. ", 200)
+	dst := make([]byte, 0, len(s)+2)
+	if n := testing.AllocsPerRun(20, func() { _ = AppendJSONString(dst, s, true) }); n != 0 {
+		t.Errorf("AppendJSONString of a plain string into its exact room: %v allocations, want 0", n)
+	}
+	var b bytes.Buffer
+	b.Grow(len(s) + 2)
+	if n := testing.AllocsPerRun(20, func() { b.Reset(); WriteJSONString(&b, s) }); n != 0 {
+		t.Errorf("WriteJSONString of a plain string into a buffer with room: %v allocations, want 0", n)
 	}
 }
 
 func FuzzAppendJSONString(f *testing.F) {
 	f.Add("a\"b\\c\n<>&\u2028\xff")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, html := range []bool{true, false} {
-			if got, want := AppendJSONString(nil, s, html), encodedString(t, s, html); string(got) != want {
-				t.Errorf("AppendJSONString(%q, %v) = %s, want %s", s, html, got, want)
-			}
-		}
+		checkAppendJSONString(t, s)
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 )
 
 // Marshal is json.Marshal without HTML escaping: the wire form of
@@ -18,29 +17,24 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // WriteJSONString writes s to b as a JSON string, byte for byte as Marshal
-// writes it, without Marshal's work when s needs no escaping.
+// writes it: a plain s (PlainJSONString) as it is, between quotes; else
+// escaped in b's own room, grown for the worst case first.
 func WriteJSONString(b *bytes.Buffer, s string) {
-	b.Write(appendJSONString(b.AvailableBuffer(), s))
-}
-
-// appendJSONString appends s as a JSON string, byte for byte as Marshal
-// writes it.
-func appendJSONString(dst []byte, s string) []byte {
-	return AppendJSONString(dst, s, false)
+	if PlainJSONString(s) {
+		b.Grow(len(s) + 2)
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	b.Grow(2*len(s) + 2)
+	b.Write(AppendJSONString(b.AvailableBuffer(), s, false))
 }
 
 // PlainJSONString reports whether s needs no escaping in JSON, so that its
 // JSON form is s between quotes. <, > and & are plain: Marshal does not
 // escape them for HTML.
-func PlainJSONString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
+func PlainJSONString(s string) bool { return plainJSON(s, &jsonEscape) }
 
 // appendMarshal appends what Marshal returns for v to dst.
 func appendMarshal(dst []byte, v any) ([]byte, error) {
