@@ -107,7 +107,7 @@ func (c *FormCache) EndQuery() {
 // EndQuery keeps: twice the room the default budget gives earlier results
 // (Budget/oldEnvDiv), so that what the next query may show whole is not
 // marshalled again.
-const maxKeptWhole = 1 << 10
+const maxKeptWhole = 2 * DefaultMaxBytes / oldEnvDiv
 
 // lookup returns the forms kept of entry e at ref (nil: none), an earlier
 // query's result if old.
@@ -279,10 +279,9 @@ func (l *promptList) note(n int) []byte {
 	if n > 1 {
 		text += " to " + list + strconv.Itoa(n-1) + "_*"
 	}
-	var b bytes.Buffer
-	b.Grow(len(text) + 64)
-	b.WriteString(`{"objects":[{"` + truncatedKey + `":`)
-	tools.WriteJSONString(&b, text)
-	b.WriteString(`}],"metadata":{}}`)
-	return b.Bytes()
+	const head, tail = `{"objects":[{"` + truncatedKey + `":`, `}],"metadata":{}}`
+	out := make([]byte, 0, len(head)+len(text)+2+len(tail)) // AppendJSONString grows it if text needs escaping
+	out = append(out, head...)
+	out = tools.AppendJSONString(out, text, false)
+	return append(out, tail...)
 }
