@@ -13,8 +13,9 @@ import (
 
 // gatewayMetrics turns the gateways' observations into Prometheus metrics:
 // calls by server and status, and their latency. It implements
-// mcpgateway.Observer; its methods only touch Prometheus' own
-// goroutine-safe values, so they never block. Circuit state is not
+// mcpgateway.Observer; its methods touch only Prometheus' own
+// goroutine-safe values and the series kept under a read-mostly lock
+// (mu), so they never wait on I/O. Circuit state is not
 // observed here but read at scrape time (gatewayCollector), so every
 // configured server has a series from the start and a removed one none.
 type gatewayMetrics struct {
