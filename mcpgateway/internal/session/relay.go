@@ -67,9 +67,8 @@ func (r *relay) progress(p tools.ProgressPayload) {
 	} else {
 		r.pending[len(r.pending)-1] = p
 	}
-	r.startLocked()
+	r.pokeLocked()
 	r.mu.Unlock()
-	r.poke()
 }
 
 // event queues ev to be emitted. It never blocks; the caller bounds how
@@ -77,30 +76,25 @@ func (r *relay) progress(p tools.ProgressPayload) {
 func (r *relay) event(ev tools.Event) {
 	r.mu.Lock()
 	r.queue = append(r.queue, ev)
-	r.startLocked()
+	r.pokeLocked()
 	r.mu.Unlock()
-	r.poke()
 }
 
-// startLocked starts the goroutine for the first message, unless close has
-// begun (what comes after the call's end is dropped, as it always was);
-// r.mu is held.
-func (r *relay) startLocked() {
-	if r.running || r.closed {
-		return
+// pokeLocked wakes the goroutine, starting it for the first message unless
+// close has begun (what comes after the call's end is dropped, as it
+// always was); r.mu is held. It never blocks.
+func (r *relay) pokeLocked() {
+	if !r.running {
+		if r.closed {
+			return
+		}
+		r.running = true
+		r.wake, r.stop, r.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		go r.run()
 	}
-	r.running = true
-	r.wake, r.stop, r.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	go r.run()
-}
-
-func (r *relay) poke() {
-	r.mu.Lock()
-	wake := r.wake
-	r.mu.Unlock()
 	select {
-	case wake <- struct{}{}:
-	default: // a wake is waiting already, or there is no goroutine (closed)
+	case r.wake <- struct{}{}:
+	default: // a wake is waiting already
 	}
 }
 
