@@ -91,8 +91,8 @@ type Book struct {
 	// channel closes when it is done.
 	adopting map[string]chan struct{}
 	// opened is closed, and set to nil, when a GET stream opens
-	// (OpenStream): the wake of WaitStreaming's waits. Nil while nobody
-	// waits.
+	// (OpenStream): the wake of the waits for a stream (WaitStreaming,
+	// StreamOpened). Nil while nobody waits.
 	opened chan struct{}
 }
 
@@ -398,10 +398,7 @@ func (b *Book) waitStream(ctx context.Context, find func() *owned) *owned {
 			b.mu.Unlock()
 			return o
 		}
-		if b.opened == nil {
-			b.opened = make(chan struct{})
-		}
-		wake := b.opened
+		wake := b.openedLocked()
 		b.mu.Unlock()
 		select {
 		case <-wake:
@@ -409,6 +406,22 @@ func (b *Book) waitStream(ctx context.Context, find func() *owned) *owned {
 			return nil
 		}
 	}
+}
+
+// StreamOpened returns a channel closed when the next GET stream, of any
+// session, opens: take it before checking Streaming, and check again once
+// it is closed.
+func (b *Book) StreamOpened() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.openedLocked()
+}
+
+func (b *Book) openedLocked() chan struct{} {
+	if b.opened == nil {
+		b.opened = make(chan struct{})
+	}
+	return b.opened
 }
 
 // OpenStream counts a GET stream of session id until the returned func is

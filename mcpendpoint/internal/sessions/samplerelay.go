@@ -95,35 +95,33 @@ func (h *Hub) sampleElsewhere(ctx context.Context, sid, user string, req mcp.Cre
 	// The GET stream may open here instead: then the request is put to it,
 	// unless a replica says it took it within sampleTakenGrace (its word
 	// may be on its way).
-	streamHere := make(chan struct{})
-	opened := (<-chan struct{})(streamHere)
-	watch, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go func() {
-		if h.Book.WaitStreaming(watch, sid, user) {
-			close(streamHere)
-		}
-	}()
+	opened := h.Book.StreamOpened()
 	untaken := time.NewTimer(sampleTakenWait)
 	defer untaken.Stop()
+	if h.Book.Streaming(sid, user) { // opened since Sample looked
+		opened = nil
+		untaken.Reset(sampleTakenGrace)
+	}
 	for {
 		select {
 		case m := <-results:
 			return relayedResult(m)
 		case <-taken:
 			taken, opened = nil, nil // the replica that took it answers on results
-			stopWatch()
 			untaken.Stop()
-		case <-opened:
-			opened = nil
-			untaken.Reset(sampleTakenGrace)
+		case <-opened: // some session's stream opened here: this one's?
+			opened = h.Book.StreamOpened()
+			if h.Book.Streaming(sid, user) {
+				opened = nil
+				untaken.Reset(sampleTakenGrace)
+			}
 		case <-untaken.C:
 			if h.Book.Streaming(sid, user) {
 				return h.sampleHere(ctx, req) // the stream opened here after all
 			}
 			return nil, errNotTaken(nil)
 		case <-ctx.Done():
-			if taken != nil {
+			if taken != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, errNotTaken(ctx.Err())
 			}
 			return nil, ctx.Err()
