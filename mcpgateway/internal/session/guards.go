@@ -21,14 +21,17 @@ import (
 // newHTTPClient returns the session's client: its own pool, redirects
 // within the server's origin only (ServerRedirects), and every
 // request ended by s.abort (which close calls after CloseGrace) whatever ctx
-// mcp-go gave it: its DELETE on close has context.Background and 5 s.
+// mcp-go gave it: its DELETE on close has context.Background and 5 s. Its
+// connections refuse a request the server closed them under (liveDial).
 //
 // Outside that, the auth layer puts the configured headers and the user's
 // token on every request (see mcpauth.NewRoundTripper).
 func (c *Conn) newHTTPClient(s *Session) *http.Client {
 	ctx, abort := context.WithCancel(context.Background())
 	s.abort = abort
-	base := &abortRoundTripper{ctx: ctx, base: http.DefaultTransport.(*http.Transport).Clone(), line: s.orders.line}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = liveDial(tr.DialContext)
+	base := &abortRoundTripper{ctx: ctx, base: tr, line: s.orders.line}
 	rt := mcpauth.NewRoundTripper(base, c.cfg, c.auth)
 	// The trace context goes to the server as traceparent (see trace.go).
 	// The standalone GET is watched outside the auth layer, so that a GET
