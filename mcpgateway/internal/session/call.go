@@ -88,7 +88,11 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 		req.Params.Meta = &mcp.Meta{ProgressToken: ac.token, AdditionalFields: traceMeta(cctx)}
 		req.Header = paramHeaders(s, call)
 		stop := s.WedgeGuard(cctx, "call "+call.Tool)
-		res, err = s.client.CallTool(withInputRound(withCall(cctx, ac)), req)
+		if mcp.IsModernProtocol(s.protocol) {
+			res, err = s.client.CallTool(withInputRound(withCall(cctx, ac)), req)
+		} else {
+			res, err = c.callTool(withCall(cctx, ac), s, req.Params, req.Header)
+		}
 		stop()
 	}
 	if err == nil {

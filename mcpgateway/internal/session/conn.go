@@ -46,8 +46,9 @@ type Conn struct {
 	cancel   context.CancelFunc
 	// wg owns every goroutine the conn starts; close waits for it.
 	wg sync.WaitGroup
-	// seq numbers the requests the gateway sends raw (tools/list) and the
-	// progress tokens of calls.
+	// seq numbers the requests the gateway sends raw (tools/list, and
+	// tools/call before 2026-07-28: callTool) and the progress tokens of
+	// calls.
 	seq atomic.Int64
 	// logs keeps the server's last log messages.
 	logs *ring.Buffer[LogEntry]
