@@ -64,15 +64,16 @@ func (e *CallError) Is(target error) bool { return e.retry && target == ErrRetry
 // server sends during the call reach call.User only. A failure is a
 // *CallError; a session found gone is retired.
 func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.CallToolResult, err error) {
-	cctx, extend, hold, cancel := c.progressCtx(ctx)
-	defer cancel()
+	clock := c.progressCtx(ctx)
+	defer clock.stop()
+	cctx := clock.ctx
 	emit := call.Emit
 	if emit == nil {
 		emit = tools.Discard
 	}
 	// progress starts below any report, so that a first report of 0 counts.
 	ac := &activeCall{token: c.progressToken(), server: c.cfg.Name, tool: call.Tool, progress: math.Inf(-1),
-		user: call.User, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
+		user: call.User, emit: emit, clock: clock, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
 	cctx, span := startMCP(cctx, c.cfg.Name, s, string(mcp.MethodToolsCall), call.Tool)

@@ -87,7 +87,7 @@ func (e elicitation) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*m
 	defer cancel()
 	// The user's reading time is not the server's: call_timeout waits
 	// (elicitation_timeout bounds the question, max_call_time the call).
-	defer ac.hold()()
+	defer ac.clock.hold()()
 	ans, err := asker.Ask(actx, tools.Question{Payload: payload, Check: check})
 	switch {
 	case err != nil && actx.Err() != nil && ctx.Err() == nil:

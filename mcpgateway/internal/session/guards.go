@@ -135,25 +135,44 @@ func (s *Session) WedgeGuard(ctx context.Context, what string) (stop func()) {
 	if s.proc == nil {
 		return func() {}
 	}
-	var mu sync.Mutex
-	var timer *time.Timer
-	stopped := false
-	stopCtx := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			timer = time.AfterFunc(wedgeGrace, func() {
-				s.MarkDead(fmt.Errorf("%s: the child does not read its stdin: %w", what, context.Cause(ctx)))
-			})
-		}
-	})
-	return func() {
-		stopCtx()
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		if timer != nil {
-			timer.Stop()
-		}
+	w := &wedgeWatch{s: s, ctx: ctx, what: what}
+	w.stopCtx = context.AfterFunc(ctx, w.ctxDone)
+	return w.stop
+}
+
+// wedgeWatch is one WedgeGuard: a single value, as a guard runs on every
+// call.
+type wedgeWatch struct {
+	s       *Session
+	ctx     context.Context //nolint:containedctx // the request's, read for its cause
+	what    string
+	stopCtx func() bool
+
+	mu      sync.Mutex // guards stopped and timer
+	stopped bool
+	timer   *time.Timer
+}
+
+// ctxDone starts the grace the request has to return.
+func (w *wedgeWatch) ctxDone() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.timer = time.AfterFunc(wedgeGrace, w.wedged)
+	}
+}
+
+func (w *wedgeWatch) wedged() {
+	w.s.MarkDead(fmt.Errorf("%s: the child does not read its stdin: %w", w.what, context.Cause(w.ctx)))
+}
+
+// stop ends the watch: the request returned.
+func (w *wedgeWatch) stop() {
+	w.stopCtx()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.timer != nil {
+		w.timer.Stop()
 	}
 }

@@ -19,11 +19,10 @@ type activeCall struct {
 	tool   string
 	user   string
 	emit   tools.Emitter // never nil; questions go to it directly
-	// extend moves the call's deadline on after a progress report.
-	extend func()
-	// hold stops the call's idle deadline while the user is asked
-	// something (an approval), until release; max_call_time still runs.
-	hold func() (release func())
+	// clock bounds the call: extend moves its deadline on after a
+	// progress report, hold stops the idle deadline while the user is
+	// asked something (an approval); max_call_time still runs.
+	clock *callClock
 	// ctx is the call's: what the server asks the model for the call
 	// (sampling) ends with it.
 	ctx context.Context //nolint:containedctx // the call's lifetime, for work done on its behalf
@@ -110,49 +109,72 @@ var errCallTimeout = fmt.Errorf("no answer within call_timeout: %w", context.Dea
 // progress it reported.
 var errMaxCallTime = fmt.Errorf("still running after max_call_time: %w", context.DeadlineExceeded)
 
-// progressCtx derives a call's ctx from the caller's: it ends call_timeout
-// after the start or after the last extend, at max_call_time at the latest,
-// and when the conn closes. context.Cause says which deadline ended it.
-// While a hold is in force (the user is asked something) the idle deadline
-// does not run; it starts again from its release.
-func (c *Conn) progressCtx(ctx context.Context) (cctx context.Context, extend func(), hold func() (release func()), cancel context.CancelFunc) {
+// callClock bounds a call: its ctx ends call_timeout after the start or
+// after the last extend, at max_call_time at the latest, and when the conn
+// closes; context.Cause says which deadline ended it. While a hold is in
+// force (the user is asked something) the idle deadline does not run; it
+// starts again from its release. One value holds what the bounds share,
+// so a call pays for its clock once.
+type callClock struct {
+	ctx         context.Context //nolint:containedctx // the call's, handed out by progressCtx
+	cancelInner context.CancelCauseFunc
+	cancelOuter context.CancelFunc
+	idle        time.Duration
+	timer       *time.Timer // the idle deadline
+	stopLife    func() bool // ends the watch on the conn's lifetime
+
+	mu   sync.Mutex // guards held
+	held int
+}
+
+// progressCtx starts the clock of a call made under ctx (callClock); stop
+// it once the call has returned.
+func (c *Conn) progressCtx(ctx context.Context) *callClock {
 	maxCall, _ := c.cfg.Limits()
 	_, idle := c.cfg.Timeouts()
+	k := &callClock{idle: idle}
 	outer, cancelOuter := context.WithTimeoutCause(ctx, maxCall, errMaxCallTime)
-	inner, cancelInner := context.WithCancelCause(outer)
-	timer := time.AfterFunc(idle, func() { cancelInner(errCallTimeout) })
-	stop := context.AfterFunc(c.lifetime, func() { cancelInner(ErrClosed) })
-	var mu sync.Mutex // guards held
-	held := 0
-	extend = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if inner.Err() == nil && held == 0 {
-			timer.Reset(idle)
+	k.ctx, k.cancelInner = context.WithCancelCause(outer)
+	k.cancelOuter = cancelOuter
+	k.timer = time.AfterFunc(idle, k.idleOut)
+	k.stopLife = context.AfterFunc(c.lifetime, k.closed)
+	return k
+}
+
+func (k *callClock) idleOut() { k.cancelInner(errCallTimeout) }
+func (k *callClock) closed()  { k.cancelInner(ErrClosed) }
+
+// extend moves the idle deadline on, after a sign of life of the call.
+func (k *callClock) extend() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.ctx.Err() == nil && k.held == 0 {
+		k.timer.Reset(k.idle)
+	}
+}
+
+// hold stops the idle deadline until release is called (once counts;
+// holds nest).
+func (k *callClock) hold() (release func()) {
+	k.mu.Lock()
+	k.held++
+	k.timer.Stop()
+	k.mu.Unlock()
+	return sync.OnceFunc(func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if k.held--; k.held == 0 && k.ctx.Err() == nil {
+			k.timer.Reset(k.idle)
 		}
-	}
-	hold = func() func() {
-		mu.Lock()
-		held++
-		timer.Stop()
-		mu.Unlock()
-		var once sync.Once
-		return func() {
-			once.Do(func() {
-				mu.Lock()
-				defer mu.Unlock()
-				if held--; held == 0 && inner.Err() == nil {
-					timer.Reset(idle)
-				}
-			})
-		}
-	}
-	return inner, extend, hold, func() {
-		timer.Stop()
-		stop()
-		cancelInner(context.Canceled)
-		cancelOuter()
-	}
+	})
+}
+
+// stop ends the call's ctx and its timers.
+func (k *callClock) stop() {
+	k.timer.Stop()
+	k.stopLife()
+	k.cancelInner(context.Canceled)
+	k.cancelOuter()
 }
 
 // progressed handles notifications/progress, on the transport's read loop:
@@ -176,7 +198,7 @@ func (c *Conn) progressed(s *Session, n mcp.JSONRPCNotification) {
 	if !grew {
 		return
 	}
-	ac.extend()
+	ac.clock.extend()
 	p := tools.ProgressPayload{CallID: ac.token, Server: ac.server, Tool: ac.tool, Progress: progress}
 	if total, ok := number(f["total"]); ok && total > 0 {
 		p.Total = &total

@@ -14,13 +14,14 @@ import (
 // earlier server's requests) go to emit as a call's do (CallTool), under
 // the prompt's name; a nil emit declines them.
 func (c *Conn) GetPrompt(ctx context.Context, s *Session, req mcp.GetPromptRequest, user string, emit tools.Emitter) (*mcp.GetPromptResult, error) {
-	cctx, extend, hold, cancel := c.progressCtx(ctx)
-	defer cancel()
+	clock := c.progressCtx(ctx)
+	defer clock.stop()
+	cctx := clock.ctx
 	if emit == nil {
 		emit = tools.Discard
 	}
 	ac := &activeCall{token: c.progressToken(), server: c.cfg.Name, tool: "prompt " + req.Params.Name,
-		progress: math.Inf(-1), user: user, emit: emit, extend: extend, hold: hold, ctx: cctx, relay: startRelay(emit)}
+		progress: math.Inf(-1), user: user, emit: emit, clock: clock, ctx: cctx, relay: startRelay(emit)}
 	defer ac.relay.close()
 	defer s.track(ac)()
 	stop := s.WedgeGuard(cctx, "prompt "+req.Params.Name)

@@ -99,7 +99,7 @@ func (h sampling) approve(ctx context.Context, ac *activeCall, asker tools.Asker
 	actx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	// The user's reading time is not the server's: call_timeout waits.
-	defer ac.hold()()
+	defer ac.clock.hold()()
 	ans, err := asker.Ask(actx, tools.Question{Payload: tools.ElicitationPayload{
 		Server: c.cfg.Name, Tool: ac.tool, Mode: tools.ElicitSampling, Message: msg, Sampling: &show}, Check: check})
 	switch {

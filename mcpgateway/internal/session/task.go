@@ -90,7 +90,7 @@ func (c *Conn) awaitTask(ctx context.Context, s *Session, ac *activeCall, task m
 			return nil, err
 		}
 		task = next
-		ac.extend() // the server still answers for the task: like progress
+		ac.clock.extend() // the server still answers for the task: like progress
 		w.show(task)
 	}
 }
@@ -161,7 +161,7 @@ func (w *taskWatch) result(ctx context.Context, task mcp.Task) (*mcp.CallToolRes
 					return
 				}
 				task = next
-				w.ac.extend()
+				w.ac.clock.extend()
 				w.show(task)
 			}
 		})
