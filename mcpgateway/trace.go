@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/elysia-go/elysia/internal/tracing"
 	"github.com/elysia-go/elysia/mcpgateway/internal/session"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -16,8 +17,8 @@ import (
 // Traces: a span per gateway action and one per MCP request, named and
 // tagged as the OpenTelemetry MCP semantic conventions say
 // (https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/). With no
-// tracer provider set (cmd sets one only when OTEL_* asks for it) they cost
-// nothing and nothing is sent to servers.
+// tracer provider set (cmd sets one only when OTEL_* asks for it) they are
+// not started (tracing.On) and nothing is sent to servers.
 
 // tracer is the gateway's tracer: the sessions' MCP request spans share
 // its instrumentation scope.
@@ -26,6 +27,9 @@ func tracer() trace.Tracer { return otel.Tracer("github.com/elysia-go/elysia/mcp
 // startAction starts the span of one gateway action (list, execute, ...)
 // on server; tool is the MCP tool an execute names, "" otherwise.
 func startAction(ctx context.Context, server, action, tool string) (context.Context, trace.Span) {
+	if !tracing.On() {
+		return ctx, tracing.Skipped
+	}
 	attrs := []attribute.KeyValue{
 		attribute.String("elysia.gateway.server", server),
 		attribute.String("elysia.gateway.action", action),

@@ -9,13 +9,15 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/elysia-go/elysia/internal/tracing"
 )
 
 // Traces: a span per decision and one per model call, the latter named and
 // tagged as the OpenTelemetry GenAI semantic conventions say
 // (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/). With
-// no tracer provider set they cost next to nothing: their attributes are
-// built only for a span that records.
+// no tracer provider set they are not started (tracing.On); with one,
+// their attributes are built only for a span that records.
 
 // tracerName is the instrumentation scope of the tree's spans.
 const tracerName = "github.com/elysia-go/elysia/tree"
@@ -24,6 +26,9 @@ func tracer() trace.Tracer { return otel.Tracer(tracerName) }
 
 // startDecision starts the span of one decision at node.
 func startDecision(ctx context.Context, node string) (context.Context, trace.Span) {
+	if !tracing.On() {
+		return ctx, tracing.Skipped
+	}
 	ctx, span := tracer().Start(ctx, "decision")
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("elysia.tree.node", node))
@@ -62,6 +67,9 @@ func errorType(err error) string {
 
 // startModelCall starts the client span of one chat call to the model.
 func (o *Options) startModelCall(ctx context.Context) (context.Context, trace.Span) {
+	if !tracing.On() {
+		return ctx, tracing.Skipped
+	}
 	name := "chat"
 	if o.ModelName != "" {
 		name += " " + o.ModelName

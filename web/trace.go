@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/elysia-go/elysia/internal/tracing"
 )
 
 // tracerName is the instrumentation scope of the server's spans.
@@ -19,9 +21,13 @@ const tracerName = "github.com/elysia-go/elysia/web"
 // of a client that sent traceparent. It is named by the route template
 // ("POST /query/:user_id/:conversation_id"), never the path, so names stay
 // few; the request id is an attribute. No header, query string or body is
-// recorded. With no tracer provider set it costs next to nothing: the
-// attributes are built only for a span that records.
+// recorded. With no tracer provider set it starts nothing (tracing.On);
+// with one, the attributes are built only for a span that records.
 func traceMiddleware(c *gin.Context) {
+	if !tracing.On() {
+		c.Next()
+		return
+	}
 	ctx := otel.GetTextMapPropagator().Extract(c.Request.Context(), propagation.HeaderCarrier(c.Request.Header))
 	route := routeOf(c)
 	ctx, span := otel.Tracer(tracerName).Start(ctx, c.Request.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer))

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/elysia-go/elysia/internal/tracing"
 	"github.com/elysia-go/elysia/tools"
 	"github.com/elysia-go/elysia/tree"
 	"github.com/elysia-go/elysia/web"
@@ -184,6 +185,9 @@ func withTracePerQuery(ctx context.Context) context.Context {
 // request's span, or, on a WebSocket, the root of a trace of its own linked
 // to the socket's span, so that each query is one trace.
 func startQuery(ctx context.Context, queryID string) (context.Context, trace.Span) {
+	if !tracing.On() {
+		return ctx, tracing.Skipped
+	}
 	opts := []trace.SpanStartOption{trace.WithAttributes(
 		attribute.String("elysia.query_id", queryID),
 		attribute.String("elysia.request_id", web.RequestID(ctx)),

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/elysia-go/elysia/internal/tracing"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/tools"
 )
@@ -27,6 +28,9 @@ func tracer() trace.Tracer { return otel.Tracer(tracerName) }
 // a span nobody reads. They are set after the start, so a sampler does not
 // see them (the service's samples by its parent or always).
 func startMCP(ctx context.Context, server string, s *Session, method, tool string) (context.Context, trace.Span) {
+	if !tracing.On() {
+		return ctx, tracing.Skipped
+	}
 	name := method
 	if tool != "" {
 		name += " " + tool
