@@ -122,3 +122,28 @@ func TestGuardCheck(t *testing.T) {
 		t.Errorf("OwnOrigin(evil.example) = %v, want how to list it", err)
 	}
 }
+
+// TestSetHeadersShared: SetHeaders shares its values between responses;
+// what one response does to its headers must not reach another's.
+func TestSetHeadersShared(t *testing.T) {
+	a, b := http.Header{}, http.Header{}
+	SetHeaders(a)
+	SetHeaders(b)
+	a.Add("X-Frame-Options", "SAMEORIGIN")
+	a.Set("Content-Security-Policy", "default-src *")
+	want := map[string]string{"Content-Security-Policy": UICSP, "X-Frame-Options": "DENY",
+		"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
+	for k, v := range want {
+		if got := b.Values(k); len(got) != 1 || got[0] != v {
+			t.Errorf("%s = %q after another response changed its own; want %q", k, got, v)
+		}
+	}
+	if got := a.Values("X-Frame-Options"); len(got) != 2 {
+		t.Errorf("X-Frame-Options after Add = %q", got)
+	}
+	h := http.Header{}
+	SetHeaders(h)
+	if n := testing.AllocsPerRun(100, func() { SetHeaders(h) }); n != 0 {
+		t.Errorf("SetHeaders allocates %v times", n)
+	}
+}
