@@ -23,9 +23,6 @@ const AdminUser = "*"
 // browsers, which cannot set headers on a WebSocket.
 const wsProtocolPrefix = "bearer."
 
-// principalKey is the gin context key of the authenticated user id.
-const principalKey = "web.principal"
-
 // keyEntry is one configured key, kept only as its SHA-256 so every
 // comparison takes the same time whatever the key's length.
 type keyEntry struct {
@@ -116,8 +113,13 @@ func (s *Server) requireKey(c *gin.Context) {
 // keys) and for the dependencies they call (the request's context, see
 // Principal).
 func setPrincipal(c *gin.Context, user string) {
-	c.Set(principalKey, user)
-	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), principalCtxKey, user))
+	if info := infoOf(c.Request.Context()); info != nil {
+		info.principal = user
+		return
+	}
+	// A request that did not pass requestIDMiddleware (a Kit route's
+	// own engine in tests): its info starts here.
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestInfoKey, &requestInfo{principal: user}))
 }
 
 // Principal returns the user id of the API key that authenticated the
@@ -126,8 +128,10 @@ func setPrincipal(c *gin.Context, user string) {
 // outside a request. Adapters use it to say whom a tool call was for in
 // their logs, as they use RequestID.
 func Principal(ctx context.Context) string {
-	user, _ := ctx.Value(principalCtxKey).(string)
-	return user
+	if info := infoOf(ctx); info != nil {
+		return info.principal
+	}
+	return ""
 }
 
 // requireUser is middleware for routes under a :user_id: the key must be

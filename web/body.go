@@ -44,23 +44,24 @@ func (s *Server) bodyDeadline(c *gin.Context) {
 		c.Next() // a connection that takes no deadline (HTTP/2 through some proxies): its server's timeouts apply
 		return
 	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, wait: s.bodyWait, arrived: sync.OnceFunc(func() { _ = rc.SetReadDeadline(time.Time{}) })}
+	r.Body = &deadlineBody{ReadCloser: r.Body, wait: s.bodyWait, rc: rc}
 	c.Next()
 }
 
-// deadlineBody is a request body read under a deadline, which arrived
-// clears when the body ends.
+// deadlineBody is a request body read under a deadline, which is cleared
+// (once) when the body ends.
 type deadlineBody struct {
 	io.ReadCloser
 	wait    time.Duration
-	arrived func()
+	rc      *http.ResponseController
+	arrived sync.Once
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	switch {
 	case err == io.EOF:
-		b.arrived()
+		b.arrived.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = &requestError{http.StatusRequestTimeout, fmt.Sprintf("request body not received within %s: send the whole body at once", b.wait)}
 	}

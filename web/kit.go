@@ -56,7 +56,7 @@ func (k *Kit) AuthorizeUser(c *gin.Context, userID string) bool { return k.s.aut
 // MayActFor reports whether the key that passed RequireKey or RequireUser
 // may act for userID. With no keys configured, every request may.
 func (k *Kit) MayActFor(c *gin.Context, userID string) bool {
-	return mayActFor(c.GetString(principalKey), userID)
+	return mayActFor(Principal(c.Request.Context()), userID)
 }
 
 // Authenticate finds the user the request's API key acts for (AdminUser

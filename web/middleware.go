@@ -22,17 +22,32 @@ const keyRequestID = "request_id"
 // ctxKey is the type of the context keys of this package.
 type ctxKey int
 
-const (
-	requestIDKey ctxKey = iota
-	principalCtxKey
-)
+// requestInfoKey is the context key of a request's *requestInfo.
+const requestInfoKey ctxKey = 0
+
+// requestInfo is what the middleware learns of a request, kept in its
+// context once (requestIDMiddleware): its id, and, once its key has been
+// checked, whom the key acts for (setPrincipal). Both are set before the
+// route's handler runs and never after, so whatever the handler starts
+// reads them without a lock.
+type requestInfo struct {
+	id        string
+	principal string
+}
+
+func infoOf(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey).(*requestInfo)
+	return info
+}
 
 // RequestID returns the request id stored in ctx by the server's middleware,
 // or "" when there is none. Adapters pass it on (tools.Call.RequestID) so a
 // tool call's log lines can be matched with its request.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if info := infoOf(ctx); info != nil {
+		return info.id
+	}
+	return ""
 }
 
 // validRequestID reports whether a client-supplied request id may be reused:
@@ -62,7 +77,7 @@ func requestIDMiddleware(c *gin.Context) {
 		id = tools.NewID()
 	}
 	c.Header(requestIDHeader, id)
-	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestIDKey, id))
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), requestInfoKey, &requestInfo{id: id}))
 	c.Next()
 }
 

@@ -162,8 +162,7 @@ func (s *Server) serversFor(ctx context.Context, user string) (ServersStatus, er
 // user, or for an admin key (and without keys) the one ?user= names ("" for
 // none). A user key asking for another user is refused (403).
 func askingUser(c *gin.Context) (string, error) {
-	principal, _ := c.Get(principalKey)
-	p, _ := principal.(string)
+	p := Principal(c.Request.Context())
 	q := c.Query("user")
 	if p != AdminUser {
 		if q != "" && q != p {
