@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"time"
 
@@ -64,7 +65,7 @@ type abortRoundTripper struct {
 }
 
 func (t *abortRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(httptrace.WithClientTrace(r.Context(), armOnReuse))
 	stop := context.AfterFunc(t.ctx, cancel)
 	resp, err := t.base.RoundTrip(r.WithContext(ctx))
 	if err != nil {

@@ -71,8 +71,10 @@ func cancelOnServer(ctx context.Context, t mcptransport.Interface, id mcp.Reques
 			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
 		},
 	}
-	// A child that stopped reading could hold the write: the wait is
-	// bounded, and closing the session (its stdin) ends it.
+	// Sent off the caller's path, as mcp-go's Client does. mcp-go's stdio
+	// transport looks at ctx only before it writes: a child that stopped
+	// reading holds the write until the session closes its stdin (a later
+	// request's wedge guard, or the conn's close), which ends it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelNoteWait)
 	go func() {
 		defer cancel()

@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
+	"net/http/httptrace"
 	"sync/atomic"
 	"syscall"
 )
@@ -12,9 +14,9 @@ import (
 // already closed the kept-alive connection.
 var errPeerClosed = errors.New("the server closed the kept-alive connection before the request was written")
 
-// liveDial wraps dial so that each connection it makes looks, before it
-// writes a request after having read an answer, whether the server closed
-// it meanwhile (liveConn).
+// liveDial wraps dial so that each connection it makes can look, as a
+// request starts on it again, whether the server closed it meanwhile
+// (liveConn, armed by armOnReuse).
 //
 // Why: a server that restarts or dies closes its idle connections, and
 // net/http's pool notices only once its read loop runs. A POST sent in
@@ -42,41 +44,40 @@ func liveDial(dial func(ctx context.Context, network, addr string) (net.Conn, er
 	}
 }
 
-// liveConn is a connection that refuses a write following a read when
-// the server has closed it (peerClosed). Only the first write after a read
-// asks: that is where a request on a reused connection begins, and a long
-// body written in parts is not asked about again.
+// liveConn is a connection whose first write after it was armed is
+// refused when the server has closed it (peerClosed). It is armed only
+// where a request begins on a reused connection (armOnReuse): a write in
+// the middle of a request, say the rest of a body after the server
+// answered early and closed its side, is never refused.
 type liveConn struct {
 	net.Conn
-	raw  syscall.RawConn
-	read atomic.Bool // something was read since the last write
-}
-
-func (c *liveConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.read.Store(true)
-	}
-	return n, err
+	raw   syscall.RawConn
+	armed atomic.Bool
 }
 
 func (c *liveConn) Write(p []byte) (int, error) {
-	if c.read.Swap(false) && peerClosed(c.raw) {
+	if c.armed.Swap(false) && peerClosed(c.raw) {
 		return 0, errPeerClosed
 	}
 	return c.Conn.Write(p)
 }
 
-// peerClosed reports whether the socket has the server's end of stream
-// (or a reset) waiting: a peek that neither waits nor takes anything,
-// beside net/http's read loop, which may be parked reading the same
-// socket. Bytes waiting, or nothing yet, say the connection is open.
-func peerClosed(raw syscall.RawConn) bool {
-	closed := false
-	err := raw.Control(func(fd uintptr) {
-		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		closed = (n == 0 && err == nil) || errors.Is(err, syscall.ECONNRESET)
-	})
-	return err == nil && closed
-}
+// armOnReuse is the client trace (httptrace) that arms a liveConn as
+// net/http hands it, reused, to a request, before the request is written.
+// HTTP/2 is left alone: its connection carries many requests at once, and
+// it does not send a request again after a refused write.
+var armOnReuse = &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+	if !info.Reused {
+		return
+	}
+	c := info.Conn
+	if tc, ok := c.(*tls.Conn); ok {
+		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+			return
+		}
+		c = tc.NetConn()
+	}
+	if lc, ok := c.(*liveConn); ok {
+		lc.armed.Store(true)
+	}
+}}
