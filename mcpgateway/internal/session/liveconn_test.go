@@ -27,7 +27,7 @@ func tcpPair(t *testing.T) (client net.Conn, server net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // the pair is made: no more to accept
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	client, err = liveDial(d.DialContext)(t.Context(), "tcp", ln.Addr().String())
 	if err != nil {
