@@ -98,7 +98,7 @@ var _ mcpgateway.RootsLister = clientEmitter{}
 func (e clientEmitter) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
 	info := mcpserver.RequestProtocolInfoFromContext(e.call)
 	if e.held == nil || info == nil || info.ClientCapabilities == nil || info.ClientCapabilities.Roots == nil {
-		return nil, nil
+		return nil, nil //nolint:nilnil // no roots and no error: the server gets none (session.RootsLister)
 	}
 	rctx, cancel := context.WithCancel(e.call)
 	defer cancel()

@@ -288,7 +288,7 @@ func TestSubscribeEndedMidCallLeaksNothing(t *testing.T) {
 	}
 	_ = c.Close() // DELETE: the session ends while its subscribe waits
 	release()
-	<-done // its answer no longer matters
+	<-done //nolint:errcheck // its answer no longer matters
 	deadline := time.Now().Add(5 * time.Second)
 	for (w.unsubs.Load() != 1 || subscribed(ep) != 0) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

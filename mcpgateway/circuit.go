@@ -95,10 +95,10 @@ func (g *Gateway) recordedCircuit() gobreaker.State {
 		c.mu.Lock()
 		st := c.circuit
 		c.mu.Unlock()
-		switch {
-		case st == gobreaker.StateClosed:
+		switch st {
+		case gobreaker.StateClosed:
 			return gobreaker.StateClosed
-		case st == gobreaker.StateHalfOpen:
+		case gobreaker.StateHalfOpen:
 			agg = gobreaker.StateHalfOpen
 		}
 	}

@@ -68,6 +68,7 @@ func BenchmarkFailoverTime(b *testing.B) {
 // failoverOnce is one trial of BenchmarkFailoverTime: a gateway serving
 // from a, a killed, calls until one is served by c.
 func failoverOnce(b *testing.B, cfg mcpconfig.ServerConfig, a, c *todoProc) time.Duration {
+	b.Helper()
 	g := New(cfg, nil)
 	defer func() { _ = g.Close() }()
 	if pid, err := readPID(b, g, b.Context(), 0); err != nil || pid != a.pid() {

@@ -39,9 +39,9 @@ type todoProc struct {
 
 // startTodo starts todo-mcp (with the fault tools) over transport, "http"
 // or "sse", on a free port.
-func startTodo(t testing.TB, transport string, extra ...string) *todoProc {
-	t.Helper()
-	p := &todoProc{t: t, port: testenv.FreePort(t), transport: transport, db: filepath.Join(t.TempDir(), "todos.db"), extra: extra}
+func startTodo(tb testing.TB, transport string, extra ...string) *todoProc {
+	tb.Helper()
+	p := &todoProc{t: tb, port: testenv.FreePort(tb), transport: transport, db: filepath.Join(tb.TempDir(), "todos.db"), extra: extra}
 	p.start()
 	return p
 }
@@ -115,8 +115,8 @@ func withCopies(primary mcpconfig.ServerConfig, policy string, copies ...mcpconf
 var readBy = regexp.MustCompile(`read by pid (\d+)`)
 
 // readPID calls fault_read and returns the pid of the process that answered.
-func readPID(t testing.TB, g *Gateway, ctx context.Context, delay int) (int, error) {
-	t.Helper()
+func readPID(tb testing.TB, g *Gateway, ctx context.Context, delay int) (int, error) {
+	tb.Helper()
 	res, err := g.Execute(ctx, "fault_read", map[string]any{"delay_ms": delay})
 	if err != nil {
 		return 0, err

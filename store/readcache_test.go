@@ -14,6 +14,7 @@ import (
 // written, by this Store or by another on the same database, whether or not
 // the Store keeps their answers (SQLite does, between writes).
 func testReadsSeeEveryWriter(t *testing.T, newDSN newDSN) {
+	t.Helper()
 	dsn := newDSN(t)
 	a, b := openStore(t, dsn), openStore(t, dsn)
 	ctx := t.Context()
@@ -199,7 +200,7 @@ func BenchmarkVersion(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	c := &Conversation{UserID: "u", ID: "c", Title: "t", InitMode: "default"}
 	if err := s.SaveConversation(b.Context(), c); err != nil {
 		b.Fatal(err)

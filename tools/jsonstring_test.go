@@ -73,13 +73,13 @@ func FuzzAppendJSONString(f *testing.F) {
 }
 
 // encodedString is s as encoding/json writes it, HTML escaped or not.
-func encodedString(t testing.TB, s string, html bool) string {
-	t.Helper()
+func encodedString(tb testing.TB, s string, html bool) string {
+	tb.Helper()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(html)
 	if err := enc.Encode(s); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -26,14 +26,14 @@ func TestStalledBodyTimesOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
+		defer func() { _ = conn.Close() }()
 		_ = conn.SetDeadline(time.Now().Add(10 * time.Second)) // the test's own bound
-		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"low_mem", path)
+		_, _ = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"low_mem", path)
 		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatalf("POST %s with a stalled body: no answer within 10 s: %v", path, err)
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		if path == "/init/tree/alice/c1" && res.StatusCode != http.StatusRequestTimeout {
 			t.Errorf("POST %s with a stalled body: status %d, want 408", path, res.StatusCode)
 		}
@@ -42,7 +42,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("POST with a whole body: status %d, want 200", res.StatusCode)
 	}

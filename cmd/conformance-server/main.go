@@ -65,7 +65,7 @@ const version = "0.1.0"
 func main() {
 	fs := flag.NewFlagSet("conformance-server", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: conformance-server [--only modern|legacy] (serves MCP over stdio)")
+		_, _ = fmt.Fprintln(fs.Output(), "usage: conformance-server [--only modern|legacy] (serves MCP over stdio)") // nowhere left to report a failed write
 	}
 	only := fs.String("only", "", "serve only the modern (2026-07-28) or the legacy (2025-11-25) half")
 	if err := fs.Parse(os.Args[1:]); err != nil {

@@ -36,7 +36,9 @@ type goSDKRecorder struct {
 
 // createMessage is the client's CreateMessageHandler: its model's answer
 // names the marker.
-func (r *goSDKRecorder) createMessage(_ context.Context, req *gosdk.CreateMessageRequest) (*gosdk.CreateMessageResult, error) {
+//
+//lint:ignore SA1019 sampling is deprecated in 2026-07-28 but still supported, and tested here
+func (r *goSDKRecorder) createMessage(_ context.Context, req *gosdk.CreateMessageRequest) (*gosdk.CreateMessageResult, error) { //nolint:staticcheck // deprecated sampling, tested on purpose
 	var text []string
 	for _, m := range req.Params.Messages {
 		if tc, ok := m.Content.(*gosdk.TextContent); ok {
@@ -46,7 +48,8 @@ func (r *goSDKRecorder) createMessage(_ context.Context, req *gosdk.CreateMessag
 	r.mu.Lock()
 	r.prompts = append(r.prompts, strings.Join(text, "\n"))
 	r.mu.Unlock()
-	return &gosdk.CreateMessageResult{
+	//lint:ignore SA1019 see above
+	return &gosdk.CreateMessageResult{ //nolint:staticcheck // see above
 		Role:       "assistant",
 		Content:    &gosdk.TextContent{Text: r.sampled()},
 		Model:      "gosdk-test-model",
@@ -88,6 +91,7 @@ func (r *goSDKRecorder) asked() (prompts, forms []string) {
 func goSDKConnect(t *testing.T, transport gosdk.Transport, version string, rec *goSDKRecorder) *gosdk.ClientSession {
 	t.Helper()
 	c := gosdk.NewClient(&gosdk.Implementation{Name: "elysia-gosdk-test", Version: "1"}, &gosdk.ClientOptions{
+		//lint:ignore SA1019 sampling is what the test is about
 		CreateMessageHandler: rec.createMessage, //nolint:staticcheck // sampling is what the test is about
 		ElicitationHandler:   rec.elicit,
 	})
@@ -169,6 +173,7 @@ func TestMCPEndpointGoSDK(t *testing.T) {
 			return &gosdk.StreamableClientTransport{Endpoint: s.URL + "/mcp"}, s.Output
 		}},
 		{"stdio", func(t *testing.T) (gosdk.Transport, func() string) {
+			t.Helper()
 			cmd := exec.Command(bin, "mcp", "serve", "--config", stdioConfig, "--db", "-", "--log-level", "info", "--log-format", "json")
 			cmd.Dir = stdioDir
 			cmd.Env = append(cleanEnv(), "ELYSIA_USER=gosdk")
@@ -208,6 +213,7 @@ func TestMCPEndpointGoSDK(t *testing.T) {
 // goSDKSampling: each half's sampling tool answers with the text of rec's
 // model, which was asked the tool's prompt.
 func goSDKSampling(t *testing.T, cs *gosdk.ClientSession, rec *goSDKRecorder) {
+	t.Helper()
 	cases := []struct {
 		name, tool string
 		args       map[string]any
@@ -237,6 +243,7 @@ func goSDKSampling(t *testing.T, cs *gosdk.ClientSession, rec *goSDKRecorder) {
 // goSDKElicitation: each half's elicitation tool answers with what rec's
 // user filled in, having been asked the tool's question.
 func goSDKElicitation(t *testing.T, cs *gosdk.ClientSession, rec *goSDKRecorder) {
+	t.Helper()
 	cases := []struct {
 		name, tool string
 		args       map[string]any
@@ -270,6 +277,7 @@ func goSDKElicitation(t *testing.T, cs *gosdk.ClientSession, rec *goSDKRecorder)
 // than letting it run on, and the same session then serves slow_compute
 // again.
 func goSDKCancellation(t *testing.T, cs *gosdk.ClientSession, log func() string) {
+	t.Helper()
 	t.Run("cancellation", func(t *testing.T) {
 		const cancelAfter, grace = time.Second, 5 * time.Second
 		cancelled := func() int { return goSDKCancelledCalls(log(), "slow_compute") }

@@ -304,7 +304,7 @@ func (as *testAS) verifyGrant(r *http.Request, form url.Values) (testGrant, erro
 	if as.trusted == nil {
 		return testGrant{}, errors.New("no jwt-bearer grants here")
 	}
-	jws, err := jose.ParseSigned(form.Get("assertion"), []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(form.Get("assertion"), []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return testGrant{}, fmt.Errorf("assertion: %v", err)
 	}
@@ -361,7 +361,7 @@ func verifyProof(r *http.Request, wantHTU, accessToken, nonce string, jtis map[s
 	if len(proofs) != 1 {
 		return "", fmt.Errorf("%d DPoP headers, want 1", len(proofs))
 	}
-	jws, err := jose.ParseSigned(proofs[0], []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(proofs[0], []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return "", fmt.Errorf("proof: %v", err)
 	}

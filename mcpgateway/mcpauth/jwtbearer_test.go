@@ -328,7 +328,7 @@ func (idp *testIdP) exchange(r *http.Request, form url.Values) (string, error) {
 	if form.Get("audience") == "" || form.Get("resource") == "" {
 		return "", errors.New("no audience or resource")
 	}
-	jws, err := jose.ParseSigned(form.Get("subject_token"), []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(form.Get("subject_token"), []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return "", fmt.Errorf("subject token: %v", err)
 	}

@@ -278,14 +278,14 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-func jsFiles(t testing.TB) []string {
-	t.Helper()
+func jsFiles(tb testing.TB) []string {
+	tb.Helper()
 	names, err := fs.Glob(FS(), "*.js")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if len(names) == 0 {
-		t.Fatal("no .js files embedded")
+		tb.Fatal("no .js files embedded")
 	}
 	return names
 }

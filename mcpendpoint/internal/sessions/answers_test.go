@@ -33,7 +33,7 @@ func TestNotPendingTextOfMCPGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // read to the end below
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
 	}

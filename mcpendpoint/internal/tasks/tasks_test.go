@@ -72,7 +72,7 @@ type racing struct {
 func (r *racing) SwapTask(ctx context.Context, id, user string, revision int64, t State) (bool, error) {
 	if r.conflicts > 0 {
 		r.conflicts--
-		cur, err := r.MemStore.Task(ctx, id, user)
+		cur, err := r.Task(ctx, id, user)
 		if err != nil {
 			return false, err
 		}

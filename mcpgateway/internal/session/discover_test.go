@@ -421,7 +421,7 @@ func TestOlderServersOverHTTP(t *testing.T) {
 				}
 				if json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodServerDiscover) {
 					w.Header().Set("Content-Type", "application/json")
-					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, msg.ID)
+					_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, msg.ID)
 					return
 				}
 				next.ServeHTTP(w, r)

@@ -32,6 +32,7 @@ func stream(tb testing.TB, step, long tools.Envelope) string {
 
 // envelope is a status event of text.
 func envelope(tb testing.TB, text string) tools.Envelope {
+	tb.Helper()
 	env, err := tools.NewEnvelope(tools.NewStatus(text), "alice", "c1", "q1")
 	if err != nil {
 		tb.Fatal(err)

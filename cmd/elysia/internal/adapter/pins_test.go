@@ -30,8 +30,8 @@ func TestStorePins(t *testing.T) {
 		name string
 		dsn  func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "elysia.db") }},
-		{"postgres", func(t *testing.T) string { return testenv.PostgresDSN(t) }},
+		{"sqlite", func(t *testing.T) string { t.Helper(); return filepath.Join(t.TempDir(), "elysia.db") }},
+		{"postgres", func(t *testing.T) string { t.Helper(); return testenv.PostgresDSN(t) }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := t.Context()
