@@ -52,6 +52,9 @@ func (c *Conn) callTool(ctx context.Context, s *Session, params mcp.CallToolPara
 		}
 		return nil, mcptransport.NewError(err)
 	}
+	if resp == nil { // a transport that answered nothing, without an error
+		return nil, mcptransport.NewError(errors.New("tools/call: no response"))
+	}
 	if resp.Error != nil {
 		return nil, resp.Error.AsError()
 	}

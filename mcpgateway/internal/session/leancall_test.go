@@ -1,11 +1,14 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -119,4 +122,21 @@ func FuzzParseCallResult(f *testing.F) {
 			t.Errorf("%q: %s", raw, d)
 		}
 	})
+}
+
+// silentTransport answers a request with neither a response nor an error.
+type silentTransport struct{ mcptransport.Interface }
+
+func (silentTransport) SendRequest(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
+	return nil, nil
+}
+
+// TestCallToolWithoutAResponse: a transport that answers nothing is an
+// error of the call, not a crash.
+func TestCallToolWithoutAResponse(t *testing.T) {
+	s := &Session{client: mcpclient.NewClient(silentTransport{})}
+	_, err := (&Conn{}).callTool(t.Context(), s, mcp.CallToolParams{Name: "x"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "no response") {
+		t.Fatalf("err = %v; want no response", err)
+	}
 }
