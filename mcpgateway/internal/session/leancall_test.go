@@ -128,7 +128,7 @@ func FuzzParseCallResult(f *testing.F) {
 type silentTransport struct{ mcptransport.Interface }
 
 func (silentTransport) SendRequest(context.Context, mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-	return nil, nil
+	return nil, nil //nolint:nilnil // the case under test
 }
 
 // TestCallToolWithoutAResponse: a transport that answers nothing is an
