@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -30,9 +29,8 @@ const cancelNoteWait = 5 * time.Second
 // over stdio; over HTTP the request's end is the cancellation), as
 // mcp-go's Client does.
 //
-// Its id is a string of the conn's, as the raw requests' are (request), so
-// it never meets one of mcp-go's numbers in the transport's table of
-// requests waiting for an answer.
+// Its id is one of the conn's own, as the raw requests' are
+// (rawRequestID).
 func (c *Conn) callTool(ctx context.Context, s *Session, params mcp.CallToolParams, header http.Header) (*mcp.CallToolResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, mcptransport.NewError(err)
@@ -40,7 +38,7 @@ func (c *Conn) callTool(ctx context.Context, s *Session, params mcp.CallToolPara
 	t := s.client.GetTransport()
 	req := mcptransport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId("elysia-tools/call-" + strconv.FormatInt(c.seq.Add(1), 10)),
+		ID:      c.rawRequestID(mcp.MethodToolsCall),
 		Method:  string(mcp.MethodToolsCall),
 		Params:  params,
 		Header:  header,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -108,7 +109,7 @@ func (c *Conn) request(ctx context.Context, s *Session, method mcp.MCPMethod, pa
 	}
 	resp, err := t.SendRequest(ctx, mcptransport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId(fmt.Sprintf("elysia-%s-%d", method, c.seq.Add(1))),
+		ID:      c.rawRequestID(method),
 		Method:  string(method),
 		Params:  params,
 		Header:  header,
@@ -123,4 +124,12 @@ func (c *Conn) request(ctx context.Context, s *Session, method mcp.MCPMethod, pa
 		return nil, fmt.Errorf("%s: %w", method, resp.Error.AsError())
 	}
 	return resp.Result, nil
+}
+
+// rawRequestID is a new id for a request the conn sends itself, past
+// mcp-go's Client: "elysia-<method>-N", a string, so it never meets one of
+// the Client's numbers in the transport's table of requests waiting for an
+// answer.
+func (c *Conn) rawRequestID(method mcp.MCPMethod) mcp.RequestId {
+	return mcp.NewRequestId("elysia-" + string(method) + "-" + strconv.FormatInt(c.seq.Add(1), 10))
 }
