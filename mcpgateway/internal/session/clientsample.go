@@ -54,7 +54,7 @@ func callerSamplerOf(ac *activeCall) (ClientSampler, bool) {
 	if cs, ok := ac.emit.(ClientSampler); ok {
 		return cs, false
 	}
-	v, ok := ac.ctx.Value(callerSamplingKey{}).(callerSampling)
+	v, ok := ac.clock.ctx.Value(callerSamplingKey{}).(callerSampling)
 	return v.cs, ok && v.cs == nil
 }
 
@@ -75,7 +75,7 @@ func (h sampling) toClient(ctx context.Context, ac *activeCall, cs ClientSampler
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ac.ctx, cancel)
+	stop := context.AfterFunc(ac.clock.ctx, cancel)
 	defer stop()
 	res, err := cs.CreateMessage(ctx, req)
 	if err != nil {

@@ -37,7 +37,7 @@ func completerOf(ac *activeCall) ElicitationCompleter {
 	if ec, ok := ac.emit.(ElicitationCompleter); ok {
 		return ec
 	}
-	ec, _ := ac.ctx.Value(completerKey{}).(ElicitationCompleter)
+	ec, _ := ac.clock.ctx.Value(completerKey{}).(ElicitationCompleter)
 	return ec
 }
 

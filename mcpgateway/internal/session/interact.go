@@ -21,11 +21,10 @@ type activeCall struct {
 	emit   tools.Emitter // never nil; questions go to it directly
 	// clock bounds the call: extend moves its deadline on after a
 	// progress report, hold stops the idle deadline while the user is
-	// asked something (an approval); max_call_time still runs.
-	clock *callClock
-	// ctx is the call's: what the server asks the model for the call
+	// asked something (an approval); max_call_time still runs. Its ctx
+	// is the call's: what the server asks the model for the call
 	// (sampling) ends with it.
-	ctx context.Context //nolint:containedctx // the call's lifetime, for work done on its behalf
+	clock *callClock
 	// relay takes the call's progress and warnings to emit without ever
 	// blocking the transport's read loop.
 	relay *relay

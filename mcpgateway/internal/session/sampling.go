@@ -141,7 +141,7 @@ func (h sampling) sample(ctx context.Context, ac *activeCall, sr SampleRequest) 
 	// The model works for the call: on stdio, ctx is the session's.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ac.ctx, cancel)
+	stop := context.AfterFunc(ac.clock.ctx, cancel)
 	defer stop()
 	res, err := h.c.opts.Sampler.Sample(ctx, sr)
 	if err != nil {
