@@ -73,7 +73,7 @@ func (c *Conn) CallTool(ctx context.Context, s *Session, call Call) (res *mcp.Ca
 	}
 	// progress starts below any report, so that a first report of 0 counts.
 	ac := &activeCall{token: c.progressToken(), server: c.cfg.Name, tool: call.Tool, progress: math.Inf(-1),
-		user: call.User, emit: emit, clock: clock, relay: startRelay(emit)}
+		user: call.User, emit: emit, clock: clock, relay: newRelay(emit)}
 	defer ac.relay.close() // after untrack: the call's last messages go out before its result
 	defer s.track(ac)()
 	cctx, span := startMCP(cctx, c.cfg.Name, s, string(mcp.MethodToolsCall), call.Tool)

@@ -21,7 +21,7 @@ func (c *Conn) GetPrompt(ctx context.Context, s *Session, req mcp.GetPromptReque
 		emit = tools.Discard
 	}
 	ac := &activeCall{token: c.progressToken(), server: c.cfg.Name, tool: "prompt " + req.Params.Name,
-		progress: math.Inf(-1), user: user, emit: emit, clock: clock, relay: startRelay(emit)}
+		progress: math.Inf(-1), user: user, emit: emit, clock: clock, relay: newRelay(emit)}
 	defer ac.relay.close()
 	defer s.track(ac)()
 	stop := s.WedgeGuard(cctx, "prompt "+req.Params.Name)

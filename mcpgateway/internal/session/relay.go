@@ -42,18 +42,18 @@ type relay struct {
 	burst int           // how many reports wait at most (paceOf)
 	wake  chan struct{} // buffer of one: a value waiting means "look again"
 	stop  chan struct{} // closed by close, once the goroutine runs
-	done  chan struct{} // closed when the goroutine has returned
+	done  chan struct{} // closed when the goroutine has returned; nil until it starts
 
-	// mu guards pending, queue, running and closed.
+	// mu guards pending, queue and closed, and the three channels until
+	// the goroutine starts (they are set then, once).
 	mu      sync.Mutex
 	pending []tools.ProgressPayload // reports not yet emitted, oldest first
 	queue   []tools.Event           // events not yet emitted, in order
-	running bool                    // the goroutine was started
 	closed  bool                    // close has begun: nothing starts it
 }
 
-// startRelay returns the relay of a call whose messages go to emit.
-func startRelay(emit tools.Emitter) *relay {
+// newRelay returns the relay of a call whose messages go to emit.
+func newRelay(emit tools.Emitter) *relay {
 	pace, burst := paceOf(emit)
 	return &relay{emit: emit, pace: pace, burst: burst}
 }
@@ -84,11 +84,10 @@ func (r *relay) event(ev tools.Event) {
 // close has begun (what comes after the call's end is dropped, as it
 // always was); r.mu is held. It never blocks.
 func (r *relay) pokeLocked() {
-	if !r.running {
+	if r.done == nil {
 		if r.closed {
 			return
 		}
-		r.running = true
 		r.wake, r.stop, r.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		go r.run()
 	}
@@ -104,7 +103,7 @@ func (r *relay) pokeLocked() {
 func (r *relay) close() {
 	r.mu.Lock()
 	r.closed = true
-	running := r.running
+	running := r.done != nil
 	r.mu.Unlock()
 	if running {
 		close(r.stop)

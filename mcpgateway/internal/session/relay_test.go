@@ -16,7 +16,7 @@ func TestRelayPacesProgress(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		u := &recorder{}
-		r := startRelay(u)
+		r := newRelay(u)
 		const n = 5000
 		for i := 1; i <= n; i++ {
 			r.progress(tools.ProgressPayload{Progress: float64(i)})
@@ -49,7 +49,7 @@ func TestRelayNeverBlocksItsSender(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		u := &stalledStream{release: release, entered: make(chan struct{})}
-		r := startRelay(u)
+		r := newRelay(u)
 		r.progress(tools.ProgressPayload{Progress: 1})
 		<-u.entered
 		for i := 2; i <= 1000; i++ {
@@ -128,7 +128,7 @@ func TestRelayPassesBurstsToAPacer(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		u := &pacedRecorder{pace: 10 * time.Millisecond}
-		r := startRelay(u)
+		r := newRelay(u)
 		for i := 1; i <= 3; i++ {
 			r.progress(tools.ProgressPayload{Progress: float64(i)})
 			time.Sleep(time.Millisecond)
@@ -166,27 +166,27 @@ func TestRelayPassesBurstsToAPacer(t *testing.T) {
 func TestRelayStartsWithTheFirstMessage(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		quiet := startRelay(&recorder{})
+		quiet := newRelay(&recorder{})
 		quiet.close()
-		if quiet.running {
+		if quiet.done != nil {
 			t.Error("a call without messages started the relay's goroutine")
 		}
 
 		u := &recorder{}
-		r := startRelay(u)
+		r := newRelay(u)
 		r.event(tools.Event{Type: tools.EventWarning, Payload: "careful"})
 		r.close()
 		if len(u.events) != 1 || u.events[0].Payload != "careful" {
 			t.Errorf("emitted %v, want the one warning before close returned", u.events)
 		}
 
-		late := startRelay(u)
+		late := newRelay(u)
 		late.close()
 		late.progress(tools.ProgressPayload{Progress: 1})
 		late.event(tools.Event{Type: tools.EventWarning, Payload: "late"})
 		synctest.Wait()
-		if late.running || len(u.events) != 1 {
-			t.Errorf("messages after close: running %t, emitted %v; want them dropped", late.running, u.events)
+		if late.done != nil || len(u.events) != 1 {
+			t.Errorf("messages after close: running %t, emitted %v; want them dropped", late.done != nil, u.events)
 		}
 	})
 }
