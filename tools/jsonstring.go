@@ -93,14 +93,23 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 
 // plainJSON reports whether table writes every byte of s as it is, so
 // that s between quotes is its JSON string.
+// Like AppendJSONString, it takes 8 bytes at a time and looks byte by
+// byte only into a block that may need escaping (a '<' is plain when
+// HTML is not escaped), then goes on 8 at a time.
 func plainJSON(s string, table *[256]struct{ n, last byte }) bool {
-	i := 0
-	for len(s)-i >= 8 && !needsEscape(load64(s[i:])) {
-		i += 8
-	}
-	for ; i < len(s); i++ {
-		if table[s[i]].n != 1 {
-			return false
+	for i := 0; i < len(s); {
+		end := len(s)
+		if len(s)-i >= 8 {
+			if !needsEscape(load64(s[i:])) {
+				i += 8
+				continue
+			}
+			end = i + 8
+		}
+		for ; i < end; i++ {
+			if table[s[i]].n != 1 {
+				return false
+			}
 		}
 	}
 	return true
