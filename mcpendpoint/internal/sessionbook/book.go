@@ -75,7 +75,7 @@ type Book struct {
 	// room for another; it must not block.
 	evicted func(Eviction)
 
-	// mu guards owners, hashes, users, lru and adopting.
+	// mu guards owners, hashes, users, lru, adopting and opened.
 	mu     sync.Mutex
 	owners map[string]*owned
 	// hashes holds each session's id by its Hash.
@@ -91,7 +91,7 @@ type Book struct {
 	// channel closes when it is done.
 	adopting map[string]chan struct{}
 	// opened is closed, and set to nil, when a GET stream opens
-	// (OpenStream): the wake of the waits for a stream (WaitStreaming,
+	// (OpenStream): the wake of the waits for a stream (WaitStreamingHash,
 	// StreamOpened). Nil while nobody waits.
 	opened chan struct{}
 }
@@ -361,18 +361,6 @@ func (b *Book) Streaming(id, user string) bool {
 	}
 	b.usedLocked(o)
 	return true
-}
-
-// WaitStreaming waits until session id, which belongs to user, has its
-// GET stream open (Streaming), or ctx ends; it reports whether the stream
-// is open.
-func (b *Book) WaitStreaming(ctx context.Context, id, user string) bool {
-	return b.waitStream(ctx, func() *owned {
-		if o := b.owners[id]; o != nil && o.user == user {
-			return o
-		}
-		return nil
-	}) != nil
 }
 
 // WaitStreamingHash waits until the session whose Hash is h is open here

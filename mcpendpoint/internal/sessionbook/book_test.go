@@ -306,39 +306,10 @@ func TestBookStreamsAndHooks(t *testing.T) {
 	}
 }
 
-// TestWaitStreaming: a wait for a session's GET stream ends when one
-// opens (not when another session's does, nor for another user), and
-// reports false when its ctx ends first.
-func TestWaitStreaming(t *testing.T) {
-	b := New(10, 10, errUnknown, nil)
-	h, other := b.newID("alice", HTTPPrefix), b.newID("alice", HTTPPrefix)
-	ended, cancel := context.WithCancel(t.Context())
-	cancel()
-	if b.WaitStreaming(ended, h, "alice") {
-		t.Error("a wait whose ctx ended reports a stream")
-	}
-	got := make(chan bool, 1)
-	go func() { got <- b.WaitStreaming(t.Context(), h, "alice") }()
-	defer b.OpenStream(other)() // wakes the wait, which waits on
-	select {
-	case v := <-got:
-		t.Fatalf("the wait ended (%v) when another session's stream opened", v)
-	case <-time.After(50 * time.Millisecond):
-	}
-	defer b.OpenStream(h)()
-	if !<-got {
-		t.Error("the wait ended without the stream that opened")
-	}
-	bob, stop := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer stop()
-	if b.WaitStreaming(bob, h, "bob") {
-		t.Error("bob's wait for alice's session reports her stream")
-	}
-}
-
 // TestWaitStreamingHash: a wait by a session's hash ends once the session
 // is open here (adopted, say, by the GET that opens its stream) with its
-// stream open, and gives its id and user.
+// stream open, not when another session's stream opens, and gives its id
+// and user.
 func TestWaitStreamingHash(t *testing.T) {
 	b := New(10, 10, errUnknown, nil)
 	type found struct {
@@ -355,6 +326,12 @@ func TestWaitStreamingHash(t *testing.T) {
 	}()
 	id = b.newID("alice", HTTPPrefix) // not streaming yet
 	close(gate)
+	defer b.OpenStream(b.newID("alice", HTTPPrefix))() // wakes the wait, which waits on
+	select {
+	case f := <-got:
+		t.Fatalf("the wait ended (%+v) when another session's stream opened", f)
+	case <-time.After(50 * time.Millisecond):
+	}
 	defer b.OpenStream(id)()
 	if f := <-got; !f.ok || f.id != id || f.user != "alice" {
 		t.Errorf("WaitStreamingHash = %+v, want alice's session %s", f, id)
