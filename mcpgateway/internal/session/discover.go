@@ -13,6 +13,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/stdiorpc"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 )
 
@@ -248,11 +249,11 @@ func (t *streamable) send(ctx context.Context, req mcptransport.JSONRPCRequest) 
 	return resp, err
 }
 
-// stdioProbe is mcp-go's stdio transport with its requests kept in the
+// stdioProbe is the stdio transport with its requests kept in the
 // history and, when probing, server/discover vetted; the initialize mcp-go
 // falls back to goes to the same child.
 type stdioProbe struct {
-	*mcptransport.Stdio
+	*stdiorpc.Transport
 	probe *discoverProbe // nil when not probing
 	hist  *history
 	sess  *Session // the session it carries
@@ -260,13 +261,13 @@ type stdioProbe struct {
 
 // SetRequestHandler keeps the server's requests in the history too.
 func (t stdioProbe) SetRequestHandler(handler mcptransport.RequestHandler) {
-	t.Stdio.SetRequestHandler(t.hist.serve(t.sess, handler))
+	t.Transport.SetRequestHandler(t.hist.serve(t.sess, handler))
 }
 
 // SendRequest sends req, vetting the answer to server/discover.
 func (t stdioProbe) SendRequest(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
 	return t.hist.send(ctx, req, func(ctx context.Context, req mcptransport.JSONRPCRequest) (*mcptransport.JSONRPCResponse, error) {
-		resp, err := t.Stdio.SendRequest(ctx, req)
+		resp, err := t.Transport.SendRequest(ctx, req)
 		if t.probe == nil {
 			return resp, err
 		}

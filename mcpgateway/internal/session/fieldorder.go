@@ -81,6 +81,14 @@ func (o *fieldOrders) take(schema map[string]any) []string {
 	return nil
 }
 
+// sniff records the order of a line of a stdio server, when it is a form
+// no longer than maxSniffLine (as a lineSniffer does).
+func (o *fieldOrders) sniff(line []byte) {
+	if len(line) > 0 && len(line) <= maxSniffLine {
+		o.line(line)
+	}
+}
+
 // objectKeys returns the keys of a JSON object in their order, or nil
 // when raw is not an object or names a key twice.
 func objectKeys(raw json.RawMessage) []string {

@@ -13,6 +13,7 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/elysia-go/elysia/mcpgateway/internal/stdiorpc"
 	"github.com/elysia-go/elysia/mcpgateway/mcpauth"
 	"github.com/elysia-go/elysia/mcpgateway/mcpconfig"
 )
@@ -41,8 +42,8 @@ func (c *Conn) dial(hsCtx context.Context) (*Session, error) {
 // dialStdio spawns the configured command. The process is started here,
 // not by mcp-go: the child gets only ChildEnv (never the service's secrets),
 // its own process group, and a stderr pipe the gateway reads; and its stdout
-// reaches mcp-go's transport (NewIO) through a lineLimit, since mcp-go
-// reads a line whole however long it is.
+// reaches the transport (stdiorpc) through a lineLimit, since the
+// transport reads a line whole however long it is.
 //
 // Unless mcp.json pins a version, the handshake opens with server/discover
 // (discover.go), and the server's answer is remembered. A child that dies
@@ -125,11 +126,12 @@ func (c *Conn) spawn(hsCtx context.Context, version string, probe *discoverProbe
 		c.logger.Warn("server sent a message over max_message_size; closing the session", "limit", cfg.MessageLimit())
 		s.MarkDead(err)
 	}}
-	// The sniffer keeps the field order of forms, which mcp-go's maps lose.
-	stdio := mcptransport.NewIO(&lineSniffer{r: out, line: s.orders.line}, p.stdin, nil)
-	// An answer that meets the closed stdin at close is expected (closedwrite.go).
-	mcptransport.WithCommandLogger(slog.New(closedWriteHandler{Handler: c.logger.Handler(), dead: s.dead}))(stdio)
-	t := stdioProbe{Stdio: stdio, probe: probe, hist: c.history, sess: s}
+	stdio := stdiorpc.New(out, p.stdin, stdiorpc.Options{
+		Logger: c.logger,
+		// The field order of forms, which mcp-go's maps lose.
+		Line: s.orders.sniff,
+	})
+	t := stdioProbe{Transport: stdio, probe: probe, hist: c.history, sess: s}
 	ctx, cancel := context.WithCancel(c.lifetime)
 	client := mcpclient.NewClient(t, c.clientOptions(s, version)...)
 	if err := client.Start(ctx); err != nil {
