@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/internal/jsonscan"
 )
 
 // kind is what a line from the server is.
@@ -50,20 +52,13 @@ func classify(line []byte) (envelope, kind) {
 	if !json.Valid(line) {
 		return e, kindDrop
 	}
-	i := skipSpace(line, 0)
-	if line[i] != '{' {
+	if line[jsonscan.SkipSpace(line, 0)] != '{' {
 		// null decodes into a struct as nothing: a response without an
 		// id, which no request waits for. Anything else is refused.
 		return e, kindDrop
 	}
 	var errv []byte // the last error member, null included
-	i = skipSpace(line, i+1)
-	for line[i] != '}' {
-		keyEnd := skipString(line, i)
-		key := line[i+1 : keyEnd-1]
-		v := skipSpace(line, skipSpace(line, keyEnd)+1) // past the colon
-		end := skipValue(line, v)
-		val := line[v:end]
+	for key, val := range jsonscan.Members(line) {
 		switch memberName(key) {
 		case "jsonrpc":
 			if val[0] != '"' && val[0] != 'n' {
@@ -91,10 +86,6 @@ func classify(line []byte) (envelope, kind) {
 			e.errTwice = errv != nil
 			errv = val
 		}
-		i = skipSpace(line, end)
-		if line[i] == ',' {
-			i = skipSpace(line, i+1)
-		}
 	}
 	if errv != nil && errv[0] != 'n' {
 		e.errv = errv
@@ -110,21 +101,11 @@ func classify(line []byte) (envelope, kind) {
 
 // validID reports whether an id that is not null decodes as mcp.RequestId.
 func validID(val []byte) bool {
-	if plainString(val) {
+	if _, ok := jsonscan.Plain(val); ok {
 		return true
 	}
 	var id mcp.RequestId
 	return id.UnmarshalJSON(val) == nil
-}
-
-// plainString reports whether val is a JSON string with nothing to
-// unescape: its bytes between the quotes are its value.
-func plainString(val []byte) bool {
-	if len(val) < 2 || val[0] != '"' {
-		return false
-	}
-	s := val[1 : len(val)-1]
-	return bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s)
 }
 
 // The members classify looks at; memberName returns the one key names.
@@ -159,8 +140,8 @@ func memberName(key []byte) string {
 
 // requestID returns the id a response's raw id val stands for.
 func requestID(val []byte) mcp.RequestId {
-	if plainString(val) {
-		return mcp.NewRequestId(string(val[1 : len(val)-1]))
+	if s, ok := jsonscan.Plain(val); ok {
+		return mcp.NewRequestId(string(s))
 	}
 	var id mcp.RequestId
 	_ = id.UnmarshalJSON(val) // classify vetted it (null is nil)
@@ -174,71 +155,10 @@ func responseKey(buf []byte, val []byte) []byte {
 	if val == nil {
 		return append(buf, "<nil>"...)
 	}
-	if plainString(val) {
-		return append(append(buf, "string:"...), val[1:len(val)-1]...)
+	if s, ok := jsonscan.Plain(val); ok {
+		return append(append(buf, "string:"...), s...)
 	}
 	var id mcp.RequestId
 	_ = id.UnmarshalJSON(val) // classify vetted it
 	return append(buf, id.String()...)
-}
-
-// The scanners below walk a line json.Valid has passed: they find where a
-// value ends without checking what it holds.
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipString returns the index just past the string that opens at i.
-func skipString(b []byte, i int) int {
-	i++
-	for {
-		j := bytes.IndexAny(b[i:], `"\`)
-		i += j
-		if b[i] == '"' {
-			return i + 1
-		}
-		i += 2 // a backslash and the byte it escapes
-	}
-}
-
-// skipValue returns the index just past the value that starts at i.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-	}
-	for i < len(b) {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
-		}
-		i++
-	}
-	return i
 }
