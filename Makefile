@@ -20,7 +20,7 @@ export ELYSIA_CONFORMANCE_SERVER := $(CURDIR)/bin/conformance-server
 MCP_REGISTRY_MODULE := github.com/modelcontextprotocol/registry/cmd/registry@v1.7.9
 
 # Fuzz targets run briefly by `make test` (package:Target).
-FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./mcpgateway/mcpconfig:FuzzEdit ./mcpgateway/mcpauth:FuzzWWWAuthenticate ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web/stream:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText ./mcpendpoint/internal/callstream:FuzzParseEventID ./mcpendpoint:FuzzUntagAnswer ./mcpendpoint:FuzzRefuseUnserved ./tools:FuzzCleanDescription ./mcpgateway/internal/session:FuzzInputRound ./mcpgateway/internal/session:FuzzParseCallResult ./mcpgateway/internal/stdiorpc:FuzzClassify ./internal/jsonscan:FuzzMembers ./mcpendpoint/internal/sse:FuzzNext ./mcpendpoint/internal/jsonrpc:FuzzDecode ./tools:FuzzAppendEnvelope ./store:FuzzSplitPacked ./tools:FuzzAppendJSONString
+FUZZ := ./mcpgateway/mcpconfig:FuzzParse ./mcpgateway/mcpconfig:FuzzEdit ./mcpgateway/mcpauth:FuzzWWWAuthenticate ./tools:FuzzSchemaValidate ./tree:FuzzParseDecision ./web/stream:FuzzQueryBody ./llm:FuzzOffline ./cmd/elysia:FuzzTerminalText ./mcpendpoint/internal/callstream:FuzzParseEventID ./mcpendpoint:FuzzUntagAnswer ./mcpendpoint:FuzzRefuseUnserved ./tools:FuzzCleanDescription ./mcpgateway/internal/session:FuzzInputRound ./mcpgateway/internal/session:FuzzParseCallResult ./mcpgateway/internal/stdiorpc:FuzzClassify ./internal/jsonscan:FuzzMembers ./mcpgateway/internal/session:FuzzCallParams ./mcpendpoint/internal/sse:FuzzNext ./mcpendpoint/internal/jsonrpc:FuzzDecode ./tools:FuzzAppendEnvelope ./store:FuzzSplitPacked ./tools:FuzzAppendJSONString
 
 .PHONY: all build run test test-short test-deps fuzz bench lint clean
 

@@ -272,10 +272,16 @@ func (h *history) text(v any) (int, keptText) {
 	return len(b), h.keepText(b)
 }
 
-// marshalValue is json.Marshal of v, asking a value that marshals itself
-// directly (mcp-go's params, which json.Marshal compacts): json.Marshal
-// would scan its output again.
+// marshalValue is json.Marshal of v, writing a tools/call's params itself
+// (callParams) and asking any other value that marshals itself directly
+// (mcp-go's params, which json.Marshal compacts): json.Marshal would scan
+// its output again.
 func marshalValue(v any) ([]byte, error) {
+	if p, ok := v.(mcp.CallToolParams); ok {
+		if raw, ok := callParams(p); ok {
+			return raw, nil
+		}
+	}
 	if m, ok := v.(json.Marshaler); ok && v != nil && !isNilPointer(v) {
 		return m.MarshalJSON()
 	}
