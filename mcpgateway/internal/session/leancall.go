@@ -1,13 +1,16 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
+	"github.com/elysia-go/elysia/internal/jsonscan"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -125,6 +128,14 @@ func parseCallResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if raw == nil {
 		return nil, errors.New("response is nil")
 	}
+	if res, ok := parseTextResult(raw); ok {
+		return res, nil
+	}
+	return decodeCallResult(raw)
+}
+
+// decodeCallResult is parseCallResult through encoding/json.
+func decodeCallResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var w callResultWire
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, fmt.Errorf("failed to unmarshal response: %w", err)
@@ -164,4 +175,135 @@ func contentItem(item json.RawMessage) (mcp.Content, error) {
 		return t, nil
 	}
 	return mcp.UnmarshalContent(item)
+}
+
+// The members of a result, and of a text item, that decodeCallResult
+// reads. parseTextResult leaves a result naming one of them in another
+// case (encoding/json matches it) to decodeCallResult, and one it does not
+// read itself: _meta, resultType, inputRequests, requestState, annotations.
+var (
+	resultMembers = []string{"content", "isError", "structuredContent", "_meta", "resultType", "inputRequests", "requestState"}
+	textMembers   = []string{"type", "text", "annotations", "_meta"}
+)
+
+// parseTextResult takes the result nearly every tool sends (text items, and
+// isError and structuredContent or not) to what decodeCallResult makes of
+// it, in one pass over it and without reflection; ok is false for any other
+// result, and for anything unusual in this one (a member named twice, or in
+// another case, a string with escapes where a plain one was looked for),
+// which decodeCallResult then decodes. FuzzParseCallResult holds both to
+// mcp-go, and the one to the other.
+func parseTextResult(raw []byte) (*mcp.CallToolResult, bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	var content, structured []byte
+	isError := false
+	var seen uint8
+	once := func(bit uint8) bool {
+		dup := seen&bit != 0
+		seen |= bit
+		return !dup
+	}
+	for key, val := range jsonscan.Members(raw) {
+		switch string(key) {
+		case "content":
+			if !once(1) || val[0] != '[' {
+				return nil, false
+			}
+			content = val
+		case "isError":
+			if !once(2) {
+				return nil, false
+			}
+			switch val[0] {
+			case 't':
+				isError = true
+			case 'f', 'n':
+			default:
+				return nil, false
+			}
+		case "structuredContent":
+			if !once(4) {
+				return nil, false
+			}
+			structured = val
+		default:
+			if namesOneOf(key, resultMembers) {
+				return nil, false
+			}
+		}
+	}
+	if content == nil {
+		return nil, false
+	}
+	res := &mcp.CallToolResult{IsError: isError}
+	for item := range jsonscan.Elements(content) {
+		t, ok := textItem(item)
+		if !ok {
+			return nil, false
+		}
+		res.Content = append(res.Content, t)
+	}
+	if structured != nil {
+		res.RawStructuredContent = bytes.Clone(structured)
+	}
+	return res, true
+}
+
+// textItem takes a text item without annotations or _meta.
+func textItem(item []byte) (mcp.TextContent, bool) {
+	t := mcp.TextContent{}
+	if item[0] != '{' {
+		return t, false
+	}
+	var seen uint8
+	for key, val := range jsonscan.Members(item) {
+		switch string(key) {
+		case "type":
+			if s, ok := jsonscan.Plain(val); !ok || seen&1 != 0 || string(s) != mcp.ContentTypeText {
+				return t, false
+			}
+			seen |= 1
+			t.Type = mcp.ContentTypeText
+		case "text":
+			if seen&2 != 0 {
+				return t, false
+			}
+			seen |= 2
+			switch val[0] {
+			case '"':
+				if s, ok := jsonscan.Plain(val); ok {
+					t.Text = string(s)
+				} else if json.Unmarshal(val, &t.Text) != nil {
+					return t, false
+				}
+			case 'n':
+			default:
+				return t, false
+			}
+		default:
+			if namesOneOf(key, textMembers) {
+				return t, false
+			}
+		}
+	}
+	return t, seen&1 != 0
+}
+
+// namesOneOf reports whether the raw key may name one of names as
+// encoding/json matches them (without regard to case); a key with escapes
+// or outside ASCII is taken to.
+func namesOneOf(key []byte, names []string) bool {
+	for _, c := range key {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, n := range names {
+		if len(key) == len(n) && bytes.EqualFold(key, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }

@@ -26,6 +26,13 @@ var callResults = []string{
 	`{"content":[{"type":"text","text":"x"}],"structuredContent":null}`,
 	`{"content":[{"type":"text","text":"x"}],"structuredContent":[1,2]}`,
 	`{"content":[{"type":"text","text":"x"}],"isError":false,"extra":{"deep":[1,{"a":null}]}}`,
+	`{"content":[{"type":"text","text":"a\"b\u00e9"},{"text":null,"type":"text","x":1}],"isError":null,"structuredContent":{"a":[1]}}`,
+	`{"Content":[{"type":"text","text":"x"}],"ISERROR":true}`,
+	`{"content":[{"type":"text","text":"x"}],"content":[]}`,
+	`{"content":[{"TYPE":"text","Text":"x"}]}`,
+	`{"content":[{"type":"te\u0078t","text":"x"}]}`,
+	`{"content":[{"type":"text","text":"\ud800"}], "re\u0073ultType":"complete"}`,
+	"{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}",
 	// Refused by both.
 	`{}`,
 	`{"isError":true}`,
@@ -121,6 +128,12 @@ func FuzzParseCallResult(f *testing.F) {
 		if d := sameParse(raw); d != "" {
 			t.Errorf("%q: %s", raw, d)
 		}
+		if fast, ok := parseTextResult(raw); ok {
+			slow, err := decodeCallResult(raw)
+			if err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Errorf("%q: the one-pass parse took %+v, encoding/json %+v, %v", raw, fast, slow, err)
+			}
+		}
 	})
 }
 
@@ -138,5 +151,22 @@ func TestCallToolWithoutAResponse(t *testing.T) {
 	_, err := (&Conn{}).callTool(t.Context(), s, mcp.CallToolParams{Name: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "no response") {
 		t.Fatalf("err = %v; want no response", err)
+	}
+}
+
+// BenchmarkParseCallResult: the result todo-mcp sends for list_todos, by
+// the one-pass parse and by encoding/json.
+func BenchmarkParseCallResult(b *testing.B) {
+	raw := []byte(`{"content":[{"type":"text","text":"No todos found."}],"structuredContent":{"todos":[],"count":0}}`)
+	for name, parse := range map[string]func(json.RawMessage) (*mcp.CallToolResult, error){
+		"one-pass": parseCallResult, "encoding-json": decodeCallResult} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parse(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
