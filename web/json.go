@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -70,12 +72,14 @@ func appendObject(buf *bytes.Buffer, o object) error {
 			buf.Write(v)
 		case string:
 			tools.WriteJSONString(buf, v)
-		default:
-			b, err := tools.Marshal(v)
-			if err != nil {
+		case ExecuteResult:
+			if err := v.appendJSON(buf); err != nil {
 				return err
 			}
-			buf.Write(b)
+		default:
+			if err := appendValue(buf, v); err != nil {
+				return err
+			}
 		}
 	}
 	buf.WriteByte('}')
@@ -87,3 +91,83 @@ func appendObject(buf *bytes.Buffer, o object) error {
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledJSON = 64 << 10
+
+// appendJSON writes r as tools.Marshal would, byte for byte, without
+// reflection over the result and its content items: the answer of every
+// execute. A value in an item other than a string, and structured content
+// that is not JSON already, go through tools.Marshal.
+func (r ExecuteResult) appendJSON(buf *bytes.Buffer) error {
+	buf.WriteString(`{"is_error":`)
+	buf.WriteString(strconv.FormatBool(r.IsError))
+	buf.WriteString(`,"content":`)
+	if r.Content == nil {
+		buf.WriteString("null")
+	} else {
+		buf.WriteByte('[')
+		for i, item := range r.Content {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendMap(buf, item); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	}
+	buf.WriteString(`,"structured":`)
+	switch v := r.Structured.(type) {
+	case nil:
+		buf.WriteString("null")
+	case json.RawMessage:
+		if v == nil {
+			buf.WriteString("null")
+		} else if err := json.Compact(buf, v); err != nil { // as encoding/json writes a RawMessage
+			return err
+		}
+	default:
+		if err := appendValue(buf, v); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// appendMap writes m as encoding/json does: keys sorted, null for nil.
+func appendMap(buf *bytes.Buffer, m map[string]any) error {
+	if m == nil {
+		buf.WriteString("null")
+		return nil
+	}
+	var small [8]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		tools.WriteJSONString(buf, k)
+		buf.WriteByte(':')
+		if s, ok := m[k].(string); ok {
+			tools.WriteJSONString(buf, s)
+		} else if err := appendValue(buf, m[k]); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// appendValue writes v through tools.Marshal.
+func appendValue(buf *bytes.Buffer, v any) error {
+	b, err := tools.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf.Write(b)
+	return nil
+}

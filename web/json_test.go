@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -59,4 +60,53 @@ func BenchmarkWriteJSON(b *testing.B) {
 		rec.Body.Reset()
 		writeJSON(c, http.StatusOK, ok(kv("result", res)))
 	}
+}
+
+// TestExecuteResultAsMarshal: an execute's result is written as
+// tools.Marshal writes it, whatever its content and structured content.
+func TestExecuteResultAsMarshal(t *testing.T) {
+	results := []ExecuteResult{
+		{},
+		{IsError: true, Content: []map[string]any{}},
+		{Content: []map[string]any{nil, {}, {"type": "text", "text": "a <= 5 & \"q\" \xff \u2028", "truncated": true, "size": 70000}}},
+		{Content: []map[string]any{{"type": "image", "data": "aGk=", "mimeType": "image/png", "annotations": map[string]any{"priority": 0.5, "audience": []any{"user"}}}}},
+		{Content: []map[string]any{{"z": nil, "a": json.Number("1e400"), "m": []string{"x"}, "k9": 1, "k10": 2, "K": "upper"}}},
+		{Structured: json.RawMessage("{ \"a\" : [1, 2],\n \"<\": \"&\" }")},
+		{Structured: json.RawMessage(nil)},
+		{Structured: map[string]any{"truncated": true, "size": 9, "prefix": "{\"a\""}},
+		{Structured: []any{1, "two"}},
+	}
+	for _, r := range results {
+		want, wantErr := tools.Marshal(r)
+		var buf bytes.Buffer
+		err := r.appendJSON(&buf)
+		if (err != nil) != (wantErr != nil) || err == nil && buf.String() != string(want) {
+			t.Errorf("%+v:\n got %s, %v\nwant %s, %v", r, buf.String(), err, want, wantErr)
+		}
+	}
+	for _, r := range []ExecuteResult{
+		{Structured: json.RawMessage(`{"a":`)},
+		{Content: []map[string]any{{"n": math.NaN()}}},
+		{Structured: map[string]any{"c": make(chan int)}},
+	} {
+		var buf bytes.Buffer
+		if err := r.appendJSON(&buf); err == nil {
+			t.Errorf("%+v written as %s; want the error tools.Marshal gives", r, buf.String())
+		}
+	}
+}
+
+// FuzzExecuteResultJSON holds appendJSON to tools.Marshal on any strings.
+func FuzzExecuteResultJSON(f *testing.F) {
+	f.Add("text", "a <= 5 & \u2028", "k", []byte(`{"a":[1, 2]}`))
+	f.Add("\xff", "", "", []byte(`not json`))
+	f.Fuzz(func(t *testing.T, key, value, key2 string, raw []byte) {
+		r := ExecuteResult{Content: []map[string]any{{key: value, key2: 1.5, "type": "text"}}, Structured: json.RawMessage(raw)}
+		want, wantErr := tools.Marshal(r)
+		var buf bytes.Buffer
+		err := r.appendJSON(&buf)
+		if (err != nil) != (wantErr != nil) || err == nil && buf.String() != string(want) {
+			t.Errorf("%+v:\n got %s, %v\nwant %s, %v", r, buf.String(), err, want, wantErr)
+		}
+	})
 }
