@@ -7,6 +7,7 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/json"
 	"iter"
 	"unicode/utf8"
 )
@@ -137,4 +138,62 @@ func SkipValue(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// Value decodes the value val as encoding/json decodes it into an any with
+// UseNumber: objects as map[string]any (a key named twice counts as its
+// last), arrays as []any, numbers as json.Number, strings unescaped (an
+// invalid byte as U+FFFD). val must be one valid JSON value.
+func Value(val []byte) any {
+	switch val[0] {
+	case '{':
+		m := make(map[string]any)
+		for key, v := range Members(val) {
+			m[str(key)] = Value(v)
+		}
+		return m
+	case '[':
+		a := []any{}
+		for el := range Elements(val) {
+			a = append(a, Value(el))
+		}
+		return a
+	case '"':
+		return str(val[1 : len(val)-1])
+	case 't':
+		return true
+	case 'f':
+		return false
+	case 'n':
+		return nil
+	}
+	return json.Number(val)
+}
+
+// str returns the value of a string's raw contents.
+func str(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw)
+	}
+	var s string
+	_ = json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &s) // valid: it came from valid JSON
+	return s
+}
+
+// MayName reports whether the raw key may name one of names as
+// encoding/json matches a struct's fields, without regard to case; a key
+// with escapes or outside ASCII is taken to (the caller then decodes the
+// object through encoding/json).
+func MayName(key []byte, names ...string) bool {
+	for _, c := range key {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, n := range names {
+		if len(key) == len(n) && bytes.EqualFold(key, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }

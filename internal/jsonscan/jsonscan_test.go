@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -114,5 +115,37 @@ func TestEarlyStop(t *testing.T) {
 	}
 	if n != 3 {
 		t.Errorf("%d iterations, want 3", n)
+	}
+}
+
+// FuzzValue holds Value to encoding/json's Decoder with UseNumber.
+func FuzzValue(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"a":1,"a":{"b":[1.5e3,-0,"\ud800x"]},"\u00e9":true}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		i := SkipSpace(b, 0)
+		if got := Value(b[i:SkipValue(b, i)]); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: Value = %#v, want %#v", b, got, want)
+		}
+	})
+}
+
+func TestMayName(t *testing.T) {
+	for key, want := range map[string]bool{"content": true, "CONTENT": true, "isError": true, "conten": false,
+		"extra": false, `con\u0074ent`: true, "\u017f": true, "cont\xc3\xa9nt": true} {
+		if got := MayName([]byte(key), "content", "isError"); got != want {
+			t.Errorf("MayName(%q) = %v, want %v", key, got, want)
+		}
 	}
 }

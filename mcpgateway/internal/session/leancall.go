@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/elysia-go/elysia/internal/jsonscan"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
@@ -229,7 +228,7 @@ func parseTextResult(raw []byte) (*mcp.CallToolResult, bool) {
 			}
 			structured = val
 		default:
-			if namesOneOf(key, resultMembers) {
+			if jsonscan.MayName(key, resultMembers...) {
 				return nil, false
 			}
 		}
@@ -283,27 +282,10 @@ func textItem(item []byte) (mcp.TextContent, bool) {
 				return t, false
 			}
 		default:
-			if namesOneOf(key, textMembers) {
+			if jsonscan.MayName(key, textMembers...) {
 				return t, false
 			}
 		}
 	}
 	return t, seen&1 != 0
-}
-
-// namesOneOf reports whether the raw key may name one of names as
-// encoding/json matches them (without regard to case); a key with escapes
-// or outside ASCII is taken to.
-func namesOneOf(key []byte, names []string) bool {
-	for _, c := range key {
-		if c == '\\' || c >= utf8.RuneSelf {
-			return true
-		}
-	}
-	for _, n := range names {
-		if len(key) == len(n) && bytes.EqualFold(key, []byte(n)) {
-			return true
-		}
-	}
-	return false
 }
