@@ -115,10 +115,20 @@ func sizeText(limit int64) string {
 // the struct matches a key in any case: {"Tool_Name": "x"} fills
 // tool_name.)
 func decodeJSON(body []byte, dst any, optional bool, required ...string) error {
+	if f, ok := dst.(fastBody); ok && f.decodeFast(body) {
+		return nil
+	}
 	if once(body, dst, required) {
 		return nil
 	}
 	return decodeJSONChecked(body, dst, optional, required...)
+}
+
+// fastBody is a body that decodes its usual form itself (decodeFast),
+// without encoding/json's reflection: false leaves body to decodeJSON's
+// general way, which answers it as before.
+type fastBody interface {
+	decodeFast(body []byte) bool
 }
 
 // once decodes body into dst in one pass and reports whether that settled

@@ -145,3 +145,32 @@ func BenchmarkDecodeJSON(b *testing.B) {
 		}
 	}
 }
+
+// FuzzExecuteBody holds executeBody.decodeFast to decodeJSON's general
+// way: a body it takes decodes to the same values there.
+func FuzzExecuteBody(f *testing.F) {
+	for _, s := range []string{
+		`{"tool_name":"create_todo","tool_inputs":{"title":"buy <milk>","priority":3,"tags":["a",1.5e3,null,true]}}`,
+		`{"tool_name":"list_todos","tool_inputs":null,"extra":[1]}`,
+		`{"tool_name":"t"}`, `{"tool_name":""}`, `{"Tool_Name":"t"}`, `{"tool_name":"t","tool_name":"u"}`,
+		`{"tool_name":"t\u00e9","tool_inputs":{"k":"\ud800","k":2}}`, `{"tool_name":"t","tool_inputs":[1]}`,
+		` {"tool_inputs":{"a":{"b":{}}}, "tool_name":"x"} `, `null`, `[]`, `{"tool_name":5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast executeBody
+		if !fast.decodeFast(body) {
+			return
+		}
+		var general executeBody
+		if !once(body, &general, []string{"tool_name"}) {
+			if err := decodeJSONChecked(body, &general, false, "tool_name"); err != nil {
+				t.Fatalf("%q: decodeFast took it, decodeJSON refuses it: %v", body, err)
+			}
+		}
+		if !reflect.DeepEqual(fast, general) {
+			t.Errorf("%q: decodeFast = %#v, decodeJSON = %#v", body, fast, general)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/elysia-go/elysia/internal/jsonscan"
 	"github.com/elysia-go/elysia/tree"
 )
 
@@ -123,6 +124,53 @@ func (s *Server) serverList(c *gin.Context) {
 type executeBody struct {
 	ToolName   string         `json:"tool_name"`
 	ToolInputs map[string]any `json:"tool_inputs"`
+}
+
+// decodeFast decodes the body every execute sends,
+// {"tool_name": "...", "tool_inputs": {...} or null}, other members
+// ignored, in one pass (internal/jsonscan) to what decodeJSON makes of it:
+// numbers as json.Number. Anything else, or unusual (a member named twice
+// or in another case, escapes in the name, an empty name, inputs that are
+// not an object), is left to decodeJSON's general way.
+func (b *executeBody) decodeFast(body []byte) bool {
+	if !json.Valid(body) || body[jsonscan.SkipSpace(body, 0)] != '{' {
+		return false
+	}
+	var name []byte
+	var inputs map[string]any
+	var seen uint8
+	for key, val := range jsonscan.Members(body) {
+		switch string(key) {
+		case "tool_name":
+			s, ok := jsonscan.Plain(val)
+			if !ok || len(s) == 0 || seen&1 != 0 {
+				return false
+			}
+			seen |= 1
+			name = s
+		case "tool_inputs":
+			if seen&2 != 0 {
+				return false
+			}
+			seen |= 2
+			switch val[0] {
+			case '{':
+				inputs = jsonscan.Value(val).(map[string]any)
+			case 'n':
+			default:
+				return false
+			}
+		default:
+			if jsonscan.MayName(key, "tool_name", "tool_inputs") {
+				return false
+			}
+		}
+	}
+	if name == nil {
+		return false
+	}
+	b.ToolName, b.ToolInputs = string(name), inputs
+	return true
 }
 
 // serverExecute serves POST /api/servers/:name/execute, the gateway's
