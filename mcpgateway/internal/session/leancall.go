@@ -9,9 +9,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/elysia-go/elysia/internal/jsonscan"
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/elysia-go/elysia/internal/jsonscan"
 )
 
 // cancelNoteWait bounds sending notifications/cancelled for a call whose
