@@ -26,6 +26,7 @@ const schemaURL = "mem:///input-schema.json"
 // A *Schema is immutable after CompileSchema and safe for concurrent use.
 type Schema struct {
 	compiled *jsonschema.Schema
+	quick    *quickSchema // nil when the schema is not simple enough
 	err      error
 }
 
@@ -57,6 +58,7 @@ func CompileSchema(raw json.RawMessage) (*Schema, error) {
 		return s, s.err
 	}
 	s.compiled = compiled
+	s.quick = newQuickSchema(compiled)
 	return s, nil
 }
 
@@ -84,6 +86,9 @@ func (s *Schema) Validate(tool string, args map[string]any) error {
 	v, err := normalise(args)
 	if err != nil {
 		return &ArgumentError{Tool: tool, Problems: []string{"inputs are not valid JSON: " + err.Error()}}
+	}
+	if s.quick != nil && s.quick.valid(v) {
+		return nil
 	}
 	err = s.compiled.Validate(v)
 	if err == nil {
