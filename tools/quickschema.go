@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -14,8 +15,8 @@ import (
 
 // quickSchema is a tool's input schema simple enough to be checked
 // without the library: an object whose properties are each of one or more
-// types, with string enums, lengths, integer bounds and an array's items
-// of the same kind at most (nearly every MCP tool's). jsonschema/v5 allocates a score of values per
+// types, with string enums, lengths, patterns, formats, integer bounds and
+// an array's items of the same kind at most (nearly every MCP tool's). jsonschema/v5 allocates a score of values per
 // validation (closures, scopes, location strings); this check allocates
 // nothing.
 //
@@ -31,12 +32,14 @@ type quickSchema struct {
 
 // quickProp is one property's checks.
 type quickProp struct {
-	any      bool       // true as a schema, or no checks at all
-	types    []string   // JSON types; empty: any
-	enum     []string   // nil: no enum
-	min, max int        // lengths; -1: none
-	lo, hi   *int64     // inclusive integer bounds; nil: none
-	items    *quickProp // each element's checks, for an array; nil: none
+	any      bool           // true as a schema, or no checks at all
+	types    []string       // JSON types; empty: any
+	enum     []string       // nil: no enum
+	min, max int            // lengths; -1: none
+	lo, hi   *int64         // inclusive integer bounds; nil: none
+	items    *quickProp     // each element's checks, for an array; nil: none
+	pattern  *regexp.Regexp // the library's own, compiled; nil: none
+	format   func(any) bool // the check of a format the draft asserts; nil: none
 }
 
 // newQuickSchema returns the quick check of s, or nil when s is not
@@ -78,6 +81,16 @@ func newQuickProp(s *jsonschema.Schema) (quickProp, bool) {
 		return p, false
 	}
 	p.types = s.Types
+	p.pattern = s.Pattern
+	if !reflect.ValueOf(s).Elem().FieldByName("format").IsZero() {
+		// The library asserts the format with its own check of that
+		// name (the compiler here adds none of its own).
+		f, ok := jsonschema.Formats[s.Format]
+		if !ok {
+			return p, false
+		}
+		p.format = f
+	}
 	if s.Enum != nil {
 		p.enum = make([]string, 0, len(s.Enum))
 		for _, e := range s.Enum {
@@ -110,7 +123,7 @@ func newQuickProp(s *jsonschema.Schema) (quickProp, bool) {
 		}
 		p.items = &ip
 	}
-	p.any = len(p.types) == 0 && p.enum == nil && p.min < 0 && p.max < 0 && p.lo == nil && p.hi == nil && p.items == nil
+	p.any = len(p.types) == 0 && p.enum == nil && p.min < 0 && p.max < 0 && p.lo == nil && p.hi == nil && p.items == nil && p.pattern == nil && p.format == nil
 	return p, true
 }
 
@@ -150,8 +163,9 @@ var (
 		"Comment", "ReadOnly", "WriteOnly", "Examples", "Deprecated", "enumError",
 		"ContainsEval"} // ContainsEval: how "contains" counts, which must be unset
 	rootFields = append([]string{"Types", "Required", "Properties", "AdditionalProperties"}, ignoredFields...)
+	// format is the check of Format, set where the library asserts it.
 	propFields = append([]string{"Types", "Enum", "MinLength", "MaxLength", "Minimum", "Maximum",
-		"ExclusiveMinimum", "ExclusiveMaximum", "Items", "Items2020"}, ignoredFields...)
+		"ExclusiveMinimum", "ExclusiveMaximum", "Items", "Items2020", "Pattern", "Format", "format"}, ignoredFields...)
 	// unsetValues are the fields whose unset value is not their zero.
 	unsetValues = map[string]int64{"MinProperties": -1, "MaxProperties": -1, "MinItems": -1, "MaxItems": -1,
 		"MinContains": 1, "MaxContains": -1, "MinLength": -1, "MaxLength": -1}
@@ -211,12 +225,12 @@ func (q *quickSchema) valid(v any) bool {
 }
 
 func (p *quickProp) valid(v any) bool {
-	if len(p.types) > 0 && !p.typed(v) {
+	if len(p.types) > 0 && !p.typed(v) || p.format != nil && !p.format(v) {
 		return false
 	}
 	switch x := v.(type) {
 	case string:
-		if p.enum != nil && !slices.Contains(p.enum, x) {
+		if p.enum != nil && !slices.Contains(p.enum, x) || p.pattern != nil && !p.pattern.MatchString(x) {
 			return false
 		}
 		if p.min >= 0 || p.max >= 0 {

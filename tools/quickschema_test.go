@@ -19,12 +19,14 @@ var (
 		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"q":{"type":"string","minLength":1,"maxLength":200,"description":"query"},"n":{"type":"number","exclusiveMinimum":0,"maximum":100},"k":{"type":"integer","exclusiveMaximum":10,"default":3},"on":{"type":"boolean"}},"required":["q"],"additionalProperties":false}`,
 		`{"type":"object","properties":{"any":{},"yes":true,"v":{"type":["string","null"],"enum":["a","b"]}}}`,
 		`{"type":"object","properties":{"m":{"type":"array","items":{"type":"array","items":{"type":"integer","minimum":-3}}}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","format":"no-such-format"}}}`, // not checked by the library either
+		// todo-mcp's list_todos: a date's format and pattern
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"e":{"type":"string","format":"email"},"u":{"format":"uri"}}}`,
+		`{"type":"object","properties":{"status":{"type":"string","enum":["active","completed"]},"due":{"type":"string","format":"date","pattern":"^\\d{4}-\\d{2}-\\d{2}$"}}}`,
 	}
 	slowSchemas = []string{
 		`false`,
 		`{"type":"object","properties":{"a":false}}`,
-		`{"type":"object","properties":{"a":{"type":"string","format":"email"}}}`,
-		`{"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}}`,
 		`{"type":"object","properties":{"a":{"type":"number","minimum":0.5}}}`,
 		`{"type":"object","properties":{"a":{"enum":[1,2]}}}`,
 		`{"type":"object","properties":{"a":{"enum":["a",null]}}}`,
@@ -110,7 +112,7 @@ func useNumber(in string) (map[string]any, bool) {
 
 // FuzzQuickSchema: inputs the quick check passes, the library passes.
 func FuzzQuickSchema(f *testing.F) {
-	inputs := []string{`{"title":"x","priority":5,"status":"active","tags":["a"]}`, `{"q":"é","n":0.5,"k":9,"on":true}`,
+	inputs := []string{`{"e":"a@b.c","u":"http://x/"}`, `{"e":"nope","u":"::"}`, `{"e":5,"u":[1]}`, `{"due":"2026-02-30"}`, `{"status":"active","due":"2026-12-03"}`, `{"due":"2026-1-3"}`, `{"due":"x"}`, `{"title":"x","priority":5,"status":"active","tags":["a"]}`, `{"q":"é","n":0.5,"k":9,"on":true}`,
 		`{"v":null,"any":[1],"yes":{}}`, `{"m":[[-3,4],[]]}`, `{"k":10,"n":-1e400}`, `{"q":"","x":1}`}
 	for _, sch := range quickSchemas {
 		for _, in := range inputs {
