@@ -183,7 +183,7 @@ func (t *Transport) SendRequest(ctx context.Context, req mcptransport.JSONRPCReq
 	t.pending[key] = ch
 	t.mu.Unlock()
 	if err := t.write(line); err != nil {
-		if t.forget(key) {
+		if t.forget(key, ch) {
 			replies.Put(ch)
 		}
 		return nil, fmt.Errorf("failed to write request: %w", err)
@@ -193,7 +193,7 @@ func (t *Transport) SendRequest(ctx context.Context, req mcptransport.JSONRPCReq
 		replies.Put(ch)
 		return resp, nil
 	case <-ctx.Done():
-		if t.forget(key) {
+		if t.forget(key, ch) {
 			replies.Put(ch)
 		}
 		return nil, ctx.Err()
@@ -205,19 +205,23 @@ func (t *Transport) SendRequest(ctx context.Context, req mcptransport.JSONRPCReq
 			return resp, nil
 		default:
 		}
-		t.forget(key)
+		t.forget(key, ch)
 		return nil, mcptransport.ErrTransportClosed
 	}
 }
 
-// forget drops the request key waits on, reporting whether it was still
-// waiting (no response will be delivered on its channel).
-func (t *Transport) forget(key string) bool {
+// forget drops the wait of the request key with channel ch, reporting
+// whether it was still waiting (no response will be delivered on ch). A
+// wait under the same key that is not ch's (a later request reusing the
+// id) is left alone, and ch is then not to be reused.
+func (t *Transport) forget(key string, ch chan *mcptransport.JSONRPCResponse) bool {
 	t.mu.Lock()
-	_, ok := t.pending[key]
-	delete(t.pending, key)
-	t.mu.Unlock()
-	return ok
+	defer t.mu.Unlock()
+	if cur, ok := t.pending[key]; ok && cur == ch {
+		delete(t.pending, key)
+		return true
+	}
+	return false
 }
 
 // SendNotification writes a notification.

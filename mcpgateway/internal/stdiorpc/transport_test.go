@@ -449,3 +449,38 @@ func TestRequestLines(t *testing.T) {
 	srv.say(`{"jsonrpc":"2.0","id":"ok","result":{}}`)
 	await(t, a)
 }
+
+// TestSameIDTwice: a request given up while another waits under the same
+// id leaves that wait in place, and its channel is not reused for a later
+// request, which gets its own answer.
+func TestSameIDTwice(t *testing.T) {
+	tr, srv := start(t, Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	a := send(ctx, tr, "dup", "tools/call", nil)
+	srv.next()
+	var aCh chan *mcptransport.JSONRPCResponse
+	tr.mu.Lock()
+	aCh = tr.pending["string:dup"]
+	tr.mu.Unlock()
+	b := send(t.Context(), tr, "dup", "tools/call", nil)
+	srv.next()
+	cancel()
+	if got := await(t, a); !errors.Is(got.err, context.Canceled) {
+		t.Fatalf("the cancelled request = %v", got.err)
+	}
+	tr.mu.Lock()
+	_, waiting := tr.pending["string:dup"]
+	tr.mu.Unlock()
+	if !waiting {
+		t.Fatal("the other request under the same id no longer waits")
+	}
+	for range 20 { // the pool would hand A's channel out again
+		if ch := replies.Get().(chan *mcptransport.JSONRPCResponse); ch == aCh {
+			t.Fatal("the cancelled request's channel went back to the pool while another used its id")
+		}
+	}
+	srv.say(`{"jsonrpc":"2.0","id":"dup","result":{"for":"b"}}`)
+	if got := await(t, b); got.err != nil || string(got.resp.Result) != `{"for":"b"}` {
+		t.Errorf("the request still waiting = %+v, %v", got.resp, got.err)
+	}
+}
