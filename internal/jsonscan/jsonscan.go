@@ -149,7 +149,7 @@ func Value(val []byte) any {
 	case '{':
 		m := make(map[string]any)
 		for key, v := range Members(val) {
-			m[str(key)] = Value(v)
+			m[Unquote(key)] = Value(v)
 		}
 		return m
 	case '[':
@@ -159,7 +159,7 @@ func Value(val []byte) any {
 		}
 		return a
 	case '"':
-		return str(val[1 : len(val)-1])
+		return Unquote(val[1 : len(val)-1])
 	case 't':
 		return true
 	case 'f':
@@ -170,8 +170,9 @@ func Value(val []byte) any {
 	return json.Number(val)
 }
 
-// str returns the value of a string's raw contents.
-func str(raw []byte) string {
+// Unquote returns the value of a string's raw contents (between its
+// quotes, as Members gives a key): unescaped, an invalid byte as U+FFFD.
+func Unquote(raw []byte) string {
 	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw)
 	}

@@ -273,11 +273,7 @@ func textItem(item []byte) (mcp.TextContent, bool) {
 			seen |= 2
 			switch val[0] {
 			case '"':
-				if s, ok := jsonscan.Plain(val); ok {
-					t.Text = string(s)
-				} else if json.Unmarshal(val, &t.Text) != nil {
-					return t, false
-				}
+				t.Text = jsonscan.Unquote(val[1 : len(val)-1])
 			case 'n':
 			default:
 				return t, false

@@ -122,11 +122,7 @@ var memberBytes = func() (b [len(members)][]byte) {
 // contents) names, or "".
 func memberName(key []byte) string {
 	if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
-		var s string
-		if json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s) != nil {
-			return ""
-		}
-		key = []byte(s)
+		key = []byte(jsonscan.Unquote(key))
 	}
 	for i, m := range memberBytes {
 		// A folded match is never longer than three times the name
